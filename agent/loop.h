@@ -1,0 +1,55 @@
+// The tool loop shared by the parent and the child: ask the model, run the tool calls it made,
+// send back the results, repeat until it stops calling tools or the turn limit is hit.
+#pragma once
+
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/message.h"
+#include "agent/provider.h"
+
+namespace forkbox::agent {
+
+// Runs all tool calls of one assistant turn and returns one result per call, in call order.
+// The parent's runner runs `task` calls in parallel; the child's runs base tools one by one.
+class ToolRunner {
+ public:
+  virtual ~ToolRunner() = default;
+  virtual std::vector<ToolResultBlock> Run(const std::vector<ToolUseBlock>& calls, int turn) = 0;
+};
+
+struct LoopOptions {
+  std::string system;
+  std::vector<ToolDef> tools;
+  int max_turns = 30;
+  int64_t max_tokens = 8192;
+  // When the turn limit is hit: one last request without tools asking for a summary.
+  bool force_final_summary = true;
+  int64_t max_final_text_bytes = 0;  // 0: no cap. Cut with a marker otherwise.
+};
+
+struct LoopObserver {
+  std::function<void(int turn, const ToolUseBlock& call)> on_tool_call;
+  std::function<void(int turn, const Response& response)> on_response;
+  TextSink on_text;                                   // Streamed assistant text.
+  std::function<void(const nlohmann::json&)> on_transcript;  // One JSONL record per step.
+};
+
+struct LoopOutcome {
+  std::string final_text;
+  // "completed", "max_turns", "refusal", "max_tokens", "context_window", "model_error".
+  std::string stop;
+  int turns = 0;
+  int tool_calls = 0;
+  Usage usage;  // Summed over all calls.
+  std::optional<ModelError> error;
+};
+
+// `messages` is the conversation so far (the parent keeps it across prompts); the loop appends to
+// it. A pause_turn reply is sent back and continued without counting a new user turn.
+LoopOutcome RunLoop(Provider& provider, std::vector<Message>& messages, const LoopOptions& options,
+                    ToolRunner& runner, const LoopObserver& observer);
+
+}  // namespace forkbox::agent

@@ -1,0 +1,78 @@
+// One small interface to the model, with two real implementations over libcurl:
+// Anthropic Messages and OpenAI-compatible Chat Completions.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "agent/message.h"
+
+namespace forkbox::agent {
+
+struct ProviderConfig {
+  std::string name = "anthropic";  // "anthropic" | "openai"
+  std::string api_key;
+  std::string base_url;  // Empty: the provider's default (see README).
+  std::string model;     // Empty: the provider's default.
+  int64_t max_tokens = 8192;
+  int max_retries = 2;
+  int64_t connect_timeout_ms = 10'000;
+  int64_t idle_timeout_ms = 120'000;
+  int64_t total_timeout_ms = 600'000;
+  bool stream = true;
+  bool prompt_caching = true;  // Anthropic cache_control on system prompt and tools.
+  bool verbose = false;        // Log each request (key redacted) to stderr.
+};
+
+// Why a call failed, after retries.
+struct ModelError {
+  enum class Kind {
+    kHttp,        // Non-retryable HTTP status (or retries exhausted on a retryable one).
+    kTransport,   // Connection failure / timeout after retries.
+    kMalformed,   // Unparseable or truncated reply after retries.
+    kOverloaded,  // In-stream overloaded error after retries.
+    kConfig,      // Bad configuration (unknown provider, missing key for Anthropic, bad URL).
+    kCancelled,
+  };
+  Kind kind = Kind::kHttp;
+  int http_status = 0;
+  std::string error_type;  // The provider's error type, e.g. "rate_limit_error".
+  std::string message;     // The provider's message or curl_easy_strerror text; never the key.
+  std::string request_id;
+  int attempts = 0;
+  // One line for the user: "anthropic: HTTP 401 authentication_error: invalid x-api-key
+  // (request_id req_123) after 1 attempt".
+  std::string ToString() const;
+};
+
+// Outcome of one Complete call.
+struct CallResult {
+  bool ok() const { return !error.has_value(); }
+  Response response;
+  std::optional<ModelError> error;
+};
+
+// Streaming callback: receives assistant text fragments as they arrive (the parent prints them).
+// Fragments of an attempt that later fails are followed by a retry; callers that print must be
+// prepared for that (the parent prints a notice).
+using TextSink = std::function<void(std::string_view fragment)>;
+
+class Provider {
+ public:
+  virtual ~Provider() = default;
+  virtual CallResult Complete(const Request& request, const TextSink& on_text) = 0;
+  virtual const ProviderConfig& config() const = 0;
+};
+
+// Fills defaults from the environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY,
+// OPENAI_BASE_URL, FORKBOX_PROVIDER, FORKBOX_MODEL) for fields the caller left empty.
+void ApplyEnvironmentDefaults(ProviderConfig& config);
+// Default base URL and model for a provider name.
+std::string DefaultBaseUrl(const std::string& provider);
+std::string DefaultModel(const std::string& provider);
+
+// Creates the provider (one keep-alive connection per Provider object).
+std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error);
+
+}  // namespace forkbox::agent

@@ -1,0 +1,50 @@
+// The four base tools (bash, read_file, write_file, edit_file) shared by the parent and the child,
+// and the parent-only `task` tool's definition. Tool names and input fields are a contract.
+//
+// Every tool returns a ToolOutput; a tool never throws and never crashes its caller. Failures are
+// is_error results the model can recover from.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "agent/message.h"
+#include "sandbox/sandbox.h"
+
+namespace forkbox::agent {
+
+struct ToolContext {
+  std::string workdir;          // Absolute, canonical.
+  sandbox::Policy policy;       // policy.enabled == false only with --sandbox=off.
+  std::vector<std::string> env; // The scrubbed tool environment (sandbox::ToolEnvironment).
+  int64_t timeout_ms = 120'000;
+  int64_t max_output_chars = 50'000;
+};
+
+struct ToolOutput {
+  std::string content;  // Valid UTF-8, at most max_output_chars plus the cut marker.
+  bool is_error = false;
+  int64_t raw_bytes = 0;  // Bytes the tool produced before any cut (for "kept out" stats).
+};
+
+// bash {command}; read_file {path, offset?, limit?}; write_file {path, content};
+// edit_file {path, old_text, new_text}.
+std::vector<ToolDef> BaseToolDefs();
+// task {prompt, description}.
+ToolDef TaskToolDef();
+
+// Runs one base tool. Unknown tool names and invalid inputs are is_error results.
+ToolOutput RunBaseTool(const ToolUseBlock& call, const ToolContext& ctx);
+
+// Resolves `path` (relative to workdir, or absolute) with symlinks resolved, and refuses anything
+// that lands outside workdir. For a path that does not exist yet, the deepest existing ancestor is
+// resolved. On refusal returns false and sets *error to a clear message.
+bool ResolveInWorkdir(const std::string& workdir, const std::string& path, std::string* resolved,
+                      std::string* error);
+
+// Cuts `s` to at most max_chars characters (UTF-8 code points, never splitting one) and appends
+// "\n[... output truncated: N bytes dropped ...]" when anything was cut.
+std::string CutOutput(std::string s, int64_t max_chars, int64_t dropped_extra_bytes = 0);
+
+}  // namespace forkbox::agent

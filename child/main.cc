@@ -1,0 +1,3 @@
+#include "child/child.h"
+
+int main(int argc, char** argv) { return forkbox::child::ChildMain(argc, argv); }

@@ -1,0 +1,91 @@
+// The frame format of the parent<->child pipes. One frame:
+//
+//   offset  size  field
+//   0       4     payload length N, unsigned 32-bit, little-endian (byte 0 is the lowest byte)
+//   4       N     payload: one JSON object, UTF-8 (RFC 8259), no BOM, no trailing bytes
+//
+// Constraints a reader enforces before it allocates anything:
+//   - 2 <= N <= max_frame_bytes (default kDefaultMaxFrameBytes, 1 MiB). N == 0 or N > cap is an
+//     error; the length field is never trusted to size a buffer beyond the cap.
+//   - The payload must be valid UTF-8 and parse as a JSON object with a string "type" field.
+//   - A reader also caps the total bytes it accepts from one peer (max_total_bytes); past it,
+//     every further read fails.
+// EOF exactly between frames is kEndOfFile ("peer closed the pipe"); EOF inside the length
+// field or inside a payload is kInvalidArgument ("truncated frame: got X of Y bytes").
+// Frames are written whole with a retrying write loop (partial writes, EINTR); a pipe write of
+// one frame may still interleave with nothing else because each pipe has a single writer.
+//
+// The child's fixed descriptors (documented in docs/protocol.md):
+//   fd 3: parent -> child (the child reads exactly one start frame)
+//   fd 4: child -> parent (events, then one result or error)
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include <nlohmann/json.hpp>
+
+#include "ipc/messages.h"
+#include "ipc/status.h"
+
+namespace forkbox::ipc {
+
+inline constexpr int kChildControlReadFd = 3;  // parent -> child
+inline constexpr int kChildReportWriteFd = 4;  // child -> parent
+inline constexpr size_t kFrameHeaderBytes = 4;
+inline constexpr size_t kDefaultMaxFrameBytes = 1 << 20;
+inline constexpr size_t kDefaultMaxTotalBytes = 64 << 20;
+
+// Encodes one frame. Fails when the payload exceeds max_frame_bytes.
+Result<std::string> EncodeFrame(const nlohmann::json& payload,
+                                size_t max_frame_bytes = kDefaultMaxFrameBytes);
+Result<std::string> EncodeMessage(const Message& message,
+                                  size_t max_frame_bytes = kDefaultMaxFrameBytes);
+
+// Incremental decoder for non-blocking readers: feed whatever bytes arrived, then pull whole
+// messages. After the first error the decoder stays failed (returns the same error).
+class FrameDecoder {
+ public:
+  explicit FrameDecoder(size_t max_frame_bytes = kDefaultMaxFrameBytes,
+                        size_t max_total_bytes = kDefaultMaxTotalBytes);
+  // Appends bytes. Fails on the total cap or an invalid length field.
+  Status Feed(std::string_view bytes);
+  // The next complete, validated message; nullopt when more bytes are needed.
+  Result<std::optional<Message>> Next();
+  // Call at EOF: OK when no partial frame is buffered, otherwise the truncation error.
+  Status Finish() const;
+  size_t buffered_bytes() const { return buffer_.size() - consumed_; }
+
+ private:
+  size_t max_frame_bytes_;
+  size_t max_total_bytes_;
+  size_t total_bytes_ = 0;
+  std::string buffer_;
+  size_t consumed_ = 0;
+  Status failed_;
+};
+
+// Blocking reader over an fd (the child's start frame). Retries EINTR; never reads past the
+// caps.
+class FrameReader {
+ public:
+  explicit FrameReader(int fd, size_t max_frame_bytes = kDefaultMaxFrameBytes,
+                       size_t max_total_bytes = kDefaultMaxTotalBytes);
+  Result<Message> Read();
+
+ private:
+  int fd_;
+  FrameDecoder decoder_;
+};
+
+// Writes one whole frame to a blocking fd, retrying partial writes and EINTR. EPIPE is an error,
+// not a signal (callers ignore SIGPIPE).
+Status WriteMessage(int fd, const Message& message,
+                    size_t max_frame_bytes = kDefaultMaxFrameBytes);
+Status WriteAll(int fd, std::string_view bytes);
+
+}  // namespace forkbox::ipc

@@ -1,0 +1,99 @@
+// The typed messages of the parent<->child protocol. Each message is one frame (ipc/frame.h)
+// whose JSON object has a "type" field: "start", "event", "result" or "error".
+//
+// Validation is strict: unknown types, missing or mistyped fields, unknown provider names and
+// out-of-range numbers are rejected with an error naming the field. Unknown extra fields are
+// ignored so that a newer parent can talk to an older child.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+#include <nlohmann/json_fwd.hpp>
+
+#include "ipc/status.h"
+
+namespace forkbox::ipc {
+
+// How to reach the model. The API key travels only inside the start frame.
+struct ProviderSettings {
+  std::string name;      // "anthropic" or "openai".
+  std::string api_key;   // May be empty for local OpenAI-compatible servers.
+  std::string base_url;  // Anthropic: without /v1. OpenAI: including /v1.
+  std::string model;
+  int64_t max_tokens = 8192;
+  int64_t max_retries = 2;
+  int64_t connect_timeout_ms = 10'000;
+  int64_t idle_timeout_ms = 120'000;   // No byte for this long stops a stream.
+  int64_t total_timeout_ms = 600'000;  // One request, all retries excluded.
+  bool stream = true;
+  bool verbose = false;  // Log requests (key redacted) to stderr.
+};
+
+struct Limits {
+  int64_t max_turns = 30;
+  int64_t tool_timeout_ms = 120'000;
+  int64_t max_tool_output_chars = 50'000;
+  int64_t max_summary_bytes = 16 * 1024;
+};
+
+struct SandboxSettings {
+  bool enabled = true;  // false only with the loud --sandbox=off opt-out.
+  bool allow_net = false;
+  std::vector<std::string> writable;  // Extra writable paths (--writable).
+  std::vector<std::string> env;       // Extra environment variable names passed to tools (--env).
+  int64_t rlimit_fsize_bytes = 1LL << 30;
+  int64_t rlimit_as_bytes = 8LL << 30;
+  int64_t rlimit_nofile = 1024;
+  int64_t rlimit_nproc = 512;
+};
+
+struct StartMessage {
+  std::string prompt;
+  ProviderSettings provider;
+  Limits limits;
+  std::string workdir;  // Absolute.
+  SandboxSettings sandbox;
+  std::optional<int> transcript_fd;  // An fd number already open in the child (append-only file).
+};
+
+struct EventMessage {
+  int64_t turn = 0;
+  std::string tool;    // Tool name, or "" for a model turn without tools.
+  std::string detail;  // One line, at most kMaxEventDetailBytes bytes (truncated on construction).
+};
+inline constexpr size_t kMaxEventDetailBytes = 200;
+
+struct ResultStats {
+  int64_t turns = 0;
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
+  int64_t tool_calls = 0;
+  int64_t tool_output_bytes = 0;  // Bytes of tool output the child saw (kept out of the parent).
+  int64_t elapsed_ms = 0;
+  std::string stop_reason;  // "completed", "max_turns", "refusal", "max_tokens", ...
+};
+
+struct ResultMessage {
+  std::string summary;
+  ResultStats stats;
+};
+
+struct ErrorMessage {
+  std::string code;  // "bad_start", "sandbox", "model", "internal", ...
+  std::string message;
+};
+
+using Message = std::variant<StartMessage, EventMessage, ResultMessage, ErrorMessage>;
+
+nlohmann::json ToJson(const Message& message);
+// Strict decode of one frame's JSON object.
+Result<Message> FromJson(const nlohmann::json& j);
+
+// Makes an event detail one line of at most kMaxEventDetailBytes bytes of valid UTF-8.
+std::string MakeEventDetail(std::string_view text);
+
+}  // namespace forkbox::ipc
