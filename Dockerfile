@@ -14,10 +14,8 @@ RUN cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo \
  && cmake --install build --prefix /opt/forkbox
 
 FROM debian:12
-RUN apt-get update \
- && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
-      libcurl4 libseccomp2 ca-certificates bash git python3 \
- && rm -rf /var/lib/apt/lists/*
+COPY scripts/setup.sh /tmp/setup.sh
+RUN /tmp/setup.sh --runtime && rm -rf /var/lib/apt/lists/* /tmp/setup.sh
 COPY --from=build /opt/forkbox/bin/ /usr/local/bin/
 RUN useradd --create-home agent
 USER agent

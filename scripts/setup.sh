@@ -12,6 +12,13 @@ PACKAGES=(
   bubblewrap
 )
 
+if [ "${1:-}" = "--runtime" ]; then
+  PACKAGES=("${RUNTIME_PACKAGES[@]}")
+elif [ -n "${1:-}" ]; then
+  echo "usage: scripts/setup.sh [--runtime]" >&2
+  exit 2
+fi
+
 missing=()
 for p in "${PACKAGES[@]}"; do
   if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
