@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Installs the Debian 12 packages forkbox needs to build, test and benchmark. Idempotent: runs
 # `apt-get update` only when something is missing. Not root: prints the apt command instead.
+#   scripts/setup.sh            everything to build, test and benchmark
+#   scripts/setup.sh --runtime  only what the installed binaries need (the Dockerfile's final stage)
 set -euo pipefail
 
+RUNTIME_PACKAGES=(libcurl4 libseccomp2 ca-certificates bash git python3)
 PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   libcurl4-openssl-dev nlohmann-json3-dev libseccomp-dev libcli11-dev
