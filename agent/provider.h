@@ -2,16 +2,18 @@
 // Anthropic Messages and OpenAI-compatible Chat Completions.
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "agent/message.h"
 
 namespace forkbox::agent {
 
 struct ProviderConfig {
-  std::string name = "anthropic";  // "anthropic" | "openai"
+  std::string name;  // "anthropic" | "openai"; empty: FORKBOX_PROVIDER, else anthropic.
   std::string api_key;
   std::string base_url;  // Empty: the provider's default (see README).
   std::string model;     // Empty: the provider's default.
@@ -34,8 +36,10 @@ struct ModelError {
     kOverloaded,  // In-stream overloaded error after retries.
     kConfig,      // Bad configuration (unknown provider, missing key for Anthropic, bad URL).
     kCancelled,
+    kContextOverflow,  // HTTP 400 saying the prompt exceeds the model's context window.
   };
   Kind kind = Kind::kHttp;
+  std::string provider;  // "anthropic" | "openai"; the ToString prefix.
   int http_status = 0;
   std::string error_type;  // The provider's error type, e.g. "rate_limit_error".
   std::string message;     // The provider's message or curl_easy_strerror text; never the key.
@@ -72,7 +76,19 @@ void ApplyEnvironmentDefaults(ProviderConfig& config);
 std::string DefaultBaseUrl(const std::string& provider);
 std::string DefaultModel(const std::string& provider);
 
-// Creates the provider (one keep-alive connection per Provider object).
+// Creates the provider (one keep-alive connection per Provider object). Validates the config
+// (provider name, key for Anthropic, http(s) base URL, positive timeouts and token limit); on a bad
+// config returns nullptr and sets *error (kind kConfig). Fills an empty base_url/model with the
+// provider's defaults. Not thread-safe: one Provider per thread.
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error);
+
+// Test seam: how the retry backoff waits and draws jitter (default: really sleeps).
+struct ProviderHooks {
+  std::function<void(std::chrono::milliseconds)> sleep;
+  std::function<double()> jitter;  // In (0.75, 1].
+  std::function<void(std::string_view line)> log;  // Verbose log lines; default: stderr.
+};
+std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error,
+                                       const ProviderHooks& hooks);
 
 }  // namespace forkbox::agent

@@ -15,9 +15,9 @@
 namespace forkbox::agent {
 
 struct ToolContext {
-  std::string workdir;          // Absolute, canonical.
-  sandbox::Policy policy;       // policy.enabled == false only with --sandbox=off.
-  std::vector<std::string> env; // The scrubbed tool environment (sandbox::ToolEnvironment).
+  std::string workdir;           // Absolute, canonical.
+  sandbox::Policy policy;        // policy.enabled == false only with --sandbox=off.
+  std::vector<std::string> env;  // The scrubbed tool environment (sandbox::ToolEnvironment).
   int64_t timeout_ms = 120'000;
   int64_t max_output_chars = 50'000;
 };

@@ -1,8 +1,18 @@
 // forkbox-child: runs one task. Reads one start frame on fd 3 (ipc/frame.h), sandboxes itself,
 // runs the tool loop from an empty context, reports events and one result (or error) on fd 4.
+//
+// Exit codes: 0 after a result frame; otherwise an error frame was sent (when fd 4 was usable)
+// and the code names the failure class.
 #pragma once
 
 namespace forkbox::child {
+
+inline constexpr int kExitOk = 0;
+inline constexpr int kExitInternal = 1;    // Unexpected failure (error frame code "internal").
+inline constexpr int kExitBadStart = 2;    // Missing, malformed or oversized start frame.
+inline constexpr int kExitSandbox = 3;     // The sandbox could not be built or entered.
+inline constexpr int kExitModel = 4;       // Model error after retries, or bad provider config.
+inline constexpr int kExitParentGone = 5;  // fd 4 broke: nobody to report to.
 
 // Returns the process exit code: 0 after a result frame, non-zero after an error frame.
 int ChildMain(int argc, char** argv);

@@ -23,11 +23,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <deque>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <string_view>
-
-#include <nlohmann/json.hpp>
 
 #include "ipc/messages.h"
 #include "ipc/status.h"
@@ -52,20 +51,30 @@ class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_frame_bytes = kDefaultMaxFrameBytes,
                         size_t max_total_bytes = kDefaultMaxTotalBytes);
-  // Appends bytes. Fails on the total cap or an invalid length field.
+  // Appends bytes. Fails on the total cap or an invalid length field (checked as soon as its 4
+  // bytes are in, before the payload arrives; nothing is ever sized by the length field).
   Status Feed(std::string_view bytes);
-  // The next complete, validated message; nullopt when more bytes are needed.
+  // The next complete, validated message; nullopt when more bytes are needed. Payload errors
+  // (invalid UTF-8, not JSON, nesting deeper than 32, failed FromJson) name the frame's index.
   Result<std::optional<Message>> Next();
   // Call at EOF: OK when no partial frame is buffered, otherwise the truncation error.
   Status Finish() const;
   size_t buffered_bytes() const { return buffer_.size() - consumed_; }
+  // Bytes still missing to complete the next frame (0 when one is buffered), so a blocking
+  // reader never reads into a frame it was not asked for.
+  size_t bytes_needed() const;
+  // How many more bytes Feed accepts before the total cap fails it.
+  size_t total_bytes_left() const { return max_total_bytes_ - total_bytes_; }
+  size_t max_total_bytes() const { return max_total_bytes_; }
 
  private:
   size_t max_frame_bytes_;
   size_t max_total_bytes_;
   size_t total_bytes_ = 0;
   std::string buffer_;
-  size_t consumed_ = 0;
+  size_t consumed_ = 0;       // Start of the first frame not yet returned by Next().
+  size_t checked_until_ = 0;  // Start of the first frame whose length field is not yet checked.
+  size_t frames_ = 0;         // Frames decoded so far, for error messages.
   Status failed_;
 };
 
@@ -84,8 +93,7 @@ class FrameReader {
 
 // Writes one whole frame to a blocking fd, retrying partial writes and EINTR. EPIPE is an error,
 // not a signal (callers ignore SIGPIPE).
-Status WriteMessage(int fd, const Message& message,
-                    size_t max_frame_bytes = kDefaultMaxFrameBytes);
+Status WriteMessage(int fd, const Message& message, size_t max_frame_bytes = kDefaultMaxFrameBytes);
 Status WriteAll(int fd, std::string_view bytes);
 
 }  // namespace forkbox::ipc

@@ -7,12 +7,12 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json_fwd.hpp>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json_fwd.hpp>
 
 #include "ipc/status.h"
 
@@ -31,6 +31,7 @@ struct ProviderSettings {
   int64_t total_timeout_ms = 600'000;  // One request, all retries excluded.
   bool stream = true;
   bool verbose = false;  // Log requests (key redacted) to stderr.
+  bool operator==(const ProviderSettings&) const = default;
 };
 
 struct Limits {
@@ -38,6 +39,7 @@ struct Limits {
   int64_t tool_timeout_ms = 120'000;
   int64_t max_tool_output_chars = 50'000;
   int64_t max_summary_bytes = 16 * 1024;
+  bool operator==(const Limits&) const = default;
 };
 
 struct SandboxSettings {
@@ -49,6 +51,7 @@ struct SandboxSettings {
   int64_t rlimit_as_bytes = 8LL << 30;
   int64_t rlimit_nofile = 1024;
   int64_t rlimit_nproc = 512;
+  bool operator==(const SandboxSettings&) const = default;
 };
 
 struct StartMessage {
@@ -58,12 +61,14 @@ struct StartMessage {
   std::string workdir;  // Absolute.
   SandboxSettings sandbox;
   std::optional<int> transcript_fd;  // An fd number already open in the child (append-only file).
+  bool operator==(const StartMessage&) const = default;
 };
 
 struct EventMessage {
   int64_t turn = 0;
   std::string tool;    // Tool name, or "" for a model turn without tools.
   std::string detail;  // One line, at most kMaxEventDetailBytes bytes (truncated on construction).
+  bool operator==(const EventMessage&) const = default;
 };
 inline constexpr size_t kMaxEventDetailBytes = 200;
 
@@ -75,25 +80,35 @@ struct ResultStats {
   int64_t tool_output_bytes = 0;  // Bytes of tool output the child saw (kept out of the parent).
   int64_t elapsed_ms = 0;
   std::string stop_reason;  // "completed", "max_turns", "refusal", "max_tokens", ...
+  bool operator==(const ResultStats&) const = default;
 };
 
 struct ResultMessage {
   std::string summary;
   ResultStats stats;
+  bool operator==(const ResultMessage&) const = default;
 };
 
 struct ErrorMessage {
   std::string code;  // "bad_start", "sandbox", "model", "internal", ...
   std::string message;
+  bool operator==(const ErrorMessage&) const = default;
 };
 
 using Message = std::variant<StartMessage, EventMessage, ResultMessage, ErrorMessage>;
 
+// "start", "event", "result" or "error".
+const char* MessageTypeName(const Message& message);
+
 nlohmann::json ToJson(const Message& message);
-// Strict decode of one frame's JSON object.
+// Strict decode of one frame's JSON object. Errors name the message type and the field, e.g.
+// "start message: field \"limits.max_turns\": must be an integer >= 1". Accepts start messages
+// with transcript_fd absent or null (no transcript); a present fd must be in [5, 2^20 - 1].
 Result<Message> FromJson(const nlohmann::json& j);
 
-// Makes an event detail one line of at most kMaxEventDetailBytes bytes of valid UTF-8.
+// Makes an event detail one line of at most kMaxEventDetailBytes bytes of valid UTF-8: control
+// bytes (newlines, tabs, ESC) become spaces, invalid bytes become U+FFFD, and the cut never
+// splits a multi-byte sequence.
 std::string MakeEventDetail(std::string_view text);
 
 }  // namespace forkbox::ipc

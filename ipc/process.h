@@ -30,15 +30,20 @@ class ChildProcess {
   int pidfd() const { return pidfd_.get(); }
   bool running() const { return pid_ > 0 && !reaped_; }
 
-  // Non-blocking reap. nullopt while still running; otherwise the raw wait status.
+  // Non-blocking reap. nullopt while still running; otherwise the raw wait status. Once reaped,
+  // returns the same status again. When own_group, whatever is left of the group is SIGKILLed
+  // just before the leader is reaped (while its zombie still pins the group id), so no
+  // grandchild outlives it.
   Result<std::optional<int>> TryWait();
-  // Blocking reap; returns the raw wait status.
+  // Blocking reap (same group rule); returns the raw wait status. Retries EINTR.
   Result<int> Wait();
-  // Signals the process (via its pidfd) or, when own_group, its whole process group.
+  // Signals the process (via its pidfd) or, when own_group, its whole process group. Fails once
+  // the process was reaped.
   Status Signal(int sig);
 
  private:
   void KillAndReap();
+  Result<std::optional<int>> Reap(bool block);
   pid_t pid_ = -1;
   UniqueFd pidfd_;
   bool own_group_ = false;
@@ -47,9 +52,9 @@ class ChildProcess {
 };
 
 struct SpawnOptions {
-  std::vector<std::string> argv;   // argv[0] is the path to exec (execve, no PATH search, no shell).
-  std::vector<std::string> env;    // "NAME=value" entries; the complete environment.
-  std::string cwd;                 // Empty: inherit.
+  std::vector<std::string> argv;  // argv[0] is the path to exec (execve, no PATH search, no shell).
+  std::vector<std::string> env;   // "NAME=value" entries; the complete environment.
+  std::string cwd;                // Empty: inherit.
   // Descriptors to place in the child: {source fd in the caller, target fd number in the child}.
   // Everything else above 2 that is not a target is closed (close_range) before exec.
   std::vector<std::pair<int, int>> fds;
@@ -60,8 +65,12 @@ struct SpawnOptions {
   std::function<Status()> pre_exec;
 };
 
-// fork + execve. Exec failures (and pre_exec failures) are reported back through a CLOEXEC pipe, so
-// the caller gets a real Status instead of a mysterious exit code 127.
+// fork + execve. The child starts with default signal dispositions and an empty signal mask (a
+// parent's ignored SIGPIPE must not leak into tools), exactly the mapped fds above 2, and
+// setsid/cwd/pre_exec applied in that order. Bad options (empty argv, NUL bytes, env entries
+// without '=', closed source fds, a target mapped twice) fail before forking. Exec failures (and
+// pre_exec failures) are reported back through a CLOEXEC pipe, so the caller gets a real Status
+// instead of a mysterious exit code 127.
 Result<ChildProcess> Spawn(const SpawnOptions& options);
 
 // Maps a raw wait status to a shell-style exit code: the exit status, or 128+N for signal N.

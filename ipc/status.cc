@@ -7,16 +7,26 @@ namespace forkbox {
 
 const char* CodeName(Status::Code code) {
   switch (code) {
-    case Status::Code::kOk: return "ok";
-    case Status::Code::kInvalidArgument: return "invalid argument";
-    case Status::Code::kNotFound: return "not found";
-    case Status::Code::kPermissionDenied: return "permission denied";
-    case Status::Code::kUnavailable: return "unavailable";
-    case Status::Code::kResourceExhausted: return "resource exhausted";
-    case Status::Code::kEndOfFile: return "end of file";
-    case Status::Code::kTimeout: return "timeout";
-    case Status::Code::kCancelled: return "cancelled";
-    case Status::Code::kInternal: return "internal error";
+    case Status::Code::kOk:
+      return "ok";
+    case Status::Code::kInvalidArgument:
+      return "invalid argument";
+    case Status::Code::kNotFound:
+      return "not found";
+    case Status::Code::kPermissionDenied:
+      return "permission denied";
+    case Status::Code::kUnavailable:
+      return "unavailable";
+    case Status::Code::kResourceExhausted:
+      return "resource exhausted";
+    case Status::Code::kEndOfFile:
+      return "end of file";
+    case Status::Code::kTimeout:
+      return "timeout";
+    case Status::Code::kCancelled:
+      return "cancelled";
+    case Status::Code::kInternal:
+      return "internal error";
   }
   return "unknown";
 }
@@ -25,13 +35,24 @@ Status Status::FromErrno(int err, std::string_view what) {
   Code code = Code::kInternal;
   switch (err) {
     case EACCES:
-    case EPERM: code = Code::kPermissionDenied; break;
-    case ENOENT: code = Code::kNotFound; break;
+    case EPERM:
+      code = Code::kPermissionDenied;
+      break;
+    case ENOENT:
+      code = Code::kNotFound;
+      break;
     case ENOSYS:
-    case EOPNOTSUPP: code = Code::kUnavailable; break;
-    case ETIMEDOUT: code = Code::kTimeout; break;
-    case EINVAL: code = Code::kInvalidArgument; break;
-    default: break;
+    case EOPNOTSUPP:
+      code = Code::kUnavailable;
+      break;
+    case ETIMEDOUT:
+      code = Code::kTimeout;
+      break;
+    case EINVAL:
+      code = Code::kInvalidArgument;
+      break;
+    default:
+      break;
   }
   std::string msg(what);
   msg += ": ";

@@ -19,10 +19,10 @@ class Status {
     kOk = 0,
     kInvalidArgument,  // Bad input from a peer or a user: malformed frame, bad JSON, bad path.
     kNotFound,
-    kPermissionDenied,  // Refused by policy (sandbox, path escape).
-    kUnavailable,       // A kernel feature or resource is missing (Landlock, seccomp, userns).
-    kResourceExhausted, // A size cap was hit.
-    kEndOfFile,         // Clean EOF before a frame started.
+    kPermissionDenied,   // Refused by policy (sandbox, path escape).
+    kUnavailable,        // A kernel feature or resource is missing (Landlock, seccomp, userns).
+    kResourceExhausted,  // A size cap was hit.
+    kEndOfFile,          // Clean EOF before a frame started.
     kTimeout,
     kCancelled,
     kInternal,  // A syscall failed unexpectedly; the message names it and the errno.
@@ -31,8 +31,12 @@ class Status {
   Status() = default;
   static Status Ok() { return Status(); }
   static Status Error(Code code, std::string message) { return Status(code, std::move(message)); }
-  static Status InvalidArgument(std::string m) { return Status(Code::kInvalidArgument, std::move(m)); }
-  static Status PermissionDenied(std::string m) { return Status(Code::kPermissionDenied, std::move(m)); }
+  static Status InvalidArgument(std::string m) {
+    return Status(Code::kInvalidArgument, std::move(m));
+  }
+  static Status PermissionDenied(std::string m) {
+    return Status(Code::kPermissionDenied, std::move(m));
+  }
   static Status Unavailable(std::string m) { return Status(Code::kUnavailable, std::move(m)); }
   static Status ResourceExhausted(std::string m) {
     return Status(Code::kResourceExhausted, std::move(m));
@@ -88,8 +92,8 @@ class [[nodiscard]] Result {
 }  // namespace forkbox
 
 // Propagates a non-OK Status out of a function returning Status or Result<T>.
-#define FORKBOX_RETURN_IF_ERROR(expr)          \
-  do {                                         \
-    ::forkbox::Status _st = (expr);            \
-    if (!_st.ok()) return _st;                 \
+#define FORKBOX_RETURN_IF_ERROR(expr) \
+  do {                                \
+    ::forkbox::Status _st = (expr);   \
+    if (!_st.ok()) return _st;        \
   } while (0)

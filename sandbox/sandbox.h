@@ -23,8 +23,8 @@ namespace forkbox::sandbox {
 struct Policy {
   bool enabled = true;  // false: --sandbox=off (explicit, loud opt-out).
   std::string workdir;  // Absolute, canonical. The only writable tree (plus `writable`).
-  std::vector<std::string> writable;  // --writable PATH opt-ins, absolute and canonical.
-  bool allow_net = false;             // --allow-net: tools may create sockets.
+  std::vector<std::string> writable;   // --writable PATH opt-ins, absolute and canonical.
+  bool allow_net = false;              // --allow-net: tools may create sockets.
   std::vector<std::string> env_allow;  // --env NAME opt-ins.
   int64_t rlimit_fsize_bytes = 1LL << 30;
   int64_t rlimit_as_bytes = 8LL << 30;
@@ -47,7 +47,12 @@ Result<Policy> PolicyFromSettings(const ipc::SandboxSettings& settings, const st
 // even when named with --env.
 std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ);
 
-// A per-task temp directory removed (recursively) by its destructor.
+// True for names that look like secrets (*_API_KEY, *_KEY, *_TOKEN, *_SECRET, *_PASSWORD,
+// ANTHROPIC_*, OPENAI_*, FORKBOX_*, case-insensitive): never passed to a tool.
+bool IsSecretName(const std::string& name);
+
+// A per-task temp directory removed (recursively) by its destructor:
+// <workdir>/.forkbox-tmp/<random>, where .forkbox-tmp/.gitignore ("*") keeps it out of git.
 class TaskTmpDir {
  public:
   static Result<TaskTmpDir> Create(const std::string& workdir);
@@ -72,7 +77,7 @@ struct Report {
     std::string detail;
   };
   std::vector<Line> lines;
-  bool enforceable = false;  // The default policy can be enforced.
+  bool enforceable = false;    // The default policy can be enforced.
   std::string Banner() const;  // One line: "sandbox: layer 2, landlock ABI 7, seccomp, no net".
 };
 
@@ -89,6 +94,12 @@ Result<Report> EnterAgentSandbox(const Policy& policy, std::span<const int> keep
 // pipeline in the forked child, and from inside EnterAgentSandbox, where it stacks the tool layer.
 // options.pre_exec must be empty (the sandbox owns it).
 Result<ChildProcess> SpawnSandboxed(const Policy& policy, SpawnOptions options);
+
+// Kills every descendant of the calling process, including setsid'd and double-forked daemons
+// (re-parented to this process as subreaper or PID-namespace init), and reaps them. forkbox-child
+// calls it when its task ends. It may reap children that ChildProcess handles still own (they then
+// report ECHILD), so call it last. Returns the number of processes signalled.
+int KillAllDescendants();
 
 // `forkbox sandbox [--workdir DIR] [--allow-net] [--writable PATH]... [--env NAME]... -- CMD...`
 // and `forkbox sandbox --check`. argv[0] is "sandbox". Returns the process exit code.

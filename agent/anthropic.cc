@@ -1,0 +1,386 @@
+#include "agent/anthropic.h"
+
+#include <algorithm>
+#include <map>
+
+#include "agent/sse.h"
+
+namespace forkbox::agent {
+
+namespace {
+
+using nlohmann::json;
+
+Decoded Fail(ModelError::Kind kind, std::string message, bool retryable,
+             std::string error_type = "") {
+  Decoded d;
+  ModelError e;
+  e.kind = kind;
+  e.error_type = std::move(error_type);
+  e.message = std::move(message);
+  d.result.error = std::move(e);
+  d.retryable = retryable;
+  return d;
+}
+
+Decoded Malformed(std::string message) {
+  return Fail(ModelError::Kind::kMalformed, std::move(message), /*retryable=*/true);
+}
+
+std::string Excerpt(std::string_view s) {
+  std::string out(s.substr(0, 120));
+  MakeValidUtf8(out);
+  return s.size() > 120 ? out + "..." : out;
+}
+
+json DumpSafe(const std::string& s) {
+  // Strings must be valid UTF-8 for JSON; the loop already cleans tool output, this is the backstop.
+  std::string copy = s;
+  MakeValidUtf8(copy);
+  return copy;
+}
+
+json EncodeBlock(const ContentBlock& block) {
+  if (const auto* text = std::get_if<TextBlock>(&block)) {
+    if (text->text.empty()) return nullptr;  // The API rejects empty text blocks.
+    return {{"type", "text"}, {"text", DumpSafe(text->text)}};
+  }
+  if (const auto* use = std::get_if<ToolUseBlock>(&block)) {
+    return {{"type", "tool_use"},
+            {"id", use->id},
+            {"name", use->name},
+            {"input", use->input.is_object() ? use->input : json::object()}};
+  }
+  if (const auto* result = std::get_if<ToolResultBlock>(&block)) {
+    json j = {{"type", "tool_result"}, {"tool_use_id", result->tool_use_id}};
+    if (!result->content.empty()) j["content"] = DumpSafe(result->content);
+    if (result->is_error) j["is_error"] = true;
+    return j;
+  }
+  return std::get<ThinkingBlock>(block).raw;
+}
+
+void AddUsage(const json& u, Usage& usage) {
+  if (!u.is_object()) return;
+  // Cumulative counts: a later message_delta overwrites, never adds.
+  auto take = [&](const char* key, int64_t& field) {
+    if (auto it = u.find(key); it != u.end() && it->is_number_integer()) field = it->get<int64_t>();
+  };
+  take("input_tokens", usage.input_tokens);
+  take("output_tokens", usage.output_tokens);
+  take("cache_creation_input_tokens", usage.cache_creation_input_tokens);
+  take("cache_read_input_tokens", usage.cache_read_input_tokens);
+}
+
+// Converts one complete reply content block. Unknown block types (thinking, redacted_thinking,
+// server tool blocks) are carried back unchanged.
+bool DecodeBlock(const json& b, std::vector<ContentBlock>& out, std::string* error) {
+  if (!b.is_object() || !b.contains("type") || !b["type"].is_string()) {
+    *error = "content block without a type";
+    return false;
+  }
+  const std::string type = b["type"];
+  if (type == "text") {
+    if (!b.contains("text") || !b["text"].is_string()) {
+      *error = "text block without text";
+      return false;
+    }
+    std::string text = b["text"];
+    if (!text.empty()) out.push_back(TextBlock{std::move(text)});
+    return true;
+  }
+  if (type == "tool_use") {
+    ToolUseBlock use;
+    if (b.contains("id") && b["id"].is_string()) use.id = b["id"];
+    if (use.id.empty()) use.id = SynthesizeToolCallId();
+    if (!b.contains("name") || !b["name"].is_string() || b["name"].get<std::string>().empty()) {
+      *error = "tool_use block without a name";
+      return false;
+    }
+    use.name = b["name"];
+    if (b.contains("input") && !b["input"].is_null()) {
+      if (!b["input"].is_object()) {
+        *error = "tool_use input is not an object";
+        return false;
+      }
+      use.input = b["input"];
+    }
+    out.push_back(std::move(use));
+    return true;
+  }
+  out.push_back(ThinkingBlock{b});
+  return true;
+}
+
+Decoded ErrorFromJson(const json& j) {
+  ModelError e;
+  ParseErrorBody(j.dump(), e);
+  const bool retryable = IsRetryableStreamError(e.error_type, 0);
+  Decoded d = Fail(e.error_type == "overloaded_error" ? ModelError::Kind::kOverloaded
+                                                      : ModelError::Kind::kHttp,
+                   e.message.empty() ? "error event without a message" : e.message, retryable,
+                   e.error_type);
+  d.result.error->request_id = e.request_id;
+  return d;
+}
+
+class AnthropicStream : public StreamDecoder {
+ public:
+  explicit AnthropicStream(const TextSink& on_text) : on_text_(on_text) {}
+
+  bool Feed(std::string_view bytes) override {
+    if (failure_) return false;
+    const bool ok = parser_.Feed(bytes, [this](const SseEvent& ev) { OnEvent(ev); });
+    if (!ok && !failure_) failure_ = Malformed("stream event larger than the parser's limit");
+    return !failure_;
+  }
+
+  Decoded Finish() override {
+    if (failure_) return *failure_;
+    if (!stopped_) {
+      return Malformed(started_ ? "stream ended before message_stop (truncated reply)"
+                                : "stream ended before message_start (empty or truncated reply)");
+    }
+    if (raw_stop_.empty()) return Malformed("stream ended without a stop_reason");
+    Decoded d;
+    Response& r = d.result.response;
+    r.message.role = Role::kAssistant;
+    r.raw_stop_reason = raw_stop_;
+    r.stop_reason = AnthropicStopReason(raw_stop_);
+    r.usage = usage_;
+    for (auto& [index, slot] : slots_) {
+      if (!slot.closed && r.stop_reason != StopReason::kMaxTokens) {
+        return Malformed("content block " + std::to_string(index) + " never closed");
+      }
+      if (slot.is_tool) {
+        json input = json::object();
+        if (!slot.partial_json.empty()) {
+          input = json::parse(slot.partial_json, nullptr, false);
+          if (input.is_discarded() || !input.is_object()) {
+            // A max_tokens cut can end a tool call mid-JSON: that call never runs.
+            if (r.stop_reason == StopReason::kMaxTokens) continue;
+            return Malformed("tool_use input is not a JSON object: " + Excerpt(slot.partial_json));
+          }
+        } else if (!slot.closed) {
+          continue;
+        }
+        slot.block["input"] = std::move(input);
+      } else if (slot.has_json && !slot.partial_json.empty()) {
+        json input = json::parse(slot.partial_json, nullptr, false);
+        if (!input.is_discarded()) slot.block["input"] = std::move(input);
+      }
+      std::string error;
+      if (!DecodeBlock(slot.block, r.message.content, &error)) return Malformed(error);
+    }
+    return d;
+  }
+
+ private:
+  struct Slot {
+    json block;
+    std::string partial_json;
+    bool is_tool = false;
+    bool has_json = false;
+    bool closed = false;
+  };
+
+  void OnEvent(const SseEvent& ev) {
+    if (failure_ || stopped_) return;
+    try {
+      const json j = json::parse(ev.data);
+      std::string type = ev.event;
+      if (j.is_object() && j.contains("type") && j["type"].is_string()) type = j["type"];
+      if (type == "ping") return;
+      if (type == "error") {
+        failure_ = ErrorFromJson(j);
+        return;
+      }
+      if (!j.is_object()) throw std::runtime_error("event data is not an object");
+      if (type == "message_start") {
+        started_ = true;
+        const json& m = j.at("message");
+        if (m.contains("usage")) AddUsage(m["usage"], usage_);
+        if (m.contains("stop_reason") && m["stop_reason"].is_string()) raw_stop_ = m["stop_reason"];
+      } else if (type == "content_block_start") {
+        Need();
+        const int index = j.at("index").get<int>();
+        Slot slot;
+        slot.block = j.at("content_block");
+        if (!slot.block.is_object()) throw std::runtime_error("content_block is not an object");
+        slot.is_tool = slot.block.value("type", "") == "tool_use";
+        if (slot.block.value("type", "") == "text") {
+          const std::string text = slot.block.value("text", "");
+          if (!text.empty() && on_text_) on_text_(text);
+        }
+        slots_[index] = std::move(slot);
+      } else if (type == "content_block_delta") {
+        Need();
+        Slot& slot = SlotAt(j.at("index").get<int>());
+        const json& delta = j.at("delta");
+        const std::string dtype = delta.at("type");
+        if (dtype == "text_delta") {
+          const std::string& text = delta.at("text").get_ref<const std::string&>();
+          slot.block["text"] = slot.block.value("text", "") + text;
+          if (on_text_ && !text.empty()) on_text_(text);
+        } else if (dtype == "input_json_delta") {
+          slot.partial_json += delta.at("partial_json").get<std::string>();
+          slot.has_json = true;
+        } else if (dtype == "thinking_delta") {
+          slot.block["thinking"] = slot.block.value("thinking", "") + delta.at("thinking").get<std::string>();
+        } else if (dtype == "signature_delta") {
+          slot.block["signature"] = slot.block.value("signature", "") + delta.at("signature").get<std::string>();
+        }
+        // citations_delta and future delta types: ignored.
+      } else if (type == "content_block_stop") {
+        Need();
+        SlotAt(j.at("index").get<int>()).closed = true;
+      } else if (type == "message_delta") {
+        Need();
+        if (j.contains("delta") && j["delta"].is_object()) {
+          const json& delta = j["delta"];
+          if (delta.contains("stop_reason") && delta["stop_reason"].is_string()) {
+            raw_stop_ = delta["stop_reason"];
+          }
+        }
+        if (j.contains("usage")) AddUsage(j["usage"], usage_);
+      } else if (type == "message_stop") {
+        Need();
+        stopped_ = true;
+      }
+      // Unknown event types are ignored, as the API's versioning policy asks.
+    } catch (const std::exception& e) {
+      failure_ = Malformed("malformed stream event (" + std::string(e.what()) + "): " +
+                           Excerpt(ev.data));
+    }
+  }
+
+  void Need() const {
+    if (!started_) throw std::runtime_error("event before message_start");
+  }
+  Slot& SlotAt(int index) {
+    auto it = slots_.find(index);
+    if (it == slots_.end()) throw std::runtime_error("delta for unknown block index");
+    return it->second;
+  }
+
+  TextSink on_text_;
+  SseParser parser_;
+  std::map<int, Slot> slots_;  // By index: the reply's block order.
+  Usage usage_;
+  std::string raw_stop_;
+  bool started_ = false;
+  bool stopped_ = false;
+  std::optional<Decoded> failure_;
+};
+
+class AnthropicWire : public WireFormat {
+ public:
+  std::string Url(const std::string& base_url) const override { return base_url + "/v1/messages"; }
+  std::vector<std::string> Headers(const std::string& api_key) const override {
+    return {"x-api-key: " + api_key, "anthropic-version: 2023-06-01",
+            "content-type: application/json", "accept: application/json"};
+  }
+  std::vector<std::string> SecretHeaders() const override { return {"x-api-key"}; }
+  json EncodeRequest(const Request& request, const ProviderConfig& config) const override {
+    return AnthropicEncodeRequest(request, config);
+  }
+  Decoded DecodeBody(std::string_view body) const override { return AnthropicDecodeBody(body); }
+  std::unique_ptr<StreamDecoder> NewStreamDecoder(const TextSink& on_text) const override {
+    return NewAnthropicStreamDecoder(on_text);
+  }
+};
+
+}  // namespace
+
+StopReason AnthropicStopReason(std::string_view raw) {
+  static const std::map<std::string_view, StopReason> kMap = {
+      {"end_turn", StopReason::kEndTurn},
+      {"tool_use", StopReason::kToolUse},
+      {"max_tokens", StopReason::kMaxTokens},
+      {"stop_sequence", StopReason::kStopSequence},
+      {"pause_turn", StopReason::kPauseTurn},
+      {"refusal", StopReason::kRefusal},
+      {"model_context_window_exceeded", StopReason::kContextWindow},
+  };
+  auto it = kMap.find(raw);
+  return it == kMap.end() ? StopReason::kUnknown : it->second;
+}
+
+json AnthropicEncodeRequest(const Request& request, const ProviderConfig& config) {
+  json body = json::object();
+  body["model"] = config.model;
+  int64_t max_tokens = request.max_tokens > 0 ? request.max_tokens : config.max_tokens;
+  if (request.max_tokens > 0 && config.max_tokens > 0) {
+    max_tokens = std::min(request.max_tokens, config.max_tokens);
+  }
+  body["max_tokens"] = max_tokens;
+  if (!request.system.empty()) {
+    if (config.prompt_caching) {
+      body["system"] = json::array({{{"type", "text"},
+                                     {"text", DumpSafe(request.system)},
+                                     {"cache_control", {{"type", "ephemeral"}}}}});
+    } else {
+      body["system"] = DumpSafe(request.system);
+    }
+  }
+  json messages = json::array();
+  for (const Message& m : request.messages) {
+    json content = json::array();
+    // tool_result blocks must come first in a user message.
+    for (int pass = 0; pass < 2; ++pass) {
+      for (const ContentBlock& block : m.content) {
+        const bool is_result = std::holds_alternative<ToolResultBlock>(block);
+        if (is_result != (pass == 0)) continue;
+        json j = EncodeBlock(block);
+        if (!j.is_null()) content.push_back(std::move(j));
+      }
+    }
+    if (content.empty()) continue;  // Nothing sendable (e.g. only empty text).
+    messages.push_back(
+        {{"role", m.role == Role::kUser ? "user" : "assistant"}, {"content", std::move(content)}});
+  }
+  body["messages"] = std::move(messages);
+  if (!request.tools.empty()) {
+    json tools = json::array();
+    for (const ToolDef& t : request.tools) {
+      json schema = ToolSchema(t.input_schema);
+      tools.push_back({{"name", t.name}, {"description", t.description}, {"input_schema", schema}});
+    }
+    if (config.prompt_caching) tools.back()["cache_control"] = {{"type", "ephemeral"}};
+    body["tools"] = std::move(tools);
+  }
+  if (config.stream) body["stream"] = true;
+  return body;
+}
+
+Decoded AnthropicDecodeBody(std::string_view body) {
+  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded()) return Malformed("reply is not JSON: " + Excerpt(body));
+  if (!j.is_object()) return Malformed("reply is not a JSON object: " + Excerpt(body));
+  if (j.value("type", json()) == "error" || j.contains("error")) return ErrorFromJson(j);
+  auto content = j.find("content");
+  if (content == j.end() || !content->is_array()) {
+    return Malformed("reply has no content array: " + Excerpt(body));
+  }
+  auto stop = j.find("stop_reason");
+  if (stop == j.end() || !stop->is_string()) return Malformed("reply has no stop_reason");
+  Decoded d;
+  Response& r = d.result.response;
+  r.message.role = Role::kAssistant;
+  r.raw_stop_reason = *stop;
+  r.stop_reason = AnthropicStopReason(r.raw_stop_reason);
+  for (const json& b : *content) {
+    std::string error;
+    if (!DecodeBlock(b, r.message.content, &error)) return Malformed(error);
+  }
+  if (auto usage = j.find("usage"); usage != j.end()) AddUsage(*usage, r.usage);
+  return d;
+}
+
+std::unique_ptr<StreamDecoder> NewAnthropicStreamDecoder(const TextSink& on_text) {
+  return std::make_unique<AnthropicStream>(on_text);
+}
+
+std::unique_ptr<WireFormat> MakeAnthropicWire() { return std::make_unique<AnthropicWire>(); }
+
+}  // namespace forkbox::agent

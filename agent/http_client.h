@@ -1,0 +1,59 @@
+// A blocking HTTP POST client over one reused libcurl easy handle (keep-alive across calls).
+// Not thread-safe: one HttpClient per thread (each Provider owns one).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "agent/retry.h"
+
+namespace forkbox::agent {
+
+struct HttpTimeouts {
+  int64_t connect_ms = 10'000;
+  int64_t idle_ms = 120'000;  // No byte received for this long aborts the transfer.
+  int64_t total_ms = 600'000;
+};
+
+struct HttpResult {
+  // Transport outcome. `transport_error` is empty on success; otherwise it holds
+  // curl_easy_strerror text (plus detail), and the fields below describe what arrived before.
+  std::string transport_error;
+  int curl_code = 0;
+  bool idle_timeout = false;
+  bool aborted_by_caller = false;  // The body callback returned false.
+  long status = 0;
+  HeaderMap headers;  // Lower-cased names of the final response.
+  std::string body;   // The body, unless it was handed to the body callback.
+};
+
+class HttpClient {
+ public:
+  // Called for each body chunk of a 2xx response; return false to abort the transfer.
+  using BodySink = std::function<bool(std::string_view chunk)>;
+
+  HttpClient(const HttpClient&) = delete;
+  HttpClient& operator=(const HttpClient&) = delete;
+  ~HttpClient();
+
+  // Returns nullptr and sets *error if curl cannot be initialised.
+  static std::unique_ptr<HttpClient> Create(const HttpTimeouts& timeouts, std::string* error);
+
+  // POSTs `body` to `url` with `headers` ("Name: value"). With a `sink`, a 2xx body streams into
+  // it; error bodies (non-2xx) are always collected into HttpResult::body.
+  HttpResult Post(const std::string& url, const std::vector<std::string>& headers,
+                  const std::string& body, const BodySink& sink);
+
+ private:
+  struct Transfer;
+  explicit HttpClient(void* curl, const HttpTimeouts& timeouts);
+  void* curl_;  // CURL*; kept opaque so curl.h stays out of the header.
+  HttpTimeouts timeouts_;
+};
+
+}  // namespace forkbox::agent

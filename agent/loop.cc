@@ -1,0 +1,300 @@
+#include "agent/loop.h"
+
+#include <algorithm>
+#include <utility>
+#include <variant>
+
+namespace forkbox::agent {
+namespace {
+
+using nlohmann::json;
+
+json BlockToJson(const ContentBlock& block) {
+  if (const auto* t = std::get_if<TextBlock>(&block)) return {{"type", "text"}, {"text", t->text}};
+  if (const auto* u = std::get_if<ToolUseBlock>(&block)) {
+    return {{"type", "tool_use"}, {"id", u->id}, {"name", u->name}, {"input", u->input}};
+  }
+  if (const auto* r = std::get_if<ToolResultBlock>(&block)) {
+    return {{"type", "tool_result"},
+            {"tool_use_id", r->tool_use_id},
+            {"content", r->content},
+            {"is_error", r->is_error}};
+  }
+  return {{"type", "thinking"}, {"raw", std::get<ThinkingBlock>(block).raw}};
+}
+
+json MessageToJson(const Message& m) {
+  json content = json::array();
+  for (const ContentBlock& b : m.content) content.push_back(BlockToJson(b));
+  return {{"role", m.role == Role::kUser ? "user" : "assistant"}, {"content", std::move(content)}};
+}
+
+json UsageToJson(const Usage& u) {
+  return {{"input_tokens", u.input_tokens},
+          {"output_tokens", u.output_tokens},
+          {"cache_creation_input_tokens", u.cache_creation_input_tokens},
+          {"cache_read_input_tokens", u.cache_read_input_tokens}};
+}
+
+void AddUsage(Usage& sum, const Usage& u) {
+  sum.input_tokens += u.input_tokens;
+  sum.output_tokens += u.output_tokens;
+  sum.cache_creation_input_tokens += u.cache_creation_input_tokens;
+  sum.cache_read_input_tokens += u.cache_read_input_tokens;
+}
+
+// Drops tool_use blocks (a max_tokens-cut reply may hold unfinished calls that must never run and
+// that would leave the conversation without matching tool results).
+void StripToolUses(Message& m) {
+  std::erase_if(m.content,
+                [](const ContentBlock& b) { return std::holds_alternative<ToolUseBlock>(b); });
+}
+
+// Cuts at a UTF-8 boundary so that at most max_bytes bytes of text remain, plus a marker.
+std::string CapText(std::string text, int64_t max_bytes) {
+  if (max_bytes <= 0 || static_cast<int64_t>(text.size()) <= max_bytes) return text;
+  size_t cut = static_cast<size_t>(max_bytes);
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
+  size_t dropped = text.size() - cut;
+  text.resize(cut);
+  text += "\n[... summary truncated: " + std::to_string(dropped) + " bytes dropped ...]";
+  return text;
+}
+
+std::string Shorten(std::string s, size_t max_bytes) {
+  if (s.size() <= max_bytes) return s;
+  size_t cut = max_bytes;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  s.resize(cut);
+  return s + " [...]";
+}
+
+// A useful summary when the model did not write one: what happened plus its last words.
+std::string FallbackSummary(const std::vector<Message>& messages, size_t first_new,
+                            const LoopOutcome& out) {
+  std::string text = "[The model gave no final summary (stop: " + out.stop + ", after " +
+                     std::to_string(out.turns) + " turns and " + std::to_string(out.tool_calls) +
+                     " tool calls).";
+  if (out.error) text += " Error: " + out.error->ToString() + ".";
+  std::vector<std::string> said;
+  std::vector<std::string> calls;
+  for (size_t i = messages.size(); i > first_new && (said.size() < 3 || calls.size() < 5); --i) {
+    const Message& m = messages[i - 1];
+    if (m.role != Role::kAssistant) continue;
+    std::string t = TextOf(m);
+    if (!t.empty() && said.size() < 3) said.push_back(Shorten(t, 2000));
+    for (const ToolUseBlock& u : ToolUsesOf(m)) {
+      if (calls.size() < 5) calls.push_back(u.name + " " + Shorten(u.input.dump(), 200));
+    }
+  }
+  if (said.empty()) {
+    text += " It wrote no text.]";
+  } else {
+    text += " Its last messages, oldest first:]";
+    for (auto it = said.rbegin(); it != said.rend(); ++it) text += "\n\n" + *it;
+  }
+  if (!calls.empty()) {
+    text += "\n\n[Its last tool calls, newest first:]";
+    for (const std::string& c : calls) text += "\n- " + c;
+  }
+  return text;
+}
+
+class Loop {
+ public:
+  Loop(Provider& provider, std::vector<Message>& messages, const LoopOptions& options,
+       ToolRunner& runner, const LoopObserver& observer)
+      : provider_(provider),
+        messages_(messages),
+        options_(options),
+        runner_(runner),
+        observer_(observer),
+        first_new_(messages.size()),
+        recorded_(messages.size()) {}
+
+  LoopOutcome Run() {
+    const int max_turns = std::max(options_.max_turns, 1);
+    for (;;) {
+      if (out_.turns >= max_turns) {
+        FinalSummary();
+        break;
+      }
+      ++out_.turns;
+      CallResult r = Call(options_.tools);
+      if (!r.ok()) {
+        Fail(std::move(*r.error));
+        break;
+      }
+      if (Handle(std::move(r.response))) break;
+    }
+    if (out_.final_text.empty()) out_.final_text = FallbackSummary(messages_, first_new_, out_);
+    out_.final_text = CapText(std::move(out_.final_text), options_.max_final_text_bytes);
+    Record({{"type", "end"},
+            {"stop", out_.stop},
+            {"turns", out_.turns},
+            {"tool_calls", out_.tool_calls},
+            {"usage", UsageToJson(out_.usage)}});
+    return std::move(out_);
+  }
+
+ private:
+  void Record(json j) {
+    if (observer_.on_transcript) observer_.on_transcript(j);
+  }
+
+  CallResult Call(const std::vector<ToolDef>& tools) {
+    Request request{options_.system, messages_, tools, options_.max_tokens};
+    json delta = json::array();
+    for (size_t i = recorded_; i < messages_.size(); ++i)
+      delta.push_back(MessageToJson(messages_[i]));
+    recorded_ = messages_.size();
+    json names = json::array();
+    for (const ToolDef& t : tools) names.push_back(t.name);
+    json rec = {{"type", "request"},
+                {"turn", out_.turns},
+                {"tools", std::move(names)},
+                {"max_tokens", options_.max_tokens},
+                {"messages_delta", std::move(delta)}};
+    if (!system_recorded_) {
+      rec["system"] = options_.system;
+      system_recorded_ = true;
+    }
+    Record(std::move(rec));
+    CallResult r = provider_.Complete(request, observer_.on_text ? observer_.on_text : TextSink());
+    if (r.ok()) {
+      AddUsage(out_.usage, r.response.usage);
+      Record({{"type", "response"},
+              {"turn", out_.turns},
+              {"stop_reason", StopReasonName(r.response.stop_reason)},
+              {"raw_stop_reason", r.response.raw_stop_reason},
+              {"request_id", r.response.request_id},
+              {"usage", UsageToJson(r.response.usage)},
+              {"message", MessageToJson(r.response.message)}});
+    } else {
+      Record({{"type", "model_error"}, {"turn", out_.turns}, {"error", r.error->ToString()}});
+    }
+    return r;
+  }
+
+  void Fail(ModelError error) {
+    out_.stop = "model_error";
+    out_.error = std::move(error);
+  }
+
+  // Appends an assistant message; an empty one would make the next request invalid.
+  void Append(Message m) {
+    m.role = Role::kAssistant;
+    if (!m.content.empty()) messages_.push_back(std::move(m));
+  }
+
+  // Returns true when the loop stops.
+  bool Handle(Response response) {
+    if (observer_.on_response) observer_.on_response(out_.turns, response);
+    Message& msg = response.message;
+    std::vector<ToolUseBlock> calls = ToolUsesOf(msg);
+    switch (response.stop_reason) {
+      case StopReason::kPauseTurn:
+        // The server paused a long turn: send the content back unchanged and let it continue.
+        Append(std::move(msg));
+        return false;
+      case StopReason::kMaxTokens:
+        StripToolUses(msg);
+        return Stop("max_tokens", std::move(msg));
+      case StopReason::kRefusal:
+        StripToolUses(msg);
+        return Stop("refusal", std::move(msg));
+      case StopReason::kContextWindow:
+        StripToolUses(msg);
+        return Stop("context_window", std::move(msg));
+      default:
+        break;
+    }
+    if (calls.empty()) return Stop("completed", std::move(msg));
+    Append(std::move(msg));
+    RunTools(calls);
+    return false;
+  }
+
+  bool Stop(std::string stop, Message msg) {
+    out_.stop = std::move(stop);
+    out_.final_text = TextOf(msg);
+    Append(std::move(msg));
+    return true;
+  }
+
+  void RunTools(const std::vector<ToolUseBlock>& calls) {
+    for (const ToolUseBlock& c : calls) {
+      if (observer_.on_tool_call) observer_.on_tool_call(out_.turns, c);
+      Record({{"type", "tool_call"},
+              {"turn", out_.turns},
+              {"id", c.id},
+              {"name", c.name},
+              {"input", c.input}});
+    }
+    std::vector<ToolResultBlock> results = runner_.Run(calls, out_.turns);
+    Message user{Role::kUser, {}};
+    for (size_t i = 0; i < calls.size(); ++i) {
+      ToolResultBlock r;
+      if (i < results.size()) {
+        r = std::move(results[i]);
+      } else {
+        r.content = "internal error: the tool runner returned no result for this call";
+        r.is_error = true;
+      }
+      r.tool_use_id = calls[i].id;  // Results must answer their calls, in order.
+      Record({{"type", "tool_result"},
+              {"turn", out_.turns},
+              {"id", r.tool_use_id},
+              {"name", calls[i].name},
+              {"is_error", r.is_error},
+              {"content", r.content}});
+      user.content.push_back(std::move(r));
+    }
+    out_.tool_calls += static_cast<int>(calls.size());
+    messages_.push_back(std::move(user));
+  }
+
+  void FinalSummary() {
+    out_.stop = "max_turns";
+    if (!options_.force_final_summary) return;
+    const std::string ask =
+        "You have reached the limit of " + std::to_string(out_.turns) +
+        " turns, so no more tools can be used. Reply now, without calling any tools, with your "
+        "final summary: what you did, what you found, and what is left undone.";
+    // Merged into the tool results' user message so roles keep alternating.
+    if (!messages_.empty() && messages_.back().role == Role::kUser) {
+      messages_.back().content.push_back(TextBlock{ask});
+    } else {
+      messages_.push_back(Message{Role::kUser, {TextBlock{ask}}});
+    }
+    ++out_.turns;
+    CallResult r = Call({});
+    if (!r.ok()) {
+      Fail(std::move(*r.error));
+      return;
+    }
+    if (observer_.on_response) observer_.on_response(out_.turns, r.response);
+    StripToolUses(r.response.message);  // Nothing more runs.
+    out_.final_text = TextOf(r.response.message);
+    Append(std::move(r.response.message));
+  }
+
+  Provider& provider_;
+  std::vector<Message>& messages_;
+  const LoopOptions& options_;
+  ToolRunner& runner_;
+  const LoopObserver& observer_;
+  const size_t first_new_;
+  size_t recorded_;
+  bool system_recorded_ = false;
+  LoopOutcome out_;
+};
+
+}  // namespace
+
+LoopOutcome RunLoop(Provider& provider, std::vector<Message>& messages, const LoopOptions& options,
+                    ToolRunner& runner, const LoopObserver& observer) {
+  return Loop(provider, messages, options, runner, observer).Run();
+}
+
+}  // namespace forkbox::agent

@@ -1,0 +1,366 @@
+#include "agent/provider.h"
+
+#include <chrono>
+#include <cstdlib>
+#include <iostream>
+
+#include "agent/anthropic.h"
+#include "agent/http_client.h"
+#include "agent/openai.h"
+#include "agent/retry.h"
+#include "agent/wire.h"
+
+namespace forkbox::agent {
+
+namespace {
+
+using nlohmann::json;
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
+}
+
+void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
+  if (from.empty()) return;
+  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) {
+    s.replace(pos, from.size(), to);
+  }
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// A short, single-line, tag-free excerpt of an error page.
+std::string PageExcerpt(std::string_view body, size_t max_chars = 200) {
+  std::string out;
+  bool in_tag = false, space = false;
+  for (char c : body) {
+    if (c == '<') {
+      in_tag = true;
+      space = true;
+    } else if (c == '>') {
+      in_tag = false;
+    } else if (!in_tag) {
+      if (std::isspace(static_cast<unsigned char>(c))) {
+        space = true;
+      } else {
+        if (space && !out.empty()) out += ' ';
+        space = false;
+        out += c;
+      }
+    }
+    if (out.size() >= max_chars) {
+      out += "...";
+      break;
+    }
+  }
+  MakeValidUtf8(out);
+  return out;
+}
+
+bool LooksLikeContextOverflow(const ModelError& e) {
+  const std::string text = Lower(e.error_type + " " + e.message);
+  return text.find("prompt is too long") != std::string::npos ||
+         text.find("context_length_exceeded") != std::string::npos ||
+         text.find("maximum context length") != std::string::npos ||
+         text.find("context window") != std::string::npos ||
+         text.find("context length") != std::string::npos;
+}
+
+ModelError HttpError(const HttpResult& http) {
+  ModelError e;
+  e.kind = ModelError::Kind::kHttp;
+  e.http_status = static_cast<int>(http.status);
+  if (!ParseErrorBody(http.body, e)) {
+    auto ct = http.headers.find("content-type");
+    const size_t first = http.body.find_first_not_of(" \t\r\n");
+    const bool html = (ct != http.headers.end() && ct->second.find("html") != std::string::npos) ||
+                      (first != std::string::npos && http.body[first] == '<');
+    if (http.body.empty()) {
+      e.message = "empty error body";
+    } else {
+      e.message = std::string(html ? "non-JSON error page: " : "non-JSON error body: ") +
+                  PageExcerpt(http.body);
+    }
+  }
+  if (e.message.empty()) e.message = "no error message";
+  if ((e.http_status == 400 || e.http_status == 413) && LooksLikeContextOverflow(e)) {
+    e.kind = ModelError::Kind::kContextOverflow;
+  }
+  return e;
+}
+
+std::string RequestIdOf(const HeaderMap& headers) {
+  for (const char* name : {"request-id", "x-request-id"}) {
+    if (auto it = headers.find(name); it != headers.end() && !it->second.empty()) return it->second;
+  }
+  return "";
+}
+
+class ProviderImpl : public Provider {
+ public:
+  ProviderImpl(ProviderConfig config, std::unique_ptr<WireFormat> wire,
+               std::unique_ptr<HttpClient> http, ProviderHooks hooks)
+      : config_(std::move(config)),
+        wire_(std::move(wire)),
+        http_(std::move(http)),
+        hooks_(std::move(hooks)) {}
+
+  const ProviderConfig& config() const override { return config_; }
+
+  CallResult Complete(const Request& request, const TextSink& on_text) override {
+    std::string body;
+    try {
+      // replace: invalid UTF-8 that slipped past MakeValidUtf8 must not throw here.
+      body = wire_->EncodeRequest(request, config_)
+                 .dump(-1, ' ', false, json::error_handler_t::replace);
+    } catch (const json::exception& e) {
+      ModelError err;
+      err.kind = ModelError::Kind::kConfig;
+      err.message = std::string("cannot encode the request: ") + e.what();
+      return Fail(std::move(err), 0);
+    }
+    const std::string url = wire_->Url(config_.base_url);
+    const std::vector<std::string> headers = wire_->Headers(config_.api_key);
+    const int attempts = config_.max_retries + 1;
+    for (int attempt = 1;; ++attempt) {
+      if (config_.verbose) LogRequest(url, headers, body, attempt, attempts);
+      const auto started = std::chrono::steady_clock::now();
+      std::unique_ptr<StreamDecoder> decoder;
+      HttpResult http;
+      if (config_.stream) {
+        decoder = wire_->NewStreamDecoder(on_text);
+        http = http_->Post(url, headers, body,
+                           [&decoder](std::string_view chunk) { return decoder->Feed(chunk); });
+      } else {
+        http = http_->Post(url, headers, body, nullptr);
+      }
+      const std::string request_id = RequestIdOf(http.headers);
+      if (config_.verbose) {
+        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                            std::chrono::steady_clock::now() - started)
+                            .count();
+        Log("forkbox: " + config_.name + " reply: HTTP " + std::to_string(http.status) +
+            (request_id.empty() ? "" : " request_id " + request_id) + " in " +
+            std::to_string(ms) + " ms" +
+            (http.transport_error.empty() ? "" : " (" + http.transport_error + ")"));
+      }
+
+      ModelError err;
+      bool retryable = false;
+      std::optional<std::chrono::milliseconds> server_wait;
+      const bool success_status = http.status >= 200 && http.status < 300;
+      if (!http.transport_error.empty() && !http.aborted_by_caller &&
+          (http.status == 0 || success_status)) {
+        // Connection failure, timeout or a connection dropped mid-reply: the partial reply is
+        // discarded and the whole request is retried.
+        err.kind = ModelError::Kind::kTransport;
+        err.message = http.transport_error + " (curl error " + std::to_string(http.curl_code) + ")";
+        retryable = true;
+      } else if (success_status) {
+        Decoded decoded = config_.stream ? decoder->Finish() : wire_->DecodeBody(http.body);
+        if (decoded.result.ok()) {
+          decoded.result.response.request_id = request_id;
+          return decoded.result;
+        }
+        err = std::move(*decoded.result.error);
+        if (err.http_status == 0) err.http_status = static_cast<int>(http.status);
+        retryable = decoded.retryable;
+      } else {
+        err = HttpError(http);
+        const std::optional<bool> should = ShouldRetryHeader(http.headers);
+        retryable = should.has_value() ? *should : IsRetryableStatus(http.status);
+        server_wait = ServerRequestedDelay(http.headers, std::chrono::system_clock::now());
+      }
+      if (err.request_id.empty()) err.request_id = request_id;
+      if (!retryable || attempt >= attempts) return Fail(std::move(err), attempt);
+
+      const std::chrono::milliseconds wait =
+          server_wait ? *server_wait : BackoffDelay(attempt - 1, hooks_.jitter());
+      if (config_.verbose) {
+        Log("forkbox: " + config_.name + " attempt " + std::to_string(attempt) + " failed (" +
+            Redact(err.message) + "); retrying in " + std::to_string(wait.count()) + " ms");
+      }
+      hooks_.sleep(wait);
+    }
+  }
+
+ private:
+  CallResult Fail(ModelError err, int attempts) const {
+    err.provider = config_.name;
+    err.attempts = attempts;
+    err.message = Redact(err.message);
+    err.error_type = Redact(err.error_type);
+    CallResult result;
+    result.error = std::move(err);
+    return result;
+  }
+
+  std::string Redact(std::string s) const {
+    if (config_.api_key.size() >= 4) ReplaceAll(s, config_.api_key, "[REDACTED]");
+    return s;
+  }
+
+  void Log(const std::string& line) const {
+    if (hooks_.log) {
+      hooks_.log(line);
+    } else {
+      std::cerr << line << '\n' << std::flush;
+    }
+  }
+
+  void LogRequest(const std::string& url, const std::vector<std::string>& headers,
+                  const std::string& body, int attempt, int attempts) const {
+    std::string out = "forkbox: " + config_.name + " POST " + url + " (attempt " +
+                      std::to_string(attempt) + "/" + std::to_string(attempts) + ")";
+    const std::vector<std::string> secret = wire_->SecretHeaders();
+    for (const std::string& h : headers) {
+      const std::string name = Lower(h.substr(0, h.find(':')));
+      bool is_secret = false;
+      for (const std::string& s : secret) is_secret = is_secret || s == name;
+      out += "\n  " + (is_secret ? name + ": [REDACTED]" : h);
+    }
+    constexpr size_t kMaxLoggedBody = 4000;
+    std::string shown = body.substr(0, kMaxLoggedBody);
+    MakeValidUtf8(shown);
+    out += "\n  body (" + std::to_string(body.size()) + " bytes): " + shown;
+    if (body.size() > kMaxLoggedBody) out += "...";
+    Log(Redact(out));
+  }
+
+  ProviderConfig config_;
+  std::unique_ptr<WireFormat> wire_;
+  std::unique_ptr<HttpClient> http_;
+  ProviderHooks hooks_;
+};
+
+std::string Plural(int n, const char* word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+}  // namespace
+
+std::string ModelError::ToString() const {
+  std::string out = provider.empty() ? "model" : provider;
+  out += ": ";
+  switch (kind) {
+    case Kind::kHttp:
+      out += "HTTP " + std::to_string(http_status);
+      break;
+    case Kind::kTransport:
+      out += "connection error";
+      break;
+    case Kind::kMalformed:
+      out += "malformed reply";
+      break;
+    case Kind::kOverloaded:
+      out += "overloaded (error in stream)";
+      break;
+    case Kind::kConfig:
+      out += "configuration error";
+      break;
+    case Kind::kCancelled:
+      out += "cancelled";
+      break;
+    case Kind::kContextOverflow:
+      out += "context window exceeded (HTTP " + std::to_string(http_status) + ")";
+      break;
+  }
+  if (!error_type.empty()) out += " " + error_type;
+  if (!message.empty()) out += ": " + message;
+  if (!request_id.empty()) out += " (request_id " + request_id + ")";
+  if (attempts > 0) out += " after " + Plural(attempts, "attempt");
+  return out;
+}
+
+std::string DefaultBaseUrl(const std::string& provider) {
+  if (provider == "openai") return "https://api.openai.com/v1";
+  if (provider == "anthropic" || provider.empty()) return "https://api.anthropic.com";
+  return "";
+}
+
+std::string DefaultModel(const std::string& provider) {
+  if (provider == "openai") return "gpt-4.1";
+  if (provider == "anthropic" || provider.empty()) return "claude-sonnet-4-5";
+  return "";
+}
+
+void ApplyEnvironmentDefaults(ProviderConfig& config) {
+  if (config.name.empty()) config.name = Env("FORKBOX_PROVIDER");
+  if (config.name.empty()) config.name = "anthropic";
+  const bool openai = config.name == "openai";
+  if (config.api_key.empty()) config.api_key = Env(openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
+  if (config.base_url.empty()) {
+    config.base_url = Env(openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL");
+  }
+  if (config.model.empty()) config.model = Env("FORKBOX_MODEL");
+  if (config.base_url.empty()) config.base_url = DefaultBaseUrl(config.name);
+  if (config.model.empty()) config.model = DefaultModel(config.name);
+}
+
+std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error) {
+  return MakeProvider(config, error, ProviderHooks{});
+}
+
+std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config_in, ModelError* error,
+                                       const ProviderHooks& hooks_in) {
+  ProviderConfig config = config_in;
+  if (config.name.empty()) config.name = "anthropic";
+  auto fail = [&](std::string message) -> std::unique_ptr<Provider> {
+    ModelError e;
+    e.kind = ModelError::Kind::kConfig;
+    e.provider = config.name;
+    e.message = std::move(message);
+    if (config.api_key.size() >= 4) ReplaceAll(e.message, config.api_key, "[REDACTED]");
+    if (error != nullptr) *error = std::move(e);
+    return nullptr;
+  };
+  if (config.name != "anthropic" && config.name != "openai") {
+    return fail("unknown provider \"" + config.name + "\" (expected anthropic or openai)");
+  }
+  const bool anthropic = config.name == "anthropic";
+  if (anthropic && config.api_key.empty()) {
+    return fail("no API key: set ANTHROPIC_API_KEY");
+  }
+  if (config.api_key.find_first_of("\r\n") != std::string::npos) {
+    return fail("the API key contains a line break");
+  }
+  if (config.base_url.empty()) config.base_url = DefaultBaseUrl(config.name);
+  if (config.model.empty()) config.model = DefaultModel(config.name);
+  while (!config.base_url.empty() && config.base_url.back() == '/') config.base_url.pop_back();
+  if (!config.base_url.starts_with("http://") && !config.base_url.starts_with("https://")) {
+    return fail("base URL \"" + config.base_url + "\" must start with http:// or https://");
+  }
+  if (config.base_url.find_first_of(" \t\r\n") != std::string::npos) {
+    return fail("base URL contains whitespace");
+  }
+  if (anthropic && config.base_url.ends_with("/v1")) {
+    return fail("Anthropic base URL \"" + config.base_url +
+                "\" must not end in /v1 (the client adds /v1/messages)");
+  }
+  if (config.max_tokens <= 0) return fail("max_tokens must be positive");
+  if (config.max_retries < 0 || config.max_retries > 100) {
+    return fail("max_retries must be between 0 and 100");
+  }
+  if (config.connect_timeout_ms <= 0 || config.idle_timeout_ms <= 0 ||
+      config.total_timeout_ms <= 0) {
+    return fail("timeouts must be positive");
+  }
+  std::string curl_error;
+  auto http = HttpClient::Create(
+      HttpTimeouts{config.connect_timeout_ms, config.idle_timeout_ms, config.total_timeout_ms},
+      &curl_error);
+  if (http == nullptr) return fail(curl_error);
+  ProviderHooks hooks = hooks_in;
+  const RetryClock real = RetryClock::Real();
+  if (!hooks.sleep) hooks.sleep = real.sleep;
+  if (!hooks.jitter) hooks.jitter = real.jitter;
+  auto wire = anthropic ? MakeAnthropicWire() : MakeOpenAiWire();
+  return std::make_unique<ProviderImpl>(std::move(config), std::move(wire), std::move(http),
+                                        std::move(hooks));
+}
+
+}  // namespace forkbox::agent

@@ -1,0 +1,182 @@
+#include "agent/tool_bash.h"
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <string>
+
+#include "agent/tool_output.h"
+#include "ipc/process.h"
+#include "ipc/unique_fd.h"
+#include "sandbox/sandbox.h"
+
+namespace forkbox::agent {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// After the command itself exits, how long a descendant that escaped the process group may keep
+// the output pipe open before we stop reading.
+constexpr auto kDrainDeadline = std::chrono::seconds(2);
+
+ToolOutput Error(std::string message) { return ToolOutput{std::move(message), true, 0}; }
+
+std::string Seconds(int64_t ms) {
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
+  return buf;
+}
+
+int PollTimeoutMs(Clock::time_point deadline) {
+  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
+  if (left.count() <= 0) return 0;
+  return static_cast<int>(std::min<int64_t>(left.count(), 60'000));
+}
+
+// Reads whatever the pipe holds. Returns false at EOF (all writers gone).
+bool ReadAvailable(int fd, BoundedOutput& out) {
+  char buf[64 * 1024];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n > 0) {
+      out.Append(std::string_view(buf, static_cast<size_t>(n)));
+      continue;
+    }
+    if (n == 0) return false;
+    if (errno == EINTR) continue;
+    if (errno == EAGAIN || errno == EWOULDBLOCK) return true;
+    return false;  // Any other read error ends the output.
+  }
+}
+
+std::string DescribeStatus(int status) {
+  if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) {
+    int sig = WTERMSIG(status);
+    const char* name = ::strsignal(sig);
+    return "killed by signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
+  }
+  return "ended with wait status " + std::to_string(status);
+}
+
+}  // namespace
+
+ToolOutput RunBashTool(const nlohmann::json& input, const ToolContext& ctx) {
+  auto it = input.find("command");
+  if (it == input.end() || !it->is_string()) {
+    return Error("bash: missing required string field 'command'");
+  }
+  const std::string command = it->get<std::string>();
+  if (command.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Error("bash: 'command' is empty");
+  }
+  if (command.find('\0') != std::string::npos) return Error("bash: 'command' contains a NUL byte");
+
+  UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!devnull) return Error("bash: " + Status::FromErrno(errno, "open /dev/null").message());
+  Result<Pipe> pipe = MakePipe();
+  if (!pipe.ok()) return Error("bash: " + pipe.status().message());
+  // A second descriptor for stderr, so each target has its own source.
+  UniqueFd err_write(::fcntl(pipe->write.get(), F_DUPFD_CLOEXEC, 3));
+  if (!err_write) return Error("bash: " + Status::FromErrno(errno, "dup pipe").message());
+
+  SpawnOptions opts;
+  opts.argv = {"/bin/bash", "-c", command};
+  opts.env = ctx.env;
+  opts.cwd = ctx.workdir;
+  opts.fds = {{devnull.get(), 0}, {pipe->write.get(), 1}, {err_write.get(), 2}};
+  opts.new_session = true;
+  Result<ChildProcess> spawned =
+      ctx.policy.enabled ? sandbox::SpawnSandboxed(ctx.policy, std::move(opts)) : Spawn(opts);
+  // Our copies of the write end must go, or EOF never comes.
+  pipe->write.reset();
+  err_write.reset();
+  devnull.reset();
+  if (!spawned.ok())
+    return Error("bash: could not start the command: " + spawned.status().message());
+  ChildProcess& child = *spawned;
+  const pid_t pgid = child.pid();
+
+  UniqueFd out_fd = std::move(pipe->read);
+  if (Status st = SetNonBlocking(out_fd.get(), true); !st.ok()) {
+    return Error("bash: " + st.message());
+  }
+
+  BoundedOutput out(ctx.max_output_chars);
+  const auto start = Clock::now();
+  const auto deadline = start + std::chrono::milliseconds(std::max<int64_t>(ctx.timeout_ms, 1));
+  bool pipe_open = true;
+  bool exited = false;
+  bool timed_out = false;
+  bool drain_cut = false;
+  int status = 0;
+  Clock::time_point drain_deadline;
+
+  while (!exited || pipe_open) {
+    if (exited && Clock::now() >= drain_deadline) {
+      drain_cut = pipe_open;
+      break;
+    }
+    pollfd fds[2] = {{out_fd.get(), POLLIN, 0}, {child.pidfd(), POLLIN, 0}};
+    nfds_t nfds = exited ? 1 : 2;
+    if (!pipe_open) {
+      fds[0].fd = -1;  // poll ignores negative fds.
+    }
+    int wait_ms = PollTimeoutMs(exited ? drain_deadline : deadline);
+    int n = ::poll(fds, nfds, wait_ms);
+    if (n < 0 && errno != EINTR) {
+      return Error("bash: " + Status::FromErrno(errno, "poll").message());
+    }
+    if (pipe_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
+      pipe_open = ReadAvailable(out_fd.get(), out);
+    }
+    if (!exited && (fds[1].revents & POLLIN)) {
+      // The command is a zombie now, so its pid (= pgid) cannot be reused: kill what is left of
+      // its group (background jobs) before reaping.
+      ::kill(-pgid, SIGKILL);
+      Result<int> w = child.Wait();
+      if (!w.ok()) return Error("bash: " + w.status().message());
+      status = *w;
+      exited = true;
+      drain_deadline = Clock::now() + kDrainDeadline;
+      continue;
+    }
+    if (!exited && Clock::now() >= deadline) {
+      timed_out = true;
+      ::kill(-pgid, SIGKILL);
+      Result<int> w = child.Wait();
+      if (!w.ok()) return Error("bash: " + w.status().message());
+      status = *w;
+      exited = true;
+      drain_deadline = Clock::now() + kDrainDeadline;
+    }
+  }
+  if (pipe_open) ReadAvailable(out_fd.get(), out);
+
+  ToolOutput result;
+  result.raw_bytes = out.total_bytes();
+  result.content = out.Finish();
+  if (!result.content.empty() && result.content.back() != '\n') result.content += '\n';
+  if (drain_cut) {
+    result.content +=
+        "[stopped reading: a background process that left the process group kept the output "
+        "open]\n";
+  }
+  if (timed_out) {
+    result.content += "[timed out after " + Seconds(ctx.timeout_ms) + "; process group killed]";
+    result.is_error = true;
+  } else {
+    result.content += "[" + DescribeStatus(status) + "]";
+    result.is_error = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  }
+  return result;
+}
+
+}  // namespace forkbox::agent

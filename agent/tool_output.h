@@ -1,0 +1,35 @@
+// Bounded collection of tool output: however much a command prints, the collector holds at most
+// a few times max_chars bytes, keeping the head and the tail (where build and test errors are)
+// and counting what it dropped in between.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace forkbox::agent {
+
+class BoundedOutput {
+ public:
+  explicit BoundedOutput(int64_t max_chars);
+  void Append(std::string_view bytes);
+  int64_t total_bytes() const { return total_bytes_; }
+  // The kept text made valid UTF-8, at most max_chars characters plus a marker naming the
+  // dropped bytes (and the replaced invalid sequences, if any).
+  std::string Finish();
+
+ private:
+  int64_t max_chars_;
+  int64_t head_chars_limit_;
+  std::string head_;
+  int64_t head_chars_ = 0;
+  std::string tail_;  // Raw bytes after the head; trimmed from the front when too big.
+  int64_t tail_chars_seen_ = 0;
+  int64_t tail_trimmed_bytes_ = 0;
+  int64_t total_bytes_ = 0;
+};
+
+// True for bytes that start a UTF-8 character (or are stray bytes): everything but 10xxxxxx.
+inline bool IsCharStart(unsigned char c) { return (c & 0xC0) != 0x80; }
+
+}  // namespace forkbox::agent

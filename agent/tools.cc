@@ -1,0 +1,105 @@
+#include "agent/tools.h"
+
+#include <exception>
+
+#include "agent/tool_bash.h"
+#include "agent/tool_files.h"
+
+namespace forkbox::agent {
+namespace {
+
+nlohmann::json Schema(nlohmann::json properties, std::vector<std::string> required) {
+  return {{"type", "object"},
+          {"properties", std::move(properties)},
+          {"required", std::move(required)},
+          {"additionalProperties", false}};
+}
+
+}  // namespace
+
+std::vector<ToolDef> BaseToolDefs() {
+  std::vector<ToolDef> defs;
+  defs.push_back(
+      {"bash",
+       "Run a shell command with `bash -c` in the working directory. stdout and stderr are merged; "
+       "the exit code is reported. There is no stdin. Long outputs are cut (head and tail kept). "
+       "The command is killed (with its whole process group) when it exceeds the timeout, and "
+       "background processes are killed when it exits.",
+       Schema({{"command", {{"type", "string"}, {"description", "The command to run."}}}},
+              {"command"})});
+  defs.push_back(
+      {"read_file",
+       "Read a text file inside the working directory. Lines are numbered from 1: `offset` is the "
+       "1-based line to start at, `limit` the number of lines to read. Long files are cut with a "
+       "note saying which offset to continue from. Binary files are not shown.",
+       Schema({{"path",
+                {{"type", "string"},
+                 {"description", "File path, relative to the working directory or absolute."}}},
+               {"offset",
+                {{"type", "integer"},
+                 {"minimum", 1},
+                 {"description", "1-based line number to start reading at (default 1)."}}},
+               {"limit",
+                {{"type", "integer"},
+                 {"minimum", 1},
+                 {"description", "Maximum number of lines to read (default: to the end)."}}}},
+              {"path"})});
+  defs.push_back(
+      {"write_file",
+       "Create or overwrite a file inside the working directory with the given content. Missing "
+       "parent directories are created.",
+       Schema({{"path",
+                {{"type", "string"},
+                 {"description", "File path, relative to the working directory or absolute."}}},
+               {"content", {{"type", "string"}, {"description", "The complete file content."}}}},
+              {"path", "content"})});
+  defs.push_back(
+      {"edit_file",
+       "Replace one exact occurrence of old_text with new_text in a file inside the working "
+       "directory. old_text must match exactly once (including whitespace); it is an error when it "
+       "is not found or found more than once.",
+       Schema({{"path",
+                {{"type", "string"},
+                 {"description", "File path, relative to the working directory or absolute."}}},
+               {"old_text",
+                {{"type", "string"}, {"description", "The exact text to replace (non-empty)."}}},
+               {"new_text", {{"type", "string"}, {"description", "The replacement text."}}}},
+              {"path", "old_text", "new_text"})});
+  return defs;
+}
+
+ToolDef TaskToolDef() {
+  return {
+      "task",
+      "Delegate a self-contained task to a fresh, sandboxed subagent with its own empty "
+      "context and the tools bash, read_file, write_file and edit_file. Only its final "
+      "summary comes back. Give it everything it needs in the prompt. Several task calls in "
+      "one turn run in parallel.",
+      Schema(
+          {{"prompt",
+            {{"type", "string"}, {"description", "The complete instructions for the subagent."}}},
+           {"description",
+            {{"type", "string"},
+             {"description", "A short (3-8 word) label for the task, shown to the user."}}}},
+          {"prompt", "description"})};
+}
+
+ToolOutput RunBaseTool(const ToolUseBlock& call, const ToolContext& ctx) {
+  if (!call.input.is_object()) {
+    return ToolOutput{call.name + ": the tool input must be a JSON object", true, 0};
+  }
+  try {
+    if (call.name == "bash") return RunBashTool(call.input, ctx);
+    if (call.name == "read_file") return RunReadFileTool(call.input, ctx);
+    if (call.name == "write_file") return RunWriteFileTool(call.input, ctx);
+    if (call.name == "edit_file") return RunEditFileTool(call.input, ctx);
+  } catch (const std::exception& e) {
+    // A tool never takes its caller down: the failure becomes an is_error result.
+    return ToolOutput{call.name + ": internal error: " + e.what(), true, 0};
+  }
+  return ToolOutput{"unknown tool '" + call.name +
+                        "'; the available tools are bash, read_file, write_file and edit_file",
+                    true, 0};
+}
+
+}  // namespace forkbox::agent

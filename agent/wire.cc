@@ -1,0 +1,51 @@
+#include "agent/wire.h"
+
+#include <atomic>
+
+namespace forkbox::agent {
+
+bool ParseErrorBody(std::string_view body, ModelError& error) {
+  const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (!j.is_object()) return false;
+  const auto err = j.find("error");
+  if (err == j.end()) return false;
+  if (err->is_object()) {
+    if (auto t = err->find("type"); t != err->end() && t->is_string()) error.error_type = *t;
+    if (auto m = err->find("message"); m != err->end() && m->is_string()) error.message = *m;
+    if (auto c = err->find("code"); c != err->end()) {
+      // OpenAI: a string code ("context_length_exceeded"); llama.cpp: the HTTP status number.
+      if (c->is_string() && error.error_type.empty()) error.error_type = *c;
+      if (c->is_string() && error.error_type != c->get<std::string>()) {
+        error.error_type += "/" + c->get<std::string>();
+      }
+    }
+  } else if (err->is_string()) {
+    error.message = *err;  // Some servers send {"error": "text"}.
+  } else {
+    return false;
+  }
+  if (auto id = j.find("request_id"); id != j.end() && id->is_string()) error.request_id = *id;
+  return true;
+}
+
+bool IsRetryableStreamError(const std::string& error_type, int code) {
+  return error_type == "overloaded_error" || error_type == "api_error" ||
+         error_type == "server_error" || error_type == "rate_limit_error" || code == 429 ||
+         code == 408 || code >= 500;
+}
+
+nlohmann::json ToolSchema(const nlohmann::json& schema) {
+  nlohmann::json out = schema.is_object() ? schema : nlohmann::json::object();
+  if (!out.contains("type")) out["type"] = "object";
+  if (out["type"] == "object" && !out.contains("properties")) {
+    out["properties"] = nlohmann::json::object();
+  }
+  return out;
+}
+
+std::string SynthesizeToolCallId() {
+  static std::atomic<uint64_t> next{1};
+  return "call_" + std::to_string(next.fetch_add(1));
+}
+
+}  // namespace forkbox::agent

@@ -1,0 +1,66 @@
+// What a wire format (Anthropic Messages, OpenAI Chat Completions) provides to the generic
+// provider driver (agent/provider.cc): the request encoding and the response decoders.
+//
+// Decoders never throw: malformed, truncated or error replies come back as a CallResult whose
+// ModelError says what happened, and `retryable` says whether a new attempt may help.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/message.h"
+#include "agent/provider.h"
+
+namespace forkbox::agent {
+
+// A decoded reply: a complete Response, or an error (with `retryable` for transient ones).
+struct Decoded {
+  CallResult result;
+  bool retryable = false;
+};
+
+// Incremental decoder of one streamed reply. Feed raw body bytes as they arrive; assistant text
+// goes to the sink as soon as its event is complete.
+class StreamDecoder {
+ public:
+  virtual ~StreamDecoder() = default;
+  // Returns false when the stream already failed (an error event, an oversized event, garbage):
+  // the caller should stop the transfer and call Finish.
+  virtual bool Feed(std::string_view bytes) = 0;
+  // Called once the transfer ended. A stream without its final event is a truncated reply.
+  virtual Decoded Finish() = 0;
+};
+
+class WireFormat {
+ public:
+  virtual ~WireFormat() = default;
+  virtual std::string Url(const std::string& base_url) const = 0;
+  // "Name: value" lines. `api_key` may be empty (OpenAI-compatible local servers).
+  virtual std::vector<std::string> Headers(const std::string& api_key) const = 0;
+  // Header names whose values are secrets (for redacted logging).
+  virtual std::vector<std::string> SecretHeaders() const = 0;
+  virtual nlohmann::json EncodeRequest(const Request& request,
+                                       const ProviderConfig& config) const = 0;
+  virtual Decoded DecodeBody(std::string_view body) const = 0;
+  virtual std::unique_ptr<StreamDecoder> NewStreamDecoder(const TextSink& on_text) const = 0;
+};
+
+std::unique_ptr<WireFormat> MakeAnthropicWire();
+std::unique_ptr<WireFormat> MakeOpenAiWire();
+
+// Shared by both formats: fills error_type/message/request_id from a provider error body
+// ({"error":{"type","message","code"},"request_id"}). Returns false if `body` is not such JSON.
+bool ParseErrorBody(std::string_view body, ModelError& error);
+// True for a provider error type or HTTP status worth retrying when it arrives inside a stream.
+bool IsRetryableStreamError(const std::string& error_type, int code);
+// A tool's JSON schema as the APIs require it: an object with "type" (an empty or missing schema
+// becomes {"type":"object","properties":{}}).
+nlohmann::json ToolSchema(const nlohmann::json& schema);
+// A new opaque tool-call id for servers that omit one: "call_<n>", unique in this process.
+std::string SynthesizeToolCallId();
+
+}  // namespace forkbox::agent

@@ -1,0 +1,43 @@
+#include "child/reporter.h"
+
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <cstdio>
+
+#include "ipc/frame.h"
+
+namespace forkbox::child {
+
+Status Reporter::Event(int64_t turn, const std::string& tool, std::string_view detail) {
+  return ipc::WriteMessage(fd_, ipc::EventMessage{turn, tool, ipc::MakeEventDetail(detail)});
+}
+
+Status Reporter::Result(const ipc::ResultMessage& result) { return ipc::WriteMessage(fd_, result); }
+
+void Reporter::Error(const std::string& code, const std::string& message) {
+  std::fprintf(stderr, "forkbox-child: %s: %s\n", code.c_str(), message.c_str());
+  Status st = ipc::WriteMessage(fd_, ipc::ErrorMessage{code, message});
+  if (!st.ok()) {
+    std::fprintf(stderr, "forkbox-child: could not send the error frame: %s\n",
+                 st.ToString().c_str());
+  }
+}
+
+void Transcript::Write(const nlohmann::json& record) {
+  if (fd_ < 0) return;
+  nlohmann::json stamped = record;
+  timeval tv{};
+  ::gettimeofday(&tv, nullptr);
+  stamped["time_ms"] = static_cast<int64_t>(tv.tv_sec) * 1000 + tv.tv_usec / 1000;
+  // replace: tool output was already made valid UTF-8, but a record must never throw.
+  std::string line = stamped.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  Status st = ipc::WriteAll(fd_, line);
+  if (!st.ok()) {
+    std::fprintf(stderr, "forkbox-child: transcript disabled after a failed write: %s\n",
+                 st.ToString().c_str());
+    fd_ = -1;
+  }
+}
+
+}  // namespace forkbox::child

@@ -1,0 +1,38 @@
+// The child's two outputs: frames to the parent on fd 4, and the optional JSONL transcript.
+#pragma once
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "ipc/messages.h"
+#include "ipc/status.h"
+
+namespace forkbox::child {
+
+// Frames to the parent. A failed write means the parent is gone; the caller decides to stop.
+class Reporter {
+ public:
+  explicit Reporter(int fd) : fd_(fd) {}
+  Status Event(int64_t turn, const std::string& tool, std::string_view detail);
+  Status Result(const ipc::ResultMessage& result);
+  // Best effort: also echoed to stderr, so a failure is never silent even without a parent.
+  void Error(const std::string& code, const std::string& message);
+
+ private:
+  int fd_;
+};
+
+// JSONL records to a descriptor the parent opened append-only. The parent never reads it back.
+// A write failure is reported once on stderr and disables further writes (the task goes on).
+class Transcript {
+ public:
+  Transcript() = default;  // Disabled.
+  explicit Transcript(int fd) : fd_(fd) {}
+  void Write(const nlohmann::json& record);
+  bool enabled() const { return fd_ >= 0; }
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace forkbox::child

@@ -1,0 +1,33 @@
+// The child's ToolRunner: the four base tools, one by one, reporting each call to the parent.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "agent/loop.h"
+#include "agent/tools.h"
+
+namespace forkbox::child {
+
+class ChildToolRunner : public agent::ToolRunner {
+ public:
+  // on_call gets (turn, call) before each tool runs (the child sends the event frame from it).
+  ChildToolRunner(agent::ToolContext ctx,
+                  std::function<void(int, const agent::ToolUseBlock&)> on_call)
+      : ctx_(std::move(ctx)), on_call_(std::move(on_call)) {}
+  std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
+                                          int turn) override;
+  // Raw bytes of tool output seen so far (kept out of the parent's context).
+  int64_t tool_output_bytes() const { return tool_output_bytes_; }
+
+ private:
+  agent::ToolContext ctx_;
+  std::function<void(int, const agent::ToolUseBlock&)> on_call_;
+  int64_t tool_output_bytes_ = 0;
+};
+
+// One line describing a tool call's INPUT for the parent's progress display (never its output).
+std::string DescribeCall(const agent::ToolUseBlock& call);
+
+}  // namespace forkbox::child

@@ -1,0 +1,384 @@
+#include "ipc/messages.h"
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <string_view>
+
+#include "ipc/utf8.h"
+
+namespace forkbox::ipc {
+namespace {
+
+using nlohmann::json;
+
+// Highest descriptor number the kernel can ever hand out (NR_OPEN); 0..4 are stdio and the pipes.
+constexpr int64_t kMinTranscriptFd = 5;
+constexpr int64_t kMaxTranscriptFd = (1 << 20) - 1;
+constexpr int64_t kInt64Max = std::numeric_limits<int64_t>::max();
+
+const char* JsonTypeName(const json& j) {
+  switch (j.type()) {
+    case json::value_t::null:
+      return "null";
+    case json::value_t::object:
+      return "object";
+    case json::value_t::array:
+      return "array";
+    case json::value_t::string:
+      return "string";
+    case json::value_t::boolean:
+      return "boolean";
+    case json::value_t::number_integer:
+    case json::value_t::number_unsigned:
+      return "integer";
+    case json::value_t::number_float:
+      return "non-integer number";
+    case json::value_t::binary:
+      return "binary";
+    case json::value_t::discarded:
+      return "discarded";
+  }
+  return "unknown";
+}
+
+// Reads the fields of one JSON object strictly; every error names the field by its dotted path
+// ("provider.api_key"). Unknown extra fields are ignored on purpose (see messages.h).
+class FieldReader {
+ public:
+  FieldReader(const json& object, std::string prefix)
+      : object_(object), prefix_(std::move(prefix)) {}
+
+  Status String(const char* key, std::string* out, bool allow_empty = true) const {
+    const json* v = nullptr;
+    FORKBOX_RETURN_IF_ERROR(Get(key, json::value_t::string, "a string", &v));
+    const auto& s = v->get_ref<const std::string&>();
+    FORKBOX_RETURN_IF_ERROR(CheckUtf8(Path(key), s));
+    if (!allow_empty && s.empty()) return Bad(key, "must not be empty");
+    *out = s;
+    return Status::Ok();
+  }
+
+  Status Int(const char* key, int64_t min, int64_t max, int64_t* out) const {
+    auto it = object_.find(key);
+    if (it == object_.end()) return Missing(key);
+    if (it->is_number_unsigned()) {
+      // Above INT64_MAX does not fit; anything that fits is checked against the range below.
+      if (it->get<uint64_t>() > static_cast<uint64_t>(kInt64Max)) return Range(key, min, max);
+    } else if (!it->is_number_integer()) {
+      return WrongType(key, "an integer", *it);
+    }
+    int64_t value = it->get<int64_t>();
+    if (value < min || value > max) return Range(key, min, max);
+    *out = value;
+    return Status::Ok();
+  }
+
+  Status Bool(const char* key, bool* out) const {
+    const json* v = nullptr;
+    FORKBOX_RETURN_IF_ERROR(Get(key, json::value_t::boolean, "a boolean", &v));
+    *out = v->get<bool>();
+    return Status::Ok();
+  }
+
+  Status StringList(const char* key, std::vector<std::string>* out) const {
+    const json* v = nullptr;
+    FORKBOX_RETURN_IF_ERROR(Get(key, json::value_t::array, "an array of strings", &v));
+    out->clear();
+    for (size_t i = 0; i < v->size(); ++i) {
+      const json& item = (*v)[i];
+      std::string path = Path(key) + "[" + std::to_string(i) + "]";
+      if (!item.is_string()) {
+        return Status::InvalidArgument("field \"" + path + "\": expected a string, got " +
+                                       JsonTypeName(item));
+      }
+      FORKBOX_RETURN_IF_ERROR(CheckUtf8(path, item.get_ref<const std::string&>()));
+      out->push_back(item.get<std::string>());
+    }
+    return Status::Ok();
+  }
+
+  Status Object(const char* key, const json** out) const {
+    return Get(key, json::value_t::object, "an object", out);
+  }
+
+  bool Has(const char* key) const { return object_.contains(key); }
+  bool IsNull(const char* key) const {
+    auto it = object_.find(key);
+    return it != object_.end() && it->is_null();
+  }
+  std::string Path(const char* key) const { return prefix_.empty() ? key : prefix_ + "." + key; }
+
+  Status Bad(const char* key, std::string_view why) const {
+    return Status::InvalidArgument("field \"" + Path(key) + "\": " + std::string(why));
+  }
+
+ private:
+  Status Get(const char* key, json::value_t type, const char* type_name, const json** out) const {
+    auto it = object_.find(key);
+    if (it == object_.end()) return Missing(key);
+    if (it->type() != type) return WrongType(key, type_name, *it);
+    *out = &*it;
+    return Status::Ok();
+  }
+  Status Missing(const char* key) const {
+    return Status::InvalidArgument("missing field \"" + Path(key) + "\"");
+  }
+  Status WrongType(const char* key, const char* want, const json& got) const {
+    return Bad(key, std::string("expected ") + want + ", got " + JsonTypeName(got));
+  }
+  Status Range(const char* key, int64_t min, int64_t max) const {
+    std::string why = "must be an integer ";
+    why += max == kInt64Max ? ">= " + std::to_string(min)
+                            : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+    return Bad(key, why);
+  }
+  static Status CheckUtf8(const std::string& path, const std::string& s) {
+    size_t bad = FindInvalidUtf8(s);
+    if (bad == std::string::npos) return Status::Ok();
+    return Status::InvalidArgument("field \"" + path + "\": invalid UTF-8 at byte " +
+                                   std::to_string(bad));
+  }
+
+  const json& object_;
+  std::string prefix_;
+};
+
+Status CheckPath(const FieldReader& r, const char* key, const std::string& path) {
+  if (path.find('\0') != std::string::npos) return r.Bad(key, "contains a NUL byte");
+  return Status::Ok();
+}
+
+Status ReadProvider(const json& j, ProviderSettings* p) {
+  FieldReader r(j, "provider");
+  FORKBOX_RETURN_IF_ERROR(r.String("name", &p->name));
+  if (p->name != "anthropic" && p->name != "openai") {
+    return r.Bad("name",
+                 "unknown provider \"" + p->name + "\" (expected \"anthropic\" or \"openai\")");
+  }
+  FORKBOX_RETURN_IF_ERROR(r.String("api_key", &p->api_key));
+  FORKBOX_RETURN_IF_ERROR(r.String("base_url", &p->base_url));
+  FORKBOX_RETURN_IF_ERROR(r.String("model", &p->model));
+  FORKBOX_RETURN_IF_ERROR(r.Int("max_tokens", 1, kInt64Max, &p->max_tokens));
+  FORKBOX_RETURN_IF_ERROR(r.Int("max_retries", 0, 100, &p->max_retries));
+  FORKBOX_RETURN_IF_ERROR(r.Int("connect_timeout_ms", 1, kInt64Max, &p->connect_timeout_ms));
+  FORKBOX_RETURN_IF_ERROR(r.Int("idle_timeout_ms", 1, kInt64Max, &p->idle_timeout_ms));
+  FORKBOX_RETURN_IF_ERROR(r.Int("total_timeout_ms", 1, kInt64Max, &p->total_timeout_ms));
+  FORKBOX_RETURN_IF_ERROR(r.Bool("stream", &p->stream));
+  FORKBOX_RETURN_IF_ERROR(r.Bool("verbose", &p->verbose));
+  return Status::Ok();
+}
+
+Status ReadLimits(const json& j, Limits* l) {
+  FieldReader r(j, "limits");
+  FORKBOX_RETURN_IF_ERROR(r.Int("max_turns", 1, kInt64Max, &l->max_turns));
+  FORKBOX_RETURN_IF_ERROR(r.Int("tool_timeout_ms", 1, kInt64Max, &l->tool_timeout_ms));
+  FORKBOX_RETURN_IF_ERROR(r.Int("max_tool_output_chars", 1, kInt64Max, &l->max_tool_output_chars));
+  FORKBOX_RETURN_IF_ERROR(r.Int("max_summary_bytes", 1, kInt64Max, &l->max_summary_bytes));
+  return Status::Ok();
+}
+
+Status ReadSandbox(const json& j, SandboxSettings* s) {
+  FieldReader r(j, "sandbox");
+  FORKBOX_RETURN_IF_ERROR(r.Bool("enabled", &s->enabled));
+  FORKBOX_RETURN_IF_ERROR(r.Bool("allow_net", &s->allow_net));
+  FORKBOX_RETURN_IF_ERROR(r.StringList("writable", &s->writable));
+  for (const auto& path : s->writable) FORKBOX_RETURN_IF_ERROR(CheckPath(r, "writable", path));
+  FORKBOX_RETURN_IF_ERROR(r.StringList("env", &s->env));
+  for (const auto& name : s->env) {
+    if (name.empty() || name.find_first_of("=\0", 0, 2) != std::string::npos) {
+      return r.Bad("env", "\"" + name + "\" is not an environment variable name");
+    }
+  }
+  FORKBOX_RETURN_IF_ERROR(r.Int("rlimit_fsize_bytes", 1, kInt64Max, &s->rlimit_fsize_bytes));
+  FORKBOX_RETURN_IF_ERROR(r.Int("rlimit_as_bytes", 1, kInt64Max, &s->rlimit_as_bytes));
+  FORKBOX_RETURN_IF_ERROR(r.Int("rlimit_nofile", 1, kInt64Max, &s->rlimit_nofile));
+  FORKBOX_RETURN_IF_ERROR(r.Int("rlimit_nproc", 1, kInt64Max, &s->rlimit_nproc));
+  return Status::Ok();
+}
+
+Result<Message> ReadStart(const FieldReader& r) {
+  StartMessage m;
+  const json* sub = nullptr;
+  FORKBOX_RETURN_IF_ERROR(r.String("prompt", &m.prompt, /*allow_empty=*/false));
+  FORKBOX_RETURN_IF_ERROR(r.Object("provider", &sub));
+  FORKBOX_RETURN_IF_ERROR(ReadProvider(*sub, &m.provider));
+  FORKBOX_RETURN_IF_ERROR(r.Object("limits", &sub));
+  FORKBOX_RETURN_IF_ERROR(ReadLimits(*sub, &m.limits));
+  FORKBOX_RETURN_IF_ERROR(r.String("workdir", &m.workdir));
+  if (m.workdir.empty() || m.workdir[0] != '/') {
+    return r.Bad("workdir", "must be an absolute path, got \"" + m.workdir + "\"");
+  }
+  FORKBOX_RETURN_IF_ERROR(CheckPath(r, "workdir", m.workdir));
+  FORKBOX_RETURN_IF_ERROR(r.Object("sandbox", &sub));
+  FORKBOX_RETURN_IF_ERROR(ReadSandbox(*sub, &m.sandbox));
+  // Absent or null: no transcript.
+  if (r.Has("transcript_fd") && !r.IsNull("transcript_fd")) {
+    int64_t fd = 0;
+    FORKBOX_RETURN_IF_ERROR(r.Int("transcript_fd", kMinTranscriptFd, kMaxTranscriptFd, &fd));
+    m.transcript_fd = static_cast<int>(fd);
+  }
+  return Message(std::move(m));
+}
+
+Result<Message> ReadEvent(const FieldReader& r) {
+  EventMessage m;
+  FORKBOX_RETURN_IF_ERROR(r.Int("turn", 0, kInt64Max, &m.turn));
+  FORKBOX_RETURN_IF_ERROR(r.String("tool", &m.tool));
+  FORKBOX_RETURN_IF_ERROR(r.String("detail", &m.detail));
+  if (m.detail.size() > kMaxEventDetailBytes) {
+    return r.Bad("detail", std::to_string(m.detail.size()) + " bytes exceeds the limit of " +
+                               std::to_string(kMaxEventDetailBytes));
+  }
+  if (m.detail.find_first_of("\r\n") != std::string::npos) {
+    return r.Bad("detail", "must be a single line");
+  }
+  return Message(std::move(m));
+}
+
+Result<Message> ReadResult(const FieldReader& r) {
+  ResultMessage m;
+  const json* sub = nullptr;
+  FORKBOX_RETURN_IF_ERROR(r.String("summary", &m.summary));
+  FORKBOX_RETURN_IF_ERROR(r.Object("stats", &sub));
+  FieldReader s(*sub, "stats");
+  ResultStats& st = m.stats;
+  FORKBOX_RETURN_IF_ERROR(s.Int("turns", 0, kInt64Max, &st.turns));
+  FORKBOX_RETURN_IF_ERROR(s.Int("input_tokens", 0, kInt64Max, &st.input_tokens));
+  FORKBOX_RETURN_IF_ERROR(s.Int("output_tokens", 0, kInt64Max, &st.output_tokens));
+  FORKBOX_RETURN_IF_ERROR(s.Int("tool_calls", 0, kInt64Max, &st.tool_calls));
+  FORKBOX_RETURN_IF_ERROR(s.Int("tool_output_bytes", 0, kInt64Max, &st.tool_output_bytes));
+  FORKBOX_RETURN_IF_ERROR(s.Int("elapsed_ms", 0, kInt64Max, &st.elapsed_ms));
+  FORKBOX_RETURN_IF_ERROR(s.String("stop_reason", &st.stop_reason, /*allow_empty=*/false));
+  return Message(std::move(m));
+}
+
+Result<Message> ReadError(const FieldReader& r) {
+  ErrorMessage m;
+  FORKBOX_RETURN_IF_ERROR(r.String("code", &m.code, /*allow_empty=*/false));
+  FORKBOX_RETURN_IF_ERROR(r.String("message", &m.message));
+  return Message(std::move(m));
+}
+
+json ToJsonImpl(const StartMessage& m) {
+  const ProviderSettings& p = m.provider;
+  const Limits& l = m.limits;
+  const SandboxSettings& s = m.sandbox;
+  json j = {
+      {"type", "start"},
+      {"prompt", m.prompt},
+      {"provider",
+       {{"name", p.name},
+        {"api_key", p.api_key},
+        {"base_url", p.base_url},
+        {"model", p.model},
+        {"max_tokens", p.max_tokens},
+        {"max_retries", p.max_retries},
+        {"connect_timeout_ms", p.connect_timeout_ms},
+        {"idle_timeout_ms", p.idle_timeout_ms},
+        {"total_timeout_ms", p.total_timeout_ms},
+        {"stream", p.stream},
+        {"verbose", p.verbose}}},
+      {"limits",
+       {{"max_turns", l.max_turns},
+        {"tool_timeout_ms", l.tool_timeout_ms},
+        {"max_tool_output_chars", l.max_tool_output_chars},
+        {"max_summary_bytes", l.max_summary_bytes}}},
+      {"workdir", m.workdir},
+      {"sandbox",
+       {{"enabled", s.enabled},
+        {"allow_net", s.allow_net},
+        {"writable", s.writable},
+        {"env", s.env},
+        {"rlimit_fsize_bytes", s.rlimit_fsize_bytes},
+        {"rlimit_as_bytes", s.rlimit_as_bytes},
+        {"rlimit_nofile", s.rlimit_nofile},
+        {"rlimit_nproc", s.rlimit_nproc}}},
+  };
+  if (m.transcript_fd) j["transcript_fd"] = *m.transcript_fd;
+  return j;
+}
+
+json ToJsonImpl(const EventMessage& m) {
+  return {{"type", "event"}, {"turn", m.turn}, {"tool", m.tool}, {"detail", m.detail}};
+}
+
+json ToJsonImpl(const ResultMessage& m) {
+  const ResultStats& s = m.stats;
+  return {{"type", "result"},
+          {"summary", m.summary},
+          {"stats",
+           {{"turns", s.turns},
+            {"input_tokens", s.input_tokens},
+            {"output_tokens", s.output_tokens},
+            {"tool_calls", s.tool_calls},
+            {"tool_output_bytes", s.tool_output_bytes},
+            {"elapsed_ms", s.elapsed_ms},
+            {"stop_reason", s.stop_reason}}}};
+}
+
+json ToJsonImpl(const ErrorMessage& m) {
+  return {{"type", "error"}, {"code", m.code}, {"message", m.message}};
+}
+
+}  // namespace
+
+const char* MessageTypeName(const Message& message) {
+  static constexpr const char* kNames[] = {"start", "event", "result", "error"};
+  return kNames[message.index()];
+}
+
+nlohmann::json ToJson(const Message& message) {
+  return std::visit([](const auto& m) { return ToJsonImpl(m); }, message);
+}
+
+Result<Message> FromJson(const nlohmann::json& j) {
+  if (!j.is_object()) {
+    return Status::InvalidArgument(std::string("message must be a JSON object, got ") +
+                                   JsonTypeName(j));
+  }
+  FieldReader r(j, "");
+  std::string type;
+  FORKBOX_RETURN_IF_ERROR(r.String("type", &type));
+  Result<Message> result = Status::InvalidArgument("unset");
+  if (type == "start") {
+    result = ReadStart(r);
+  } else if (type == "event") {
+    result = ReadEvent(r);
+  } else if (type == "result") {
+    result = ReadResult(r);
+  } else if (type == "error") {
+    result = ReadError(r);
+  } else {
+    return Status::InvalidArgument("unknown message type \"" + type +
+                                   "\" (expected start, event, result or error)");
+  }
+  if (!result.ok()) return result.status().WithContext(type + " message");
+  return result;
+}
+
+std::string MakeEventDetail(std::string_view text) {
+  std::string line;
+  line.reserve(std::min(text.size(), kMaxEventDetailBytes));
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t len = Utf8SequenceLength(text, i);
+    std::string_view piece;
+    if (len == 0) {
+      piece = "\xEF\xBF\xBD";  // U+FFFD for a byte that is not valid UTF-8.
+      len = 1;
+    } else if (static_cast<unsigned char>(text[i]) < 0x20 || text[i] == 0x7F) {
+      piece = " ";  // Newlines, tabs and terminal control bytes: the detail is one plain line.
+    } else {
+      piece = text.substr(i, len);
+    }
+    if (line.size() + piece.size() > kMaxEventDetailBytes) break;  // Never split a sequence.
+    line += piece;
+    i += len;
+  }
+  return line;
+}
+
+}  // namespace forkbox::ipc

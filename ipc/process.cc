@@ -1,0 +1,387 @@
+#include "ipc/process.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace forkbox {
+namespace {
+
+// What the forked child was doing when it failed; sent over the error pipe with errno.
+enum class Stage : int32_t { kSetsid = 1, kDupFd, kDup2, kCloseRange, kChdir, kPreExec, kExec };
+
+struct Report {
+  int32_t stage;
+  int32_t err;       // errno, or 0 for a pre_exec Status.
+  int32_t code;      // Status::Code of a pre_exec failure.
+  uint32_t msg_len;  // Bytes of pre_exec message that follow.
+};
+constexpr size_t kMaxReportMessage = 2048;
+
+// --- Async-signal-safe helpers for the forked child. No allocation, no locks. ---
+
+void WriteFully(int fd, const void* data, size_t len) {
+  const char* p = static_cast<const char*>(data);
+  while (len > 0) {
+    ssize_t n = ::write(fd, p, len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // Nothing to do about it: the parent then sees a short report.
+    p += n;
+    len -= static_cast<size_t>(n);
+  }
+}
+
+[[noreturn]] void Fail(int err_fd, Stage stage, int err, int32_t code = 0,
+                       const char* msg = nullptr, size_t msg_len = 0) {
+  Report r{static_cast<int32_t>(stage), err, code, static_cast<uint32_t>(msg_len)};
+  WriteFully(err_fd, &r, sizeof r);
+  if (msg_len > 0) WriteFully(err_fd, msg, msg_len);
+  _exit(127);
+}
+
+int CloseRange(unsigned lo, unsigned hi) {
+  if (lo > hi) return 0;
+  if (::close_range(lo, hi, 0) == 0) return 0;
+  if (errno != ENOSYS) return -1;
+  // Kernels before 5.9: close one by one up to the descriptor limit.
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+  uint64_t end = std::min<uint64_t>(hi, rl.rlim_cur == RLIM_INFINITY ? 1 << 20 : rl.rlim_cur);
+  for (uint64_t fd = lo; fd <= end; ++fd) ::close(static_cast<int>(fd));
+  return 0;
+}
+
+struct ChildPlan {
+  char* const* argv;
+  char* const* envp;
+  const char* cwd;  // nullptr: inherit.
+  const std::vector<std::pair<int, int>>* fds;
+  int* temps;              // One slot per mapping, preallocated.
+  const int* keep_sorted;  // Target fds, sorted ascending.
+  size_t keep_count;
+  int above;  // Higher than every source and target fd.
+  bool new_session;
+  const std::function<Status()>* pre_exec;
+};
+
+[[noreturn]] void RunChild(const ChildPlan& plan, int err_fd) {
+  // Default dispositions: a handler must not run in this half-copied process, and an ignored
+  // SIGPIPE (or any SIG_IGN) of the parent must not leak into the program we exec.
+  struct sigaction dfl;
+  ::memset(&dfl, 0, sizeof dfl);
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  }
+  if (plan.new_session && ::setsid() < 0) Fail(err_fd, Stage::kSetsid, errno);
+
+  // Park the error pipe and every source above all targets first, so the dup2s below cannot
+  // clobber a source that is also some other mapping's target (e.g. {3->4, 4->3}).
+  int moved_err = ::fcntl(err_fd, F_DUPFD_CLOEXEC, plan.above);
+  if (moved_err < 0) Fail(err_fd, Stage::kDupFd, errno);
+  err_fd = moved_err;
+  const auto& fds = *plan.fds;
+  for (size_t i = 0; i < fds.size(); ++i) {
+    plan.temps[i] = ::fcntl(fds[i].first, F_DUPFD_CLOEXEC, plan.above);
+    if (plan.temps[i] < 0) Fail(err_fd, Stage::kDupFd, errno);
+  }
+  for (size_t i = 0; i < fds.size(); ++i) {
+    // dup2 clears FD_CLOEXEC on the target, so exactly the targets survive exec.
+    while (::dup2(plan.temps[i], fds[i].second) < 0) {
+      if (errno != EINTR) Fail(err_fd, Stage::kDup2, errno);
+    }
+  }
+  // Close everything above 2 except the targets and the error pipe (which is above them all and
+  // closes itself on exec). This also drops the parked copies.
+  unsigned lo = 3;
+  for (size_t i = 0; i < plan.keep_count; ++i) {
+    unsigned keep = static_cast<unsigned>(plan.keep_sorted[i]);
+    if (keep < lo) continue;
+    if (keep > lo && CloseRange(lo, keep - 1) != 0) Fail(err_fd, Stage::kCloseRange, errno);
+    lo = keep + 1;
+  }
+  unsigned err_u = static_cast<unsigned>(err_fd);
+  if (CloseRange(lo, err_u - 1) != 0 || CloseRange(err_u + 1, ~0U) != 0) {
+    Fail(err_fd, Stage::kCloseRange, errno);
+  }
+
+  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) Fail(err_fd, Stage::kChdir, errno);
+  if (*plan.pre_exec) {
+    Status st = (*plan.pre_exec)();
+    if (!st.ok()) {
+      size_t len = std::min(st.message().size(), kMaxReportMessage);
+      Fail(err_fd, Stage::kPreExec, 0, static_cast<int32_t>(st.code()), st.message().data(), len);
+    }
+  }
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(plan.argv[0], plan.argv, plan.envp);
+  Fail(err_fd, Stage::kExec, errno);
+}
+
+Status CheckNoNul(const std::string& s, const std::string& what) {
+  if (s.find('\0') != std::string::npos) {
+    return Status::InvalidArgument("spawn: " + what + " contains a NUL byte");
+  }
+  return Status::Ok();
+}
+
+Status ValidateOptions(const SpawnOptions& o) {
+  if (o.argv.empty() || o.argv[0].empty()) {
+    return Status::InvalidArgument("spawn: argv[0] (the program path) is empty");
+  }
+  for (size_t i = 0; i < o.argv.size(); ++i) {
+    FORKBOX_RETURN_IF_ERROR(CheckNoNul(o.argv[i], "argv[" + std::to_string(i) + "]"));
+  }
+  for (const auto& e : o.env) {
+    FORKBOX_RETURN_IF_ERROR(CheckNoNul(e, "an env entry"));
+    size_t eq = e.find('=');
+    if (eq == std::string::npos || eq == 0) {
+      return Status::InvalidArgument("spawn: env entry \"" + e + "\" is not NAME=value");
+    }
+  }
+  FORKBOX_RETURN_IF_ERROR(CheckNoNul(o.cwd, "cwd"));
+  std::vector<int> targets;
+  for (const auto& [source, target] : o.fds) {
+    if (target < 0) {
+      return Status::InvalidArgument("spawn: target fd " + std::to_string(target) + " is negative");
+    }
+    if (source < 0 || ::fcntl(source, F_GETFD) < 0) {
+      return Status::FromErrno(EBADF, "spawn: source fd " + std::to_string(source) +
+                                          " for target " + std::to_string(target));
+    }
+    targets.push_back(target);
+  }
+  std::sort(targets.begin(), targets.end());
+  auto dup = std::adjacent_find(targets.begin(), targets.end());
+  if (dup != targets.end()) {
+    return Status::InvalidArgument("spawn: target fd " + std::to_string(*dup) + " is mapped twice");
+  }
+  return Status::Ok();
+}
+
+const char* StageName(Stage stage) {
+  switch (stage) {
+    case Stage::kSetsid:
+      return "setsid";
+    case Stage::kDupFd:
+      return "fcntl(F_DUPFD_CLOEXEC)";
+    case Stage::kDup2:
+      return "dup2";
+    case Stage::kCloseRange:
+      return "close_range";
+    case Stage::kChdir:
+      return "chdir";
+    case Stage::kPreExec:
+      return "pre_exec";
+    case Stage::kExec:
+      return "execve";
+  }
+  return "unknown step";
+}
+
+// Reads the child's report until EOF (exec closed the pipe) and turns it into a Status.
+Status ReadReport(int fd, const SpawnOptions& o) {
+  std::string data;
+  char buf[512];
+  for (;;) {
+    ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, "spawn: read(error pipe)");
+    if (n == 0) break;
+    data.append(buf, static_cast<size_t>(n));
+    if (data.size() > sizeof(Report) + kMaxReportMessage) break;
+  }
+  if (data.empty()) return Status::Ok();
+  if (data.size() < sizeof(Report)) {
+    return Status::Internal("spawn " + o.argv[0] + ": the child died before exec (short report)");
+  }
+  Report r;
+  ::memcpy(&r, data.data(), sizeof r);
+  auto stage = static_cast<Stage>(r.stage);
+  if (stage == Stage::kPreExec) {
+    std::string msg = data.substr(sizeof r, std::min<size_t>(r.msg_len, data.size() - sizeof r));
+    return Status::Error(static_cast<Status::Code>(r.code), std::move(msg))
+        .WithContext("spawn " + o.argv[0] + ": pre_exec");
+  }
+  std::string what = StageName(stage);
+  if (stage == Stage::kExec) what += "(" + o.argv[0] + ")";
+  if (stage == Stage::kChdir) what += "(" + o.cwd + ")";
+  if (stage != Stage::kExec) what = "spawn " + o.argv[0] + ": " + what;
+  return Status::FromErrno(r.err, what);
+}
+
+std::vector<char*> CStrings(const std::vector<std::string>& v) {
+  std::vector<char*> out;
+  out.reserve(v.size() + 1);
+  for (const auto& s : v) out.push_back(const_cast<char*>(s.c_str()));
+  out.push_back(nullptr);
+  return out;
+}
+
+}  // namespace
+
+ChildProcess::ChildProcess(pid_t pid, UniqueFd pidfd, bool own_group)
+    : pid_(pid), pidfd_(std::move(pidfd)), own_group_(own_group) {}
+
+ChildProcess::~ChildProcess() { KillAndReap(); }
+
+ChildProcess::ChildProcess(ChildProcess&& other) noexcept
+    : pid_(std::exchange(other.pid_, -1)),
+      pidfd_(std::move(other.pidfd_)),
+      own_group_(other.own_group_),
+      reaped_(other.reaped_),
+      status_(other.status_) {}
+
+ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
+  if (this != &other) {
+    KillAndReap();
+    pid_ = std::exchange(other.pid_, -1);
+    pidfd_ = std::move(other.pidfd_);
+    own_group_ = other.own_group_;
+    reaped_ = other.reaped_;
+    status_ = other.status_;
+  }
+  return *this;
+}
+
+void ChildProcess::KillAndReap() {
+  if (!running()) return;
+  (void)Signal(SIGKILL);
+  // A group leader that already exited cannot be signalled through the group if it never
+  // got to setsid; make sure the leader itself is hit too.
+  if (own_group_ && pidfd_)
+    (void)::syscall(SYS_pidfd_send_signal, pidfd_.get(), SIGKILL, nullptr, 0);
+  (void)Reap(/*block=*/true);
+}
+
+Result<std::optional<int>> ChildProcess::Reap(bool block) {
+  if (pid_ <= 0) return Status::InvalidArgument("no process to wait for");
+  if (reaped_) return std::optional<int>(status_);
+  // Peek without reaping: the zombie keeps the process group id reserved while we kill what is
+  // left of the group, so the signal cannot reach a recycled group.
+  siginfo_t info;
+  ::memset(&info, 0, sizeof info);
+  int flags = WEXITED | WNOWAIT | (block ? 0 : WNOHANG);
+  while (::waitid(P_PID, static_cast<id_t>(pid_), &info, flags) != 0) {
+    if (errno != EINTR) return Status::FromErrno(errno, "waitid(" + std::to_string(pid_) + ")");
+  }
+  if (info.si_pid == 0) return std::optional<int>();
+  if (own_group_) (void)::kill(-pid_, SIGKILL);
+  int status = 0;
+  while (::waitpid(pid_, &status, 0) < 0) {
+    if (errno != EINTR) return Status::FromErrno(errno, "waitpid(" + std::to_string(pid_) + ")");
+  }
+  reaped_ = true;
+  status_ = status;
+  return std::optional<int>(status);
+}
+
+Result<std::optional<int>> ChildProcess::TryWait() { return Reap(/*block=*/false); }
+
+Result<int> ChildProcess::Wait() {
+  Result<std::optional<int>> r = Reap(/*block=*/true);
+  if (!r.ok()) return r.status();
+  return **r;
+}
+
+Status ChildProcess::Signal(int sig) {
+  if (pid_ <= 0) return Status::InvalidArgument("no process to signal");
+  if (reaped_) {
+    return Status::InvalidArgument("process " + std::to_string(pid_) + " was already reaped");
+  }
+  if (own_group_) {
+    if (::kill(-pid_, sig) != 0) {
+      return Status::FromErrno(errno, "kill(-" + std::to_string(pid_) + ")");
+    }
+    return Status::Ok();
+  }
+  if (pidfd_) {
+    if (::syscall(SYS_pidfd_send_signal, pidfd_.get(), sig, nullptr, 0) != 0) {
+      return Status::FromErrno(errno, "pidfd_send_signal(" + std::to_string(pid_) + ")");
+    }
+    return Status::Ok();
+  }
+  if (::kill(pid_, sig) != 0) return Status::FromErrno(errno, "kill(" + std::to_string(pid_) + ")");
+  return Status::Ok();
+}
+
+Result<ChildProcess> Spawn(const SpawnOptions& options) {
+  FORKBOX_RETURN_IF_ERROR(ValidateOptions(options));
+  // Everything the child needs is prepared here: after fork it may not allocate.
+  std::vector<char*> argv = CStrings(options.argv);
+  std::vector<char*> envp = CStrings(options.env);
+  std::vector<int> temps(options.fds.size(), -1);
+  std::vector<int> keep;
+  int above = 3;
+  for (const auto& [source, target] : options.fds) {
+    keep.push_back(target);
+    above = std::max({above, source + 1, target + 1});
+  }
+  std::sort(keep.begin(), keep.end());
+  ChildPlan plan{
+      argv.data(),      envp.data(),  options.cwd.empty() ? nullptr : options.cwd.c_str(),
+      &options.fds,     temps.data(), keep.data(),
+      keep.size(),      above,        options.new_session,
+      &options.pre_exec};
+
+  Result<Pipe> err_pipe = MakePipe();
+  if (!err_pipe.ok()) return err_pipe.status().WithContext("spawn");
+
+  // All signals stay blocked across fork until the child has reset its dispositions.
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  pid_t pid = ::fork();
+  if (pid == 0) RunChild(plan, err_pipe->write.get());
+  int fork_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) return Status::FromErrno(fork_errno, "fork");
+  err_pipe->write.reset();
+
+  // Our own unreaped child cannot be recycled, so pidfd_open after fork is race-free.
+  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  int pidfd_errno = errno;
+  ChildProcess child(pid, UniqueFd(pidfd), options.new_session);
+  if (pidfd < 0) return Status::FromErrno(pidfd_errno, "pidfd_open");  // child kills + reaps.
+  Status report = ReadReport(err_pipe->read.get(), options);
+  if (!report.ok()) return report;  // The child has _exit(127)ed; its destructor reaps it.
+  return child;
+}
+
+int ExitCodeFromWaitStatus(int wait_status) {
+  if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
+  if (WIFSIGNALED(wait_status)) return 128 + WTERMSIG(wait_status);
+  if (WIFSTOPPED(wait_status)) return 128 + WSTOPSIG(wait_status);
+  return 255;
+}
+
+std::string DescribeWaitStatus(int wait_status) {
+  if (WIFEXITED(wait_status)) return "exited with code " + std::to_string(WEXITSTATUS(wait_status));
+  if (WIFSIGNALED(wait_status)) {
+    int sig = WTERMSIG(wait_status);
+    const char* name = ::sigdescr_np(sig);
+    std::string s = "killed by signal " + std::to_string(sig) + " (" +
+                    (name != nullptr ? name : "unknown signal") + ")";
+    if (WCOREDUMP(wait_status)) s += ", core dumped";
+    return s;
+  }
+  if (WIFSTOPPED(wait_status)) {
+    return "stopped by signal " + std::to_string(WSTOPSIG(wait_status));
+  }
+  return "unknown wait status " + std::to_string(wait_status);
+}
+
+}  // namespace forkbox

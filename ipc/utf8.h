@@ -1,0 +1,24 @@
+// Strict UTF-8 (RFC 3629) checks, done by hand on raw bytes so a hostile payload is rejected
+// before any JSON parser sees it: no overlong forms, no surrogates, nothing above U+10FFFF.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace forkbox::ipc {
+
+// Length (1..4) of the valid UTF-8 sequence starting at s[i] (i < s.size()), or 0 when invalid.
+size_t Utf8SequenceLength(std::string_view s, size_t i);
+
+// Byte offset of the first byte that does not start a valid sequence, or npos when all valid.
+size_t FindInvalidUtf8(std::string_view bytes);
+inline bool IsValidUtf8(std::string_view bytes) {
+  return FindInvalidUtf8(bytes) == std::string_view::npos;
+}
+
+// The longest prefix of at most max_bytes that does not split a multi-byte sequence.
+// Expects valid UTF-8; invalid bytes count as one-byte sequences.
+std::string_view TruncateUtf8(std::string_view text, size_t max_bytes);
+
+}  // namespace forkbox::ipc

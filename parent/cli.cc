@@ -1,0 +1,96 @@
+#include "parent/cli.h"
+
+#include <CLI/CLI.hpp>
+#include <sstream>
+
+#include "parent/exit_codes.h"
+
+#ifndef FORKBOX_VERSION
+#define FORKBOX_VERSION "unknown"
+#endif
+
+namespace forkbox::parent {
+
+CliOutcome ParseCommandLine(int argc, char** argv) {
+  Options o;
+  CLI::App app{
+      "forkbox: a sandboxed coding agent. The model works through bash, read_file, write_file,\n"
+      "edit_file, and delegates subtasks with `task` to sandboxed child agents that run in\n"
+      "parallel and return only a summary.",
+      "forkbox"};
+  app.footer(std::string(
+                 "\nWith PROMPT (or - for stdin) forkbox answers once; without it, on a terminal,\n"
+                 "it opens an interactive session (/context, /quit).\n\n"
+                 "Provider settings: flags > environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,\n"
+                 "OPENAI_API_KEY, OPENAI_BASE_URL, FORKBOX_PROVIDER, FORKBOX_MODEL). API keys are\n"
+                 "only read from the environment, never from the command line.\n\n") +
+             kExitCodesHelp);
+  app.set_version_flag("--version", std::string("forkbox ") + FORKBOX_VERSION);
+  std::string sandbox_mode = "on";
+  app.add_option("prompt", o.prompt, "The task; - reads it from stdin");
+  app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)");
+  app.add_option("--max-turns", o.max_turns, "Parent turn limit")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  app.add_option("--task-max-turns", o.task_max_turns, "Turn limit of each subagent")
+      ->check(CLI::Range(1, 10000))
+      ->capture_default_str();
+  app.add_option("--max-parallel", o.max_parallel, "Subagents running at once")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
+  app.add_option("--task-timeout", o.task_timeout_s, "Seconds before a subagent is killed")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  app.add_option("--tool-timeout", o.tool_timeout_s, "Seconds before a tool command is killed")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  app.add_flag("--allow-net", o.allow_net, "Let tool commands use the network");
+  app.add_option("--writable", o.writable, "Extra writable path (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--env", o.env, "Pass environment variable NAME to tools (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--transcript-dir", o.transcript_dir, "Write one JSONL transcript per task here");
+  auto* quiet = app.add_flag("-q,--quiet", o.quiet, "No banner or progress on stderr");
+  app.add_flag("-v,--verbose", o.verbose, "Log requests and children's stderr")->excludes(quiet);
+  app.add_flag("--json", o.json, "Print one JSON object with the answer and stats at the end");
+  app.add_option("--provider", o.provider, "anthropic or openai")
+      ->check(CLI::IsMember({"anthropic", "openai"}));
+  app.add_option("--model", o.model, "Model name (default: the provider's)");
+  app.add_option("--base-url", o.base_url, "API base URL");
+  app.add_option("--max-tokens", o.max_tokens, "Output token limit per model call")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
+      ->capture_default_str();
+  app.add_option("--max-retries", o.max_retries, "Retries of a failed model call")
+      ->check(CLI::Range(0, 100))
+      ->capture_default_str();
+  app.add_option("--child-path", o.child_path,
+                 "forkbox-child binary (default: $FORKBOX_CHILD, else next to forkbox)");
+  app.add_option("--sandbox", sandbox_mode, "on|off; off runs tools UNSANDBOXED")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  bool no_subagents = false;
+  bool no_stream = false;
+  app.add_flag("--no-subagents", no_subagents, "Baseline: base tools only, no task tool");
+  app.add_flag("--no-stream", no_stream, "Do not stream model replies");
+
+  CliOutcome outcome;
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream out, err;
+    int code = app.exit(e, out, err);
+    outcome.out = out.str();
+    outcome.err = err.str();
+    outcome.exit_code = code == 0 ? kExitOk : kExitUsage;
+    if (code != 0) outcome.err += "Run with --help for more information.\n";
+    return outcome;
+  }
+  o.has_prompt = app.count("prompt") > 0;
+  o.sandbox = sandbox_mode == "on";
+  o.subagents = !no_subagents;
+  o.stream = !no_stream;
+  outcome.options = std::move(o);
+  return outcome;
+}
+
+}  // namespace forkbox::parent

@@ -1,0 +1,20 @@
+// Command-line parsing for `forkbox` (CLI11). Never exits the process itself.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "parent/options.h"
+
+namespace forkbox::parent {
+
+struct CliOutcome {
+  std::optional<Options> options;  // Set when the program should run.
+  int exit_code = 0;  // Otherwise: exit with this (0 for --help/--version, 2 on error).
+  std::string out;    // Text for stdout (help, version).
+  std::string err;    // Text for stderr (the usage error).
+};
+
+CliOutcome ParseCommandLine(int argc, char** argv);
+
+}  // namespace forkbox::parent

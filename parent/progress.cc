@@ -1,0 +1,100 @@
+#include "parent/progress.h"
+
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <cerrno>
+
+namespace forkbox::parent {
+namespace {
+
+// Cuts to at most `width` bytes without splitting a UTF-8 sequence.
+std::string Fit(std::string s, size_t width) {
+  if (s.size() <= width) return s;
+  size_t cut = width;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  s.resize(cut);
+  return s;
+}
+
+}  // namespace
+
+Progress::Progress(bool enabled, bool tty, int fd) : enabled_(enabled), tty_(tty), fd_(fd) {}
+
+void Progress::Write(const std::string& s) {
+  size_t off = 0;
+  while (off < s.size()) {
+    ssize_t n = write(fd_, s.data() + off, s.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // stderr gone: progress is best effort.
+    off += static_cast<size_t>(n);
+  }
+}
+
+std::string Progress::LiveLine(int number, const Live& live) const {
+  std::string line = "[task " + std::to_string(number) + "] " + live.description;
+  if (live.turn > 0) line += " · turn " + std::to_string(live.turn);
+  if (!live.tool.empty()) line += " · " + live.tool;
+  if (!live.detail.empty()) line += ": " + live.detail;
+  return line;
+}
+
+void Progress::Redraw(const std::string& permanent) {
+  std::string out;
+  if (drawn_ > 0) out += "\x1b[" + std::to_string(drawn_) + "F";  // Up to the first live line.
+  out += "\x1b[J";                                                // Clear to the end.
+  out += permanent;
+  size_t width = 100;
+  struct winsize ws = {};
+  if (ioctl(fd_, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1) width = ws.ws_col - 1;
+  for (const auto& [number, live] : live_) out += Fit(LiveLine(number, live), width) + "\n";
+  drawn_ = static_cast<int>(live_.size());
+  Write(out);
+}
+
+void Progress::Note(const std::string& line) {
+  if (!enabled_) return;
+  if (tty_) {
+    Redraw(line + "\n");
+  } else {
+    Write(line + "\n");
+  }
+}
+
+void Progress::TaskStarted(int number, const std::string& description) {
+  if (!enabled_) return;
+  live_[number] = Live{description, 0, "", ""};
+  if (tty_) {
+    Redraw("");
+  } else {
+    Write("[task " + std::to_string(number) + "] started: " + description + "\n");
+  }
+}
+
+void Progress::TaskUpdate(int number, int64_t turn, const std::string& tool,
+                          const std::string& detail) {
+  if (!enabled_) return;
+  auto it = live_.find(number);
+  if (it == live_.end()) return;
+  it->second.turn = turn;
+  it->second.tool = tool;
+  it->second.detail = detail;
+  if (tty_) {
+    Redraw("");
+  } else {
+    Write(LiveLine(number, it->second) + "\n");
+  }
+}
+
+void Progress::TaskFinished(int number, const std::string& line) {
+  if (!enabled_) return;
+  live_.erase(number);
+  std::string text = "[task " + std::to_string(number) + "] " + line + "\n";
+  if (tty_) {
+    Redraw(text);
+  } else {
+    Write(text);
+  }
+}
+
+}  // namespace forkbox::parent

@@ -1,0 +1,41 @@
+// Progress on stderr. On a terminal: one live line per running task (description, turn, current
+// tool), redrawn in place with ANSI cursor-up and clear-line. Otherwise: plain, append-only lines.
+// Disabled (--quiet): prints nothing.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace forkbox::parent {
+
+class Progress {
+ public:
+  // tty: stderr is a terminal (live lines); fd: where to write.
+  Progress(bool enabled, bool tty, int fd = 2);
+  // A permanent line (printed above the live lines).
+  void Note(const std::string& line);
+  void TaskStarted(int number, const std::string& description);
+  void TaskUpdate(int number, int64_t turn, const std::string& tool, const std::string& detail);
+  void TaskFinished(int number, const std::string& line);
+  bool enabled() const { return enabled_; }
+
+ private:
+  struct Live {
+    std::string description;
+    int64_t turn = 0;
+    std::string tool;
+    std::string detail;
+  };
+  std::string LiveLine(int number, const Live& live) const;
+  void Redraw(const std::string& permanent);
+  void Write(const std::string& s);
+
+  bool enabled_;
+  bool tty_;
+  int fd_;
+  int drawn_ = 0;  // Live lines currently on screen.
+  std::map<int, Live> live_;
+};
+
+}  // namespace forkbox::parent

@@ -1,0 +1,215 @@
+#include "parent/session.h"
+
+#include <unistd.h>
+
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
+
+#include "parent/exit_codes.h"
+#include "parent/signals.h"
+
+namespace forkbox::parent {
+namespace {
+
+void WriteFd(int fd, std::string_view s) {
+  while (!s.empty()) {
+    ssize_t n = write(fd, s.data(), s.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;
+    s.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// Streams assistant text to stdout and keeps the output line-aligned between turns.
+class StdoutStream {
+ public:
+  void Write(std::string_view s) {
+    if (s.empty()) return;
+    WriteFd(STDOUT_FILENO, s);
+    at_line_start_ = s.back() == '\n';
+    wrote_ = true;
+  }
+  void EndLine() {
+    if (wrote_ && !at_line_start_) Write("\n");
+  }
+  bool wrote() const { return wrote_; }
+
+ private:
+  bool at_line_start_ = true;
+  bool wrote_ = false;
+};
+
+std::string SignalName(int sig) { return sig == SIGINT ? "Ctrl-C" : "SIGTERM"; }
+
+}  // namespace
+
+Session::Session(agent::Provider& provider, agent::LoopOptions options, ParentToolRunner& runner,
+                 SessionStats& stats)
+    : provider_(provider), options_(std::move(options)), runner_(runner), stats_(stats) {}
+
+Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_text) {
+  size_t before = messages_.size();
+  messages_.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{prompt}}});
+  agent::LoopObserver observer;
+  observer.on_text = on_text;
+  Turn turn;
+  try {
+    turn.outcome = agent::RunLoop(provider_, messages_, options_, runner_, observer);
+  } catch (const Interrupted& e) {
+    turn.interrupt_signal = e.signal;
+    turn.outcome.stop = "interrupted";
+    // Every tool_use must be answered in the next user message, or the next request is a 400.
+    if (!messages_.empty() && messages_.back().role == agent::Role::kAssistant) {
+      agent::Message answer{agent::Role::kUser, {}};
+      for (const auto& use : agent::ToolUsesOf(messages_.back())) {
+        answer.content.push_back(
+            agent::ToolResultBlock{use.id, "interrupted by the user; not run to completion", true});
+      }
+      if (!answer.content.empty()) messages_.push_back(std::move(answer));
+    }
+  }
+  stats_.parent_turns += turn.outcome.turns;
+  stats_.parent_usage.input_tokens += turn.outcome.usage.input_tokens;
+  stats_.parent_usage.output_tokens += turn.outcome.usage.output_tokens;
+  stats_.parent_usage.cache_read_input_tokens += turn.outcome.usage.cache_read_input_tokens;
+  stats_.parent_usage.cache_creation_input_tokens += turn.outcome.usage.cache_creation_input_tokens;
+  if (turn.outcome.error && messages_.size() == before + 1) {
+    messages_.pop_back();  // The prompt got no answer: do not leave it dangling in the context.
+  }
+  return turn;
+}
+
+int RunOneShot(Session& session, const std::string& prompt, const OutputOptions& out,
+               Progress& progress) {
+  StdoutStream stream;
+  agent::TextSink sink;
+  if (!out.json && out.stream) sink = [&](std::string_view s) { stream.Write(s); };
+  Session::Turn turn = session.Ask(prompt, sink);
+  stream.EndLine();
+  const agent::LoopOutcome& o = turn.outcome;
+  int code = kExitOk;
+  std::string problem;
+  if (turn.interrupt_signal != 0) {
+    code = 128 + turn.interrupt_signal;
+    problem = "interrupted by " + SignalName(turn.interrupt_signal) + "; running tasks were killed";
+  } else if (o.error) {
+    code = kExitModel;
+    problem = "model error: " + o.error->ToString();
+  } else if (o.stop == "refusal") {
+    code = kExitModel;
+    problem = "the model refused to answer";
+  } else if (o.stop == "max_turns") {
+    problem = "stopped at the parent turn limit (--max-turns)";
+  } else if (o.stop == "max_tokens" || o.stop == "context_window") {
+    problem = "the answer was cut short (" + o.stop + ")";
+  }
+  if (out.json) {
+    nlohmann::json j = StatsJson(session.stats(), o.final_text, o.stop, session.context_bytes());
+    j["exit_code"] = code;
+    if (!problem.empty()) j["error"] = problem;
+    WriteFd(STDOUT_FILENO, j.dump() + "\n");
+  } else if (!out.stream && code != kExitModel) {
+    std::string text = o.final_text;
+    if (!text.empty() && text.back() != '\n') text += "\n";
+    WriteFd(STDOUT_FILENO, text);
+  }
+  if (!problem.empty()) WriteFd(STDERR_FILENO, "forkbox: " + problem + "\n");
+  if (!out.json && !out.quiet) {
+    progress.Note("stats: " + StatsLine(session.stats(), session.context_bytes()));
+  }
+  return code;
+}
+
+namespace {
+
+enum class LineStatus { kLine, kInterrupted, kEof };
+
+// Reads one line from stdin with read(2), so Ctrl-C (EINTR) can cancel the line being typed.
+LineStatus ReadLine(std::string* line) {
+  line->clear();
+  while (true) {
+    char c;
+    ssize_t n = read(STDIN_FILENO, &c, 1);
+    if (n < 0 && errno == EINTR) {
+      if (TakeInterrupt() != 0) return LineStatus::kInterrupted;
+      continue;
+    }
+    if (n <= 0) return line->empty() ? LineStatus::kEof : LineStatus::kLine;
+    if (c == '\n') return LineStatus::kLine;
+    line->push_back(c);
+  }
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+}  // namespace
+
+int RunInteractive(Session& session, const OutputOptions& out, Progress& progress) {
+  (void)progress;
+  WriteFd(STDERR_FILENO,
+          "forkbox: interactive session. /context shows the context size, /quit leaves. "
+          "Ctrl-C cancels running work.\n");
+  std::string line;
+  while (true) {
+    WriteFd(STDERR_FILENO, "forkbox> ");
+    LineStatus st = ReadLine(&line);
+    if (st == LineStatus::kEof) {
+      WriteFd(STDERR_FILENO, "\n");
+      return kExitOk;
+    }
+    if (st == LineStatus::kInterrupted) {
+      WriteFd(STDERR_FILENO, "^C (type /quit to leave)\n");
+      continue;
+    }
+    std::string input = Trim(line);
+    if (input.empty()) continue;
+    if (input == "/quit" || input == "/exit") return kExitOk;
+    if (input == "/context") {
+      const SessionStats& s = session.stats();
+      int64_t bytes = session.context_bytes();
+      WriteFd(STDOUT_FILENO, "parent context: " + std::to_string(bytes) + " bytes (~" +
+                                 std::to_string((bytes + 3) / 4) + " tokens) in " +
+                                 std::to_string(session.message_count()) + " messages\n" +
+                                 "kept out by subagents: " + std::to_string(s.KeptOutBytes()) +
+                                 " bytes of tool output over " + std::to_string(s.tasks.size()) +
+                                 " tasks\n");
+      continue;
+    }
+    if (input == "/help") {
+      WriteFd(STDOUT_FILENO, "/context  parent context size\n/quit     leave\n");
+      continue;
+    }
+    if (input[0] == '/') {
+      WriteFd(STDERR_FILENO, "unknown command " + input + " (try /help)\n");
+      continue;
+    }
+    StdoutStream stream;
+    agent::TextSink sink;
+    if (out.stream) sink = [&](std::string_view s) { stream.Write(s); };
+    Session::Turn turn = session.Ask(input, sink);
+    stream.EndLine();
+    if (!out.stream && !turn.outcome.final_text.empty()) {
+      WriteFd(STDOUT_FILENO, turn.outcome.final_text + "\n");
+    }
+    int late = TakeInterrupt();  // Ctrl-C during a model call that then answered without tools.
+    if (turn.interrupt_signal != 0 || late != 0) {
+      int sig = turn.interrupt_signal != 0 ? turn.interrupt_signal : late;
+      if (sig == SIGTERM) return 128 + SIGTERM;
+      WriteFd(STDERR_FILENO, "(interrupted)\n");
+    } else if (turn.outcome.error) {
+      WriteFd(STDERR_FILENO, "forkbox: model error: " + turn.outcome.error->ToString() + "\n");
+    } else if (turn.outcome.stop == "refusal") {
+      WriteFd(STDERR_FILENO, "forkbox: the model refused\n");
+    } else if (turn.outcome.stop == "max_turns") {
+      WriteFd(STDERR_FILENO, "forkbox: stopped at the parent turn limit (--max-turns)\n");
+    }
+  }
+}
+
+}  // namespace forkbox::parent

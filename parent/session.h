@@ -1,0 +1,51 @@
+// A parent conversation (the context persists across prompts) and the two ways to drive it:
+// one-shot (answer on stdout, exit code) and the interactive prompt (/context, /quit).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/loop.h"
+#include "agent/provider.h"
+#include "parent/progress.h"
+#include "parent/stats.h"
+#include "parent/tool_runner.h"
+
+namespace forkbox::parent {
+
+class Session {
+ public:
+  Session(agent::Provider& provider, agent::LoopOptions options, ParentToolRunner& runner,
+          SessionStats& stats);
+
+  struct Turn {
+    agent::LoopOutcome outcome;
+    int interrupt_signal = 0;  // Non-zero: the turn was cancelled.
+  };
+  // Runs one user prompt to the end. on_text receives streamed assistant text.
+  Turn Ask(const std::string& prompt, const agent::TextSink& on_text);
+
+  int64_t context_bytes() const { return ContextBytes(messages_); }
+  size_t message_count() const { return messages_.size(); }
+  const SessionStats& stats() const { return stats_; }
+
+ private:
+  agent::Provider& provider_;
+  agent::LoopOptions options_;
+  ParentToolRunner& runner_;
+  SessionStats& stats_;
+  std::vector<agent::Message> messages_;
+};
+
+struct OutputOptions {
+  bool json = false;
+  bool stream = true;
+  bool quiet = false;
+};
+
+// Returns the exit code (parent/exit_codes.h).
+int RunOneShot(Session& session, const std::string& prompt, const OutputOptions& out,
+               Progress& progress);
+int RunInteractive(Session& session, const OutputOptions& out, Progress& progress);
+
+}  // namespace forkbox::parent

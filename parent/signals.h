@@ -1,0 +1,48 @@
+// Process hardening and interrupt handling for the parent.
+//
+// Two regimes:
+//  - Outside the task phase (model calls, the prompt) SIGINT/SIGTERM go to a handler. In kExit
+//    mode (one-shot) it _exit()s with 128+signo: no children exist then, so nothing is left
+//    behind. In kFlag mode (interactive, or while a base tool runs) it only records the signal;
+//    the session checks it at the next step (a blocking model call finishes first).
+//  - During a task batch both signals are blocked and read from a signalfd in the event loop.
+#pragma once
+
+#include <signal.h>
+
+#include "ipc/status.h"
+#include "ipc/unique_fd.h"
+
+namespace forkbox::parent {
+
+// Non-dumpable (no ptrace/core of the parent's memory, which holds the API key), SIGPIPE ignored.
+Status HardenProcess();
+
+enum class InterruptMode { kExit, kFlag };
+Status InstallInterruptHandler(InterruptMode mode);
+void SetInterruptMode(InterruptMode mode);
+// The recorded signal (0: none), cleared by the call.
+int TakeInterrupt();
+// Records a signal as if the handler saw it (the task phase forwards signalfd reads here).
+void RecordInterrupt(int signo);
+
+// Blocks SIGINT and SIGTERM for its lifetime and exposes them as a non-blocking signalfd.
+class BlockedSignals {
+ public:
+  static Result<BlockedSignals> Create();
+  BlockedSignals(BlockedSignals&&) noexcept;
+  BlockedSignals& operator=(BlockedSignals&&) = delete;
+  BlockedSignals(const BlockedSignals&) = delete;
+  ~BlockedSignals();
+  int fd() const { return fd_.get(); }
+  // The next pending signal number, or 0 when none is pending.
+  int Read();
+
+ private:
+  BlockedSignals(UniqueFd fd, sigset_t old_mask) : fd_(std::move(fd)), old_mask_(old_mask) {}
+  UniqueFd fd_;
+  sigset_t old_mask_;
+  bool active_ = true;
+};
+
+}  // namespace forkbox::parent

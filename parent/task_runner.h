@@ -1,0 +1,54 @@
+// Runs `task` calls: one fork+exec of forkbox-child per task (never a shell), the start frame over
+// fd 3, events/result over fd 4, at most max_parallel at once, all supervised by ONE epoll loop
+// over the report pipes, the pidfds and a signalfd (SIGINT/SIGTERM are blocked meanwhile).
+//
+// Every failure of a child (crash, kill, timeout, garbage or oversized frames, exit without a
+// result, an error frame, a failed spawn) becomes an error outcome with a clear reason; the
+// parent never crashes. Children run in their own session: a timeout or an interrupt SIGKILLs
+// the child's process group (its pid namespace takes the rest) and reaps it.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ipc/messages.h"
+#include "parent/progress.h"
+#include "parent/stats.h"
+
+namespace forkbox::parent {
+
+struct TaskConfig {
+  std::string child_path;  // Absolute.
+  ipc::ProviderSettings provider;
+  ipc::Limits limits;
+  std::string workdir;
+  ipc::SandboxSettings sandbox;
+  std::string transcript_dir;          // Empty: no transcripts.
+  std::vector<std::string> child_env;  // The child's complete environment (no secrets).
+  bool verbose = false;                // The child's stderr goes to ours; otherwise to /dev/null.
+  int max_parallel = 4;
+  int64_t timeout_ms = 900'000;
+};
+
+struct TaskSpec {
+  int number = 0;  // Session-wide task number (progress, transcript names).
+  std::string description;
+  std::string prompt;
+};
+
+struct TaskOutcome {
+  bool ok = false;
+  std::string content;  // The summary, or "task failed: <reason>".
+  TaskRecord record;
+};
+
+struct BatchResult {
+  std::vector<TaskOutcome> outcomes;  // In the order of the specs.
+  int interrupt_signal = 0;           // Non-zero: SIGINT/SIGTERM cancelled the batch.
+};
+
+BatchResult RunTasks(const TaskConfig& config, const std::vector<TaskSpec>& specs,
+                     Progress& progress);
+
+}  // namespace forkbox::parent

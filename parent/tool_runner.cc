@@ -1,0 +1,104 @@
+#include "parent/tool_runner.h"
+
+#include "ipc/messages.h"
+
+namespace forkbox::parent {
+namespace {
+
+// Restores the outside interrupt mode when the tool phase ends, also by exception.
+class FlagModeScope {
+ public:
+  explicit FlagModeScope(InterruptMode outside) : outside_(outside) {
+    SetInterruptMode(InterruptMode::kFlag);
+  }
+  ~FlagModeScope() { SetInterruptMode(outside_); }
+  FlagModeScope(const FlagModeScope&) = delete;
+  FlagModeScope& operator=(const FlagModeScope&) = delete;
+
+ private:
+  InterruptMode outside_;
+};
+
+void ThrowIfInterrupted() {
+  if (int sig = TakeInterrupt(); sig != 0) throw Interrupted{sig};
+}
+
+std::string CallDetail(const agent::ToolUseBlock& call) {
+  for (const char* key : {"command", "path"}) {
+    auto it = call.input.find(key);
+    if (it != call.input.end() && it->is_string()) return it->get<std::string>();
+  }
+  return "";
+}
+
+}  // namespace
+
+ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks,
+                                   Progress& progress, SessionStats& stats,
+                                   InterruptMode outside_mode)
+    : context_(std::move(context)),
+      tasks_(std::move(tasks)),
+      progress_(progress),
+      stats_(stats),
+      outside_mode_(outside_mode) {}
+
+std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
+    const std::vector<agent::ToolUseBlock>& calls, int /*turn*/) {
+  FlagModeScope scope(outside_mode_);
+  ThrowIfInterrupted();  // Ctrl-C during the model call (interactive mode).
+  std::vector<agent::ToolResultBlock> results(calls.size());
+  size_t i = 0;
+  while (i < calls.size()) {
+    if (tasks_ && calls[i].name == "task") {
+      size_t end = i;
+      while (end < calls.size() && calls[end].name == "task") ++end;
+      RunTaskBatch(calls, i, end, results);
+      i = end;
+      continue;
+    }
+    const agent::ToolUseBlock& call = calls[i];
+    progress_.Note(call.name + ": " + ipc::MakeEventDetail(CallDetail(call)));
+    agent::ToolOutput out = agent::RunBaseTool(call, context_);
+    ++stats_.parent_tool_calls;
+    results[i] = agent::ToolResultBlock{call.id, std::move(out.content), out.is_error};
+    ++i;
+    ThrowIfInterrupted();
+  }
+  return results;
+}
+
+void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& calls, size_t begin,
+                                    size_t end, std::vector<agent::ToolResultBlock>& results) {
+  std::vector<TaskSpec> specs;
+  std::vector<size_t> where;  // specs[k] answers calls[where[k]].
+  for (size_t i = begin; i < end; ++i) {
+    const auto& input = calls[i].input;
+    ++stats_.parent_tool_calls;
+    auto prompt = input.find("prompt");
+    if (prompt == input.end() || !prompt->is_string() || prompt->get<std::string>().empty()) {
+      results[i] = agent::ToolResultBlock{
+          calls[i].id, "task: invalid input: 'prompt' must be a non-empty string", true};
+      continue;
+    }
+    TaskSpec spec;
+    spec.number = next_task_number_++;
+    spec.prompt = prompt->get<std::string>();
+    auto description = input.find("description");
+    if (description != input.end() && description->is_string()) {
+      spec.description = ipc::MakeEventDetail(description->get<std::string>());
+    }
+    if (spec.description.empty()) spec.description = ipc::MakeEventDetail(spec.prompt);
+    specs.push_back(std::move(spec));
+    where.push_back(i);
+  }
+  if (specs.empty()) return;
+  BatchResult batch = RunTasks(*tasks_, specs, progress_);
+  for (size_t k = 0; k < batch.outcomes.size(); ++k) {
+    TaskOutcome& o = batch.outcomes[k];
+    stats_.tasks.push_back(o.record);
+    results[where[k]] = agent::ToolResultBlock{calls[where[k]].id, std::move(o.content), !o.ok};
+  }
+  if (batch.interrupt_signal != 0) throw Interrupted{batch.interrupt_signal};
+}
+
+}  // namespace forkbox::parent

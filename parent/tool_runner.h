@@ -1,0 +1,44 @@
+// The parent's ToolRunner: base tools run one by one under the sandbox (agent::RunBaseTool);
+// consecutive `task` calls run in parallel as one batch (parent/task_runner.h). Results come back
+// in call order. An interrupt (SIGINT/SIGTERM) throws Interrupted out of agent::RunLoop after the
+// running tasks were killed and reaped; the session then repairs the conversation.
+#pragma once
+
+#include <optional>
+#include <vector>
+
+#include "agent/loop.h"
+#include "agent/tools.h"
+#include "parent/progress.h"
+#include "parent/signals.h"
+#include "parent/stats.h"
+#include "parent/task_runner.h"
+
+namespace forkbox::parent {
+
+struct Interrupted {
+  int signal = 0;
+};
+
+class ParentToolRunner : public agent::ToolRunner {
+ public:
+  // tasks: nullopt for the --no-subagents baseline (a `task` call is then an unknown tool).
+  // outside_mode: the interrupt mode to restore after the tool phase.
+  ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks, Progress& progress,
+                   SessionStats& stats, InterruptMode outside_mode);
+  std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
+                                          int turn) override;
+
+ private:
+  void RunTaskBatch(const std::vector<agent::ToolUseBlock>& calls, size_t begin, size_t end,
+                    std::vector<agent::ToolResultBlock>& results);
+
+  agent::ToolContext context_;
+  std::optional<TaskConfig> tasks_;
+  Progress& progress_;
+  SessionStats& stats_;
+  InterruptMode outside_mode_;
+  int next_task_number_ = 1;
+};
+
+}  // namespace forkbox::parent

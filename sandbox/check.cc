@@ -1,0 +1,177 @@
+#include "sandbox/check.h"
+
+#include <sys/prctl.h>
+#include <sys/utsname.h>
+#include <unistd.h>
+
+#include "sandbox/landlock.h"
+#include "sandbox/namespaces.h"
+#include "sandbox/seccomp_policy.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+const char* kOptOut =
+    "forkbox refuses to run tools unsandboxed. To run without any sandbox anyway, pass "
+    "--sandbox=off (not recommended; it warns on every run)";
+
+bool PidsCgroupWritable() {
+  return access("/sys/fs/cgroup/pids", W_OK) == 0 || access("/sys/fs/cgroup/pids.max", F_OK) == 0;
+}
+
+}  // namespace
+
+std::string KernelRelease() {
+  utsname u{};
+  if (uname(&u) != 0) return "unknown";
+  return u.release;
+}
+
+AgentState& CurrentAgentState() {
+  static AgentState state;
+  return state;
+}
+
+Status CheckEnforceable(int* abi) {
+  Status why;
+  *abi = CurrentAgentState().active ? CurrentAgentState().landlock_abi : landlock::QueryAbi(&why);
+  if (*abi == 0) {
+    return Status::Unavailable("sandbox: Landlock is unavailable on kernel " + KernelRelease() +
+                               " (" + why.message() + "). " + kOptOut);
+  }
+  if (!seccomp::Available(&why)) {
+    return Status::Unavailable("sandbox: seccomp filtering is unavailable on kernel " +
+                               KernelRelease() + " (" + why.message() + "). " + kOptOut);
+  }
+  return Status::Ok();
+}
+
+Report Check(const Policy& policy) {
+  Report r;
+  r.kernel = KernelRelease();
+  auto add = [&r](std::string protection, std::string state, std::string detail) {
+    r.lines.push_back({std::move(protection), std::move(state), std::move(detail)});
+  };
+  const AgentState& agent = CurrentAgentState();
+  if (!policy.enabled) {
+    r.layer = 0;
+    add("sandbox", "off", "--sandbox=off: tools run with your full privileges");
+    r.enforceable = false;
+    return r;
+  }
+  Status why;
+  r.landlock_abi = agent.active ? agent.landlock_abi : landlock::QueryAbi(&why);
+  const int abi = r.landlock_abi;
+  if (abi == 0) {
+    add("landlock", "unavailable", why.message());
+  } else if (abi < 3) {
+    add("landlock", "weaker",
+        "ABI " + std::to_string(abi) + ": truncate() outside the workdir is not restricted");
+  } else {
+    add("landlock", "active",
+        "ABI " + std::to_string(abi) + ": writes only beneath the workdir" +
+            (policy.writable.empty()
+                 ? std::string()
+                 : " and " + std::to_string(policy.writable.size()) + " --writable path(s)"));
+  }
+  Status seccomp_why;
+  bool seccomp_ok = seccomp::Available(&seccomp_why);
+  if (seccomp_ok) {
+    Result<std::span<const sock_filter>> base = seccomp::Compiled(seccomp::Program::kBase);
+    if (!base.ok()) {
+      seccomp_ok = false;
+      seccomp_why = base.status();
+    }
+  }
+  add("seccomp", seccomp_ok ? "active" : "unavailable",
+      seccomp_ok ? "native ABI only (i386 and x32 killed); mount, ptrace, bpf, io_uring, "
+                   "TIOCSTI... refused"
+                 : seccomp_why.message());
+  r.enforceable = abi > 0 && seccomp_ok;
+
+  std::string userns_why;
+  const bool layer2 = agent.active ? agent.layer == 2 : Layer2Available(&userns_why);
+  r.layer = layer2 ? 2 : 1;
+  const std::string missing = "unavailable";
+  const std::string reason = layer2 ? "" : "layer 1 only: " + userns_why;
+  add("user namespace", layer2 ? "active" : missing, layer2 ? "user+mount+pid" : userns_why);
+  add("read-only root", layer2 ? "active" : missing,
+      layer2 ? "closes chmod/utime/xattr outside the workdir"
+             : "chmod, utime and xattr outside the workdir are not blocked (" + reason + ")");
+  add("private /tmp and /dev/shm", layer2 ? "active" : missing,
+      layer2 ? "tmpfs; Python multiprocessing works"
+             : "TMPDIR is inside the workdir; /dev/shm is read-only");
+  add(".git/hooks read-only", layer2 ? "active" : missing,
+      layer2 ? ".git/hooks and .git/config are read-only binds"
+             : "a tool could plant a hook that runs at your next commit");
+  add("pid namespace", layer2 ? "active" : "weaker",
+      layer2 ? "tools see only the task's processes; the tree dies with the task"
+             : "tools can list your processes; descendants are killed via the subreaper");
+  if (abi >= 6) {
+    add("scopes", "active", "signals and abstract unix sockets stay inside the sandbox");
+  } else {
+    add("scopes", abi == 0 ? missing : "weaker", "needs Landlock ABI 6");
+  }
+  if (policy.allow_net) {
+    add("network", "off", "--allow-net: tools may open sockets");
+  } else {
+    add("network", "active",
+        std::string("tools: socket() refused for every family") +
+            (abi >= 4 ? "; TCP bind/connect refused by Landlock; agent TCP limited to the model "
+                        "port"
+                      : "; Landlock TCP rules need ABI 4"));
+  }
+  add("capabilities", "active",
+      "all dropped (bounding, effective, permitted, inheritable, ambient)");
+  add("no_new_privs", "active", "setuid binaries gain nothing");
+  add("rlimits", "active",
+      "core 0, fsize " + std::to_string(policy.rlimit_fsize_bytes) + ", as " +
+          std::to_string(policy.rlimit_as_bytes) + ", nofile " +
+          std::to_string(policy.rlimit_nofile) + ", nproc " + std::to_string(policy.rlimit_nproc));
+  const bool root = geteuid() == 0;
+  if (!root) {
+    add("fork bomb", "active",
+        "RLIMIT_NPROC " + std::to_string(policy.rlimit_nproc) + " (non-root)");
+  } else if (layer2) {
+    add("fork bomb", "active",
+        "RLIMIT_NPROC " + std::to_string(policy.rlimit_nproc) +
+            " counted in the task's user namespace (applies to uid 0 there) + pid namespace");
+  } else {
+    add("fork bomb", "weaker",
+        std::string("uid 0 without namespaces: RLIMIT_NPROC does not apply; held only by the task "
+                    "timeout and the kill of all descendants (pids cgroup ") +
+            (PidsCgroupWritable() ? "writable but not used" : "not writable") + ")");
+  }
+  add("hygiene", "active",
+      "non-dumpable agent, PDEATHSIG, own session per tool, all descendants killed at task end");
+  add("environment", "active", "allowlist only; *_API_KEY, *_TOKEN, *_SECRET never passed");
+  return r;
+}
+
+std::string Report::Banner() const {
+  if (layer == 0) return "sandbox: OFF (--sandbox=off): tools run unsandboxed";
+  std::string s = "sandbox: layer " + std::to_string(layer);
+  s += landlock_abi > 0 ? ", landlock ABI " + std::to_string(landlock_abi) : ", NO landlock";
+  bool seccomp = false, net_off = false;
+  std::vector<std::string> missing;
+  for (const Line& line : lines) {
+    if (line.protection == "seccomp") seccomp = line.state == "active";
+    if (line.protection == "network") net_off = line.state == "active";
+    if (layer == 1 && line.state != "active" &&
+        (line.protection == "read-only root" || line.protection == "private /tmp and /dev/shm" ||
+         line.protection == ".git/hooks read-only" || line.protection == "pid namespace")) {
+      missing.push_back(line.protection);
+    }
+  }
+  s += seccomp ? ", seccomp" : ", NO seccomp";
+  s += net_off ? ", no net" : ", net allowed";
+  if (!missing.empty()) {
+    s += " (no namespaces; missing:";
+    for (size_t i = 0; i < missing.size(); ++i) s += (i ? ", " : " ") + missing[i];
+    s += ")";
+  }
+  if (!enforceable) s += " — NOT ENFORCEABLE";
+  return s;
+}
+
+}  // namespace forkbox::sandbox

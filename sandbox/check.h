@@ -1,0 +1,26 @@
+// Shared by the entry points: what the kernel offers, and the fail-closed refusal.
+#pragma once
+
+#include <string>
+
+#include "ipc/status.h"
+#include "sandbox/sandbox.h"
+
+namespace forkbox::sandbox {
+
+// uname -r.
+std::string KernelRelease();
+
+// OK with the Landlock ABI in *abi when Landlock and seccomp can be enforced; otherwise
+// kUnavailable naming the missing protection, the kernel and the --sandbox=off opt-out.
+Status CheckEnforceable(int* abi);
+
+// Set once by EnterAgentSandbox: the process is the sandboxed agent; tool spawns stack on it.
+struct AgentState {
+  bool active = false;
+  int layer = 0;
+  int landlock_abi = 0;
+};
+AgentState& CurrentAgentState();
+
+}  // namespace forkbox::sandbox

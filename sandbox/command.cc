@@ -1,0 +1,211 @@
+// `forkbox sandbox [options] -- CMD [ARGS...]` and `forkbox sandbox --check`.
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/signalfd.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstring>
+#include <iostream>
+
+#include "sandbox/check.h"
+#include "sandbox/sandbox.h"
+
+extern char** environ;
+
+namespace forkbox::sandbox {
+namespace {
+
+constexpr int kSandboxError = 125;  // Like env(1)/docker: the wrapper itself failed.
+
+std::string FindInPath(const std::string& cmd, const std::vector<std::string>& env) {
+  if (cmd.find('/') != std::string::npos) return cmd;
+  std::string path = "/usr/local/bin:/usr/bin:/bin";
+  for (const std::string& e : env) {
+    if (e.rfind("PATH=", 0) == 0) path = e.substr(5);
+  }
+  size_t start = 0;
+  while (start <= path.size()) {
+    size_t end = path.find(':', start);
+    if (end == std::string::npos) end = path.size();
+    std::string dir = path.substr(start, end - start);
+    if (dir.empty()) dir = ".";
+    std::string candidate = dir + "/" + cmd;
+    struct stat st;
+    if (stat(candidate.c_str(), &st) == 0 && S_ISREG(st.st_mode) &&
+        access(candidate.c_str(), X_OK) == 0) {
+      return candidate;
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
+void PrintCheck(const Report& report) {
+  std::printf("forkbox sandbox --check: kernel %s, layer %d, landlock ABI %d\n",
+              report.kernel.c_str(), report.layer, report.landlock_abi);
+  for (const Report::Line& line : report.lines) {
+    std::printf("  %-26s %-12s %s\n", line.protection.c_str(), line.state.c_str(),
+                line.detail.c_str());
+  }
+  std::printf("%s\n", report.Banner().c_str());
+  if (!report.enforceable) {
+    std::printf(
+        "the default policy CANNOT be enforced here: forkbox refuses to run tools "
+        "(override: --sandbox=off)\n");
+  }
+}
+
+// Waits for the command, forwarding terminal and termination signals to its process group.
+Result<int> WaitForwardingSignals(ChildProcess& child) {
+  sigset_t mask, old;
+  sigemptyset(&mask);
+  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, sig);
+  if (sigprocmask(SIG_BLOCK, &mask, &old) != 0) return Status::FromErrno(errno, "sigprocmask");
+  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
+  if (sfd < 0) return Status::FromErrno(errno, "signalfd");
+  UniqueFd signals(sfd);
+  for (;;) {
+    pollfd fds[2] = {{child.pidfd(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
+    if (poll(fds, 2, -1) < 0) {
+      if (errno == EINTR) continue;
+      return Status::FromErrno(errno, "poll");
+    }
+    if (fds[1].revents & POLLIN) {
+      signalfd_siginfo info;
+      while (read(signals.get(), &info, sizeof(info)) == sizeof(info)) {
+        (void)child.Signal(static_cast<int>(info.ssi_signo));
+      }
+    }
+    if (fds[0].revents & (POLLIN | POLLHUP)) break;
+  }
+  Result<int> status = child.Wait();
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+  return status;
+}
+
+}  // namespace
+
+int SandboxCommandMain(int argc, char** argv) {
+  int opt_argc = argc;
+  std::vector<std::string> command;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--") == 0) {
+      opt_argc = i;
+      for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
+      break;
+    }
+  }
+  CLI::App app{"Runs CMD under exactly the sandbox policy that forkbox's tool calls get.",
+               "forkbox sandbox"};
+  app.footer("Usage: forkbox sandbox [OPTIONS] -- CMD [ARGS...]   |   forkbox sandbox --check");
+  std::string workdir;
+  bool allow_net = false;
+  bool check = false;
+  std::string mode = "on";
+  std::vector<std::string> writable;
+  std::vector<std::string> env_names;
+  app.add_option("--workdir", workdir, "The only writable tree (default: the current directory)");
+  app.add_flag("--allow-net", allow_net, "Let the command create sockets");
+  app.add_option("--writable", writable, "An extra writable path (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--env", env_names, "Pass this environment variable through (repeatable)")
+      ->allow_extra_args(false);
+  app.add_option("--sandbox", mode, "on (default) or off: run WITHOUT any sandbox")
+      ->check(CLI::IsMember({"on", "off"}));
+  app.add_flag("--check", check, "Print what the sandbox enforces here and exit");
+  try {
+    app.parse(opt_argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e);
+    return code == 0 ? 0 : 2;
+  }
+
+  if (workdir.empty()) {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd)) == nullptr) {
+      std::fprintf(stderr, "forkbox sandbox: getcwd: %s\n", std::strerror(errno));
+      return kSandboxError;
+    }
+    workdir = cwd;
+  }
+  ipc::SandboxSettings settings;
+  settings.enabled = mode == "on";
+  settings.allow_net = allow_net;
+  settings.writable = writable;
+  settings.env = env_names;
+  Result<Policy> policy = PolicyFromSettings(settings, workdir);
+  if (!policy.ok()) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n", policy.status().message().c_str());
+    return 2;
+  }
+  if (check) {
+    Report report = Check(*policy);
+    PrintCheck(report);
+    return report.enforceable ? 0 : 1;
+  }
+  if (command.empty()) {
+    std::fprintf(stderr,
+                 "forkbox sandbox: missing command: forkbox sandbox [OPTIONS] -- CMD "
+                 "[ARGS...]\n");
+    return 2;
+  }
+  for (const std::string& name : env_names) {
+    if (IsSecretName(name)) {
+      std::fprintf(stderr,
+                   "forkbox sandbox: warning: --env %s looks like a secret and is never "
+                   "passed to tools\n",
+                   name.c_str());
+    }
+  }
+  if (!policy->enabled) {
+    std::fprintf(stderr,
+                 "forkbox sandbox: WARNING: --sandbox=off: %s runs with your full privileges, "
+                 "unconfined\n",
+                 command[0].c_str());
+  } else {
+    int abi = 0;
+    Status enforceable = CheckEnforceable(&abi);
+    if (!enforceable.ok()) {
+      std::fprintf(stderr, "forkbox sandbox: %s\n", enforceable.message().c_str());
+      return kSandboxError;
+    }
+  }
+  Result<TaskTmpDir> tmp = TaskTmpDir::Create(policy->workdir);
+  if (!tmp.ok()) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n", tmp.status().message().c_str());
+    return kSandboxError;
+  }
+  policy->tmpdir = tmp->path();
+  // Collect re-parented daemons so they can be killed when the command ends.
+  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+
+  SpawnOptions options;
+  options.env = ToolEnvironment(*policy, environ);
+  std::string exe = FindInPath(command[0], options.env);
+  if (exe.empty()) {
+    std::fprintf(stderr, "forkbox sandbox: %s: command not found\n", command[0].c_str());
+    return 127;
+  }
+  options.argv = command;
+  options.argv[0] = exe;
+  options.cwd = policy->workdir;
+  options.new_session = true;
+  Result<ChildProcess> child = SpawnSandboxed(*policy, std::move(options));
+  if (!child.ok()) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n", child.status().message().c_str());
+    return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;
+  }
+  Result<int> status = WaitForwardingSignals(*child);
+  KillAllDescendants();
+  if (!status.ok()) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n", status.status().message().c_str());
+    return kSandboxError;
+  }
+  return ExitCodeFromWaitStatus(*status);
+}
+
+}  // namespace forkbox::sandbox

@@ -1,0 +1,117 @@
+// ToolEnvironment and PolicyFromSettings.
+#include <cstdlib>
+#include <filesystem>
+#include <set>
+
+#include "sandbox/sandbox.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+bool StartsWith(const std::string& s, const std::string& prefix) { return s.rfind(prefix, 0) == 0; }
+
+bool ValidName(const std::string& name) {
+  if (name.empty() || (name[0] >= '0' && name[0] <= '9')) return false;
+  for (char c : name) {
+    if (!(c == '_' || (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9'))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+Result<std::string> Canonical(const std::string& path, const char* what) {
+  if (path.empty()) return Status::InvalidArgument(std::string(what) + ": empty path");
+  std::error_code ec;
+  std::filesystem::path canonical = std::filesystem::canonical(path, ec);
+  if (ec) {
+    return Status::InvalidArgument(std::string(what) + " " + path + ": " + ec.message());
+  }
+  if (!std::filesystem::is_directory(canonical, ec) && !std::filesystem::exists(canonical, ec)) {
+    return Status::InvalidArgument(std::string(what) + " " + path + ": does not exist");
+  }
+  return canonical.string();
+}
+
+}  // namespace
+
+bool IsSecretName(const std::string& raw) {
+  std::string name;
+  for (char c : raw) name += static_cast<char>((c >= 'a' && c <= 'z') ? c - 32 : c);
+  for (const char* suffix : {"_API_KEY", "_APIKEY", "_KEY", "_TOKEN", "_SECRET", "_PASSWORD",
+                             "_PASSWD", "_CREDENTIALS"}) {
+    if (EndsWith(name, suffix)) return true;
+  }
+  for (const char* prefix : {"ANTHROPIC_", "OPENAI_", "FORKBOX_"}) {
+    if (StartsWith(name, prefix)) return true;
+  }
+  return name == "API_KEY" || name == "TOKEN" || name == "SECRET";
+}
+
+std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ) {
+  static const std::set<std::string> kAllowed = {"PATH", "HOME", "LANG", "TERM", "USER", "SHELL"};
+  std::set<std::string> opted(policy.env_allow.begin(), policy.env_allow.end());
+  std::vector<std::string> env;
+  bool has_path = false;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string entry = *e;
+    size_t eq = entry.find('=');
+    if (eq == std::string::npos || eq == 0) continue;
+    std::string name = entry.substr(0, eq);
+    std::string value = entry.substr(eq + 1);
+    if (name == "TMPDIR" || name == "TMP" || name == "TEMP") continue;  // Set below.
+    bool wanted = kAllowed.count(name) > 0 || StartsWith(name, "LC_") || opted.count(name) > 0;
+    if (!wanted || IsSecretName(name)) continue;
+    // A value shaped like an API key is never passed, whatever its name.
+    if (StartsWith(value, "sk-")) continue;
+    if (name == "PATH") has_path = true;
+    env.push_back(entry);
+  }
+  if (!has_path) env.push_back("PATH=/usr/local/bin:/usr/bin:/bin");
+  if (!policy.tmpdir.empty()) {
+    for (const char* name : {"TMPDIR", "TMP", "TEMP"})
+      env.push_back(std::string(name) + "=" + policy.tmpdir);
+  }
+  return env;
+}
+
+Result<Policy> PolicyFromSettings(const ipc::SandboxSettings& settings,
+                                  const std::string& workdir) {
+  Policy policy;
+  policy.enabled = settings.enabled;
+  policy.allow_net = settings.allow_net;
+  Result<std::string> wd = Canonical(workdir, "workdir");
+  if (!wd.ok()) return wd.status();
+  if (!std::filesystem::is_directory(*wd)) {
+    return Status::InvalidArgument("workdir " + workdir + ": not a directory");
+  }
+  policy.workdir = *wd;
+  for (const std::string& w : settings.writable) {
+    Result<std::string> c = Canonical(w, "--writable");
+    if (!c.ok()) return c.status();
+    policy.writable.push_back(*c);
+  }
+  for (const std::string& name : settings.env) {
+    if (!ValidName(name)) return Status::InvalidArgument("--env " + name + ": not a variable name");
+    policy.env_allow.push_back(name);
+  }
+  auto positive = [](int64_t v, const char* what) -> Status {
+    if (v <= 0) return Status::InvalidArgument(std::string(what) + " must be positive");
+    return Status::Ok();
+  };
+  FORKBOX_RETURN_IF_ERROR(positive(settings.rlimit_fsize_bytes, "rlimit_fsize_bytes"));
+  FORKBOX_RETURN_IF_ERROR(positive(settings.rlimit_as_bytes, "rlimit_as_bytes"));
+  FORKBOX_RETURN_IF_ERROR(positive(settings.rlimit_nofile, "rlimit_nofile"));
+  FORKBOX_RETURN_IF_ERROR(positive(settings.rlimit_nproc, "rlimit_nproc"));
+  policy.rlimit_fsize_bytes = settings.rlimit_fsize_bytes;
+  policy.rlimit_as_bytes = settings.rlimit_as_bytes;
+  policy.rlimit_nofile = settings.rlimit_nofile;
+  policy.rlimit_nproc = settings.rlimit_nproc;
+  return policy;
+}
+
+}  // namespace forkbox::sandbox

@@ -1,0 +1,96 @@
+#include "sandbox/hygiene.h"
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "sandbox/sandbox.h"
+
+namespace forkbox::sandbox {
+
+int SetNonDumpableAndDeathSignalRaw(pid_t expected_parent, const char** step) {
+  *step = "prctl(PR_SET_DUMPABLE, 0)";
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return errno;
+  *step = "prctl(PR_SET_PDEATHSIG, SIGKILL)";
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+  *step = "parent already exited";
+  if (getppid() != expected_parent) return ESRCH;
+  return 0;
+}
+
+void ResetSignalsRaw() {
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  for (int sig = 1; sig < NSIG; ++sig) {
+    if (sig == SIGKILL || sig == SIGSTOP) continue;
+    struct sigaction old;
+    if (sigaction(sig, nullptr, &old) != 0) continue;
+    if (old.sa_handler == SIG_IGN) {
+      struct sigaction dfl;
+      memset(&dfl, 0, sizeof(dfl));
+      dfl.sa_handler = SIG_DFL;
+      sigaction(sig, &dfl, nullptr);
+    }
+  }
+}
+
+std::vector<pid_t> ChildrenOf(pid_t parent) {
+  std::vector<pid_t> out;
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* entry = readdir(dir)) {
+    char* end = nullptr;
+    long pid = strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::string(entry->d_name) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    // "pid (comm) state ppid ...": comm may contain spaces and parentheses; parse after the last
+    // ')'.
+    size_t close = line.rfind(')');
+    if (close == std::string::npos) continue;
+    std::istringstream rest(line.substr(close + 1));
+    char state = 0;
+    long ppid = 0;
+    if (rest >> state >> ppid && ppid == parent) out.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(dir);
+  return out;
+}
+
+int KillAllDescendants() {
+  int killed = 0;
+  if (getpid() == 1) {
+    // PID namespace init: kill(-1) reaches every other process in the namespace.
+    if (kill(-1, SIGKILL) == 0) ++killed;
+  }
+  // Kill the direct children; their orphans are re-parented to us (the subreaper, or init of
+  // the namespace), so repeat until none are left.
+  for (int round = 0; round < 10000; ++round) {
+    std::vector<pid_t> children = ChildrenOf(getpid());
+    if (children.empty()) break;
+    for (pid_t pid : children) {
+      if (kill(pid, SIGKILL) == 0) ++killed;
+    }
+    for (pid_t pid : children) {
+      while (waitpid(pid, nullptr, __WALL) < 0 && errno == EINTR) {
+      }
+    }
+  }
+  // Reap anything that exited on its own in the meantime.
+  while (waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
+  }
+  return killed;
+}
+
+}  // namespace forkbox::sandbox

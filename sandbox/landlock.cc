@@ -1,0 +1,134 @@
+#include "sandbox/landlock.h"
+
+#include <fcntl.h>
+#include <linux/landlock.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstddef>
+
+namespace forkbox::sandbox::landlock {
+namespace {
+
+// The kernel structs, declared here because the system header predates the net and scope fields.
+struct RulesetAttr {
+  uint64_t handled_access_fs;
+  uint64_t handled_access_net;
+  uint64_t scoped;
+};
+struct PathBeneathAttr {
+  uint64_t allowed_access;
+  int32_t parent_fd;
+} __attribute__((packed));
+struct NetPortAttr {
+  uint64_t allowed_access;
+  uint64_t port;
+};
+constexpr int kRulePathBeneath = 1;
+constexpr int kRuleNetPort = 2;
+constexpr uint32_t kCreateRulesetVersion = 1U << 0;
+
+int CreateRuleset(const RulesetAttr* attr, size_t size, uint32_t flags) {
+  return static_cast<int>(syscall(SYS_landlock_create_ruleset, attr, size, flags));
+}
+int AddRule(int fd, int type, const void* attr) {
+  return static_cast<int>(syscall(SYS_landlock_add_rule, fd, type, attr, 0));
+}
+
+// Adds a path rule; masks `access` to what a rule on a non-directory may carry.
+int AddPathRule(int ruleset_fd, const char* path, uint64_t access) {
+  int fd = open(path, O_PATH | O_CLOEXEC);
+  if (fd < 0) return errno;
+  struct stat st;
+  if (fstat(fd, &st) != 0) {
+    int err = errno;
+    close(fd);
+    return err;
+  }
+  if (!S_ISDIR(st.st_mode)) {
+    // Directory-only rights are refused (EINVAL) on files.
+    access &= kExecute | kWriteFile | kReadFile | kTruncate | kIoctlDev;
+  }
+  PathBeneathAttr attr{access, fd};
+  int rc = AddRule(ruleset_fd, kRulePathBeneath, &attr);
+  int err = rc == 0 ? 0 : errno;
+  close(fd);
+  return err;
+}
+
+}  // namespace
+
+uint64_t FsRightsForAbi(int abi) {
+  uint64_t rights = (1ULL << 13) - 1;  // ABI 1: bits 0..12.
+  if (abi >= 2) rights |= kRefer;
+  if (abi >= 3) rights |= kTruncate;
+  if (abi >= 5) rights |= kIoctlDev;
+  return rights;
+}
+
+int QueryAbi(Status* error) {
+  int abi = CreateRuleset(nullptr, 0, kCreateRulesetVersion);
+  if (abi < 0) {
+    if (error) *error = Status::FromErrno(errno, "landlock_create_ruleset(VERSION)");
+    return 0;
+  }
+  return abi;
+}
+
+Result<UniqueFd> BuildRuleset(const RulesetSpec& spec) {
+  if (spec.abi < 1) return Status::Unavailable("landlock: no supported ABI");
+  RulesetAttr attr{};
+  attr.handled_access_fs = FsRightsForAbi(spec.abi);
+  bool restrict_net = false;
+  if (spec.abi >= 4) {
+    if (spec.mode == Mode::kTool && !spec.allow_net) restrict_net = true;
+    if (spec.mode == Mode::kAgent && !spec.allow_net && spec.model_port != 0) restrict_net = true;
+  }
+  if (restrict_net) attr.handled_access_net = kNetBindTcp | kNetConnectTcp;
+  if (spec.abi >= 6) attr.scoped = kScopeAbstractUnix | kScopeSignal;
+  // Older kernels reject a struct larger than they know unless the tail is zero; pass only the
+  // fields the ABI has.
+  size_t size = spec.abi >= 6   ? sizeof(RulesetAttr)
+                : spec.abi >= 4 ? offsetof(RulesetAttr, scoped)
+                                : offsetof(RulesetAttr, handled_access_net);
+  int raw = CreateRuleset(&attr, size, 0);
+  if (raw < 0) return Status::FromErrno(errno, "landlock_create_ruleset");
+  UniqueFd ruleset(raw);
+
+  if (int err = AddPathRule(ruleset.get(), "/", kReadRights); err != 0) {
+    return Status::FromErrno(err, "landlock_add_rule(/, read+execute)");
+  }
+  for (const std::string& path : spec.writable) {
+    if (int err = AddPathRule(ruleset.get(), path.c_str(), attr.handled_access_fs); err != 0) {
+      return Status::FromErrno(err, "landlock_add_rule(" + path + ", write)");
+    }
+  }
+  const uint64_t dev_rights =
+      (kWriteFile | kReadFile | kTruncate | kIoctlDev) & attr.handled_access_fs;
+  for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full"}) {
+    if (int err = AddPathRule(ruleset.get(), dev, dev_rights); err != 0) {
+      return Status::FromErrno(err, std::string("landlock_add_rule(") + dev + ")");
+    }
+  }
+  if (restrict_net && spec.mode == Mode::kAgent) {
+    NetPortAttr port{kNetConnectTcp, spec.model_port};
+    if (AddRule(ruleset.get(), kRuleNetPort, &port) != 0) {
+      return Status::FromErrno(
+          errno, "landlock_add_rule(tcp connect " + std::to_string(spec.model_port) + ")");
+    }
+  }
+  return ruleset;
+}
+
+int AddWritablePathRaw(int ruleset_fd, int abi, const char* path) {
+  return AddPathRule(ruleset_fd, path, FsRightsForAbi(abi));
+}
+
+int RestrictSelfRaw(int ruleset_fd) {
+  if (syscall(SYS_landlock_restrict_self, ruleset_fd, 0) != 0) return errno;
+  return 0;
+}
+
+}  // namespace forkbox::sandbox::landlock

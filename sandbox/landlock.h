@@ -1,0 +1,71 @@
+// Landlock: the filesystem, TCP and scope policy. Debian 12's linux/landlock.h stops at ABI 2, so
+// the newer constants are defined here. The ruleset is built before fork (it opens paths and
+// allocates) and only restricted in the child, which makes async-signal-safe calls only.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "ipc/status.h"
+#include "ipc/unique_fd.h"
+
+namespace forkbox::sandbox::landlock {
+
+// Access rights, by the ABI that introduced them.
+inline constexpr uint64_t kExecute = 1ULL << 0;
+inline constexpr uint64_t kWriteFile = 1ULL << 1;
+inline constexpr uint64_t kReadFile = 1ULL << 2;
+inline constexpr uint64_t kReadDir = 1ULL << 3;
+inline constexpr uint64_t kRemoveDir = 1ULL << 4;
+inline constexpr uint64_t kRemoveFile = 1ULL << 5;
+inline constexpr uint64_t kMakeChar = 1ULL << 6;
+inline constexpr uint64_t kMakeDir = 1ULL << 7;
+inline constexpr uint64_t kMakeReg = 1ULL << 8;
+inline constexpr uint64_t kMakeSock = 1ULL << 9;
+inline constexpr uint64_t kMakeFifo = 1ULL << 10;
+inline constexpr uint64_t kMakeBlock = 1ULL << 11;
+inline constexpr uint64_t kMakeSym = 1ULL << 12;
+inline constexpr uint64_t kRefer = 1ULL << 13;             // ABI 2
+inline constexpr uint64_t kTruncate = 1ULL << 14;          // ABI 3
+inline constexpr uint64_t kIoctlDev = 1ULL << 15;          // ABI 5
+inline constexpr uint64_t kNetBindTcp = 1ULL << 0;         // ABI 4
+inline constexpr uint64_t kNetConnectTcp = 1ULL << 1;      // ABI 4
+inline constexpr uint64_t kScopeAbstractUnix = 1ULL << 0;  // ABI 6
+inline constexpr uint64_t kScopeSignal = 1ULL << 1;        // ABI 6
+
+inline constexpr uint64_t kReadRights = kExecute | kReadFile | kReadDir;
+
+// Every filesystem right the given ABI knows (what the ruleset handles).
+uint64_t FsRightsForAbi(int abi);
+
+// The highest ABI the kernel supports, or 0 when Landlock is unavailable. `error` (optional)
+// receives the reason.
+int QueryAbi(Status* error = nullptr);
+
+enum class Mode {
+  kAgent,  // The forkbox-child process: TCP connect limited to the model port (ABI 4+).
+  kTool,   // A tool command: no TCP bind/connect at all unless allow_net (ABI 4+).
+};
+
+struct RulesetSpec {
+  int abi = 0;
+  Mode mode = Mode::kTool;
+  std::vector<std::string> writable;  // Workdir plus --writable paths: every right beneath.
+  bool allow_net = false;
+  uint16_t model_port = 0;  // kAgent only; 0 = no TCP restriction.
+};
+
+// Creates the ruleset fd with all rules added (read+execute on "/", full rights beneath each
+// writable path, write on /dev/null, /dev/zero, /dev/full). Any failure is an error: a
+// partially built ruleset is never enforced.
+Result<UniqueFd> BuildRuleset(const RulesetSpec& spec);
+
+// Async-signal-safe: grants every handled right beneath `path` (e.g. a fresh private /tmp).
+// Returns 0 or an errno value.
+int AddWritablePathRaw(int ruleset_fd, int abi, const char* path);
+
+// Async-signal-safe: landlock_restrict_self. no_new_privs must already be set. 0 or errno.
+int RestrictSelfRaw(int ruleset_fd);
+
+}  // namespace forkbox::sandbox::landlock

@@ -1,0 +1,232 @@
+#include "sandbox/namespaces.h"
+
+#include <fcntl.h>
+#include <linux/mount.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+
+namespace forkbox::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+int WriteFileRaw(const char* path, const char* data) {
+  int fd = open(path, O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  size_t len = strlen(data);
+  ssize_t n = write(fd, data, len);
+  int err = (n == static_cast<ssize_t>(len)) ? 0 : (n < 0 ? errno : EIO);
+  close(fd);
+  return err;
+}
+
+// mkdir -p without allocating.
+int MakeDirsRaw(const char* path) {
+  char buf[4096];
+  size_t len = strlen(path);
+  if (len == 0 || len >= sizeof(buf)) return ENAMETOOLONG;
+  memcpy(buf, path, len + 1);
+  for (size_t i = 1; i <= len; ++i) {
+    if (buf[i] == '/' || buf[i] == '\0') {
+      char saved = buf[i];
+      buf[i] = '\0';
+      if (mkdir(buf, 0755) != 0 && errno != EEXIST) return errno;
+      buf[i] = saved;
+    }
+  }
+  return 0;
+}
+
+int SetAttrRaw(int dfd, const char* path, unsigned flags, uint64_t set) {
+  mount_attr attr{};
+  attr.attr_set = set;
+  if (syscall(SYS_mount_setattr, dfd, path, flags, &attr, sizeof(attr)) != 0) return errno;
+  return 0;
+}
+
+bool IsDir(const fs::path& p) {
+  std::error_code ec;
+  return fs::is_directory(fs::symlink_status(p, ec));
+}
+bool Exists(const fs::path& p) {
+  std::error_code ec;
+  return fs::exists(fs::symlink_status(p, ec));
+}
+
+// A git directory's files to protect: hooks/ and config, in the common dir too for a worktree.
+void AddGitDir(const fs::path& gitdir, MountPlan& plan) {
+  std::error_code ec;
+  fs::path common = gitdir;
+  std::ifstream commondir(gitdir / "commondir");
+  std::string rel;
+  if (commondir && std::getline(commondir, rel) && !rel.empty()) {
+    fs::path c = fs::path(rel).is_absolute() ? fs::path(rel) : gitdir / rel;
+    common = fs::weakly_canonical(c, ec);
+    if (ec) common = gitdir;
+  }
+  for (const fs::path& dir : {common, gitdir}) {
+    fs::path hooks = dir / "hooks";
+    if (!Exists(hooks)) fs::create_directory(hooks, ec);
+    for (const fs::path& p : {hooks, dir / "config", dir / "config.worktree"}) {
+      if (Exists(p) && std::find(plan.readonly.begin(), plan.readonly.end(), p.string()) ==
+                           plan.readonly.end()) {
+        plan.readonly.push_back(p.string());
+      }
+    }
+  }
+}
+
+}  // namespace
+
+Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable) {
+  MountPlan plan;
+  plan.writable.push_back(workdir);
+  for (const std::string& w : writable) plan.writable.push_back(w);
+  if (plan.writable.size() > kMaxWritablePaths) {
+    return Status::InvalidArgument("sandbox: at most " + std::to_string(kMaxWritablePaths - 1) +
+                                   " --writable paths");
+  }
+  fs::path dotgit = fs::path(workdir) / ".git";
+  if (IsDir(dotgit)) {
+    plan.pinned.push_back(dotgit.string());
+    AddGitDir(dotgit, plan);
+  } else if (Exists(dotgit)) {
+    // A worktree: ".git" is a file "gitdir: <path>". The file itself is protected too.
+    std::ifstream in(dotgit);
+    std::string line;
+    std::getline(in, line);
+    const std::string prefix = "gitdir: ";
+    if (line.rfind(prefix, 0) == 0) {
+      fs::path gd = line.substr(prefix.size());
+      if (gd.is_relative()) gd = fs::path(workdir) / gd;
+      std::error_code ec;
+      gd = fs::weakly_canonical(gd, ec);
+      if (!ec && IsDir(gd)) AddGitDir(gd, plan);
+    }
+    plan.readonly.push_back(dotgit.string());
+  }
+  std::string uid = std::to_string(geteuid());
+  std::string gid = std::to_string(getegid());
+  plan.uid_map = uid + " " + uid + " 1\n";
+  plan.gid_map = gid + " " + gid + " 1\n";
+  return plan;
+}
+
+int WriteIdMapsRaw(const MountPlan& plan, const char** step) {
+  *step = "write /proc/self/setgroups";
+  if (int err = WriteFileRaw("/proc/self/setgroups", "deny"); err != 0 && err != ENOENT) {
+    return err;
+  }
+  *step = "write /proc/self/uid_map";
+  if (int err = WriteFileRaw("/proc/self/uid_map", plan.uid_map.c_str())) return err;
+  *step = "write /proc/self/gid_map";
+  if (int err = WriteFileRaw("/proc/self/gid_map", plan.gid_map.c_str())) return err;
+  return 0;
+}
+
+int SetUpMountsRaw(const MountPlan& plan, const char** step) {
+  *step = "mount(/, MS_REC|MS_PRIVATE)";
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+
+  // Detached copies of the writable trees, taken while they are still writable.
+  int trees[kMaxWritablePaths];
+  size_t count = plan.writable.size() < kMaxWritablePaths ? plan.writable.size() : 0;
+  for (size_t i = 0; i < count; ++i) {
+    *step = "open_tree(writable path, CLONE|RECURSIVE)";
+    trees[i] = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, plan.writable[i].c_str(),
+                                        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    if (trees[i] < 0) return errno;
+  }
+  *step = "mount_setattr(/, RECURSIVE, RDONLY)";
+  if (int err = SetAttrRaw(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_RDONLY)) return err;
+
+  *step = "mount tmpfs /tmp";
+  if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) return errno;
+  struct stat st;
+  if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) {
+    *step = "mount tmpfs /dev/shm";
+    if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
+      return errno;
+    }
+  }
+  for (size_t i = 0; i < count; ++i) {
+    // A writable tree under /tmp needs its mount point on the fresh tmpfs.
+    *step = "mkdir -p (writable mount point)";
+    if (int err = MakeDirsRaw(plan.writable[i].c_str())) return err;
+    *step = "move_mount(writable tree)";
+    if (syscall(SYS_move_mount, trees[i], "", AT_FDCWD, plan.writable[i].c_str(),
+                MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+      return errno;
+    }
+    close(trees[i]);
+  }
+  for (const std::string& p : plan.pinned) {
+    *step = "bind .git onto itself";
+    if (mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+  }
+  for (const std::string& p : plan.readonly) {
+    *step = "bind .git/hooks or .git/config read-only";
+    if (mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+    if (int err = SetAttrRaw(AT_FDCWD, p.c_str(), AT_RECURSIVE, MOUNT_ATTR_RDONLY)) return err;
+  }
+  *step = "mount proc /proc";
+  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+    return errno;
+  }
+  return 0;
+}
+
+bool Layer2Available(std::string* why) {
+  static std::once_flag once;
+  static bool available = false;
+  static std::string reason;
+  std::call_once(once, [] {
+    Result<MountPlan> plan = PlanMounts("/", {});
+    if (!plan.ok()) {
+      reason = plan.status().message();
+      return;
+    }
+    plan->writable.clear();  // Probe the mechanics only; "/" stays read-only in the probe.
+    plan->pinned.clear();
+    plan->readonly.clear();
+    const MountPlan& p = *plan;
+    long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, nullptr,
+                       nullptr, nullptr, nullptr);
+    if (pid < 0) {
+      reason = Status::FromErrno(errno, "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)").message();
+      return;
+    }
+    if (pid == 0) {
+      const char* step = "";
+      int err = WriteIdMapsRaw(p, &step);
+      if (err == 0) err = SetUpMountsRaw(p, &step);
+      _exit(err == 0 ? 0 : (err & 0xff ? err & 0xff : 1));
+    }
+    int status = 0;
+    while (waitpid(static_cast<pid_t>(pid), &status, 0) < 0 && errno == EINTR) {
+    }
+    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+      available = true;
+    } else if (WIFEXITED(status)) {
+      reason = Status::FromErrno(WEXITSTATUS(status), "namespace mount setup").message();
+    } else {
+      reason = "namespace probe died: " + std::to_string(status);
+    }
+  });
+  if (!available && why != nullptr) *why = reason;
+  return available;
+}
+
+}  // namespace forkbox::sandbox

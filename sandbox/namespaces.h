@@ -1,0 +1,41 @@
+// Layer 2: user + mount + PID namespaces. Everything is mounted read-only except the writable
+// trees; /tmp and /dev/shm are private tmpfs; .git/hooks and .git/config are read-only binds; a
+// fresh /proc shows only the task's processes. The plan is computed before fork; the Raw
+// functions are async-signal-safe and run in the forked child.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "ipc/status.h"
+
+namespace forkbox::sandbox {
+
+struct MountPlan {
+  std::vector<std::string> writable;  // Canonical; the workdir first.
+  // .git directories bound onto themselves: a mount point cannot be renamed or removed, so a
+  // tool cannot swap in a fresh .git with planted hooks.
+  std::vector<std::string> pinned;
+  std::vector<std::string> readonly;  // .git/hooks, .git/config (and a worktree's gitdir ones).
+  std::string uid_map;                // "<uid> <uid> 1": the same ids inside.
+  std::string gid_map;
+};
+
+inline constexpr size_t kMaxWritablePaths = 32;
+
+// Resolves the git paths (a worktree's `.git` file included). Creates a missing .git/hooks so
+// that it can be protected.
+Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable);
+
+// Writes setgroups/uid_map/gid_map for this process, which has just entered a new user namespace.
+// 0 or errno; `*step` names the failing call.
+int WriteIdMapsRaw(const MountPlan& plan, const char** step);
+
+// Sets up the mounts. Must run as pid 1 of the new PID namespace (for /proc).
+int SetUpMountsRaw(const MountPlan& plan, const char** step);
+
+// Whether layer 2 works here (probed once per process in a throwaway child). `why` receives the
+// reason when it does not.
+bool Layer2Available(std::string* why = nullptr);
+
+}  // namespace forkbox::sandbox

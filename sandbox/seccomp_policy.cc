@@ -1,0 +1,337 @@
+#include "sandbox/seccomp_policy.h"
+
+#include <fcntl.h>
+#include <linux/audit.h>
+#include <linux/seccomp.h>
+#include <sched.h>
+#include <seccomp.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/personality.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstddef>
+#include <mutex>
+#include <optional>
+
+#include "ipc/unique_fd.h"
+
+namespace forkbox::sandbox::seccomp {
+namespace {
+
+#if defined(__x86_64__)
+constexpr uint32_t kNativeAuditArch = AUDIT_ARCH_X86_64;
+constexpr bool kHasX32 = true;
+#elif defined(__aarch64__)
+constexpr uint32_t kNativeAuditArch = AUDIT_ARCH_AARCH64;
+constexpr bool kHasX32 = false;
+#else
+#error "forkbox's seccomp policy supports x86_64 and aarch64 only"
+#endif
+constexpr uint32_t kX32SyscallBit = 0x40000000;
+
+Rule Always(const char* name, Action action, const char* reason) {
+  return Rule{name, action, {}, {}, reason};
+}
+Rule Eperm(const char* name, const char* reason) { return Always(name, Action::kEperm, reason); }
+Rule Enosys(const char* name, const char* reason) { return Always(name, Action::kEnosys, reason); }
+
+// clone() carries the exit signal in its low byte, so CLONE_NEWTIME (0x80) is not a flag there.
+std::vector<ArgMatch> CloneNewFlags() {
+  std::vector<ArgMatch> matches;
+  for (uint32_t flag : {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
+                        CLONE_NEWPID, CLONE_NEWNET}) {
+    matches.push_back(ArgMatch{0, flag, flag});
+  }
+  return matches;
+}
+
+// THE POLICY. Everything not listed is allowed: Landlock confines the filesystem, the namespace
+// layer the view, and this table the kernel's attack surface and the escapes Landlock cannot see.
+std::vector<RuleSet> BaseTable() {
+  return {
+      {"cross-process access",
+       {
+           Eperm("ptrace", "reads and writes another process's memory and registers"),
+           Eperm("process_vm_readv", "reads another process's memory (the agent's API key)"),
+           Eperm("process_vm_writev", "writes another process's memory"),
+           Eperm("pidfd_getfd", "steals a descriptor from another process"),
+           Eperm("process_madvise", "acts on another process's memory"),
+           Eperm("kcmp", "probes another process's kernel objects"),
+       }},
+      {"namespaces and mounts",
+       {
+           Eperm("mount", "could remount the read-only tree writable or hide files"),
+           Eperm("umount2", "could uncover what the sandbox mounted over"),
+           Eperm("pivot_root", "changes the root the sandbox set up"),
+           Eperm("chroot", "a classic escape with open directory fds"),
+           Eperm("unshare", "a new user namespace regains capabilities and kernel attack surface"),
+           Eperm("setns", "joins another namespace"),
+           Rule{"clone",
+                Action::kEperm,
+                CloneNewFlags(),
+                {},
+                "CLONE_NEW* creates namespaces, like unshare"},
+       }},
+      {"calls libc must fall back from",
+       {
+           Enosys("clone3",
+                  "its flags live in memory seccomp cannot read; glibc falls back to clone"),
+           Enosys("open_tree", "new mount API: detaches and moves mounts"),
+           Enosys("move_mount", "new mount API: attaches mounts"),
+           Enosys("fsopen", "new mount API: creates filesystems"),
+           Enosys("fsconfig", "new mount API: configures filesystems"),
+           Enosys("fsmount", "new mount API: creates mounts"),
+           Enosys("fspick", "new mount API: reconfigures mounts"),
+           Enosys("mount_setattr", "new mount API: could clear read-only"),
+       }},
+      {"kernel attack surface",
+       {
+           Eperm("kexec_load", "replaces the running kernel"),
+           Eperm("kexec_file_load", "replaces the running kernel"),
+           Eperm("init_module", "loads kernel code"),
+           Eperm("finit_module", "loads kernel code"),
+           Eperm("delete_module", "unloads kernel code"),
+           Eperm("bpf", "large kernel attack surface; reads kernel memory"),
+           Eperm("perf_event_open", "side channels and kernel attack surface"),
+           Eperm("keyctl", "the kernel keyring is shared outside the sandbox"),
+           Eperm("add_key", "the kernel keyring is shared outside the sandbox"),
+           Eperm("request_key", "the kernel keyring is shared outside the sandbox"),
+           Eperm("userfaultfd", "stalls kernel code paths, an exploit primitive"),
+           Eperm("io_uring_setup", "io_uring performs syscalls (even socket) seccomp cannot see"),
+           Eperm("io_uring_enter", "io_uring performs syscalls seccomp cannot see"),
+           Eperm("io_uring_register", "io_uring performs syscalls seccomp cannot see"),
+           Eperm("open_by_handle_at", "opens files by handle, bypassing path checks"),
+           Eperm("name_to_handle_at", "creates handles for open_by_handle_at"),
+       }},
+      {"terminal injection",
+       {
+           Rule{"ioctl",
+                Action::kEperm,
+                {ArgMatch{1, 0xffffffff, TIOCSTI}, ArgMatch{1, 0xffffffff, TIOCLINUX}},
+                {},
+                "TIOCSTI/TIOCLINUX push keystrokes into the user's terminal"},
+       }},
+      {"execution domain",
+       {
+           Rule{"personality",
+                Action::kEperm,
+                {},
+                {0 /* PER_LINUX */, PER_LINUX32, 0xffffffff},
+                "flags like ADDR_NO_RANDOMIZE or READ_IMPLIES_EXEC weaken exploit defences"},
+       }},
+      {"system administration",
+       {
+           Eperm("acct", "process accounting is host-wide"),
+           Eperm("swapon", "host-wide swap"),
+           Eperm("swapoff", "host-wide swap"),
+           Eperm("reboot", "host-wide"),
+           Eperm("settimeofday", "host-wide clock"),
+           Eperm("clock_settime", "host-wide clock"),
+           Eperm("clock_adjtime", "host-wide clock"),
+           Eperm("adjtimex", "host-wide clock"),
+           Eperm("syslog", "reads kernel log (addresses) and clears it"),
+           Eperm("quotactl", "host-wide quotas"),
+           Eperm("quotactl_fd", "host-wide quotas"),
+           Eperm("iopl", "raw I/O port access"),
+           Eperm("ioperm", "raw I/O port access"),
+           Eperm("uselib", "obsolete loader entry point"),
+           Eperm("lookup_dcookie", "obsolete profiling interface"),
+           Eperm("vhangup", "hangs up the controlling terminal"),
+           Eperm("fanotify_init", "watches the whole filesystem"),
+       }},
+  };
+}
+
+std::vector<RuleSet> AgentNetTable() {
+  return {{"agent network",
+           {Rule{"socket",
+                 Action::kEperm,
+                 {},
+                 {AF_INET, AF_INET6},
+                 "the agent reaches the model over TCP only; no netlink, unix, raw or vsock"}}}};
+}
+
+std::vector<RuleSet> ToolNoNetTable() {
+  return {{"tool network",
+           {Eperm("socket",
+                  "no network for tools; AF_UNIX too, a read-only mount does not stop "
+                  "connect() to a daemon (socketpair stays allowed)")}}};
+}
+
+uint32_t ErrnoOf(Action action) { return action == Action::kEnosys ? ENOSYS : EPERM; }
+
+sock_filter Stmt(uint16_t code, uint32_t k) { return sock_filter{code, 0, 0, k}; }
+sock_filter Jump(uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) {
+  return sock_filter{code, jt, jf, k};
+}
+
+// Hand-written head of every program: the architecture checks and the "unless arg0 is one of"
+// rules, which libseccomp cannot express (it allows one compare per argument per rule).
+Result<std::vector<sock_filter>> Prefilter(const std::vector<RuleSet>& table) {
+  std::vector<sock_filter> out;
+  out.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)));
+  out.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, kNativeAuditArch, 1, 0));
+  out.push_back(Stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+  if (kHasX32) {
+    out.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+    out.push_back(Jump(BPF_JMP | BPF_JSET | BPF_K, kX32SyscallBit, 0, 1));
+    out.push_back(Stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
+  }
+  for (const RuleSet& set : table) {
+    for (const Rule& rule : set.rules) {
+      if (rule.unless_arg0.empty()) continue;
+      int nr = seccomp_syscall_resolve_name(rule.syscall.c_str());
+      if (nr < 0) return Status::Internal("seccomp: unknown syscall " + rule.syscall);
+      size_t n = rule.unless_arg0.size();
+      if (n > 250) return Status::Internal("seccomp: too many values for " + rule.syscall);
+      out.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+      out.push_back(Jump(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(nr), 0,
+                         static_cast<uint8_t>(n + 2)));
+      // Little endian: the low 32 bits of args[0]. The kernel truncates these int arguments.
+      out.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args)));
+      for (size_t i = 0; i < n; ++i) {
+        out.push_back(
+            Jump(BPF_JMP | BPF_JEQ | BPF_K, rule.unless_arg0[i], static_cast<uint8_t>(n - i), 0));
+      }
+      out.push_back(Stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ErrnoOf(rule.action)));
+    }
+  }
+  return out;
+}
+
+// The libseccomp part: unconditional and masked-compare rules. Empty when there are none.
+Result<std::vector<sock_filter>> LibseccompPart(const std::vector<RuleSet>& table) {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  if (ctx == nullptr) return Status::Internal("seccomp_init failed");
+  struct Release {
+    scmp_filter_ctx ctx;
+    ~Release() { seccomp_release(ctx); }
+  } release{ctx};
+  if (int rc = seccomp_attr_set(ctx, SCMP_FLTATR_ACT_BADARCH, SCMP_ACT_KILL_PROCESS); rc != 0) {
+    return Status::FromErrno(-rc, "seccomp_attr_set(ACT_BADARCH)");
+  }
+  if (int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0); rc != 0) {
+    return Status::FromErrno(-rc, "seccomp_attr_set(CTL_NNP)");
+  }
+  bool any = false;
+  for (const RuleSet& set : table) {
+    for (const Rule& rule : set.rules) {
+      if (!rule.unless_arg0.empty()) continue;
+      int nr = seccomp_syscall_resolve_name(rule.syscall.c_str());
+      if (nr == __NR_SCMP_ERROR)
+        return Status::Internal("seccomp: unknown syscall " + rule.syscall);
+      uint32_t action = SCMP_ACT_ERRNO(ErrnoOf(rule.action));
+      std::string what = "seccomp_rule_add(" + rule.syscall + ")";
+      if (rule.any_of.empty()) {
+        if (int rc = seccomp_rule_add(ctx, action, nr, 0); rc != 0) {
+          return Status::FromErrno(-rc, what);
+        }
+      }
+      for (const ArgMatch& m : rule.any_of) {
+        // A 64-bit masked compare with a 32-bit mask ignores the (undefined) upper half.
+        scmp_arg_cmp cmp = SCMP_CMP(m.arg, SCMP_CMP_MASKED_EQ, m.mask, m.value);
+        if (int rc = seccomp_rule_add(ctx, action, nr, 1, cmp); rc != 0) {
+          return Status::FromErrno(-rc, what);
+        }
+      }
+      any = true;
+    }
+  }
+  if (!any) return std::vector<sock_filter>{};
+  int mem = memfd_create("forkbox-seccomp", MFD_CLOEXEC);
+  if (mem < 0) return Status::FromErrno(errno, "memfd_create(seccomp)");
+  UniqueFd memfd(mem);
+  if (int rc = seccomp_export_bpf(ctx, memfd.get()); rc != 0) {
+    return Status::FromErrno(-rc, "seccomp_export_bpf");
+  }
+  off_t size = lseek(memfd.get(), 0, SEEK_END);
+  if (size < 0) return Status::FromErrno(errno, "lseek(seccomp memfd)");
+  if (size % sizeof(sock_filter) != 0) return Status::Internal("seccomp: torn BPF export");
+  std::vector<sock_filter> program(static_cast<size_t>(size) / sizeof(sock_filter));
+  ssize_t got = pread(memfd.get(), program.data(), static_cast<size_t>(size), 0);
+  if (got != size) return Status::FromErrno(got < 0 ? errno : EIO, "pread(seccomp memfd)");
+  return program;
+}
+
+Result<std::vector<sock_filter>> Compile(Program program) {
+  const std::vector<RuleSet>& table = Table(program);
+  Result<std::vector<sock_filter>> head = Prefilter(table);
+  if (!head.ok()) return head.status();
+  Result<std::vector<sock_filter>> tail = LibseccompPart(table);
+  if (!tail.ok()) return tail.status();
+  std::vector<sock_filter> out = std::move(*head);
+  if (tail->empty()) {
+    out.push_back(Stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  } else {
+    out.insert(out.end(), tail->begin(), tail->end());
+  }
+  if (out.size() > BPF_MAXINSNS) return Status::Internal("seccomp: program too long");
+  return out;
+}
+
+}  // namespace
+
+const std::vector<RuleSet>& Table(Program program) {
+  static const std::vector<RuleSet> base = BaseTable();
+  static const std::vector<RuleSet> agent = AgentNetTable();
+  static const std::vector<RuleSet> tool = ToolNoNetTable();
+  switch (program) {
+    case Program::kBase:
+      return base;
+    case Program::kAgentNet:
+      return agent;
+    case Program::kToolNoNet:
+      return tool;
+  }
+  return base;
+}
+
+const Rule* FindRule(Program program, const std::string& syscall) {
+  for (const RuleSet& set : Table(program)) {
+    for (const Rule& rule : set.rules) {
+      if (rule.syscall == syscall) return &rule;
+    }
+  }
+  return nullptr;
+}
+
+Result<std::span<const sock_filter>> Compiled(Program program) {
+  static std::mutex mu;
+  static std::array<std::optional<Result<std::vector<sock_filter>>>, 3> cache;
+  std::lock_guard<std::mutex> lock(mu);
+  auto& slot = cache[static_cast<size_t>(program)];
+  if (!slot.has_value()) slot.emplace(Compile(program));
+  if (!slot->ok()) return slot->status();
+  return std::span<const sock_filter>(slot->value());
+}
+
+int InstallRaw(std::span<const sock_filter> program, bool all_threads) {
+  sock_fprog prog{static_cast<unsigned short>(program.size()),
+                  const_cast<sock_filter*>(program.data())};
+  unsigned flags = all_threads ? SECCOMP_FILTER_FLAG_TSYNC : 0;
+  long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
+  if (rc < 0) return errno;
+  if (rc > 0) return ESRCH;  // TSYNC: a thread could not be synchronised.
+  return 0;
+}
+
+bool Available(Status* error) {
+  if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) {
+    if (error) *error = Status::FromErrno(errno, "prctl(PR_GET_SECCOMP)");
+    return false;
+  }
+  uint32_t action = SECCOMP_RET_KILL_PROCESS;
+  if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0) {
+    if (error) *error = Status::FromErrno(errno, "seccomp(GET_ACTION_AVAIL, KILL_PROCESS)");
+    return false;
+  }
+  return true;
+}
+
+}  // namespace forkbox::sandbox::seccomp

@@ -1,0 +1,65 @@
+// The seccomp policy as ONE readable table (after Chromium's baseline_policy.cc): named syscall
+// sets, each rule with its action and a one-line reason. Programs are compiled to BPF in the
+// parent (libseccomp allocates) and installed in forked children with one raw syscall.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "ipc/status.h"
+
+namespace forkbox::sandbox::seccomp {
+
+enum class Action {
+  kEperm,   // Refused: errno EPERM.
+  kEnosys,  // "Not implemented", so libc falls back to a call the table can filter.
+};
+
+// A masked compare on the low 32 bits of one argument: (arg & mask) == value.
+struct ArgMatch {
+  unsigned arg = 0;
+  uint32_t mask = 0xffffffff;
+  uint32_t value = 0;
+};
+
+struct Rule {
+  std::string syscall;  // libseccomp name, native architecture.
+  Action action = Action::kEperm;
+  // Empty (and `unless_arg0` empty): always. Otherwise the rule fires when ANY of these match.
+  std::vector<ArgMatch> any_of;
+  // Non-empty: fires unless the low 32 bits of arg0 are one of these values.
+  std::vector<uint32_t> unless_arg0;
+  std::string reason;
+};
+
+struct RuleSet {
+  std::string name;
+  std::vector<Rule> rules;
+};
+
+// Which program: the base set every sandboxed process gets, the agent's network set (inet
+// sockets only) and the tool network set (no socket() at all), stacked on top.
+enum class Program { kBase, kAgentNet, kToolNoNet };
+
+// The table for one program. Stable data, for the tests and `--check`.
+const std::vector<RuleSet>& Table(Program program);
+
+// Finds the rule for `syscall` in a program's table, or nullptr.
+const Rule* FindRule(Program program, const std::string& syscall);
+
+// The compiled BPF of one program (cached: compiled once per process, thread-safe). kBase also
+// kills any non-native architecture (i386 int 0x80) and the x32 ABI (nr | 0x40000000).
+Result<std::span<const sock_filter>> Compiled(Program program);
+
+// Async-signal-safe: installs a compiled program. no_new_privs must be set (or CAP_SYS_ADMIN).
+// `all_threads` uses SECCOMP_FILTER_FLAG_TSYNC. Returns 0 or an errno value.
+int InstallRaw(std::span<const sock_filter> program, bool all_threads);
+
+// Whether the kernel supports seccomp filters (SECCOMP_RET_KILL_PROCESS). `error` gets the reason.
+bool Available(Status* error = nullptr);
+
+}  // namespace forkbox::sandbox::seccomp

@@ -1,0 +1,403 @@
+// Both providers end to end over libcurl against the mock model server (tests/mock/), streaming
+// and not: round trips, every stop reason, every fault with its retry count, usage, redaction.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <string>
+#include <vector>
+
+#include "agent/provider.h"
+#include "tests/mock/mock_server.h"
+
+namespace forkbox::agent {
+namespace {
+
+using nlohmann::json;
+using std::chrono::milliseconds;
+using testing::HasSubstr;
+using testing::Not;
+
+constexpr char kKey[] = "sk-test-SECRET-0123456789abcdef";
+
+struct Param {
+  const char* provider;
+  bool stream;
+};
+
+std::string ParamName(const testing::TestParamInfo<Param>& info) {
+  return std::string(info.param.provider) + (info.param.stream ? "Stream" : "NoStream");
+}
+
+class LlmMockTest : public testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override { server_.Start(); }
+
+  bool anthropic() const { return std::string(GetParam().provider) == "anthropic"; }
+
+  // A provider against the mock; waits are recorded instead of slept.
+  std::unique_ptr<Provider> Make(const json& scenario, int max_retries = 2,
+                                 bool verbose = false, int64_t idle_ms = 30'000) {
+    server_.SetScenario(mock::Scenario::FromJson(scenario));
+    ProviderConfig config;
+    config.name = GetParam().provider;
+    config.api_key = kKey;
+    config.base_url = anthropic() ? server_.anthropic_base_url() : server_.openai_base_url();
+    config.model = "test-model";
+    config.stream = GetParam().stream;
+    config.max_retries = max_retries;
+    config.verbose = verbose;
+    config.idle_timeout_ms = idle_ms;
+    ProviderHooks hooks;
+    hooks.sleep = [this](milliseconds d) { sleeps_.push_back(d); };
+    hooks.jitter = [] { return 1.0; };
+    hooks.log = [this](std::string_view line) { log_ += std::string(line) + "\n"; };
+    ModelError error;
+    auto provider = MakeProvider(config, &error, hooks);
+    EXPECT_NE(provider, nullptr) << error.ToString();
+    return provider;
+  }
+
+  static json Reply(json reply) { return json{{"rules", json::array({{{"reply", reply}}})}}; }
+  static json FaultThenText(json fault, int times) {
+    return json{{"rules", json::array({{{"times", times}, {"fault", fault}},
+                                       {{"reply", {{"text", "recovered"}}}}})}};
+  }
+  static json AlwaysFault(json fault) {
+    return json{{"rules", json::array({{{"fault", fault}}})}};
+  }
+
+  static Request Ask(const std::string& text) {
+    Request r;
+    r.system = "You are a test.";
+    r.tools.push_back(ToolDef{"bash", "Run a command",
+                              {{"type", "object"},
+                               {"properties", {{"command", {{"type", "string"}}}}},
+                               {"required", {"command"}}}});
+    r.messages.push_back(Message{Role::kUser, {TextBlock{text}}});
+    return r;
+  }
+
+  CallResult Call(Provider& p, const Request& r) {
+    streamed_.clear();
+    return p.Complete(r, [this](std::string_view t) { streamed_ += t; });
+  }
+
+  mock::MockServer server_;
+  std::vector<milliseconds> sleeps_;
+  std::string log_;
+  std::string streamed_;
+};
+
+TEST_P(LlmMockTest, TextRoundTripWithHeadersAndStreaming) {
+  auto p = Make(Reply({{"text", "Hello from the mock \xC3\xA9"}}));
+  const CallResult r = Call(*p, Ask("hi"));
+  ASSERT_TRUE(r.ok()) << r.error->ToString();
+  EXPECT_EQ(TextOf(r.response.message), "Hello from the mock \xC3\xA9");
+  EXPECT_EQ(r.response.stop_reason, StopReason::kEndTurn);
+  EXPECT_FALSE(r.response.request_id.empty());
+  // Streaming hands the text to the sink as it arrives; the non-streaming path does not.
+  EXPECT_EQ(streamed_, GetParam().stream ? "Hello from the mock \xC3\xA9" : "");
+  ASSERT_EQ(server_.request_count(), 1u);
+  const mock::RecordedRequest req = server_.request(0);
+  EXPECT_FALSE(req.rejected.has_value()) << req.rejected->message;
+  EXPECT_EQ(req.json.value("stream", false), GetParam().stream);
+  if (anthropic()) {
+    EXPECT_EQ(req.path, "/v1/messages");
+    EXPECT_EQ(req.Header("x-api-key"), kKey);
+    EXPECT_EQ(req.Header("anthropic-version"), "2023-06-01");
+    EXPECT_EQ(req.json["system"][0]["cache_control"]["type"], "ephemeral");
+    EXPECT_EQ(req.json["tools"].back()["cache_control"]["type"], "ephemeral");
+  } else {
+    EXPECT_EQ(req.path, "/v1/chat/completions");
+    EXPECT_EQ(req.Header("authorization"), std::string("Bearer ") + kKey);
+    EXPECT_EQ(req.json["messages"][0]["role"], "system");
+    if (GetParam().stream) EXPECT_EQ(req.json["stream_options"]["include_usage"], true);
+  }
+}
+
+TEST_P(LlmMockTest, ToolUseRoundTripOverOneConnection) {
+  auto p = Make(json{{"rules", json::array({
+                         {{"when", {{"turn", 0}}},
+                          {"reply", {{"text", "Let me look."},
+                                     {"tool_calls", {{{"name", "bash"},
+                                                      {"input", {{"command", "ls -la"}}}}}}}}},
+                         {{"when", {{"turn", 1}, {"last_user_contains", "file-a"}}},
+                          {"reply", {{"text", "There is file-a."}}}},
+                     })}});
+  Request req = Ask("list files");
+  CallResult first = Call(*p, req);
+  ASSERT_TRUE(first.ok()) << first.error->ToString();
+  EXPECT_EQ(first.response.stop_reason, StopReason::kToolUse);
+  const auto uses = ToolUsesOf(first.response.message);
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_EQ(uses[0].name, "bash");
+  EXPECT_EQ(uses[0].input, json({{"command", "ls -la"}}));
+  EXPECT_FALSE(uses[0].id.empty());
+
+  req.messages.push_back(first.response.message);
+  req.messages.push_back(Message{Role::kUser, {ToolResultBlock{uses[0].id, "file-a\nfile-b", false}}});
+  const CallResult second = Call(*p, req);
+  ASSERT_TRUE(second.ok()) << second.error->ToString();
+  EXPECT_EQ(TextOf(second.response.message), "There is file-a.");
+  ASSERT_EQ(server_.request_count(), 2u);
+  const json body = server_.request(1).json;
+  EXPECT_FALSE(server_.request(1).rejected.has_value());
+  const std::string dumped = body.dump();
+  EXPECT_THAT(dumped, HasSubstr(uses[0].id));  // The result names the call it answers.
+  EXPECT_THAT(dumped, HasSubstr("file-a\\nfile-b"));
+}
+
+TEST_P(LlmMockTest, MultiToolResponseKeepsOrderAndIds) {
+  auto p = Make(Reply({{"tool_calls",
+                        {{{"name", "bash"}, {"input", {{"command", "a"}}}, {"id", "id_one"}},
+                         {{"name", "read_file"}, {"input", {{"path", "b.txt"}}}, {"id", "id_two"}},
+                         {{"name", "bash"}, {"input", {{"command", "c"}}}, {"id", "id_three"}}}}}));
+  const CallResult r = Call(*p, Ask("do three things"));
+  ASSERT_TRUE(r.ok()) << r.error->ToString();
+  const auto uses = ToolUsesOf(r.response.message);
+  ASSERT_EQ(uses.size(), 3u);
+  EXPECT_EQ(uses[0].id, "id_one");
+  EXPECT_EQ(uses[1].id, "id_two");
+  EXPECT_EQ(uses[1].input["path"], "b.txt");
+  EXPECT_EQ(uses[2].input["command"], "c");
+  EXPECT_EQ(r.response.stop_reason, StopReason::kToolUse);
+}
+
+TEST_P(LlmMockTest, EveryStopReason) {
+  // Canonical mock reason -> what each format can express.
+  const std::vector<std::tuple<std::string, StopReason, StopReason>> cases = {
+      {"end_turn", StopReason::kEndTurn, StopReason::kEndTurn},
+      {"max_tokens", StopReason::kMaxTokens, StopReason::kMaxTokens},
+      {"stop_sequence", StopReason::kStopSequence, StopReason::kEndTurn},
+      {"pause_turn", StopReason::kPauseTurn, StopReason::kEndTurn},
+      {"refusal", StopReason::kRefusal, StopReason::kRefusal},
+      {"context_window", StopReason::kContextWindow, StopReason::kMaxTokens},
+  };
+  for (const auto& [canonical, want_anthropic, want_openai] : cases) {
+    json reply = {{"text", "partial answer"}, {"stop_reason", canonical}};
+    if (canonical == "stop_sequence") reply["stop_sequence"] = "###";
+    auto p = Make(Reply(reply));
+    const CallResult r = Call(*p, Ask("go"));
+    ASSERT_TRUE(r.ok()) << canonical << ": " << r.error->ToString();
+    EXPECT_EQ(r.response.stop_reason, anthropic() ? want_anthropic : want_openai) << canonical;
+    EXPECT_EQ(TextOf(r.response.message), "partial answer");
+  }
+}
+
+TEST_P(LlmMockTest, UsageAccounting) {
+  auto p = Make(Reply({{"text", "counted"},
+                       {"usage",
+                        {{"input_tokens", 1234},
+                         {"output_tokens", 56},
+                         {"cache_read_input_tokens", 700},
+                         {"cache_creation_input_tokens", anthropic() ? 30 : 0}}}}));
+  const CallResult r = Call(*p, Ask("count"));
+  ASSERT_TRUE(r.ok()) << r.error->ToString();
+  EXPECT_EQ(r.response.usage.output_tokens, 56);
+  EXPECT_EQ(r.response.usage.cache_read_input_tokens, 700);
+  if (anthropic()) {
+    EXPECT_EQ(r.response.usage.input_tokens, 1234);
+    EXPECT_EQ(r.response.usage.cache_creation_input_tokens, 30);
+  } else {
+    EXPECT_EQ(r.response.usage.input_tokens, 1234);  // prompt_tokens minus the cached share.
+  }
+}
+
+TEST_P(LlmMockTest, RetryAfterMsIsHonouredThenSucceeds) {
+  auto p = Make(FaultThenText({{"kind", "status"}, {"status", 529}, {"retry_after_ms", "7"}}, 2));
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_TRUE(r.ok()) << r.error->ToString();
+  EXPECT_EQ(TextOf(r.response.message), "recovered");
+  EXPECT_EQ(server_.request_count(), 3u);
+  EXPECT_THAT(sleeps_, testing::ElementsAre(milliseconds(7), milliseconds(7)));
+}
+
+TEST_P(LlmMockTest, RetryAfterSecondsOn429) {
+  auto p = Make(FaultThenText({{"kind", "status"}, {"status", 429}, {"retry_after", "3"}}, 1));
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_TRUE(r.ok()) << r.error->ToString();
+  EXPECT_EQ(server_.request_count(), 2u);
+  EXPECT_THAT(sleeps_, testing::ElementsAre(milliseconds(3000)));
+}
+
+TEST_P(LlmMockTest, ExhaustedRetriesOn500UseBackoffAndReportTheLastError) {
+  auto p = Make(AlwaysFault({{"kind", "status"}, {"status", 500}}), /*max_retries=*/3);
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(server_.request_count(), 4u);
+  EXPECT_THAT(sleeps_, testing::ElementsAre(milliseconds(500), milliseconds(1000),
+                                            milliseconds(2000)));
+  EXPECT_EQ(r.error->kind, ModelError::Kind::kHttp);
+  EXPECT_EQ(r.error->http_status, 500);
+  EXPECT_EQ(r.error->attempts, 4);
+  EXPECT_FALSE(r.error->request_id.empty());
+  EXPECT_THAT(r.error->ToString(), HasSubstr("after 4 attempts"));
+}
+
+TEST_P(LlmMockTest, ClientErrorsAreNotRetriedAndNameTheRequestId) {
+  for (int status : {400, 401, 403, 404}) {
+    sleeps_.clear();
+    auto p = Make(AlwaysFault({{"kind", "status"}, {"status", status}, {"message", "nope " + std::to_string(status)}}));
+    server_.ClearRequests();
+    const CallResult r = Call(*p, Ask("x"));
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(server_.request_count(), 1u) << status;
+    EXPECT_TRUE(sleeps_.empty());
+    EXPECT_EQ(r.error->http_status, status);
+    EXPECT_EQ(r.error->attempts, 1);
+    EXPECT_EQ(r.error->message, "nope " + std::to_string(status));
+    EXPECT_FALSE(r.error->error_type.empty());
+    const std::string id = server_.request(0).Header("x-request-id-sent");  // Not a real header.
+    (void)id;
+    EXPECT_FALSE(r.error->request_id.empty());
+    const std::string text = r.error->ToString();
+    EXPECT_THAT(text, HasSubstr("HTTP " + std::to_string(status)));
+    EXPECT_THAT(text, HasSubstr("request_id " + r.error->request_id));
+    EXPECT_THAT(text, HasSubstr("after 1 attempt"));
+  }
+}
+
+TEST_P(LlmMockTest, ShouldRetryHeaderWins) {
+  auto p = Make(AlwaysFault({{"kind", "status"}, {"status", 503}, {"should_retry", "false"}}));
+  CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(server_.request_count(), 1u);
+  server_.ClearRequests();
+  p = Make(FaultThenText({{"kind", "status"}, {"status", 400}, {"should_retry", "true"},
+                          {"retry_after_ms", "1"}}, 1));
+  r = Call(*p, Ask("x"));
+  ASSERT_TRUE(r.ok()) << r.error->ToString();
+  EXPECT_EQ(server_.request_count(), 2u);
+}
+
+TEST_P(LlmMockTest, PromptTooLongIsAContextOverflow) {
+  auto p = Make(AlwaysFault({{"kind", "status"},
+                             {"status", 400},
+                             {"message", anthropic() ? "prompt is too long: 210000 tokens > 200000 maximum"
+                                                     : "This model's maximum context length is 128000 tokens."}}));
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ModelError::Kind::kContextOverflow);
+  EXPECT_EQ(server_.request_count(), 1u);
+  EXPECT_THAT(r.error->ToString(), HasSubstr("context window exceeded"));
+}
+
+TEST_P(LlmMockTest, HtmlErrorPageGivesStatusAndExcerpt) {
+  auto p = Make(AlwaysFault({{"kind", "html"}, {"status", 502}}), /*max_retries=*/1);
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(server_.request_count(), 2u);  // 502 is retried.
+  EXPECT_EQ(r.error->http_status, 502);
+  EXPECT_THAT(r.error->message, HasSubstr("non-JSON error page"));
+  EXPECT_THAT(r.error->message, Not(HasSubstr("<")));
+  EXPECT_LT(r.error->message.size(), 300u);
+}
+
+// Transient failures of a 200 reply: each is retried once, then the reply comes through.
+TEST_P(LlmMockTest, TransientFaultsAreRetried) {
+  for (const char* kind : {"cut_stream", "no_stop", "malformed_json", "drop_connection",
+                           "stream_error"}) {
+    sleeps_.clear();
+    auto p = Make(json{{"rules", json::array({
+                           {{"times", 1},
+                            {"reply", {{"tool_calls", {{{"name", "bash"}, {"input", {{"command", "rm -rf /tmp/x"}}}}}}}},
+                            {"fault", {{"kind", kind}}}},
+                           {{"reply", {{"text", "recovered"}}}}})}});
+    server_.ClearRequests();
+    const CallResult r = Call(*p, Ask("x"));
+    ASSERT_TRUE(r.ok()) << kind << ": " << r.error->ToString();
+    EXPECT_EQ(TextOf(r.response.message), "recovered") << kind;
+    EXPECT_TRUE(ToolUsesOf(r.response.message).empty()) << kind;  // The partial call is gone.
+    EXPECT_EQ(server_.request_count(), 2u) << kind;
+    EXPECT_EQ(sleeps_.size(), 1u) << kind;
+  }
+}
+
+TEST_P(LlmMockTest, PersistentTransientFaultEndsInAClearError) {
+  for (const char* kind : {"cut_stream", "no_stop", "malformed_json", "drop_connection",
+                           "stream_error"}) {
+    auto p = Make(AlwaysFault({{"kind", kind}}), /*max_retries=*/2);
+    server_.ClearRequests();
+    const CallResult r = Call(*p, Ask("x"));
+    ASSERT_FALSE(r.ok()) << kind;
+    EXPECT_EQ(server_.request_count(), 3u) << kind;
+    EXPECT_EQ(r.error->attempts, 3) << kind;
+    EXPECT_THAT(r.error->ToString(), HasSubstr("after 3 attempts")) << kind;
+    EXPECT_FALSE(r.error->message.empty()) << kind;
+  }
+}
+
+TEST_P(LlmMockTest, IdleTimeoutStopsASilentStream) {
+  auto p = Make(AlwaysFault({{"kind", "slow_stream"}, {"event_delay_ms", 5000}}), /*max_retries=*/0,
+                /*verbose=*/false, /*idle_ms=*/200);
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ModelError::Kind::kTransport);
+  EXPECT_THAT(r.error->message, HasSubstr("idle timeout"));
+}
+
+TEST_P(LlmMockTest, KeyIsRedactedInVerboseLogsAndErrors) {
+  auto p = Make(AlwaysFault({{"kind", "status"},
+                             {"status", 401},
+                             {"message", std::string("Incorrect API key provided: ") + kKey}}),
+                2, /*verbose=*/true);
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(log_, HasSubstr("POST"));
+  EXPECT_THAT(log_, HasSubstr("[REDACTED]"));
+  EXPECT_THAT(log_, Not(HasSubstr(kKey)));
+  EXPECT_THAT(log_, Not(HasSubstr("SECRET")));
+  EXPECT_THAT(r.error->ToString(), Not(HasSubstr(kKey)));
+  EXPECT_THAT(r.error->ToString(), HasSubstr("Incorrect API key provided: [REDACTED]"));
+}
+
+TEST_P(LlmMockTest, InvalidUtf8ToolOutputArrivesAsValidJson) {
+  auto p = Make(Reply({{"text", "ok"}}));
+  Request req = Ask("run it");
+  req.messages.push_back(Message{Role::kAssistant, {ToolUseBlock{"t1", "bash", {{"command", "cat bin"}}}}});
+  req.messages.push_back(Message{Role::kUser, {ToolResultBlock{"t1", "bytes: \xFF\xFE end", false}}});
+  const CallResult r = Call(*p, req);
+  ASSERT_TRUE(r.ok()) << r.error->ToString();
+  const mock::RecordedRequest rec = server_.request(0);
+  ASSERT_FALSE(rec.json.is_null());
+  EXPECT_THAT(rec.body, HasSubstr("bytes: \xEF\xBF\xBD\xEF\xBF\xBD end"));
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, LlmMockTest,
+                         testing::Values(Param{"anthropic", true}, Param{"anthropic", false},
+                                         Param{"openai", true}, Param{"openai", false}),
+                         ParamName);
+
+TEST(LlmTransport, ConnectionRefusedIsRetriedThenReported) {
+  // Bind then stop a mock to get a port that nothing listens on.
+  std::string base;
+  {
+    mock::MockServer server;
+    base = server.anthropic_base_url();
+  }
+  ProviderConfig config;
+  config.name = "anthropic";
+  config.api_key = kKey;
+  config.base_url = base;
+  config.max_retries = 2;
+  std::vector<milliseconds> sleeps;
+  ProviderHooks hooks;
+  hooks.sleep = [&](milliseconds d) { sleeps.push_back(d); };
+  hooks.jitter = [] { return 0.8; };
+  ModelError error;
+  auto p = MakeProvider(config, &error, hooks);
+  ASSERT_NE(p, nullptr) << error.ToString();
+  Request req;
+  req.messages.push_back(Message{Role::kUser, {TextBlock{"hi"}}});
+  const CallResult r = p->Complete(req, nullptr);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ModelError::Kind::kTransport);
+  EXPECT_EQ(r.error->attempts, 3);
+  EXPECT_THAT(sleeps, testing::ElementsAre(milliseconds(400), milliseconds(800)));
+  EXPECT_THAT(r.error->ToString(), HasSubstr("connection error"));
+  EXPECT_THAT(r.error->message, HasSubstr("curl error 7"));
+}
+
+}  // namespace
+}  // namespace forkbox::agent

@@ -1,0 +1,255 @@
+#include "agent/loop.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <deque>
+#include <string>
+#include <vector>
+
+namespace forkbox::agent {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+// Replies from a script and records every request (no network).
+class FakeProvider : public Provider {
+ public:
+  CallResult Complete(const Request& request, const TextSink& on_text) override {
+    requests.push_back(request);
+    if (script.empty()) {
+      CallResult r;
+      r.error = ModelError{};
+      r.error->message = "fake: script exhausted";
+      return r;
+    }
+    CallResult r = std::move(script.front());
+    script.pop_front();
+    if (r.ok() && on_text) {
+      std::string text = TextOf(r.response.message);
+      if (!text.empty()) on_text(text);
+    }
+    return r;
+  }
+  const ProviderConfig& config() const override { return config_; }
+
+  void Reply(std::string text, StopReason stop, std::vector<ToolUseBlock> calls = {},
+             Usage usage = {}) {
+    CallResult r;
+    r.response.message.role = Role::kAssistant;
+    if (!text.empty()) r.response.message.content.push_back(TextBlock{std::move(text)});
+    for (auto& c : calls) r.response.message.content.push_back(std::move(c));
+    r.response.stop_reason = stop;
+    r.response.usage = usage;
+    script.push_back(std::move(r));
+  }
+  void Error(std::string message) {
+    CallResult r;
+    r.error = ModelError{};
+    r.error->kind = ModelError::Kind::kHttp;
+    r.error->http_status = 500;
+    r.error->message = std::move(message);
+    script.push_back(std::move(r));
+  }
+
+  std::deque<CallResult> script;
+  std::vector<Request> requests;
+
+ private:
+  ProviderConfig config_;
+};
+
+class RecordingRunner : public ToolRunner {
+ public:
+  std::vector<ToolResultBlock> Run(const std::vector<ToolUseBlock>& calls, int turn) override {
+    std::vector<ToolResultBlock> out;
+    for (const ToolUseBlock& c : calls) {
+      seen.push_back(c.name + "@" + std::to_string(turn));
+      out.push_back(ToolResultBlock{c.id, "result of " + c.id, c.name == "fail"});
+    }
+    return out;
+  }
+  std::vector<std::string> seen;
+};
+
+ToolUseBlock Call(std::string id, std::string name = "bash") {
+  return ToolUseBlock{std::move(id), std::move(name), {{"command", "ls"}}};
+}
+
+std::vector<Message> Prompt(std::string text) {
+  return {Message{Role::kUser, {TextBlock{std::move(text)}}}};
+}
+
+class LoopTest : public ::testing::Test {
+ protected:
+  LoopOutcome Run() {
+    options_.tools = {ToolDef{"bash", "d", {{"type", "object"}}}};
+    return RunLoop(provider_, messages_, options_, runner_, observer_);
+  }
+  FakeProvider provider_;
+  RecordingRunner runner_;
+  std::vector<Message> messages_ = Prompt("do it");
+  LoopOptions options_;
+  LoopObserver observer_;
+};
+
+TEST_F(LoopTest, RunsToolsAndReturnsFinalText) {
+  provider_.Reply("looking", StopReason::kToolUse, {Call("a"), Call("b", "fail")}, {10, 5});
+  provider_.Reply("all done", StopReason::kEndTurn, {}, {20, 7});
+  std::string streamed;
+  observer_.on_text = [&](std::string_view t) { streamed += t; };
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, "completed");
+  EXPECT_EQ(out.final_text, "all done");
+  EXPECT_EQ(out.turns, 2);
+  EXPECT_EQ(out.tool_calls, 2);
+  EXPECT_EQ(out.usage.input_tokens, 30);
+  EXPECT_EQ(out.usage.output_tokens, 12);
+  EXPECT_EQ(streamed, "lookingall done");
+  EXPECT_THAT(runner_.seen, ElementsAre("bash@1", "fail@1"));
+  // Second request: prompt, assistant turn, ONE user message with both results in call order.
+  ASSERT_EQ(provider_.requests.size(), 2u);
+  const auto& msgs = provider_.requests[1].messages;
+  ASSERT_EQ(msgs.size(), 3u);
+  EXPECT_EQ(msgs[2].role, Role::kUser);
+  ASSERT_EQ(msgs[2].content.size(), 2u);
+  auto r0 = std::get<ToolResultBlock>(msgs[2].content[0]);
+  auto r1 = std::get<ToolResultBlock>(msgs[2].content[1]);
+  EXPECT_EQ(r0.tool_use_id, "a");
+  EXPECT_FALSE(r0.is_error);
+  EXPECT_EQ(r1.tool_use_id, "b");
+  EXPECT_TRUE(r1.is_error);
+  EXPECT_EQ(provider_.requests[1].tools.size(), 1u);
+  EXPECT_EQ(messages_.size(), 4u);  // The caller's conversation grew, ending with the answer.
+  EXPECT_EQ(messages_.back().role, Role::kAssistant);
+}
+
+TEST_F(LoopTest, PauseTurnIsSentBackAndContinued) {
+  provider_.Reply("part one", StopReason::kPauseTurn);
+  provider_.Reply("part two", StopReason::kEndTurn);
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, "completed");
+  EXPECT_EQ(out.final_text, "part two");
+  ASSERT_EQ(provider_.requests.size(), 2u);
+  ASSERT_EQ(provider_.requests[1].messages.size(), 2u);
+  EXPECT_EQ(provider_.requests[1].messages[1].role, Role::kAssistant);
+  EXPECT_EQ(TextOf(provider_.requests[1].messages[1]), "part one");
+  EXPECT_TRUE(runner_.seen.empty());
+}
+
+TEST_F(LoopTest, RefusalStops) {
+  provider_.Reply("I can't help with that", StopReason::kRefusal);
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, "refusal");
+  EXPECT_EQ(out.final_text, "I can't help with that");
+  EXPECT_EQ(provider_.requests.size(), 1u);
+}
+
+TEST_F(LoopTest, MaxTokensNeverRunsIncompleteToolCalls) {
+  provider_.Reply("starting", StopReason::kMaxTokens, {Call("cut")});
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, "max_tokens");
+  EXPECT_TRUE(runner_.seen.empty());
+  EXPECT_EQ(out.tool_calls, 0);
+  // The kept conversation has no unanswered tool_use.
+  for (const Message& m : messages_) EXPECT_TRUE(ToolUsesOf(m).empty());
+}
+
+TEST_F(LoopTest, ContextWindowStops) {
+  provider_.Reply("", StopReason::kContextWindow);
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, "context_window");
+  EXPECT_THAT(out.final_text, HasSubstr("gave no final summary"));
+}
+
+TEST_F(LoopTest, ModelErrorStopsWithTheError) {
+  provider_.Reply("first I run", StopReason::kToolUse, {Call("a")});
+  provider_.Error("boom");
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, "model_error");
+  ASSERT_TRUE(out.error.has_value());
+  EXPECT_EQ(out.error->message, "boom");
+  EXPECT_THAT(out.final_text, HasSubstr("first I run"));
+}
+
+TEST_F(LoopTest, TurnLimitForcesOneFinalRequestWithoutTools) {
+  options_.max_turns = 2;
+  provider_.Reply("t1", StopReason::kToolUse, {Call("a")});
+  provider_.Reply("t2", StopReason::kToolUse, {Call("b")});
+  provider_.Reply("summary: did a and b", StopReason::kEndTurn);
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, "max_turns");
+  EXPECT_EQ(out.final_text, "summary: did a and b");
+  EXPECT_EQ(out.turns, 3);
+  EXPECT_EQ(out.tool_calls, 2);
+  ASSERT_EQ(provider_.requests.size(), 3u);
+  EXPECT_FALSE(provider_.requests[1].tools.empty());
+  const Request& last = provider_.requests[2];
+  EXPECT_TRUE(last.tools.empty());
+  // Roles still alternate: the last tool results and the request share one user message.
+  const Message& m = last.messages.back();
+  EXPECT_EQ(m.role, Role::kUser);
+  ASSERT_EQ(m.content.size(), 2u);
+  EXPECT_EQ(std::get<ToolResultBlock>(m.content[0]).tool_use_id, "b");
+  EXPECT_THAT(std::get<TextBlock>(m.content[1]).text, HasSubstr("final summary"));
+  for (size_t i = 1; i < last.messages.size(); ++i) {
+    EXPECT_NE(last.messages[i].role, last.messages[i - 1].role);
+  }
+}
+
+TEST_F(LoopTest, TurnLimitWithoutForcedSummaryStillGivesUsefulText) {
+  options_.max_turns = 1;
+  options_.force_final_summary = false;
+  provider_.Reply("checking the tests", StopReason::kToolUse, {Call("a")});
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, "max_turns");
+  EXPECT_EQ(provider_.requests.size(), 1u);
+  EXPECT_THAT(out.final_text, HasSubstr("gave no final summary"));
+  EXPECT_THAT(out.final_text, HasSubstr("checking the tests"));
+  EXPECT_THAT(out.final_text, HasSubstr("bash"));
+}
+
+TEST_F(LoopTest, EmptyFinalTextGetsFallbackFromEarlierTexts) {
+  provider_.Reply("found the bug in foo.cc:12", StopReason::kToolUse, {Call("a")});
+  provider_.Reply("", StopReason::kEndTurn);
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, "completed");
+  EXPECT_THAT(out.final_text, HasSubstr("gave no final summary"));
+  EXPECT_THAT(out.final_text, HasSubstr("found the bug in foo.cc:12"));
+}
+
+TEST_F(LoopTest, FinalTextIsCappedAtACharacterBoundaryWithMarker) {
+  options_.max_final_text_bytes = 9;
+  std::string text;
+  for (int i = 0; i < 10; ++i) text += "\xC3\xA9";
+  provider_.Reply(text, StopReason::kEndTurn);
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.final_text.substr(0, 8), text.substr(0, 8));
+  EXPECT_EQ(out.final_text[8], '\n');
+  EXPECT_THAT(out.final_text, HasSubstr("summary truncated: 12 bytes dropped"));
+}
+
+TEST_F(LoopTest, TranscriptRecordsEveryStep) {
+  provider_.Reply("t1", StopReason::kToolUse, {Call("a")});
+  provider_.Reply("done", StopReason::kEndTurn);
+  std::vector<nlohmann::json> records;
+  observer_.on_transcript = [&](const nlohmann::json& j) { records.push_back(j); };
+  int calls_seen = 0;
+  observer_.on_tool_call = [&](int, const ToolUseBlock&) { ++calls_seen; };
+  options_.system = "sys";
+  Run();
+  std::vector<std::string> types;
+  for (const auto& r : records) types.push_back(r["type"]);
+  EXPECT_THAT(types, ElementsAre("request", "response", "tool_call", "tool_result", "request",
+                                 "response", "end"));
+  EXPECT_EQ(records[0]["system"], "sys");
+  EXPECT_EQ(records[0]["messages_delta"].size(), 1u);
+  // The second request's delta: the assistant turn and the tool results.
+  EXPECT_EQ(records[4]["messages_delta"].size(), 2u);
+  EXPECT_EQ(records[3]["content"], "result of a");
+  EXPECT_EQ(calls_seen, 1);
+}
+
+}  // namespace
+}  // namespace forkbox::agent

@@ -1,0 +1,173 @@
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string>
+
+#include "agent/tools.h"
+#include "tests/agent/tools_test_util.h"
+
+namespace forkbox::agent {
+namespace {
+
+using ::testing::EndsWith;
+using ::testing::HasSubstr;
+using ::testing::Not;
+using ::testing::StartsWith;
+
+class BashToolTest : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    // Orphaned grandchildren come to us, so the tests can reap them and see how they died.
+    ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);
+  }
+  void SetUp() override {
+    ctx_.workdir = dir_.path();
+    ctx_.policy.enabled = false;  // The sandbox has its own tests; here: the tool's mechanics.
+    ctx_.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "FORKBOX_TEST_VAR=visible"};
+  }
+  ToolOutput Bash(const std::string& command) {
+    ToolUseBlock call{"id1", "bash", {{"command", command}}};
+    return RunBaseTool(call, ctx_);
+  }
+  // Waits for a process that must already be dying (hang guard only) and returns its status.
+  static int ReapKilled(pid_t pid) {
+    int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+    EXPECT_GE(fd, 0) << "pid " << pid << " is not our child";
+    if (fd < 0) return -1;
+    pollfd p{fd, POLLIN, 0};
+    int n = ::poll(&p, 1, 30'000);
+    ::close(fd);
+    if (n != 1) {
+      ::kill(pid, SIGKILL);
+      ADD_FAILURE() << "process " << pid << " was still running";
+    }
+    int status = 0;
+    EXPECT_EQ(::waitpid(pid, &status, 0), pid);
+    return status;
+  }
+  testing::TempDir dir_;
+  ToolContext ctx_;
+};
+
+TEST_F(BashToolTest, MergesStdoutAndStderrInOrderAndReportsExitCode) {
+  ToolOutput out = Bash("echo one; echo two >&2; echo three");
+  EXPECT_EQ(out.content, "one\ntwo\nthree\n[exit code 0]");
+  EXPECT_FALSE(out.is_error);
+  EXPECT_EQ(out.raw_bytes, 14);
+}
+
+TEST_F(BashToolTest, NonZeroExitIsAnError) {
+  ToolOutput out = Bash("echo failing; exit 3");
+  EXPECT_EQ(out.content, "failing\n[exit code 3]");
+  EXPECT_TRUE(out.is_error);
+}
+
+TEST_F(BashToolTest, DeathBySignalIsReported) {
+  ToolOutput out = Bash("kill -9 $$");
+  EXPECT_THAT(out.content, HasSubstr("killed by signal 9"));
+  EXPECT_TRUE(out.is_error);
+}
+
+TEST_F(BashToolTest, RunsInWorkdirWithExactlyTheGivenEnvironment) {
+  ToolOutput out = Bash("pwd; echo \"$FORKBOX_TEST_VAR\"; echo \"${HOME-unset}\"");
+  EXPECT_EQ(out.content, dir_.path() + "\nvisible\nunset\n[exit code 0]");
+}
+
+TEST_F(BashToolTest, StdinIsDevNull) {
+  ToolOutput out = Bash("cat; read -r line; echo \"read=$?\"; readlink /proc/self/fd/0");
+  EXPECT_EQ(out.content, "read=1\n/dev/null\n[exit code 0]");
+}
+
+TEST_F(BashToolTest, MissingOrEmptyCommandIsAnError) {
+  ToolOutput out = RunBaseTool(ToolUseBlock{"id", "bash", {{"cmd", "ls"}}}, ctx_);
+  EXPECT_TRUE(out.is_error);
+  EXPECT_THAT(out.content, HasSubstr("'command'"));
+  EXPECT_TRUE(Bash("   ").is_error);
+}
+
+TEST_F(BashToolTest, HugeOutputIsCutWithMarkerAndBoundedSize) {
+  ctx_.max_output_chars = 50'000;
+  ToolOutput out = Bash("yes | head -c 200000000");
+  EXPECT_EQ(out.raw_bytes, 200'000'000);
+  EXPECT_THAT(out.content, StartsWith("y\ny\n"));
+  EXPECT_THAT(out.content, HasSubstr("bytes dropped"));
+  EXPECT_THAT(out.content, EndsWith("y\n[exit code 0]"));
+  EXPECT_LT(out.content.size(), 50'000u + 200u);
+  EXPECT_FALSE(out.is_error);
+}
+
+TEST_F(BashToolTest, InvalidUtf8IsMadeValidAndCounted) {
+  ToolOutput out = Bash("printf 'a\\377b\\376c\\n'");
+  EXPECT_THAT(out.content, StartsWith("a\xEF\xBF\xBD"
+                                      "b\xEF\xBF\xBD"
+                                      "c\n"));
+  EXPECT_THAT(out.content, HasSubstr("2 invalid UTF-8 sequences replaced"));
+}
+
+TEST_F(BashToolTest, TimeoutKillsTheWholeProcessGroup) {
+  ctx_.timeout_ms = 1500;
+  ToolOutput out = Bash("sleep 1000 & echo $! > gc.pid; echo started; wait");
+  EXPECT_TRUE(out.is_error);
+  EXPECT_THAT(out.content, HasSubstr("started\n"));
+  EXPECT_THAT(out.content, EndsWith("[timed out after 1.5 s; process group killed]"));
+  pid_t grandchild = std::stoi(testing::ReadFile(dir_.Join("gc.pid")));
+  int status = ReapKilled(grandchild);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+  EXPECT_EQ(::kill(grandchild, 0), -1);
+  EXPECT_EQ(errno, ESRCH);
+}
+
+TEST_F(BashToolTest, BackgroundJobHoldingThePipeDoesNotHangAndIsKilled) {
+  ToolOutput out = Bash("sleep 1000 & echo $! > bg.pid; echo done");
+  EXPECT_EQ(out.content, "done\n[exit code 0]");
+  pid_t bg = std::stoi(testing::ReadFile(dir_.Join("bg.pid")));
+  int status = ReapKilled(bg);
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+}
+
+TEST_F(BashToolTest, EscapedDescendantHoldingThePipeStopsReadingAfterDrain) {
+  ToolOutput out = Bash("setsid sleep 1000 & echo $! > esc.pid; echo done");
+  EXPECT_THAT(out.content, StartsWith("done\n"));
+  EXPECT_THAT(out.content, HasSubstr("kept the output open"));
+  EXPECT_THAT(out.content, EndsWith("[exit code 0]"));
+  pid_t esc = std::stoi(testing::ReadFile(dir_.Join("esc.pid")));
+  ::kill(esc, SIGKILL);  // It left the group on purpose; the child kills such leftovers at exit.
+  ReapKilled(esc);
+}
+
+TEST_F(BashToolTest, UnknownToolIsAnError) {
+  ToolOutput out = RunBaseTool(ToolUseBlock{"id", "task", {{"prompt", "x"}}}, ctx_);
+  EXPECT_TRUE(out.is_error);
+  EXPECT_THAT(out.content, HasSubstr("unknown tool 'task'"));
+}
+
+TEST(ToolDefsTest, BaseToolsHaveTheContractNamesAndFields) {
+  std::vector<ToolDef> defs = BaseToolDefs();
+  ASSERT_EQ(defs.size(), 4u);
+  EXPECT_EQ(defs[0].name, "bash");
+  EXPECT_EQ(defs[0].input_schema["required"], nlohmann::json({"command"}));
+  EXPECT_EQ(defs[1].name, "read_file");
+  EXPECT_TRUE(defs[1].input_schema["properties"].contains("offset"));
+  EXPECT_TRUE(defs[1].input_schema["properties"].contains("limit"));
+  EXPECT_THAT(defs[1].input_schema["properties"]["offset"]["description"].get<std::string>(),
+              HasSubstr("1-based"));
+  EXPECT_EQ(defs[2].name, "write_file");
+  EXPECT_EQ(defs[2].input_schema["required"], nlohmann::json({"path", "content"}));
+  EXPECT_EQ(defs[3].name, "edit_file");
+  EXPECT_EQ(defs[3].input_schema["required"], nlohmann::json({"path", "old_text", "new_text"}));
+  for (const ToolDef& d : defs) EXPECT_NE(d.name, "task");
+  ToolDef task = TaskToolDef();
+  EXPECT_EQ(task.name, "task");
+  EXPECT_EQ(task.input_schema["required"], nlohmann::json({"prompt", "description"}));
+}
+
+}  // namespace
+}  // namespace forkbox::agent

@@ -1,0 +1,156 @@
+#include "tests/bench/proc_probe.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <fstream>
+#include <sstream>
+
+#include "ipc/unique_fd.h"
+
+namespace forkbox::bench {
+namespace {
+
+// "VmRSS:\t  1234 kB" -> 1234, or -1 when the key is missing.
+int64_t StatusField(const std::string& text, std::string_view key) {
+  const size_t at = text.find(std::string(key) + ":");
+  if (at == std::string::npos) return -1;
+  size_t i = at + key.size() + 1;
+  while (i < text.size() && (text[i] == ' ' || text[i] == '\t')) ++i;
+  int64_t value = -1;
+  std::from_chars(text.data() + i, text.data() + text.size(), value);
+  return value;
+}
+
+struct Mapping {
+  uint64_t begin = 0;
+  uint64_t end = 0;
+  std::string name;
+};
+
+Result<std::vector<Mapping>> ReadableMappings(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/maps";
+  std::ifstream in(path);
+  if (!in) return Status::FromErrno(errno, "open " + path);
+  std::vector<Mapping> out;
+  std::string line;
+  while (std::getline(in, line)) {
+    // begin-end perms offset dev inode [name]
+    std::istringstream fields(line);
+    std::string range, perms, offset, dev, inode, name;
+    fields >> range >> perms >> offset >> dev >> inode;
+    std::getline(fields >> std::ws, name);
+    const size_t dash = range.find('-');
+    if (dash == std::string::npos || perms.empty()) {
+      return Status::Internal(path + ": unexpected line: " + line);
+    }
+    if (perms[0] != 'r') continue;
+    Mapping m;
+    std::from_chars(range.data(), range.data() + dash, m.begin, 16);
+    std::from_chars(range.data() + dash + 1, range.data() + range.size(), m.end, 16);
+    m.name = name;
+    out.push_back(m);
+  }
+  return out;
+}
+
+int64_t CountIn(std::string_view hay, std::string_view needle) {
+  int64_t n = 0;
+  for (size_t at = hay.find(needle); at != std::string_view::npos; at = hay.find(needle, at + 1)) {
+    ++n;
+  }
+  return n;
+}
+
+}  // namespace
+
+Result<MemStatus> ReadMemStatus(pid_t pid) {
+  const std::string path = "/proc/" + std::to_string(pid) + "/status";
+  std::ifstream in(path);
+  if (!in) return Status::FromErrno(errno, "open " + path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string text = ss.str();
+  MemStatus s;
+  s.rss_kib = StatusField(text, "VmRSS");
+  s.hwm_kib = StatusField(text, "VmHWM");
+  if (s.rss_kib < 0 || s.hwm_kib < 0) {
+    return Status::Internal(path + " has no VmRSS/VmHWM (a zombie?)");
+  }
+  return s;
+}
+
+std::vector<pid_t> ChildrenNamed(pid_t parent, std::string_view comm) {
+  std::vector<pid_t> out;
+  const std::string_view want = comm.substr(0, 15);
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return out;
+  while (dirent* e = readdir(dir)) {
+    pid_t pid = 0;
+    const std::string_view name(e->d_name);
+    if (std::from_chars(name.data(), name.data() + name.size(), pid).ec != std::errc() ||
+        pid <= 0) {
+      continue;
+    }
+    std::ifstream in("/proc/" + std::string(name) + "/stat");
+    std::string stat;
+    if (!std::getline(in, stat)) continue;  // Exited meanwhile.
+    // "pid (comm) state ppid ...": comm may hold spaces and parentheses; the last ')' ends it.
+    const size_t open = stat.find('(');
+    const size_t close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos || close < open) continue;
+    std::istringstream rest(stat.substr(close + 1));
+    std::string state;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == parent && std::string_view(stat).substr(open + 1, close - open - 1) == want) {
+      out.push_back(pid);
+    }
+  }
+  closedir(dir);
+  return out;
+}
+
+Result<ScanResult> ScanAddressSpace(pid_t pid, std::string_view needle) {
+  if (needle.empty()) return Status::InvalidArgument("empty needle");
+  auto maps = ReadableMappings(pid);
+  if (!maps.ok()) return maps.status();
+  const std::string path = "/proc/" + std::to_string(pid) + "/mem";
+  UniqueFd mem(open(path.c_str(), O_RDONLY | O_CLOEXEC));
+  if (!mem) return Status::FromErrno(errno, "open " + path);
+  ScanResult result;
+  constexpr size_t kChunk = 1 << 20;
+  const size_t overlap = needle.size() - 1;
+  std::string buf(kChunk + overlap, '\0');
+  for (const Mapping& m : *maps) {
+    ++result.regions;
+    size_t carried = 0;  // Tail of the previous chunk, kept for matches across the boundary.
+    for (uint64_t at = m.begin; at < m.end;) {
+      const size_t want = static_cast<size_t>(std::min<uint64_t>(kChunk, m.end - at));
+      const ssize_t got = pread(mem.get(), buf.data() + carried, want, static_cast<off_t>(at));
+      if (got <= 0) {
+        // Unreadable pages (e.g. [vvar], guard pages): skip this page and count it.
+        const uint64_t skip = std::min<uint64_t>(4096, m.end - at);
+        result.bytes_unreadable += static_cast<int64_t>(skip);
+        at += skip;
+        carried = 0;
+        continue;
+      }
+      const size_t filled = carried + static_cast<size_t>(got);
+      result.matches += CountIn(std::string_view(buf.data(), filled), needle);
+      result.bytes_scanned += got;
+      at += static_cast<uint64_t>(got);
+      // Keep the last `overlap` bytes; a match lying wholly inside them was already counted
+      // and cannot be counted again since it is shorter than the needle.
+      carried = std::min(overlap, filled);
+      std::copy(buf.data() + filled - carried, buf.data() + filled, buf.data());
+    }
+  }
+  return result;
+}
+
+}  // namespace forkbox::bench

@@ -1,0 +1,39 @@
+// Read-only probes of another process through /proc, for the benchmark helper and the proof tests:
+// its memory counters, its children, and a scan of its whole address space for a byte string.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "ipc/status.h"
+
+namespace forkbox::bench {
+
+struct MemStatus {
+  int64_t rss_kib = 0;  // VmRSS: resident now.
+  int64_t hwm_kib = 0;  // VmHWM: peak resident.
+};
+
+// VmRSS and VmHWM from /proc/<pid>/status.
+Result<MemStatus> ReadMemStatus(pid_t pid);
+
+// Direct children of `parent` whose comm (truncated to 15 bytes by the kernel) matches `comm`.
+std::vector<pid_t> ChildrenNamed(pid_t parent, std::string_view comm);
+
+struct ScanResult {
+  int64_t matches = 0;  // Occurrences of the needle, overlapping ones included.
+  int64_t regions = 0;  // Readable mappings scanned.
+  int64_t bytes_scanned = 0;
+  int64_t bytes_unreadable = 0;  // Inside readable mappings, but pread failed (e.g. [vvar]).
+};
+
+// Reads every readable mapping of /proc/<pid>/maps through /proc/<pid>/mem with pread and counts
+// `needle`, including occurrences that straddle read chunks. Needs ptrace read access to the
+// process (root, or its owner while it is dumpable).
+Result<ScanResult> ScanAddressSpace(pid_t pid, std::string_view needle);
+
+}  // namespace forkbox::bench

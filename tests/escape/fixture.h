@@ -1,0 +1,105 @@
+// The escape-suite fixture: every test runs in a fresh temp tree (a workdir plus an "outside"
+// directory to attack), parametrized over who runs forkbox and where.
+#pragma once
+
+#include <gtest/gtest.h>
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "tests/escape/harness.h"
+
+namespace forkbox::escape {
+
+enum class Mode {
+  kRoot,             // forkbox sandbox as root.
+  kUser,             // ... as the unprivileged forkbox-escape user.
+  kRootNoUserns,     // ... as root inside a container-like jail refusing user namespaces.
+  kUserNoUserns,     // ... as the user inside that jail.
+  kRootUnsandboxed,  // Control: the probe alone, as root. It must escape.
+  kUserUnsandboxed,  // Control: the probe alone, as the user. It must escape.
+};
+std::string ModeName(const ::testing::TestParamInfo<Mode>& info);
+const std::vector<Mode>& AllModes();
+
+// Whether the unsandboxed control run of a probe must escape, proving that the probe and the
+// outside check work (a broken probe must not pass silently).
+enum class Control {
+  kAlways,      // Possible for root and the user.
+  kRootOnly,    // Needs privileges the user does not have.
+  kIfPossible,  // Depends on kernel config or sysctls: skipped when it fails unsandboxed too.
+  kNone,        // No meaningful unsandboxed run (the target is the sandbox launcher).
+};
+
+struct RunOptions {
+  std::vector<std::string> flags;  // Extra `forkbox sandbox` flags, e.g. "--allow-net".
+  std::vector<std::string> env;    // Extra NAME=value for forkbox's environment.
+  int stdin_fd = -1;
+  int kill_switch_seconds = 120;
+};
+
+RunOptions Flags(std::vector<std::string> flags);
+RunOptions Stdin(int fd);
+RunOptions KillSwitch(int seconds);
+
+class EscapeTest : public ::testing::TestWithParam<Mode> {
+ protected:
+  void SetUp() override;
+  void TearDown() override;
+
+  bool sandboxed() const;
+  bool as_user() const;
+  bool no_userns() const;
+  uid_t uid() const { return uid_; }
+  gid_t gid() const { return gid_; }
+
+  // The layer `forkbox sandbox --check` reports in this mode (sandboxed modes only).
+  int Layer();
+  // Skips in layer 1, where `why` is a documented gap that layer 2 closes.
+  void SkipUnlessLayer2(const std::string& why);
+  // Skips the unsandboxed control modes (positive tests, launcher-targeted attacks).
+  void SkipUnsandboxed(const std::string& why);
+
+  // `forkbox sandbox --workdir W [flags] -- cmd...` in this mode; in the control modes, cmd alone
+  // (as the mode's user, in W). forkbox's own cwd is the outside dir.
+  RunResult Sandboxed(std::vector<std::string> cmd, const RunOptions& options = {});
+  RunResult Probe(std::vector<std::string> args, const RunOptions& options = {});
+  RunResult Shell(const std::string& script, const RunOptions& options = {});
+
+  // The attack's verdict. Sandboxed: `escaped` (observed from outside) must be false and the
+  // probe must have run and reported "blocked". Control modes: `escaped` must be true.
+  // `sandboxed_exit` is the exit code the sandboxed run must end with (128+SIGSYS for kills).
+  void Verdict(const RunResult& r, bool escaped, Control control, const std::string& what,
+               int sandboxed_exit = 0);
+  bool VictimChanged() const { return !(Snapshot(victim_) == victim_before_); }
+  std::string VictimReport() const;
+
+  std::string root_;     // The per-test temp tree.
+  std::string work_;     // The workdir.
+  std::string outside_;  // Everything here must stay untouched.
+  std::string home_;     // HOME given to forkbox (inside outside_).
+  std::string victim_;   // outside_/victim, "original\n".
+  std::string token_;    // Unique per test: file names, markers.
+  std::string secret_;   // Part of every secret value set in forkbox's environment.
+  FileState victim_before_;
+
+  // forkbox's environment: a plain PATH, HOME=home_, and secrets that must never reach a tool.
+  std::vector<std::string> Environment(const RunOptions& options) const;
+  std::vector<std::string> Prefix() const;  // Launchers that put forkbox in this mode.
+
+ private:
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+};
+
+// The launchers and binaries under test.
+const char* ForkboxPath();
+const char* ProbePath();
+const char* RunAsPath();
+const char* NoUsernsPath();
+
+// Runs `[launchers] forkbox sandbox --check` for a mode (cached per mode).
+const RunResult& CheckOutput(Mode mode);
+
+}  // namespace forkbox::escape

@@ -1,0 +1,223 @@
+// The other half of the suite: real work must still run inside the sandbox, `--check` must tell
+// the truth about the layer in use, and without Landlock forkbox must refuse to run anything.
+#include <sched.h>
+#include <signal.h>
+#include <sys/utsname.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+
+#include "tests/escape/fixture.h"
+
+namespace forkbox::escape {
+namespace {
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+class SandboxWorks : public EscapeTest {};
+
+TEST_P(SandboxWorks, WriteInsideWorkdir) {
+  RunResult r = Shell(
+      "cd '" + work_ +
+      "' && echo inside > inside.txt && mkdir sub && mv inside.txt sub/ && cat sub/inside.txt");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(ReadFile(work_ + "/sub/inside.txt"), "inside\n") << r.Describe();
+}
+
+TEST_P(SandboxWorks, SocketpairWorks) {
+  RunResult r = Probe({"socketpair"});
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "SOCKETPAIR ok")) << r.Describe();
+}
+
+TEST_P(SandboxWorks, AllowNetReachesLoopback) {
+  Listener listener = Listener::Tcp("127.0.0.1");
+  RunResult r =
+      Probe({"tcp", "127.0.0.1", std::to_string(listener.port())}, Flags({"--allow-net"}));
+  EXPECT_TRUE(listener.Contacted()) << "--allow-net must let tools connect\n" << r.Describe();
+}
+
+TEST_P(SandboxWorks, GitInitAddCommit) {
+  RunResult r = Shell("cd '" + work_ +
+                      "' && git init -q && echo hello > a.txt && git add a.txt && "
+                      "git -c user.name=Escape -c user.email=escape@example.invalid commit -qm "
+                      "'first commit' && git log --oneline");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "first commit")) << r.Describe();
+  EXPECT_TRUE(Exists(work_ + "/.git/HEAD"));
+}
+
+TEST_P(SandboxWorks, CompileAndRunC) {
+  WriteFile(work_ + "/hello.c",
+            "#include <stdio.h>\nint main(void) { puts(\"hello from the sandbox\"); return 0; }\n");
+  ChownTree(work_, uid(), gid());
+  RunResult r = Shell("cd '" + work_ + "' && cc -O1 -o hello hello.c && ./hello");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "hello from the sandbox")) << r.Describe();
+}
+
+TEST_P(SandboxWorks, PythonTempfile) {
+  RunResult r = Shell(
+      "/usr/bin/python3 -c 'import tempfile, os\n"
+      "with tempfile.NamedTemporaryFile() as f:\n"
+      "    f.write(b\"data\"); f.flush(); print(\"tempfile ok\", os.path.getsize(f.name))\n"
+      "with tempfile.TemporaryDirectory() as d:\n"
+      "    open(os.path.join(d, \"x\"), \"w\").write(\"y\"); print(\"tempdir ok\")'");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "tempfile ok 4")) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "tempdir ok")) << r.Describe();
+}
+
+TEST_P(SandboxWorks, PythonMultiprocessingPool) {
+  SkipUnlessLayer2("multiprocessing needs a writable /dev/shm, which only layer 2 provides");
+  RunResult r = Shell(
+      "/usr/bin/python3 -c 'from multiprocessing import Pool\n"
+      "if __name__ == \"__main__\":\n"
+      "    with Pool(2) as p: print(\"pool sum\", sum(p.map(abs, range(-10, 0))))'");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "pool sum 55")) << r.Describe();
+}
+
+TEST_P(SandboxWorks, PipesSubshellsAndMake) {
+  WriteFile(work_ + "/Makefile",
+            "out.txt:\n\t(echo b; echo a; echo c) | sort | tr -d '\\n' > $@\n"
+            "\techo \"$$(cat $@)-$$(echo sub)\" >> $@\n");
+  ChownTree(work_, uid(), gid());
+  RunResult r = Shell("cd '" + work_ + "' && make -s && cat out.txt && (cd / && echo in-subshell)");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(ReadFile(work_ + "/out.txt"), "abcabc-sub\n") << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "in-subshell")) << r.Describe();
+}
+
+TEST_P(SandboxWorks, DevNullAndDevZero) {
+  RunResult r = Shell("echo x > /dev/null && head -c 5 /dev/zero | wc -c && echo null-ok");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "5")) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "null-ok")) << r.Describe();
+}
+
+TEST_P(SandboxWorks, TmpdirIsWritable) {
+  RunResult r = Shell("test -n \"$TMPDIR\" && echo tmp > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "tmp")) << r.Describe();
+}
+
+TEST_P(SandboxWorks, EnvOptInPassesOnlyWhenNamed) {
+  RunOptions without;
+  without.env = {"MY_SETTING=visible"};
+  RunResult r = Shell("echo \"[$MY_SETTING]\"", without);
+  EXPECT_TRUE(Contains(r.out, "[]")) << "not allowlisted, must not pass\n" << r.Describe();
+  RunOptions with = Flags({"--env", "MY_SETTING"});
+  with.env = {"MY_SETTING=visible"};
+  r = Shell("echo \"[$MY_SETTING]\"", with);
+  EXPECT_TRUE(Contains(r.out, "[visible]")) << "--env MY_SETTING must pass it\n" << r.Describe();
+}
+
+TEST_P(SandboxWorks, ExitStatusPassesThrough) {
+  EXPECT_EQ(Shell("exit 7").exit_code, 7);
+  RunResult r = Shell("kill -TERM $$");
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.Describe();
+  EXPECT_TRUE(WIFEXITED(r.wait_status)) << "forkbox itself must exit, not die";
+}
+
+// ---------------------------------------------------------------------------------------------
+// --check and fail-closed.
+
+std::string KernelRelease() {
+  utsname u{};
+  uname(&u);
+  return u.release;
+}
+
+TEST_P(SandboxWorks, CheckNamesLayerLandlockSeccompAndKernel) {
+  const RunResult& check = CheckOutput(GetParam());
+  ASSERT_FALSE(check.timed_out);
+  EXPECT_EQ(check.exit_code, 0) << "the default policy is enforceable here\n" << check.Describe();
+  const std::string text = Lower(check.out + check.err);
+  EXPECT_TRUE(Contains(text, "landlock")) << check.Describe();
+  EXPECT_TRUE(Contains(text, "seccomp")) << check.Describe();
+  EXPECT_TRUE(Contains(text, KernelRelease())) << check.Describe();
+  EXPECT_TRUE(Contains(text, "fork")) << "--check must name what holds a fork bomb\n"
+                                      << check.Describe();
+  int layer = Layer();
+  EXPECT_TRUE(layer == 1 || layer == 2) << check.Describe();
+}
+
+// Whether this mode's user could create a user namespace without the sandbox.
+bool UsernsWorksFor(uid_t uid, gid_t gid) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (getuid() != uid && (setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0)) {
+      _exit(2);
+    }
+    _exit(unshare(CLONE_NEWUSER) == 0 ? 0 : 1);
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
+}
+
+TEST_P(SandboxWorks, UsesLayer2WhereUserNamespacesWork) {
+  if (no_userns()) GTEST_SKIP() << "user namespaces are refused in this mode";
+  if (!UsernsWorksFor(uid(), gid())) GTEST_SKIP() << "this kernel refuses user namespaces";
+  EXPECT_EQ(Layer(), 2) << CheckOutput(GetParam()).Describe();
+}
+
+TEST_P(SandboxWorks, CheckReportsFallbackWhereUserNamespacesAreRefused) {
+  if (!no_userns()) GTEST_SKIP() << "user namespaces are available in this mode";
+  const RunResult& check = CheckOutput(GetParam());
+  EXPECT_EQ(check.exit_code, 0) << "layer 1 alone is enforceable\n" << check.Describe();
+  EXPECT_EQ(Layer(), 1) << check.Describe();
+  const std::string text = Lower(check.out + check.err);
+  EXPECT_TRUE(Contains(text, "namespace")) << "--check must name the missing namespaces\n"
+                                           << check.Describe();
+  // The layer-2 protections that are then missing, by name.
+  EXPECT_TRUE(Contains(text, "hooks")) << check.Describe();
+  EXPECT_TRUE(Contains(text, "chmod") || Contains(text, "metadata")) << check.Describe();
+}
+
+TEST_P(SandboxWorks, FailsClosedWithoutLandlock) {
+  if (!no_userns()) GTEST_SKIP() << "runs once per user, in the container modes";
+  std::vector<std::string> prefix = {NoUsernsPath(), "--no-landlock"};
+  if (as_user() && geteuid() == 0) {
+    prefix.insert(prefix.end(), {RunAsPath(), std::to_string(uid()), std::to_string(gid())});
+  }
+  prefix.push_back(ForkboxPath());
+  Command c;
+  c.argv = prefix;
+  c.argv.insert(c.argv.end(), {"sandbox", "--workdir", work_, "--", ProbePath(), "write", victim_});
+  c.env = Environment({});
+  c.cwd = outside_;
+  RunResult r = RunCommand(c);
+  ASSERT_FALSE(r.timed_out) << r.Describe();
+  EXPECT_NE(r.exit_code, 0) << "must refuse without Landlock\n" << r.Describe();
+  EXPECT_FALSE(Contains(r.out, "PROBE ")) << "the command must not run at all\n" << r.Describe();
+  EXPECT_FALSE(VictimChanged()) << VictimReport();
+  const std::string text = r.out + r.err;
+  EXPECT_TRUE(Contains(Lower(text), "landlock")) << r.Describe();
+  EXPECT_TRUE(Contains(text, KernelRelease())) << r.Describe();
+  EXPECT_TRUE(Contains(text, "--sandbox=off")) << r.Describe();
+
+  c.argv = prefix;
+  c.argv.insert(c.argv.end(), {"sandbox", "--check"});
+  RunResult check = RunCommand(c);
+  EXPECT_NE(check.exit_code, 0) << "--check must fail without Landlock\n" << check.Describe();
+  EXPECT_TRUE(Contains(Lower(check.out + check.err), "landlock")) << check.Describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, SandboxWorks,
+                         ::testing::Values(Mode::kRoot, Mode::kUser, Mode::kRootNoUserns,
+                                           Mode::kUserNoUserns),
+                         ModeName);
+
+}  // namespace
+}  // namespace forkbox::escape

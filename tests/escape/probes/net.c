@@ -1,0 +1,135 @@
+// Network escapes. Only loopback and this host's own addresses are ever targeted.
+#define _GNU_SOURCE
+#include <arpa/inet.h>
+#include <errno.h>
+#include <linux/netlink.h>
+#include <linux/vm_sockets.h>
+#include <netinet/in.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "probe.h"
+
+static int InetAddress(const char* host, const char* port, struct sockaddr_in* out) {
+  memset(out, 0, sizeof(*out));
+  out->sin_family = AF_INET;
+  out->sin_port = htons((unsigned short)atoi(port));
+  return inet_pton(AF_INET, host, &out->sin_addr) == 1 ? 0 : -1;
+}
+
+static int ProbeTcp(int argc, char** argv) {
+  (void)argc;
+  struct sockaddr_in addr;
+  if (InetAddress(argv[1], argv[2], &addr) != 0) return ProbeError("bad address %s", argv[1]);
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Blocked("socket(AF_INET, SOCK_STREAM): %s (errno %d)", strerror(errno), errno);
+  if (connect(fd, (struct sockaddr*)&addr, sizeof(addr)) != 0) {
+    return Blocked("connect %s:%s: %s", argv[1], argv[2], strerror(errno));
+  }
+  (void)!write(fd, "ESCAPED\n", 8);
+  close(fd);
+  return Escaped("connected to %s:%s", argv[1], argv[2]);
+}
+
+static int ProbeUdp(int argc, char** argv) {
+  (void)argc;
+  struct sockaddr_in addr;
+  if (InetAddress(argv[1], argv[2], &addr) != 0) return ProbeError("bad address %s", argv[1]);
+  int fd = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Blocked("socket(AF_INET, SOCK_DGRAM): %s (errno %d)", strerror(errno), errno);
+  ssize_t n = sendto(fd, "ESCAPED\n", 8, 0, (struct sockaddr*)&addr, sizeof(addr));
+  close(fd);
+  if (n < 0) return Blocked("sendto: %s", strerror(errno));
+  return Escaped("sent a datagram to %s:%s", argv[1], argv[2]);
+}
+
+// FAMILY: socket() of a family that reaches past the workdir (raw IP, packet, netlink, vsock...).
+static int ProbeSocket(int argc, char** argv) {
+  (void)argc;
+  static const struct {
+    const char* name;
+    int domain, type, protocol;
+  } kKinds[] = {
+      {"raw", AF_INET, SOCK_RAW, IPPROTO_ICMP},    {"packet", AF_PACKET, SOCK_RAW, 0},
+      {"ping", AF_INET, SOCK_DGRAM, IPPROTO_ICMP}, {"netlink", AF_NETLINK, SOCK_RAW, NETLINK_ROUTE},
+      {"vsock", AF_VSOCK, SOCK_STREAM, 0},         {"inet6", AF_INET6, SOCK_STREAM, 0},
+      {"unix", AF_UNIX, SOCK_STREAM, 0},
+  };
+  for (size_t i = 0; i < sizeof(kKinds) / sizeof(kKinds[0]); ++i) {
+    if (strcmp(kKinds[i].name, argv[1]) != 0) continue;
+    int fd = socket(kKinds[i].domain, kKinds[i].type | SOCK_CLOEXEC, kKinds[i].protocol);
+    if (fd < 0) return Blocked("socket(%s): %s (errno %d)", argv[1], strerror(errno), errno);
+    if (kKinds[i].domain == AF_NETLINK) {
+      struct sockaddr_nl nl = {.nl_family = AF_NETLINK};
+      if (bind(fd, (struct sockaddr*)&nl, sizeof(nl)) != 0) {
+        return Blocked("netlink bind: %s", strerror(errno));
+      }
+    }
+    close(fd);
+    return Escaped("socket(%s) succeeded", argv[1]);
+  }
+  return ProbeError("unknown socket kind %s", argv[1]);
+}
+
+static int ProbeVsockConnect(int argc, char** argv) {
+  (void)argc;
+  (void)argv;
+  int fd = socket(AF_VSOCK, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Blocked("socket(AF_VSOCK): %s (errno %d)", strerror(errno), errno);
+  struct sockaddr_vm addr = {.svm_family = AF_VSOCK, .svm_cid = VMADDR_CID_HOST, .svm_port = 22};
+  if (connect(fd, (struct sockaddr*)&addr, sizeof(addr)) != 0) {
+    return Blocked("vsock connect to the host: %s", strerror(errno));
+  }
+  close(fd);
+  return Escaped("vsock connected to the host");
+}
+
+// PATH, or @NAME for the abstract namespace.
+static int ProbeUnixConnect(int argc, char** argv) {
+  (void)argc;
+  int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return Blocked("socket(AF_UNIX): %s (errno %d)", strerror(errno), errno);
+  struct sockaddr_un addr = {.sun_family = AF_UNIX};
+  size_t len = strlen(argv[1]);
+  if (len >= sizeof(addr.sun_path)) return ProbeError("path too long");
+  memcpy(addr.sun_path, argv[1], len);
+  if (argv[1][0] == '@') addr.sun_path[0] = 0;
+  socklen_t size = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
+  if (connect(fd, (struct sockaddr*)&addr, size) != 0) {
+    return Blocked("connect %s: %s (errno %d)", argv[1], strerror(errno), errno);
+  }
+  (void)!write(fd, "ESCAPED\n", 8);
+  close(fd);
+  return Escaped("connected to unix socket %s", argv[1]);
+}
+
+// Must work in the sandbox: pipes between helper processes use it.
+static int ProbeSocketpair(int argc, char** argv) {
+  (void)argc;
+  (void)argv;
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    return ProbeError("socketpair: %s", strerror(errno));
+  }
+  char c = 0;
+  if (write(sv[0], "k", 1) != 1 || read(sv[1], &c, 1) != 1 || c != 'k') {
+    return ProbeError("socketpair round trip failed");
+  }
+  printf("SOCKETPAIR ok\n");
+  return 0;
+}
+
+const struct Probe kNetProbes[] = {
+    {"tcp", "HOST PORT", 2, ProbeTcp},
+    {"udp", "HOST PORT", 2, ProbeUdp},
+    {"socket", "raw|packet|ping|netlink|vsock|inet6|unix", 1, ProbeSocket},
+    {"vsock_connect", "", 0, ProbeVsockConnect},
+    {"unix_connect", "PATH|@ABSTRACT", 1, ProbeUnixConnect},
+    {"socketpair", "", 0, ProbeSocketpair},
+    {0, 0, 0, 0},
+};

@@ -1,0 +1,288 @@
+#include "ipc/messages.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "ipc/utf8.h"
+#include "tests/ipc/test_util.h"
+
+namespace forkbox::ipc {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using testing::SampleError;
+using testing::SampleEvent;
+using testing::SampleResult;
+using testing::SampleStart;
+
+std::vector<Message> AllSamples() {
+  return {SampleStart(), SampleEvent(), SampleResult(), SampleError()};
+}
+
+// Every field path of a JSON object, as (dotted path, JSON pointer) pairs, leaves and inner
+// objects alike (array elements excluded).
+void CollectPaths(const json& j, const std::string& dotted, const json::json_pointer& ptr,
+                  std::vector<std::pair<std::string, json::json_pointer>>* out) {
+  for (const auto& [key, value] : j.items()) {
+    std::string sub = dotted.empty() ? key : dotted + "." + key;
+    out->emplace_back(sub, ptr / key);
+    if (value.is_object()) CollectPaths(value, sub, ptr / key, out);
+  }
+}
+
+// A value of a different JSON type than v.
+json WrongTypeFor(const json& v) {
+  if (v.is_string()) return 42;
+  if (v.is_number()) return "42";
+  if (v.is_boolean()) return 1;
+  if (v.is_array()) return json::object();
+  return json::array();
+}
+
+TEST(MessagesTest, EveryTypeRoundTrips) {
+  for (const Message& m : AllSamples()) {
+    json j = ToJson(m);
+    EXPECT_EQ(j["type"], MessageTypeName(m));
+    Result<Message> back = FromJson(j);
+    ASSERT_TRUE(back.ok()) << back.status().ToString();
+    EXPECT_EQ(*back, m) << j.dump();
+  }
+}
+
+TEST(MessagesTest, StartWithoutTranscriptRoundTrips) {
+  StartMessage m = SampleStart();
+  m.transcript_fd.reset();
+  json j = ToJson(m);
+  EXPECT_FALSE(j.contains("transcript_fd"));
+  Result<Message> back = FromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, Message(m));
+
+  j["transcript_fd"] = nullptr;  // null means "none" too.
+  back = FromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_FALSE(std::get<StartMessage>(*back).transcript_fd.has_value());
+}
+
+TEST(MessagesTest, DefaultsRoundTrip) {
+  StartMessage m;
+  m.prompt = "p";
+  m.provider.name = "anthropic";
+  m.workdir = "/";
+  Result<Message> back = FromJson(ToJson(m));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, Message(m));
+}
+
+TEST(MessagesTest, EveryMissingFieldIsNamed) {
+  for (const Message& m : AllSamples()) {
+    json j = ToJson(m);
+    std::vector<std::pair<std::string, json::json_pointer>> paths;
+    CollectPaths(j, "", json::json_pointer(), &paths);
+    for (const auto& [dotted, ptr] : paths) {
+      if (dotted == "transcript_fd") continue;  // Optional.
+      json broken = j;
+      broken[ptr.parent_pointer()].erase(ptr.back());
+      Result<Message> r = FromJson(broken);
+      ASSERT_FALSE(r.ok()) << "accepted without " << dotted;
+      EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
+      EXPECT_THAT(r.status().message(), HasSubstr("missing field \"" + dotted + "\"")) << dotted;
+    }
+  }
+}
+
+TEST(MessagesTest, EveryMistypedFieldIsNamed) {
+  for (const Message& m : AllSamples()) {
+    json j = ToJson(m);
+    std::vector<std::pair<std::string, json::json_pointer>> paths;
+    CollectPaths(j, "", json::json_pointer(), &paths);
+    for (const auto& [dotted, ptr] : paths) {
+      json broken = j;
+      broken[ptr] = WrongTypeFor(j[ptr]);
+      Result<Message> r = FromJson(broken);
+      ASSERT_FALSE(r.ok()) << "accepted mistyped " << dotted << ": " << broken.dump();
+      EXPECT_THAT(r.status().message(), HasSubstr(dotted)) << r.status().ToString();
+    }
+  }
+}
+
+TEST(MessagesTest, MistypedListElementIsNamed) {
+  json j = ToJson(SampleStart());
+  j["sandbox"]["writable"][1] = 5;
+  Result<Message> r = FromJson(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("sandbox.writable[1]"));
+  EXPECT_THAT(r.status().message(), HasSubstr("expected a string, got integer"));
+}
+
+TEST(MessagesTest, RejectsNonIntegerAndHugeNumbers) {
+  json j = ToJson(SampleStart());
+  j["limits"]["max_turns"] = 2.5;
+  EXPECT_THAT(FromJson(j).status().message(),
+              HasSubstr("\"limits.max_turns\": expected an integer"));
+  j["limits"]["max_turns"] = 18446744073709551615ULL;
+  EXPECT_THAT(FromJson(j).status().message(),
+              HasSubstr("\"limits.max_turns\": must be an integer"));
+}
+
+TEST(MessagesTest, RejectsNegativeAndZeroLimits) {
+  const char* fields[] = {"max_turns", "tool_timeout_ms", "max_tool_output_chars",
+                          "max_summary_bytes"};
+  for (const char* field : fields) {
+    for (int value : {-1, 0}) {
+      json j = ToJson(SampleStart());
+      j["limits"][field] = value;
+      Result<Message> r = FromJson(j);
+      ASSERT_FALSE(r.ok()) << field << "=" << value;
+      EXPECT_THAT(r.status().message(),
+                  HasSubstr("\"limits." + std::string(field) + "\": must be an integer >= 1"));
+    }
+  }
+  json j = ToJson(SampleEvent());
+  j["turn"] = -1;
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"turn\""));
+  j = ToJson(SampleResult());
+  j["stats"]["input_tokens"] = -5;
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"stats.input_tokens\""));
+}
+
+TEST(MessagesTest, RejectsUnknownAndMissingType) {
+  json j = ToJson(SampleEvent());
+  j["type"] = "evnt";
+  Result<Message> r = FromJson(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("unknown message type \"evnt\""));
+
+  j.erase("type");
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("missing field \"type\""));
+  j["type"] = 3;
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"type\": expected a string"));
+  EXPECT_THAT(FromJson(json::array()).status().message(), HasSubstr("must be a JSON object"));
+  EXPECT_THAT(FromJson(json("start")).status().message(), HasSubstr("must be a JSON object"));
+}
+
+TEST(MessagesTest, RejectsUnknownProvider) {
+  json j = ToJson(SampleStart());
+  j["provider"]["name"] = "gemini";
+  Result<Message> r = FromJson(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("\"provider.name\": unknown provider \"gemini\""));
+}
+
+TEST(MessagesTest, TranscriptFdRange) {
+  for (int fd : {-1, 0, 1, 2, 3, 4, 1 << 20}) {
+    json j = ToJson(SampleStart());
+    j["transcript_fd"] = fd;
+    Result<Message> r = FromJson(j);
+    ASSERT_FALSE(r.ok()) << fd;
+    EXPECT_THAT(r.status().message(), HasSubstr("\"transcript_fd\": must be an integer in [5,"));
+  }
+  json j = ToJson(SampleStart());
+  j["transcript_fd"] = 5;
+  Result<Message> r = FromJson(j);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(std::get<StartMessage>(*r).transcript_fd, 5);
+}
+
+TEST(MessagesTest, RejectsBadStartValues) {
+  json j = ToJson(SampleStart());
+  j["workdir"] = "relative/dir";
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"workdir\": must be an absolute path"));
+  j = ToJson(SampleStart());
+  j["prompt"] = "";
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"prompt\": must not be empty"));
+  j = ToJson(SampleStart());
+  j["sandbox"]["env"] = {"A=B"};
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"sandbox.env\""));
+  j = ToJson(SampleStart());
+  j["sandbox"]["writable"] = {std::string("/a\0b", 4)};
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("NUL"));
+}
+
+TEST(MessagesTest, EventDetailLimits) {
+  json j = ToJson(SampleEvent());
+  j["detail"] = std::string(kMaxEventDetailBytes, 'x');
+  EXPECT_TRUE(FromJson(j).ok());
+  j["detail"] = std::string(kMaxEventDetailBytes + 1, 'x');
+  Result<Message> r = FromJson(j);
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.status().message(), HasSubstr("\"detail\": 201 bytes exceeds the limit of 200"));
+  j["detail"] = "two\nlines";
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"detail\": must be a single line"));
+}
+
+TEST(MessagesTest, InvalidUtf8InAnyStringIsNamed) {
+  // Built in memory (a frame's raw bytes are checked before parsing; see frame_test).
+  const std::string bad = "ok\xC3\x28";
+  json j = ToJson(SampleStart());
+  j["provider"]["api_key"] = bad;
+  EXPECT_THAT(FromJson(j).status().message(),
+              HasSubstr("\"provider.api_key\": invalid UTF-8 at byte 2"));
+  j = ToJson(SampleStart());
+  j["sandbox"]["writable"][0] = bad;
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"sandbox.writable[0]\": invalid UTF-8"));
+  j = ToJson(SampleResult());
+  j["summary"] = bad;
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"summary\": invalid UTF-8"));
+}
+
+TEST(MessagesTest, ErrorsNameTheMessageType) {
+  json j = ToJson(SampleResult());
+  j["stats"].erase("stop_reason");
+  EXPECT_EQ(FromJson(j).status().message(), "result message: missing field \"stats.stop_reason\"");
+}
+
+TEST(MessagesTest, IgnoresUnknownExtraFields) {
+  json j = ToJson(SampleError());
+  j["added_in_v2"] = {{"x", 1}};
+  Result<Message> r = FromJson(j);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(*r, Message(SampleError()));
+}
+
+TEST(MakeEventDetailTest, OneLineWithControlBytesReplaced) {
+  EXPECT_EQ(MakeEventDetail("ls -la\nfoo\r\nbar\tbaz\x1b[31m"), "ls -la foo  bar baz [31m");
+  EXPECT_EQ(MakeEventDetail(""), "");
+}
+
+TEST(MakeEventDetailTest, CutsAtTheLimitWithoutSplittingSequences) {
+  EXPECT_EQ(MakeEventDetail(std::string(500, 'a')), std::string(kMaxEventDetailBytes, 'a'));
+  // 199 ASCII bytes then a 2-byte é: the é does not fit and must not be half-included.
+  std::string s = std::string(199, 'a') + "\xC3\xA9" + "tail";
+  EXPECT_EQ(MakeEventDetail(s), std::string(199, 'a'));
+  // 4-byte emoji straddling the cut at 198..201.
+  s = std::string(198, 'a') + "\xF0\x9F\x9A\x80";
+  EXPECT_EQ(MakeEventDetail(s), std::string(198, 'a'));
+  s = std::string(196, 'a') + "\xF0\x9F\x9A\x80" + "zzz";
+  EXPECT_EQ(MakeEventDetail(s), std::string(196, 'a') + "\xF0\x9F\x9A\x80");
+}
+
+TEST(MakeEventDetailTest, InvalidBytesBecomeReplacementCharacters) {
+  EXPECT_EQ(MakeEventDetail("a\xFF"
+                            "b"),
+            "a\xEF\xBF\xBD"
+            "b");
+}
+
+TEST(MakeEventDetailTest, AlwaysDecodableForArbitraryInput) {
+  std::mt19937 rng(12345);  // Fixed seed: reproducible.
+  for (int round = 0; round < 2000; ++round) {
+    std::string text(rng() % 600, '\0');
+    for (char& c : text) c = static_cast<char>(rng() % 256);
+    std::string detail = MakeEventDetail(text);
+    ASSERT_LE(detail.size(), kMaxEventDetailBytes);
+    ASSERT_TRUE(IsValidUtf8(detail)) << ::testing::PrintToString(text);
+    ASSERT_EQ(detail.find_first_of("\r\n"), std::string::npos);
+    EventMessage e{1, "bash", detail};
+    ASSERT_TRUE(FromJson(ToJson(e)).ok());
+  }
+}
+
+}  // namespace
+}  // namespace forkbox::ipc

@@ -1,0 +1,368 @@
+// ChildProcess and Spawn: reaping, group kills, fd mapping, exec/pre_exec errors.
+#include "ipc/process.h"
+
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <string>
+
+#include "ipc/frame.h"
+#include "tests/ipc/test_util.h"
+
+namespace forkbox {
+namespace {
+
+using ipc::testing::ReadAllFromFd;
+using ::testing::HasSubstr;
+
+SpawnOptions Sh(const std::string& script) {
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", script};
+  o.env = {"PATH=/usr/bin:/bin"};
+  return o;
+}
+
+// True when pid is gone entirely: not running, not a zombie child of ours.
+bool FullyGone(pid_t pid) {
+  siginfo_t info = {};
+  errno = 0;
+  int r = ::waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG | WNOWAIT);
+  bool not_our_child = r < 0 && errno == ECHILD;
+  return not_our_child && !std::filesystem::exists("/proc/" + std::to_string(pid));
+}
+
+// Blocks until a process (not necessarily our child) has exited, via its pidfd.
+void WaitForExit(pid_t pid) {
+  int fd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) {
+    ASSERT_EQ(errno, ESRCH) << "pidfd_open";  // Already gone.
+    return;
+  }
+  UniqueFd pidfd(fd);
+  struct pollfd p = {pidfd.get(), POLLIN, 0};
+  while (::poll(&p, 1, -1) < 0) ASSERT_EQ(errno, EINTR);
+}
+
+pid_t ReadPid(int fd) {
+  std::string line;
+  char c;
+  while (::read(fd, &c, 1) == 1 && c != '\n') line += c;
+  return static_cast<pid_t>(std::stoi(line));
+}
+
+TEST(SpawnTest, RunsAProgramAndReportsItsExitCode) {
+  Result<ChildProcess> child = Spawn(Sh("exit 3"));
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  EXPECT_GT(child->pid(), 0);
+  EXPECT_GE(child->pidfd(), 0);
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 3);
+  EXPECT_EQ(DescribeWaitStatus(*status), "exited with code 3");
+  EXPECT_FALSE(child->running());
+  Result<int> again = child->Wait();  // Reaped once; the status is remembered.
+  ASSERT_TRUE(again.ok());
+  EXPECT_EQ(*again, *status);
+  EXPECT_THAT(child->Signal(SIGTERM).message(), HasSubstr("already reaped"));
+}
+
+TEST(SpawnTest, SignalDeathIsDescribed) {
+  Result<ChildProcess> child = Spawn(Sh("kill -9 $$"));
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 137);
+  EXPECT_EQ(DescribeWaitStatus(*status), "killed by signal 9 (Killed)");
+}
+
+TEST(SpawnTest, ExecFailureIsARealStatus) {
+  SpawnOptions o;
+  o.argv = {"/nonexistent/forkbox-child"};
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(child.status().message(),
+            "execve(/nonexistent/forkbox-child): No such file or directory (errno 2)");
+
+  o.argv = {"/etc/hostname"};  // Not executable.
+  child = Spawn(o);
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.status().code(), Status::Code::kPermissionDenied);
+  EXPECT_THAT(child.status().message(), HasSubstr("execve(/etc/hostname): Permission denied"));
+}
+
+TEST(SpawnTest, PreExecFailureIsPassedThrough) {
+  SpawnOptions o = Sh("exit 0");
+  o.pre_exec = [] { return Status::Unavailable("landlock: not supported by this kernel"); };
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.status().code(), Status::Code::kUnavailable);
+  EXPECT_EQ(child.status().message(),
+            "spawn /bin/sh: pre_exec: landlock: not supported by this kernel");
+}
+
+TEST(SpawnTest, PreExecRunsInTheChild) {
+  Result<Pipe> out = MakePipe();
+  ASSERT_TRUE(out.ok());
+  SpawnOptions o = Sh("echo exec");
+  o.fds = {{out->write.get(), 1}};
+  o.pre_exec = [] {
+    // Runs after the fds are mapped (fd 1 is the pipe) and before exec.
+    return ::write(1, "pre_exec\n", 9) == 9 ? Status::Ok() : Status::Internal("write");
+  };
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  out->write.reset();
+  EXPECT_EQ(ReadAllFromFd(out->read.get()), "pre_exec\nexec\n");
+}
+
+TEST(SpawnTest, ChdirFailureNamesThePath) {
+  SpawnOptions o = Sh("exit 0");
+  o.cwd = "/nonexistent-dir";
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.status().message(),
+            "spawn /bin/sh: chdir(/nonexistent-dir): No such file or directory (errno 2)");
+}
+
+TEST(SpawnTest, BadOptionsFailBeforeForking) {
+  SpawnOptions empty;
+  EXPECT_EQ(Spawn(empty).status().code(), Status::Code::kInvalidArgument);
+  SpawnOptions o = Sh("exit 0");
+  o.fds = {{12345, 3}};
+  EXPECT_THAT(Spawn(o).status().message(), HasSubstr("source fd 12345 for target 3"));
+  Result<Pipe> p = MakePipe();
+  ASSERT_TRUE(p.ok());
+  o.fds = {{p->read.get(), 3}, {p->write.get(), 3}};
+  EXPECT_THAT(Spawn(o).status().message(), HasSubstr("target fd 3 is mapped twice"));
+  o = Sh("exit 0");
+  o.env = {"NOEQUALS"};
+  EXPECT_THAT(Spawn(o).status().message(), HasSubstr("is not NAME=value"));
+  o = Sh(std::string("exit\0 0", 7));
+  EXPECT_THAT(Spawn(o).status().message(), HasSubstr("argv[2] contains a NUL byte"));
+}
+
+TEST(SpawnTest, MapsDescriptorsOntoThreeAndFour) {
+  Result<Pipe> to_child = MakePipe();
+  Result<Pipe> from_child = MakePipe();
+  ASSERT_TRUE(to_child.ok() && from_child.ok());
+  SpawnOptions o = Sh("read line <&3; echo \"got $line\" >&4");
+  o.fds = {{to_child->read.get(), ipc::kChildControlReadFd},
+           {from_child->write.get(), ipc::kChildReportWriteFd}};
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  to_child->read.reset();
+  from_child->write.reset();
+  ASSERT_TRUE(::write(to_child->write.get(), "hello\n", 6) == 6);
+  EXPECT_EQ(ReadAllFromFd(from_child->read.get()), "got hello\n");
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
+}
+
+TEST(SpawnTest, OverlappingSourcesAndTargetsAreSwappedCorrectly) {
+  Result<Pipe> a = MakePipe();
+  Result<Pipe> b = MakePipe();
+  ASSERT_TRUE(a.ok() && b.ok());
+  // Put the sources on fds that are each other's targets: {X -> Y, Y -> X}.
+  UniqueFd x(::fcntl(a->read.get(), F_DUPFD_CLOEXEC, 50));
+  UniqueFd y(::fcntl(b->write.get(), F_DUPFD_CLOEXEC, 60));
+  ASSERT_TRUE(x.valid() && y.valid());
+  a->read.reset();
+  b->write.reset();
+  std::string script =
+      "read v <&" + std::to_string(y.get()) + "; echo \"swapped $v\" >&" + std::to_string(x.get());
+  SpawnOptions o = Sh(script);
+  o.fds = {{x.get(), y.get()}, {y.get(), x.get()}};
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  x.reset();
+  y.reset();
+  ASSERT_TRUE(::write(a->write.get(), "v1\n", 3) == 3);
+  EXPECT_EQ(ReadAllFromFd(b->read.get()), "swapped v1\n");
+}
+
+TEST(SpawnTest, SourceEqualToTargetSurvivesExec) {
+  Result<Pipe> p = MakePipe();  // O_CLOEXEC: only the mapping keeps it open.
+  ASSERT_TRUE(p.ok());
+  int fd = p->write.get();
+  SpawnOptions o = Sh("echo same >&" + std::to_string(fd));
+  o.fds = {{fd, fd}};
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  p->write.reset();
+  EXPECT_EQ(ReadAllFromFd(p->read.get()), "same\n");
+}
+
+TEST(SpawnTest, EnvironmentAndCwdAreExactlyAsGiven) {
+  Result<Pipe> out = MakePipe();
+  ASSERT_TRUE(out.ok());
+  SpawnOptions o;
+  o.argv = {"/usr/bin/env"};
+  o.env = {"ONLY=this", "AND=that"};
+  o.fds = {{out->write.get(), 1}};
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  out->write.reset();
+  EXPECT_EQ(ReadAllFromFd(out->read.get()), "ONLY=this\nAND=that\n");
+
+  Result<Pipe> out2 = MakePipe();
+  ASSERT_TRUE(out2.ok());
+  o = Sh("pwd");
+  o.cwd = "/usr/share";
+  o.fds = {{out2->write.get(), 1}};
+  child = Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  out2->write.reset();
+  EXPECT_EQ(ReadAllFromFd(out2->read.get()), "/usr/share\n");
+}
+
+TEST(SpawnTest, ChildStartsWithDefaultSignalsAndEmptyMask) {
+  struct sigaction ign = {}, old = {};
+  ign.sa_handler = SIG_IGN;
+  ::sigaction(SIGPIPE, &ign, &old);  // Like the parent binaries do.
+  sigset_t block, old_mask;
+  sigemptyset(&block);
+  sigaddset(&block, SIGUSR2);
+  ::pthread_sigmask(SIG_BLOCK, &block, &old_mask);
+  Result<Pipe> out = MakePipe();
+  ASSERT_TRUE(out.ok());
+  SpawnOptions o;
+  o.argv = {"/bin/grep", "-E", "^Sig(Ign|Blk):", "/proc/self/status"};
+  o.fds = {{out->write.get(), 1}};
+  Result<ChildProcess> child = Spawn(o);
+  ::sigaction(SIGPIPE, &old, nullptr);
+  ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  out->write.reset();
+  EXPECT_EQ(ReadAllFromFd(out->read.get()),
+            "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
+}
+
+TEST(ChildProcessTest, DestructorKillsAndReaps) {
+  Result<Pipe> in = MakePipe();
+  ASSERT_TRUE(in.ok());
+  pid_t pid = -1;
+  {
+    SpawnOptions o;
+    o.argv = {"/bin/cat"};  // Blocks on stdin, which we keep open.
+    o.fds = {{in->read.get(), 0}};
+    Result<ChildProcess> child = Spawn(o);
+    ASSERT_TRUE(child.ok()) << child.status().ToString();
+    pid = child->pid();
+    Result<std::optional<int>> early = child->TryWait();
+    ASSERT_TRUE(early.ok());
+    EXPECT_FALSE(early->has_value()) << "cat exited while its stdin was open";
+    EXPECT_TRUE(child->running());
+  }
+  EXPECT_TRUE(FullyGone(pid)) << "pid " << pid << " left running or as a zombie";
+}
+
+TEST(ChildProcessTest, TryWaitSeesTheExitOnceThePidfdIsReadable) {
+  Result<Pipe> in = MakePipe();
+  ASSERT_TRUE(in.ok());
+  SpawnOptions o;
+  o.argv = {"/bin/cat"};
+  o.fds = {{in->read.get(), 0}};
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  in->write.reset();  // EOF: cat exits.
+  struct pollfd p = {child->pidfd(), POLLIN, 0};
+  ASSERT_EQ(::poll(&p, 1, -1), 1);
+  Result<std::optional<int>> status = child->TryWait();
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  ASSERT_TRUE(status->has_value());
+  EXPECT_EQ(ExitCodeFromWaitStatus(**status), 0);
+  EXPECT_FALSE(child->running());
+}
+
+TEST(ChildProcessTest, SignalReachesTheProcess) {
+  Result<Pipe> in = MakePipe();
+  ASSERT_TRUE(in.ok());
+  SpawnOptions o;
+  o.argv = {"/bin/cat"};
+  o.fds = {{in->read.get(), 0}};
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  ASSERT_TRUE(child->Signal(SIGTERM).ok());
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(DescribeWaitStatus(*status), "killed by signal 15 (Terminated)");
+}
+
+TEST(ChildProcessTest, DestructorKillsTheWholeGroupIncludingAGrandchild) {
+  Result<Pipe> report = MakePipe();
+  Result<Pipe> hold = MakePipe();
+  ASSERT_TRUE(report.ok() && hold.ok());
+  pid_t leader = -1, grandchild = -1;
+  {
+    // The grandchild blocks reading fd 3 (kept open by us); the leader waits for it.
+    SpawnOptions o = Sh("cat <&3 >/dev/null & echo $! >&4; wait");
+    o.fds = {{hold->read.get(), 3}, {report->write.get(), 4}};
+    o.new_session = true;
+    Result<ChildProcess> child = Spawn(o);
+    ASSERT_TRUE(child.ok()) << child.status().ToString();
+    report->write.reset();
+    leader = child->pid();
+    grandchild = ReadPid(report->read.get());
+    EXPECT_EQ(::getpgid(grandchild), leader);
+    EXPECT_EQ(::getsid(leader), leader);
+  }
+  EXPECT_TRUE(FullyGone(leader));
+  WaitForExit(grandchild);  // Returns only once the grandchild is dead.
+}
+
+TEST(ChildProcessTest, WaitingForAGroupLeaderKillsItsLeftovers) {
+  Result<Pipe> report = MakePipe();
+  Result<Pipe> hold = MakePipe();
+  ASSERT_TRUE(report.ok() && hold.ok());
+  SpawnOptions o = Sh("cat <&3 >/dev/null & echo $! >&4");  // The leader exits at once.
+  o.fds = {{hold->read.get(), 3}, {report->write.get(), 4}};
+  o.new_session = true;
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  report->write.reset();
+  pid_t grandchild = ReadPid(report->read.get());
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
+  WaitForExit(grandchild);
+}
+
+TEST(ChildProcessTest, MoveTransfersOwnership) {
+  Result<Pipe> in = MakePipe();
+  ASSERT_TRUE(in.ok());
+  SpawnOptions o;
+  o.argv = {"/bin/cat"};
+  o.fds = {{in->read.get(), 0}};
+  Result<ChildProcess> a = Spawn(o);
+  Result<ChildProcess> b = Spawn(o);
+  ASSERT_TRUE(a.ok() && b.ok());
+  pid_t pid_a = a->pid(), pid_b = b->pid();
+  ChildProcess moved(std::move(*a));
+  EXPECT_FALSE(a->running());
+  EXPECT_TRUE(moved.running());
+  moved = std::move(*b);  // Kills and reaps the first before taking the second.
+  EXPECT_TRUE(FullyGone(pid_a));
+  EXPECT_EQ(moved.pid(), pid_b);
+  EXPECT_TRUE(moved.running());
+}
+
+TEST(WaitStatusTest, MapsExitAndSignalStatuses) {
+  EXPECT_EQ(ExitCodeFromWaitStatus(0), 0);
+  EXPECT_EQ(ExitCodeFromWaitStatus(42 << 8), 42);
+  EXPECT_EQ(ExitCodeFromWaitStatus(SIGSEGV), 128 + SIGSEGV);
+  EXPECT_EQ(DescribeWaitStatus(SIGSEGV | 0x80),
+            "killed by signal 11 (Segmentation fault), core dumped");
+}
+
+}  // namespace
+}  // namespace forkbox

@@ -1,0 +1,105 @@
+// forkbox-mock: serves a scenario file on 127.0.0.1 for the demo, the benchmarks and
+// end-to-end tests. See docs/mock.md.
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <stdexcept>
+#include <string>
+
+#include "tests/mock/mock_server.h"
+
+namespace {
+
+// Writes `text` to `path` via a temporary file and rename, so readers never see a partial file.
+bool WriteAtomically(const std::string& path, const std::string& text, std::string* error) {
+  const std::string tmp = path + ".tmp." + std::to_string(getpid());
+  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *error = "open " + tmp + ": " + std::strerror(errno);
+    return false;
+  }
+  const bool written = write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const int saved = errno;
+  if (close(fd) != 0 || !written) {
+    *error = "write " + tmp + ": " + std::strerror(written ? errno : saved);
+    unlink(tmp.c_str());
+    return false;
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    *error = "rename " + tmp + " -> " + path + ": " + std::strerror(errno);
+    unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"forkbox-mock: a scripted Anthropic/OpenAI model server for tests"};
+  std::string scenario_path, port_file, log_path;
+  int port = 0;
+  app.add_option("--scenario", scenario_path, "Scenario JSON file (docs/mock.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--port", port, "Port on 127.0.0.1 (default: ephemeral)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--port-file", port_file, "Write the port here (atomically) once listening");
+  app.add_option("--log", log_path, "Append each request as one JSON line (keys redacted)");
+  CLI11_PARSE(app, argc, argv);
+
+  // Block the stop signals before any thread starts so only sigwait below receives them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGTERM);
+  sigaddset(&stop_signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);  // A client that hangs up must not kill the server.
+
+  try {
+    forkbox::mock::MockServer server(port);
+    server.SetScenario(forkbox::mock::Scenario::FromFile(scenario_path));
+
+    std::ofstream log;
+    std::mutex log_mu;
+    if (!log_path.empty()) {
+      log.open(log_path, std::ios::app);
+      if (!log) {
+        std::cerr << "forkbox-mock: cannot open log " << log_path << ": " << std::strerror(errno)
+                  << "\n";
+        return 1;
+      }
+      server.SetObserver([&](const forkbox::mock::RecordedRequest& r) {
+        std::lock_guard lock(log_mu);
+        log << r.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
+        log.flush();
+      });
+    }
+    server.Start();
+    // The port file first: a reader of the stdout line may then rely on the file too.
+    if (!port_file.empty()) {
+      std::string error;
+      if (!WriteAtomically(port_file, std::to_string(server.port()) + "\n", &error)) {
+        std::cerr << "forkbox-mock: " << error << "\n";
+        return 1;
+      }
+    }
+    std::cout << "listening on 127.0.0.1:" << server.port() << std::endl;
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    server.Stop();
+    server.SetObserver(nullptr);
+  } catch (const std::exception& e) {
+    std::cerr << "forkbox-mock: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,466 @@
+#include "tests/mock/request_view.h"
+
+#include <set>
+#include <utility>
+
+namespace forkbox::mock {
+namespace {
+
+using nlohmann::json;
+
+std::optional<ApiError> Invalid(std::string message, std::string param = "",
+                                std::string code = "") {
+  return ApiError{400, "invalid_request_error", std::move(message), std::move(param),
+                  std::move(code)};
+}
+
+void AppendLine(std::string* out, const std::string& text) {
+  if (text.empty()) return;
+  if (!out->empty()) out->push_back('\n');
+  out->append(text);
+}
+
+// Text of a string, or of the text parts of an array of content parts/blocks.
+std::string TextOf(const json& content) {
+  if (content.is_string()) return content.get<std::string>();
+  std::string out;
+  if (!content.is_array()) return out;
+  for (const json& part : content) {
+    if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+        part["text"].is_string()) {
+      AppendLine(&out, part["text"].get<std::string>());
+    }
+  }
+  return out;
+}
+
+// ---- Anthropic Messages ----
+
+std::optional<ApiError> CheckAnthropicBlock(const json& block, const std::string& where,
+                                            const std::string& role) {
+  if (!block.is_object() || !block.contains("type") || !block["type"].is_string()) {
+    return Invalid(where + ".type: Field required");
+  }
+  const std::string type = block["type"].get<std::string>();
+  if (type == "text") {
+    if (!block.contains("text") || !block["text"].is_string()) {
+      return Invalid(where + ".text: Field required");
+    }
+    if (block["text"].get<std::string>().empty()) {
+      return Invalid(where + ".text: text content blocks must be non-empty");
+    }
+  } else if (type == "tool_use") {
+    if (role != "assistant")
+      return Invalid(where + ": tool_use blocks are only allowed in assistant messages");
+    if (!block.contains("id") || !block["id"].is_string())
+      return Invalid(where + ".id: Field required");
+    if (!block.contains("name") || !block["name"].is_string()) {
+      return Invalid(where + ".name: Field required");
+    }
+    if (!block.contains("input") || !block["input"].is_object()) {
+      return Invalid(where + ".input: Input should be a valid dictionary");
+    }
+  } else if (type == "tool_result") {
+    if (role != "user")
+      return Invalid(where + ": tool_result blocks are only allowed in user messages");
+    if (!block.contains("tool_use_id") || !block["tool_use_id"].is_string()) {
+      return Invalid(where + ".tool_use_id: Field required");
+    }
+    if (block.contains("content")) {
+      const json& c = block["content"];
+      if (!c.is_string() && !c.is_array()) {
+        return Invalid(where + ".content: Input should be a valid string or list");
+      }
+      if (c.is_array()) {
+        for (size_t k = 0; k < c.size(); ++k) {
+          const std::string sub = where + ".content." + std::to_string(k);
+          if (!c[k].is_object()) return Invalid(sub + ": Input should be a valid dictionary");
+          if (c[k].value("type", "") == "text") {
+            if (auto e = CheckAnthropicBlock(c[k], sub, "user")) return e;
+          }
+        }
+      }
+    }
+    if (block.contains("is_error") && !block["is_error"].is_boolean()) {
+      return Invalid(where + ".is_error: Input should be a valid boolean");
+    }
+  } else if (type != "image" && type != "document" && type != "thinking" &&
+             type != "redacted_thinking" && type != "search_result") {
+    return Invalid(where + ".type: Input tag '" + type +
+                   "' does not match any of the expected tags");
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> BuildAnthropic(const json& body, RequestView* view) {
+  if (!body.contains("model") || !body["model"].is_string())
+    return Invalid("model: Field required");
+  view->model = body["model"].get<std::string>();
+  if (!body.contains("max_tokens")) return Invalid("max_tokens: Field required");
+  if (!body["max_tokens"].is_number_integer() || body["max_tokens"].get<int64_t>() < 1) {
+    return Invalid("max_tokens: Input should be a valid integer greater than or equal to 1");
+  }
+  if (body.contains("stream")) {
+    if (!body["stream"].is_boolean()) return Invalid("stream: Input should be a valid boolean");
+    view->stream = body["stream"].get<bool>();
+  }
+  if (body.contains("system")) {
+    const json& s = body["system"];
+    if (!s.is_string() && !s.is_array())
+      return Invalid("system: Input should be a valid string or list");
+    if (s.is_array()) {
+      for (size_t i = 0; i < s.size(); ++i) {
+        if (!s[i].is_object() || s[i].value("type", "") != "text") {
+          return Invalid("system." + std::to_string(i) + ".type: Input should be 'text'");
+        }
+        if (auto e = CheckAnthropicBlock(s[i], "system." + std::to_string(i), "system")) return e;
+      }
+    }
+    view->system = TextOf(s);
+  }
+  if (body.contains("tools")) {
+    if (!body["tools"].is_array()) return Invalid("tools: Input should be a valid list");
+    std::set<std::string> names;
+    for (size_t i = 0; i < body["tools"].size(); ++i) {
+      const json& t = body["tools"][i];
+      const std::string where = "tools." + std::to_string(i);
+      if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) {
+        return Invalid(where + ".name: Field required");
+      }
+      // Client tools need a schema; server tools (with a "type") do not.
+      if (!t.contains("type") && (!t.contains("input_schema") || !t["input_schema"].is_object())) {
+        return Invalid(where + ".input_schema: Field required");
+      }
+      const std::string name = t["name"].get<std::string>();
+      if (!names.insert(name).second) return Invalid("tools: Tool names must be unique.");
+      view->tool_names.push_back(name);
+    }
+  }
+  if (!body.contains("messages")) return Invalid("messages: Field required");
+  const json& messages = body["messages"];
+  if (!messages.is_array()) return Invalid("messages: Input should be a valid list");
+  if (messages.empty()) return Invalid("messages: at least one message is required");
+
+  std::vector<std::string> pending_tool_use_ids;  // From the previous assistant message.
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json& m = messages[i];
+    const std::string where = "messages." + std::to_string(i);
+    if (!m.is_object()) return Invalid(where + ": Input should be a valid dictionary");
+    if (!m.contains("role") || !m["role"].is_string())
+      return Invalid(where + ".role: Field required");
+    const std::string role = m["role"].get<std::string>();
+    if (role != "user" && role != "assistant") {
+      return Invalid(where + ".role: Input should be 'user' or 'assistant'");
+    }
+    if (i == 0 && role != "user")
+      return Invalid("messages: first message must use the \"user\" role");
+    if (i > 0 && messages[i - 1].value("role", "") == role) {
+      return Invalid(
+          "messages: roles must alternate between \"user\" and \"assistant\", but found "
+          "multiple \"" +
+          role + "\" roles in a row");
+    }
+    if (!m.contains("content")) return Invalid(where + ".content: Field required");
+    const json& content = m["content"];
+    if (!content.is_string() && !content.is_array()) {
+      return Invalid(where + ".content: Input should be a valid string or list");
+    }
+    const bool final_assistant = role == "assistant" && i + 1 == messages.size();
+    if ((content.is_string() && content.get<std::string>().empty()) ||
+        (content.is_array() && content.empty())) {
+      if (!final_assistant) {
+        return Invalid(where +
+                       ": all messages must have non-empty content except for the "
+                       "optional final assistant message");
+      }
+    }
+    std::vector<std::string> tool_use_ids;
+    std::set<std::string> answered;
+    std::string turn_text = content.is_string() ? content.get<std::string>() : "";
+    if (content.is_array()) {
+      for (size_t k = 0; k < content.size(); ++k) {
+        const std::string bwhere = where + ".content." + std::to_string(k);
+        if (auto e = CheckAnthropicBlock(content[k], bwhere, role)) return e;
+        const json& b = content[k];
+        const std::string type = b["type"].get<std::string>();
+        if (type == "text") {
+          AppendLine(&turn_text, b["text"].get<std::string>());
+        } else if (type == "tool_use") {
+          tool_use_ids.push_back(b["id"].get<std::string>());
+        } else if (type == "tool_result") {
+          const std::string id = b["tool_use_id"].get<std::string>();
+          bool known = false;
+          for (const auto& p : pending_tool_use_ids) known = known || p == id;
+          if (!known) {
+            return Invalid(bwhere +
+                           ": unexpected `tool_use_id` found in `tool_result` blocks: " + id +
+                           ". Each `tool_result` block must have a corresponding `tool_use` "
+                           "block in the previous message.");
+          }
+          answered.insert(id);
+          ToolResultView r{id, b.contains("content") ? TextOf(b["content"]) : "",
+                           b.value("is_error", false)};
+          AppendLine(&turn_text, r.text);
+          view->tool_results.push_back(std::move(r));
+        }
+      }
+    }
+    if (role == "user") {
+      std::string missing;
+      for (const auto& id : pending_tool_use_ids) {
+        if (!answered.count(id)) missing += (missing.empty() ? "" : ", ") + id;
+      }
+      if (!missing.empty()) {
+        return Invalid(where +
+                       ": `tool_use` ids were found without `tool_result` blocks "
+                       "immediately after: " +
+                       missing +
+                       ". Each `tool_use` block must have a "
+                       "corresponding `tool_result` block in the next message.");
+      }
+      view->user_texts.push_back(turn_text);
+      pending_tool_use_ids.clear();
+    } else {
+      ++view->assistant_turns;
+      pending_tool_use_ids = tool_use_ids;
+    }
+  }
+  if (!pending_tool_use_ids.empty()) {
+    std::string ids;
+    for (const auto& id : pending_tool_use_ids) ids += (ids.empty() ? "" : ", ") + id;
+    return Invalid(
+        "messages." + std::to_string(messages.size() - 1) +
+        ": `tool_use` ids were found without `tool_result` blocks immediately after: " + ids +
+        ". Each `tool_use` block must have a corresponding `tool_result` block "
+        "in the next message.");
+  }
+  return std::nullopt;
+}
+
+// ---- OpenAI Chat Completions ----
+
+std::optional<ApiError> Missing(const std::string& param) {
+  return Invalid("Missing required parameter: '" + param + "'.", param,
+                 "missing_required_parameter");
+}
+
+std::optional<ApiError> BuildOpenAi(const json& body, RequestView* view) {
+  if (!body.contains("model") || !body["model"].is_string()) {
+    return Invalid("you must provide a model parameter");
+  }
+  view->model = body["model"].get<std::string>();
+  if (body.contains("stream") && !body["stream"].is_null()) {
+    if (!body["stream"].is_boolean()) {
+      return Invalid("Invalid type for 'stream': expected a boolean.", "stream", "invalid_type");
+    }
+    view->stream = body["stream"].get<bool>();
+  }
+  if (body.contains("stream_options") && !body["stream_options"].is_null()) {
+    if (!view->stream) {
+      return Invalid("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                     "stream_options", "invalid_value");
+    }
+    const json& so = body["stream_options"];
+    if (!so.is_object()) {
+      return Invalid("Invalid type for 'stream_options': expected an object.", "stream_options",
+                     "invalid_type");
+    }
+    view->include_usage = so.value("include_usage", false);
+  }
+  if (body.contains("tools")) {
+    const json& tools = body["tools"];
+    if (!tools.is_array())
+      return Invalid("Invalid type for 'tools': expected an array.", "tools", "invalid_type");
+    if (tools.empty()) {
+      return Invalid(
+          "Invalid 'tools': empty array. Expected an array with minimum length 1, but "
+          "got an empty array instead.",
+          "tools", "empty_array");
+    }
+    for (size_t i = 0; i < tools.size(); ++i) {
+      const std::string where = "tools[" + std::to_string(i) + "]";
+      const json& t = tools[i];
+      if (!t.is_object() || !t.contains("function") || !t["function"].is_object()) {
+        return Missing(where + ".function");
+      }
+      if (!t["function"].contains("name") || !t["function"]["name"].is_string()) {
+        return Missing(where + ".function.name");
+      }
+      view->tool_names.push_back(t["function"]["name"].get<std::string>());
+    }
+  }
+  if (!body.contains("messages")) return Missing("messages");
+  const json& messages = body["messages"];
+  if (!messages.is_array())
+    return Invalid("Invalid type for 'messages': expected an array.", "messages", "invalid_type");
+  if (messages.empty()) {
+    return Invalid(
+        "Invalid 'messages': empty array. Expected an array with minimum length 1, but "
+        "got an empty array instead.",
+        "messages", "empty_array");
+  }
+  std::vector<std::string> open_calls;  // Ids of the last assistant tool_calls not yet answered.
+  size_t open_calls_at = 0;
+  bool in_user_turn = false;
+  auto unanswered = [&]() -> std::optional<ApiError> {
+    if (open_calls.empty()) return std::nullopt;
+    std::string ids;
+    for (const auto& id : open_calls) ids += (ids.empty() ? "" : ", ") + id;
+    return Invalid(
+        "An assistant message with 'tool_calls' must be followed by tool messages "
+        "responding to each 'tool_call_id'. The following tool_call_ids did not have "
+        "response messages: " +
+            ids,
+        "messages.[" + std::to_string(open_calls_at) + "].role");
+  };
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json& m = messages[i];
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    if (!m.is_object())
+      return Invalid("Invalid type for '" + where + "': expected an object.", where,
+                     "invalid_type");
+    if (!m.contains("role")) return Missing(where + ".role");
+    const std::string role = m["role"].is_string() ? m["role"].get<std::string>() : "";
+    if (role != "tool" && role != "assistant" && role != "user" && role != "system" &&
+        role != "developer" && role != "function") {
+      return Invalid("Invalid value: '" + role +
+                         "'. Supported values are: 'system', 'assistant', "
+                         "'user', 'function', 'tool', and 'developer'.",
+                     where + ".role", "invalid_value");
+    }
+    if (role != "tool") {
+      if (auto e = unanswered()) return e;
+    }
+    const bool has_content = m.contains("content") && !m["content"].is_null();
+    if (has_content && !m["content"].is_string() && !m["content"].is_array()) {
+      return Invalid(
+          "Invalid type for '" + where + ".content': expected one of a string or array of objects.",
+          where + ".content", "invalid_type");
+    }
+    if (role == "system" || role == "developer") {
+      if (!has_content) return Missing(where + ".content");
+      AppendLine(&view->system, TextOf(m["content"]));
+    } else if (role == "user") {
+      if (!has_content) return Missing(where + ".content");
+      if (in_user_turn) {
+        AppendLine(&view->user_texts.back(), TextOf(m["content"]));
+      } else {
+        view->user_texts.push_back(TextOf(m["content"]));
+      }
+      in_user_turn = true;
+    } else if (role == "tool") {
+      if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string()) {
+        return Invalid(
+            "Missing parameter 'tool_call_id': messages with role 'tool' must have a "
+            "'tool_call_id'.",
+            "messages.[" + std::to_string(i) + "].tool_call_id");
+      }
+      const std::string id = m["tool_call_id"].get<std::string>();
+      auto it = open_calls.begin();
+      while (it != open_calls.end() && *it != id) ++it;
+      if (it == open_calls.end()) {
+        return Invalid(
+            "Invalid parameter: messages with role 'tool' must be a response to a "
+            "preceeding message with 'tool_calls'.",
+            "messages.[" + std::to_string(i) + "].role");
+      }
+      open_calls.erase(it);
+      if (!has_content) return Missing(where + ".content");
+      ToolResultView r{id, TextOf(m["content"]), false};
+      if (in_user_turn) {
+        AppendLine(&view->user_texts.back(), r.text);
+      } else {
+        view->user_texts.push_back(r.text);
+      }
+      in_user_turn = true;
+      view->tool_results.push_back(std::move(r));
+    } else {  // assistant (or legacy function)
+      in_user_turn = false;
+      if (role == "function") continue;
+      ++view->assistant_turns;
+      const bool has_calls = m.contains("tool_calls") && !m["tool_calls"].is_null();
+      if (!has_content && !has_calls) return Missing(where + ".content");
+      if (has_calls) {
+        const json& calls = m["tool_calls"];
+        if (!calls.is_array()) {
+          return Invalid("Invalid type for '" + where + ".tool_calls': expected an array.",
+                         where + ".tool_calls", "invalid_type");
+        }
+        if (calls.empty()) {
+          return Invalid("Invalid '" + where +
+                             ".tool_calls': empty array. Expected an array with "
+                             "minimum length 1, but got an empty array instead.",
+                         where + ".tool_calls", "empty_array");
+        }
+        for (size_t k = 0; k < calls.size(); ++k) {
+          const std::string cw = where + ".tool_calls[" + std::to_string(k) + "]";
+          const json& c = calls[k];
+          if (!c.is_object() || !c.contains("id") || !c["id"].is_string())
+            return Missing(cw + ".id");
+          if (!c.contains("type")) return Missing(cw + ".type");
+          if (!c.contains("function") || !c["function"].is_object())
+            return Missing(cw + ".function");
+          if (!c["function"].contains("name") || !c["function"]["name"].is_string()) {
+            return Missing(cw + ".function.name");
+          }
+          if (!c["function"].contains("arguments")) return Missing(cw + ".function.arguments");
+          if (!c["function"]["arguments"].is_string()) {
+            return Invalid("Invalid type for '" + cw +
+                               ".function.arguments': expected a string, "
+                               "but got " +
+                               std::string(c["function"]["arguments"].type_name()) + " instead.",
+                           cw + ".function.arguments", "invalid_type");
+          }
+          open_calls.push_back(c["id"].get<std::string>());
+        }
+        open_calls_at = i;
+      }
+    }
+  }
+  if (auto e = unanswered()) return e;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string FormatName(Format format) {
+  return format == Format::kAnthropic ? "anthropic" : "openai";
+}
+
+bool RequestView::HasTool(const std::string& name) const {
+  for (const auto& t : tool_names) {
+    if (t == name) return true;
+  }
+  return false;
+}
+
+std::string RequestView::FirstUserText() const {
+  return user_texts.empty() ? "" : user_texts.front();
+}
+
+std::string RequestView::LastUserText() const {
+  return user_texts.empty() ? "" : user_texts.back();
+}
+
+std::optional<ApiError> BuildRequestView(Format format, const std::string& body,
+                                         RequestView* view) {
+  *view = RequestView{};
+  view->format = format;
+  json parsed = json::parse(body, nullptr, /*allow_exceptions=*/false);
+  if (parsed.is_discarded()) {
+    if (format == Format::kOpenAi) {
+      return Invalid(
+          "We could not parse the JSON body of your request. (HINT: This likely means "
+          "you aren't using your HTTP library correctly. The OpenAI API expects a JSON "
+          "payload, but what was sent was not valid JSON.)");
+    }
+    return Invalid("There was an error parsing the body of your request: not valid JSON");
+  }
+  if (!parsed.is_object()) {
+    return Invalid(format == Format::kOpenAi ? "Invalid type for body: expected an object."
+                                             : "Input should be a valid dictionary");
+  }
+  return format == Format::kAnthropic ? BuildAnthropic(parsed, view) : BuildOpenAi(parsed, view);
+}
+
+}  // namespace forkbox::mock

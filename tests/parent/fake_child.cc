@@ -1,0 +1,113 @@
+// Stand-ins for forkbox-child that misbehave in one way each (FAKE_MODE), to prove the parent
+// turns every child failure into an is_error tool_result and goes on.
+//   ok        valid result; its summary reports what the child was given (key, env, fds)
+//   crash     one event, then SIGSEGV
+//   killed    one event, then SIGKILL
+//   garbage   bytes that are not a frame, then waits forever
+//   oversize  a frame header announcing 2 MiB, then waits forever
+//   noresult  one event, then exits 0 without a result
+//   error     an error frame, exit 1
+//   hang      forks a grandchild, writes both pids to <workdir>/fake-pids, one event, waits
+#include <fcntl.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <string>
+
+#include "ipc/frame.h"
+#include "ipc/messages.h"
+
+extern char** environ;
+
+namespace {
+
+using forkbox::ipc::ErrorMessage;
+using forkbox::ipc::EventMessage;
+using forkbox::ipc::ResultMessage;
+using forkbox::ipc::StartMessage;
+
+constexpr int kOut = forkbox::ipc::kChildReportWriteFd;
+
+void Send(const forkbox::ipc::Message& m) {
+  if (!forkbox::ipc::WriteMessage(kOut, m).ok()) _exit(20);
+}
+
+[[noreturn]] void WaitForever() {
+  while (true) pause();
+}
+
+bool EnvHas(const std::string& needle) {
+  for (char** e = environ; *e != nullptr; ++e) {
+    if (needle.size() > 0 && std::strstr(*e, needle.c_str()) != nullptr) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+int main() {
+  const std::string mode = FAKE_MODE;
+  forkbox::ipc::FrameReader reader(forkbox::ipc::kChildControlReadFd);
+  auto message = reader.Read();
+  if (!message.ok()) return 10;
+  auto* start = std::get_if<StartMessage>(&*message);
+  if (start == nullptr) return 11;
+
+  if (mode == "error") {
+    Send(ErrorMessage{"model", "fake model failure for the test"});
+    return 1;
+  }
+  if (mode == "garbage") {
+    const char junk[] = "this is not a frame at all\n";
+    if (write(kOut, junk, sizeof(junk) - 1) < 0) return 21;
+    WaitForever();
+  }
+  if (mode == "oversize") {
+    const unsigned char header[4] = {0, 0, 0x20, 0};  // 2 MiB, little-endian.
+    if (write(kOut, header, 4) < 0) return 21;
+    WaitForever();
+  }
+  if (mode == "hang") {
+    pid_t grandchild = fork();
+    if (grandchild < 0) return 12;
+    if (grandchild == 0) WaitForever();
+    std::string pids = std::to_string(getpid()) + "\n" + std::to_string(grandchild) + "\n";
+    std::string path = start->workdir + "/fake-pids";
+    int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    if (fd < 0 || write(fd, pids.data(), pids.size()) < 0) return 13;
+    close(fd);
+  }
+  Send(EventMessage{1, "bash", "fake tool call"});
+  if (mode == "hang") WaitForever();
+  if (mode == "crash") {
+    signal(SIGSEGV, SIG_DFL);  // Not the sanitizer's handler: a plain crash.
+    raise(SIGSEGV);
+  }
+  if (mode == "killed") raise(SIGKILL);
+  if (mode == "noresult") return 0;
+
+  // ok: report what we were given, so the test can check the contract.
+  std::string key = start->provider.api_key;
+  if (start->transcript_fd) {
+    const char line[] = "{\"fake\":\"transcript\"}\n";
+    if (write(*start->transcript_fd, line, sizeof(line) - 1) < 0) return 22;
+  }
+  bool stdin_is_null = lseek(0, 0, SEEK_END) == 0 && read(0, nullptr, 0) == 0;
+  ResultMessage result;
+  result.summary = "fake summary for [" + start->prompt +
+                   "] key_in_frame=" + (key.empty() ? "no" : "yes") +
+                   " key_in_env=" + (EnvHas(key) ? "yes" : "no") +
+                   " max_turns=" + std::to_string(start->limits.max_turns) +
+                   " stdin_null=" + (stdin_is_null ? "yes" : "no");
+  result.stats.turns = 2;
+  result.stats.input_tokens = 100;
+  result.stats.output_tokens = 20;
+  result.stats.tool_calls = 1;
+  result.stats.tool_output_bytes = 1234;
+  result.stats.elapsed_ms = 5;
+  result.stats.stop_reason = "completed";
+  Send(result);
+  return 0;
+}

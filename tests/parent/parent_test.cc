@@ -1,0 +1,555 @@
+// End-to-end tests of the forkbox CLI: the real forkbox binary against the in-process mock model
+// server, with the real forkbox-child or fake children (fake_child.cc) that misbehave on purpose.
+// No sleeps: ordering comes from pipes, waitpid and the mock's recorded timestamps.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "tests/mock/mock_server.h"
+#include "tests/parent/run_forkbox.h"
+
+namespace forkbox::parent_test {
+namespace {
+
+namespace fs = std::filesystem;
+using mock::MockServer;
+using mock::RecordedRequest;
+using mock::Reply;
+using mock::ToolCall;
+
+std::string FakeChild(const std::string& mode) {
+  return std::string(FAKE_CHILD_DIR) + "/fake_child_" + mode;
+}
+
+bool IsParent(const RecordedRequest& r) { return r.format && r.view.HasTool("task"); }
+bool IsChild(const RecordedRequest& r) { return r.format && !r.view.HasTool("task"); }
+
+Reply Text(const std::string& text, int64_t in = 0, int64_t out = 0) {
+  Reply r;
+  r.text = text;
+  r.usage.input_tokens = in;
+  r.usage.output_tokens = out;
+  return r;
+}
+
+Reply Calls(std::vector<ToolCall> calls, int64_t in = 0, int64_t out = 0) {
+  Reply r;
+  r.tool_calls = std::move(calls);
+  r.usage.input_tokens = in;
+  r.usage.output_tokens = out;
+  return r;
+}
+
+ToolCall Task(const std::string& prompt, const std::string& description) {
+  return ToolCall{"task", {{"prompt", prompt}, {"description", description}}, ""};
+}
+
+class ParentTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/forkbox-parent-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    workdir_ = tmpl;
+    key_ = "sk-test-" + RandomToken();
+  }
+  void TearDown() override {
+    server_.Stop();
+    std::error_code ec;
+    fs::remove_all(workdir_, ec);
+  }
+
+  std::vector<std::string> Env() const {
+    std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + workdir_,
+                                    "LANG=C.UTF-8", "ANTHROPIC_API_KEY=" + key_,
+                                    "ANTHROPIC_BASE_URL=" + server_.anthropic_base_url()};
+    for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
+      if (const char* v = getenv(name)) env.push_back(std::string(name) + "=" + v);
+    }
+    return env;
+  }
+
+  RunResult Run(std::vector<std::string> args, std::optional<std::string> stdin_text = {}) {
+    server_.Start();
+    RunSpec spec;
+    spec.args = std::move(args);
+    spec.env = Env();
+    spec.stdin_text = std::move(stdin_text);
+    spec.cwd = workdir_;
+    return RunForkbox(spec);
+  }
+
+  std::vector<RecordedRequest> Requests(bool (*pred)(const RecordedRequest&)) const {
+    std::vector<RecordedRequest> out;
+    for (auto& r : server_.requests()) {
+      if (pred(r)) out.push_back(std::move(r));
+    }
+    return out;
+  }
+
+  // Parent: one task per call in `calls`, then the final answer; children: fake (never asked).
+  void ScriptOneTaskThenAnswer(const std::string& answer) {
+    server_.SetHandler([answer](const RecordedRequest& r) {
+      if (r.view.assistant_turns == 0) return Calls({Task("do the thing", "fake job")});
+      return Text(answer);
+    });
+  }
+
+  std::string workdir_;
+  std::string key_;
+  MockServer server_;
+};
+
+std::string Dump(const RunResult& r) {
+  return "exit " + std::to_string(r.exit_code) + "\n--- stdout\n" + r.out + "\n--- stderr\n" +
+         r.err;
+}
+
+// ---- CLI basics
+
+TEST_F(ParentTest, HelpDocumentsOptionsAndExitCodes) {
+  RunResult r = Run({"--help"});
+  EXPECT_EQ(r.exit_code, 0) << Dump(r);
+  for (const char* s : {"--max-parallel", "--task-timeout", "--no-subagents", "--sandbox", "--json",
+                        "Exit codes", "130", "sandbox unavailable"}) {
+    EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
+  }
+}
+
+TEST_F(ParentTest, VersionPrints) {
+  RunResult r = Run({"--version"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("forkbox"), std::string::npos);
+}
+
+TEST_F(ParentTest, UsageErrorsExit2) {
+  EXPECT_EQ(Run({"--no-such-flag", "hi"}).exit_code, 2);
+  EXPECT_EQ(Run({"--max-parallel", "0", "hi"}).exit_code, 2);
+  EXPECT_EQ(Run({"--sandbox=maybe", "hi"}).exit_code, 2);
+  EXPECT_EQ(Run({"--workdir", workdir_ + "/missing", "hi"}).exit_code, 2);
+  EXPECT_EQ(Run({"--child-path", workdir_ + "/no-child", "hi"}).exit_code, 2);
+  RunResult no_prompt = Run({});  // stdin is /dev/null, not a terminal.
+  EXPECT_EQ(no_prompt.exit_code, 2);
+  EXPECT_NE(no_prompt.err.find("stdin is not a terminal"), std::string::npos) << no_prompt.err;
+  EXPECT_EQ(Run({"-"}, std::string("  \n")).exit_code, 2);  // Empty stdin prompt.
+  EXPECT_EQ(server_.request_count(), 0u);                   // None of them reached the model.
+}
+
+TEST_F(ParentTest, MissingKeyIsAConfigError) {
+  server_.Start();
+  RunSpec spec;
+  spec.args = {"hi"};
+  spec.env = {"PATH=/usr/bin:/bin", "ANTHROPIC_BASE_URL=" + server_.anthropic_base_url()};
+  spec.cwd = workdir_;
+  RunResult r = RunForkbox(spec);
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find("ANTHROPIC_API_KEY"), std::string::npos) << r.err;
+}
+
+// ---- one-shot, stdin, exit codes
+
+TEST_F(ParentTest, StdinPromptAnswersOnStdout) {
+  const std::string prompt = "question-from-stdin-" + RandomToken();
+  server_.SetHandler(
+      [](const RecordedRequest& r) { return Text("answer to " + r.view.FirstUserText()); });
+  RunResult r = Run({"--sandbox=off", "-"}, prompt + "\n");
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("answer to " + prompt), std::string::npos) << r.out;
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_NE(server_.request(0).view.FirstUserText().find(prompt), std::string::npos);
+  // The key reaches the server in its header and never the command line or our output.
+  EXPECT_EQ(server_.request(0).Header("x-api-key"), key_);
+  EXPECT_EQ(r.err.find(key_), std::string::npos);
+}
+
+TEST_F(ParentTest, Http401IsModelErrorExit3) {
+  server_.SetHandler([](const RecordedRequest&) {
+    Reply r;
+    mock::Fault f;
+    f.kind = mock::Fault::Kind::kStatus;
+    f.status = 401;
+    r.fault = f;
+    return r;
+  });
+  RunResult r = Run({"--sandbox=off", "hi"});
+  EXPECT_EQ(r.exit_code, 3) << Dump(r);
+  EXPECT_NE(r.err.find("401"), std::string::npos) << r.err;
+}
+
+TEST_F(ParentTest, RefusalIsExit3) {
+  server_.SetHandler([](const RecordedRequest&) {
+    Reply r = Text("I can't help with that.");
+    r.stop_reason = "refusal";
+    return r;
+  });
+  RunResult r = Run({"--sandbox=off", "hi"});
+  EXPECT_EQ(r.exit_code, 3) << Dump(r);
+  EXPECT_NE(r.err.find("refused"), std::string::npos) << r.err;
+}
+
+TEST_F(ParentTest, SandboxOffWarnsLoudlyEvenWhenQuiet) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  RunResult r = Run({"--sandbox=off", "--quiet", "hi"});
+  EXPECT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.err.find("WARNING"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("UNSANDBOXED"), std::string::npos) << r.err;
+}
+
+// ---- tasks with fake children: the contract and every failure mode
+
+TEST_F(ParentTest, TaskResultIsTheSummaryAndJsonMatchesTheRecord) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({Task("inspect the project", "inspect")}, 1000, 40);
+    }
+    return Text("all done", 1500, 7);
+  });
+  fs::path transcripts = fs::path(workdir_) / "transcripts";
+  RunResult r = Run({"--sandbox=off", "--json", "--task-max-turns", "7", "--child-path",
+                     FakeChild("ok"), "--transcript-dir", transcripts.string(), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 2u);
+  ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+  const auto& result = parents[1].view.tool_results[0];
+  EXPECT_FALSE(result.is_error);
+  // The child got the prompt, the key in the start frame (not its environment), the limits and
+  // /dev/null on stdin.
+  EXPECT_EQ(result.text,
+            "fake summary for [inspect the project] key_in_frame=yes key_in_env=no max_turns=7 "
+            "stdin_null=yes");
+
+  nlohmann::json j = nlohmann::json::parse(r.out);  // Throws (fails) unless ONE valid object.
+  EXPECT_EQ(j["answer"], "all done");
+  EXPECT_EQ(j["parent"]["turns"], 2);
+  EXPECT_EQ(j["parent"]["tokens"]["input"], 1000 + 1500);
+  EXPECT_EQ(j["parent"]["tokens"]["output"], 40 + 7);
+  EXPECT_EQ(j["task_count"], 1);
+  ASSERT_EQ(j["tasks"].size(), 1u);
+  EXPECT_EQ(j["tasks"][0]["description"], "inspect");
+  EXPECT_EQ(j["tasks"][0]["turns"], 2);
+  EXPECT_EQ(j["tasks"][0]["stop"], "completed");
+  EXPECT_EQ(j["tasks"][0]["tokens"]["input"], 100);
+  EXPECT_EQ(j["children"]["tokens"]["output"], 20);
+  EXPECT_EQ(j["kept_out_bytes"], 1234);
+  EXPECT_GT(j["parent"]["context_bytes"].get<int64_t>(), 0);
+
+  // The transcript file was created and handed to the child, which wrote to it.
+  int files = 0;
+  for (const auto& e : fs::directory_iterator(transcripts)) {
+    ++files;
+    EXPECT_EQ(e.path().filename().string().rfind("task-1-", 0), 0u) << e.path();
+    std::ifstream in(e.path());
+    std::string line;
+    std::getline(in, line);
+    EXPECT_EQ(line, "{\"fake\":\"transcript\"}");
+  }
+  EXPECT_EQ(files, 1);
+}
+
+struct FailureCase {
+  const char* mode;
+  const char* reason;  // Must appear in the is_error tool_result.
+};
+
+class ChildFailureTest : public ParentTest, public ::testing::WithParamInterface<FailureCase> {};
+
+TEST_P(ChildFailureTest, BecomesIsErrorResultAndSessionContinues) {
+  ScriptOneTaskThenAnswer("recovered after the failure");
+  RunResult r = Run(
+      {"--sandbox=off", "--task-timeout", "0.5", "--child-path", FakeChild(GetParam().mode), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("recovered after the failure"), std::string::npos) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 2u) << Dump(r);
+  ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+  const auto& result = parents[1].view.tool_results[0];
+  EXPECT_TRUE(result.is_error) << result.text;
+  EXPECT_EQ(result.text.rfind("task failed: ", 0), 0u) << result.text;
+  EXPECT_NE(result.text.find(GetParam().reason), std::string::npos) << result.text;
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ChildFailureTest,
+                         ::testing::Values(FailureCase{"crash", "killed by signal 11"},
+                                           FailureCase{"killed", "killed by signal 9"},
+                                           FailureCase{"garbage", "protocol error"},
+                                           FailureCase{"oversize", "protocol error"},
+                                           FailureCase{"noresult", "without a result after 1 turn"},
+                                           FailureCase{"error", "model: fake model failure"},
+                                           FailureCase{"hang", "timed out after 0.5s"}),
+                         [](const auto& info) { return std::string(info.param.mode); });
+
+TEST_F(ParentTest, InvalidTaskInputIsAnErrorResult) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"task", {{"description", "no prompt"}}, ""}});
+    }
+    return Text("fine");
+  });
+  RunResult r = Run({"--sandbox=off", "--child-path", FakeChild("ok"), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 2u);
+  ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+  EXPECT_TRUE(parents[1].view.tool_results[0].is_error);
+  EXPECT_NE(parents[1].view.tool_results[0].text.find("prompt"), std::string::npos);
+}
+
+TEST_F(ParentTest, ManyTasksQueueBeyondMaxParallelAndKeepCallOrder) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      std::vector<ToolCall> calls;
+      for (int i = 0; i < 6; ++i) calls.push_back(Task("job-" + std::to_string(i), "job"));
+      return Calls(calls);
+    }
+    return Text("six done");
+  });
+  RunResult r =
+      Run({"--sandbox=off", "--max-parallel", "2", "--child-path", FakeChild("ok"), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 2u);
+  ASSERT_EQ(parents[1].view.tool_results.size(), 6u);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_NE(parents[1].view.tool_results[i].text.find("[job-" + std::to_string(i) + "]"),
+              std::string::npos)
+        << i << ": " << parents[1].view.tool_results[i].text;
+  }
+}
+
+// ---- Ctrl-C
+
+std::vector<pid_t> ReadPids(const fs::path& file) {
+  std::ifstream in(file);
+  std::vector<pid_t> pids;
+  pid_t p;
+  while (in >> p) pids.push_back(p);
+  return pids;
+}
+
+// True when the process is gone; reaps it when it was reparented to us (we are a subreaper).
+bool Gone(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  if (!stat) return true;
+  std::string line;
+  std::getline(stat, line);
+  size_t close_paren = line.rfind(')');
+  char state = close_paren + 2 < line.size() ? line[close_paren + 2] : '?';
+  if (state == 'Z') {
+    waitpid(pid, nullptr, WNOHANG);
+    return true;
+  }
+  return false;
+}
+
+// Processes whose parent is `ppid`.
+std::vector<pid_t> ChildrenOf(pid_t ppid) {
+  std::vector<pid_t> out;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    pid_t pid = atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    if (!std::getline(stat, line)) continue;
+    size_t close_paren = line.rfind(')');
+    if (close_paren == std::string::npos) continue;
+    std::istringstream rest(line.substr(close_paren + 2));
+    char state;
+    pid_t parent;
+    rest >> state >> parent;
+    if (parent == ppid && state != 'Z') out.push_back(pid);
+  }
+  closedir(d);
+  return out;
+}
+
+TEST_F(ParentTest, SigintKillsTaskTreesExits130AndLeavesNoProcesses) {
+  // Orphans would be reparented to us instead of init, so we can see them.
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  ScriptOneTaskThenAnswer("never reached");
+  server_.Start();
+  RunSpec spec;
+  spec.args = {"--sandbox=off", "--child-path", FakeChild("hang"), "go"};
+  spec.env = Env();
+  spec.cwd = workdir_;
+  LiveForkbox live(spec);
+  pid_t forkbox_pid = live.pid();
+  // The fake child writes its pids, then its first event; the parent then prints a progress
+  // line for turn 1 (stderr is a pipe: plain lines).
+  ASSERT_TRUE(live.WaitForStderr("turn 1")) << live.Finish().err;
+  std::vector<pid_t> pids = ReadPids(fs::path(workdir_) / "fake-pids");
+  ASSERT_EQ(pids.size(), 2u);
+  for (pid_t p : pids) ASSERT_FALSE(Gone(p)) << p;
+  live.Signal(SIGINT);
+  RunResult r = live.Finish();
+  EXPECT_EQ(r.exit_code, 130) << Dump(r);
+  for (pid_t p : pids) EXPECT_TRUE(Gone(p)) << "process " << p << " survived forkbox";
+  EXPECT_TRUE(ChildrenOf(forkbox_pid).empty());
+  EXPECT_TRUE(ChildrenOf(getpid()).empty());  // Nothing was reparented to us alive.
+  EXPECT_EQ(Requests(IsParent).size(), 1u);   // It did not go on with the model.
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+// ---- the real forkbox-child (sandboxed) against the mock
+
+class RealChildTest : public ParentTest {
+ protected:
+  void SetUp() override {
+    ParentTest::SetUp();
+    RunSpec spec;
+    spec.args = {"sandbox", "--check"};
+    spec.env = Env();
+    spec.cwd = workdir_;
+    RunResult check = RunForkbox(spec);
+    sandbox_args_ = check.exit_code == 0 ? std::vector<std::string>{}
+                                         : std::vector<std::string>{"--sandbox=off"};
+    if (check.exit_code != 0) {
+      std::cerr << "note: sandbox not enforceable here, running with --sandbox=off\n" << check.out;
+    }
+  }
+  std::vector<std::string> Args(std::vector<std::string> extra) const {
+    std::vector<std::string> args = sandbox_args_;
+    args.insert(args.end(), extra.begin(), extra.end());
+    return args;
+  }
+  std::vector<std::string> sandbox_args_;
+};
+
+TEST_F(RealChildTest, ChildToolOutputNeverReachesTheParent) {
+  const std::string token = RandomToken();
+  const std::string marker = "MARK" + token;  // Only the bash OUTPUT contains it whole.
+  server_.SetHandler([token](const RecordedRequest& r) {
+    if (r.view.HasTool("task")) {
+      if (r.view.assistant_turns == 0) {
+        return Calls({Task("print the marker and summarise", "marker job")}, 500, 30);
+      }
+      return Text("final: the child said " + r.view.LastUserText(), 700, 20);
+    }
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash", {{"command", "printf 'MARK%s\\n' " + token}}, ""}}, 200, 10);
+    }
+    return Text("SUMMARY-OK: the command ran", 300, 15);
+  });
+  RunResult r = Run(Args({"--json", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  auto children = Requests(IsChild);
+  ASSERT_EQ(parents.size(), 2u) << Dump(r);
+  ASSERT_GE(children.size(), 2u) << Dump(r);
+  bool child_saw_marker = false;
+  for (const auto& c : children) {
+    EXPECT_FALSE(c.view.HasTool("task"));  // Children never get the task tool.
+    if (c.body.find(marker) != std::string::npos) child_saw_marker = true;
+  }
+  EXPECT_TRUE(child_saw_marker) << "the plant did not work";
+  for (const auto& p : parents) EXPECT_EQ(p.body.find(marker), std::string::npos);
+  ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+  EXPECT_FALSE(parents[1].view.tool_results[0].is_error) << parents[1].view.tool_results[0].text;
+  EXPECT_NE(parents[1].view.tool_results[0].text.find("SUMMARY-OK"), std::string::npos);
+
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["parent"]["turns"], 2);
+  EXPECT_EQ(j["parent"]["tokens"]["input"], 1200);
+  EXPECT_EQ(j["parent"]["tokens"]["output"], 50);
+  EXPECT_EQ(j["task_count"], 1);
+  EXPECT_EQ(j["tasks"][0]["turns"], 2);
+  EXPECT_EQ(j["children"]["tokens"]["input"], 500);
+  EXPECT_EQ(j["children"]["tokens"]["output"], 25);
+  EXPECT_GE(j["kept_out_bytes"].get<int64_t>(), static_cast<int64_t>(marker.size()));
+}
+
+// Holds every child's first request until `n` of them are in flight at once: a child run
+// sequentially would never get its reply (the wait ends after a generous bound, and the
+// timestamp check below then fails).
+class Barrier {
+ public:
+  explicit Barrier(int n) : n_(n) {}
+  void Arrive() {
+    std::unique_lock<std::mutex> lock(mu_);
+    ++arrived_;
+    cv_.notify_all();
+    cv_.wait_for(lock, std::chrono::seconds(60), [this] { return arrived_ >= n_; });
+  }
+
+ private:
+  int n_;
+  int arrived_ = 0;
+  std::mutex mu_;
+  std::condition_variable cv_;
+};
+
+class ParallelTest : public RealChildTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(ParallelTest, TasksInOneResponseOverlapInTime) {
+  const int n = GetParam();
+  auto barrier = std::make_shared<Barrier>(n);
+  server_.SetHandler([n, barrier](const RecordedRequest& r) {
+    if (r.view.HasTool("task")) {
+      if (r.view.assistant_turns == 0) {
+        std::vector<ToolCall> calls;
+        for (int i = 0; i < n; ++i) calls.push_back(Task("job-" + std::to_string(i), "job"));
+        return Calls(calls);
+      }
+      return Text("all jobs done");
+    }
+    barrier->Arrive();
+    return Text("summary of " + r.view.FirstUserText());
+  });
+  RunResult r = Run(Args({"--max-parallel", "4", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto children = Requests(IsChild);
+  ASSERT_EQ(children.size(), static_cast<size_t>(n));
+  int64_t last_arrival = 0;
+  int64_t first_reply_done = INT64_MAX;
+  for (const auto& c : children) {
+    last_arrival = std::max(last_arrival, c.received_ns);
+    first_reply_done = std::min(first_reply_done, c.last_byte_ns);
+  }
+  EXPECT_LT(last_arrival, first_reply_done) << "children did not run in parallel";
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 2u);
+  ASSERT_EQ(parents[1].view.tool_results.size(), static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {  // Results in call order.
+    EXPECT_NE(parents[1].view.tool_results[i].text.find("job-" + std::to_string(i)),
+              std::string::npos)
+        << parents[1].view.tool_results[i].text;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(TwoAndFour, ParallelTest, ::testing::Values(2, 4));
+
+TEST_F(RealChildTest, NoSubagentsBaselineUsesBaseToolsOnly) {
+  const std::string token = RandomToken();
+  server_.SetHandler([token](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash", {{"command", "printf 'BASE%s\\n' " + token}}, ""}});
+    }
+    return Text("baseline done");
+  });
+  RunResult r = Run(Args({"--no-subagents", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("baseline done"), std::string::npos);
+  auto requests = server_.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  for (const auto& q : requests) {
+    EXPECT_FALSE(q.view.HasTool("task"));
+    EXPECT_TRUE(q.view.HasTool("bash"));
+  }
+  // Without subagents the tool output lands in the parent's own context.
+  EXPECT_NE(requests[1].body.find("BASE" + token), std::string::npos);
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test

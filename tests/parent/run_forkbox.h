@@ -1,0 +1,49 @@
+// Test helper: runs the real forkbox binary with pipes on stdin/stdout/stderr, without timing.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "ipc/process.h"
+#include "ipc/unique_fd.h"
+
+namespace forkbox::parent_test {
+
+struct RunSpec {
+  std::vector<std::string> args;          // After the binary path.
+  std::vector<std::string> env;           // Complete environment ("NAME=value").
+  std::optional<std::string> stdin_text;  // nullopt: stdin is /dev/null.
+  std::string cwd;
+};
+
+struct RunResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+class LiveForkbox {
+ public:
+  explicit LiveForkbox(const RunSpec& spec);
+  pid_t pid() const { return process_.pid(); }
+  // Reads stdout/stderr until stderr contains `needle` (true) or both close (false).
+  bool WaitForStderr(const std::string& needle);
+  void Signal(int sig);
+  // Reads to EOF and reaps.
+  RunResult Finish();
+
+ private:
+  bool Pump();  // One poll round; false when both pipes are closed.
+  ChildProcess process_;
+  UniqueFd out_;
+  UniqueFd err_;
+  RunResult result_;
+};
+
+RunResult RunForkbox(const RunSpec& spec);
+
+std::string ForkboxPath();
+std::string RandomToken();
+
+}  // namespace forkbox::parent_test

@@ -1,0 +1,71 @@
+#include "tests/sandbox/probe_util.h"
+
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+namespace forkbox::sandbox::testing {
+
+ProbeResult RunProbe(const std::function<bool()>& setup, const std::function<long()>& probe) {
+  int fds[2];
+  if (pipe2(fds, O_CLOEXEC) != 0) std::abort();
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(fds[0]);
+    if (!setup()) _exit(120);
+    errno = 0;
+    long buf[2];
+    buf[0] = probe();
+    buf[1] = errno;
+    if (write(fds[1], buf, sizeof(buf)) != sizeof(buf)) _exit(121);
+    _exit(0);
+  }
+  close(fds[1]);
+  ProbeResult r;
+  long buf[2];
+  ssize_t n = read(fds[0], buf, sizeof(buf));
+  close(fds[0]);
+  if (n == sizeof(buf)) {
+    r.reported = true;
+    r.value = buf[0];
+    r.err = static_cast<int>(buf[1]);
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  if (WIFEXITED(status)) {
+    r.exited = true;
+    r.exit_code = WEXITSTATUS(status);
+  } else if (WIFSIGNALED(status)) {
+    r.signal = WTERMSIG(status);
+  }
+  return r;
+}
+
+std::string MakeTempDir(const std::string& name) {
+  const char* base = std::getenv("TEST_TMPDIR");
+  std::string templ = std::string(base ? base : "/tmp") + "/forkbox-" + name + "-XXXXXX";
+  if (mkdtemp(templ.data()) == nullptr) std::abort();
+  return std::filesystem::canonical(templ).string();
+}
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+bool FileExists(const std::string& path) {
+  struct stat st;
+  return lstat(path.c_str(), &st) == 0;
+}
+
+}  // namespace forkbox::sandbox::testing

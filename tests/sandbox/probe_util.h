@@ -1,0 +1,32 @@
+// Forked probes: run a function in a fresh child (optionally after installing filters) and get
+// back its result or how it died, over a pipe. No timing anywhere.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <string>
+
+namespace forkbox::sandbox::testing {
+
+struct ProbeResult {
+  bool exited = false;
+  int exit_code = -1;
+  int signal = 0;   // Set when killed by a signal.
+  long value = -1;  // What the probe returned.
+  int err = 0;      // errno after the probe.
+  bool reported = false;
+};
+
+// Forks; the child runs `setup` (must return true) and then `probe`, and reports
+// {probe(), errno}. The child _exit()s.
+ProbeResult RunProbe(const std::function<bool()>& setup, const std::function<long()>& probe);
+
+// A fresh directory under the test's temp dir, canonical.
+std::string MakeTempDir(const std::string& name);
+
+// Reads a whole file ("" if missing).
+std::string ReadFile(const std::string& path);
+bool FileExists(const std::string& path);
+
+}  // namespace forkbox::sandbox::testing
