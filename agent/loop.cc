@@ -100,6 +100,15 @@ std::string FallbackSummary(const std::vector<Message>& messages, size_t first_n
   return text;
 }
 
+// Earlier RunLoop calls recorded everything up to their last assistant message; what follows
+// it is the caller's new input.
+size_t FirstUnrecorded(const std::vector<Message>& messages) {
+  for (size_t i = messages.size(); i > 0; --i) {
+    if (messages[i - 1].role == Role::kAssistant) return i;
+  }
+  return 0;
+}
+
 class Loop {
  public:
   Loop(Provider& provider, std::vector<Message>& messages, const LoopOptions& options,
@@ -110,7 +119,7 @@ class Loop {
         runner_(runner),
         observer_(observer),
         first_new_(messages.size()),
-        recorded_(messages.size()) {}
+        recorded_(FirstUnrecorded(messages)) {}
 
   LoopOutcome Run() {
     const int max_turns = std::max(options_.max_turns, 1);

@@ -15,6 +15,7 @@
 #include <cerrno>
 
 #include "sandbox/caps.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/check.h"
 #include "sandbox/hygiene.h"
 #include "sandbox/landlock.h"
@@ -106,9 +107,20 @@ Result<Report> EnterAgentSandbox(const Policy& policy, std::span<const int> keep
     mounts = std::move(*plan);
   }
 
+  // uid 0: RLIMIT_NPROC does not apply, a pids cgroup holds the fork bomb (agent and tools).
+  PidsCgroup cgroup;
+  if (!PidsCgroup::Hierarchy().empty()) {
+    Result<PidsCgroup> created = PidsCgroup::Create(policy.rlimit_nproc);
+    if (!created.ok()) return created.status().WithContext("fork-bomb limit for uid 0");
+    cgroup = std::move(*created);
+  }
+
   // The pipeline, in order.
   FORKBOX_RETURN_IF_ERROR(CloseAllExcept(keep_fds));
   const char* step = "";
+  if (cgroup.procs_fd() >= 0) {
+    if (int err = JoinCgroupRaw(cgroup.procs_fd())) return Errno(err, "join pids cgroup");
+  }
   if (int err = SetNonDumpableAndDeathSignalRaw(getppid(), &step)) return Errno(err, step);
   Limits limits{policy.rlimit_fsize_bytes, policy.rlimit_as_bytes, policy.rlimit_nofile,
                 policy.rlimit_nproc};

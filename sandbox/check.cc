@@ -4,6 +4,7 @@
 #include <sys/utsname.h>
 #include <unistd.h>
 
+#include "sandbox/cgroup.h"
 #include "sandbox/landlock.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/seccomp_policy.h"
@@ -14,10 +15,6 @@ namespace {
 const char* kOptOut =
     "forkbox refuses to run tools unsandboxed. To run without any sandbox anyway, pass "
     "--sandbox=off (not recommended; it warns on every run)";
-
-bool PidsCgroupWritable() {
-  return access("/sys/fs/cgroup/pids", W_OK) == 0 || access("/sys/fs/cgroup/pids.max", F_OK) == 0;
-}
 
 }  // namespace
 
@@ -129,18 +126,21 @@ Report Check(const Policy& policy) {
           std::to_string(policy.rlimit_as_bytes) + ", nofile " +
           std::to_string(policy.rlimit_nofile) + ", nproc " + std::to_string(policy.rlimit_nproc));
   const bool root = geteuid() == 0;
+  const std::string cgroup = PidsCgroup::Hierarchy();
   if (!root) {
     add("fork bomb", "active",
-        "RLIMIT_NPROC " + std::to_string(policy.rlimit_nproc) + " (non-root)");
-  } else if (layer2) {
+        "RLIMIT_NPROC " + std::to_string(policy.rlimit_nproc) + " (non-root)" +
+            (layer2 ? ", counted inside the task's user namespace" : ""));
+  } else if (!cgroup.empty()) {
     add("fork bomb", "active",
-        "RLIMIT_NPROC " + std::to_string(policy.rlimit_nproc) +
-            " counted in the task's user namespace (applies to uid 0 there) + pid namespace");
+        "uid 0: RLIMIT_NPROC does not apply; a pids cgroup per task (" + cgroup +
+            "/forkbox, pids.max " + std::to_string(policy.rlimit_nproc) + ")" +
+            (layer2 ? " + the PID namespace dies with the task" : ""));
   } else {
     add("fork bomb", "weaker",
-        std::string("uid 0 without namespaces: RLIMIT_NPROC does not apply; held only by the task "
-                    "timeout and the kill of all descendants (pids cgroup ") +
-            (PidsCgroupWritable() ? "writable but not used" : "not writable") + ")");
+        std::string("uid 0: RLIMIT_NPROC does not apply and no pids cgroup is writable; held only "
+                    "by the task timeout and the kill of the whole tree") +
+            (layer2 ? " (PID namespace)" : " (subreaper)"));
   }
   add("hygiene", "active",
       "non-dumpable agent, PDEATHSIG, own session per tool, all descendants killed at task end");

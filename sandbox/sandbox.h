@@ -84,7 +84,14 @@ struct Report {
 // Inspects the kernel and returns what the policy would get. Never changes the process.
 Report Check(const Policy& policy);
 
-// forkbox-child sandboxes itself before its first model call. Keeps `keep_fds` (and 0-2) open.
+// forkbox-child sandboxes itself before its first model call. Keeps `keep_fds` (and 0-2) open,
+// closes every other fd. Must be called while the process is single-threaded. Non-dumpable,
+// PDEATHSIG SIGKILL. In layer 2 it forks once: the caller's process stays behind as a waiter that
+// relays the exit status (and turns SIGTERM/SIGINT/SIGHUP into SIGKILL of the agent), and this
+// returns in the child, pid 1 of new user+mount+PID namespaces, so the whole task tree dies with
+// it. In layer 1 the process becomes a child subreaper instead. Call KillAllDescendants at the
+// end of the task. Fails closed (kUnavailable) without Landlock or seccomp; with
+// policy.enabled == false it changes nothing and returns the "off" report.
 // The agent's seccomp filter allows inet sockets (it must reach the model); tool commands spawned
 // afterwards with SpawnSandboxed stack the no-network filter on top.
 Result<Report> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
@@ -92,7 +99,12 @@ Result<Report> EnterAgentSandbox(const Policy& policy, std::span<const int> keep
 // Spawns a command under the tool policy, in its own session and process group. Works both from
 // an unsandboxed process (the parent's tools, `forkbox sandbox`) where it applies the whole
 // pipeline in the forked child, and from inside EnterAgentSandbox, where it stacks the tool layer.
-// options.pre_exec must be empty (the sandbox owns it).
+// Everything is prepared before fork (compiled BPF, Landlock ruleset, mount plan); the child only
+// makes async-signal-safe calls, so callers may be multithreaded. In layer 2 (unsandboxed caller)
+// the returned process is the init of the command's PID namespace; it exits with the command's
+// status (128+N when the command dies of signal N) and its exit kills every leftover process.
+// Setup and exec failures come back as a Status naming the failing step.
+// options.pre_exec must be empty (the sandbox owns it); options.cwd defaults to the workdir.
 Result<ChildProcess> SpawnSandboxed(const Policy& policy, SpawnOptions options);
 
 // Kills every descendant of the calling process, including setsid'd and double-forked daemons

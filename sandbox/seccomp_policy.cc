@@ -130,7 +130,7 @@ std::vector<RuleSet> BaseTable() {
            Eperm("acct", "process accounting is host-wide"),
            Eperm("swapon", "host-wide swap"),
            Eperm("swapoff", "host-wide swap"),
-           Eperm("reboot", "host-wide"),
+           Eperm("reboot", "reboots or halts the host"),
            Eperm("settimeofday", "host-wide clock"),
            Eperm("clock_settime", "host-wide clock"),
            Eperm("clock_adjtime", "host-wide clock"),

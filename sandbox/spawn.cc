@@ -14,6 +14,7 @@
 #include <cstring>
 
 #include "sandbox/caps.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/check.h"
 #include "sandbox/hygiene.h"
 #include "sandbox/landlock.h"
@@ -47,6 +48,7 @@ struct Plan {
   UniqueFd ruleset;
   int abi = 0;
   std::vector<std::span<const sock_filter>> filters;
+  PidsCgroup cgroup;  // uid 0 only: RLIMIT_NPROC does not apply to root.
 };
 
 [[noreturn]] void Fail(int error_fd, const char* step, int err) {
@@ -124,6 +126,9 @@ int ArrangeFds(const Plan& plan, int error_fd, int* ruleset_fd) {
 }
 
 [[noreturn]] void RunChild(const Plan& plan, int error_fd) {
+  if (plan.cgroup.procs_fd() >= 0) {
+    if (int err = JoinCgroupRaw(plan.cgroup.procs_fd())) Fail(error_fd, "join pids cgroup", err);
+  }
   if (plan.new_session && setsid() < 0) Fail(error_fd, "setsid", errno);
   int ruleset_fd = plan.ruleset.get();
   error_fd = ArrangeFds(plan, error_fd, &ruleset_fd);
@@ -238,6 +243,11 @@ Status BuildPlan(const Policy& policy, SpawnOptions& options, Plan& plan) {
   plan.limits.as_bytes = policy.rlimit_as_bytes;
   plan.limits.nofile = policy.rlimit_nofile;
   plan.limits.nproc = policy.rlimit_nproc;
+  if (!agent.active && !PidsCgroup::Hierarchy().empty()) {
+    Result<PidsCgroup> cgroup = PidsCgroup::Create(policy.rlimit_nproc);
+    if (!cgroup.ok()) return cgroup.status().WithContext("fork-bomb limit for uid 0");
+    plan.cgroup = std::move(*cgroup);
+  }
   return Status::Ok();
 }
 

@@ -273,10 +273,6 @@ std::string EscapeTest::VictimReport() const {
          "\nvictim after:  " + Snapshot(victim_).Describe();
 }
 
-void EscapeTest::SkipUnsandboxed(const std::string& why) {
-  if (!sandboxed()) GTEST_SKIP() << why;
-}
-
 const RunResult& CheckOutput(Mode mode) {
   static std::map<Mode, RunResult> cache;
   auto it = cache.find(mode);
@@ -308,11 +304,6 @@ int EscapeTest::Layer() {
   return std::stoi(m[1]);
 }
 
-void EscapeTest::SkipUnlessLayer2(const std::string& why) {
-  if (sandboxed() && Layer() < 2) {
-    GTEST_SKIP() << "layer " << Layer() << ": " << why
-                 << " (a documented layer-1 gap that layer 2 closes)";
-  }
-}
+bool EscapeTest::Layer1Gap() { return sandboxed() && Layer() < 2; }
 
 }  // namespace forkbox::escape

@@ -56,10 +56,9 @@ class EscapeTest : public ::testing::TestWithParam<Mode> {
 
   // The layer `forkbox sandbox --check` reports in this mode (sandboxed modes only).
   int Layer();
-  // Skips in layer 1, where `why` is a documented gap that layer 2 closes.
-  void SkipUnlessLayer2(const std::string& why);
-  // Skips the unsandboxed control modes (positive tests, launcher-targeted attacks).
-  void SkipUnsandboxed(const std::string& why);
+  // Whether this is layer 1 in a sandboxed mode, where `why` is a documented gap that layer 2
+  // closes. Use through FORKBOX_SKIP_UNLESS_LAYER2 (GTEST_SKIP only returns from the caller).
+  bool Layer1Gap();
 
   // `forkbox sandbox --workdir W [flags] -- cmd...` in this mode; in the control modes, cmd alone
   // (as the mode's user, in W). forkbox's own cwd is the outside dir.
@@ -92,6 +91,12 @@ class EscapeTest : public ::testing::TestWithParam<Mode> {
   uid_t uid_ = 0;
   gid_t gid_ = 0;
 };
+
+#define FORKBOX_SKIP_UNLESS_LAYER2(why) \
+  if (Layer1Gap())                      \
+  GTEST_SKIP() << "layer 1: " << (why) << " (a documented layer-1 gap that layer 2 closes)"
+#define FORKBOX_SKIP_UNSANDBOXED(why) \
+  if (!sandboxed()) GTEST_SKIP() << (why)
 
 // The launchers and binaries under test.
 const char* ForkboxPath();

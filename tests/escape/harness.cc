@@ -9,6 +9,7 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
@@ -204,6 +205,7 @@ Victim::Victim(uid_t uid, gid_t gid) {
     if (getuid() != uid && (setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0)) {
       _exit(1);
     }
+    prctl(PR_SET_DUMPABLE, 1);  // setuid cleared it; a real process of the user is dumpable.
     char c;
     while (read(hold[0], &c, 1) < 0 && errno == EINTR) {
     }

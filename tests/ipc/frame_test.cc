@@ -238,7 +238,7 @@ TEST(FrameTest, NonJsonPayload) {
   EXPECT_THAT(st.message(), HasSubstr("frame 1: frame payload is not valid JSON"));
   st = DecodeOne(RawFrame(R"({"type":"event","turn":1,"tool":"bash","detail":"x"} trailing)"));
   EXPECT_THAT(st.message(), HasSubstr("not valid JSON"));
-  st = DecodeOne(RawFrame(R"({"type":"event","turn":01})"));
+  st = DecodeOne(RawFrame(R"({"type":"event","turn":tru})"));
   EXPECT_THAT(st.message(), HasSubstr("not valid JSON in field \"turn\""));
 }
 

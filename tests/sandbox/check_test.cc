@@ -1,0 +1,273 @@
+// Check(), the banner, `forkbox sandbox` (through sandbox_cmd) and EnterAgentSandbox.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <functional>
+
+#include "sandbox/namespaces.h"
+#include "sandbox/sandbox.h"
+#include "tests/sandbox/probe_util.h"
+
+extern char** environ;
+
+namespace forkbox::sandbox {
+namespace {
+
+using testing::FileExists;
+using testing::MakeTempDir;
+using testing::ReadFile;
+
+const Report::Line* FindLine(const Report& r, const std::string& protection) {
+  for (const Report::Line& line : r.lines) {
+    if (line.protection == protection) return &line;
+  }
+  return nullptr;
+}
+
+TEST(Check, ReportsEveryProtectionHere) {
+  Policy policy;
+  policy.workdir = MakeTempDir("check");
+  Report r = Check(policy);
+  EXPECT_TRUE(r.enforceable);
+  EXPECT_GE(r.landlock_abi, 1);
+  EXPECT_EQ(r.layer, Layer2Available() ? 2 : 1);
+  EXPECT_EQ(r.kernel, testing::KernelRelease());
+  for (const char* p :
+       {"landlock", "seccomp", "user namespace", "read-only root", "private /tmp and /dev/shm",
+        ".git/hooks read-only", "pid namespace", "network", "capabilities", "no_new_privs",
+        "rlimits", "fork bomb", "environment"}) {
+    const Report::Line* line = FindLine(r, p);
+    ASSERT_NE(line, nullptr) << p;
+    EXPECT_FALSE(line->detail.empty()) << p;
+  }
+  EXPECT_EQ(FindLine(r, "seccomp")->state, "active");
+  std::string banner = r.Banner();
+  EXPECT_NE(banner.find("layer " + std::to_string(r.layer)), std::string::npos) << banner;
+  EXPECT_NE(banner.find("landlock ABI " + std::to_string(r.landlock_abi)), std::string::npos);
+  EXPECT_NE(banner.find("no net"), std::string::npos) << banner;
+  // The fork-bomb line names the mechanism that holds for this uid and layer.
+  const std::string& bomb = FindLine(r, "fork bomb")->detail;
+  EXPECT_NE(bomb.find(geteuid() == 0 && r.layer == 1 ? "timeout" : "RLIMIT_NPROC"),
+            std::string::npos)
+      << bomb;
+}
+
+TEST(Check, DisabledPolicySaysOff) {
+  Policy policy;
+  policy.enabled = false;
+  Report r = Check(policy);
+  EXPECT_FALSE(r.enforceable);
+  EXPECT_NE(r.Banner().find("OFF"), std::string::npos);
+}
+
+struct CmdResult {
+  int code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs sandbox_cmd (== `forkbox sandbox`) with the given args; `setup` runs in the child first.
+CmdResult RunCmd(
+    std::vector<std::string> args, const std::string& input = "",
+    const std::function<bool()>& setup = [] { return true; }) {
+  int in[2], out[2], err[2];
+  if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) std::abort();
+  args.insert(args.begin(), SANDBOX_CMD);
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (!setup()) _exit(120);
+    dup2(in[0], 0);
+    dup2(out[1], 1);
+    dup2(err[1], 2);
+    execve(argv[0], argv.data(), environ);
+    _exit(121);
+  }
+  close(in[0]);
+  close(out[1]);
+  close(err[1]);
+  if (!input.empty() && write(in[1], input.data(), input.size()) < 0) std::abort();
+  close(in[1]);
+  CmdResult r;
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(out[0], buf, sizeof(buf))) > 0) r.out.append(buf, static_cast<size_t>(n));
+  while ((n = read(err[0], buf, sizeof(buf))) > 0) r.err.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  close(err[0]);
+  int status = 0;
+  waitpid(pid, &status, 0);
+  r.code = ExitCodeFromWaitStatus(status);
+  return r;
+}
+
+TEST(SandboxCommand, PassesStdioAndTheExitStatusThrough) {
+  std::string work = MakeTempDir("cmd");
+  CmdResult cat = RunCmd({"--workdir", work, "--", "cat"}, "hello through stdin\n");
+  EXPECT_EQ(cat.code, 0) << cat.err;
+  EXPECT_EQ(cat.out, "hello through stdin\n");
+  CmdResult code = RunCmd({"--workdir", work, "--", "sh", "-c", "echo oops >&2; exit 9"});
+  EXPECT_EQ(code.code, 9);
+  EXPECT_NE(code.err.find("oops"), std::string::npos);
+  CmdResult sig = RunCmd({"--workdir", work, "--", "sh", "-c", "kill -KILL $$"});
+  EXPECT_EQ(sig.code, 128 + SIGKILL);
+  EXPECT_FALSE(FileExists(work + "/.forkbox-tmp")) << "the task's TMPDIR is removed";
+}
+
+TEST(SandboxCommand, GivesATaskTmpdirAndAScrubbedEnvironment) {
+  std::string work = MakeTempDir("cmd-env");
+  setenv("FORKBOX_TEST_SECRET_TOKEN", "s3cr3t", 1);
+  setenv("FORKBOX_OPT_IN", "visible", 1);
+  setenv("OPT_IN_VAR", "visible", 1);
+  CmdResult r = RunCmd({"--workdir", work, "--env", "OPT_IN_VAR", "--", "env"});
+  unsetenv("FORKBOX_TEST_SECRET_TOKEN");
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out.find("s3cr3t"), std::string::npos);
+  EXPECT_NE(r.out.find("OPT_IN_VAR=visible"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("TMPDIR=" + work + "/.forkbox-tmp/"), std::string::npos) << r.out;
+}
+
+TEST(SandboxCommand, RejectsBadUsage) {
+  EXPECT_EQ(RunCmd({"--sandbox=bogus", "--", "true"}).code, 2);
+  EXPECT_EQ(RunCmd({}).code, 2);
+  EXPECT_EQ(RunCmd({"--workdir", "/nonexistent/forkbox", "--", "true"}).code, 2);
+  CmdResult missing = RunCmd({"--", "forkbox-no-such-command"});
+  EXPECT_EQ(missing.code, 127);
+  EXPECT_NE(missing.err.find("not found"), std::string::npos);
+}
+
+TEST(SandboxCommand, CheckPrintsTheProtectionsAndExitsZeroWhenEnforceable) {
+  CmdResult r = RunCmd({"--check"});
+  EXPECT_EQ(r.code, 0);
+  for (const char* word : {"landlock", "seccomp", "layer", "kernel ", "fork bomb"}) {
+    EXPECT_NE(r.out.find(word), std::string::npos) << word << "\n" << r.out;
+  }
+}
+
+TEST(SandboxCommand, OffRunsUnsandboxedButWarnsLoudly) {
+  std::string work = MakeTempDir("cmd-off");
+  CmdResult r = RunCmd(
+      {"--workdir", work, "--sandbox=off", "--", "sh", "-c", "grep NoNewPrivs /proc/self/status"});
+  EXPECT_EQ(r.code, 0);
+  EXPECT_NE(r.err.find("WARNING"), std::string::npos) << r.err;
+  EXPECT_NE(r.out.find("0"), std::string::npos);
+}
+
+TEST(SandboxCommand, FailsClosedWithoutLandlock) {
+  CmdResult r = RunCmd({"--", "true"}, "", testing::HideLandlock);
+  EXPECT_EQ(r.code, 125);
+  EXPECT_NE(r.err.find("Landlock is unavailable"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(testing::KernelRelease()), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--sandbox=off"), std::string::npos) << r.err;
+  CmdResult check = RunCmd({"--check"}, "", testing::HideLandlock);
+  EXPECT_NE(check.code, 0);
+  EXPECT_NE(check.out.find("CANNOT be enforced"), std::string::npos) << check.out;
+}
+
+// Like a container whose seccomp profile refuses user namespaces: layer 1 still enforces.
+TEST(SandboxCommand, FallsBackToLayer1WhereUserNamespacesAreRefused) {
+  std::string work = MakeTempDir("cmd-layer1");
+  std::string outside = MakeTempDir("cmd-layer1-outside");
+  CmdResult check = RunCmd({"--check"}, "", testing::RefuseUserNamespaces);
+  EXPECT_EQ(check.code, 0) << check.out;
+  EXPECT_NE(check.out.find("layer 1"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("missing: read-only root"), std::string::npos) << check.out;
+  CmdResult r = RunCmd({"--workdir", work, "--", "sh", "-c",
+                        "echo x > " + outside +
+                            "/f; echo y > inside; "
+                            "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status | tr -d ' \\t'"},
+                       "", testing::RefuseUserNamespaces);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_FALSE(FileExists(outside + "/f"));
+  EXPECT_EQ(ReadFile(work + "/inside"), "y\n");
+  EXPECT_NE(r.out.find("NoNewPrivs:1"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Seccomp:2"), std::string::npos) << r.out;
+}
+
+// What the agent sees after EnterAgentSandbox, reported from inside.
+struct AgentFacts {
+  int entered = 0;
+  int dumpable = -1;
+  int pid = 0;
+  int layer = 0;
+  int inet_socket_ok = 0;
+  int unix_socket_ok = 0;
+  int write_outside_errno = 0;
+  int tool_exit = -1;
+  int tool_socket_exit = -1;
+  int killed = -1;
+};
+
+TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
+  std::string work = MakeTempDir("agent");
+  std::string outside = MakeTempDir("agent-outside");
+  int facts_pipe[2];
+  ASSERT_EQ(pipe2(facts_pipe, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(facts_pipe[0]);
+    AgentFacts f;
+    Policy policy;
+    policy.workdir = work;
+    int keep[] = {facts_pipe[1]};
+    Result<Report> report = EnterAgentSandbox(policy, keep);
+    f.entered = report.ok();
+    if (report.ok()) {
+      f.layer = report->layer;
+      f.dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+      f.pid = getpid();
+      int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      f.inet_socket_ok = s >= 0;
+      int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      f.unix_socket_ok = u >= 0;
+      int fd = open((outside + "/f").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+      f.write_outside_errno = fd < 0 ? errno : 0;
+      auto run = [&](const std::string& script) {
+        SpawnOptions options;
+        options.argv = {"/bin/sh", "-c", script};
+        options.env = ToolEnvironment(policy, environ);
+        options.new_session = true;
+        Result<ChildProcess> child = SpawnSandboxed(policy, std::move(options));
+        if (!child.ok()) return -2;
+        Result<int> status = child->Wait();
+        return status.ok() ? ExitCodeFromWaitStatus(*status) : -3;
+      };
+      f.tool_exit = run("exit 5");
+      f.tool_socket_exit = run("exec 3<>/dev/tcp/127.0.0.1/1");
+      run("setsid sleep 100000 & (sleep 100000 &); exit 0");
+      f.killed = KillAllDescendants();
+    }
+    if (write(facts_pipe[1], &f, sizeof(f)) != sizeof(f)) _exit(3);
+    _exit(0);
+  }
+  close(facts_pipe[1]);
+  AgentFacts f;
+  ASSERT_EQ(read(facts_pipe[0], &f, sizeof(f)), static_cast<ssize_t>(sizeof(f)));
+  close(facts_pipe[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(ExitCodeFromWaitStatus(status), 0);
+  ASSERT_EQ(f.entered, 1);
+  EXPECT_EQ(f.dumpable, 0);
+  EXPECT_EQ(f.layer, Layer2Available() ? 2 : 1);
+  if (f.layer == 2) {
+    EXPECT_EQ(f.pid, 1) << "the agent is init of its PID namespace";
+  }
+  EXPECT_EQ(f.inet_socket_ok, 1);
+  EXPECT_EQ(f.unix_socket_ok, 0);
+  EXPECT_NE(f.write_outside_errno, 0);
+  EXPECT_FALSE(FileExists(outside + "/f"));
+  EXPECT_EQ(f.tool_exit, 5);
+  EXPECT_NE(f.tool_socket_exit, 0);
+  EXPECT_GE(f.killed, 1);
+}
+
+}  // namespace
+}  // namespace forkbox::sandbox

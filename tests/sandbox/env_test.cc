@@ -1,0 +1,106 @@
+// ToolEnvironment scrubbing and PolicyFromSettings validation.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "sandbox/sandbox.h"
+#include "tests/sandbox/probe_util.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+bool Has(const std::vector<std::string>& env, const std::string& entry) {
+  return std::find(env.begin(), env.end(), entry) != env.end();
+}
+bool HasName(const std::vector<std::string>& env, const std::string& name) {
+  return std::any_of(env.begin(), env.end(),
+                     [&](const std::string& e) { return e.rfind(name + "=", 0) == 0; });
+}
+
+TEST(ToolEnvironment, KeepsTheAllowlistAndOptInsAndDropsSecrets) {
+  std::vector<std::string> storage = {"PATH=/usr/bin:/bin",
+                                      "HOME=/home/u",
+                                      "LANG=C.UTF-8",
+                                      "LC_ALL=C",
+                                      "TERM=xterm",
+                                      "USER=u",
+                                      "SHELL=/bin/bash",
+                                      "TMPDIR=/tmp",
+                                      "FOO=bar",
+                                      "UNLISTED=1",
+                                      "ANTHROPIC_API_KEY=sk-ant-1",
+                                      "OPENAI_API_KEY=sk-2",
+                                      "OPENAI_BASE_URL=http://x",
+                                      "GITHUB_TOKEN=ghp_3",
+                                      "AWS_SECRET=4",
+                                      "FORKBOX_DEBUG=1",
+                                      "DB_PASSWORD=5",
+                                      "HARMLESS=sk-looks-like-a-key",
+                                      "=empty",
+                                      "NOEQUALS"};
+  std::vector<char*> environ;
+  for (std::string& s : storage) environ.push_back(s.data());
+  environ.push_back(nullptr);
+  Policy policy;
+  policy.tmpdir = "/w/.forkbox-tmp/task-1";
+  policy.env_allow = {"FOO", "GITHUB_TOKEN", "HARMLESS", "OPENAI_BASE_URL"};
+  std::vector<std::string> env = ToolEnvironment(policy, environ.data());
+  for (const char* keep : {"PATH=/usr/bin:/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C",
+                           "TERM=xterm", "USER=u", "SHELL=/bin/bash", "FOO=bar"}) {
+    EXPECT_TRUE(Has(env, keep)) << keep;
+  }
+  for (const char* drop :
+       {"UNLISTED", "ANTHROPIC_API_KEY", "OPENAI_API_KEY", "OPENAI_BASE_URL", "GITHUB_TOKEN",
+        "AWS_SECRET", "FORKBOX_DEBUG", "DB_PASSWORD", "HARMLESS", "NOEQUALS"}) {
+    EXPECT_FALSE(HasName(env, drop)) << drop;
+  }
+  for (const char* t : {"TMPDIR", "TMP", "TEMP"}) {
+    EXPECT_TRUE(Has(env, std::string(t) + "=" + policy.tmpdir)) << t;
+  }
+  EXPECT_EQ(std::count_if(env.begin(), env.end(),
+                          [](const std::string& e) { return e.rfind("TMPDIR=", 0) == 0; }),
+            1);
+}
+
+TEST(ToolEnvironment, ProvidesADefaultPath) {
+  char* environ[] = {nullptr};
+  std::vector<std::string> env = ToolEnvironment(Policy{}, environ);
+  EXPECT_TRUE(HasName(env, "PATH"));
+}
+
+TEST(SecretNames, AreRecognisedCaseInsensitively) {
+  EXPECT_TRUE(IsSecretName("anthropic_api_key"));
+  EXPECT_TRUE(IsSecretName("MY_TOKEN"));
+  EXPECT_TRUE(IsSecretName("X_SECRET"));
+  EXPECT_FALSE(IsSecretName("PATH"));
+  EXPECT_FALSE(IsSecretName("TOKENIZER_MODE"));
+}
+
+TEST(PolicyFromSettings, CanonicalisesAndValidates) {
+  std::string dir = testing::MakeTempDir("policy");
+  ipc::SandboxSettings settings;
+  settings.writable = {dir + "/."};
+  settings.env = {"FOO"};
+  Result<Policy> policy =
+      PolicyFromSettings(settings, dir + "/../" + dir.substr(dir.rfind('/') + 1));
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  EXPECT_EQ(policy->workdir, dir);
+  EXPECT_EQ(policy->writable, std::vector<std::string>{dir});
+  EXPECT_EQ(policy->env_allow, std::vector<std::string>{"FOO"});
+
+  EXPECT_EQ(PolicyFromSettings(ipc::SandboxSettings{}, "/nonexistent/forkbox").status().code(),
+            Status::Code::kInvalidArgument);
+  ipc::SandboxSettings bad_writable;
+  bad_writable.writable = {"/nonexistent/forkbox"};
+  EXPECT_FALSE(PolicyFromSettings(bad_writable, dir).ok());
+  ipc::SandboxSettings bad_env;
+  bad_env.env = {"NOT A NAME"};
+  EXPECT_FALSE(PolicyFromSettings(bad_env, dir).ok());
+  ipc::SandboxSettings bad_limit;
+  bad_limit.rlimit_nproc = 0;
+  EXPECT_FALSE(PolicyFromSettings(bad_limit, dir).ok());
+  EXPECT_FALSE(PolicyFromSettings(ipc::SandboxSettings{}, "/etc/passwd").ok());
+}
+
+}  // namespace
+}  // namespace forkbox::sandbox

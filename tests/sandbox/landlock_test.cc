@@ -1,0 +1,145 @@
+// Landlock rulesets applied in forked children.
+#include "sandbox/landlock.h"
+
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "tests/sandbox/probe_util.h"
+
+namespace forkbox::sandbox::landlock {
+namespace {
+
+using testing::FileExists;
+using testing::MakeTempDir;
+using testing::ProbeResult;
+using testing::RunProbe;
+
+std::function<bool()> Restrict(int ruleset_fd) {
+  return [ruleset_fd] {
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && RestrictSelfRaw(ruleset_fd) == 0;
+  };
+}
+
+long WriteFile(const std::string& path) {
+  int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return -1;
+  close(fd);
+  return 0;
+}
+
+TEST(Landlock, AbiIsAvailable) { EXPECT_GE(QueryAbi(), 1); }
+
+TEST(Landlock, RightsGrowWithTheAbi) {
+  EXPECT_EQ(FsRightsForAbi(1) & kRefer, 0u);
+  EXPECT_NE(FsRightsForAbi(2) & kRefer, 0u);
+  EXPECT_EQ(FsRightsForAbi(2) & kTruncate, 0u);
+  EXPECT_NE(FsRightsForAbi(3) & kTruncate, 0u);
+  EXPECT_EQ(FsRightsForAbi(4) & kIoctlDev, 0u);
+  EXPECT_NE(FsRightsForAbi(5) & kIoctlDev, 0u);
+}
+
+TEST(Landlock, WritesOnlyBeneathTheWorkdir) {
+  std::string work = MakeTempDir("ll-work");
+  std::string outside = MakeTempDir("ll-outside");
+  Result<UniqueFd> ruleset = BuildRuleset({QueryAbi(), Mode::kTool, {work}, false, 0});
+  ASSERT_TRUE(ruleset.ok()) << ruleset.status().ToString();
+  ProbeResult in = RunProbe(Restrict(ruleset->get()), [&] { return WriteFile(work + "/a"); });
+  ASSERT_TRUE(in.reported);
+  EXPECT_EQ(in.value, 0) << in.err;
+  ProbeResult out = RunProbe(Restrict(ruleset->get()), [&] { return WriteFile(outside + "/b"); });
+  ASSERT_TRUE(out.reported);
+  EXPECT_EQ(out.err, EACCES);
+  EXPECT_FALSE(FileExists(outside + "/b"));
+  ProbeResult dev = RunProbe(Restrict(ruleset->get()), [] { return WriteFile("/dev/null"); });
+  ASSERT_TRUE(dev.reported);
+  EXPECT_EQ(dev.value, 0) << "O_TRUNC on /dev/null must work: " << dev.err;
+  ProbeResult read = RunProbe(Restrict(ruleset->get()), [] {
+    int fd = open("/etc/passwd", O_RDONLY | O_CLOEXEC);
+    if (fd >= 0) close(fd);
+    return fd >= 0 ? 0L : -1L;
+  });
+  ASSERT_TRUE(read.reported);
+  EXPECT_EQ(read.value, 0);
+}
+
+TEST(Landlock, MissingWritablePathIsAnError) {
+  Result<UniqueFd> ruleset =
+      BuildRuleset({QueryAbi(), Mode::kTool, {"/nonexistent/forkbox"}, false, 0});
+  EXPECT_FALSE(ruleset.ok());
+}
+
+struct Listener {
+  int fd = -1;
+  uint16_t port = 0;
+  Listener() {
+    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+    listen(fd, 8);
+    socklen_t len = sizeof(addr);
+    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+    port = ntohs(addr.sin_port);
+  }
+  ~Listener() { close(fd); }
+};
+
+long Connect(uint16_t port) {
+  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = htons(port);
+  int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  close(fd);
+  return rc;
+}
+
+TEST(Landlock, ToolsGetNoTcpAndTheAgentOnlyTheModelPort) {
+  if (QueryAbi() < 4) GTEST_SKIP() << "Landlock TCP rules need ABI 4";
+  std::string work = MakeTempDir("ll-net");
+  Listener model, other;
+  Result<UniqueFd> tool = BuildRuleset({QueryAbi(), Mode::kTool, {work}, false, 0});
+  ASSERT_TRUE(tool.ok());
+  ProbeResult t = RunProbe(Restrict(tool->get()), [&] { return Connect(model.port); });
+  ASSERT_TRUE(t.reported);
+  EXPECT_EQ(t.err, EACCES);
+  Result<UniqueFd> agent = BuildRuleset({QueryAbi(), Mode::kAgent, {work}, false, model.port});
+  ASSERT_TRUE(agent.ok());
+  ProbeResult a = RunProbe(Restrict(agent->get()), [&] { return Connect(model.port); });
+  ASSERT_TRUE(a.reported);
+  EXPECT_EQ(a.value, 0) << a.err;
+  ProbeResult b = RunProbe(Restrict(agent->get()), [&] { return Connect(other.port); });
+  ASSERT_TRUE(b.reported);
+  EXPECT_EQ(b.err, EACCES);
+  Result<UniqueFd> net = BuildRuleset({QueryAbi(), Mode::kTool, {work}, true, 0});
+  ASSERT_TRUE(net.ok());
+  ProbeResult n = RunProbe(Restrict(net->get()), [&] { return Connect(other.port); });
+  ASSERT_TRUE(n.reported);
+  EXPECT_EQ(n.value, 0) << "--allow-net lifts the TCP restriction: " << n.err;
+}
+
+TEST(Landlock, SignalsAreScopedToTheSandbox) {
+  if (QueryAbi() < 6) GTEST_SKIP() << "scopes need ABI 6";
+  std::string work = MakeTempDir("ll-scope");
+  Result<UniqueFd> ruleset = BuildRuleset({QueryAbi(), Mode::kTool, {work}, false, 0});
+  ASSERT_TRUE(ruleset.ok());
+  ProbeResult r =
+      RunProbe(Restrict(ruleset->get()), [] { return static_cast<long>(kill(getppid(), 0)); });
+  ASSERT_TRUE(r.reported);
+  EXPECT_EQ(r.err, EPERM);
+  ProbeResult control =
+      RunProbe([] { return true; }, [] { return static_cast<long>(kill(getppid(), 0)); });
+  ASSERT_TRUE(control.reported);
+  EXPECT_EQ(control.value, 0);
+}
+
+}  // namespace
+}  // namespace forkbox::sandbox::landlock

@@ -1,7 +1,11 @@
 #include "tests/sandbox/probe_util.h"
 
+#include <fcntl.h>
+#include <sched.h>
+#include <seccomp.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -66,6 +70,34 @@ std::string ReadFile(const std::string& path) {
 bool FileExists(const std::string& path) {
   struct stat st;
   return lstat(path.c_str(), &st) == 0;
+}
+
+bool HideLandlock() {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  bool ok =
+      ctx != nullptr &&
+      seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(landlock_create_ruleset), 0) == 0 &&
+      seccomp_load(ctx) == 0;
+  seccomp_release(ctx);
+  return ok;
+}
+
+bool RefuseUserNamespaces() {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  bool ok = ctx != nullptr &&
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(unshare), 0) == 0 &&
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(clone), 1,
+                             SCMP_A0(SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER)) == 0 &&
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0 &&
+            seccomp_load(ctx) == 0;
+  seccomp_release(ctx);
+  return ok;
+}
+
+std::string KernelRelease() {
+  utsname u{};
+  uname(&u);
+  return u.release;
 }
 
 }  // namespace forkbox::sandbox::testing

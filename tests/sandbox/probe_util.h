@@ -29,4 +29,13 @@ std::string MakeTempDir(const std::string& name);
 std::string ReadFile(const std::string& path);
 bool FileExists(const std::string& path);
 
+// Installs (with no_new_privs) a filter making landlock_create_ruleset fail with ENOSYS, as on a
+// kernel without Landlock. For forked children only.
+bool HideLandlock();
+
+// Installs a filter refusing unshare and clone(CLONE_NEWUSER), like Docker's default profile.
+bool RefuseUserNamespaces();
+
+std::string KernelRelease();
+
 }  // namespace forkbox::sandbox::testing

@@ -1,0 +1,73 @@
+// sandbox_spawn_bench [N]: median wall time of N spawns of /bin/true, sandboxed (SpawnSandboxed,
+// the layer this machine gets) against a plain fork+execve, and the ratio. Prints only.
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <vector>
+
+#include "sandbox/sandbox.h"
+
+extern char** environ;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.empty() ? 0 : v[v.size() / 2];
+}
+
+double PlainOnce() {
+  auto start = Clock::now();
+  pid_t pid = fork();
+  if (pid == 0) {
+    char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
+    execve(argv[0], argv, environ);
+    _exit(127);
+  }
+  waitpid(pid, nullptr, 0);
+  return std::chrono::duration<double, std::micro>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace forkbox;
+  int n = argc > 1 ? std::atoi(argv[1]) : 200;
+  if (n <= 0) {
+    std::fprintf(stderr, "usage: sandbox_spawn_bench [N>0]\n");
+    return 2;
+  }
+  sandbox::Policy policy;
+  policy.workdir = std::filesystem::current_path().string();
+  sandbox::Report report = sandbox::Check(policy);
+  std::vector<double> plain, boxed, spawned;
+  for (int i = 0; i < n; ++i) {
+    plain.push_back(PlainOnce());
+    auto start = Clock::now();
+    SpawnOptions options;
+    options.argv = {"/bin/true"};
+    options.new_session = true;
+    Result<ChildProcess> child = sandbox::SpawnSandboxed(policy, std::move(options));
+    if (!child.ok()) {
+      std::fprintf(stderr, "sandbox_spawn_bench: %s\n", child.status().ToString().c_str());
+      return 1;
+    }
+    spawned.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    (void)child->Wait();
+    boxed.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+  }
+  double p = Median(plain), b = Median(boxed);
+  std::printf("%s\n", report.Banner().c_str());
+  std::printf("plain fork+exec /bin/true: median %.0f us\n", p);
+  std::printf("sandboxed /bin/true:       median %.0f us\n", b);
+  std::printf("  of which SpawnSandboxed returned after: median %.0f us\n", Median(spawned));
+  std::printf("ratio: %.2fx (n=%d)\n", p > 0 ? b / p : 0.0, n);
+  return 0;
+}

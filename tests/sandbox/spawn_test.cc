@@ -1,0 +1,260 @@
+// SpawnSandboxed, EnterAgentSandbox and KillAllDescendants, checked from outside the sandbox.
+#include <arpa/inet.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <fstream>
+
+#include "sandbox/namespaces.h"
+#include "sandbox/sandbox.h"
+#include "tests/sandbox/probe_util.h"
+
+extern char** environ;
+
+namespace forkbox::sandbox {
+namespace {
+
+using testing::FileExists;
+using testing::MakeTempDir;
+using testing::ReadFile;
+
+Policy MakePolicy(const std::string& workdir) {
+  Policy policy;
+  policy.workdir = workdir;
+  return policy;
+}
+
+struct RunOutput {
+  int exit_code = -1;
+  std::string out;
+};
+
+// Reads until EOF; a guard (not a synchronisation) turns a hang into a failure.
+std::string ReadAll(int fd) {
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 60'000) <= 0) {
+      ADD_FAILURE() << "no EOF within 60 s";
+      break;
+    }
+    ssize_t n = read(fd, buf, sizeof(buf));
+    if (n <= 0) break;
+    out.append(buf, static_cast<size_t>(n));
+  }
+  return out;
+}
+
+Result<RunOutput> RunSandboxed(const Policy& policy, const std::string& script) {
+  Result<Pipe> out = MakePipe();
+  if (!out.ok()) return out.status();
+  SpawnOptions options;
+  options.argv = {"/bin/sh", "-c", script};
+  options.env = ToolEnvironment(policy, environ);
+  options.fds = {{out->write.get(), 1}};
+  options.new_session = true;
+  Result<ChildProcess> child = SpawnSandboxed(policy, std::move(options));
+  if (!child.ok()) return child.status();
+  out->write.reset();
+  RunOutput run;
+  run.out = ReadAll(out->read.get());
+  Result<int> status = child->Wait();
+  if (!status.ok()) return status.status();
+  run.exit_code = ExitCodeFromWaitStatus(*status);
+  return run;
+}
+
+TEST(SpawnSandboxed, PassesTheExitStatusThrough) {
+  Policy policy = MakePolicy(MakeTempDir("spawn-exit"));
+  Result<RunOutput> r = RunSandboxed(policy, "exit 7");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->exit_code, 7);
+  Result<RunOutput> killed = RunSandboxed(policy, "kill -TERM $$");
+  ASSERT_TRUE(killed.ok());
+  EXPECT_EQ(killed->exit_code, 128 + SIGTERM);
+  Result<RunOutput> echo = RunSandboxed(policy, "echo hello; pwd");
+  ASSERT_TRUE(echo.ok());
+  EXPECT_EQ(echo->out, "hello\n" + policy.workdir + "\n");
+}
+
+TEST(SpawnSandboxed, ReportsExecFailuresAndBadOptionsAsStatus) {
+  Policy policy = MakePolicy(MakeTempDir("spawn-bad"));
+  SpawnOptions missing;
+  missing.argv = {"/nonexistent/forkbox-binary"};
+  Result<ChildProcess> r = SpawnSandboxed(policy, missing);
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(r.status().message().find("execve"), std::string::npos) << r.status().message();
+  SpawnOptions with_pre_exec;
+  with_pre_exec.argv = {"/bin/true"};
+  with_pre_exec.pre_exec = [] { return Status::Ok(); };
+  EXPECT_EQ(SpawnSandboxed(policy, with_pre_exec).status().code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(SpawnSandboxed(policy, SpawnOptions{}).status().code(), Status::Code::kInvalidArgument);
+}
+
+TEST(SpawnSandboxed, ConfinesWritesToTheWorkdir) {
+  std::string work = MakeTempDir("spawn-work");
+  std::string outside = MakeTempDir("spawn-outside");
+  std::ofstream(outside + "/existing") << "original";
+  Result<RunOutput> r = RunSandboxed(
+      MakePolicy(work), "echo in > inside; echo x > " + outside + "/new; echo x > " + outside +
+                            "/existing; rm -f " + outside + "/existing; echo done");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->out, "done\n");
+  EXPECT_EQ(ReadFile(work + "/inside"), "in\n");
+  EXPECT_FALSE(FileExists(outside + "/new"));
+  EXPECT_EQ(ReadFile(outside + "/existing"), "original");
+}
+
+TEST(SpawnSandboxed, TheCommandRunsWithEveryProtection) {
+  Result<RunOutput> r = RunSandboxed(MakePolicy(MakeTempDir("spawn-status")),
+                                     "grep -E '^(NoNewPrivs|Seccomp|CapEff|CapBnd|CapPrm):' "
+                                     "/proc/self/status | tr -d ' \\t'");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r->out.find("NoNewPrivs:1"), std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("Seccomp:2"), std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("CapEff:0000000000000000"), std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("CapPrm:0000000000000000"), std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("CapBnd:0000000000000000"), std::string::npos) << r->out;
+}
+
+TEST(SpawnSandboxed, ToolsCannotConnectAndAllowNetLiftsIt) {
+  int listener = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+  ASSERT_EQ(listen(listener, 8), 0);
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  std::string script = "exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(ntohs(addr.sin_port));
+  Policy policy = MakePolicy(MakeTempDir("spawn-net"));
+  std::string bash = "/bin/bash -c '" + script + "'";
+  Result<RunOutput> r = RunSandboxed(policy, bash);
+  ASSERT_TRUE(r.ok());
+  EXPECT_NE(r->exit_code, 0);
+  // From outside: no connection was ever queued.
+  pollfd p{listener, POLLIN, 0};
+  EXPECT_EQ(poll(&p, 1, 0), 0);
+  policy.allow_net = true;
+  Result<RunOutput> allowed = RunSandboxed(policy, bash);
+  ASSERT_TRUE(allowed.ok());
+  EXPECT_EQ(allowed->exit_code, 0);
+  EXPECT_EQ(poll(&p, 1, 0), 1) << "the connection reached the listener";
+  close(listener);
+}
+
+TEST(SpawnSandboxed, Layer2MakesGitHooksAndConfigReadOnly) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  std::string work = MakeTempDir("spawn-git");
+  ASSERT_EQ(system(("mkdir -p " + work + "/.git/hooks " + work +
+                    "/.git/objects && echo '[core]' > " + work + "/.git/config")
+                       .c_str()),
+            0);
+  Result<RunOutput> r =
+      RunSandboxed(MakePolicy(work),
+                   "echo evil > .git/hooks/pre-commit; echo x >> .git/config; mv .git .git2; "
+                   "mv .git/hooks .git/h2; touch .git/objects/ok && echo objects-writable");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->out, "objects-writable\n");
+  EXPECT_FALSE(FileExists(work + "/.git/hooks/pre-commit"));
+  EXPECT_EQ(ReadFile(work + "/.git/config"), "[core]\n");
+  EXPECT_TRUE(FileExists(work + "/.git/hooks"));
+  EXPECT_FALSE(FileExists(work + "/.git2"));
+}
+
+TEST(SpawnSandboxed, Layer2HasAPrivateTmp) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  std::string work = MakeTempDir("spawn-tmp");
+  std::string marker = MakeTempDir("outside-marker");
+  std::string probe = "/tmp/forkbox-private-" + std::to_string(getpid());
+  Result<RunOutput> r =
+      RunSandboxed(MakePolicy(work), "test -e " + marker + " && echo leaked; echo x > " + probe +
+                                         " && echo wrote; ls /dev/shm | wc -l");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->out, "wrote\n0\n");
+  EXPECT_FALSE(FileExists(probe));
+}
+
+TEST(SpawnSandboxed, Layer2KillsDaemonsWhenTheCommandEnds) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  Policy policy = MakePolicy(MakeTempDir("spawn-daemon"));
+  Result<Pipe> held = MakePipe();
+  ASSERT_TRUE(held.ok());
+  SpawnOptions options;
+  // The daemon keeps fd 3 (the pipe) open for as long as it lives.
+  options.argv = {"/bin/sh", "-c", "setsid sleep 100000 & (sleep 100000 &) ; exit 0"};
+  options.env = ToolEnvironment(policy, environ);
+  options.fds = {{held->write.get(), 3}};
+  options.new_session = true;
+  Result<ChildProcess> child = SpawnSandboxed(policy, std::move(options));
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  held->write.reset();
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
+  EXPECT_EQ(ReadAll(held->read.get()), "") << "EOF: every holder of the pipe is dead";
+}
+
+TEST(KillAllDescendants, KillsSetsidAndDoubleForkedDaemons) {
+  Result<Pipe> held = MakePipe();
+  ASSERT_TRUE(held.ok());
+  int write_fd = held->write.get();
+  testing::ProbeResult r = testing::RunProbe(
+      [] { return prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) == 0; },
+      [write_fd] {
+        int ready[2];
+        if (pipe(ready) != 0) return -1L;
+        pid_t child = fork();
+        if (child == 0) {
+          setsid();
+          if (fork() == 0) {  // The daemon: holds write_fd, then waits forever.
+            close(ready[0]);
+            close(ready[1]);
+            for (;;) pause();
+          }
+          _exit(0);  // Its parent exits: the daemon is re-parented to us (the subreaper).
+        }
+        close(ready[1]);
+        waitpid(child, nullptr, 0);
+        close(ready[0]);
+        return static_cast<long>(KillAllDescendants());
+      });
+  held->write.reset();
+  ASSERT_TRUE(r.reported);
+  EXPECT_GE(r.value, 1);
+  EXPECT_EQ(ReadAll(held->read.get()), "");
+  (void)write_fd;
+}
+
+TEST(FailClosed, RefusesWithoutLandlockNamingTheKernelAndTheOptOut) {
+  Policy policy = MakePolicy(MakeTempDir("failclosed"));
+  Result<Pipe> msg = MakePipe();
+  ASSERT_TRUE(msg.ok());
+  int msg_fd = msg->write.get();
+  testing::ProbeResult r = testing::RunProbe(testing::HideLandlock, [&policy, msg_fd] {
+    SpawnOptions options;
+    options.argv = {"/bin/true"};
+    Result<ChildProcess> child = SpawnSandboxed(policy, options);
+    std::string text = child.ok() ? "spawned" : child.status().message();
+    if (write(msg_fd, text.data(), text.size()) < 0) return -2L;
+    return child.ok() ? 0L : static_cast<long>(child.status().code());
+  });
+  msg->write.reset();
+  std::string text = ReadAll(msg->read.get());
+  ASSERT_TRUE(r.reported);
+  EXPECT_EQ(r.value, static_cast<long>(Status::Code::kUnavailable)) << text;
+  EXPECT_NE(text.find("Landlock"), std::string::npos) << text;
+  EXPECT_NE(text.find(testing::KernelRelease()), std::string::npos) << text;
+  EXPECT_NE(text.find("--sandbox=off"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace forkbox::sandbox

@@ -1,0 +1,109 @@
+#include "sandbox/cgroup.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <fstream>
+#include <string>
+#include <utility>
+
+namespace forkbox::sandbox {
+namespace {
+
+bool WritableDir(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode) && access(path.c_str(), W_OK) == 0;
+}
+
+Status WriteString(const std::string& path, const std::string& value) {
+  int fd = open(path.c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open " + path);
+  UniqueFd owned(fd);
+  ssize_t n = write(fd, value.data(), value.size());
+  if (n != static_cast<ssize_t>(value.size())) {
+    return Status::FromErrno(n < 0 ? errno : EIO, "write " + path);
+  }
+  return Status::Ok();
+}
+
+// rmdir of a cgroup in use fails with EBUSY, so removing every empty one is safe.
+void CollectStale(const std::string& parent) {
+  DIR* dir = opendir(parent.c_str());
+  if (dir == nullptr) return;
+  while (dirent* entry = readdir(dir)) {
+    std::string name = entry->d_name;
+    if (name.rfind("task-", 0) == 0) rmdir((parent + "/" + name).c_str());
+  }
+  closedir(dir);
+}
+
+}  // namespace
+
+std::string PidsCgroup::Hierarchy() {
+  if (geteuid() != 0) return "";
+  if (WritableDir("/sys/fs/cgroup/pids") && access("/sys/fs/cgroup/pids/cgroup.procs", W_OK) == 0) {
+    return "/sys/fs/cgroup/pids";
+  }
+  std::ifstream controllers("/sys/fs/cgroup/cgroup.subtree_control");
+  std::string word;
+  while (controllers >> word) {
+    if (word == "pids" && WritableDir("/sys/fs/cgroup")) return "/sys/fs/cgroup";
+  }
+  return "";
+}
+
+Result<PidsCgroup> PidsCgroup::Create(int64_t max_pids) {
+  std::string root = Hierarchy();
+  if (root.empty()) return Status::Unavailable("no writable pids cgroup hierarchy");
+  if (max_pids <= 0) return Status::InvalidArgument("pids.max must be positive");
+  std::string parent = root + "/forkbox";
+  if (mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "mkdir " + parent);
+  }
+  CollectStale(parent);
+  static std::atomic<uint64_t> counter{0};
+  PidsCgroup cg;
+  cg.path_ = parent + "/task-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  if (mkdir(cg.path_.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir " + cg.path_);
+  Status st = WriteString(cg.path_ + "/pids.max", std::to_string(max_pids));
+  if (!st.ok()) {
+    rmdir(cg.path_.c_str());
+    return st;
+  }
+  int fd = open((cg.path_ + "/cgroup.procs").c_str(), O_WRONLY | O_CLOEXEC);
+  if (fd < 0) {
+    int err = errno;
+    rmdir(cg.path_.c_str());
+    return Status::FromErrno(err, "open " + cg.path_ + "/cgroup.procs");
+  }
+  cg.procs_.reset(fd);
+  return cg;
+}
+
+PidsCgroup::~PidsCgroup() {
+  procs_.reset();
+  if (!path_.empty()) rmdir(path_.c_str());
+}
+
+PidsCgroup::PidsCgroup(PidsCgroup&& other) noexcept
+    : path_(std::exchange(other.path_, {})), procs_(std::move(other.procs_)) {}
+
+PidsCgroup& PidsCgroup::operator=(PidsCgroup&& other) noexcept {
+  if (this != &other) {
+    PidsCgroup old(std::move(*this));
+    path_ = std::exchange(other.path_, {});
+    procs_ = std::move(other.procs_);
+  }
+  return *this;
+}
+
+int JoinCgroupRaw(int procs_fd) {
+  if (write(procs_fd, "0", 1) != 1) return errno;
+  return 0;
+}
+
+}  // namespace forkbox::sandbox

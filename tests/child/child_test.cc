@@ -1,0 +1,476 @@
+// forkbox-child end to end: the real binary, started over real pipes exactly as the parent starts
+// it (fd 3: start frame in, fd 4: frames out, fd 5: transcript), talking to the mock model.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "ipc/frame.h"
+#include "ipc/messages.h"
+#include "ipc/process.h"
+#include "ipc/unique_fd.h"
+#include "sandbox/sandbox.h"
+#include "tests/mock/mock_server.h"
+
+namespace forkbox {
+namespace {
+
+using nlohmann::json;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+constexpr char kApiKey[] = "sk-ant-test-KEY-d41d8cd98f00b204e9800998ecf8427e";
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// Live processes whose command line contains `marker` (zombies have an empty cmdline).
+std::vector<pid_t> ProcessesWithMarker(const std::string& marker) {
+  std::vector<pid_t> out;
+  for (const auto& e : std::filesystem::directory_iterator("/proc")) {
+    std::string name = e.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmd = ReadAll("/proc/" + name + "/cmdline");
+    for (char& c : cmd) c = c == '\0' ? ' ' : c;
+    if (cmd.find(marker) != std::string::npos) out.push_back(std::stoi(name));
+  }
+  return out;
+}
+
+struct ChildRun {
+  int exit_code = -1;
+  std::vector<ipc::Message> frames;
+  std::string decode_error;
+  std::string stderr_text;
+
+  const ipc::ResultMessage* result() const {
+    return frames.empty() ? nullptr : std::get_if<ipc::ResultMessage>(&frames.back());
+  }
+  const ipc::ErrorMessage* error() const {
+    return frames.empty() ? nullptr : std::get_if<ipc::ErrorMessage>(&frames.back());
+  }
+  std::vector<ipc::EventMessage> events() const {
+    std::vector<ipc::EventMessage> out;
+    for (const auto& f : frames) {
+      if (const auto* e = std::get_if<ipc::EventMessage>(&f)) out.push_back(*e);
+    }
+    return out;
+  }
+};
+
+class ChildTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    std::string tmpl = (std::filesystem::temp_directory_path() / "forkbox-child-XXXXXX").string();
+    ASSERT_NE(::mkdtemp(tmpl.data()), nullptr);
+    root_ = std::filesystem::canonical(tmpl).string();
+    workdir_ = root_ + "/work";
+    std::filesystem::create_directories(workdir_);
+    server_.Start();
+  }
+  void TearDown() override {
+    server_.Stop();
+    std::error_code ec;
+    std::filesystem::remove_all(root_, ec);
+  }
+
+  void Scenario(const json& rules) { server_.SetScenario(mock::Scenario::FromJson(rules)); }
+
+  // Whether the default sandbox can be enforced here; the tests then run with it on.
+  static bool SandboxAvailable(const std::string& workdir) {
+    sandbox::Policy p;
+    p.workdir = workdir;
+    return sandbox::Check(p).enforceable;
+  }
+
+  ipc::StartMessage Start(const std::string& prompt) {
+    ipc::StartMessage s;
+    s.prompt = prompt;
+    s.provider.name = "anthropic";
+    s.provider.api_key = kApiKey;
+    s.provider.base_url = server_.anthropic_base_url();
+    s.provider.model = "claude-test";
+    s.provider.max_retries = 0;
+    s.workdir = workdir_;
+    s.sandbox.enabled = SandboxAvailable(workdir_);
+    return s;
+  }
+
+  // Runs forkbox-child with `start_bytes` written to its fd 3, collects every frame from fd 4.
+  ChildRun RunRaw(const std::string& start_bytes, std::optional<int> transcript_fd = {}) {
+    ChildRun run;
+    Result<Pipe> in = MakePipe();
+    Result<Pipe> out = MakePipe();
+    EXPECT_TRUE(in.ok() && out.ok());
+    std::string err_path = root_ + "/child-stderr.txt";
+    UniqueFd err(::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    SpawnOptions opts;
+    opts.argv = {FORKBOX_CHILD_BIN};
+    opts.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + root_,
+                std::string("ANTHROPIC_API_KEY=") + kApiKey};  // Must never reach a tool either.
+    opts.fds = {{in->read.get(), ipc::kChildControlReadFd},
+                {out->write.get(), ipc::kChildReportWriteFd},
+                {err.get(), 2}};
+    if (transcript_fd) opts.fds.push_back({*transcript_fd, *transcript_fd});
+    Result<ChildProcess> child = Spawn(opts);
+    EXPECT_TRUE(child.ok()) << child.status().ToString();
+    if (!child.ok()) return run;
+    in->read.reset();
+    out->write.reset();
+    EXPECT_TRUE(ipc::WriteAll(in->write.get(), start_bytes).ok());
+    in->write.reset();
+
+    ipc::FrameDecoder decoder;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(out->read.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      if (Status st = decoder.Feed(std::string_view(buf, n)); !st.ok()) {
+        run.decode_error = st.ToString();
+        break;
+      }
+      for (;;) {
+        auto next = decoder.Next();
+        if (!next.ok()) {
+          run.decode_error = next.status().ToString();
+          break;
+        }
+        if (!next->has_value()) break;
+        run.frames.push_back(std::move(**next));
+      }
+    }
+    Result<int> status = child->Wait();
+    EXPECT_TRUE(status.ok());
+    run.exit_code = ExitCodeFromWaitStatus(*status);
+    run.stderr_text = ReadAll(err_path);
+    return run;
+  }
+
+  ChildRun Run(const ipc::StartMessage& start) {
+    Result<std::string> frame = ipc::EncodeMessage(start);
+    EXPECT_TRUE(frame.ok());
+    return RunRaw(*frame, start.transcript_fd);
+  }
+
+  // The tool results the model got in request `i`, newest last.
+  std::vector<mock::ToolResultView> ResultsIn(size_t i) {
+    return server_.request(i).view.tool_results;
+  }
+
+  mock::MockServer server_;
+  std::string root_;
+  std::string workdir_;
+};
+
+void WriteFile(const std::string& path, const std::string& content) {
+  std::ofstream(path, std::ios::binary) << content;
+}
+
+json ToolCall(const std::string& name, json input) {
+  return {{"name", name}, {"input", std::move(input)}};
+}
+
+TEST_F(ChildTest, ScriptedMultiTurnLoopReturnsTheScriptedSummary) {
+  WriteFile(workdir_ + "/src.txt", "alpha foo omega\n");
+  Scenario({{"rules",
+             {{{"when", {{"turn", 0}}},
+               {"reply",
+                {{"text", "Let me look."},
+                 {"tool_calls",
+                  {ToolCall("write_file", {{"path", "notes/new.txt"}, {"content", "hello\n"}}),
+                   ToolCall("bash", {{"command", "printf 'OUT%s\\n' PUT; cat notes/new.txt"}})}}}}},
+              {{"when", {{"turn", 1}}},
+               {"reply",
+                {{"tool_calls",
+                  {ToolCall("read_file", {{"path", "src.txt"}}),
+                   ToolCall("edit_file",
+                            {{"path", "src.txt"}, {"old_text", "foo"}, {"new_text", "bar"}})}}}}},
+              {{"when", {{"turn", 2}}},
+               {"reply", {{"text", "SCRIPTED SUMMARY: wrote notes/new.txt, fixed src.txt"}}}}}}});
+  ChildRun run = Run(Start("fix src.txt"));
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text << run.decode_error;
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.result()->summary, "SCRIPTED SUMMARY: wrote notes/new.txt, fixed src.txt");
+  EXPECT_EQ(run.result()->stats.stop_reason, "completed");
+  EXPECT_EQ(run.result()->stats.turns, 3);
+  EXPECT_EQ(run.result()->stats.tool_calls, 4);
+  EXPECT_GT(run.result()->stats.tool_output_bytes, 0);
+  EXPECT_GT(run.result()->stats.input_tokens, 0);
+  // The files really changed.
+  EXPECT_EQ(ReadAll(workdir_ + "/notes/new.txt"), "hello\n");
+  EXPECT_EQ(ReadAll(workdir_ + "/src.txt"), "alpha bar omega\n");
+  // The model saw the tool output; the parent saw only the input as event details.
+  ASSERT_EQ(server_.request_count(), 3u);
+  auto results = ResultsIn(1);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_THAT(results[1].text, HasSubstr("OUTPUT\nhello\n[exit code 0]"));
+  results = ResultsIn(2);
+  ASSERT_EQ(results.size(), 4u);
+  EXPECT_THAT(results[2].text, HasSubstr("alpha foo omega"));
+  bool saw_bash = false;
+  for (const auto& e : run.events()) {
+    EXPECT_THAT(e.detail, Not(HasSubstr("OUTPUT")));
+    if (e.tool == "bash") {
+      saw_bash = true;
+      EXPECT_EQ(e.detail, "printf 'OUT%s\\n' PUT; cat notes/new.txt");
+      EXPECT_EQ(e.turn, 1);
+    }
+  }
+  EXPECT_TRUE(saw_bash);
+  for (const auto& r : server_.requests()) {
+    EXPECT_THAT(r.view.tool_names,
+                ::testing::UnorderedElementsAre("bash", "read_file", "write_file", "edit_file"));
+    EXPECT_THAT(r.view.system, HasSubstr("You are a coding subagent at " + workdir_));
+  }
+}
+
+TEST_F(ChildTest, RequestsNeverOfferTheTaskTool) {
+  Scenario({{"rules",
+             {{{"when", {{"has_tool", "task"}}}, {"reply", {{"text", "WRONG: task offered"}}}},
+              {{"when", {{"lacks_tool", "task"}}}, {"reply", {{"text", "OK: no task tool"}}}}}}});
+  ChildRun run = Run(Start("anything"));
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.result()->summary, "OK: no task tool");
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_FALSE(server_.request(0).view.HasTool("task"));
+}
+
+TEST_F(ChildTest, TurnLimitForcesAFinalSummaryWithoutTools) {
+  Scenario({{"rules",
+             {{{"when", {{"no_tools", true}}}, {"reply", {{"text", "FORCED SUMMARY"}}}},
+              {{"when", json::object()},
+               {"reply", {{"tool_calls", {ToolCall("bash", {{"command", "echo again"}})}}}}}}}});
+  ipc::StartMessage start = Start("loop forever");
+  start.limits.max_turns = 3;
+  ChildRun run = Run(start);
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.result()->summary, "FORCED SUMMARY");
+  EXPECT_EQ(run.result()->stats.stop_reason, "max_turns");
+  EXPECT_EQ(run.result()->stats.tool_calls, 3);
+  ASSERT_EQ(server_.request_count(), 4u);
+  EXPECT_FALSE(server_.request(2).view.tool_names.empty());
+  const mock::RecordedRequest last = server_.request(3);
+  EXPECT_TRUE(last.view.tool_names.empty());
+  EXPECT_FALSE(last.json.contains("tools") && !last.json["tools"].empty());
+  EXPECT_THAT(last.view.LastUserText(), HasSubstr("final summary"));
+  EXPECT_EQ(last.rejected, std::nullopt);
+}
+
+TEST_F(ChildTest, HugeCommandOutputIsCutBeforeTheModelSeesIt) {
+  Scenario({{"rules",
+             {{{"when", {{"turn", 0}}},
+               {"reply",
+                {{"tool_calls", {ToolCall("bash", {{"command", "yes | head -c 200000000"}})}}}}},
+              {{"when", {{"turn", 1}}}, {"reply", {{"text", "done"}}}}}}});
+  ChildRun run = Run(Start("print a lot"));
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  auto results = ResultsIn(1);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_THAT(results[0].text, HasSubstr("bytes dropped"));
+  EXPECT_LE(results[0].text.size(), 50'000u + 300u);
+  EXPECT_THAT(results[0].text, HasSubstr("[exit code 0]"));
+  EXPECT_GE(run.result()->stats.tool_output_bytes, 200'000'000);
+}
+
+TEST_F(ChildTest, ToolErrorsReachTheModelAsIsError) {
+  WriteFile(workdir_ + "/dup.txt", "x = 1\nx = 1\n");
+  WriteFile(workdir_ + "/one.txt", "hello\n");
+  Scenario(
+      {{"rules",
+        {{{"when", {{"turn", 0}}},
+          {"reply",
+           {{"tool_calls",
+             {ToolCall("edit_file", {{"path", "one.txt"}, {"old_text", "nope"}, {"new_text", "x"}}),
+              ToolCall("edit_file",
+                       {{"path", "dup.txt"}, {"old_text", "x = 1"}, {"new_text", "y"}}),
+              ToolCall("read_file", {{"path", "../outside.txt"}}),
+              ToolCall("write_file", {{"path", root_ + "/escaped.txt"}, {"content", "x"}}),
+              ToolCall("bash", {{"command", "echo bad >&2; exit 7"}}),
+              ToolCall("no_such_tool", {{"x", 1}})}}}}},
+         {{"when", {{"turn", 1}}}, {"reply", {{"text", "recovered"}}}}}}});
+  ChildRun run = Run(Start("break things"));
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.result()->summary, "recovered");
+  auto results = ResultsIn(1);
+  ASSERT_EQ(results.size(), 6u);
+  for (const auto& r : results) EXPECT_TRUE(r.is_error) << r.text;
+  EXPECT_THAT(results[0].text, HasSubstr("not found"));
+  EXPECT_THAT(results[1].text, HasSubstr("found 2 times"));
+  EXPECT_THAT(results[2].text, HasSubstr("outside the workdir"));
+  EXPECT_THAT(results[3].text, HasSubstr("outside the workdir"));
+  EXPECT_THAT(results[4].text, HasSubstr("bad\n[exit code 7]"));
+  EXPECT_THAT(results[5].text, HasSubstr("unknown tool"));
+  EXPECT_FALSE(std::filesystem::exists(root_ + "/escaped.txt"));
+  EXPECT_EQ(ReadAll(workdir_ + "/dup.txt"), "x = 1\nx = 1\n");
+}
+
+TEST_F(ChildTest, TimeoutKillsTheProcessGroupAndNothingOutlivesTheChild) {
+  // Unique command lines, so the test can look for survivors anywhere on the machine.
+  const std::string tag = std::to_string(::getpid()) + std::to_string(::time(nullptr) % 1000);
+  const std::string grandchild = "sleep 8" + tag + ".25";
+  const std::string escaped = "sleep 9" + tag + ".75";
+  Scenario(
+      {{"rules",
+        {{{"when", {{"turn", 0}}},
+          {"reply",
+           {{"tool_calls",
+             {ToolCall("bash", {{"command", "setsid " + escaped + " > /dev/null 2>&1 & echo ok"}}),
+              ToolCall("bash", {{"command", grandchild + " & echo $! > gc.pid; wait"}})}}}}},
+         {{"when", {{"turn", 1}}}, {"reply", {{"text", "timed out"}}}}}}});
+  ipc::StartMessage start = Start("hang");
+  start.limits.tool_timeout_ms = 1500;
+  ChildRun run = Run(start);
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  auto results = ResultsIn(1);
+  ASSERT_EQ(results.size(), 2u);
+  EXPECT_TRUE(results[1].is_error);
+  EXPECT_THAT(results[1].text, HasSubstr("timed out after 1.5 s; process group killed"));
+  // The child has exited (Run reaped it): neither the grandchild nor the escaped one survives.
+  EXPECT_THAT(ProcessesWithMarker(grandchild), ::testing::IsEmpty());
+  EXPECT_THAT(ProcessesWithMarker(escaped), ::testing::IsEmpty());
+  if (!start.sandbox.enabled) {
+    // Same pid namespace: the recorded pid is ours to check.
+    pid_t pid = std::stoi(ReadAll(workdir_ + "/gc.pid"));
+    EXPECT_EQ(::kill(pid, 0), -1);
+    EXPECT_EQ(errno, ESRCH);
+  }
+}
+
+TEST_F(ChildTest, NoApiKeyIsVisibleToToolCommands) {
+  if (!SandboxAvailable(workdir_)) {
+    GTEST_SKIP() << "the sandbox is not enforceable here (as root, only dropped capabilities keep "
+                    "/proc/<child>/mem closed)";
+  }
+  const std::string read_mem =
+      "heap=$(grep -m1 '\\[heap\\]' /proc/$PPID/maps | cut -d' ' -f1); "
+      "start=$((16#${heap%-*})); end=$((16#${heap#*-})); "
+      "dd if=/proc/$PPID/mem bs=4096 skip=$((start/4096)) count=$(((end-start)/4096)) "
+      "2>&1 | strings | grep -a -m3 sk-ant; echo mem-done";
+  Scenario({{"rules",
+             {{{"when", {{"turn", 0}}},
+               {"reply",
+                {{"tool_calls",
+                  {ToolCall("bash", {{"command", "env"}}),
+                   ToolCall("bash", {{"command", "cat /proc/$PPID/environ | tr '\\0' '\\n'"}}),
+                   ToolCall("bash", {{"command", "cat /proc/$PPID/cmdline; ps -ef"}}),
+                   ToolCall("bash", {{"command", read_mem}})}}}}},
+              {{"when", {{"turn", 1}}}, {"reply", {{"text", "looked"}}}}}}});
+  ChildRun run = Run(Start("find the key"));
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  ASSERT_EQ(server_.request_count(), 2u);
+  for (const auto& r : server_.requests()) {
+    EXPECT_EQ(r.Header("x-api-key"), kApiKey);     // It did reach the model...
+    EXPECT_THAT(r.body, Not(HasSubstr(kApiKey)));  // ...and nothing else.
+  }
+  EXPECT_THAT(ResultsIn(1)[3].text, HasSubstr("mem-done"));
+}
+
+TEST_F(ChildTest, TranscriptIsCompleteValidJsonl) {
+  Scenario({{"rules",
+             {{{"when", {{"turn", 0}}},
+               {"reply", {{"tool_calls", {ToolCall("bash", {{"command", "seq 1 3"}})}}}}},
+              {{"when", {{"turn", 1}}}, {"reply", {{"text", "counted"}}}}}}});
+  std::string path = root_ + "/transcript.jsonl";
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600));
+  ASSERT_TRUE(fd.valid());
+  // Place it on a fixed number in the child (the parent does the same).
+  ipc::StartMessage start = Start("count");
+  start.transcript_fd = 7;
+  UniqueFd seven(::fcntl(fd.get(), F_DUPFD_CLOEXEC, 7));
+  ASSERT_EQ(seven.get(), 7);
+  ChildRun run = Run(start);
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  std::string text = ReadAll(path);
+  EXPECT_THAT(text, Not(HasSubstr(kApiKey)));
+  std::istringstream lines(text);
+  std::string line;
+  std::vector<std::string> types;
+  std::string tool_result;
+  while (std::getline(lines, line)) {
+    json j = json::parse(line, nullptr, false);
+    ASSERT_FALSE(j.is_discarded()) << line;
+    types.push_back(j.value("type", ""));
+    if (j["type"] == "tool_result") tool_result = j["content"];
+    if (j["type"] == "start") {
+      EXPECT_EQ(j["provider"]["model"], "claude-test");
+    }
+  }
+  ASSERT_FALSE(types.empty());
+  EXPECT_EQ(types.front(), "start");
+  EXPECT_EQ(types.back(), "result");
+  for (const char* t : {"request", "response", "tool_call", "tool_result", "end"}) {
+    EXPECT_THAT(types, ::testing::Contains(t));
+  }
+  EXPECT_EQ(std::count(types.begin(), types.end(), "request"), 2);
+  EXPECT_EQ(tool_result, "1\n2\n3\n[exit code 0]");
+  EXPECT_TRUE(text.back() == '\n');
+}
+
+TEST_F(ChildTest, ModelErrorGivesAnErrorFrame) {
+  Scenario({{"rules",
+             {{{"when", json::object()},
+               {"fault",
+                {{"kind", "status"},
+                 {"status", 401},
+                 {"error_type", "authentication_error"},
+                 {"message", "invalid x-api-key"}}}}}}});
+  ChildRun run = Run(Start("hello"));
+  ASSERT_NE(run.error(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.error()->code, "model");
+  EXPECT_THAT(run.error()->message, HasSubstr("401"));
+  EXPECT_THAT(run.error()->message, Not(HasSubstr(kApiKey)));
+  EXPECT_NE(run.exit_code, 0);
+}
+
+std::string RawFrame(const std::string& payload) {
+  uint32_t n = static_cast<uint32_t>(payload.size());
+  std::string out;
+  for (int i = 0; i < 4; ++i) out.push_back(static_cast<char>((n >> (8 * i)) & 0xFF));
+  return out + payload;
+}
+
+TEST_F(ChildTest, BadStartFrameGivesAnErrorFrame) {
+  for (const std::string& bytes :
+       {RawFrame("this is not json"),
+        RawFrame(R"({"type":"event","turn":1,"tool":"","detail":""})"),
+        RawFrame(R"({"type":"start","prompt":"x"})"), std::string("\x05\x00", 2), std::string()}) {
+    ChildRun run = RunRaw(bytes);
+    ASSERT_NE(run.error(), nullptr) << run.stderr_text;
+    EXPECT_EQ(run.error()->code, "bad_start");
+    EXPECT_FALSE(run.error()->message.empty());
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_EQ(server_.request_count(), 0u);
+  }
+}
+
+TEST_F(ChildTest, OversizedStartFrameIsRefusedBeforeItIsRead) {
+  // The length field says 2 MiB: the child must refuse on the length field alone, before
+  // reading (or allocating for) the payload.
+  std::string header;
+  uint32_t n = 2u << 20;
+  for (int i = 0; i < 4; ++i) header.push_back(static_cast<char>((n >> (8 * i)) & 0xFF));
+  ChildRun run = RunRaw(header + "{\"type\":\"start\"");
+  ASSERT_NE(run.error(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.error()->code, "bad_start");
+  EXPECT_THAT(run.error()->message, HasSubstr("start frame"));
+  EXPECT_EQ(run.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace forkbox
