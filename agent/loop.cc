@@ -257,7 +257,7 @@ class Loop {
               {"name", calls[i].name},
               {"is_error", r.is_error},
               {"content", r.content}});
-      user.content.push_back(std::move(r));
+      user.content.emplace_back(std::in_place_type<ToolResultBlock>, std::move(r));
     }
     out_.tool_calls += static_cast<int>(calls.size());
     messages_.push_back(std::move(user));

@@ -91,8 +91,9 @@ class FrameReader {
   FrameDecoder decoder_;
 };
 
-// Writes one whole frame to a blocking fd, retrying partial writes and EINTR. EPIPE is an error,
-// not a signal (callers ignore SIGPIPE).
+// Writes one whole frame, retrying partial writes and EINTR (and waiting with poll when fd is
+// non-blocking). A closed reader is an EPIPE Status, never a death: SIGPIPE is blocked in the
+// calling thread around the write and a SIGPIPE it raised is consumed.
 Status WriteMessage(int fd, const Message& message, size_t max_frame_bytes = kDefaultMaxFrameBytes);
 Status WriteAll(int fd, std::string_view bytes);
 

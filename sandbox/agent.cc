@@ -115,12 +115,12 @@ Result<Report> EnterAgentSandbox(const Policy& policy, std::span<const int> keep
     cgroup = std::move(*created);
   }
 
-  // The pipeline, in order.
-  FORKBOX_RETURN_IF_ERROR(CloseAllExcept(keep_fds));
-  const char* step = "";
+  // The pipeline, in order (the cgroup first: its fd is about to be closed).
   if (cgroup.procs_fd() >= 0) {
     if (int err = JoinCgroupRaw(cgroup.procs_fd())) return Errno(err, "join pids cgroup");
   }
+  FORKBOX_RETURN_IF_ERROR(CloseAllExcept(keep_fds));
+  const char* step = "";
   if (int err = SetNonDumpableAndDeathSignalRaw(getppid(), &step)) return Errno(err, step);
   Limits limits{policy.rlimit_fsize_bytes, policy.rlimit_as_bytes, policy.rlimit_nofile,
                 policy.rlimit_nproc};

@@ -833,6 +833,33 @@ TEST_F(MockServerTest, DelaysShowInRecordedTimes) {
   EXPECT_EQ(rec.outcome, "fault:slow_stream");
 }
 
+TEST_F(MockServerTest, ClientHangingUpMidStreamIsRecordedAndHarmless) {
+  Reply slow;
+  for (int i = 0; i < 50; ++i) slow.text += "a chunk of text that goes on ";
+  slow.event_delay_ms = 5;
+  Serve(slow);
+  const int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server_.port()));
+  inet_pton(AF_INET, "127.0.0.1", &addr.sin_addr);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  const std::string body = AnthropicRequest("x", true).dump();
+  const std::string req =
+      "POST /v1/messages HTTP/1.1\r\nHost: x\r\nx-api-key: k\r\n"
+      "anthropic-version: 2023-06-01\r\nContent-Length: " +
+      std::to_string(body.size()) + "\r\n\r\n" + body;
+  ASSERT_EQ(send(fd, req.data(), req.size(), MSG_NOSIGNAL), static_cast<ssize_t>(req.size()));
+  char buf[256];
+  ASSERT_GT(recv(fd, buf, sizeof buf, 0), 0);  // The stream has started.
+  close(fd);
+  ASSERT_TRUE(server_.WaitForComplete(1, kWait));
+  EXPECT_NE(server_.request(0).outcome.find("aborted"), std::string::npos)
+      << server_.request(0).outcome;
+  EXPECT_EQ(PostAnthropic(server_, AnthropicRequest("x")).status, 200);  // Still serving.
+}
+
 TEST(MockTransmission, PlansFaultsForBothFormats) {
   Reply reply = ResolveReply(TextAndBash(), WireFor(Format::kOpenAi), 1, 400);
   WireContext ctx{"m", "id", 0, false};

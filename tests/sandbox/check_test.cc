@@ -203,6 +203,7 @@ struct AgentFacts {
   int tool_exit = -1;
   int tool_socket_exit = -1;
   int killed = -1;
+  char error[256] = {};
 };
 
 TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
@@ -219,6 +220,9 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
     int keep[] = {facts_pipe[1]};
     Result<Report> report = EnterAgentSandbox(policy, keep);
     f.entered = report.ok();
+    if (!report.ok()) {
+      snprintf(f.error, sizeof(f.error), "%s", report.status().ToString().c_str());
+    }
     if (report.ok()) {
       f.layer = report->layer;
       f.dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
@@ -254,7 +258,7 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_EQ(ExitCodeFromWaitStatus(status), 0);
-  ASSERT_EQ(f.entered, 1);
+  ASSERT_EQ(f.entered, 1) << f.error;
   EXPECT_EQ(f.dumpable, 0);
   EXPECT_EQ(f.layer, Layer2Available() ? 2 : 1);
   if (f.layer == 2) {

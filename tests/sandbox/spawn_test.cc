@@ -11,6 +11,7 @@
 
 #include <fstream>
 
+#include "sandbox/cgroup.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 #include "tests/sandbox/probe_util.h"
@@ -201,6 +202,23 @@ TEST(SpawnSandboxed, Layer2KillsDaemonsWhenTheCommandEnds) {
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
   EXPECT_EQ(ReadAll(held->read.get()), "") << "EOF: every holder of the pipe is dead";
+}
+
+TEST(SpawnSandboxed, HoldsAForkBombForRootToo) {
+  if (geteuid() == 0 && PidsCgroup::Hierarchy().empty()) {
+    GTEST_SKIP() << "uid 0 without a writable pids cgroup: only the task timeout holds";
+  }
+  Policy policy = MakePolicy(MakeTempDir("spawn-bomb"));
+  policy.rlimit_nproc = 16;
+  // dash reports a failed fork at once (no retries); one "ok" per started process.
+  Result<RunOutput> r =
+      RunSandboxed(policy, "i=0; while [ $i -lt 64 ]; do sleep 100000 & echo ok; i=$((i+1)); done");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  size_t started = 0;
+  for (size_t pos = 0; (pos = r->out.find("ok\n", pos)) != std::string::npos; pos += 3) ++started;
+  EXPECT_GE(started, 1u);
+  EXPECT_LT(started, 64u) << "the process limit did not hold";
+  EXPECT_NE(r->exit_code, 0);
 }
 
 TEST(KillAllDescendants, KillsSetsidAndDoubleForkedDaemons) {
