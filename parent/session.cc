@@ -26,10 +26,16 @@ class StdoutStream {
  public:
   void Write(std::string_view s) {
     if (s.empty()) return;
+    if (turn_ended_) {
+      turn_ended_ = false;
+      WriteFd(STDOUT_FILENO, at_line_start_ ? "\n" : "\n\n");
+    }
     WriteFd(STDOUT_FILENO, s);
     at_line_start_ = s.back() == '\n';
     wrote_ = true;
   }
+  // The next text starts a new paragraph (a new model turn).
+  void TurnEnded() { turn_ended_ = wrote_; }
   void EndLine() {
     if (wrote_ && !at_line_start_) Write("\n");
   }
@@ -38,6 +44,7 @@ class StdoutStream {
  private:
   bool at_line_start_ = true;
   bool wrote_ = false;
+  bool turn_ended_ = false;
 };
 
 std::string SignalName(int sig) { return sig == SIGINT ? "Ctrl-C" : "SIGTERM"; }
@@ -48,11 +55,13 @@ Session::Session(agent::Provider& provider, agent::LoopOptions options, ParentTo
                  SessionStats& stats)
     : provider_(provider), options_(std::move(options)), runner_(runner), stats_(stats) {}
 
-Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_text) {
+Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_text,
+                           const std::function<void()>& on_response) {
   size_t before = messages_.size();
   messages_.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{prompt}}});
   agent::LoopObserver observer;
   observer.on_text = on_text;
+  if (on_response) observer.on_response = [&](int, const agent::Response&) { on_response(); };
   Turn turn;
   try {
     turn.outcome = agent::RunLoop(provider_, messages_, options_, runner_, observer);
@@ -85,7 +94,7 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
   StdoutStream stream;
   agent::TextSink sink;
   if (!out.json && out.stream) sink = [&](std::string_view s) { stream.Write(s); };
-  Session::Turn turn = session.Ask(prompt, sink);
+  Session::Turn turn = session.Ask(prompt, sink, [&] { stream.TurnEnded(); });
   stream.EndLine();
   const agent::LoopOutcome& o = turn.outcome;
   int code = kExitOk;
@@ -192,7 +201,7 @@ int RunInteractive(Session& session, const OutputOptions& out, Progress& progres
     StdoutStream stream;
     agent::TextSink sink;
     if (out.stream) sink = [&](std::string_view s) { stream.Write(s); };
-    Session::Turn turn = session.Ask(input, sink);
+    Session::Turn turn = session.Ask(input, sink, [&] { stream.TurnEnded(); });
     stream.EndLine();
     if (!out.stream && !turn.outcome.final_text.empty()) {
       WriteFd(STDOUT_FILENO, turn.outcome.final_text + "\n");

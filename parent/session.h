@@ -2,6 +2,7 @@
 // one-shot (answer on stdout, exit code) and the interactive prompt (/context, /quit).
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -22,8 +23,10 @@ class Session {
     agent::LoopOutcome outcome;
     int interrupt_signal = 0;  // Non-zero: the turn was cancelled.
   };
-  // Runs one user prompt to the end. on_text receives streamed assistant text.
-  Turn Ask(const std::string& prompt, const agent::TextSink& on_text);
+  // Runs one user prompt to the end. on_text receives streamed assistant text; on_response runs
+  // after each model reply (to separate the turns' texts).
+  Turn Ask(const std::string& prompt, const agent::TextSink& on_text,
+           const std::function<void()>& on_response = {});
 
   int64_t context_bytes() const { return ContextBytes(messages_); }
   size_t message_count() const { return messages_.size(); }

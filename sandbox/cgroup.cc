@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -106,6 +107,20 @@ Result<PidsCgroup> PidsCgroup::Create(int64_t max_pids) {
   }
   cg.procs_.reset(fd);
   return cg;
+}
+
+Result<int> PidsCgroup::SharedProcsFd(int64_t max_pids) {
+  static std::mutex mu;
+  static std::map<int64_t, PidsCgroup>* shared =
+      new std::map<int64_t, PidsCgroup>();  // Never freed.
+  std::lock_guard<std::mutex> lock(mu);
+  auto it = shared->find(max_pids);
+  if (it == shared->end()) {
+    Result<PidsCgroup> created = Create(max_pids);
+    if (!created.ok()) return created.status();
+    it = shared->emplace(max_pids, std::move(*created)).first;
+  }
+  return it->second.procs_fd();
 }
 
 PidsCgroup::~PidsCgroup() {

@@ -21,6 +21,11 @@ class PidsCgroup {
   // cgroup.procs for the child. Removes stale, empty task cgroups left by earlier tasks first.
   static Result<PidsCgroup> Create(int64_t max_pids);
 
+  // One cgroup per process and pids.max, created on first use and kept for the life of the
+  // process (moving a process into a cgroup v1 is slow: it waits for an RCU grace period, so
+  // the mkdir/rmdir are not paid per spawn). Returns its cgroup.procs fd, owned by the registry.
+  static Result<int> SharedProcsFd(int64_t max_pids);
+
   PidsCgroup() = default;
   // Closes the fd and removes the cgroup if it is already empty (else a later Create does).
   ~PidsCgroup();

@@ -133,7 +133,7 @@ Report Check(const Policy& policy) {
             (layer2 ? ", counted inside the task's user namespace" : ""));
   } else if (!cgroup.empty()) {
     add("fork bomb", "active",
-        "uid 0: RLIMIT_NPROC does not apply; a pids cgroup per task (" + cgroup +
+        "uid 0: RLIMIT_NPROC does not apply; held by a pids cgroup (" + cgroup +
             "/forkbox, pids.max " + std::to_string(policy.rlimit_nproc) + ")" +
             (layer2 ? " + the PID namespace dies with the task" : ""));
   } else {

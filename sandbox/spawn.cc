@@ -48,7 +48,7 @@ struct Plan {
   UniqueFd ruleset;
   int abi = 0;
   std::vector<std::span<const sock_filter>> filters;
-  PidsCgroup cgroup;  // uid 0 only: RLIMIT_NPROC does not apply to root.
+  int cgroup_procs_fd = -1;  // uid 0 only: RLIMIT_NPROC does not apply to root.
 };
 
 [[noreturn]] void Fail(int error_fd, const char* step, int err) {
@@ -126,8 +126,8 @@ int ArrangeFds(const Plan& plan, int error_fd, int* ruleset_fd) {
 }
 
 [[noreturn]] void RunChild(const Plan& plan, int error_fd) {
-  if (plan.cgroup.procs_fd() >= 0) {
-    if (int err = JoinCgroupRaw(plan.cgroup.procs_fd())) Fail(error_fd, "join pids cgroup", err);
+  if (plan.cgroup_procs_fd >= 0) {
+    if (int err = JoinCgroupRaw(plan.cgroup_procs_fd)) Fail(error_fd, "join pids cgroup", err);
   }
   if (plan.new_session && setsid() < 0) Fail(error_fd, "setsid", errno);
   int ruleset_fd = plan.ruleset.get();
@@ -244,9 +244,9 @@ Status BuildPlan(const Policy& policy, SpawnOptions& options, Plan& plan) {
   plan.limits.nofile = policy.rlimit_nofile;
   plan.limits.nproc = policy.rlimit_nproc;
   if (!agent.active && !PidsCgroup::Hierarchy().empty()) {
-    Result<PidsCgroup> cgroup = PidsCgroup::Create(policy.rlimit_nproc);
-    if (!cgroup.ok()) return cgroup.status().WithContext("fork-bomb limit for uid 0");
-    plan.cgroup = std::move(*cgroup);
+    Result<int> procs = PidsCgroup::SharedProcsFd(policy.rlimit_nproc);
+    if (!procs.ok()) return procs.status().WithContext("fork-bomb limit for uid 0");
+    plan.cgroup_procs_fd = *procs;
   }
   return Status::Ok();
 }

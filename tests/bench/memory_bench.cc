@@ -58,9 +58,12 @@ int Usage(const std::string& why) {
 
 class Recorder {
  public:
-  void Parent(int tasks_done, const forkbox::bench::MemStatus& s) {
+  void Parent(int tasks_done, int task_errors, const forkbox::bench::MemStatus& s) {
     std::lock_guard lock(mu_);
-    parent_.push_back({{"tasks_done", tasks_done}, {"rss_kib", s.rss_kib}, {"hwm_kib", s.hwm_kib}});
+    parent_.push_back({{"tasks_done", tasks_done},
+                       {"task_errors", task_errors},
+                       {"rss_kib", s.rss_kib},
+                       {"hwm_kib", s.hwm_kib}});
   }
   void Child(int64_t hwm_kib) {
     std::lock_guard lock(mu_);
@@ -126,7 +129,9 @@ int main(int argc, char** argv) {
       if (pid > 0) {
         auto s = ReadMemStatus(pid);
         if (s.ok()) {
-          rec.Parent(static_cast<int>(r.view.tool_results.size()), *s);
+          int errors = 0;
+          for (const auto& result : r.view.tool_results) errors += result.is_error ? 1 : 0;
+          rec.Parent(static_cast<int>(r.view.tool_results.size()), errors, *s);
         } else {
           rec.Error(s.status().ToString());
         }

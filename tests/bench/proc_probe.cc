@@ -127,6 +127,10 @@ Result<ScanResult> ScanAddressSpace(pid_t pid, std::string_view needle) {
   const size_t overlap = needle.size() - 1;
   std::string buf(kChunk + overlap, '\0');
   for (const Mapping& m : *maps) {
+    if (m.end - m.begin > kMaxScannedMapping) {
+      result.bytes_skipped += static_cast<int64_t>(m.end - m.begin);
+      continue;
+    }
     ++result.regions;
     size_t carried = 0;  // Tail of the previous chunk, kept for matches across the boundary.
     for (uint64_t at = m.begin; at < m.end;) {

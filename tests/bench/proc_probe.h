@@ -29,7 +29,12 @@ struct ScanResult {
   int64_t regions = 0;  // Readable mappings scanned.
   int64_t bytes_scanned = 0;
   int64_t bytes_unreadable = 0;  // Inside readable mappings, but pread failed (e.g. [vvar]).
+  int64_t bytes_skipped = 0;     // Mappings over kMaxScannedMapping, not read.
 };
+
+// Larger mappings are address-space reservations (the ASan/UBSan shadow is terabytes), not data a
+// parent could hold: reading them would take hours. Their size is reported in bytes_skipped.
+inline constexpr uint64_t kMaxScannedMapping = 16ULL << 30;
 
 // Reads every readable mapping of /proc/<pid>/maps through /proc/<pid>/mem with pread and counts
 // `needle`, including occurrences that straddle read chunks. Needs ptrace read access to the

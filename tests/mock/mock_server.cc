@@ -346,7 +346,17 @@ MockServer::MockServer(int port) : impl_(std::make_unique<Impl>()) {
   Impl* impl = impl_.get();
   auto model = [impl](Format format) {
     return [impl, format](const httplib::Request& req, httplib::Response& res) {
-      impl->Serve(format, req, res, impl->Record(req, format));
+      const uint64_t index = impl->Record(req, format);
+      try {
+        impl->Serve(format, req, res, index);
+      } catch (const std::exception& e) {  // A mock bug must show as a clear 500, not a hang.
+        const WireFormat& wire = WireFor(format);
+        Transmission t = PlanError(
+            wire, ApiError{500, "", std::string("mock: internal error: ") + e.what(), "", ""},
+            wire.RequestId(index + 1));
+        t.outcome = "internal_error";
+        impl->Send(req, res, std::move(t), index);
+      }
     };
   };
   s.Post("/v1/messages", model(Format::kAnthropic));
@@ -367,15 +377,17 @@ MockServer::MockServer(int port) : impl_(std::make_unique<Impl>()) {
     }
     res.set_content("{}", "application/json");
   });
-  // Anything else: recorded, and a 404 in the Anthropic error shape.
+  // Anything else: recorded, then a 404 shaped like the API the path looks like.
   auto not_found = [impl](const httplib::Request& req, httplib::Response& res) {
     const uint64_t index = impl->Record(req, std::nullopt);
-    const WireFormat& wire = WireFor(Format::kAnthropic);
-    impl->Update(index, [](RecordedRequest& r) {
-      r.rejected = ApiError{404, "not_found_error", "Not Found", "", ""};
-    });
-    Transmission t = PlanError(wire, ApiError{404, "not_found_error", "Not Found", "", ""},
-                               wire.RequestId(index + 1));
+    const bool openai = req.path.find("chat") != std::string::npos;
+    const WireFormat& wire = WireFor(openai ? Format::kOpenAi : Format::kAnthropic);
+    const ApiError error =
+        openai ? ApiError{404, "invalid_request_error",
+                          "Invalid URL (" + req.method + " " + req.path + ")", "", ""}
+               : ApiError{404, "not_found_error", "Not Found", "", ""};
+    impl->Update(index, [&](RecordedRequest& r) { r.rejected = error; });
+    Transmission t = PlanError(wire, error, wire.RequestId(index + 1));
     t.outcome = "not_found";
     impl->Send(req, res, std::move(t), index);
   };

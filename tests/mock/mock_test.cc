@@ -932,6 +932,49 @@ TEST_F(MockServerTest, UnknownPathIs404AndRecorded) {
   ExpectAnthropicError(r, 404, "not_found_error", "Not Found");
   ASSERT_EQ(server_.request_count(), 1u);
   EXPECT_FALSE(server_.request(0).format.has_value());
+  // An OpenAI base URL without /v1 gets OpenAI's answer.
+  ExpectOpenAiError(Post(server_, "/chat/completions", "{}", kOpenAiHeaders), 404,
+                    "Invalid URL (POST /chat/completions)");
+}
+
+// Bad input never crashes: mutated bodies of both formats always get a clear answer.
+TEST(MockRequestView, MutatedBodiesNeverThrow) {
+  const std::vector<json> seeds = {AnthropicRequest("hello", true),
+                                   OpenAiRequest("hello", true, true)};
+  const std::vector<json> junk = {nullptr,
+                                  1,
+                                  -5,
+                                  "",
+                                  "x",
+                                  true,
+                                  json::array(),
+                                  json::object(),
+                                  json::array({1, "a", nullptr}),
+                                  {{"type", 7}, {"text", 3}}};
+  uint32_t rng = 12345;
+  auto next = [&] { return rng = rng * 1103515245u + 12345u; };
+  for (int round = 0; round < 3000; ++round) {
+    json body = seeds[round % 2];
+    // Replace a few nodes anywhere in the tree with junk.
+    for (int m = 0; m < 1 + static_cast<int>(next() % 3); ++m) {
+      json flat = body.flatten();
+      if (flat.empty()) break;
+      auto it = flat.begin();
+      std::advance(it, next() % flat.size());
+      std::string pointer = it.key();
+      if (next() % 2 && pointer.rfind('/') > 0) pointer = pointer.substr(0, pointer.rfind('/'));
+      body[json::json_pointer(pointer)] = junk[next() % junk.size()];
+    }
+    for (Format format : {Format::kAnthropic, Format::kOpenAi}) {
+      RequestView view;
+      EXPECT_NO_THROW({
+        auto error = BuildRequestView(format, body.dump(), &view);
+        if (error) {
+          EXPECT_FALSE(error->message.empty());
+        }
+      }) << body.dump();
+    }
+  }
 }
 
 TEST_F(MockServerTest, KeepAliveReusesOneConnection) {

@@ -14,6 +14,18 @@ std::optional<ApiError> Invalid(std::string message, std::string param = "",
                   std::move(code)};
 }
 
+// obj[key] when it is a string, else "" (json::value would throw on another type).
+std::string StringField(const json& obj, const char* key) {
+  if (!obj.is_object()) return "";
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_string() ? it->get<std::string>() : "";
+}
+
+bool BoolField(const json& obj, const char* key) {
+  auto it = obj.find(key);
+  return it != obj.end() && it->is_boolean() && it->get<bool>();
+}
+
 void AppendLine(std::string* out, const std::string& text) {
   if (text.empty()) return;
   if (!out->empty()) out->push_back('\n');
@@ -26,7 +38,7 @@ std::string TextOf(const json& content) {
   std::string out;
   if (!content.is_array()) return out;
   for (const json& part : content) {
-    if (part.is_object() && part.value("type", "") == "text" && part.contains("text") &&
+    if (part.is_object() && StringField(part, "type") == "text" && part.contains("text") &&
         part["text"].is_string()) {
       AppendLine(&out, part["text"].get<std::string>());
     }
@@ -75,7 +87,7 @@ std::optional<ApiError> CheckAnthropicBlock(const json& block, const std::string
         for (size_t k = 0; k < c.size(); ++k) {
           const std::string sub = where + ".content." + std::to_string(k);
           if (!c[k].is_object()) return Invalid(sub + ": Input should be a valid dictionary");
-          if (c[k].value("type", "") == "text") {
+          if (StringField(c[k], "type") == "text") {
             if (auto e = CheckAnthropicBlock(c[k], sub, "user")) return e;
           }
         }
@@ -110,7 +122,7 @@ std::optional<ApiError> BuildAnthropic(const json& body, RequestView* view) {
       return Invalid("system: Input should be a valid string or list");
     if (s.is_array()) {
       for (size_t i = 0; i < s.size(); ++i) {
-        if (!s[i].is_object() || s[i].value("type", "") != "text") {
+        if (!s[i].is_object() || StringField(s[i], "type") != "text") {
           return Invalid("system." + std::to_string(i) + ".type: Input should be 'text'");
         }
         if (auto e = CheckAnthropicBlock(s[i], "system." + std::to_string(i), "system")) return e;
@@ -154,7 +166,7 @@ std::optional<ApiError> BuildAnthropic(const json& body, RequestView* view) {
     }
     if (i == 0 && role != "user")
       return Invalid("messages: first message must use the \"user\" role");
-    if (i > 0 && messages[i - 1].value("role", "") == role) {
+    if (i > 0 && StringField(messages[i - 1], "role") == role) {
       return Invalid(
           "messages: roles must alternate between \"user\" and \"assistant\", but found "
           "multiple \"" +
@@ -199,7 +211,7 @@ std::optional<ApiError> BuildAnthropic(const json& body, RequestView* view) {
           }
           answered.insert(id);
           ToolResultView r{id, b.contains("content") ? TextOf(b["content"]) : "",
-                           b.value("is_error", false)};
+                           BoolField(b, "is_error")};
           AppendLine(&turn_text, r.text);
           view->tool_results.push_back(std::move(r));
         }
@@ -265,7 +277,11 @@ std::optional<ApiError> BuildOpenAi(const json& body, RequestView* view) {
       return Invalid("Invalid type for 'stream_options': expected an object.", "stream_options",
                      "invalid_type");
     }
-    view->include_usage = so.value("include_usage", false);
+    if (so.contains("include_usage") && !so["include_usage"].is_boolean()) {
+      return Invalid("Invalid type for 'stream_options.include_usage': expected a boolean.",
+                     "stream_options.include_usage", "invalid_type");
+    }
+    view->include_usage = BoolField(so, "include_usage");
   }
   if (body.contains("tools")) {
     const json& tools = body["tools"];

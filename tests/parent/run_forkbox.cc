@@ -8,6 +8,8 @@
 #include <random>
 #include <stdexcept>
 
+#include "ipc/frame.h"
+
 namespace forkbox::parent_test {
 
 std::string ForkboxPath() { return std::string(FORKBOX_BIN_DIR) + "/forkbox"; }
@@ -40,7 +42,7 @@ LiveForkbox::LiveForkbox(const RunSpec& spec) {
   out->write.reset();
   err->write.reset();
   if (spec.stdin_text) {
-    Status st = WriteAll(in->write.get(), *spec.stdin_text);
+    Status st = ipc::WriteAll(in->write.get(), *spec.stdin_text);
     (void)st;  // forkbox may legitimately not read stdin (usage errors).
   }
   in->write.reset();

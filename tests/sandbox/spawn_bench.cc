@@ -1,5 +1,6 @@
-// sandbox_spawn_bench [N]: median wall time of N spawns of /bin/true, sandboxed (SpawnSandboxed,
-// the layer this machine gets) against a plain fork+execve, and the ratio. Prints only.
+// sandbox_spawn_bench [--layer1] [N]: median wall time of N spawns of /bin/true, sandboxed
+// (SpawnSandboxed, the layer this machine gets) against a plain fork+execve, and the ratio. Prints
+// only.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -8,9 +9,11 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <string>
 #include <vector>
 
 #include "sandbox/sandbox.h"
+#include "tests/sandbox/probe_util.h"
 
 extern char** environ;
 
@@ -39,9 +42,20 @@ double PlainOnce() {
 
 int main(int argc, char** argv) {
   using namespace forkbox;
-  int n = argc > 1 ? std::atoi(argv[1]) : 200;
+  int n = 200;
+  for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--layer1") {
+      // As in a container whose seccomp profile refuses user namespaces.
+      if (!sandbox::testing::RefuseUserNamespaces()) {
+        std::fprintf(stderr, "sandbox_spawn_bench: cannot install the layer-1 filter\n");
+        return 1;
+      }
+    } else {
+      n = std::atoi(argv[i]);
+    }
+  }
   if (n <= 0) {
-    std::fprintf(stderr, "usage: sandbox_spawn_bench [N>0]\n");
+    std::fprintf(stderr, "usage: sandbox_spawn_bench [--layer1] [N>0]\n");
     return 2;
   }
   sandbox::Policy policy;
