@@ -359,6 +359,15 @@ Result<Message> FromJson(const nlohmann::json& j) {
   return result;
 }
 
+namespace {
+// C0 controls, DEL, and C1 controls (U+0080..U+009F, e.g. the one-byte CSI of some terminals).
+bool IsControl(std::string_view text, size_t i, size_t len) {
+  auto b0 = static_cast<unsigned char>(text[i]);
+  if (len == 1) return b0 < 0x20 || b0 == 0x7F;
+  return len == 2 && b0 == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0;
+}
+}  // namespace
+
 std::string MakeEventDetail(std::string_view text) {
   std::string line;
   line.reserve(std::min(text.size(), kMaxEventDetailBytes));
@@ -369,8 +378,8 @@ std::string MakeEventDetail(std::string_view text) {
     if (len == 0) {
       piece = "\xEF\xBF\xBD";  // U+FFFD for a byte that is not valid UTF-8.
       len = 1;
-    } else if (static_cast<unsigned char>(text[i]) < 0x20 || text[i] == 0x7F) {
-      piece = " ";  // Newlines, tabs and terminal control bytes: the detail is one plain line.
+    } else if (IsControl(text, i, len)) {
+      piece = " ";  // Newlines, tabs and terminal controls: the detail is one plain line.
     } else {
       piece = text.substr(i, len);
     }

@@ -64,7 +64,10 @@ if [ "$mode" = mock ]; then
   fi
   port=${line##*:}
   case "$port" in '' | *[!0-9]*) echo "demo: unexpected mock output: $line" >&2; exit 1 ;; esac
-  cat <&"${MOCK[0]}" >"$tmp/mock.out" &  # Keep draining so the mock never blocks on stdout.
+  # Keep draining so the mock never blocks on stdout (subshells cannot use coproc fds: dup it).
+  exec {mock_out}<&"${MOCK[0]}"
+  cat <&"$mock_out" >"$tmp/mock.out" &
+  exec {mock_out}<&-
   export ANTHROPIC_BASE_URL="http://127.0.0.1:$port"
   export ANTHROPIC_API_KEY="demo-dummy-key"
   unset OPENAI_BASE_URL OPENAI_API_KEY FORKBOX_PROVIDER FORKBOX_MODEL

@@ -76,6 +76,21 @@ TEST_P(EscapeTest, Hardlink) {
   Verdict(r, VictimChanged(), Control::kAlways, "hard link then write\n" + VictimReport());
 }
 
+TEST_P(EscapeTest, OPathLinkViaProcSelfFd) {
+  RunResult r = Probe({"fd_link", victim_, work_ + "/opath-link"});
+  Verdict(r, VictimChanged(), Control::kAlways,
+          "hard link an O_PATH fd via /proc/self/fd, then write\n" + VictimReport());
+}
+
+TEST_P(EscapeTest, RenameExchange) {
+  const std::string mine = work_ + "/mine";
+  WriteFile(mine, "mine\n");
+  ChownTree(mine, uid(), gid());
+  RunResult r = Probe({"rename_exchange", mine, victim_});
+  Verdict(r, VictimChanged(), Control::kAlways,
+          "swap a workdir file with an outside file (RENAME_EXCHANGE)\n" + VictimReport());
+}
+
 TEST_P(EscapeTest, RenameOut) {
   const std::string mine = work_ + "/mine";
   WriteFile(mine, "mine\n");
@@ -216,6 +231,28 @@ TEST_P(EscapeTest, Xattr) {
 TEST_P(EscapeTest, Mkfifo) {
   RunResult r = Probe({"mkfifo", outside_ + "/fifo"});
   Verdict(r, Exists(outside_ + "/fifo"), Control::kAlways, "mkfifo outside");
+}
+
+TEST_P(EscapeTest, DeviceNodeInWorkdir) {
+  const std::string node = work_ + "/devnode";
+  RunResult r = Probe({"mknod_char", node});
+  struct stat st {};
+  bool made = lstat(node.c_str(), &st) == 0 && S_ISCHR(st.st_mode);
+  Verdict(r, made, Control::kRootOnly, "mknod a character device in the workdir");
+}
+
+TEST_P(EscapeTest, SysctlWrite) {
+  // Writes back the current value: harmless even unsandboxed.
+  RunResult r = Probe({"rewrite", "/proc/sys/kernel/core_pattern"});
+  Verdict(r, ProbeSaysEscaped(r), Control::kRootOnly, "write /proc/sys/kernel/core_pattern");
+}
+
+TEST_P(EscapeTest, LeaveThePidsCgroup) {
+  const std::string procs = "/sys/fs/cgroup/pids/cgroup.procs";
+  if (!Exists(procs)) GTEST_SKIP() << "no cgroup v1 pids hierarchy at " << procs;
+  RunResult r = Probe({"rewrite", procs, "@SELF@"});
+  Verdict(r, ProbeSaysEscaped(r), Control::kRootOnly,
+          "move the command into the root pids cgroup (escaping the fork-bomb cap)");
 }
 
 TEST_P(EscapeTest, BindUnixSocketOutside) {

@@ -194,35 +194,33 @@ RunResult RunCommand(const Command& command) {
 }
 
 Victim::Victim(uid_t uid, gid_t gid) {
-  int hold[2];
-  if (pipe2(hold, O_CLOEXEC) != 0) {
-    ADD_FAILURE() << "pipe2: " << ErrnoText(errno);
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+    ADD_FAILURE() << "socketpair: " << ErrnoText(errno);
     return;
   }
   pid_ = fork();
   if (pid_ == 0) {
-    close(hold[1]);
+    close(sv[0]);
     if (getuid() != uid && (setresgid(gid, gid, gid) != 0 || setresuid(uid, uid, uid) != 0)) {
       _exit(1);
     }
     prctl(PR_SET_DUMPABLE, 1);  // setuid cleared it; a real process of the user is dumpable.
     char c;
-    while (read(hold[0], &c, 1) < 0 && errno == EINTR) {
+    for (;;) {
+      ssize_t n = recv(sv[1], &c, 1, 0);
+      if (n == 0 || (n < 0 && errno != EINTR)) _exit(0);
+      if (n == 1 && send(sv[1], &c, 1, MSG_NOSIGNAL) != 1) _exit(0);
     }
-    _exit(0);
   }
-  hold_read_fd_ = hold[0];
-  hold_write_.Reset(hold[1]);
-  if (pid_ < 0) {
-    ADD_FAILURE() << "fork: " << ErrnoText(errno);
-    return;
-  }
-  pidfd_.Reset(static_cast<int>(syscall(SYS_pidfd_open, pid_, 0)));
+  close(sv[1]);
+  socket_.Reset(sv[0]);
+  held_fd_ = sv[1];  // The number stays valid in the victim.
+  if (pid_ < 0) ADD_FAILURE() << "fork: " << ErrnoText(errno);
 }
 
 Victim::~Victim() {
-  if (hold_read_fd_ >= 0) close(hold_read_fd_);
-  hold_write_.Reset();  // EOF: the victim exits.
+  socket_.Reset();  // EOF: the victim exits.
   if (pid_ > 0) {
     while (waitpid(pid_, nullptr, 0) < 0 && errno == EINTR) {
     }
@@ -230,8 +228,12 @@ Victim::~Victim() {
 }
 
 bool Victim::Alive() const {
-  pollfd pfd{pidfd_.get(), POLLIN, 0};
-  return poll(&pfd, 1, 0) == 0;
+  char c = 'p';
+  if (send(socket_.get(), &c, 1, MSG_NOSIGNAL) != 1) return false;
+  ssize_t n;
+  while ((n = recv(socket_.get(), &c, 1, 0)) < 0 && errno == EINTR) {
+  }
+  return n == 1;
 }
 
 bool FileState::operator==(const FileState& o) const {

@@ -56,7 +56,8 @@ struct RunResult {
 // captured until the process exits (descendants that keep them open are not waited for).
 RunResult RunCommand(const Command& command);
 
-// A child of the test process that just waits, as uid/gid, until destroyed: a kill() target.
+// A child of the test process, running as uid/gid, that answers pings until destroyed: a target
+// for kill(), ptrace() and friends.
 class Victim {
  public:
   Victim(uid_t uid, gid_t gid);
@@ -64,14 +65,16 @@ class Victim {
   Victim(const Victim&) = delete;
   Victim& operator=(const Victim&) = delete;
   pid_t pid() const { return pid_; }
-  int held_fd() const { return hold_read_fd_; }  // A descriptor number open in the victim.
-  bool Alive() const;                            // Non-blocking, through its pidfd.
+  int held_fd() const { return held_fd_; }  // A descriptor number open in the victim.
+  // Pings the victim and blocks for its answer. Deterministic even right after a kill(): a
+  // SIGKILL is fatal before the victim can return to user space, so it never answers and the
+  // test sees the connection close.
+  bool Alive() const;
 
  private:
   pid_t pid_ = -1;
-  Fd pidfd_;
-  Fd hold_write_;
-  int hold_read_fd_ = -1;
+  Fd socket_;
+  int held_fd_ = -1;
 };
 
 // What a write or metadata change would alter (everything but atime).

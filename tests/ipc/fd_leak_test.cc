@@ -108,6 +108,10 @@ TEST(FdLeakTest, SpawnedChildSeesOnlyStdioAndTheMappedFds) {
   ASSERT_TRUE(out.ok());
   UniqueFd devnull(::open("/dev/null", O_RDWR | O_CLOEXEC));
   ASSERT_TRUE(devnull.valid());
+  // Deliberately inheritable (like a descriptor some library opened carelessly): Spawn's
+  // close_range must drop it anyway.
+  UniqueFd careless(::open("/dev/null", O_RDONLY));  // NOLINT(android-cloexec-open)
+  ASSERT_TRUE(careless.valid());
   SpawnOptions o;
   o.argv = {"/proc/self/exe", kReportFdsFlag};
   o.env = CurrentEnv();

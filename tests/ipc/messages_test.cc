@@ -249,6 +249,9 @@ TEST(MessagesTest, IgnoresUnknownExtraFields) {
 TEST(MakeEventDetailTest, OneLineWithControlBytesReplaced) {
   EXPECT_EQ(MakeEventDetail("ls -la\nfoo\r\nbar\tbaz\x1b[31m"), "ls -la foo  bar baz [31m");
   EXPECT_EQ(MakeEventDetail(""), "");
+  EXPECT_EQ(MakeEventDetail("a\xC2\x9B"
+                            "31mb\x7F\xC2\xA0"),
+            "a 31mb \xC2\xA0");  // C1 CSI and DEL go; U+00A0 stays.
 }
 
 TEST(MakeEventDetailTest, CutsAtTheLimitWithoutSplittingSequences) {

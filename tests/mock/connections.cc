@@ -2,12 +2,12 @@
 
 #include <arpa/inet.h>
 #include <dirent.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
 #include <cstdlib>
-#include <functional>
 
 namespace forkbox::mock {
 namespace {
@@ -20,36 +20,34 @@ int PortOf(const sockaddr_storage& addr) {
   return -1;
 }
 
-// Calls `fn(fd, peer_port)` for each connected TCP socket of this process bound to local_port.
-int ForEachConnection(int local_port, const std::function<bool(int, int)>& fn) {
+}  // namespace
+
+void ForEachSocket(int local_port, const std::function<bool(int, int)>& fn) {
   DIR* dir = opendir("/proc/self/fd");
-  if (dir == nullptr) return 0;
+  if (dir == nullptr) return;
   const int dir_fd = dirfd(dir);
-  int count = 0;
   while (const dirent* entry = readdir(dir)) {
     char* end = nullptr;
-    const long fd = std::strtol(entry->d_name, &end, 10);
-    if (end == entry->d_name || *end != '\0' || fd == dir_fd) continue;
+    const long n = std::strtol(entry->d_name, &end, 10);
+    if (end == entry->d_name || *end != '\0' || n == dir_fd) continue;
+    const int fd = static_cast<int>(n);
     struct stat st;
-    if (fstat(static_cast<int>(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (fstat(fd, &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
     sockaddr_storage local{}, peer{};
     socklen_t len = sizeof local;
-    if (getsockname(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&local), &len) != 0) continue;
+    if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &len) != 0) continue;
     if (PortOf(local) != local_port) continue;
     len = sizeof peer;
-    if (getpeername(static_cast<int>(fd), reinterpret_cast<sockaddr*>(&peer), &len) != 0) continue;
-    ++count;
-    if (!fn(static_cast<int>(fd), PortOf(peer))) break;
+    const int peer_port =
+        getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 ? PortOf(peer) : -1;
+    if (!fn(fd, peer_port)) break;
   }
   closedir(dir);
-  return count;
 }
-
-}  // namespace
 
 bool ShutdownConnection(int local_port, int peer_port) {
   bool found = false;
-  ForEachConnection(local_port, [&](int fd, int port) {
+  ForEachSocket(local_port, [&](int fd, int port) {
     if (port != peer_port) return true;
     found = shutdown(fd, SHUT_RDWR) == 0;
     return false;
@@ -59,8 +57,18 @@ bool ShutdownConnection(int local_port, int peer_port) {
 
 int ShutdownAllConnections(int local_port) {
   int n = 0;
-  ForEachConnection(local_port, [&](int fd, int) {
-    n += shutdown(fd, SHUT_RDWR) == 0 ? 1 : 0;
+  ForEachSocket(local_port, [&](int fd, int peer_port) {
+    if (peer_port >= 0 && shutdown(fd, SHUT_RDWR) == 0) ++n;
+    return true;
+  });
+  return n;
+}
+
+int MarkCloseOnExec(int local_port) {
+  int n = 0;
+  ForEachSocket(local_port, [&](int fd, int) {
+    const int flags = fcntl(fd, F_GETFD);
+    if (flags >= 0 && !(flags & FD_CLOEXEC) && fcntl(fd, F_SETFD, flags | FD_CLOEXEC) == 0) ++n;
     return true;
   });
   return n;

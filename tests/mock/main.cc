@@ -8,8 +8,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fstream>
 #include <iostream>
+#include <memory>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -64,23 +64,30 @@ int main(int argc, char** argv) {
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   signal(SIGPIPE, SIG_IGN);  // A client that hangs up must not kill the server.
 
+  // The log outlives the server, whose observer writes to it until Stop() returns.
+  // "e": O_CLOEXEC.
+  std::unique_ptr<FILE, int (*)(FILE*)> log(nullptr, &std::fclose);
+  std::mutex log_mu;
+  if (!log_path.empty()) {
+    log.reset(std::fopen(log_path.c_str(), "ae"));
+    if (!log) {
+      std::cerr << "forkbox-mock: cannot open log " << log_path << ": " << std::strerror(errno)
+                << "\n";
+      return 1;
+    }
+  }
   try {
     forkbox::mock::MockServer server(port);
     server.SetScenario(forkbox::mock::Scenario::FromFile(scenario_path));
-
-    std::ofstream log;
-    std::mutex log_mu;
-    if (!log_path.empty()) {
-      log.open(log_path, std::ios::app);
-      if (!log) {
-        std::cerr << "forkbox-mock: cannot open log " << log_path << ": " << std::strerror(errno)
-                  << "\n";
-        return 1;
-      }
+    if (log) {
       server.SetObserver([&](const forkbox::mock::RecordedRequest& r) {
+        const std::string line =
+            r.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
         std::lock_guard lock(log_mu);
-        log << r.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
-        log.flush();
+        if (std::fwrite(line.data(), 1, line.size(), log.get()) != line.size() ||
+            std::fflush(log.get()) != 0) {
+          std::cerr << "forkbox-mock: writing " << log_path << ": " << std::strerror(errno) << "\n";
+        }
       });
     }
     server.Start();
@@ -96,7 +103,6 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&stop_signals, &sig);
     server.Stop();
-    server.SetObserver(nullptr);
   } catch (const std::exception& e) {
     std::cerr << "forkbox-mock: " << e.what() << "\n";
     return 1;

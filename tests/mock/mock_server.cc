@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
@@ -129,6 +130,22 @@ nlohmann::json RecordedRequest::ToJson() const {
 class HttpServer : public httplib::Server {
  public:
   int listen_fd() const { return svr_sock_; }
+};
+
+// The worker pool, plus close-on-exec for each connection httplib has just accepted: enqueue
+// runs on the accept thread right after accept(), before any request byte is read.
+class CloexecPool : public httplib::TaskQueue {
+ public:
+  CloexecPool(size_t threads, int port) : pool_(threads), port_(port) {}
+  void enqueue(std::function<void()> fn) override {
+    MarkCloseOnExec(port_);
+    pool_.enqueue(std::move(fn));
+  }
+  void shutdown() override { pool_.shutdown(); }
+
+ private:
+  httplib::ThreadPool pool_;
+  int port_;
 };
 
 struct MockServer::Impl {
@@ -339,7 +356,6 @@ struct MockServer::Impl {
 
 MockServer::MockServer(int port) : impl_(std::make_unique<Impl>()) {
   HttpServer& s = impl_->server;
-  s.new_task_queue = [] { return new httplib::ThreadPool(kThreads); };
   s.set_keep_alive_max_count(100000);
   s.set_keep_alive_timeout(30);
   s.set_tcp_nodelay(true);
@@ -406,6 +422,8 @@ MockServer::MockServer(int port) : impl_(std::make_unique<Impl>()) {
   if (impl_->port <= 0) {
     throw std::runtime_error("mock: cannot bind 127.0.0.1:" + std::to_string(port));
   }
+  s.new_task_queue = [port = impl_->port] { return new CloexecPool(kThreads, port); };
+  MarkCloseOnExec(impl_->port);  // The listener.
   // cpp-httplib listens with a backlog of 5; parallel subagents connect in bursts.
   if (::listen(s.listen_fd(), 1024) != 0) {
     throw std::runtime_error(std::string("mock: listen: ") + std::strerror(errno));
@@ -448,6 +466,10 @@ void MockServer::Stop() {
     std::lock_guard lock(impl_->mu);
     if (impl_->stopping) return;
     impl_->stopping = true;
+  }
+  if (!impl_->started) {  // httplib closes the listener only when it ran the accept loop.
+    close(impl_->server.listen_fd());
+    return;
   }
   impl_->cv.notify_all();
   impl_->server.stop();

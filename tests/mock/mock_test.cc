@@ -13,6 +13,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -20,6 +21,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/mock/connections.h"
 #include "tests/mock/mock_server.h"
 #include "tests/mock/scenario.h"
 #include "tests/mock/transmission.h"
@@ -644,6 +646,22 @@ TEST(MockScenario, StrictParsingNamesThePath) {
   }
 }
 
+// The scenario files the demo and the benchmarks ship must load in the mock.
+TEST(MockScenario, RepositoryScenarioFilesParse) {
+  namespace fs = std::filesystem;
+  int files = 0;
+  for (const char* dir : {"examples/scenarios", "tests/bench/scenarios", "tests/mock/scenarios"}) {
+    const fs::path path = fs::path(FORKBOX_SOURCE_DIR) / dir;
+    if (!fs::is_directory(path)) continue;
+    for (const auto& entry : fs::directory_iterator(path)) {
+      if (entry.path().extension() != ".json") continue;
+      ++files;
+      EXPECT_NO_THROW(Scenario::FromFile(entry.path().string())) << entry.path();
+    }
+  }
+  EXPECT_GT(files, 0);
+}
+
 TEST_F(MockServerTest, TimesThenNextRuleAndNoRuleIs500) {
   server_.SetScenario(Scenario::FromText(R"({"rules": [
     {"when": {"first_user_contains": "retry"}, "times": 2,
@@ -992,6 +1010,25 @@ TEST_F(MockServerTest, KeepAliveReusesOneConnection) {
   ASSERT_EQ(reqs.size(), 3u);
   EXPECT_EQ(reqs[0].remote_port, reqs[1].remote_port);
   EXPECT_EQ(reqs[1].remote_port, reqs[2].remote_port);
+}
+
+// Processes a test spawns must not inherit the mock's sockets (they would keep cut
+// connections open).
+TEST_F(MockServerTest, ServerSocketsAreCloseOnExec) {
+  Serve(TextAndBash());
+  httplib::Client cli("127.0.0.1", server_.port());
+  cli.set_keep_alive(true);
+  auto res = cli.Post("/v1/chat/completions", httplib::Headers{{"Authorization", "Bearer k"}},
+                      OpenAiRequest("x").dump(), "application/json");
+  ASSERT_TRUE(res);
+  int listeners = 0, connections = 0;
+  ForEachSocket(server_.port(), [&](int fd, int peer_port) {
+    ++(peer_port < 0 ? listeners : connections);
+    EXPECT_TRUE(fcntl(fd, F_GETFD) & FD_CLOEXEC) << "fd " << fd;
+    return true;
+  });
+  EXPECT_EQ(listeners, 1);
+  EXPECT_EQ(connections, 1);  // The kept-alive connection.
 }
 
 TEST_F(MockServerTest, ParallelRequestsOverlap) {

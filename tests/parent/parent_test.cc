@@ -3,6 +3,7 @@
 // No sleeps: ordering comes from pipes, waitpid and the mock's recorded timestamps.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <pty.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -337,19 +338,24 @@ std::vector<pid_t> ReadPids(const fs::path& file) {
   return pids;
 }
 
-// True when the process is gone; reaps it when it was reparented to us (we are a subreaper).
-bool Gone(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  if (!stat) return true;
+// True when the process is gone or dying: exited, a zombie (reaped here when it was reparented
+// to us, the subreaper), or with SIGKILL already pending (kill(2) returns before the target dies).
+bool GoneOrDying(pid_t pid) {
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  if (!status) return true;
   std::string line;
-  std::getline(stat, line);
-  size_t close_paren = line.rfind(')');
-  char state = close_paren + 2 < line.size() ? line[close_paren + 2] : '?';
-  if (state == 'Z') {
-    waitpid(pid, nullptr, WNOHANG);
-    return true;
+  bool dying = false;
+  while (std::getline(status, line)) {
+    if (line.rfind("State:", 0) == 0 &&
+        (line.find('Z') != std::string::npos || line.find('X') != std::string::npos)) {
+      dying = true;
+    }
+    if (line.rfind("ShdPnd:", 0) == 0 || line.rfind("SigPnd:", 0) == 0) {
+      uint64_t mask = std::stoull(line.substr(line.find(':') + 1), nullptr, 16);
+      if (mask & (uint64_t{1} << (SIGKILL - 1))) dying = true;
+    }
   }
-  return false;
+  return dying;
 }
 
 // Processes whose parent is `ppid`.
@@ -391,14 +397,101 @@ TEST_F(ParentTest, SigintKillsTaskTreesExits130AndLeavesNoProcesses) {
   ASSERT_TRUE(live.WaitForStderr("turn 1")) << live.Finish().err;
   std::vector<pid_t> pids = ReadPids(fs::path(workdir_) / "fake-pids");
   ASSERT_EQ(pids.size(), 2u);
-  for (pid_t p : pids) ASSERT_FALSE(Gone(p)) << p;
+  for (pid_t p : pids) ASSERT_FALSE(GoneOrDying(p)) << p;
   live.Signal(SIGINT);
   RunResult r = live.Finish();
   EXPECT_EQ(r.exit_code, 130) << Dump(r);
-  for (pid_t p : pids) EXPECT_TRUE(Gone(p)) << "process " << p << " survived forkbox";
-  EXPECT_TRUE(ChildrenOf(forkbox_pid).empty());
-  EXPECT_TRUE(ChildrenOf(getpid()).empty());  // Nothing was reparented to us alive.
-  EXPECT_EQ(Requests(IsParent).size(), 1u);   // It did not go on with the model.
+  for (pid_t p : pids) EXPECT_TRUE(GoneOrDying(p)) << "process " << p << " survived forkbox";
+  for (pid_t p : ChildrenOf(forkbox_pid)) ADD_FAILURE() << "forkbox left process " << p;
+  // Orphans were reparented to us: each must already be on its way out; then reap them.
+  for (pid_t p : ChildrenOf(getpid())) {
+    EXPECT_TRUE(GoneOrDying(p)) << "orphan " << p << " is alive";
+    int status = 0;
+    if (GoneOrDying(p) && waitpid(p, &status, 0) == p) {
+      EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    }
+  }
+  EXPECT_EQ(Requests(IsParent).size(), 1u);  // It did not go on with the model.
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+// ---- interactive mode (stdin is a pseudo-terminal)
+
+class InteractiveTest : public ParentTest {
+ protected:
+  void SetUp() override {
+    ParentTest::SetUp();
+    int master = -1, slave = -1;
+    ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+    master_.reset(master);
+    slave_.reset(slave);
+  }
+  RunSpec Spec(std::vector<std::string> args) {
+    server_.Start();
+    RunSpec spec;
+    spec.args = std::move(args);
+    spec.env = Env();
+    spec.cwd = workdir_;
+    spec.stdin_fd = slave_.get();
+    return spec;
+  }
+  void Type(const std::string& text) {
+    ASSERT_EQ(write(master_.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
+  }
+  UniqueFd master_;
+  UniqueFd slave_;
+};
+
+TEST_F(InteractiveTest, ContextPersistsAcrossPromptsAndContextCommandReports) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    return Text("answer to " + r.view.LastUserText() + " after " +
+                std::to_string(r.view.user_texts.size()) + " prompts");
+  });
+  LiveForkbox live(Spec({"--sandbox=off"}));
+  slave_.reset();  // Only forkbox holds the terminal now.
+  Type("first-q\n/context\nsecond-q\n/quit\n");
+  RunResult r = live.Finish();
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("answer to first-q after 1 prompts"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("answer to second-q after 2 prompts"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("parent context: "), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("kept out by subagents: 0 bytes"), std::string::npos) << r.out;
+  ASSERT_EQ(server_.request_count(), 2u);
+  // The second request carries the whole first exchange: the parent context persisted.
+  const auto second = server_.request(1);
+  ASSERT_EQ(second.view.user_texts.size(), 2u);
+  EXPECT_EQ(second.view.user_texts[0], "first-q");
+  EXPECT_EQ(second.view.assistant_turns, 1);
+}
+
+TEST_F(InteractiveTest, CtrlCCancelsTasksAndReturnsToThePrompt) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.LastUserText().find("second-q") != std::string::npos) {
+      return Text("fresh answer");
+    }
+    return Calls({Task("hang forever", "hanging job")});
+  });
+  LiveForkbox live(Spec({"--sandbox=off", "--child-path", FakeChild("hang")}));
+  slave_.reset();
+  Type("first-q\n");
+  ASSERT_TRUE(live.WaitForStderr("turn 1")) << live.Finish().err;
+  std::vector<pid_t> pids = ReadPids(fs::path(workdir_) / "fake-pids");
+  ASSERT_EQ(pids.size(), 2u);
+  live.Signal(SIGINT);
+  ASSERT_TRUE(live.WaitForStderr("(interrupted)")) << live.Finish().err;
+  for (pid_t p : pids) EXPECT_TRUE(GoneOrDying(p)) << "process " << p << " survived Ctrl-C";
+  Type("second-q\n/quit\n");
+  RunResult r = live.Finish();
+  EXPECT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("fresh answer"), std::string::npos) << Dump(r);
+  ASSERT_EQ(server_.request_count(), 2u);
+  // The cancelled task was answered with an error result, so the next request is valid.
+  const auto second = server_.request(1);
+  EXPECT_FALSE(second.rejected.has_value());
+  ASSERT_EQ(second.view.tool_results.size(), 1u);
+  EXPECT_TRUE(second.view.tool_results[0].is_error);
+  for (pid_t p : ChildrenOf(getpid())) waitpid(p, nullptr, 0);
   prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 

@@ -34,6 +34,7 @@ LiveForkbox::LiveForkbox(const RunSpec& spec) {
   opts.env = spec.env;
   opts.cwd = spec.cwd;
   int stdin_fd = spec.stdin_text ? in->read.get() : null_fd.get();
+  if (spec.stdin_fd >= 0) stdin_fd = spec.stdin_fd;
   opts.fds = {{stdin_fd, 0}, {out->write.get(), 1}, {err->write.get(), 2}};
   auto child = Spawn(opts);
   if (!child.ok()) throw std::runtime_error("spawn forkbox: " + child.status().ToString());

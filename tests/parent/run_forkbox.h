@@ -13,7 +13,8 @@ namespace forkbox::parent_test {
 struct RunSpec {
   std::vector<std::string> args;          // After the binary path.
   std::vector<std::string> env;           // Complete environment ("NAME=value").
-  std::optional<std::string> stdin_text;  // nullopt: stdin is /dev/null.
+  std::optional<std::string> stdin_text;  // nullopt: /dev/null (or stdin_fd).
+  int stdin_fd = -1;                      // When >= 0: this fd (e.g. a pty) becomes stdin.
   std::string cwd;
 };
 

@@ -7,6 +7,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <sys/xattr.h>
 #include <unistd.h>
@@ -168,6 +169,54 @@ static int ProbeFdScan(int argc, char** argv) {
   return Blocked("no descriptor above 2 is open");
 }
 
+// O_PATH descriptor of an outside file, linked into the workdir through /proc/self/fd.
+static int ProbeFdLink(int argc, char** argv) {
+  (void)argc;
+  int fd = open(argv[1], O_PATH | O_CLOEXEC);
+  if (fd < 0) return Blocked("open O_PATH %s: %s", argv[1], strerror(errno));
+  char path[64];
+  snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+  if (linkat(AT_FDCWD, path, AT_FDCWD, argv[2], AT_SYMLINK_FOLLOW) != 0) {
+    return Blocked("linkat via %s: %s (errno %d)", path, strerror(errno), errno);
+  }
+  return OpenWrite(argv[2], O_WRONLY | O_TRUNC, "write through an O_PATH hard link");
+}
+
+static int ProbeRenameExchange(int argc, char** argv) {
+  (void)argc;
+  return ByReturn(renameat2(AT_FDCWD, argv[1], AT_FDCWD, argv[2], RENAME_EXCHANGE),
+                  "renameat2(RENAME_EXCHANGE)");
+}
+
+// A character device node (1:3, /dev/null's numbers: harmless even when it works).
+static int ProbeMknodChar(int argc, char** argv) {
+  (void)argc;
+  return ByReturn(mknod(argv[1], S_IFCHR | 0666, makedev(1, 3)), "mknod a character device");
+}
+
+// PATH: writes the file's current content back (a no-op even when allowed) to a sysctl or cgroup
+// file; "@SELF@" as the second argument writes our pid instead (moving us out of a cgroup).
+static int ProbeRewrite(int argc, char** argv) {
+  char buf[4096];
+  ssize_t len;
+  if (argc > 2 && strcmp(argv[2], "@SELF@") == 0) {
+    len = snprintf(buf, sizeof(buf), "%d\n", (int)getpid());
+  } else {
+    int in = open(argv[1], O_RDONLY | O_CLOEXEC);
+    if (in < 0) return Blocked("read %s: %s", argv[1], strerror(errno));
+    len = read(in, buf, sizeof(buf));
+    close(in);
+    if (len <= 0) return ProbeError("read %s: %s", argv[1], strerror(errno));
+  }
+  int fd = open(argv[1], O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return Blocked("open %s for writing: %s (errno %d)", argv[1], strerror(errno), errno);
+  ssize_t n = write(fd, buf, (size_t)len);
+  int saved = errno;
+  close(fd);
+  if (n < 0) return Blocked("write %s: %s (errno %d)", argv[1], strerror(saved), saved);
+  return Escaped("wrote %zd bytes to %s", n, argv[1]);
+}
+
 static int ProbeTruncate(int argc, char** argv) {
   (void)argc;
   return ByReturn(truncate(argv[1], 0), "truncate");
@@ -265,6 +314,10 @@ const struct Probe kFsProbes[] = {
     {"fd_reopen", "PATH", 1, ProbeFdReopen},
     {"fd_write", "FD", 1, ProbeFdWrite},
     {"fd_scan", "", 0, ProbeFdScan},
+    {"fd_link", "OUTSIDE_FILE NEWLINK", 2, ProbeFdLink},
+    {"rename_exchange", "A B", 2, ProbeRenameExchange},
+    {"mknod_char", "PATH", 1, ProbeMknodChar},
+    {"rewrite", "PATH [@SELF@]", 1, ProbeRewrite},
     {"truncate", "PATH", 1, ProbeTruncate},
     {"chmod", "PATH", 1, ProbeChmod},
     {"chown", "PATH", 1, ProbeChown},
