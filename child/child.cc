@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <optional>
@@ -15,7 +16,6 @@
 #include "agent/loop.h"
 #include "agent/provider.h"
 #include "agent/tools.h"
-#include "child/descendants.h"
 #include "child/reporter.h"
 #include "child/runner.h"
 #include "child/start.h"
@@ -108,7 +108,7 @@ class Task {
 
  private:
   int Fail(const std::string& code, const std::string& message, int exit_code) {
-    KillAllDescendants();
+    sandbox::KillAllDescendants();
     transcript_.Write({{"type", "error"}, {"code", code}, {"message", message}});
     reporter_.Error(code, message);
     return exit_code;
@@ -180,7 +180,7 @@ int Task::Run() {
       std::fprintf(stderr, "forkbox-child: the parent is gone (%s); stopping\n",
                    st.ToString().c_str());
       parent_gone = true;
-      KillAllDescendants();
+      sandbox::KillAllDescendants();
       ::_exit(kExitParentGone);
     }
   };
@@ -209,7 +209,7 @@ int Task::Run() {
   messages.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{start.prompt}}});
   agent::LoopOutcome outcome = agent::RunLoop(*provider, messages, options, runner, observer);
   provider.reset();
-  KillAllDescendants();
+  sandbox::KillAllDescendants();
 
   if (outcome.stop == "model_error") {
     std::string why = outcome.error ? outcome.error->ToString() : "unknown model error";
@@ -252,8 +252,11 @@ int ChildMain(int, char**) {
   // sandbox off (the API key lives in this process's memory).
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
   ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
-  if (Status st = BecomeSubreaper(); !st.ok()) {
-    std::fprintf(stderr, "forkbox-child: %s\n", st.ToString().c_str());
+  // Orphaned tool processes come to us, so KillAllDescendants finds them even with the sandbox
+  // off (EnterAgentSandbox makes us a subreaper or a PID-namespace init too).
+  if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+    std::fprintf(stderr, "forkbox-child: %s\n",
+                 Status::FromErrno(errno, "prctl(PR_SET_CHILD_SUBREAPER)").ToString().c_str());
   }
   if (::fcntl(ipc::kChildReportWriteFd, F_GETFD) < 0) {
     std::fprintf(stderr,
@@ -265,7 +268,7 @@ int ChildMain(int, char**) {
   try {
     return Task().Run();
   } catch (const std::exception& e) {
-    KillAllDescendants();
+    sandbox::KillAllDescendants();
     Reporter(ipc::kChildReportWriteFd)
         .Error("internal", std::string("unexpected exception: ") + e.what());
     return kExitInternal;

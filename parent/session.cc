@@ -58,7 +58,14 @@ Session::Session(agent::Provider& provider, agent::LoopOptions options, ParentTo
 Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_text,
                            const std::function<void()>& on_response) {
   size_t before = messages_.size();
-  messages_.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{prompt}}});
+  // After an interrupt the context ends with the user's tool results: the new prompt joins that
+  // message, since roles must alternate.
+  bool joined = !messages_.empty() && messages_.back().role == agent::Role::kUser;
+  if (joined) {
+    messages_.back().content.push_back(agent::TextBlock{prompt});
+  } else {
+    messages_.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{prompt}}});
+  }
   agent::LoopObserver observer;
   observer.on_text = on_text;
   if (on_response) observer.on_response = [&](int, const agent::Response&) { on_response(); };
@@ -83,8 +90,13 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
   stats_.parent_usage.output_tokens += turn.outcome.usage.output_tokens;
   stats_.parent_usage.cache_read_input_tokens += turn.outcome.usage.cache_read_input_tokens;
   stats_.parent_usage.cache_creation_input_tokens += turn.outcome.usage.cache_creation_input_tokens;
-  if (turn.outcome.error && messages_.size() == before + 1) {
-    messages_.pop_back();  // The prompt got no answer: do not leave it dangling in the context.
+  if (turn.outcome.error && messages_.size() == before + (joined ? 0 : 1)) {
+    // The prompt got no answer: do not leave it dangling in the context.
+    if (joined) {
+      messages_.back().content.pop_back();
+    } else {
+      messages_.pop_back();
+    }
   }
   return turn;
 }

@@ -204,6 +204,9 @@ Status BuildPlan(const Policy& policy, SpawnOptions& options, Plan& plan) {
   plan.new_session = options.new_session;
   plan.sandbox = policy.enabled;
   if (!policy.enabled) return Status::Ok();
+  if (policy.workdir.empty() || policy.workdir[0] != '/') {
+    return Status::InvalidArgument("SpawnSandboxed: the workdir must be an absolute path");
+  }
 
   int abi = 0;
   FORKBOX_RETURN_IF_ERROR(CheckEnforceable(&abi));

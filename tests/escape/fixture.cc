@@ -1,6 +1,8 @@
 #include "tests/escape/fixture.h"
 
+#include <fcntl.h>
 #include <pwd.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -47,11 +49,31 @@ struct Account {
   std::string error;
 };
 
+std::string TempBase() {
+  const char* env = getenv("FORKBOX_ESCAPE_TMPDIR");
+  return env && *env ? env : FORKBOX_ESCAPE_TMP;
+}
+
+void MakeDir(const std::string& path, mode_t mode) {
+  if (mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
+    ADD_FAILURE() << "mkdir " << path << ": " << strerror(errno);
+  }
+  chmod(path.c_str(), mode);
+}
+
 const Account& UnprivilegedAccount() {
   static const Account account = [] {
     Account a;
     if (geteuid() != 0) {
       a = {true, getuid(), getgid(), ""};
+      return a;
+    }
+    // CTest runs test processes in parallel: serialize the lookup-or-create across them.
+    MakeDir(TempBase(), 0755);
+    const std::string lock_path = TempBase() + "/.account.lock";
+    Fd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!lock.valid() || flock(lock.get(), LOCK_EX) != 0) {
+      a.error = "lock " + lock_path + ": " + strerror(errno);
       return a;
     }
     if (!getpwnam(kUserName)) {
@@ -60,8 +82,7 @@ const Account& UnprivilegedAccount() {
                       "/nonexistent",      "--shell",  "/usr/sbin/nologin", kUserName};
       useradd.env = {"PATH=/usr/sbin:/usr/bin:/sbin:/bin"};
       RunResult r = RunCommand(useradd);
-      // A concurrent test process may have created it first: only the lookup below counts.
-      if (r.exit_code != 0 && !getpwnam(kUserName)) {
+      if (r.exit_code != 0) {
         a.error = "useradd " + std::string(kUserName) + " failed: " + r.Describe();
         return a;
       }
@@ -77,16 +98,14 @@ const Account& UnprivilegedAccount() {
   return account;
 }
 
-std::string TempBase() {
-  const char* env = getenv("FORKBOX_ESCAPE_TMPDIR");
-  return env && *env ? env : FORKBOX_ESCAPE_TMP;
-}
-
-void MakeDir(const std::string& path, mode_t mode) {
-  if (mkdir(path.c_str(), mode) != 0 && errno != EEXIST) {
-    ADD_FAILURE() << "mkdir " << path << ": " << strerror(errno);
+// Every ancestor of `path` must be searchable by others, or the unprivileged user cannot reach
+// the binaries and temp dirs. Returns the first one that is not.
+std::string UnreachableAncestor(const std::string& path) {
+  for (std::string dir = path; !dir.empty() && dir != "/"; dir = dir.substr(0, dir.rfind('/'))) {
+    struct stat st {};
+    if (stat(dir.c_str(), &st) == 0 && !(st.st_mode & S_IXOTH)) return dir;
   }
-  chmod(path.c_str(), mode);
+  return "";
 }
 
 const std::vector<std::string>& BaseEnvironment() {
@@ -155,6 +174,13 @@ void EscapeTest::SetUp() {
     ASSERT_TRUE(account.ok) << account.error;
     uid_ = account.uid;
     gid_ = account.gid;
+    for (const std::string& path :
+         {TempBase(), std::string(ProbePath()), std::string(ForkboxPath())}) {
+      const std::string blocked = UnreachableAncestor(path.substr(0, path.rfind('/')));
+      ASSERT_TRUE(blocked.empty())
+          << blocked << " is not searchable by others, so the unprivileged user cannot reach "
+          << path << "; build elsewhere or set FORKBOX_ESCAPE_TMPDIR";
+    }
   }
   if (sandboxed()) {
     ASSERT_EQ(access(ForkboxPath(), X_OK), 0)

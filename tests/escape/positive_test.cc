@@ -1,5 +1,6 @@
 // The other half of the suite: real work must still run inside the sandbox, `--check` must tell
 // the truth about the layer in use, and without Landlock forkbox must refuse to run anything.
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/utsname.h>
@@ -128,6 +129,55 @@ TEST_P(SandboxWorks, ExitStatusPassesThrough) {
   RunResult r = Shell("kill -TERM $$");
   EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.Describe();
   EXPECT_TRUE(WIFEXITED(r.wait_status)) << "forkbox itself must exit, not die";
+}
+
+TEST_P(SandboxWorks, StdinPassesThrough) {
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  Fd read_end(fds[0]), write_end(fds[1]);
+  ASSERT_EQ(write(write_end.get(), "piped data\n", 11), 11);
+  write_end.Reset();
+  RunResult r = Sandboxed({"/bin/cat"}, Stdin(read_end.get()));
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, "piped data\n") << r.Describe();
+}
+
+TEST_P(SandboxWorks, WritableOptInIsExact) {
+  const std::string allowed = outside_ + "/dir";
+  RunResult r = Probe({"create", allowed + "/ok"}, Flags({"--writable", allowed}));
+  EXPECT_TRUE(Exists(allowed + "/ok")) << "--writable must allow writes there\n" << r.Describe();
+  r = Probe({"write", victim_}, Flags({"--writable", allowed}));
+  EXPECT_FALSE(VictimChanged()) << "--writable " << allowed << " must not open its siblings\n"
+                                << VictimReport() << "\n"
+                                << r.Describe();
+}
+
+TEST_P(SandboxWorks, BadInvocationsFailClearly) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string mentions;
+  };
+  const Case cases[] = {
+      {{"sandbox", "--workdir", root_ + "/missing", "--", "/bin/true"}, "missing"},
+      {{"sandbox", "--workdir", work_, "--writable", root_ + "/absent", "--", "/bin/true"},
+       "absent"},
+      {{"sandbox", "--workdir", work_, "--", root_ + "/no-such-command"}, "no-such-command"},
+      {{"sandbox", "--workdir", work_}, ""},
+  };
+  for (const Case& c : cases) {
+    Command command;
+    command.argv = Prefix();
+    command.argv.push_back(ForkboxPath());
+    command.argv.insert(command.argv.end(), c.args.begin(), c.args.end());
+    command.env = Environment({});
+    command.cwd = outside_;
+    RunResult r = RunCommand(command);
+    ASSERT_FALSE(r.timed_out) << r.Describe();
+    EXPECT_TRUE(WIFEXITED(r.wait_status)) << "forkbox must not crash\n" << r.Describe();
+    EXPECT_NE(r.exit_code, 0) << r.Describe();
+    EXPECT_FALSE(r.err.empty()) << "a bad invocation needs a message\n" << r.Describe();
+    EXPECT_NE(r.err.find(c.mentions), std::string::npos) << r.Describe();
+  }
 }
 
 // ---------------------------------------------------------------------------------------------

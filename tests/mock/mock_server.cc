@@ -305,6 +305,9 @@ struct MockServer::Impl {
       } catch (const std::exception& e) {
         return reject(ApiError{500, "", std::string("mock: handler threw: ") + e.what(), "", ""},
                       "handler_error");
+      } catch (...) {
+        return reject(ApiError{500, "", "mock: handler threw a non-std exception", "", ""},
+                      "handler_error");
       }
     } else if (rule < 0) {
       return reject(ApiError{500, "",

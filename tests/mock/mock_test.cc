@@ -1147,6 +1147,20 @@ TEST(MockBinary, ServesScenarioLogsAndExitsOnSigterm) {
   std::remove(log.c_str());
 }
 
+TEST(MockBinary, ExitsCleanlyOnSigint) {
+  const std::string scenario = TempPath("sigint.json");
+  std::ofstream(scenario) << R"({"rules": [{"reply": {"text": "x"}}]})";
+  Spawned s = SpawnMock({"--scenario", scenario});
+  ASSERT_GT(s.pid, 0);
+  ASSERT_EQ(ReadLine(s.out).rfind("listening on 127.0.0.1:", 0), 0u);
+  ASSERT_EQ(kill(s.pid, SIGINT), 0);
+  int status = 0;
+  ASSERT_EQ(waitpid(s.pid, &status, 0), s.pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  close(s.out);
+  std::remove(scenario.c_str());
+}
+
 TEST(MockBinary, BadScenarioFailsClearly) {
   const std::string scenario = TempPath("bad.json");
   std::ofstream(scenario) << R"({"rules": [{"fault": {"kind": "meltdown"}}]})";
