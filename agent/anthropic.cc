@@ -34,7 +34,8 @@ std::string Excerpt(std::string_view s) {
 }
 
 json DumpSafe(const std::string& s) {
-  // Strings must be valid UTF-8 for JSON; the loop already cleans tool output, this is the backstop.
+  // Strings must be valid UTF-8 for JSON; the loop already cleans tool output, this is the
+  // backstop.
   std::string copy = s;
   MakeValidUtf8(copy);
   return copy;
@@ -116,10 +117,9 @@ Decoded ErrorFromJson(const json& j) {
   ModelError e;
   ParseErrorBody(j.dump(), e);
   const bool retryable = IsRetryableStreamError(e.error_type, 0);
-  Decoded d = Fail(e.error_type == "overloaded_error" ? ModelError::Kind::kOverloaded
-                                                      : ModelError::Kind::kHttp,
-                   e.message.empty() ? "error event without a message" : e.message, retryable,
-                   e.error_type);
+  Decoded d = Fail(
+      e.error_type == "overloaded_error" ? ModelError::Kind::kOverloaded : ModelError::Kind::kHttp,
+      e.message.empty() ? "error event without a message" : e.message, retryable, e.error_type);
   d.result.error->request_id = e.request_id;
   return d;
 }
@@ -226,9 +226,11 @@ class AnthropicStream : public StreamDecoder {
           slot.partial_json += delta.at("partial_json").get<std::string>();
           slot.has_json = true;
         } else if (dtype == "thinking_delta") {
-          slot.block["thinking"] = slot.block.value("thinking", "") + delta.at("thinking").get<std::string>();
+          slot.block["thinking"] =
+              slot.block.value("thinking", "") + delta.at("thinking").get<std::string>();
         } else if (dtype == "signature_delta") {
-          slot.block["signature"] = slot.block.value("signature", "") + delta.at("signature").get<std::string>();
+          slot.block["signature"] =
+              slot.block.value("signature", "") + delta.at("signature").get<std::string>();
         }
         // citations_delta and future delta types: ignored.
       } else if (type == "content_block_stop") {
@@ -249,8 +251,8 @@ class AnthropicStream : public StreamDecoder {
       }
       // Unknown event types are ignored, as the API's versioning policy asks.
     } catch (const std::exception& e) {
-      failure_ = Malformed("malformed stream event (" + std::string(e.what()) + "): " +
-                           Excerpt(ev.data));
+      failure_ =
+          Malformed("malformed stream event (" + std::string(e.what()) + "): " + Excerpt(ev.data));
     }
   }
 

@@ -3,9 +3,8 @@
 #pragma once
 
 #include <memory>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "agent/wire.h"
 

@@ -59,7 +59,8 @@ struct HttpClient::Transfer {
       // A new response (after 100 Continue or a redirect): start over.
       t->result->headers.clear();
       const size_t sp = line.find(' ');
-      t->result->status = sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
+      t->result->status =
+          sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
       return len;
     }
     if (const size_t colon = line.find(':'); colon != std::string_view::npos) {
@@ -75,8 +76,8 @@ struct HttpClient::Transfer {
     t->last_byte = std::chrono::steady_clock::now();
     if (!t->status_seen) {
       t->status_seen = true;
-      t->streaming_body = t->sink != nullptr && *t->sink && t->result->status >= 200 &&
-                          t->result->status < 300;
+      t->streaming_body =
+          t->sink != nullptr && *t->sink && t->result->status >= 200 && t->result->status < 300;
     }
     if (t->streaming_body) {
       if (!(*t->sink)(std::string_view(data, len))) {
@@ -180,11 +181,15 @@ HttpResult HttpClient::Post(const std::string& url, const std::vector<std::strin
   if (curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0) {
     result.status = status;
   }
+  long connects = 0;
+  if (curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK) {
+    result.reused_connection = connects == 0 && rc == CURLE_OK;
+  }
   if (rc != CURLE_OK) {
     result.curl_code = rc;
     if (result.idle_timeout) {
-      result.transport_error = "idle timeout: no data from the server for " +
-                               std::to_string(timeouts_.idle_ms) + " ms";
+      result.transport_error =
+          "idle timeout: no data from the server for " + std::to_string(timeouts_.idle_ms) + " ms";
     } else {
       result.transport_error = curl_easy_strerror(rc);
       if (errbuf[0] != '\0') result.transport_error += std::string(": ") + errbuf;

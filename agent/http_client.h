@@ -28,8 +28,9 @@ struct HttpResult {
   bool idle_timeout = false;
   bool aborted_by_caller = false;  // The body callback returned false.
   long status = 0;
-  HeaderMap headers;  // Lower-cased names of the final response.
-  std::string body;   // The body, unless it was handed to the body callback.
+  bool reused_connection = false;  // Keep-alive: no new connection was opened for this request.
+  HeaderMap headers;               // Lower-cased names of the final response.
+  std::string body;                // The body, unless it was handed to the body callback.
 };
 
 class HttpClient {

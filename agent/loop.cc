@@ -186,7 +186,8 @@ class Loop {
   }
 
   void Fail(ModelError error) {
-    out_.stop = "model_error";
+    // A prompt grown past the context window is a stop reason, not a broken model call.
+    out_.stop = error.kind == ModelError::Kind::kContextOverflow ? "context_window" : "model_error";
     out_.error = std::move(error);
   }
 

@@ -44,7 +44,7 @@ Decoded ErrorFromJson(const json& j) {
   Decoded d;
   d.retryable = IsRetryableStreamError(e.error_type, code);
   e.kind = e.error_type.find("overloaded") != std::string::npos ? ModelError::Kind::kOverloaded
-                                                                 : ModelError::Kind::kHttp;
+                                                                : ModelError::Kind::kHttp;
   e.http_status = code;
   if (e.message.empty()) e.message = "error reply without a message";
   d.result.error = std::move(e);
@@ -93,12 +93,14 @@ struct Accumulator {
       index = position;
     } else {
       // No index: a new call when it has an id or a name, else more of the last one.
-      const bool starts = tc.contains("id") || (tc.contains("function") && tc["function"].contains("name"));
+      const bool starts =
+          tc.contains("id") || (tc.contains("function") && tc["function"].contains("name"));
       index = starts || calls.empty() ? calls.size() : calls.size() - 1;
     }
     if (index >= calls.size()) calls.resize(index + 1);
     Call& call = calls[index];
-    if (auto id = tc.find("id"); id != tc.end() && id->is_string() && call.id.empty()) call.id = *id;
+    if (auto id = tc.find("id"); id != tc.end() && id->is_string() && call.id.empty())
+      call.id = *id;
     auto fn = tc.find("function");
     if (fn == tc.end() || !fn->is_object()) return;
     if (auto name = fn->find("name"); name != fn->end() && name->is_string() && call.name.empty()) {
@@ -224,8 +226,8 @@ class OpenAiStream : public StreamDecoder {
         }
       }
     } catch (const std::exception& e) {
-      failure_ = Malformed("malformed stream chunk (" + std::string(e.what()) + "): " +
-                           Excerpt(ev.data));
+      failure_ =
+          Malformed("malformed stream chunk (" + std::string(e.what()) + "): " + Excerpt(ev.data));
     }
   }
 
@@ -316,9 +318,10 @@ json OpenAiEncodeRequest(const Request& request, const ProviderConfig& config) {
     json tools = json::array();
     for (const ToolDef& t : request.tools) {
       json schema = ToolSchema(t.input_schema);
-      tools.push_back({{"type", "function"},
-                       {"function",
-                        {{"name", t.name}, {"description", t.description}, {"parameters", schema}}}});
+      tools.push_back(
+          {{"type", "function"},
+           {"function",
+            {{"name", t.name}, {"description", t.description}, {"parameters", schema}}}});
     }
     body["tools"] = std::move(tools);
   }

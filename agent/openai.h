@@ -1,11 +1,10 @@
-// OpenAI Chat Completions wire format (OpenAI, llama.cpp llama-server, Ollama /v1, vLLM, LM Studio):
-// POST {base}/chat/completions with an optional Bearer key. Exposed for tests and fuzzers.
+// OpenAI Chat Completions wire format (OpenAI, llama.cpp llama-server, Ollama /v1, vLLM, LM
+// Studio): POST {base}/chat/completions with an optional Bearer key. Exposed for tests and fuzzers.
 #pragma once
 
 #include <memory>
-#include <string_view>
-
 #include <nlohmann/json.hpp>
+#include <string_view>
 
 #include "agent/wire.h"
 

@@ -144,8 +144,8 @@ class ProviderImpl : public Provider {
                             std::chrono::steady_clock::now() - started)
                             .count();
         Log("forkbox: " + config_.name + " reply: HTTP " + std::to_string(http.status) +
-            (request_id.empty() ? "" : " request_id " + request_id) + " in " +
-            std::to_string(ms) + " ms" +
+            (request_id.empty() ? "" : " request_id " + request_id) + " in " + std::to_string(ms) +
+            " ms, " + (http.reused_connection ? "reused connection" : "new connection") +
             (http.transport_error.empty() ? "" : " (" + http.transport_error + ")"));
       }
 
@@ -167,7 +167,6 @@ class ProviderImpl : public Provider {
           return decoded.result;
         }
         err = std::move(*decoded.result.error);
-        if (err.http_status == 0) err.http_status = static_cast<int>(http.status);
         retryable = decoded.retryable;
       } else {
         err = HttpError(http);
@@ -248,7 +247,8 @@ std::string ModelError::ToString() const {
   out += ": ";
   switch (kind) {
     case Kind::kHttp:
-      out += "HTTP " + std::to_string(http_status);
+      // Status 0: an error reported inside a 200 reply (an error event or error body).
+      out += http_status != 0 ? "HTTP " + std::to_string(http_status) : "error in reply";
       break;
     case Kind::kTransport:
       out += "connection error";

@@ -85,7 +85,7 @@ std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError*
 // Test seam: how the retry backoff waits and draws jitter (default: really sleeps).
 struct ProviderHooks {
   std::function<void(std::chrono::milliseconds)> sleep;
-  std::function<double()> jitter;  // In (0.75, 1].
+  std::function<double()> jitter;                  // In (0.75, 1].
   std::function<void(std::string_view line)> log;  // Verbose log lines; default: stderr.
 };
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error,

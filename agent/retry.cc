@@ -14,7 +14,8 @@ namespace {
 
 std::string_view Trim(std::string_view s) {
   while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r')) s.remove_suffix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
   return s;
 }
 
@@ -40,8 +41,8 @@ std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_v
   s = Trim(s);
   const std::string str(s);
   // IMF-fixdate first, then the obsolete RFC 850 and asctime forms (RFC 9110 section 5.6.7).
-  for (const char* format : {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT",
-                             "%a %b %d %H:%M:%S %Y"}) {
+  for (const char* format :
+       {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %d %H:%M:%S %Y"}) {
     struct tm tm = {};
     const char* end = strptime(str.c_str(), format, &tm);
     if (end != nullptr && *end == '\0') {
@@ -94,7 +95,8 @@ std::optional<std::chrono::milliseconds> ServerRequestedDelay(
     }
   }
   if (!wait) {
-    if (const std::string* after = Find(headers, "retry-after")) wait = ParseRetryAfter(*after, now);
+    if (const std::string* after = Find(headers, "retry-after"))
+      wait = ParseRetryAfter(*after, now);
   }
   if (wait && wait->count() > 0 && *wait <= std::chrono::seconds(60)) return wait;
   return std::nullopt;

@@ -36,7 +36,7 @@ std::chrono::milliseconds BackoffDelay(int retry, double jitter);
 // Injectable time for tests: how to wait and where jitter comes from.
 struct RetryClock {
   std::function<void(std::chrono::milliseconds)> sleep;  // Default: std::this_thread::sleep_for.
-  std::function<double()> jitter;                         // Default: uniform in (0.75, 1].
+  std::function<double()> jitter;                        // Default: uniform in (0.75, 1].
   std::function<std::chrono::system_clock::time_point()> now;  // Default: system_clock::now.
   static RetryClock Real();
 };

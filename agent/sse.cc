@@ -88,8 +88,6 @@ void SseParser::ProcessLine(const Callback& on_event) {
   line_.clear();
 }
 
-bool SseParser::HasPartialEvent() const {
-  return !head_.empty() || !line_.empty() || any_field_;
-}
+bool SseParser::HasPartialEvent() const { return !head_.empty() || !line_.empty() || any_field_; }
 
 }  // namespace forkbox::agent

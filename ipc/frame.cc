@@ -312,28 +312,33 @@ FrameDecoder::FrameDecoder(size_t max_frame_bytes, size_t max_total_bytes)
 
 Status FrameDecoder::Feed(std::string_view bytes) {
   if (!failed_.ok()) return failed_;
-  if (bytes.size() > max_total_bytes_ - total_bytes_) {
-    failed_ = TotalCapError(max_total_bytes_);
-    return failed_;
-  }
-  total_bytes_ += bytes.size();
+  if (!pending_.ok()) return pending_;
   // Drop consumed frames once they dominate the buffer, so memory stays proportional to what is
   // pending and compaction is amortized O(1) per byte.
-  if (consumed_ > 0 && (consumed_ == buffer_.size() || consumed_ >= buffer_.size() / 2)) {
+  if (consumed_ > 0 && consumed_ >= buffer_.size() / 2) {
     buffer_.erase(0, consumed_);
     checked_until_ -= consumed_;
     consumed_ = 0;
   }
-  buffer_.append(bytes);
+  // Bytes up to the total cap are kept (frames wholly inside it stay deliverable, whatever the
+  // chunking); the rest is refused.
+  size_t accept = std::min(bytes.size(), total_bytes_left());
+  total_bytes_ += accept;
+  buffer_.append(bytes.substr(0, accept));
   // Validate every length field as soon as it is complete, before the payload is waited for.
   while (buffer_.size() >= checked_until_ + kFrameHeaderBytes) {
     uint32_t n = ReadLe32(buffer_.data() + checked_until_);
     Status st = CheckLength(n, max_frame_bytes_);
     if (!st.ok()) {
-      failed_ = st;
-      return failed_;
+      pending_ = st;
+      bad_header_at_ = checked_until_;
+      return pending_;
     }
     checked_until_ += kFrameHeaderBytes + n;
+  }
+  if (accept < bytes.size()) {
+    pending_ = TotalCapError(max_total_bytes_);
+    return pending_;
   }
   return Status::Ok();
 }
@@ -341,9 +346,18 @@ Status FrameDecoder::Feed(std::string_view bytes) {
 Result<std::optional<Message>> FrameDecoder::Next() {
   if (!failed_.ok()) return failed_;
   size_t avail = buffer_.size() - consumed_;
-  if (avail < kFrameHeaderBytes) return std::optional<Message>();
-  uint32_t n = ReadLe32(buffer_.data() + consumed_);
-  if (avail - kFrameHeaderBytes < n) return std::optional<Message>();
+  bool complete = false;
+  uint32_t n = 0;
+  if (consumed_ < bad_header_at_ && avail >= kFrameHeaderBytes) {
+    n = ReadLe32(buffer_.data() + consumed_);
+    complete = avail - kFrameHeaderBytes >= n;
+  }
+  if (!complete) {
+    // Frames before a Feed error are still delivered; then the error is returned for good.
+    if (!pending_.ok()) failed_ = pending_;
+    if (!failed_.ok()) return failed_;
+    return std::optional<Message>();
+  }
   std::string_view payload(buffer_.data() + consumed_ + kFrameHeaderBytes, n);
   consumed_ += kFrameHeaderBytes + n;
   ++frames_;
@@ -357,6 +371,7 @@ Result<std::optional<Message>> FrameDecoder::Next() {
 
 Status FrameDecoder::Finish() const {
   if (!failed_.ok()) return failed_;
+  if (!pending_.ok()) return pending_;
   size_t pos = consumed_;
   while (buffer_.size() - pos >= kFrameHeaderBytes) {
     size_t frame = kFrameHeaderBytes + ReadLe32(buffer_.data() + pos);
@@ -405,7 +420,8 @@ Result<Message> FrameReader::Read() {
       Status st = decoder_.Finish();
       return st.ok() ? Status::EndOfFile("peer closed the pipe") : st;
     }
-    FORKBOX_RETURN_IF_ERROR(decoder_.Feed(std::string_view(buf, static_cast<size_t>(n))));
+    // A Feed error is returned by Next() above, after any frame that precedes it.
+    (void)decoder_.Feed(std::string_view(buf, static_cast<size_t>(n)));
   }
 }
 

@@ -46,13 +46,16 @@ Result<std::string> EncodeMessage(const Message& message,
                                   size_t max_frame_bytes = kDefaultMaxFrameBytes);
 
 // Incremental decoder for non-blocking readers: feed whatever bytes arrived, then pull whole
-// messages. After the first error the decoder stays failed (returns the same error).
+// messages. Errors are sticky: after a Feed error every further Feed fails, and Next() returns
+// the complete frames that came before the bad bytes, then the error, forever. So what Next()
+// yields never depends on how the bytes were chunked.
 class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_frame_bytes = kDefaultMaxFrameBytes,
                         size_t max_total_bytes = kDefaultMaxTotalBytes);
-  // Appends bytes. Fails on the total cap or an invalid length field (checked as soon as its 4
-  // bytes are in, before the payload arrives; nothing is ever sized by the length field).
+  // Appends bytes. Fails on the total cap (bytes up to it are kept) or an invalid length field
+  // (checked as soon as its 4 bytes are in, before the payload arrives; nothing is ever sized
+  // by the length field).
   Status Feed(std::string_view bytes);
   // The next complete, validated message; nullopt when more bytes are needed. Payload errors
   // (invalid UTF-8, not JSON, nesting deeper than 32, failed FromJson) name the frame's index.
@@ -75,6 +78,8 @@ class FrameDecoder {
   size_t consumed_ = 0;       // Start of the first frame not yet returned by Next().
   size_t checked_until_ = 0;  // Start of the first frame whose length field is not yet checked.
   size_t frames_ = 0;         // Frames decoded so far, for error messages.
+  Status pending_;  // A Feed error, returned by Next() once the frames before it are pulled.
+  size_t bad_header_at_ = SIZE_MAX;  // Offset of a length field that failed its check.
   Status failed_;
 };
 

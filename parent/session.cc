@@ -147,13 +147,14 @@ namespace {
 enum class LineStatus { kLine, kInterrupted, kEof };
 
 // Reads one line from stdin with read(2), so Ctrl-C (EINTR) can cancel the line being typed.
-LineStatus ReadLine(std::string* line) {
+// *signal receives the interrupting signal.
+LineStatus ReadLine(std::string* line, int* signal) {
   line->clear();
   while (true) {
     char c;
     ssize_t n = read(STDIN_FILENO, &c, 1);
     if (n < 0 && errno == EINTR) {
-      if (TakeInterrupt() != 0) return LineStatus::kInterrupted;
+      if ((*signal = TakeInterrupt()) != 0) return LineStatus::kInterrupted;
       continue;
     }
     if (n <= 0) return line->empty() ? LineStatus::kEof : LineStatus::kLine;
@@ -179,12 +180,14 @@ int RunInteractive(Session& session, const OutputOptions& out, Progress& progres
   std::string line;
   while (true) {
     WriteFd(STDERR_FILENO, "forkbox> ");
-    LineStatus st = ReadLine(&line);
+    int signal = 0;
+    LineStatus st = ReadLine(&line, &signal);
     if (st == LineStatus::kEof) {
       WriteFd(STDERR_FILENO, "\n");
       return kExitOk;
     }
     if (st == LineStatus::kInterrupted) {
+      if (signal == SIGTERM) return 128 + SIGTERM;
       WriteFd(STDERR_FILENO, "^C (type /quit to leave)\n");
       continue;
     }

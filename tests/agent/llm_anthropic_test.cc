@@ -1,12 +1,12 @@
 // Anthropic Messages: the request encoding and the reply decoders, checked against the JSON and
 // the stream transcripts of Anthropic's documentation and recorded streams.
-#include "agent/anthropic.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "agent/anthropic.h"
 
 namespace forkbox::agent {
 namespace {
@@ -48,14 +48,16 @@ TEST(AnthropicEncode, MatchesTheDocumentedToolUseConversation) {
                             json::parse(R"({"type":"object","properties":{"location":
                               {"type":"string","description":"The city and state, e.g. San Francisco, CA"}},
                               "required":["location"]})")});
-  r.messages.push_back(Message{Role::kUser, {TextBlock{"What's the weather like in San Francisco?"}}});
-  r.messages.push_back(Message{
-      Role::kAssistant,
-      {TextBlock{"I'll check the current weather in San Francisco for you."},
-       ToolUseBlock{"toolu_01A09q90qw90lq917835lq9", "get_weather",
-                    {{"location", "San Francisco, CA"}, {"unit", "celsius"}}}}});
   r.messages.push_back(
-      Message{Role::kUser, {ToolResultBlock{"toolu_01A09q90qw90lq917835lq9", "15 degrees", false}}});
+      Message{Role::kUser, {TextBlock{"What's the weather like in San Francisco?"}}});
+  r.messages.push_back(
+      Message{Role::kAssistant,
+              {TextBlock{"I'll check the current weather in San Francisco for you."},
+               ToolUseBlock{"toolu_01A09q90qw90lq917835lq9",
+                            "get_weather",
+                            {{"location", "San Francisco, CA"}, {"unit", "celsius"}}}}});
+  r.messages.push_back(Message{
+      Role::kUser, {ToolResultBlock{"toolu_01A09q90qw90lq917835lq9", "15 degrees", false}}});
   const json body = AnthropicEncodeRequest(r, Config(/*caching=*/false, /*stream=*/false));
   const json expected = json::parse(R"({
     "model": "claude-sonnet-4-5",
@@ -100,8 +102,7 @@ TEST(AnthropicEncode, NeverSendsEmptyTextAndPutsToolResultsFirst) {
   r.messages.push_back(Message{Role::kUser, {TextBlock{"q"}}});
   r.messages.push_back(
       Message{Role::kAssistant, {TextBlock{""}, ToolUseBlock{"t1", "bash", {{"command", "ls"}}}}});
-  r.messages.push_back(Message{Role::kUser,
-                               {TextBlock{"note"}, ToolResultBlock{"t1", "", true}}});
+  r.messages.push_back(Message{Role::kUser, {TextBlock{"note"}, ToolResultBlock{"t1", "", true}}});
   const json body = AnthropicEncodeRequest(r, Config());
   ASSERT_EQ(body["messages"].size(), 3u) << body.dump();
   EXPECT_EQ(body["messages"][1]["content"].size(), 1u);
@@ -155,9 +156,12 @@ TEST(AnthropicDecode, DocumentedToolUseReply) {
 
 TEST(AnthropicDecode, EveryStopReason) {
   const std::pair<const char*, StopReason> cases[] = {
-      {"end_turn", StopReason::kEndTurn},         {"tool_use", StopReason::kToolUse},
-      {"max_tokens", StopReason::kMaxTokens},     {"stop_sequence", StopReason::kStopSequence},
-      {"pause_turn", StopReason::kPauseTurn},     {"refusal", StopReason::kRefusal},
+      {"end_turn", StopReason::kEndTurn},
+      {"tool_use", StopReason::kToolUse},
+      {"max_tokens", StopReason::kMaxTokens},
+      {"stop_sequence", StopReason::kStopSequence},
+      {"pause_turn", StopReason::kPauseTurn},
+      {"refusal", StopReason::kRefusal},
       {"model_context_window_exceeded", StopReason::kContextWindow},
       {"something_new", StopReason::kUnknown}};
   for (const auto& [raw, reason] : cases) {
@@ -179,11 +183,12 @@ TEST(AnthropicDecode, ErrorsAndGarbage) {
   EXPECT_EQ(d.result.error->request_id, "req_1");
   EXPECT_TRUE(d.retryable);
 
-  for (const char* bad : {"", "{", "[]", "null", R"({"content":"x","stop_reason":"end_turn"})",
-                          R"({"content":[],"stop_reason":null})",
-                          R"({"content":[{"type":"tool_use","input":{}}],"stop_reason":"tool_use"})",
-                          R"({"content":[{"type":"tool_use","name":"x","input":[1]}],"stop_reason":"tool_use"})",
-                          R"({"content":[{"text":"no type"}],"stop_reason":"end_turn"})"}) {
+  for (const char* bad :
+       {"", "{", "[]", "null", R"({"content":"x","stop_reason":"end_turn"})",
+        R"({"content":[],"stop_reason":null})",
+        R"({"content":[{"type":"tool_use","input":{}}],"stop_reason":"tool_use"})",
+        R"({"content":[{"type":"tool_use","name":"x","input":[1]}],"stop_reason":"tool_use"})",
+        R"({"content":[{"text":"no type"}],"stop_reason":"end_turn"})"}) {
     d = AnthropicDecodeBody(bad);
     ASSERT_FALSE(d.result.ok()) << bad;
     EXPECT_EQ(d.result.error->kind, ModelError::Kind::kMalformed) << bad;
@@ -196,45 +201,73 @@ TEST(AnthropicDecode, ErrorsAndGarbage) {
 const char kDocumentedToolStream[] =
     "event: message_start\n"
     "data: {\"type\":\"message_start\",\"message\":{\"id\":\"msg_014p7gG3wDgGV9EUtLvnow3U\","
-    "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-opus-4-6\",\"stop_sequence\":null,"
+    "\"type\":\"message\",\"role\":\"assistant\",\"model\":\"claude-opus-4-6\",\"stop_sequence\":"
+    "null,"
     "\"usage\":{\"input_tokens\":472,\"output_tokens\":2},\"content\":[],\"stop_reason\":null}}\n\n"
     "event: content_block_start\n"
-    "data: {\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":\"\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_start\",\"index\":0,\"content_block\":{\"type\":\"text\",\"text\":"
+    "\"\"}}\n\n"
     "event: ping\n"
     "data: {\"type\": \"ping\"}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\"Okay\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":"
+    "\"Okay\"}}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\",\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\","
+    "\"}}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" let's check the weather.\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":0,\"delta\":{\"type\":\"text_delta\",\"text\":\" "
+    "let's check the weather.\"}}\n\n"
     "event: content_block_stop\n"
     "data: {\"type\":\"content_block_stop\",\"index\":0}\n\n"
     "event: content_block_start\n"
     "data: {\"type\":\"content_block_start\",\"index\":1,\"content_block\":{\"type\":\"tool_use\","
     "\"id\":\"toolu_01T1x1fJ34qAmk2tNTrN7Up6\",\"name\":\"get_weather\",\"input\":{}}}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+    "\"partial_json\":\"\"}}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"{\\\"location\\\":\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+    "\"partial_json\":\"{\\\"location\\\":\"}}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\" \\\"San\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+    "\"partial_json\":\" \\\"San\"}}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\" Francisc\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+    "\"partial_json\":\" Francisc\"}}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"o,\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+    "\"partial_json\":\"o,\"}}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\" CA\\\"\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+    "\"partial_json\":\" CA\\\"\"}}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\", \"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+    "\"partial_json\":\", \"}}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"\\\"unit\\\": \\\"fah\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+    "\"partial_json\":\"\\\"unit\\\": \\\"fah\"}}\n\n"
     "event: content_block_delta\n"
-    "data: {\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\",\"partial_json\":\"renheit\\\"}\"}}\n\n"
+    "data: "
+    "{\"type\":\"content_block_delta\",\"index\":1,\"delta\":{\"type\":\"input_json_delta\","
+    "\"partial_json\":\"renheit\\\"}\"}}\n\n"
     "event: content_block_stop\n"
     "data: {\"type\":\"content_block_stop\",\"index\":1}\n\n"
     "event: message_delta\n"
-    "data: {\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},"
+    "data: "
+    "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"tool_use\",\"stop_sequence\":null},"
     "\"usage\":{\"output_tokens\":89}}\n\n"
     "event: message_stop\n"
     "data: {\"type\":\"message_stop\"}\n\n";
@@ -300,7 +333,8 @@ TEST(AnthropicStream, ThinkingBlockIsKeptWithItsSignature) {
       {"content_block_delta",
        R"({"type":"content_block_delta","index":1,"delta":{"type":"text_delta","text":"Hi"}})"},
       {"content_block_stop", R"({"type":"content_block_stop","index":1})"},
-      {"message_delta", R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}})"},
+      {"message_delta",
+       R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}})"},
       {"message_stop", R"({"type":"message_stop"})"},
   });
   const Decoded d = DecodeStream(body, 5);
@@ -332,9 +366,9 @@ TEST(AnthropicStream, TruncatedStreamsAreRetryableMalformed) {
   const std::string full(kDocumentedToolStream);
   const size_t stop = full.find("event: message_stop");
   const std::vector<std::string> cut = {
-      "",                                   // Empty body.
-      full.substr(0, full.size() / 2),      // Cut mid-event.
-      full.substr(0, stop),                 // Clean end without message_stop.
+      "",                               // Empty body.
+      full.substr(0, full.size() / 2),  // Cut mid-event.
+      full.substr(0, stop),             // Clean end without message_stop.
   };
   for (const std::string& body : cut) {
     const Decoded d = DecodeStream(body, 4);
@@ -345,8 +379,9 @@ TEST(AnthropicStream, TruncatedStreamsAreRetryableMalformed) {
 }
 
 TEST(AnthropicStream, MalformedEventJsonFails) {
-  const std::string body = Sse({{"message_start", kStart},
-                                {"content_block_start", R"({"type":"content_block_start","index":0,)"}});
+  const std::string body =
+      Sse({{"message_start", kStart},
+           {"content_block_start", R"({"type":"content_block_start","index":0,)"}});
   const Decoded d = DecodeStream(body, 1000);
   ASSERT_FALSE(d.result.ok());
   EXPECT_EQ(d.result.error->kind, ModelError::Kind::kMalformed);
@@ -361,7 +396,8 @@ TEST(AnthropicStream, MaxTokensCutToolCallNeverRuns) {
       {"content_block_delta",
        R"({"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"command\": \"rm -"}})"},
       {"content_block_stop", R"({"type":"content_block_stop","index":0})"},
-      {"message_delta", R"({"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":9}})"},
+      {"message_delta",
+       R"({"type":"message_delta","delta":{"stop_reason":"max_tokens"},"usage":{"output_tokens":9}})"},
       {"message_stop", R"({"type":"message_stop"})"},
   });
   const Decoded d = DecodeStream(body, 1000);
@@ -387,9 +423,9 @@ TEST(AnthropicStream, BrokenToolJsonWithoutMaxTokensIsMalformed) {
 }
 
 TEST(AnthropicStream, EventsBeforeMessageStartAreMalformed) {
-  const std::string body =
-      Sse({{"content_block_delta",
-            R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}})"}});
+  const std::string body = Sse(
+      {{"content_block_delta",
+        R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}})"}});
   EXPECT_FALSE(DecodeStream(body, 1000).result.ok());
 }
 

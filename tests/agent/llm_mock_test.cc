@@ -1,12 +1,11 @@
 // Both providers end to end over libcurl against the mock model server (tests/mock/), streaming
 // and not: round trips, every stop reason, every fault with its retry count, usage, redaction.
 #include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <gmock/gmock.h>
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <string>
@@ -41,8 +40,8 @@ class LlmMockTest : public testing::TestWithParam<Param> {
   bool anthropic() const { return std::string(GetParam().provider) == "anthropic"; }
 
   // A provider against the mock; waits are recorded instead of slept.
-  std::unique_ptr<Provider> Make(const json& scenario, int max_retries = 2,
-                                 bool verbose = false, int64_t idle_ms = 30'000) {
+  std::unique_ptr<Provider> Make(const json& scenario, int max_retries = 2, bool verbose = false,
+                                 int64_t idle_ms = 30'000) {
     server_.SetScenario(mock::Scenario::FromJson(scenario));
     ProviderConfig config;
     config.name = GetParam().provider;
@@ -68,14 +67,13 @@ class LlmMockTest : public testing::TestWithParam<Param> {
     return json{{"rules", json::array({{{"times", times}, {"fault", fault}},
                                        {{"reply", {{"text", "recovered"}}}}})}};
   }
-  static json AlwaysFault(json fault) {
-    return json{{"rules", json::array({{{"fault", fault}}})}};
-  }
+  static json AlwaysFault(json fault) { return json{{"rules", json::array({{{"fault", fault}}})}}; }
 
   static Request Ask(const std::string& text) {
     Request r;
     r.system = "You are a test.";
-    r.tools.push_back(ToolDef{"bash", "Run a command",
+    r.tools.push_back(ToolDef{"bash",
+                              "Run a command",
                               {{"type", "object"},
                                {"properties", {{"command", {{"type", "string"}}}}},
                                {"required", {"command"}}}});
@@ -124,14 +122,15 @@ TEST_P(LlmMockTest, TextRoundTripWithHeadersAndStreaming) {
 }
 
 TEST_P(LlmMockTest, ToolUseRoundTripOverOneConnection) {
-  auto p = Make(json{{"rules", json::array({
-                         {{"when", {{"turn", 0}}},
-                          {"reply", {{"text", "Let me look."},
-                                     {"tool_calls", {{{"name", "bash"},
-                                                      {"input", {{"command", "ls -la"}}}}}}}}},
-                         {{"when", {{"turn", 1}, {"last_user_contains", "file-a"}}},
-                          {"reply", {{"text", "There is file-a."}}}},
-                     })}});
+  auto p = Make(json{
+      {"rules", json::array({
+                    {{"when", {{"turn", 0}}},
+                     {"reply",
+                      {{"text", "Let me look."},
+                       {"tool_calls", {{{"name", "bash"}, {"input", {{"command", "ls -la"}}}}}}}}},
+                    {{"when", {{"turn", 1}, {"last_user_contains", "file-a"}}},
+                     {"reply", {{"text", "There is file-a."}}}},
+                })}});
   Request req = Ask("list files");
   CallResult first = Call(*p, req);
   ASSERT_TRUE(first.ok()) << first.error->ToString();
@@ -143,7 +142,8 @@ TEST_P(LlmMockTest, ToolUseRoundTripOverOneConnection) {
   EXPECT_FALSE(uses[0].id.empty());
 
   req.messages.push_back(first.response.message);
-  req.messages.push_back(Message{Role::kUser, {ToolResultBlock{uses[0].id, "file-a\nfile-b", false}}});
+  req.messages.push_back(
+      Message{Role::kUser, {ToolResultBlock{uses[0].id, "file-a\nfile-b", false}}});
   const CallResult second = Call(*p, req);
   ASSERT_TRUE(second.ok()) << second.error->ToString();
   EXPECT_EQ(TextOf(second.response.message), "There is file-a.");
@@ -233,8 +233,8 @@ TEST_P(LlmMockTest, ExhaustedRetriesOn500UseBackoffAndReportTheLastError) {
   const CallResult r = Call(*p, Ask("x"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(server_.request_count(), 4u);
-  EXPECT_THAT(sleeps_, testing::ElementsAre(milliseconds(500), milliseconds(1000),
-                                            milliseconds(2000)));
+  EXPECT_THAT(sleeps_,
+              testing::ElementsAre(milliseconds(500), milliseconds(1000), milliseconds(2000)));
   EXPECT_EQ(r.error->kind, ModelError::Kind::kHttp);
   EXPECT_EQ(r.error->http_status, 500);
   EXPECT_EQ(r.error->attempts, 4);
@@ -245,7 +245,8 @@ TEST_P(LlmMockTest, ExhaustedRetriesOn500UseBackoffAndReportTheLastError) {
 TEST_P(LlmMockTest, ClientErrorsAreNotRetriedAndNameTheRequestId) {
   for (int status : {400, 401, 403, 404}) {
     sleeps_.clear();
-    auto p = Make(AlwaysFault({{"kind", "status"}, {"status", status}, {"message", "nope " + std::to_string(status)}}));
+    auto p = Make(AlwaysFault(
+        {{"kind", "status"}, {"status", status}, {"message", "nope " + std::to_string(status)}}));
     server_.ClearRequests();
     const CallResult r = Call(*p, Ask("x"));
     ASSERT_FALSE(r.ok());
@@ -269,18 +270,19 @@ TEST_P(LlmMockTest, ShouldRetryHeaderWins) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(server_.request_count(), 1u);
   server_.ClearRequests();
-  p = Make(FaultThenText({{"kind", "status"}, {"status", 400}, {"should_retry", "true"},
-                          {"retry_after_ms", "1"}}, 1));
+  p = Make(FaultThenText(
+      {{"kind", "status"}, {"status", 400}, {"should_retry", "true"}, {"retry_after_ms", "1"}}, 1));
   r = Call(*p, Ask("x"));
   ASSERT_TRUE(r.ok()) << r.error->ToString();
   EXPECT_EQ(server_.request_count(), 2u);
 }
 
 TEST_P(LlmMockTest, PromptTooLongIsAContextOverflow) {
-  auto p = Make(AlwaysFault({{"kind", "status"},
-                             {"status", 400},
-                             {"message", anthropic() ? "prompt is too long: 210000 tokens > 200000 maximum"
-                                                     : "This model's maximum context length is 128000 tokens."}}));
+  auto p = Make(AlwaysFault(
+      {{"kind", "status"},
+       {"status", 400},
+       {"message", anthropic() ? "prompt is too long: 210000 tokens > 200000 maximum"
+                               : "This model's maximum context length is 128000 tokens."}}));
   const CallResult r = Call(*p, Ask("x"));
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error->kind, ModelError::Kind::kContextOverflow);
@@ -301,14 +303,17 @@ TEST_P(LlmMockTest, HtmlErrorPageGivesStatusAndExcerpt) {
 
 // Transient failures of a 200 reply: each is retried once, then the reply comes through.
 TEST_P(LlmMockTest, TransientFaultsAreRetried) {
-  for (const char* kind : {"cut_stream", "no_stop", "malformed_json", "drop_connection",
-                           "stream_error"}) {
+  for (const char* kind :
+       {"cut_stream", "no_stop", "malformed_json", "drop_connection", "stream_error"}) {
     sleeps_.clear();
-    auto p = Make(json{{"rules", json::array({
-                           {{"times", 1},
-                            {"reply", {{"tool_calls", {{{"name", "bash"}, {"input", {{"command", "rm -rf /tmp/x"}}}}}}}},
-                            {"fault", {{"kind", kind}}}},
-                           {{"reply", {{"text", "recovered"}}}}})}});
+    auto p = Make(json{
+        {"rules",
+         json::array(
+             {{{"times", 1},
+               {"reply",
+                {{"tool_calls", {{{"name", "bash"}, {"input", {{"command", "rm -rf /tmp/x"}}}}}}}},
+               {"fault", {{"kind", kind}}}},
+              {{"reply", {{"text", "recovered"}}}}})}});
     server_.ClearRequests();
     const CallResult r = Call(*p, Ask("x"));
     ASSERT_TRUE(r.ok()) << kind << ": " << r.error->ToString();
@@ -320,8 +325,8 @@ TEST_P(LlmMockTest, TransientFaultsAreRetried) {
 }
 
 TEST_P(LlmMockTest, PersistentTransientFaultEndsInAClearError) {
-  for (const char* kind : {"cut_stream", "no_stop", "malformed_json", "drop_connection",
-                           "stream_error"}) {
+  for (const char* kind :
+       {"cut_stream", "no_stop", "malformed_json", "drop_connection", "stream_error"}) {
     auto p = Make(AlwaysFault({{"kind", kind}}), /*max_retries=*/2);
     server_.ClearRequests();
     const CallResult r = Call(*p, Ask("x"));
@@ -357,11 +362,23 @@ TEST_P(LlmMockTest, KeyIsRedactedInVerboseLogsAndErrors) {
   EXPECT_THAT(r.error->ToString(), HasSubstr("Incorrect API key provided: [REDACTED]"));
 }
 
+TEST_P(LlmMockTest, OneKeepAliveConnectionAcrossCalls) {
+  auto p = Make(Reply({{"text", "again"}}), 2, /*verbose=*/true);
+  ASSERT_TRUE(Call(*p, Ask("one")).ok());
+  EXPECT_THAT(log_, HasSubstr("new connection"));
+  log_.clear();
+  ASSERT_TRUE(Call(*p, Ask("two")).ok());
+  EXPECT_THAT(log_, HasSubstr("reused connection"));
+  EXPECT_THAT(log_, Not(HasSubstr("new connection")));
+}
+
 TEST_P(LlmMockTest, InvalidUtf8ToolOutputArrivesAsValidJson) {
   auto p = Make(Reply({{"text", "ok"}}));
   Request req = Ask("run it");
-  req.messages.push_back(Message{Role::kAssistant, {ToolUseBlock{"t1", "bash", {{"command", "cat bin"}}}}});
-  req.messages.push_back(Message{Role::kUser, {ToolResultBlock{"t1", "bytes: \xFF\xFE end", false}}});
+  req.messages.push_back(
+      Message{Role::kAssistant, {ToolUseBlock{"t1", "bash", {{"command", "cat bin"}}}}});
+  req.messages.push_back(
+      Message{Role::kUser, {ToolResultBlock{"t1", "bytes: \xFF\xFE end", false}}});
   const CallResult r = Call(*p, req);
   ASSERT_TRUE(r.ok()) << r.error->ToString();
   const mock::RecordedRequest rec = server_.request(0);

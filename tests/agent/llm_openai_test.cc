@@ -1,12 +1,12 @@
 // OpenAI Chat Completions: the request encoding and the reply decoders, checked against the JSON
 // and stream chunks of OpenAI's documentation and the quirks of local servers.
-#include "agent/openai.h"
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
+
+#include "agent/openai.h"
 
 namespace forkbox::agent {
 namespace {
@@ -47,10 +47,11 @@ TEST(OpenAiEncode, MatchesTheDocumentedFunctionCallingConversation) {
                             json::parse(R"({"type":"object","properties":{"location":
                               {"type":"string","description":"City and country e.g. Bogotá, Colombia"}},
                               "required":["location"],"additionalProperties":false})")});
-  r.messages.push_back(Message{Role::kUser, {TextBlock{"What is the weather like in Paris today?"}}});
-  r.messages.push_back(Message{
-      Role::kAssistant,
-      {ToolUseBlock{"call_12345xyz", "get_weather", {{"location", "Paris, France"}}}}});
+  r.messages.push_back(
+      Message{Role::kUser, {TextBlock{"What is the weather like in Paris today?"}}});
+  r.messages.push_back(
+      Message{Role::kAssistant,
+              {ToolUseBlock{"call_12345xyz", "get_weather", {{"location", "Paris, France"}}}}});
   r.messages.push_back(Message{Role::kUser, {ToolResultBlock{"call_12345xyz", "14", false}}});
   const json body = OpenAiEncodeRequest(r, Config(/*stream=*/false));
   const json expected = json::parse(R"({
@@ -159,8 +160,8 @@ TEST(OpenAiDecode, EveryFinishReasonAndRefusal) {
                                                       {"content_filter", StopReason::kRefusal},
                                                       {"weird", StopReason::kUnknown}};
   for (const auto& [raw, reason] : cases) {
-    const json body = {{"choices", json::array({{{"message", {{"content", "x"}}},
-                                                 {"finish_reason", raw}}})}};
+    const json body = {
+        {"choices", json::array({{{"message", {{"content", "x"}}}, {"finish_reason", raw}}})}};
     const Decoded d = OpenAiDecodeBody(body.dump());
     ASSERT_TRUE(d.result.ok()) << raw;
     EXPECT_EQ(d.result.response.stop_reason, reason) << raw;
@@ -178,15 +179,17 @@ TEST(OpenAiDecode, ErrorsAndGarbage) {
   ASSERT_FALSE(d.result.ok());
   EXPECT_EQ(d.result.error->error_type, "server_error");
   EXPECT_TRUE(d.retryable);
-  d = OpenAiDecodeBody(R"({"error":{"code":400,"message":"bad grammar","type":"invalid_request_error"}})");
+  d = OpenAiDecodeBody(
+      R"({"error":{"code":400,"message":"bad grammar","type":"invalid_request_error"}})");
   ASSERT_FALSE(d.result.ok());
   EXPECT_FALSE(d.retryable);
-  for (const char* bad :
-       {"", "nope", "[]", R"({"choices":[]})", R"({"choices":[{"message":{"content":"x"}}]})",
-        R"({"choices":[{"message":"x","finish_reason":"stop"}]})",
-        R"({"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":"{bad"}}]},"finish_reason":"tool_calls"}]})",
-        R"({"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":"[1]"}}]},"finish_reason":"tool_calls"}]})",
-        R"({"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":5}}]},"finish_reason":"tool_calls"}]})"}) {
+  for (
+      const char* bad :
+      {"", "nope", "[]", R"({"choices":[]})", R"({"choices":[{"message":{"content":"x"}}]})",
+       R"({"choices":[{"message":"x","finish_reason":"stop"}]})",
+       R"({"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":"{bad"}}]},"finish_reason":"tool_calls"}]})",
+       R"({"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":"[1]"}}]},"finish_reason":"tool_calls"}]})",
+       R"({"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":5}}]},"finish_reason":"tool_calls"}]})"}) {
     d = OpenAiDecodeBody(bad);
     ASSERT_FALSE(d.result.ok()) << bad;
     EXPECT_EQ(d.result.error->kind, ModelError::Kind::kMalformed) << bad;
@@ -282,8 +285,9 @@ TEST(OpenAiStream, TruncationErrorsAndLengthCuts) {
   EXPECT_EQ(d.result.error->kind, ModelError::Kind::kOverloaded);
   // finish_reason length with a half-written tool call: the call is dropped, never run.
   d = DecodeStream(
-      Chunks({R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"bash","arguments":"{\"comm"}}]}}]})",
-              R"({"choices":[{"index":0,"delta":{},"finish_reason":"length"}]})"}),
+      Chunks(
+          {R"({"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"a","function":{"name":"bash","arguments":"{\"comm"}}]}}]})",
+           R"({"choices":[{"index":0,"delta":{},"finish_reason":"length"}]})"}),
       4);
   ASSERT_TRUE(d.result.ok());
   EXPECT_EQ(d.result.response.stop_reason, StopReason::kMaxTokens);

@@ -1,10 +1,9 @@
 // Provider configuration: environment defaults, validation with clear errors, error text.
-#include "agent/provider.h"
-
-#include <stdlib.h>
-
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include "agent/provider.h"
 
 namespace forkbox::agent {
 namespace {
@@ -140,7 +139,8 @@ TEST(ModelError, ToStringSaysWhatHappened) {
   e.request_id.clear();
   e.message = "Couldn't connect to server";
   e.attempts = 3;
-  EXPECT_EQ(e.ToString(), "anthropic: connection error: Couldn't connect to server after 3 attempts");
+  EXPECT_EQ(e.ToString(),
+            "anthropic: connection error: Couldn't connect to server after 3 attempts");
 }
 
 }  // namespace

@@ -173,6 +173,16 @@ TEST_F(LoopTest, ModelErrorStopsWithTheError) {
   EXPECT_THAT(out.final_text, HasSubstr("first I run"));
 }
 
+TEST_F(LoopTest, ContextOverflowErrorIsAContextWindowStop) {
+  provider_.Reply("read everything", StopReason::kToolUse, {Call("a")});
+  provider_.Error("prompt is too long");
+  provider_.script.back().error->kind = ModelError::Kind::kContextOverflow;
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, "context_window");
+  ASSERT_TRUE(out.error.has_value());
+  EXPECT_THAT(out.final_text, HasSubstr("read everything"));
+}
+
 TEST_F(LoopTest, TurnLimitForcesOneFinalRequestWithoutTools) {
   options_.max_turns = 2;
   provider_.Reply("t1", StopReason::kToolUse, {Call("a")});

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include <cerrno>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <sstream>
 #include <string>
@@ -127,11 +129,13 @@ class ChildTest : public ::testing::Test {
                 {out->write.get(), ipc::kChildReportWriteFd},
                 {err.get(), 2}};
     if (transcript_fd) opts.fds.push_back({*transcript_fd, *transcript_fd});
+    for (const auto& fd : extra_fds_) opts.fds.push_back(fd);
     Result<ChildProcess> child = Spawn(opts);
     EXPECT_TRUE(child.ok()) << child.status().ToString();
     if (!child.ok()) return run;
     in->read.reset();
     out->write.reset();
+    if (after_spawn_) after_spawn_();
     EXPECT_TRUE(ipc::WriteAll(in->write.get(), start_bytes).ok());
     in->write.reset();
 
@@ -174,6 +178,8 @@ class ChildTest : public ::testing::Test {
   }
 
   mock::MockServer server_;
+  std::vector<std::pair<int, int>> extra_fds_;  // Descriptors the child must not keep.
+  std::function<void()> after_spawn_;
   std::string root_;
   std::string workdir_;
 };
@@ -357,11 +363,15 @@ TEST_F(ChildTest, NoApiKeyIsVisibleToToolCommands) {
     GTEST_SKIP() << "the sandbox is not enforceable here (as root, only dropped capabilities keep "
                     "/proc/<child>/mem closed)";
   }
+  // Read the child's heap through /proc/<child>/mem (where the key lives), the way an attacker
+  // would; the maps read may itself be refused.
   const std::string read_mem =
-      "heap=$(grep -m1 '\\[heap\\]' /proc/$PPID/maps | cut -d' ' -f1); "
+      "heap=$(grep -m1 '\\[heap\\]' /proc/$PPID/maps 2>&1 | cut -d' ' -f1); "
+      "if [ -n \"${heap%%-*}\" ] && [ \"${heap#*-}\" != \"$heap\" ]; then "
       "start=$((16#${heap%-*})); end=$((16#${heap#*-})); "
-      "dd if=/proc/$PPID/mem bs=4096 skip=$((start/4096)) count=$(((end-start)/4096)) "
-      "2>&1 | strings | grep -a -m3 sk-ant; echo mem-done";
+      "dd if=/proc/$PPID/mem bs=4096 skip=$((start/4096)) count=$(((end-start)/4096)) 2>&1 "
+      "| strings | grep -a -m3 sk-ant; fi; head -c 64 /proc/$PPID/mem 2>&1 | strings; "
+      "echo mem-done";
   Scenario({{"rules",
              {{{"when", {{"turn", 0}}},
                {"reply",
@@ -379,6 +389,38 @@ TEST_F(ChildTest, NoApiKeyIsVisibleToToolCommands) {
     EXPECT_THAT(r.body, Not(HasSubstr(kApiKey)));  // ...and nothing else.
   }
   EXPECT_THAT(ResultsIn(1)[3].text, HasSubstr("mem-done"));
+}
+
+TEST_F(ChildTest, SummaryIsCappedWithAMarker) {
+  Scenario(
+      {{"rules", {{{"when", json::object()}, {"reply", {{"text", std::string(5000, 'a')}}}}}}});
+  ipc::StartMessage start = Start("talk a lot");
+  start.limits.max_summary_bytes = 100;
+  ChildRun run = Run(start);
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.result()->summary.substr(0, 101), std::string(100, 'a') + "\n");
+  EXPECT_THAT(run.result()->summary, HasSubstr("summary truncated: 4900 bytes dropped"));
+  EXPECT_LT(run.result()->summary.size(), 200u);
+}
+
+TEST_F(ChildTest, UnexpectedDescriptorsAreClosedBeforeTheFirstModelCall) {
+  // A leaked pipe end on fd 9: once nothing holds it, its read end reports POLLHUP.
+  Result<Pipe> leak = MakePipe();
+  ASSERT_TRUE(leak.ok());
+  extra_fds_ = {{leak->write.get(), 9}};
+  int hangup_at_request = -1;
+  server_.SetHandler([&](const mock::RecordedRequest&) {
+    pollfd p{leak->read.get(), POLLIN, 0};
+    hangup_at_request = ::poll(&p, 1, 0) == 1 && (p.revents & POLLHUP) ? 1 : 0;
+    mock::Reply reply;
+    reply.text = "checked";
+    return reply;
+  });
+  // Our copy goes right after the spawn, so only the child's copy can keep the pipe alive.
+  after_spawn_ = [&] { leak->write.reset(); };
+  ChildRun run = Run(Start("anything"));
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  EXPECT_EQ(hangup_at_request, 1) << "the child (or its sandbox) kept fd 9 open";
 }
 
 TEST_F(ChildTest, TranscriptIsCompleteValidJsonl) {

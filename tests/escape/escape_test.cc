@@ -468,6 +468,22 @@ TEST_P(EscapeTest, MemoryHogIsCapped) {
   Verdict(r, ProbeSaysEscaped(r), Control::kIfPossible, "map 16 GiB");
 }
 
+TEST_P(EscapeTest, MemoryHogIsCappedAfterRaisingSoftLimit) {
+  RunResult r = Probe({"memory_hog", "16384", "raise"});
+  Verdict(r, ProbeSaysEscaped(r), Control::kIfPossible,
+          "map 16 GiB after raising the soft RLIMIT_AS to the hard limit");
+}
+
+TEST_P(EscapeTest, DiskFillerIsCappedAfterRaisingSoftLimit) {
+  const std::string big = work_ + "/big";
+  RunResult r = Probe({"disk_filler", big, "2048", "raise"});
+  struct stat st {};
+  stat(big.c_str(), &st);
+  Verdict(r, st.st_size > (off_t{1} << 30), Control::kAlways,
+          "after raising the soft RLIMIT_FSIZE, the file grew to " + std::to_string(st.st_size) +
+              " bytes");
+}
+
 TEST_P(EscapeTest, DiskFillerIsCapped) {
   const std::string big = work_ + "/big";
   RunResult r = Probe({"disk_filler", big, "2048"});  // A sparse byte at 2 GiB.
@@ -502,6 +518,18 @@ struct Pty {
     return poll(&pfd, 1, 0) == 1;
   }
 };
+
+TEST_P(EscapeTest, WriteToAnotherTerminal) {
+  Pty pty;
+  ASSERT_TRUE(pty.slave.valid());
+  const std::string device = ptsname(pty.master.get());
+  ASSERT_EQ(chown(device.c_str(), uid(), gid()), 0) << strerror(errno);  // The user's own tty.
+  RunResult r = Probe({"tty_write", device});
+  // pty output reaches the master through a workqueue, so also trust the probe's own report.
+  pollfd pfd{pty.master.get(), POLLIN, 0};
+  Verdict(r, poll(&pfd, 1, 0) == 1 || ProbeSaysEscaped(r), Control::kAlways,
+          "write to a terminal outside the sandbox (" + device + ")");
+}
 
 TEST_P(EscapeTest, TiocstiFromPty) {
   Pty pty;

@@ -206,7 +206,8 @@ Victim::Victim(uid_t uid, gid_t gid) {
       _exit(1);
     }
     prctl(PR_SET_DUMPABLE, 1);  // setuid cleared it; a real process of the user is dumpable.
-    char c;
+    char c = 'r';
+    if (send(sv[1], &c, 1, MSG_NOSIGNAL) != 1) _exit(1);  // Ready: credentials are final.
     for (;;) {
       ssize_t n = recv(sv[1], &c, 1, 0);
       if (n == 0 || (n < 0 && errno != EINTR)) _exit(0);
@@ -216,7 +217,14 @@ Victim::Victim(uid_t uid, gid_t gid) {
   close(sv[1]);
   socket_.Reset(sv[0]);
   held_fd_ = sv[1];  // The number stays valid in the victim.
-  if (pid_ < 0) ADD_FAILURE() << "fork: " << ErrnoText(errno);
+  if (pid_ < 0) {
+    ADD_FAILURE() << "fork: " << ErrnoText(errno);
+    return;
+  }
+  char ready = 0;
+  if (recv(socket_.get(), &ready, 1, 0) != 1 || ready != 'r') {
+    ADD_FAILURE() << "the victim process did not start";
+  }
 }
 
 Victim::~Victim() {

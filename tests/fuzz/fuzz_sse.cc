@@ -11,8 +11,8 @@
 
 namespace {
 
-std::vector<forkbox::agent::SseEvent> Parse(std::string_view input,
-                                            const std::vector<size_t>& cuts, bool* partial) {
+std::vector<forkbox::agent::SseEvent> Parse(std::string_view input, const std::vector<size_t>& cuts,
+                                            bool* partial) {
   forkbox::agent::SseParser parser;
   std::vector<forkbox::agent::SseEvent> events;
   auto sink = [&](const forkbox::agent::SseEvent& e) { events.push_back(e); };

@@ -229,7 +229,15 @@ TEST(FrameTest, TotalBytesCap) {
   Status st = decoder.Feed(frame);
   EXPECT_EQ(st.code(), Status::Code::kResourceExhausted);
   EXPECT_THAT(st.message(), HasSubstr("more than the cap of"));
-  EXPECT_EQ(decoder.Next().status().code(), Status::Code::kResourceExhausted);  // Sticky.
+  EXPECT_EQ(decoder.Feed("x").message(), st.message());  // Sticky.
+  // The two frames inside the cap are still delivered, then the error, for good.
+  for (int i = 0; i < 2; ++i) {
+    Result<std::optional<Message>> m = decoder.Next();
+    ASSERT_TRUE(m.ok() && m->has_value()) << i;
+  }
+  EXPECT_EQ(decoder.Next().status().code(), Status::Code::kResourceExhausted);
+  EXPECT_EQ(decoder.Next().status().code(), Status::Code::kResourceExhausted);
+  EXPECT_EQ(decoder.Finish().code(), Status::Code::kResourceExhausted);
 }
 
 TEST(FrameTest, NonJsonPayload) {
@@ -286,6 +294,31 @@ TEST(FrameTest, DeepNestingIsRejected) {
   json j = ToJson(SampleError());
   j["message"] = std::string(1000, '[');
   EXPECT_TRUE(DecodeOne(RawFrame(j.dump())).ok());
+}
+
+TEST(FrameTest, FramesBeforeABadLengthAreDeliveredWhateverTheChunking) {
+  const std::string good = EncodeAll({SampleEvent(), SampleError()});
+  const std::string stream = good + Le32(0xFFFFFFFF) + "{}";
+  for (size_t cut = 0; cut <= stream.size(); ++cut) {
+    FrameDecoder decoder;
+    std::string_view all(stream);
+    Status first = decoder.Feed(all.substr(0, cut));
+    Status second = decoder.Feed(all.substr(cut));
+    EXPECT_FALSE(second.ok()) << cut;  // The bad header is in or before this part.
+    std::vector<Message> got;
+    Status end;
+    for (;;) {
+      Result<std::optional<Message>> next = decoder.Next();
+      if (!next.ok()) {
+        end = next.status();
+        break;
+      }
+      ASSERT_TRUE(next->has_value()) << "a failed decoder must end in its error, cut " << cut;
+      got.push_back(std::move(**next));
+    }
+    EXPECT_EQ(got, (std::vector<Message>{SampleEvent(), SampleError()})) << cut;
+    EXPECT_EQ(end.code(), Status::Code::kResourceExhausted) << cut;
+  }
 }
 
 TEST(FrameTest, ErrorIsStickyAndLaterFramesAreNotDelivered) {

@@ -153,6 +153,7 @@ struct MockServer::Impl {
   int port = 0;
   std::thread thread;
   std::atomic<bool> started{false};
+  std::atomic<bool> listen_returned{false};
 
   mutable std::mutex mu;  // Guards everything below.
   mutable std::condition_variable cv;
@@ -458,10 +459,17 @@ void MockServer::SetObserver(Observer observer) {
 }
 
 void MockServer::Start() {
+  {
+    std::lock_guard lock(impl_->mu);
+    if (impl_->stopping) throw std::logic_error("mock: Start() after Stop()");
+  }
   if (impl_->started.exchange(true)) return;
-  impl_->thread = std::thread([impl = impl_.get()] { impl->server.listen_after_bind(); });
+  impl_->thread = std::thread([impl = impl_.get()] {
+    impl->server.listen_after_bind();
+    impl->listen_returned = true;
+  });
   // stop() is a no-op until the accept loop runs, so wait for it (it starts at once).
-  while (!impl_->server.is_running()) std::this_thread::yield();
+  while (!impl_->server.is_running() && !impl_->listen_returned) std::this_thread::yield();
 }
 
 void MockServer::Stop() {

@@ -73,7 +73,7 @@ class MockServer {
   // Called once per request when its response is complete (sent, cut or dropped).
   void SetObserver(Observer observer);
 
-  void Start();  // Idempotent.
+  void Start();  // Idempotent; throws std::logic_error after Stop().
   void Stop();   // Idempotent; cuts open connections and waits for the server threads.
 
   int port() const;

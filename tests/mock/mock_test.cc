@@ -1051,6 +1051,25 @@ TEST_F(MockServerTest, ParallelRequestsOverlap) {
   EXPECT_LT(reqs[0].received_ns, reqs[1].last_byte_ns);
 }
 
+TEST(MockServerLifecycle, StopWithoutStartReleasesThePort) {
+  int port = 0;
+  {
+    MockServer unused;
+    port = unused.port();
+    unused.Stop();
+    EXPECT_THROW(unused.Start(), std::logic_error);
+  }
+  MockServer again(port);  // Throws if the first one still held the port.
+  again.Start();
+  EXPECT_EQ(again.port(), port);
+  again.SetHandler([](const RecordedRequest&) {
+    Reply r;
+    r.text = "ok";
+    return r;
+  });
+  EXPECT_EQ(PostAnthropic(again, AnthropicRequest("x")).status, 200);
+}
+
 // ---- The standalone binary ----
 
 struct Spawned {

@@ -37,6 +37,12 @@ static int ProbeWrite(int argc, char** argv) {
   return OpenWrite(argv[1], O_WRONLY | O_TRUNC, "write existing file");
 }
 
+// Writes to a terminal device outside (another pty): escape sequences or fake output.
+static int ProbeTtyWrite(int argc, char** argv) {
+  (void)argc;
+  return OpenWrite(argv[1], O_WRONLY | O_NOCTTY, "write to another terminal");
+}
+
 static int ProbeAppend(int argc, char** argv) {
   (void)argc;
   return OpenWrite(argv[1], O_WRONLY | O_APPEND, "append to existing file");
@@ -301,6 +307,7 @@ static int ProbeNameToHandle(int argc, char** argv) {
 const struct Probe kFsProbes[] = {
     {"write", "PATH", 1, ProbeWrite},
     {"append", "PATH", 1, ProbeAppend},
+    {"tty_write", "DEVICE", 1, ProbeTtyWrite},
     {"create", "PATH", 1, ProbeCreate},
     {"create_in_home", "NAME", 1, ProbeCreateInHome},
     {"symlink_write", "TARGET LINK", 2, ProbeSymlinkWrite},

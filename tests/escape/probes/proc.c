@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/ptrace.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -250,8 +251,19 @@ static int ProbeForkBomb(int argc, char** argv) {
   return Escaped("forked all %ld children", count);
 }
 
+// With "raise": first lift the soft limit to the hard one, as any tool may. A cap that is only a
+// soft limit is no cap.
+static void MaybeRaise(int argc, char** argv, int arg, int resource) {
+  if (argc <= arg || strcmp(argv[arg], "raise") != 0) return;
+  struct rlimit lim;
+  if (getrlimit(resource, &lim) != 0) return;
+  lim.rlim_cur = lim.rlim_max;
+  if (setrlimit(resource, &lim) != 0) printf("setrlimit: %s\n", strerror(errno));
+  printf("soft limit raised to %llu\n", (unsigned long long)lim.rlim_max);
+}
+
 static int ProbeMemoryHog(int argc, char** argv) {
-  (void)argc;
+  MaybeRaise(argc, argv, 2, RLIMIT_AS);
   size_t bytes = (size_t)atol(argv[1]) << 20;
   void* p =
       mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
@@ -262,7 +274,7 @@ static int ProbeMemoryHog(int argc, char** argv) {
 
 // PATH OFFSET_MIB: a sparse write far past RLIMIT_FSIZE; the driver checks the file size.
 static int ProbeDiskFiller(int argc, char** argv) {
-  (void)argc;
+  MaybeRaise(argc, argv, 3, RLIMIT_FSIZE);
   signal(SIGXFSZ, SIG_IGN);
   int fd = open(argv[1], O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return ProbeError("open %s: %s", argv[1], strerror(errno));
@@ -308,8 +320,8 @@ const struct Probe kProcProbes[] = {
     {"kill", "PID", 1, ProbeKill},
     {"daemon", "PIDFILE MARKER [double]", 2, ProbeDaemon},
     {"fork_bomb", "MAX", 1, ProbeForkBomb},
-    {"memory_hog", "MIB", 1, ProbeMemoryHog},
-    {"disk_filler", "PATH OFFSET_MIB", 2, ProbeDiskFiller},
+    {"memory_hog", "MIB [raise]", 1, ProbeMemoryHog},
+    {"disk_filler", "PATH OFFSET_MIB [raise]", 2, ProbeDiskFiller},
     {"tiocsti", "[high]", 0, ProbeTiocsti},
     {"tioclinux", "", 0, ProbeTioclinux},
     {0, 0, 0, 0},
