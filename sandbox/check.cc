@@ -118,8 +118,17 @@ Report Check(const Policy& policy) {
                         "port"
                       : "; Landlock TCP rules need ABI 4"));
   }
-  add("capabilities", "active",
-      "all dropped (bounding, effective, permitted, inheritable, ambient)");
+  // Emptying the bounding set needs CAP_SETPCAP: root has it, and so does the owner of a new user
+  // namespace (layer 2). An unprivileged process in layer 1 keeps its bounding set; no_new_privs
+  // makes that harmless (execve can gain nothing), but the report must not claim more.
+  if (geteuid() == 0 || layer2) {
+    add("capabilities", "active",
+        "all dropped (bounding, effective, permitted, inheritable, ambient)");
+  } else {
+    add("capabilities", "weaker",
+        "effective, permitted, inheritable and ambient dropped; CapBnd not emptied (needs "
+        "CAP_SETPCAP; no_new_privs keeps execve from using it)");
+  }
   add("no_new_privs", "active", "setuid binaries gain nothing");
   add("rlimits", "active",
       "core 0, fsize " + std::to_string(policy.rlimit_fsize_bytes) + ", as " +
