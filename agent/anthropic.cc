@@ -87,7 +87,7 @@ bool DecodeBlock(const json& b, std::vector<ContentBlock>& out, std::string* err
       return false;
     }
     std::string text = b["text"];
-    if (!text.empty()) out.emplace_back(std::in_place_type<TextBlock>, std::move(text));
+    if (!text.empty()) out.emplace_back(TextBlock{std::move(text)});
     return true;
   }
   if (type == "tool_use") {
@@ -106,10 +106,10 @@ bool DecodeBlock(const json& b, std::vector<ContentBlock>& out, std::string* err
       }
       use.input = b["input"];
     }
-    out.emplace_back(std::in_place_type<ToolUseBlock>, std::move(use));
+    out.emplace_back(std::move(use));
     return true;
   }
-  out.emplace_back(std::in_place_type<ThinkingBlock>, b);
+  out.emplace_back(ThinkingBlock{b});
   return true;
 }
 

@@ -33,7 +33,7 @@ struct LoopOptions {
 struct LoopObserver {
   std::function<void(int turn, const ToolUseBlock& call)> on_tool_call;
   std::function<void(int turn, const Response& response)> on_response;
-  TextSink on_text;                                   // Streamed assistant text.
+  TextSink on_text;                                          // Streamed assistant text.
   std::function<void(const nlohmann::json&)> on_transcript;  // One JSONL record per step.
 };
 

@@ -3,12 +3,11 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
 #include <variant>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 namespace forkbox::agent {
 
@@ -83,7 +82,7 @@ struct Response {
 };
 
 // Helpers.
-std::string TextOf(const Message& m);                           // Concatenated text blocks.
+std::string TextOf(const Message& m);  // Concatenated text blocks.
 std::vector<ToolUseBlock> ToolUsesOf(const Message& m);
 // Replaces invalid UTF-8 sequences with U+FFFD. Returns how many sequences were replaced.
 size_t MakeValidUtf8(std::string& s);

@@ -125,9 +125,9 @@ struct Accumulator {
     r.raw_stop_reason = finish;
     r.stop_reason = OpenAiStopReason(finish);
     r.usage = usage;
-    if (!text.empty()) r.message.content.emplace_back(std::in_place_type<TextBlock>, text);
+    if (!text.empty()) r.message.content.emplace_back(TextBlock{text});
     if (!refusal.empty()) {
-      r.message.content.emplace_back(std::in_place_type<TextBlock>, refusal);
+      r.message.content.emplace_back(TextBlock{refusal});
       r.stop_reason = StopReason::kRefusal;
     }
     size_t n = 0;
@@ -152,7 +152,7 @@ struct Accumulator {
       use.id = call.id.empty() ? SynthesizeToolCallId() : call.id;
       use.name = call.name;
       use.input = std::move(input);
-      r.message.content.emplace_back(std::in_place_type<ToolUseBlock>, std::move(use));
+      r.message.content.emplace_back(std::move(use));
     }
     // Some servers (older Ollama) say "stop" while calling tools.
     if (r.stop_reason == StopReason::kEndTurn && !ToolUsesOf(r.message).empty()) {
