@@ -96,6 +96,12 @@ int Run(const Options& o) {
     why += "refusing to run tools unsandboxed; --sandbox=off overrides (DANGEROUS)";
     return Fail(kExitSandbox, why);
   }
+  if (o.sandbox) {
+    // As root, one pids cgroup for the session holds fork bombs; joining it once here spares
+    // every task and tool spawn a slow cgroup v1 attach.
+    Status joined = sandbox::JoinSessionProcessLimit(*policy, o.max_parallel);
+    if (!joined.ok()) return Fail(kExitSandbox, joined.ToString());
+  }
   auto tmpdir = sandbox::TaskTmpDir::Create(*workdir);
   if (!tmpdir.ok()) return Fail(kExitFailure, "tool temp dir: " + tmpdir.status().ToString());
   policy->tmpdir = tmpdir->path();

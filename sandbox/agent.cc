@@ -109,7 +109,8 @@ Result<Report> EnterAgentSandbox(const Policy& policy, std::span<const int> keep
 
   // uid 0: RLIMIT_NPROC does not apply, a pids cgroup holds the fork bomb (agent and tools).
   PidsCgroup cgroup;
-  if (!PidsCgroup::Hierarchy().empty()) {
+  // A launcher that joined a session cgroup (the parent) already caps us: skip the slow attach.
+  if (!PidsCgroup::Hierarchy().empty() && !PidsCgroup::InForkboxCgroup()) {
     Result<PidsCgroup> created = PidsCgroup::Create(policy.rlimit_nproc);
     if (!created.ok()) return created.status().WithContext("fork-bomb limit for uid 0");
     cgroup = std::move(*created);

@@ -16,6 +16,8 @@
 #include <string>
 #include <utility>
 
+#include "sandbox/sandbox.h"
+
 namespace forkbox::sandbox {
 namespace {
 
@@ -141,6 +143,52 @@ PidsCgroup& PidsCgroup::operator=(PidsCgroup&& other) noexcept {
     procs_ = std::move(other.procs_);
   }
   return *this;
+}
+
+Status PidsCgroup::JoinSession(int64_t max_pids) {
+  static std::mutex mu;
+  static bool joined = false;
+  std::lock_guard<std::mutex> lock(mu);
+  if (joined) return Status::Ok();
+  std::string root = Hierarchy();
+  if (root.empty()) return Status::Unavailable("no writable pids cgroup hierarchy");
+  if (max_pids <= 0) return Status::InvalidArgument("pids.max must be positive");
+  std::string parent = root + "/forkbox";
+  if (mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "mkdir " + parent);
+  }
+  CollectStale(parent);
+  std::string path = parent + "/task-" + std::to_string(getpid()) + "-session";
+  if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "mkdir " + path);
+  }
+  FORKBOX_RETURN_IF_ERROR(WriteString(path + "/pids.max", std::to_string(max_pids)));
+  FORKBOX_RETURN_IF_ERROR(WriteString(path + "/cgroup.procs", "0"));
+  joined = true;
+  return Status::Ok();
+}
+
+bool PidsCgroup::InForkboxCgroup() {
+  std::ifstream in("/proc/self/cgroup");
+  std::string line;
+  while (std::getline(in, line)) {
+    // v1: "7:pids:/forkbox/task-..."; v2: "0::/forkbox/task-...".
+    size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    size_t second = line.find(':', colon + 1);
+    if (second == std::string::npos) continue;
+    std::string controllers = line.substr(colon + 1, second - colon - 1);
+    if (controllers != "pids" && !controllers.empty()) continue;
+    if (line.find("/forkbox/task-", second + 1) != std::string::npos) return true;
+  }
+  return false;
+}
+
+Status JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks) {
+  if (!policy.enabled || PidsCgroup::Hierarchy().empty()) return Status::Ok();
+  const int64_t tasks = concurrent_tasks < 1 ? 1 : concurrent_tasks;
+  return PidsCgroup::JoinSession(policy.rlimit_nproc * (tasks + 1))
+      .WithContext("fork-bomb limit for uid 0");
 }
 
 int JoinCgroupRaw(int procs_fd) {

@@ -26,6 +26,13 @@ class PidsCgroup {
   // the mkdir/rmdir are not paid per spawn). Returns its cgroup.procs fd, owned by the registry.
   static Result<int> SharedProcsFd(int64_t max_pids);
 
+  // Moves the calling process (once per process) into <hierarchy>/forkbox/task-<pid>-session
+  // with pids.max = max_pids. Everything it spawns afterwards inherits that cgroup, so no spawn
+  // pays a cgroup v1 attach of its own. The cgroup is collected like a task's once we are gone.
+  static Status JoinSession(int64_t max_pids);
+  // True when the calling process already sits in a forkbox pids cgroup (session or task).
+  static bool InForkboxCgroup();
+
   PidsCgroup() = default;
   // Closes the fd and removes the cgroup if it is already empty (else a later Create does).
   ~PidsCgroup();

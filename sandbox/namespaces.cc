@@ -152,6 +152,16 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
   *step = "mount_setattr(/, RECURSIVE, RDONLY)";
   if (int err = SetAttrRaw(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_RDONLY)) return err;
 
+  // Read-only clones of what must stay visible under /tmp, taken before the tmpfs hides it.
+  int visible[kMaxWritablePaths];
+  size_t visible_count = plan.visible.size() < kMaxWritablePaths ? plan.visible.size() : 0;
+  for (size_t i = 0; i < visible_count; ++i) {
+    *step = "open_tree(visible path, CLONE|RECURSIVE)";
+    visible[i] = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, plan.visible[i].c_str(),
+                                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    if (visible[i] < 0) return errno;
+  }
+
   *step = "mount tmpfs /tmp";
   if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) return errno;
   struct stat st;
@@ -171,6 +181,16 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
       return errno;
     }
     close(trees[i]);
+  }
+  for (size_t i = 0; i < visible_count; ++i) {
+    *step = "mkdir -p (visible mount point)";
+    if (int err = MakeDirsRaw(plan.visible[i].c_str())) return err;
+    *step = "move_mount(visible tree)";
+    if (syscall(SYS_move_mount, visible[i], "", AT_FDCWD, plan.visible[i].c_str(),
+                MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+      return errno;
+    }
+    close(visible[i]);
   }
   for (const std::string& p : plan.pinned) {
     *step = "bind .git onto itself";

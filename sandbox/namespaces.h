@@ -17,7 +17,10 @@ struct MountPlan {
   // tool cannot swap in a fresh .git with planted hooks.
   std::vector<std::string> pinned;
   std::vector<std::string> readonly;  // .git/hooks, .git/config (and a worktree's gitdir ones).
-  std::string uid_map;                // "<uid> <uid> 1": the same ids inside.
+  // Directories under /tmp that stay visible (read-only) above the private tmpfs: the directory of
+  // the program being run, so that a build tree under /tmp can still be executed.
+  std::vector<std::string> visible;
+  std::string uid_map;  // "<uid> <uid> 1": the same ids inside.
   std::string gid_map;
 };
 

@@ -224,6 +224,11 @@ Status BuildPlan(const Policy& policy, SpawnOptions& options, Plan& plan) {
                               : std::vector<std::string>{});
       if (!mounts.ok()) return mounts.status();
       plan.mounts = std::move(*mounts);
+      // The program itself may live under /tmp (a build tree there): keep its directory visible.
+      const std::string& program = plan.argv_storage[0];
+      if (program.rfind("/tmp/", 0) == 0) {
+        plan.mounts.visible.push_back(program.substr(0, program.rfind('/')));
+      }
     }
     Result<std::span<const sock_filter>> base = seccomp::Compiled(seccomp::Program::kBase);
     if (!base.ok()) return base.status();
@@ -246,7 +251,7 @@ Status BuildPlan(const Policy& policy, SpawnOptions& options, Plan& plan) {
   plan.limits.as_bytes = policy.rlimit_as_bytes;
   plan.limits.nofile = policy.rlimit_nofile;
   plan.limits.nproc = policy.rlimit_nproc;
-  if (!agent.active && !PidsCgroup::Hierarchy().empty()) {
+  if (!agent.active && !PidsCgroup::Hierarchy().empty() && !PidsCgroup::InForkboxCgroup()) {
     Result<int> procs = PidsCgroup::SharedProcsFd(policy.rlimit_nproc);
     if (!procs.ok()) return procs.status().WithContext("fork-bomb limit for uid 0");
     plan.cgroup_procs_fd = *procs;
