@@ -171,6 +171,17 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
       return errno;
     }
   }
+  // Visible trees first: a writable tree may sit inside one and must end up on top.
+  for (size_t i = 0; i < visible_count; ++i) {
+    *step = "mkdir -p (visible mount point)";
+    if (int err = MakeDirsRaw(plan.visible[i].c_str())) return err;
+    *step = "move_mount(visible tree)";
+    if (syscall(SYS_move_mount, visible[i], "", AT_FDCWD, plan.visible[i].c_str(),
+                MOVE_MOUNT_F_EMPTY_PATH) != 0) {
+      return errno;
+    }
+    close(visible[i]);
+  }
   for (size_t i = 0; i < count; ++i) {
     // A writable tree under /tmp needs its mount point on the fresh tmpfs.
     *step = "mkdir -p (writable mount point)";
@@ -181,16 +192,6 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
       return errno;
     }
     close(trees[i]);
-  }
-  for (size_t i = 0; i < visible_count; ++i) {
-    *step = "mkdir -p (visible mount point)";
-    if (int err = MakeDirsRaw(plan.visible[i].c_str())) return err;
-    *step = "move_mount(visible tree)";
-    if (syscall(SYS_move_mount, visible[i], "", AT_FDCWD, plan.visible[i].c_str(),
-                MOVE_MOUNT_F_EMPTY_PATH) != 0) {
-      return errno;
-    }
-    close(visible[i]);
   }
   for (const std::string& p : plan.pinned) {
     *step = "bind .git onto itself";

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -12,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <string_view>
 
 #include "sandbox/caps.h"
 #include "sandbox/cgroup.h"
@@ -174,6 +176,30 @@ int ArrangeFds(const Plan& plan, int error_fd, int* ruleset_fd) {
   Fail(error_fd, "execve", errno);
 }
 
+// Layer 2 hides /tmp behind a private tmpfs. A program (or a script it is given) that lives under
+// /tmp, such as a build tree there, must stay runnable: every "/tmp/..." token of argv naming an
+// existing file keeps that file's directory visible, read-only.
+std::vector<std::string> TmpPathsToKeep(const std::vector<std::string>& argv) {
+  std::vector<std::string> keep;
+  for (const std::string& arg : argv) {
+    for (size_t at = arg.find("/tmp/"); at != std::string::npos; at = arg.find("/tmp/", at + 1)) {
+      if (at > 0 && std::string_view(" \t'\"=:;(").find(arg[at - 1]) == std::string_view::npos) {
+        continue;
+      }
+      size_t end = arg.find_first_of(" \t'\";)&|\n", at);
+      std::string token = arg.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      struct stat st;
+      if (stat(token.c_str(), &st) != 0) continue;
+      std::string dir = S_ISDIR(st.st_mode) ? token : token.substr(0, token.rfind('/'));
+      if (dir.size() > 5 && std::find(keep.begin(), keep.end(), dir) == keep.end() &&
+          keep.size() < kMaxWritablePaths) {
+        keep.push_back(dir);
+      }
+    }
+  }
+  return keep;
+}
+
 Status BuildPlan(const Policy& policy, SpawnOptions& options, Plan& plan) {
   if (options.pre_exec) {
     return Status::InvalidArgument("SpawnSandboxed: pre_exec must be empty (the sandbox owns it)");
@@ -224,11 +250,7 @@ Status BuildPlan(const Policy& policy, SpawnOptions& options, Plan& plan) {
                               : std::vector<std::string>{});
       if (!mounts.ok()) return mounts.status();
       plan.mounts = std::move(*mounts);
-      // The program itself may live under /tmp (a build tree there): keep its directory visible.
-      const std::string& program = plan.argv_storage[0];
-      if (program.rfind("/tmp/", 0) == 0) {
-        plan.mounts.visible.push_back(program.substr(0, program.rfind('/')));
-      }
+      plan.mounts.visible = TmpPathsToKeep(plan.argv_storage);
     }
     Result<std::span<const sock_filter>> base = seccomp::Compiled(seccomp::Program::kBase);
     if (!base.ok()) return base.status();
