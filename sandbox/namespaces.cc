@@ -156,7 +156,7 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
   int visible[kMaxWritablePaths];
   size_t visible_count = plan.visible.size() < kMaxWritablePaths ? plan.visible.size() : 0;
   for (size_t i = 0; i < visible_count; ++i) {
-    *step = "open_tree(visible path, CLONE|RECURSIVE)";
+    *step = "open_tree(visible program, CLONE)";
     visible[i] = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, plan.visible[i].c_str(),
                                           OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
     if (visible[i] < 0) return errno;
@@ -171,11 +171,15 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
       return errno;
     }
   }
-  // Visible trees first: a writable tree may sit inside one and must end up on top.
+  // Programs first: a writable tree may sit above one of their directories.
   for (size_t i = 0; i < visible_count; ++i) {
-    *step = "mkdir -p (visible mount point)";
-    if (int err = MakeDirsRaw(plan.visible[i].c_str())) return err;
-    *step = "move_mount(visible tree)";
+    *step = "mkdir -p (visible program's directory)";
+    if (int err = MakeDirsRaw(plan.visible_dirs[i].c_str())) return err;
+    *step = "create (visible program's mount point)";
+    int point = open(plan.visible[i].c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0700);
+    if (point < 0) return errno;
+    close(point);
+    *step = "move_mount(visible program)";
     if (syscall(SYS_move_mount, visible[i], "", AT_FDCWD, plan.visible[i].c_str(),
                 MOVE_MOUNT_F_EMPTY_PATH) != 0) {
       return errno;

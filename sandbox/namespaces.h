@@ -17,9 +17,10 @@ struct MountPlan {
   // tool cannot swap in a fresh .git with planted hooks.
   std::vector<std::string> pinned;
   std::vector<std::string> readonly;  // .git/hooks, .git/config (and a worktree's gitdir ones).
-  // Directories under /tmp that stay visible (read-only) above the private tmpfs: the directory of
-  // the program being run, so that a build tree under /tmp can still be executed.
+  // Programs under /tmp that stay runnable (bound read-only, one file each) above the private
+  // tmpfs, e.g. a test binary in a build tree there. visible_dirs[i] is visible[i]'s directory.
   std::vector<std::string> visible;
+  std::vector<std::string> visible_dirs;
   std::string uid_map;  // "<uid> <uid> 1": the same ids inside.
   std::string gid_map;
 };

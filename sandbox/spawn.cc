@@ -176,11 +176,10 @@ int ArrangeFds(const Plan& plan, int error_fd, int* ruleset_fd) {
   Fail(error_fd, "execve", errno);
 }
 
-// Layer 2 hides /tmp behind a private tmpfs. A program (or a script it is given) that lives under
-// /tmp, such as a build tree there, must stay runnable: every "/tmp/..." token of argv naming an
-// existing file keeps that file's directory visible, read-only.
-std::vector<std::string> TmpPathsToKeep(const std::vector<std::string>& argv) {
-  std::vector<std::string> keep;
+// Layer 2 hides /tmp behind a private tmpfs. A program that lives under /tmp (a build tree there)
+// must stay runnable: every "/tmp/..." token of argv naming an executable regular file is bound
+// back, read-only, that file alone. Data files and directories stay private.
+void KeepTmpProgramsVisible(const std::vector<std::string>& argv, MountPlan& plan) {
   for (const std::string& arg : argv) {
     for (size_t at = arg.find("/tmp/"); at != std::string::npos; at = arg.find("/tmp/", at + 1)) {
       if (at > 0 && std::string_view(" \t'\"=:;(").find(arg[at - 1]) == std::string_view::npos) {
@@ -189,15 +188,17 @@ std::vector<std::string> TmpPathsToKeep(const std::vector<std::string>& argv) {
       size_t end = arg.find_first_of(" \t'\";)&|\n", at);
       std::string token = arg.substr(at, end == std::string::npos ? std::string::npos : end - at);
       struct stat st;
-      if (stat(token.c_str(), &st) != 0) continue;
-      std::string dir = S_ISDIR(st.st_mode) ? token : token.substr(0, token.rfind('/'));
-      if (dir.size() > 5 && std::find(keep.begin(), keep.end(), dir) == keep.end() &&
-          keep.size() < kMaxWritablePaths) {
-        keep.push_back(dir);
+      if (stat(token.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) {
+        continue;
       }
+      if (std::find(plan.visible.begin(), plan.visible.end(), token) != plan.visible.end() ||
+          plan.visible.size() >= kMaxWritablePaths) {
+        continue;
+      }
+      plan.visible_dirs.push_back(token.substr(0, token.rfind('/')));
+      plan.visible.push_back(std::move(token));
     }
   }
-  return keep;
 }
 
 Status BuildPlan(const Policy& policy, SpawnOptions& options, Plan& plan) {
@@ -250,7 +251,7 @@ Status BuildPlan(const Policy& policy, SpawnOptions& options, Plan& plan) {
                               : std::vector<std::string>{});
       if (!mounts.ok()) return mounts.status();
       plan.mounts = std::move(*mounts);
-      plan.mounts.visible = TmpPathsToKeep(plan.argv_storage);
+      KeepTmpProgramsVisible(plan.argv_storage, plan.mounts);
     }
     Result<std::span<const sock_filter>> base = seccomp::Compiled(seccomp::Program::kBase);
     if (!base.ok()) return base.status();
