@@ -7,6 +7,7 @@
 #   scripts/test.sh              everything
 #   FORKBOX_TEST_QUICK=1 ...     plain build only (a fast local loop)
 set -euo pipefail
+shopt -s inherit_errexit 2>/dev/null || true
 cd "$(dirname "$0")/.."
 root=$(pwd)
 jobs=${JOBS:-$(nproc)}
@@ -30,8 +31,10 @@ run_suite() {  # name, cmake args...
   step "build $dir"
   cmake --build "$dir" -j"$jobs"
   step "ctest $dir"
-  (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 600)
+  (cd "$dir" && ctest --output-on-failure -j"$jobs" --timeout 600) | tee "$dir/ctest.log"
+  summaries+=("$dir:" "$(grep -E '^[0-9]+% tests passed' "$dir/ctest.log" | tail -n 1)")
 }
+summaries=()
 
 run_suite build
 if [ "${FORKBOX_TEST_QUICK:-0}" != "1" ]; then
@@ -51,7 +54,8 @@ if [ "${FORKBOX_TEST_QUICK:-0}" != "1" ]; then
     rm -rf "$work"
   done
 
-  # The suite's closing line comes last so CI reads it: rerun ctest's summary from the plain build.
-  step "summary"
-  (cd build && ctest -j"$jobs" --timeout 600 | tail -n 3)
 fi
+
+# CTest's closing lines come last, so that they are what a reader (or CI) sees at the end.
+step "summary"
+printf '%s\n' "${summaries[@]}"
