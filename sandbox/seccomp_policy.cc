@@ -235,7 +235,13 @@ Result<std::vector<sock_filter>> LibseccompPart(const std::vector<RuleSet>& tabl
       }
       for (const ArgMatch& m : rule.any_of) {
         // A 64-bit masked compare with a 32-bit mask ignores the (undefined) upper half.
-        scmp_arg_cmp cmp = SCMP_CMP(m.arg, SCMP_CMP_MASKED_EQ, m.mask, m.value);
+        // Built field by field: SCMP_CMP expands to a C99 compound literal, which clang rejects
+        // in C++ under -Wpedantic -Werror.
+        scmp_arg_cmp cmp{};
+        cmp.arg = m.arg;
+        cmp.op = SCMP_CMP_MASKED_EQ;
+        cmp.datum_a = m.mask;
+        cmp.datum_b = m.value;
         if (int rc = seccomp_rule_add(ctx, action, nr, 1, cmp); rc != 0) {
           return Status::FromErrno(-rc, what);
         }
