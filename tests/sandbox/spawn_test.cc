@@ -6,9 +6,11 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "sandbox/cgroup.h"
@@ -182,6 +184,43 @@ TEST(SpawnSandboxed, Layer2HasAPrivateTmp) {
   ASSERT_TRUE(r.ok()) << r.status().ToString();
   EXPECT_EQ(r->out, "wrote\n0\n");
   EXPECT_FALSE(FileExists(probe));
+}
+
+TEST(SpawnSandboxed, Layer2KeepsAProgramUnderTmpRunnableButNotItsNeighbours) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  // A build tree under /tmp: the program named in argv stays runnable above the private tmpfs,
+  // while a data file beside it stays hidden.
+  std::string dir = "/tmp/forkbox-visible-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
+  std::string program = dir + "/prog";
+  {
+    std::ofstream(program) << "#!/bin/sh\necho ran\ntest -e " << dir << "/data && echo leaked\n";
+    std::ofstream(dir + "/data") << "secret";
+  }
+  ASSERT_EQ(chmod(program.c_str(), 0755), 0);
+  Result<RunOutput> r = RunSandboxed(MakePolicy(MakeTempDir("spawn-visible")), program);
+  std::filesystem::remove_all(dir);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->out, "ran\n");
+  EXPECT_EQ(r->exit_code, 1);  // `test -e` failed: the neighbour is not visible.
+}
+
+TEST(JoinSessionProcessLimit, RootSpawnsInheritTheSessionCgroup) {
+  if (PidsCgroup::Hierarchy().empty()) GTEST_SKIP() << "needs uid 0 and a writable pids cgroup";
+  Policy policy = MakePolicy(MakeTempDir("spawn-session"));
+  ASSERT_FALSE(PidsCgroup::InForkboxCgroup());
+  ASSERT_TRUE(JoinSessionProcessLimit(policy, 2).ok());
+  ASSERT_TRUE(PidsCgroup::InForkboxCgroup());
+  std::string mine = ReadFile("/proc/self/cgroup");
+  size_t at = mine.find(":pids:");
+  ASSERT_NE(at, std::string::npos) << mine;
+  std::string pids_path = mine.substr(at + 6, mine.find('\n', at) - at - 6);
+  EXPECT_EQ(ReadFile(PidsCgroup::Hierarchy() + pids_path + "/pids.max"),
+            std::to_string(policy.rlimit_nproc * 3) + "\n");
+  // The sandboxed command sits in the same cgroup: no attach of its own, same fork-bomb cap.
+  Result<RunOutput> r = RunSandboxed(policy, "grep :pids: /proc/self/cgroup");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_NE(r->out.find(pids_path), std::string::npos) << r->out;
 }
 
 TEST(SpawnSandboxed, Layer2KillsDaemonsWhenTheCommandEnds) {
