@@ -15,6 +15,7 @@
 
 #include "agent/loop.h"
 #include "agent/provider.h"
+#include "agent/provider_settings.h"
 #include "agent/tools.h"
 #include "child/reporter.h"
 #include "child/runner.h"
@@ -69,22 +70,6 @@ nlohmann::json StartRecord(const ipc::StartMessage& s) {
             {"allow_net", s.sandbox.allow_net},
             {"writable", s.sandbox.writable},
             {"env", s.sandbox.env}}}};
-}
-
-agent::ProviderConfig ProviderConfigFrom(const ipc::ProviderSettings& p) {
-  agent::ProviderConfig c;
-  c.name = p.name;
-  c.api_key = p.api_key;
-  c.base_url = p.base_url;
-  c.model = p.model;
-  c.max_tokens = p.max_tokens;
-  c.max_retries = static_cast<int>(p.max_retries);
-  c.connect_timeout_ms = p.connect_timeout_ms;
-  c.idle_timeout_ms = p.idle_timeout_ms;
-  c.total_timeout_ms = p.total_timeout_ms;
-  c.stream = p.stream;
-  c.verbose = p.verbose;
-  return c;
 }
 
 // Closes every descriptor above 2 except fd 4 and the transcript fd.
@@ -158,7 +143,7 @@ int Task::Run() {
     transcript_.Write({{"type", "sandbox"}, {"banner", "off"}});
   }
 
-  agent::ProviderConfig config = ProviderConfigFrom(start.provider);
+  agent::ProviderConfig config = agent::FromProviderSettings(start.provider);
   Wipe(start.provider.api_key);
   agent::ModelError config_error;
   std::unique_ptr<agent::Provider> provider = agent::MakeProvider(config, &config_error);

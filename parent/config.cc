@@ -35,22 +35,6 @@ Result<agent::ProviderConfig> ResolveProviderConfig(const Options& options) {
   return config;
 }
 
-ipc::ProviderSettings ToProviderSettings(const agent::ProviderConfig& config) {
-  ipc::ProviderSettings s;
-  s.name = config.name;
-  s.api_key = config.api_key;
-  s.base_url = config.base_url;
-  s.model = config.model;
-  s.max_tokens = config.max_tokens;
-  s.max_retries = config.max_retries;
-  s.connect_timeout_ms = config.connect_timeout_ms;
-  s.idle_timeout_ms = config.idle_timeout_ms;
-  s.total_timeout_ms = config.total_timeout_ms;
-  s.stream = config.stream;
-  s.verbose = config.verbose;
-  return s;
-}
-
 namespace {
 
 Result<std::string> Canonical(const std::string& path, const char* what) {

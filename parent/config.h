@@ -14,8 +14,6 @@ namespace forkbox::parent {
 
 // Flags > environment (agent::ApplyEnvironmentDefaults) > provider defaults.
 Result<agent::ProviderConfig> ResolveProviderConfig(const Options& options);
-// The settings a child gets in its start frame (the key included: it only travels in the pipe).
-ipc::ProviderSettings ToProviderSettings(const agent::ProviderConfig& config);
 
 // The absolute, canonical working directory (default: the current directory).
 Result<std::string> ResolveWorkdir(const Options& options);

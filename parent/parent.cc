@@ -8,6 +8,7 @@
 #include <iterator>
 #include <optional>
 
+#include "agent/provider_settings.h"
 #include "agent/tools.h"
 #include "parent/cli.h"
 #include "parent/config.h"
@@ -135,7 +136,7 @@ int Run(const Options& o) {
   if (o.subagents) {
     TaskConfig t;
     t.child_path = *child_path;
-    t.provider = ToProviderSettings(*provider_config);
+    t.provider = agent::ToProviderSettings(*provider_config);
     t.limits.max_turns = o.task_max_turns;
     t.limits.tool_timeout_ms = context.timeout_ms;
     t.limits.max_tool_output_chars = context.max_output_chars;
