@@ -22,6 +22,12 @@ bool GlobalInit(std::string* error) {
   return true;
 }
 
+}  // namespace
+
+bool WarmUpHttp(std::string* error) { return GlobalInit(error); }
+
+namespace {
+
 struct SlistDeleter {
   void operator()(curl_slist* list) const { curl_slist_free_all(list); }
 };

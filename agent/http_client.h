@@ -33,6 +33,10 @@ struct HttpResult {
   std::string body;                // The body, unless it was handed to the body callback.
 };
 
+// Runs curl_global_init (TLS library set-up, several milliseconds) once per process. A standby
+// child calls it while it waits for a task; HttpClient::Create calls it too. False sets *error.
+bool WarmUpHttp(std::string* error);
+
 class HttpClient {
  public:
   // Called for each body chunk of a 2xx response; return false to abort the transfer.

@@ -11,8 +11,10 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <variant>
 #include <vector>
 
+#include "agent/http_client.h"
 #include "agent/loop.h"
 #include "agent/provider.h"
 #include "agent/provider_settings.h"
@@ -72,8 +74,9 @@ nlohmann::json StartRecord(const ipc::StartMessage& s) {
             {"env", s.sandbox.env}}}};
 }
 
-// Closes every descriptor above 2 except fd 4 and the transcript fd.
-void CloseUnexpectedFds(std::optional<int> transcript_fd) {
+// Closes every descriptor above 2 except fd 4, the transcript fd, and fd 3 while a standby child
+// still waits on it for its start frame.
+void CloseUnexpectedFds(std::optional<int> transcript_fd, bool keep_control) {
   const int first = ipc::kChildReportWriteFd + 1;
   if (transcript_fd && *transcript_fd >= first) {
     if (*transcript_fd > first) ::close_range(first, *transcript_fd - 1, 0);
@@ -81,7 +84,11 @@ void CloseUnexpectedFds(std::optional<int> transcript_fd) {
   } else {
     ::close_range(first, ~0U, 0);
   }
-  ::close_range(ipc::kChildControlReadFd, ipc::kChildControlReadFd, 0);
+  if (keep_control) {
+    ::fcntl(ipc::kChildControlReadFd, F_SETFD, FD_CLOEXEC);
+  } else {
+    ::close_range(ipc::kChildControlReadFd, ipc::kChildControlReadFd, 0);
+  }
   // Tools must not inherit them (Spawn closes them too; this is belt and braces).
   ::fcntl(ipc::kChildReportWriteFd, F_SETFD, FD_CLOEXEC);
   if (transcript_fd) ::fcntl(*transcript_fd, F_SETFD, FD_CLOEXEC);
@@ -105,46 +112,71 @@ class Task {
 };
 
 int Task::Run() {
-  Result<ipc::StartMessage> read = ReadStart(ipc::kChildControlReadFd);
-  if (!read.ok()) {
-    CloseUnexpectedFds(std::nullopt);
-    return Fail("bad_start", read.status().ToString(), kExitBadStart);
+  ControlReader control(ipc::kChildControlReadFd);
+  Result<ipc::Message> first = control.ReadFirst();
+  if (!first.ok()) {
+    CloseUnexpectedFds(std::nullopt, false);
+    return Fail("bad_start", first.status().ToString(), kExitBadStart);
   }
-  ipc::StartMessage start = std::move(*read);
-  CloseUnexpectedFds(start.transcript_fd);
-  if (start.transcript_fd) transcript_ = Transcript(*start.transcript_fd);
-  transcript_.Write(StartRecord(start));
+  // A standby child (prepare frame first) sandboxes itself before any task exists, then waits.
+  const bool standby = std::holds_alternative<ipc::PrepareMessage>(*first);
+  std::optional<ipc::StartMessage> start;
+  SandboxPlan plan;
+  if (standby) {
+    plan = PlanOf(std::get<ipc::PrepareMessage>(*first));
+  } else {
+    start = std::move(std::get<ipc::StartMessage>(*first));
+    plan = PlanOf(*start);
+  }
+  std::optional<int> transcript_fd;
+  if (start && start->transcript_fd) transcript_fd.emplace(*start->transcript_fd);
+  CloseUnexpectedFds(transcript_fd, standby);
+  if (transcript_fd) transcript_ = Transcript(*transcript_fd);
+  if (start) transcript_.Write(StartRecord(*start));
 
-  Result<sandbox::Policy> policy = sandbox::PolicyFromSettings(start.sandbox, start.workdir);
+  Result<sandbox::Policy> policy = sandbox::PolicyFromSettings(plan.sandbox, plan.workdir);
   if (!policy.ok()) return Fail("sandbox", policy.status().ToString(), kExitSandbox);
-  policy->enabled = start.sandbox.enabled;
-  const std::string base_url = start.provider.base_url.empty()
-                                   ? agent::DefaultBaseUrl(start.provider.name)
-                                   : start.provider.base_url;
-  policy->model_port = PortFromUrl(base_url);
-  Result<sandbox::TaskTmpDir> tmp = sandbox::TaskTmpDir::Create(policy->workdir);
-  if (!tmp.ok()) return Fail("sandbox", tmp.status().ToString(), kExitSandbox);
-  policy->tmpdir = tmp->path();
+  policy->enabled = plan.sandbox.enabled;
+  policy->model_port = PortFromUrl(plan.model_url);
 
+  std::string banner = "off";
   if (policy->enabled) {
     std::vector<int> keep = {ipc::kChildReportWriteFd};
-    if (start.transcript_fd) keep.push_back(*start.transcript_fd);
+    if (transcript_fd) keep.push_back(*transcript_fd);
+    if (standby) keep.push_back(ipc::kChildControlReadFd);
     Result<sandbox::Report> entered = sandbox::EnterAgentSandbox(*policy, keep);
     if (!entered.ok()) {
       return Fail("sandbox", "cannot sandbox the subagent: " + entered.status().ToString(),
                   kExitSandbox);
     }
-    transcript_.Write({{"type", "sandbox"}, {"banner", entered->Banner()}});
+    banner = entered->Banner();
   } else {
     std::fprintf(stderr,
                  "forkbox-child: WARNING: the sandbox is OFF (--sandbox=off): tool commands run "
                  "with this process's full privileges and can reach the network and every file "
                  "it can.\n");
-    transcript_.Write({{"type", "sandbox"}, {"banner", "off"}});
   }
+  if (standby) {
+    // Warm the TLS stack now, off the task's clock; then wait for the task.
+    if (std::string error; !agent::WarmUpHttp(&error)) return Fail("model", error, kExitModel);
+    Result<ipc::StartMessage> task = control.ReadStartAfter(plan);
+    if (!task.ok() && task.status().code() == Status::Code::kEndOfFile) {
+      return kExitOk;  // Retired unused: no task, nothing to report.
+    }
+    ::close(ipc::kChildControlReadFd);
+    start_time_ = Clock::now();
+    if (!task.ok()) return Fail("bad_start", task.status().ToString(), kExitBadStart);
+    start = std::move(*task);
+  }
+  transcript_.Write({{"type", "sandbox"}, {"banner", banner}});
+  // The task's temp dir, created inside the sandbox (the workdir is writable): a standby that is
+  // killed unused leaves nothing behind.
+  Result<sandbox::TaskTmpDir> tmp = sandbox::TaskTmpDir::Create(policy->workdir);
+  if (!tmp.ok()) return Fail("sandbox", tmp.status().ToString(), kExitSandbox);
+  policy->tmpdir = tmp->path();
 
-  agent::ProviderConfig config = agent::FromProviderSettings(start.provider);
-  Wipe(start.provider.api_key);
+  agent::ProviderConfig config = agent::FromProviderSettings(start->provider);
+  Wipe(start->provider.api_key);
   agent::ModelError config_error;
   std::unique_ptr<agent::Provider> provider = agent::MakeProvider(config, &config_error);
   Wipe(config.api_key);
@@ -154,8 +186,8 @@ int Task::Run() {
   ctx.workdir = policy->workdir;
   ctx.env = sandbox::ToolEnvironment(*policy, environ);
   ctx.policy = *policy;
-  ctx.timeout_ms = start.limits.tool_timeout_ms;
-  ctx.max_output_chars = start.limits.max_tool_output_chars;
+  ctx.timeout_ms = start->limits.tool_timeout_ms;
+  ctx.max_output_chars = start->limits.max_tool_output_chars;
 
   bool parent_gone = false;
   auto send_event = [&](int64_t turn, const std::string& tool, const std::string& detail) {
@@ -176,10 +208,10 @@ int Task::Run() {
   agent::LoopOptions options;
   options.system = SystemPrompt(policy->workdir);
   options.tools = agent::BaseToolDefs();  // Never `task`: no recursion.
-  options.max_turns = static_cast<int>(start.limits.max_turns);
-  options.max_tokens = start.provider.max_tokens;
+  options.max_turns = static_cast<int>(start->limits.max_turns);
+  options.max_tokens = start->provider.max_tokens;
   options.force_final_summary = true;
-  options.max_final_text_bytes = start.limits.max_summary_bytes;
+  options.max_final_text_bytes = start->limits.max_summary_bytes;
 
   agent::LoopObserver observer;
   observer.on_response = [&](int turn, const agent::Response& r) {
@@ -191,7 +223,7 @@ int Task::Run() {
   observer.on_transcript = [&](const nlohmann::json& record) { transcript_.Write(record); };
 
   std::vector<agent::Message> messages;
-  messages.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{start.prompt}}});
+  messages.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{start->prompt}}});
   agent::LoopOutcome outcome = agent::RunLoop(*provider, messages, options, runner, observer);
   provider.reset();
   sandbox::KillAllDescendants();

@@ -1,8 +1,11 @@
-// forkbox-child: runs one task. Reads one start frame on fd 3 (ipc/frame.h), sandboxes itself,
+// forkbox-child: runs one task. Reads a start frame on fd 3 (ipc/frame.h), sandboxes itself,
 // runs the tool loop from an empty context, reports events and one result (or error) on fd 4.
+// As a standby (a prepare frame first) it sandboxes itself before the task exists and then waits
+// for the start frame (docs/protocol.md).
 //
-// Exit codes: 0 after a result frame; otherwise an error frame was sent (when fd 4 was usable)
-// and the code names the failure class.
+// Exit codes: 0 after a result frame, or for a standby retired unused (fd 3 closed before a start
+// frame; no frame is written); otherwise an error frame was sent (when fd 4 was usable) and the
+// code names the failure class.
 #pragma once
 
 namespace forkbox::child {

@@ -6,25 +6,28 @@
 #include <string>
 #include <variant>
 
+#include "agent/provider.h"
 #include "ipc/frame.h"
 
 namespace forkbox::child {
 
-Result<ipc::StartMessage> ReadStart(int fd) {
-  ipc::FrameReader reader(fd, ipc::kDefaultMaxFrameBytes, ipc::kDefaultMaxFrameBytes + 4);
-  Result<ipc::Message> msg = reader.Read();
-  if (!msg.ok()) return msg.status().WithContext("reading the start frame on fd 3");
-  auto* start = std::get_if<ipc::StartMessage>(&*msg);
-  if (start == nullptr) {
-    return Status::InvalidArgument(std::string("expected a start frame on fd 3, got a \"") +
-                                   ipc::MessageTypeName(*msg) + "\" frame");
-  }
-  if (start->prompt.empty()) return Status::InvalidArgument("start frame: the prompt is empty");
-  if (start->workdir.empty() || start->workdir[0] != '/') {
+SandboxPlan PlanOf(const ipc::StartMessage& start) {
+  const std::string& url = start.provider.base_url;
+  return {start.workdir, start.sandbox,
+          url.empty() ? agent::DefaultBaseUrl(start.provider.name) : url};
+}
+
+SandboxPlan PlanOf(const ipc::PrepareMessage& prepare) {
+  return {prepare.workdir, prepare.sandbox, prepare.model_url};
+}
+
+Status CheckStart(const ipc::StartMessage& start) {
+  if (start.prompt.empty()) return Status::InvalidArgument("start frame: the prompt is empty");
+  if (start.workdir.empty() || start.workdir[0] != '/') {
     return Status::InvalidArgument("start frame: workdir must be an absolute path, got \"" +
-                                   start->workdir + "\"");
+                                   start.workdir + "\"");
   }
-  const ipc::Limits& l = start->limits;
+  const ipc::Limits& l = start.limits;
   if (l.max_turns < 1 || l.tool_timeout_ms < 1 || l.max_tool_output_chars < 1 ||
       l.max_summary_bytes < 1) {
     return Status::InvalidArgument("start frame: every limit must be >= 1");
@@ -33,8 +36,8 @@ Result<ipc::StartMessage> ReadStart(int fd) {
     return Status::InvalidArgument("start frame: limits.max_summary_bytes must be at most " +
                                    std::to_string(kMaxSummaryBytesCap));
   }
-  if (start->transcript_fd) {
-    int t = *start->transcript_fd;
+  if (start.transcript_fd) {
+    int t = *start.transcript_fd;
     if (t <= ipc::kChildReportWriteFd) {
       return Status::InvalidArgument("start frame: transcript_fd " + std::to_string(t) +
                                      " collides with stdio or the protocol pipes");
@@ -47,6 +50,56 @@ Result<ipc::StartMessage> ReadStart(int fd) {
       return Status::InvalidArgument("start frame: transcript_fd " + std::to_string(t) +
                                      " is not open for writing");
     }
+  }
+  return Status::Ok();
+}
+
+ControlReader::ControlReader(int fd)
+    : reader_(fd, ipc::kDefaultMaxFrameBytes, 2 * (ipc::kDefaultMaxFrameBytes + 4)) {}
+
+Result<ipc::Message> ControlReader::ReadFirst() {
+  Result<ipc::Message> msg = reader_.Read();
+  if (!msg.ok()) return msg.status().WithContext("reading the start frame on fd 3");
+  if (std::holds_alternative<ipc::PrepareMessage>(*msg)) return msg;
+  auto* start = std::get_if<ipc::StartMessage>(&*msg);
+  if (start == nullptr) {
+    return Status::InvalidArgument(std::string("expected a start or prepare frame on fd 3, got a \"") +
+                                   ipc::MessageTypeName(*msg) + "\" frame");
+  }
+  FORKBOX_RETURN_IF_ERROR(CheckStart(*start));
+  return msg;
+}
+
+Result<ipc::StartMessage> ControlReader::ReadStartAfter(const SandboxPlan& plan) {
+  Result<ipc::Message> msg = reader_.Read();
+  if (!msg.ok()) {
+    if (msg.status().code() == Status::Code::kEndOfFile) return msg.status();
+    return msg.status().WithContext("reading the start frame on fd 3 after prepare");
+  }
+  auto* start = std::get_if<ipc::StartMessage>(&*msg);
+  if (start == nullptr) {
+    return Status::InvalidArgument(std::string("expected a start frame on fd 3 after prepare, "
+                                               "got a \"") +
+                                   ipc::MessageTypeName(*msg) + "\" frame");
+  }
+  const std::string why = "start frame disagrees with the prepare frame this child was "
+                          "sandboxed from: ";
+  if (start->transcript_fd) {
+    return Status::InvalidArgument(why + "a standby child cannot take a transcript_fd (it closed "
+                                         "its other descriptors when it sandboxed itself)");
+  }
+  FORKBOX_RETURN_IF_ERROR(CheckStart(*start));
+  SandboxPlan got = PlanOf(*start);
+  if (got.workdir != plan.workdir) {
+    return Status::InvalidArgument(why + "workdir \"" + got.workdir + "\" vs \"" + plan.workdir +
+                                   "\"");
+  }
+  if (!(got.sandbox == plan.sandbox)) {
+    return Status::InvalidArgument(why + "the sandbox settings differ");
+  }
+  if (got.model_url != plan.model_url) {
+    return Status::InvalidArgument(why + "model URL \"" + got.model_url + "\" vs \"" +
+                                   plan.model_url + "\"");
   }
   return std::move(*start);
 }

@@ -199,6 +199,14 @@ Status ReadSandbox(const json& j, SandboxSettings* s) {
   return Status::Ok();
 }
 
+Status ReadWorkdir(const FieldReader& r, std::string* workdir) {
+  FORKBOX_RETURN_IF_ERROR(r.String("workdir", workdir));
+  if (workdir->empty() || (*workdir)[0] != '/') {
+    return r.Bad("workdir", "must be an absolute path, got \"" + *workdir + "\"");
+  }
+  return CheckPath(r, "workdir", *workdir);
+}
+
 Result<Message> ReadStart(const FieldReader& r) {
   StartMessage m;
   const json* sub = nullptr;
@@ -207,11 +215,7 @@ Result<Message> ReadStart(const FieldReader& r) {
   FORKBOX_RETURN_IF_ERROR(ReadProvider(*sub, &m.provider));
   FORKBOX_RETURN_IF_ERROR(r.Object("limits", &sub));
   FORKBOX_RETURN_IF_ERROR(ReadLimits(*sub, &m.limits));
-  FORKBOX_RETURN_IF_ERROR(r.String("workdir", &m.workdir));
-  if (m.workdir.empty() || m.workdir[0] != '/') {
-    return r.Bad("workdir", "must be an absolute path, got \"" + m.workdir + "\"");
-  }
-  FORKBOX_RETURN_IF_ERROR(CheckPath(r, "workdir", m.workdir));
+  FORKBOX_RETURN_IF_ERROR(ReadWorkdir(r, &m.workdir));
   FORKBOX_RETURN_IF_ERROR(r.Object("sandbox", &sub));
   FORKBOX_RETURN_IF_ERROR(ReadSandbox(*sub, &m.sandbox));
   // Absent or null: no transcript.
@@ -220,6 +224,16 @@ Result<Message> ReadStart(const FieldReader& r) {
     FORKBOX_RETURN_IF_ERROR(r.Int("transcript_fd", kMinTranscriptFd, kMaxTranscriptFd, &fd));
     m.transcript_fd = static_cast<int>(fd);
   }
+  return Message(std::move(m));
+}
+
+Result<Message> ReadPrepare(const FieldReader& r) {
+  PrepareMessage m;
+  const json* sub = nullptr;
+  FORKBOX_RETURN_IF_ERROR(ReadWorkdir(r, &m.workdir));
+  FORKBOX_RETURN_IF_ERROR(r.Object("sandbox", &sub));
+  FORKBOX_RETURN_IF_ERROR(ReadSandbox(*sub, &m.sandbox));
+  FORKBOX_RETURN_IF_ERROR(r.String("model_url", &m.model_url, /*allow_empty=*/false));
   return Message(std::move(m));
 }
 
@@ -262,10 +276,20 @@ Result<Message> ReadError(const FieldReader& r) {
   return Message(std::move(m));
 }
 
+json SandboxJson(const SandboxSettings& s) {
+  return {{"enabled", s.enabled},
+          {"allow_net", s.allow_net},
+          {"writable", s.writable},
+          {"env", s.env},
+          {"rlimit_fsize_bytes", s.rlimit_fsize_bytes},
+          {"rlimit_as_bytes", s.rlimit_as_bytes},
+          {"rlimit_nofile", s.rlimit_nofile},
+          {"rlimit_nproc", s.rlimit_nproc}};
+}
+
 json ToJsonImpl(const StartMessage& m) {
   const ProviderSettings& p = m.provider;
   const Limits& l = m.limits;
-  const SandboxSettings& s = m.sandbox;
   json j = {
       {"type", "start"},
       {"prompt", m.prompt},
@@ -287,18 +311,17 @@ json ToJsonImpl(const StartMessage& m) {
         {"max_tool_output_chars", l.max_tool_output_chars},
         {"max_summary_bytes", l.max_summary_bytes}}},
       {"workdir", m.workdir},
-      {"sandbox",
-       {{"enabled", s.enabled},
-        {"allow_net", s.allow_net},
-        {"writable", s.writable},
-        {"env", s.env},
-        {"rlimit_fsize_bytes", s.rlimit_fsize_bytes},
-        {"rlimit_as_bytes", s.rlimit_as_bytes},
-        {"rlimit_nofile", s.rlimit_nofile},
-        {"rlimit_nproc", s.rlimit_nproc}}},
+      {"sandbox", SandboxJson(m.sandbox)},
   };
   if (m.transcript_fd) j["transcript_fd"] = *m.transcript_fd;
   return j;
+}
+
+json ToJsonImpl(const PrepareMessage& m) {
+  return {{"type", "prepare"},
+          {"workdir", m.workdir},
+          {"sandbox", SandboxJson(m.sandbox)},
+          {"model_url", m.model_url}};
 }
 
 json ToJsonImpl(const EventMessage& m) {
@@ -326,7 +349,7 @@ json ToJsonImpl(const ErrorMessage& m) {
 }  // namespace
 
 const char* MessageTypeName(const Message& message) {
-  static constexpr const char* kNames[] = {"start", "event", "result", "error"};
+  static constexpr const char* kNames[] = {"start", "event", "result", "error", "prepare"};
   return kNames[message.index()];
 }
 
@@ -351,9 +374,11 @@ Result<Message> FromJson(const nlohmann::json& j) {
     result = ReadResult(r);
   } else if (type == "error") {
     result = ReadError(r);
+  } else if (type == "prepare") {
+    result = ReadPrepare(r);
   } else {
     return Status::InvalidArgument("unknown message type \"" + type +
-                                   "\" (expected start, event, result or error)");
+                                   "\" (expected prepare, start, event, result or error)");
   }
   if (!result.ok()) return result.status().WithContext(type + " message");
   return result;

@@ -1,5 +1,5 @@
 // The typed messages of the parent<->child protocol. Each message is one frame (ipc/frame.h)
-// whose JSON object has a "type" field: "start", "event", "result" or "error".
+// whose JSON object has a "type" field: "prepare", "start", "event", "result" or "error".
 //
 // Validation is strict: unknown types, missing or mistyped fields, unknown provider names and
 // out-of-range numbers are rejected with an error naming the field. Unknown extra fields are
@@ -64,6 +64,17 @@ struct StartMessage {
   bool operator==(const StartMessage&) const = default;
 };
 
+// The first frame to a standby child, sent before any task exists: everything it needs to sandbox
+// itself ahead of time, and nothing secret. The start frame that follows must agree with it
+// (same workdir, same sandbox settings, same model URL) and carry no transcript_fd, or the child
+// refuses the task (bad_start).
+struct PrepareMessage {
+  std::string workdir;  // Absolute.
+  SandboxSettings sandbox;
+  std::string model_url;  // The effective base URL; its port is the agent's only TCP destination.
+  bool operator==(const PrepareMessage&) const = default;
+};
+
 struct EventMessage {
   int64_t turn = 0;
   std::string tool;    // Tool name, or "" for a model turn without tools.
@@ -95,9 +106,10 @@ struct ErrorMessage {
   bool operator==(const ErrorMessage&) const = default;
 };
 
-using Message = std::variant<StartMessage, EventMessage, ResultMessage, ErrorMessage>;
+using Message =
+    std::variant<StartMessage, EventMessage, ResultMessage, ErrorMessage, PrepareMessage>;
 
-// "start", "event", "result" or "error".
+// "start", "event", "result", "error" or "prepare".
 const char* MessageTypeName(const Message& message);
 
 nlohmann::json ToJson(const Message& message);

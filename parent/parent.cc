@@ -147,6 +147,7 @@ int Run(const Options& o) {
     t.verbose = o.verbose;
     t.max_parallel = o.max_parallel;
     t.timeout_ms = static_cast<int64_t>(o.task_timeout_s * 1000.0);
+    t.standby = o.standby;
     tasks = std::move(t);
   }
 

@@ -16,6 +16,7 @@
 #include "ipc/frame.h"
 #include "ipc/process.h"
 #include "ipc/unique_fd.h"
+#include "parent/child_launcher.h"
 #include "parent/event_loop.h"
 #include "parent/signals.h"
 
@@ -23,7 +24,6 @@ namespace forkbox::parent {
 namespace {
 
 using Clock = std::chrono::steady_clock;
-constexpr int kTranscriptChildFd = 5;
 
 int64_t MsSince(Clock::time_point start) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start).count();
@@ -63,8 +63,13 @@ struct Running {
 class Batch {
  public:
   Batch(const TaskConfig& config, const std::vector<TaskSpec>& specs, Progress& progress,
-        EventLoop& loop, BlockedSignals& signals)
-      : config_(config), specs_(specs), progress_(progress), loop_(loop), signals_(signals) {
+        EventLoop& loop, BlockedSignals& signals, Standby* standby)
+      : config_(config),
+        specs_(specs),
+        progress_(progress),
+        loop_(loop),
+        signals_(signals),
+        standby_(standby) {
     result_.outcomes.resize(specs.size());
   }
 
@@ -82,6 +87,7 @@ class Batch {
         queue_.pop_front();
         StartTask(i);
       }
+      RefillStandby();
       if (running_.empty()) break;
       Status s = loop_.RunOnce(NextTimeoutMs());
       if (!s.ok()) {
@@ -148,59 +154,40 @@ class Batch {
     start.workdir = config_.workdir;
     start.sandbox = config_.sandbox;
 
-    SpawnOptions opts;
-    opts.argv = {config_.child_path};
-    opts.env = config_.child_env;
-    opts.cwd = config_.workdir;
-    opts.new_session = true;
-
-    auto control = MakePipe();
-    auto report = MakePipe();
-    if (!control.ok() || !report.ok()) {
-      FailWithoutStart(i,
-                       "pipe: " + (!control.ok() ? control.status() : report.status()).ToString());
-      return;
+    std::optional<LaunchedChild> child;
+    if (standby_ != nullptr) {
+      std::string why;
+      child = standby_->Take(&why);
+      if (!why.empty() && config_.verbose) {
+        progress_.Note("standby child unusable, starting children on demand: " + why);
+      }
     }
-    int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (devnull < 0) {
-      FailWithoutStart(i, Status::FromErrno(errno, "open /dev/null").ToString());
-      return;
-    }
-    UniqueFd null_fd(devnull);
-    int err_fd = config_.verbose ? STDERR_FILENO : null_fd.get();
-    opts.fds = {{null_fd.get(), 0},
-                {err_fd, 1},
-                {err_fd, 2},
-                {control->read.get(), ipc::kChildControlReadFd},
-                {report->write.get(), ipc::kChildReportWriteFd}};
-    UniqueFd transcript;
-    if (!config_.transcript_dir.empty()) {
-      auto t = OpenTranscript(i);
-      if (!t.ok()) {
-        FailWithoutStart(i, t.status().ToString());
+    if (!child) {
+      UniqueFd transcript;
+      if (!config_.transcript_dir.empty()) {
+        auto t = OpenTranscript(i);
+        if (!t.ok()) {
+          FailWithoutStart(i, t.status().ToString());
+          return;
+        }
+        transcript = std::move(*t);
+        start.transcript_fd = kTranscriptChildFd;
+      }
+      auto launched = LaunchChild(config_, transcript);
+      if (!launched.ok()) {
+        FailWithoutStart(i, launched.status().ToString());
         return;
       }
-      transcript = std::move(*t);
-      opts.fds.push_back({transcript.get(), kTranscriptChildFd});
-      start.transcript_fd = kTranscriptChildFd;
+      child = std::move(*launched);
     }
     auto frame = ipc::EncodeMessage(start);
     if (!frame.ok()) {
       FailWithoutStart(i, "start frame: " + frame.status().ToString());
       return;
     }
-    auto child = Spawn(opts);
-    if (!child.ok()) {
-      FailWithoutStart(i,
-                       "could not start " + config_.child_path + ": " + child.status().ToString());
-      return;
-    }
-    r->process = std::move(*child);
-    // Our copies of the child's ends must go, or EOF on the report pipe never comes.
-    control->read.reset();
-    report->write.reset();
-    r->control = std::move(control->write);
-    r->report = std::move(report->read);
+    r->process = std::move(child->process);
+    r->control = std::move(child->control);
+    r->report = std::move(child->report);
     r->start_frame = std::move(*frame);
 
     Running* raw = r.get();
@@ -216,7 +203,19 @@ class Batch {
       st = loop_.Add(raw->process.pidfd(), EPOLLIN, [this, raw](uint32_t) { OnExit(*raw); });
     }
     running_.push_back(std::move(r));
-    if (!st.ok()) Fail(*raw, "supervision setup failed: " + st.ToString(), "error");
+    if (!st.ok()) {
+      Fail(*raw, "supervision setup failed: " + st.ToString(), "error");
+      return;
+    }
+    OnWritable(*raw);  // Usually the whole frame fits the pipe: the child starts right away.
+  }
+
+  // After the starts (a fork must not delay a start frame): the next task finds a child waiting.
+  void RefillStandby() {
+    if (standby_ == nullptr || result_.interrupt_signal != 0) return;
+    if (Status st = standby_->Refill(); !st.ok() && config_.verbose) {
+      progress_.Note("starting children on demand: " + st.ToString());
+    }
   }
 
   void CloseControl(Running& r) {
@@ -439,6 +438,7 @@ class Batch {
   Progress& progress_;
   EventLoop& loop_;
   BlockedSignals& signals_;
+  Standby* standby_;
   std::deque<size_t> queue_;
   std::vector<std::unique_ptr<Running>> running_;
   BatchResult result_;
@@ -447,7 +447,7 @@ class Batch {
 }  // namespace
 
 BatchResult RunTasks(const TaskConfig& config, const std::vector<TaskSpec>& specs,
-                     Progress& progress) {
+                     Progress& progress, Standby* standby) {
   BatchResult failed;
   auto fail_all = [&](const std::string& why) {
     for (const auto& spec : specs) {
@@ -472,7 +472,7 @@ BatchResult RunTasks(const TaskConfig& config, const std::vector<TaskSpec>& spec
   }
   auto loop = EventLoop::Create();
   if (!loop.ok()) return fail_all(loop.status().ToString());
-  Batch batch(config, specs, progress, *loop, *signals);
+  Batch batch(config, specs, progress, *loop, *signals, standby);
   return batch.Run();
 }
 

@@ -29,6 +29,7 @@ struct TaskConfig {
   bool verbose = false;                // The child's stderr goes to ours; otherwise to /dev/null.
   int max_parallel = 4;
   int64_t timeout_ms = 900'000;
+  bool standby = true;  // Keep one child sandboxed ahead of time (not with a transcript_dir).
 };
 
 struct TaskSpec {
@@ -48,7 +49,11 @@ struct BatchResult {
   int interrupt_signal = 0;           // Non-zero: SIGINT/SIGTERM cancelled the batch.
 };
 
+class Standby;  // parent/child_launcher.h
+
+// `standby`: may be null; otherwise a task takes its waiting child (parent/child_launcher.h) and
+// the batch starts the next one once its own tasks are started.
 BatchResult RunTasks(const TaskConfig& config, const std::vector<TaskSpec>& specs,
-                     Progress& progress);
+                     Progress& progress, Standby* standby);
 
 }  // namespace forkbox::parent

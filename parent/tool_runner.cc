@@ -1,6 +1,7 @@
 #include "parent/tool_runner.h"
 
 #include "ipc/messages.h"
+#include "parent/child_launcher.h"
 
 namespace forkbox::parent {
 namespace {
@@ -40,7 +41,16 @@ ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<Tas
       tasks_(std::move(tasks)),
       progress_(progress),
       stats_(stats),
-      outside_mode_(outside_mode) {}
+      outside_mode_(outside_mode) {
+  if (tasks_ && tasks_->standby && tasks_->transcript_dir.empty()) {
+    standby_ = std::make_unique<Standby>(*tasks_);
+    if (Status st = standby_->Refill(); !st.ok() && tasks_->verbose) {
+      progress_.Note("starting children on demand: " + st.ToString());
+    }
+  }
+}
+
+ParentToolRunner::~ParentToolRunner() = default;
 
 std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     const std::vector<agent::ToolUseBlock>& calls, int /*turn*/) {
@@ -92,7 +102,7 @@ void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& call
     where.push_back(i);
   }
   if (specs.empty()) return;
-  BatchResult batch = RunTasks(*tasks_, specs, progress_);
+  BatchResult batch = RunTasks(*tasks_, specs, progress_, standby_.get());
   for (size_t k = 0; k < batch.outcomes.size(); ++k) {
     TaskOutcome& o = batch.outcomes[k];
     stats_.tasks.push_back(o.record);

@@ -4,6 +4,7 @@
 // running tasks were killed and reaped; the session then repairs the conversation.
 #pragma once
 
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -24,8 +25,11 @@ class ParentToolRunner : public agent::ToolRunner {
  public:
   // tasks: nullopt for the --no-subagents baseline (a `task` call is then an unknown tool).
   // outside_mode: the interrupt mode to restore after the tool phase.
+  // With tasks and tasks->standby (and no transcript_dir) it starts a standby child right away,
+  // so the first task does not wait for fork + exec + sandbox set-up.
   ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks, Progress& progress,
                    SessionStats& stats, InterruptMode outside_mode);
+  ~ParentToolRunner() override;  // Kills and reaps the standby child, if any.
   std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
                                           int turn) override;
 
@@ -35,6 +39,7 @@ class ParentToolRunner : public agent::ToolRunner {
 
   agent::ToolContext context_;
   std::optional<TaskConfig> tasks_;
+  std::unique_ptr<Standby> standby_;  // Refers to *tasks_: declared after it.
   Progress& progress_;
   SessionStats& stats_;
   InterruptMode outside_mode_;

@@ -177,6 +177,23 @@ class ChildTest : public ::testing::Test {
     return RunRaw(*frame, start.transcript_fd);
   }
 
+  // A standby child: the prepare frame for `start` (what forkbox sends ahead of time), then
+  // `start` itself, or EOF without a task when `start` is nullopt.
+  static ipc::PrepareMessage PrepareFor(const ipc::StartMessage& start) {
+    return ipc::PrepareMessage{start.workdir, start.sandbox, start.provider.base_url};
+  }
+  ChildRun RunStandby(const ipc::PrepareMessage& prepare,
+                      const std::optional<ipc::StartMessage>& start) {
+    Result<std::string> bytes = ipc::EncodeMessage(prepare);
+    EXPECT_TRUE(bytes.ok());
+    if (start) {
+      Result<std::string> frame = ipc::EncodeMessage(*start);
+      EXPECT_TRUE(frame.ok());
+      *bytes += *frame;
+    }
+    return RunRaw(*bytes);
+  }
+
   // The tool results the model got in request `i`, newest last.
   std::vector<mock::ToolResultView> ResultsIn(size_t i) {
     return server_.request(i).view.tool_results;
@@ -485,6 +502,79 @@ TEST_F(ChildTest, ModelErrorGivesAnErrorFrame) {
   EXPECT_NE(run.exit_code, 0);
 }
 
+TEST_F(ChildTest, StandbyRunsTheTaskUnderTheSandboxItPrepared) {
+  const bool sandboxed = SandboxAvailable(workdir_);
+  Scenario({{"rules",
+             {{{"when", {{"turn", 0}}},
+               {"reply",
+                {{"tool_calls",
+                  {ToolCall("bash",
+                            {{"command",
+                              "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; "
+                              "touch /forkbox-standby-probe && echo WROTE-OUTSIDE; "
+                              "touch probe && echo wrote-inside; echo \"tmp=$TMPDIR\"; env"}})}}}}},
+              {{"when", {{"turn", 1}}}, {"reply", {{"text", "standby done"}}}}}}});
+  ipc::StartMessage start = Start("probe the sandbox");
+  ChildRun run = RunStandby(PrepareFor(start), start);
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.exit_code, 0);
+  EXPECT_EQ(run.result()->summary, "standby done");
+  ASSERT_EQ(server_.request_count(), 2u);
+  for (const auto& r : server_.requests()) EXPECT_EQ(r.Header("x-api-key"), kApiKey);
+  const std::string out = ResultsIn(1).at(0).text;
+  EXPECT_THAT(out, HasSubstr("wrote-inside"));
+  EXPECT_THAT(out, HasSubstr("tmp=" + workdir_ + "/.forkbox-tmp/"));  // Made after the wait.
+  EXPECT_THAT(out, Not(HasSubstr(kApiKey)));
+  if (sandboxed) {
+    EXPECT_THAT(out, HasSubstr("NoNewPrivs:\t1"));
+    EXPECT_THAT(out, HasSubstr("Seccomp:\t2"));
+    EXPECT_THAT(out, Not(HasSubstr("WROTE-OUTSIDE")));
+  }
+  // The task's temp dir is gone with the task.
+  std::error_code ec;
+  auto it = std::filesystem::directory_iterator(workdir_ + "/.forkbox-tmp", ec);
+  for (; !ec && it != std::filesystem::directory_iterator(); ++it) {
+    EXPECT_EQ(it->path().filename(), ".gitignore") << it->path();
+  }
+}
+
+TEST_F(ChildTest, RetiredStandbyExitsQuietlyAndLeavesNothing) {
+  ChildRun run = RunStandby(PrepareFor(Start("unused")), std::nullopt);
+  EXPECT_EQ(run.exit_code, 0) << run.stderr_text;
+  EXPECT_TRUE(run.frames.empty());
+  EXPECT_TRUE(run.decode_error.empty()) << run.decode_error;
+  EXPECT_EQ(server_.request_count(), 0u);
+  EXPECT_FALSE(std::filesystem::exists(workdir_ + "/.forkbox-tmp"));
+}
+
+TEST_F(ChildTest, StandbyRefusesAStartFrameThatDisagreesWithItsPrepareFrame) {
+  struct Case {
+    const char* what;
+    std::function<void(ipc::StartMessage&)> change;
+  };
+  const std::string other = root_ + "/other";
+  std::filesystem::create_directories(other);
+  std::vector<Case> cases = {
+      {"workdir", [&](ipc::StartMessage& s) { s.workdir = other; }},
+      {"the sandbox settings differ", [](ipc::StartMessage& s) { s.sandbox.allow_net = true; }},
+      {"model URL", [](ipc::StartMessage& s) { s.provider.base_url = "http://127.0.0.1:1"; }},
+      {"transcript_fd", [](ipc::StartMessage& s) { s.transcript_fd = 5; }},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.what);
+    ipc::StartMessage start = Start("mismatch");
+    ipc::PrepareMessage prepare = PrepareFor(start);
+    c.change(start);
+    ChildRun run = RunStandby(prepare, start);
+    ASSERT_NE(run.error(), nullptr) << run.stderr_text;
+    EXPECT_EQ(run.error()->code, "bad_start");
+    EXPECT_THAT(run.error()->message, HasSubstr("disagrees with the prepare frame"));
+    EXPECT_THAT(run.error()->message, HasSubstr(c.what));
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_EQ(server_.request_count(), 0u);
+  }
+}
+
 std::string RawFrame(const std::string& payload) {
   uint32_t n = static_cast<uint32_t>(payload.size());
   std::string out;
@@ -496,7 +586,8 @@ TEST_F(ChildTest, BadStartFrameGivesAnErrorFrame) {
   for (const std::string& bytes :
        {RawFrame("this is not json"),
         RawFrame(R"({"type":"event","turn":1,"tool":"","detail":""})"),
-        RawFrame(R"({"type":"start","prompt":"x"})"), std::string("\x05\x00", 2), std::string()}) {
+        RawFrame(R"({"type":"start","prompt":"x"})"), std::string("\x05\x00", 2), std::string(),
+        RawFrame(R"({"type":"prepare","workdir":"/"})")}) {
     ChildRun run = RunRaw(bytes);
     ASSERT_NE(run.error(), nullptr) << run.stderr_text;
     EXPECT_EQ(run.error()->code, "bad_start");

@@ -18,11 +18,12 @@ using nlohmann::json;
 using ::testing::HasSubstr;
 using testing::SampleError;
 using testing::SampleEvent;
+using testing::SamplePrepare;
 using testing::SampleResult;
 using testing::SampleStart;
 
 std::vector<Message> AllSamples() {
-  return {SampleStart(), SampleEvent(), SampleResult(), SampleError()};
+  return {SampleStart(), SampleEvent(), SampleResult(), SampleError(), SamplePrepare()};
 }
 
 // Every field path of a JSON object, as (dotted path, JSON pointer) pairs, leaves and inner
@@ -203,6 +204,21 @@ TEST(MessagesTest, RejectsBadStartValues) {
   j = ToJson(SampleStart());
   j["sandbox"]["writable"] = {std::string("/a\0b", 4)};
   EXPECT_THAT(FromJson(j).status().message(), HasSubstr("NUL"));
+}
+
+TEST(MessagesTest, RejectsBadPrepareValues) {
+  json j = ToJson(SamplePrepare());
+  j["workdir"] = "relative/dir";
+  EXPECT_EQ(FromJson(j).status().message(),
+            "prepare message: field \"workdir\": must be an absolute path, got \"relative/dir\"");
+  j = ToJson(SamplePrepare());
+  j["model_url"] = "";
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"model_url\": must not be empty"));
+  j = ToJson(SamplePrepare());
+  j["sandbox"]["rlimit_nproc"] = 0;
+  EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"sandbox.rlimit_nproc\""));
+  // A prepare frame never carries a secret: there is no field for one.
+  EXPECT_EQ(ToJson(SamplePrepare()).dump().find("api_key"), std::string::npos);
 }
 
 TEST(MessagesTest, EventDetailLimits) {

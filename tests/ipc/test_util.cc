@@ -38,6 +38,15 @@ StartMessage SampleStart() {
   return m;
 }
 
+PrepareMessage SamplePrepare() {
+  StartMessage start = SampleStart();
+  PrepareMessage m;
+  m.workdir = start.workdir;
+  m.sandbox = start.sandbox;
+  m.model_url = start.provider.base_url;
+  return m;
+}
+
 EventMessage SampleEvent() { return EventMessage{3, "bash", "pytest -q tests/test_login.py"}; }
 
 ResultMessage SampleResult() {

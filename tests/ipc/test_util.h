@@ -13,6 +13,7 @@ StartMessage SampleStart();
 EventMessage SampleEvent();
 ResultMessage SampleResult();
 ErrorMessage SampleError();
+PrepareMessage SamplePrepare();  // Agrees with SampleStart().
 
 // Reads until EOF; fails the test on error.
 std::string ReadAllFromFd(int fd);

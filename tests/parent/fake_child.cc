@@ -8,12 +8,16 @@
 //   noresult  one event, then exits 0 without a result
 //   error     an error frame, exit 1
 //   hang      forks a grandchild, writes both pids to <workdir>/fake-pids, one event, waits
+//   standbydies  as a standby (prepare frame first): an error frame, exit 3; on demand: ok
+// Every mode accepts a prepare frame before the start frame (a standby child), exits 0 when fd 3
+// closes after it, and the ok summary says whether one came (prepared=yes/no).
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 #include <string>
 
 #include "ipc/frame.h"
@@ -25,6 +29,7 @@ namespace {
 
 using forkbox::ipc::ErrorMessage;
 using forkbox::ipc::EventMessage;
+using forkbox::ipc::PrepareMessage;
 using forkbox::ipc::ResultMessage;
 using forkbox::ipc::StartMessage;
 
@@ -52,8 +57,23 @@ int main() {
   forkbox::ipc::FrameReader reader(forkbox::ipc::kChildControlReadFd);
   auto message = reader.Read();
   if (!message.ok()) return 10;
+  std::optional<PrepareMessage> prepare;
+  if (auto* p = std::get_if<PrepareMessage>(&*message)) {
+    prepare = *p;
+    if (mode == "standbydies") {
+      Send(ErrorMessage{"sandbox", "fake standby failure"});
+      return 3;
+    }
+    message = reader.Read();
+    if (!message.ok()) return message.status().code() == forkbox::Status::Code::kEndOfFile ? 0 : 10;
+  }
   auto* start = std::get_if<StartMessage>(&*message);
   if (start == nullptr) return 11;
+  // A standby's start frame agrees with its prepare frame (the real child refuses it otherwise).
+  if (prepare && (prepare->workdir != start->workdir || !(prepare->sandbox == start->sandbox) ||
+                  start->transcript_fd)) {
+    return 14;
+  }
 
   if (mode == "error") {
     Send(ErrorMessage{"model", "fake model failure for the test"});
@@ -100,7 +120,8 @@ int main() {
                    "] key_in_frame=" + (key.empty() ? "no" : "yes") +
                    " key_in_env=" + (EnvHas(key) ? "yes" : "no") +
                    " max_turns=" + std::to_string(start->limits.max_turns) +
-                   " stdin_null=" + (stdin_is_null ? "yes" : "no");
+                   " stdin_null=" + (stdin_is_null ? "yes" : "no") +
+                   " prepared=" + (prepare ? "yes" : "no");
   result.stats.turns = 2;
   result.stats.input_tokens = 100;
   result.stats.output_tokens = 20;

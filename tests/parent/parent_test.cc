@@ -228,7 +228,7 @@ TEST_F(ParentTest, TaskResultIsTheSummaryAndJsonMatchesTheRecord) {
   // /dev/null on stdin.
   EXPECT_EQ(result.text,
             "fake summary for [inspect the project] key_in_frame=yes key_in_env=no max_turns=7 "
-            "stdin_null=yes");
+            "stdin_null=yes prepared=no");  // A transcript fd is mapped at exec: on demand.
 
   nlohmann::json j = nlohmann::json::parse(r.out);  // Throws (fails) unless ONE valid object.
   EXPECT_EQ(j["answer"], "all done");
@@ -266,18 +266,23 @@ struct FailureCase {
 class ChildFailureTest : public ParentTest, public ::testing::WithParamInterface<FailureCase> {};
 
 TEST_P(ChildFailureTest, BecomesIsErrorResultAndSessionContinues) {
-  ScriptOneTaskThenAnswer("recovered after the failure");
-  RunResult r = Run(
-      {"--sandbox=off", "--task-timeout", "0.5", "--child-path", FakeChild(GetParam().mode), "go"});
-  ASSERT_EQ(r.exit_code, 0) << Dump(r);
-  EXPECT_NE(r.out.find("recovered after the failure"), std::string::npos) << Dump(r);
-  auto parents = Requests(IsParent);
-  ASSERT_EQ(parents.size(), 2u) << Dump(r);
-  ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
-  const auto& result = parents[1].view.tool_results[0];
-  EXPECT_TRUE(result.is_error) << result.text;
-  EXPECT_EQ(result.text.rfind("task failed: ", 0), 0u) << result.text;
-  EXPECT_NE(result.text.find(GetParam().reason), std::string::npos) << result.text;
+  // Both ways a child starts: the standby (prepare frame, then start) and on demand.
+  for (const char* how : {"--max-parallel=4", "--no-standby"}) {
+    SCOPED_TRACE(how);
+    server_.ClearRequests();
+    ScriptOneTaskThenAnswer("recovered after the failure");
+    RunResult r = Run({"--sandbox=off", how, "--task-timeout", "0.5", "--child-path",
+                       FakeChild(GetParam().mode), "go"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_NE(r.out.find("recovered after the failure"), std::string::npos) << Dump(r);
+    auto parents = Requests(IsParent);
+    ASSERT_EQ(parents.size(), 2u) << Dump(r);
+    ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+    const auto& result = parents[1].view.tool_results[0];
+    EXPECT_TRUE(result.is_error) << result.text;
+    EXPECT_EQ(result.text.rfind("task failed: ", 0), 0u) << result.text;
+    EXPECT_NE(result.text.find(GetParam().reason), std::string::npos) << result.text;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ChildFailureTest,
@@ -289,6 +294,42 @@ INSTANTIATE_TEST_SUITE_P(Modes, ChildFailureTest,
                                            FailureCase{"error", "model: fake model failure"},
                                            FailureCase{"hang", "timed out after 0.5s"}),
                          [](const auto& info) { return std::string(info.param.mode); });
+
+// ---- the standby child
+
+// The parent asks for `n` tasks one turn after another, then answers.
+void ScriptSequentialTasks(MockServer& server, int n) {
+  server.SetHandler([n](const RecordedRequest& r) {
+    if (r.view.assistant_turns < n) {
+      return Calls({Task("job-" + std::to_string(r.view.assistant_turns), "job")});
+    }
+    return Text("all jobs done");
+  });
+}
+
+TEST_F(ParentTest, StandbyChildTakesEveryTaskUnlessDisabled) {
+  ScriptSequentialTasks(server_, 3);
+  RunResult r = Run({"--sandbox=off", "--child-path", FakeChild("ok"), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 4u) << Dump(r);
+  // Each task found a child that had been prepared before the task existed.
+  for (size_t i = 1; i < parents.size(); ++i) {
+    ASSERT_EQ(parents[i].view.tool_results.size(), i);  // The whole conversation so far.
+    const std::string& text = parents[i].view.tool_results.back().text;
+    EXPECT_NE(text.find("[job-" + std::to_string(i - 1) + "]"), std::string::npos) << text;
+    EXPECT_NE(text.find("key_in_frame=yes key_in_env=no"), std::string::npos) << text;
+    EXPECT_NE(text.find("prepared=yes"), std::string::npos) << text;
+  }
+
+  server_.ClearRequests();
+  ScriptSequentialTasks(server_, 1);
+  r = Run({"--sandbox=off", "--no-standby", "--child-path", FakeChild("ok"), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 2u) << Dump(r);
+  EXPECT_NE(parents[1].view.tool_results[0].text.find("prepared=no"), std::string::npos);
+}
 
 TEST_F(ParentTest, InvalidTaskInputIsAnErrorResult) {
   server_.SetHandler([](const RecordedRequest& r) {
@@ -412,6 +453,26 @@ TEST_F(ParentTest, SigintKillsTaskTreesExits130AndLeavesNoProcesses) {
     }
   }
   EXPECT_EQ(Requests(IsParent).size(), 1u);  // It did not go on with the model.
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+TEST_F(ParentTest, NoStandbyChildOutlivesTheSession) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);  // Orphans would come to us.
+  ScriptSequentialTasks(server_, 1);
+  RunResult r = Run({"--sandbox=off", "--child-path", FakeChild("ok"), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  // The task took the first standby and a second one was waiting when the session ended.
+  EXPECT_NE(Requests(IsParent).at(1).view.tool_results.at(0).text.find("prepared=yes"),
+            std::string::npos);
+  for (pid_t p : ChildrenOf(getpid())) {
+    std::ifstream comm("/proc/" + std::to_string(p) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    EXPECT_FALSE(name.rfind("fake_child", 0) == 0 && !GoneOrDying(p))
+        << "a child outlived forkbox: " << p;
+    int status = 0;
+    if (GoneOrDying(p)) waitpid(p, &status, 0);
+  }
   prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 

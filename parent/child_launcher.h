@@ -1,0 +1,61 @@
+// Starting forkbox-child processes for tasks: on demand, or ahead of time as a standby.
+//
+// A standby child is spawned before any task exists and sent a prepare frame (no secrets): it
+// execs, sandboxes itself and warms its TLS stack, then blocks reading fd 3. Handing a task to it
+// is one pipe write of the start frame, instead of fork + exec + dynamic linking + sandbox set-up
+// on the task's critical path. An unused standby is killed and reaped with the session (or dies
+// with the parent through PDEATHSIG); it creates nothing on disk until it gets a task.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include "ipc/process.h"
+#include "ipc/status.h"
+#include "ipc/unique_fd.h"
+#include "parent/task_runner.h"
+
+namespace forkbox::parent {
+
+// A started forkbox-child and the parent's ends of its pipes (both O_CLOEXEC, blocking).
+struct LaunchedChild {
+  ChildProcess process;
+  UniqueFd control;       // Write end of the child's fd 3.
+  UniqueFd report;        // Read end of the child's fd 4.
+  bool prepared = false;  // It got a prepare frame: its start frame must agree and carry no fd.
+};
+
+// fork + exec of config.child_path with fds 0-4 (stdin /dev/null, stdout and stderr to stderr
+// with config.verbose, else /dev/null), and `transcript` (if valid) on fd kTranscriptChildFd.
+inline constexpr int kTranscriptChildFd = 5;
+Result<LaunchedChild> LaunchChild(const TaskConfig& config, const UniqueFd& transcript);
+
+// The prepare frame for a child that will run tasks of `config`.
+ipc::PrepareMessage PrepareFor(const TaskConfig& config);
+
+// Keeps at most one standby child. Not thread-safe. `config` must outlive it and must not set a
+// transcript_dir (a transcript fd is mapped at exec time, before the task exists).
+class Standby {
+ public:
+  explicit Standby(const TaskConfig& config) : config_(config) {}
+
+  // Starts a standby child unless one is waiting. A failure to start one disables the standby
+  // for the session (tasks then start on demand, where the same failure is reported per task)
+  // and is returned so the caller can log it.
+  Status Refill();
+
+  // Hands over the standby child, or nullopt when there is none or it already exited (then the
+  // standby is disabled for the session and *why says what happened; tasks start on demand).
+  std::optional<LaunchedChild> Take(std::string* why);
+
+  bool disabled() const { return disabled_; }
+  // The waiting child's pid, or -1 (for tests and logs).
+  pid_t waiting_pid() const { return child_ ? child_->process.pid() : -1; }
+
+ private:
+  const TaskConfig& config_;
+  std::optional<LaunchedChild> child_;
+  bool disabled_ = false;
+};
+
+}  // namespace forkbox::parent

@@ -1,0 +1,146 @@
+// The standby child on its own (parent/child_launcher.h), with fake children: what it is sent,
+// how a dead one is detected and reported, and that it never outlives its owner. No sleeps: a
+// child's exit is awaited with waitid(WNOWAIT), which leaves it for the code under test to reap.
+#include "parent/child_launcher.h"
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <string>
+
+#include "ipc/frame.h"
+
+namespace forkbox::parent {
+namespace {
+
+std::string FakeChild(const std::string& mode) {
+  return std::string(FAKE_CHILD_DIR) + "/fake_child_" + mode;
+}
+
+class StandbyTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/forkbox-standby-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    config_.workdir = tmpl;
+    config_.child_path = FakeChild("ok");
+    config_.child_env = {"PATH=/usr/bin:/bin"};
+    config_.provider.name = "anthropic";
+    config_.provider.api_key = "sk-standby-test";
+    config_.sandbox.enabled = false;
+  }
+  void TearDown() override { std::filesystem::remove_all(config_.workdir); }
+
+  // Blocks until `pid` has exited, without reaping it.
+  static void AwaitExit(pid_t pid) {
+    siginfo_t info{};
+    ASSERT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOWAIT), 0);
+  }
+
+  ipc::StartMessage Start(const std::string& prompt) const {
+    ipc::StartMessage m;
+    m.prompt = prompt;
+    m.provider = config_.provider;
+    m.workdir = config_.workdir;
+    m.sandbox = config_.sandbox;
+    return m;
+  }
+
+  TaskConfig config_;
+};
+
+TEST_F(StandbyTest, PrepareFrameCarriesTheSandboxAndNoSecret) {
+  config_.provider.base_url = "";
+  ipc::PrepareMessage m = PrepareFor(config_);
+  EXPECT_EQ(m.workdir, config_.workdir);
+  EXPECT_EQ(m.sandbox, config_.sandbox);
+  EXPECT_EQ(m.model_url, "https://api.anthropic.com");  // The default, spelled out.
+  config_.provider.base_url = "http://127.0.0.1:9/v1";
+  EXPECT_EQ(PrepareFor(config_).model_url, "http://127.0.0.1:9/v1");
+  Result<std::string> frame = ipc::EncodeMessage(PrepareFor(config_));
+  ASSERT_TRUE(frame.ok());
+  EXPECT_EQ(frame->find("sk-standby-test"), std::string::npos);
+}
+
+TEST_F(StandbyTest, TakenChildWasPreparedAndRunsTheTask) {
+  Standby standby(config_);
+  ASSERT_TRUE(standby.Refill().ok());
+  pid_t first = standby.waiting_pid();
+  ASSERT_GT(first, 0);
+  ASSERT_TRUE(standby.Refill().ok());  // One is waiting: nothing new.
+  EXPECT_EQ(standby.waiting_pid(), first);
+
+  std::string why;
+  std::optional<LaunchedChild> child = standby.Take(&why);
+  ASSERT_TRUE(child.has_value()) << why;
+  EXPECT_TRUE(child->prepared);
+  EXPECT_EQ(child->process.pid(), first);
+  EXPECT_EQ(standby.waiting_pid(), -1);
+  ASSERT_TRUE(SetNonBlocking(child->control.get(), false).ok());
+  ASSERT_TRUE(ipc::WriteMessage(child->control.get(), Start("the task")).ok());
+  child->control.reset();
+  ipc::FrameReader reader(child->report.get());
+  Result<ipc::Message> event = reader.Read();
+  ASSERT_TRUE(event.ok()) << event.status().ToString();
+  Result<ipc::Message> result = reader.Read();
+  ASSERT_TRUE(result.ok()) << result.status().ToString();
+  auto* r = std::get_if<ipc::ResultMessage>(&*result);
+  ASSERT_NE(r, nullptr);
+  EXPECT_NE(r->summary.find("[the task]"), std::string::npos) << r->summary;
+  EXPECT_NE(r->summary.find("key_in_frame=yes"), std::string::npos) << r->summary;
+  EXPECT_NE(r->summary.find("prepared=yes"), std::string::npos) << r->summary;
+  Result<int> status = child->process.Wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
+}
+
+TEST_F(StandbyTest, ADeadStandbyIsReportedReapedAndNotReplaced) {
+  config_.child_path = FakeChild("standbydies");
+  Standby standby(config_);
+  ASSERT_TRUE(standby.Refill().ok());
+  pid_t pid = standby.waiting_pid();
+  ASSERT_GT(pid, 0);
+  AwaitExit(pid);
+  std::string why;
+  EXPECT_FALSE(standby.Take(&why).has_value());
+  EXPECT_EQ(why, "the standby child sandbox: fake standby failure (exited with code 3)");
+  EXPECT_TRUE(standby.disabled());
+  siginfo_t info{};
+  EXPECT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG), -1);  // Reaped.
+  EXPECT_EQ(errno, ECHILD);
+  ASSERT_TRUE(standby.Refill().ok());
+  EXPECT_EQ(standby.waiting_pid(), -1);  // Tasks now start on demand.
+}
+
+TEST_F(StandbyTest, AChildThatCannotStartDisablesTheStandby) {
+  config_.child_path = config_.workdir + "/no-such-child";
+  Standby standby(config_);
+  Status st = standby.Refill();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.ToString().find("no-such-child"), std::string::npos) << st.ToString();
+  EXPECT_TRUE(standby.disabled());
+  std::string why;
+  EXPECT_FALSE(standby.Take(&why).has_value());
+}
+
+TEST_F(StandbyTest, OwnerKillsAndReapsAnUnusedStandby) {
+  pid_t pid = -1;
+  {
+    Standby standby(config_);
+    ASSERT_TRUE(standby.Refill().ok());
+    pid = standby.waiting_pid();
+    ASSERT_GT(pid, 0);
+    ASSERT_EQ(kill(pid, 0), 0);  // Alive, blocked on its start frame.
+  }
+  // Reaped by the destructor: the pid is no longer ours to wait for.
+  siginfo_t info{};
+  EXPECT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG), -1);
+  EXPECT_EQ(errno, ECHILD);
+}
+
+}  // namespace
+}  // namespace forkbox::parent
