@@ -63,8 +63,9 @@ Result<ipc::Message> ControlReader::ReadFirst() {
   if (std::holds_alternative<ipc::PrepareMessage>(*msg)) return msg;
   auto* start = std::get_if<ipc::StartMessage>(&*msg);
   if (start == nullptr) {
-    return Status::InvalidArgument(std::string("expected a start or prepare frame on fd 3, got a \"") +
-                                   ipc::MessageTypeName(*msg) + "\" frame");
+    return Status::InvalidArgument(
+        std::string("expected a start or prepare frame on fd 3, got a \"") +
+        ipc::MessageTypeName(*msg) + "\" frame");
   }
   FORKBOX_RETURN_IF_ERROR(CheckStart(*start));
   return msg;
@@ -82,11 +83,13 @@ Result<ipc::StartMessage> ControlReader::ReadStartAfter(const SandboxPlan& plan)
                                                "got a \"") +
                                    ipc::MessageTypeName(*msg) + "\" frame");
   }
-  const std::string why = "start frame disagrees with the prepare frame this child was "
-                          "sandboxed from: ";
+  const std::string why =
+      "start frame disagrees with the prepare frame this child was "
+      "sandboxed from: ";
   if (start->transcript_fd) {
-    return Status::InvalidArgument(why + "a standby child cannot take a transcript_fd (it closed "
-                                         "its other descriptors when it sandboxed itself)");
+    return Status::InvalidArgument(why +
+                                   "a standby child cannot take a transcript_fd (it closed "
+                                   "its other descriptors when it sandboxed itself)");
   }
   FORKBOX_RETURN_IF_ERROR(CheckStart(*start));
   SandboxPlan got = PlanOf(*start);

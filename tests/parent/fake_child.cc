@@ -116,12 +116,11 @@ int main() {
   }
   bool stdin_is_null = lseek(0, 0, SEEK_END) == 0 && read(0, nullptr, 0) == 0;
   ResultMessage result;
-  result.summary = "fake summary for [" + start->prompt +
-                   "] key_in_frame=" + (key.empty() ? "no" : "yes") +
-                   " key_in_env=" + (EnvHas(key) ? "yes" : "no") +
-                   " max_turns=" + std::to_string(start->limits.max_turns) +
-                   " stdin_null=" + (stdin_is_null ? "yes" : "no") +
-                   " prepared=" + (prepare ? "yes" : "no");
+  result.summary =
+      "fake summary for [" + start->prompt + "] key_in_frame=" + (key.empty() ? "no" : "yes") +
+      " key_in_env=" + (EnvHas(key) ? "yes" : "no") +
+      " max_turns=" + std::to_string(start->limits.max_turns) +
+      " stdin_null=" + (stdin_is_null ? "yes" : "no") + " prepared=" + (prepare ? "yes" : "no");
   result.stats.turns = 2;
   result.stats.input_tokens = 100;
   result.stats.output_tokens = 20;

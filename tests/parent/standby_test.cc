@@ -1,8 +1,6 @@
 // The standby child on its own (parent/child_launcher.h), with fake children: what it is sent,
 // how a dead one is detected and reported, and that it never outlives its owner. No sleeps: a
 // child's exit is awaited with waitid(WNOWAIT), which leaves it for the code under test to reap.
-#include "parent/child_launcher.h"
-
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -13,6 +11,7 @@
 #include <string>
 
 #include "ipc/frame.h"
+#include "parent/child_launcher.h"
 
 namespace forkbox::parent {
 namespace {
