@@ -50,6 +50,7 @@ std::string_view TrimWs(std::string_view s) {
 
 struct HttpClient::Transfer {
   const BodySink* sink = nullptr;
+  const CancelCheck* cancelled = nullptr;
   HttpResult* result = nullptr;
   int64_t idle_ms = 0;
   std::chrono::steady_clock::time_point last_byte;
@@ -102,6 +103,10 @@ struct HttpClient::Transfer {
   // Called by curl often (at least once per second) while the transfer runs.
   static int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
     auto* t = static_cast<Transfer*>(user);
+    if (t->cancelled != nullptr && *t->cancelled && (*t->cancelled)()) {
+      t->result->cancelled = true;
+      return 1;  // Aborts with CURLE_ABORTED_BY_CALLBACK.
+    }
     const auto silent = std::chrono::steady_clock::now() - t->last_byte;
     if (silent > std::chrono::milliseconds(t->idle_ms)) {
       t->result->idle_timeout = true;
@@ -132,6 +137,7 @@ HttpResult HttpClient::Post(const std::string& url, const std::vector<std::strin
   HttpResult result;
   Transfer transfer;
   transfer.sink = &sink;
+  transfer.cancelled = &cancelled_;
   transfer.result = &result;
   transfer.idle_ms = timeouts_.idle_ms;
   transfer.last_byte = std::chrono::steady_clock::now();

@@ -10,6 +10,7 @@
 #include <string_view>
 #include <vector>
 
+#include "agent/cancel.h"
 #include "agent/retry.h"
 
 namespace forkbox::agent {
@@ -27,6 +28,7 @@ struct HttpResult {
   int curl_code = 0;
   bool idle_timeout = false;
   bool aborted_by_caller = false;  // The body callback returned false.
+  bool cancelled = false;          // The cancel check said stop (SetCancelCheck).
   long status = 0;
   bool reused_connection = false;  // Keep-alive: no new connection was opened for this request.
   HeaderMap headers;               // Lower-cased names of the final response.
@@ -54,11 +56,16 @@ class HttpClient {
   HttpResult Post(const std::string& url, const std::vector<std::string>& headers,
                   const std::string& body, const BodySink& sink);
 
+  // Polled by curl's progress callback (at least once a second, and whenever a signal interrupts
+  // its wait): true aborts the transfer with HttpResult::cancelled set.
+  void SetCancelCheck(CancelCheck cancelled) { cancelled_ = std::move(cancelled); }
+
  private:
   struct Transfer;
   explicit HttpClient(void* curl, const HttpTimeouts& timeouts);
   void* curl_;  // CURL*; kept opaque so curl.h stays out of the header.
   HttpTimeouts timeouts_;
+  CancelCheck cancelled_;
 };
 
 }  // namespace forkbox::agent

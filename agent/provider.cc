@@ -127,6 +127,7 @@ class ProviderImpl : public Provider {
     const std::vector<std::string> headers = wire_->Headers(config_.api_key);
     const int attempts = config_.max_retries + 1;
     for (int attempt = 1;; ++attempt) {
+      if (Cancelled()) return Fail(CancelledError(), attempt - 1);
       if (config_.verbose) LogRequest(url, headers, body, attempt, attempts);
       const auto started = std::chrono::steady_clock::now();
       std::unique_ptr<StreamDecoder> decoder;
@@ -149,6 +150,7 @@ class ProviderImpl : public Provider {
             (http.transport_error.empty() ? "" : " (" + http.transport_error + ")"));
       }
 
+      if (http.cancelled) return Fail(CancelledError(), attempt);
       ModelError err;
       bool retryable = false;
       std::optional<std::chrono::milliseconds> server_wait;
@@ -188,6 +190,15 @@ class ProviderImpl : public Provider {
   }
 
  private:
+  bool Cancelled() const { return hooks_.cancelled && hooks_.cancelled(); }
+
+  static ModelError CancelledError() {
+    ModelError err;
+    err.kind = ModelError::Kind::kCancelled;
+    err.message = "stopped by the user";
+    return err;
+  }
+
   CallResult Fail(ModelError err, int attempts) const {
     err.provider = config_.name;
     err.attempts = attempts;
@@ -356,7 +367,13 @@ std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config_in, ModelErr
   if (http == nullptr) return fail(curl_error);
   ProviderHooks hooks = hooks_in;
   const RetryClock real = RetryClock::Real();
+  if (!hooks.sleep && hooks.cancelled) {
+    hooks.sleep = [cancelled = hooks.cancelled](std::chrono::milliseconds d) {
+      SleepUnlessCancelled(d, cancelled);  // The next attempt checks `cancelled` first.
+    };
+  }
   if (!hooks.sleep) hooks.sleep = real.sleep;
+  http->SetCancelCheck(hooks.cancelled);
   if (!hooks.jitter) hooks.jitter = real.jitter;
   auto wire = anthropic ? MakeAnthropicWire() : MakeOpenAiWire();
   return std::make_unique<ProviderImpl>(std::move(config), std::move(wire), std::move(http),

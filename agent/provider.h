@@ -8,6 +8,7 @@
 #include <string>
 #include <string_view>
 
+#include "agent/cancel.h"
 #include "agent/message.h"
 
 namespace forkbox::agent {
@@ -82,11 +83,16 @@ std::string DefaultModel(const std::string& provider);
 // provider's defaults. Not thread-safe: one Provider per thread.
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error);
 
-// Test seam: how the retry backoff waits and draws jitter (default: really sleeps).
+// How the retry backoff waits and draws jitter (default: really sleeps; a test seam), and when to
+// give up.
 struct ProviderHooks {
   std::function<void(std::chrono::milliseconds)> sleep;
   std::function<double()> jitter;                  // In (0.75, 1].
   std::function<void(std::string_view line)> log;  // Verbose log lines; default: stderr.
+  // The user's "stop" (the parent's Ctrl-C). Polled during a request (by curl, at least once a
+  // second) and before and during retry waits; true ends the call with Kind::kCancelled. With
+  // it and no `sleep`, retry waits end early when it turns true.
+  CancelCheck cancelled;
 };
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error,
                                        const ProviderHooks& hooks);

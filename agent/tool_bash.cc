@@ -11,6 +11,7 @@
 #include <cstring>
 #include <string>
 
+#include "agent/cancel.h"
 #include "agent/tool_output.h"
 #include "ipc/process.h"
 #include "ipc/unique_fd.h"
@@ -115,6 +116,7 @@ ToolOutput RunBashTool(const nlohmann::json& input, const ToolContext& ctx) {
   bool pipe_open = true;
   bool exited = false;
   bool timed_out = false;
+  bool interrupted = false;
   bool drain_cut = false;
   int status = 0;
   Clock::time_point drain_deadline;
@@ -130,9 +132,21 @@ ToolOutput RunBashTool(const nlohmann::json& input, const ToolContext& ctx) {
       fds[0].fd = -1;  // poll ignores negative fds.
     }
     int wait_ms = PollTimeoutMs(exited ? drain_deadline : deadline);
-    int n = ::poll(fds, nfds, wait_ms);
+    bool cancelled = false;
+    int n =
+        PollUnlessCancelled(fds, nfds, wait_ms, exited ? CancelCheck() : ctx.cancelled, &cancelled);
     if (n < 0 && errno != EINTR) {
       return Error("bash: " + Status::FromErrno(errno, "poll").message());
+    }
+    if (cancelled) {
+      interrupted = true;
+      ::kill(-pgid, SIGKILL);
+      Result<int> w = child.Wait();
+      if (!w.ok()) return Error("bash: " + w.status().message());
+      status = *w;
+      exited = true;
+      drain_deadline = Clock::now() + kDrainDeadline;
+      continue;
     }
     if (pipe_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       pipe_open = ReadAvailable(out_fd.get(), out);
@@ -171,6 +185,9 @@ ToolOutput RunBashTool(const nlohmann::json& input, const ToolContext& ctx) {
   }
   if (timed_out) {
     result.content += "[timed out after " + Seconds(ctx.timeout_ms) + "; process group killed]";
+    result.is_error = true;
+  } else if (interrupted) {
+    result.content += "[interrupted by the user; process group killed]";
     result.is_error = true;
   } else {
     result.content += "[" + DescribeStatus(status) + "]";

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/cancel.h"
 #include "agent/message.h"
 #include "sandbox/sandbox.h"
 
@@ -20,6 +21,9 @@ struct ToolContext {
   std::vector<std::string> env;  // The scrubbed tool environment (sandbox::ToolEnvironment).
   int64_t timeout_ms = 120'000;
   int64_t max_output_chars = 50'000;
+  // The parent's "Ctrl-C was pressed": a running bash command is then killed with its process
+  // group and reported as interrupted. Empty in the child (it is killed from outside instead).
+  CancelCheck cancelled;
 };
 
 struct ToolOutput {

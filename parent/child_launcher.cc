@@ -55,42 +55,51 @@ ipc::PrepareMessage PrepareFor(const TaskConfig& config) {
 }
 
 Status Standby::Refill() {
-  if (disabled_ || child_) return Status::Ok();
-  Result<LaunchedChild> launched = LaunchChild(config_, UniqueFd());
-  Status st = launched.status();
-  if (st.ok()) {
-    // Never block the event loop on a child that does not read: the frame must fit the pipe
-    // buffer in one non-blocking write (it is a few hundred bytes; a pipe holds 64 KiB).
-    Result<std::string> frame = ipc::EncodeMessage(PrepareFor(config_));
-    st = frame.status();
-    if (st.ok()) st = SetNonBlocking(launched->control.get(), true);
+  while (!disabled_ && children_.size() < size_) {
+    Result<LaunchedChild> launched = LaunchChild(config_, UniqueFd());
+    Status st = launched.status();
     if (st.ok()) {
-      ssize_t n = ::write(launched->control.get(), frame->data(), frame->size());
-      if (n < 0) {
-        st = Status::FromErrno(errno, "writing the prepare frame");
-      } else if (static_cast<size_t>(n) != frame->size()) {
-        st = Status::ResourceExhausted("the prepare frame does not fit in the pipe buffer");
+      // Never block the event loop on a child that does not read: the frame must fit the pipe
+      // buffer in one non-blocking write (it is a few hundred bytes; a pipe holds 64 KiB).
+      Result<std::string> frame = ipc::EncodeMessage(PrepareFor(config_));
+      st = frame.status();
+      if (st.ok()) st = SetNonBlocking(launched->control.get(), true);
+      if (st.ok()) {
+        ssize_t n = ::write(launched->control.get(), frame->data(), frame->size());
+        if (n < 0) {
+          st = Status::FromErrno(errno, "writing the prepare frame");
+        } else if (static_cast<size_t>(n) != frame->size()) {
+          st = Status::ResourceExhausted("the prepare frame does not fit in the pipe buffer");
+        }
       }
     }
+    if (!st.ok()) {
+      disabled_ = true;
+      children_.clear();
+      return st.WithContext("standby child");
+    }
+    launched->prepared = true;
+    children_.push_back(std::move(*launched));
   }
-  if (!st.ok()) {
-    disabled_ = true;
-    return st.WithContext("standby child");
-  }
-  launched->prepared = true;
-  child_ = std::move(*launched);
   return Status::Ok();
 }
 
+std::vector<pid_t> Standby::waiting_pids() const {
+  std::vector<pid_t> pids;
+  for (const LaunchedChild& c : children_) pids.push_back(c.process.pid());
+  return pids;
+}
+
 std::optional<LaunchedChild> Standby::Take(std::string* why) {
-  if (!child_) return std::nullopt;
-  LaunchedChild child = std::move(*child_);
-  child_.reset();
+  if (children_.empty()) return std::nullopt;
+  LaunchedChild child = std::move(children_.front());
+  children_.pop_front();
   pollfd pfd{child.process.pidfd(), POLLIN, 0};
   if (::poll(&pfd, 1, 0) == 0) return child;
   // It exited while waiting: say why (its error frame, if it sent one), reap it, and stop
-  // using standbys for this session.
+  // using standbys for this session (the others would most likely fail the same way).
   disabled_ = true;
+  children_.clear();
   std::string reason = "exited before it was used";
   if (SetNonBlocking(child.report.get(), true).ok()) {
     ipc::FrameDecoder decoder;

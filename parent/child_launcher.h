@@ -7,8 +7,10 @@
 // with the parent through PDEATHSIG); it creates nothing on disk until it gets a task.
 #pragma once
 
+#include <deque>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "ipc/process.h"
 #include "ipc/status.h"
@@ -33,28 +35,31 @@ Result<LaunchedChild> LaunchChild(const TaskConfig& config, const UniqueFd& tran
 // The prepare frame for a child that will run tasks of `config`.
 ipc::PrepareMessage PrepareFor(const TaskConfig& config);
 
-// Keeps at most one standby child. Not thread-safe. `config` must outlive it and must not set a
-// transcript_dir (a transcript fd is mapped at exec time, before the task exists).
+// Keeps up to `size` standby children, oldest (most likely warm) first. Not thread-safe.
+// `config` must outlive it and must not set a transcript_dir (a transcript fd is mapped at exec
+// time, before the task exists).
 class Standby {
  public:
-  explicit Standby(const TaskConfig& config) : config_(config) {}
+  Standby(const TaskConfig& config, size_t size) : config_(config), size_(size) {}
 
-  // Starts a standby child unless one is waiting. A failure to start one disables the standby
-  // for the session (tasks then start on demand, where the same failure is reported per task)
-  // and is returned so the caller can log it.
+  // Starts standby children until `size` are waiting. A failure to start one disables the
+  // standby for the session (tasks then start on demand, where the same failure is reported per
+  // task) and is returned so the caller can log it.
   Status Refill();
 
-  // Hands over the standby child, or nullopt when there is none or it already exited (then the
-  // standby is disabled for the session and *why says what happened; tasks start on demand).
+  // Hands over the oldest standby child, or nullopt when there is none or it already exited
+  // (then every standby is killed, the standby is disabled for the session and *why says what
+  // happened; tasks start on demand).
   std::optional<LaunchedChild> Take(std::string* why);
 
   bool disabled() const { return disabled_; }
-  // The waiting child's pid, or -1 (for tests and logs).
-  pid_t waiting_pid() const { return child_ ? child_->process.pid() : -1; }
+  // The waiting children's pids, oldest first (for tests and logs).
+  std::vector<pid_t> waiting_pids() const;
 
  private:
   const TaskConfig& config_;
-  std::optional<LaunchedChild> child_;
+  const size_t size_;
+  std::deque<LaunchedChild> children_;
   bool disabled_ = false;
 };
 

@@ -70,12 +70,13 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
       ->capture_default_str();
   bool no_subagents = false;
   bool no_stream = false;
-  bool no_standby = false;
   app.add_flag("--no-subagents", no_subagents, "Baseline: base tools only, no task tool");
   app.add_flag("--no-stream", no_stream, "Do not stream model replies");
-  app.add_flag("--no-standby", no_standby,
-               "Start each subagent when its task comes, instead of keeping one started and "
-               "sandboxed ahead of time");
+  app.add_option("--standby", o.standby,
+                 "Subagents kept started and sandboxed ahead of their tasks; 0 starts each one "
+                 "when its task comes")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
 
   CliOutcome outcome;
   try {
@@ -93,7 +94,6 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
   o.sandbox = sandbox_mode == "on";
   o.subagents = !no_subagents;
   o.stream = !no_stream;
-  o.standby = !no_standby;
   outcome.options = std::move(o);
   return outcome;
 }

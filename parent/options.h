@@ -32,7 +32,7 @@ struct Options {
   std::string child_path;  // Empty: $FORKBOX_CHILD, else forkbox-child next to /proc/self/exe.
   bool sandbox = true;     // --sandbox=off clears it (and warns loudly on every run).
   bool subagents = true;   // --no-subagents: the single-agent baseline.
-  bool standby = true;     // --no-standby: start every child on demand.
+  int standby = 2;         // Children kept sandboxed ahead of tasks; 0: start each on demand.
   bool stream = true;
 };
 

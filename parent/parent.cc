@@ -108,7 +108,10 @@ int Run(const Options& o) {
   policy->tmpdir = tmpdir->path();
 
   agent::ModelError model_error;
-  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(*provider_config, &model_error);
+  agent::ProviderHooks hooks;
+  hooks.cancelled = InterruptPending;  // Ctrl-C in interactive mode stops the call in flight.
+  std::unique_ptr<agent::Provider> provider =
+      agent::MakeProvider(*provider_config, &model_error, hooks);
   if (!provider) return Fail(kExitUsage, model_error.ToString());
 
   Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0);
@@ -131,6 +134,7 @@ int Run(const Options& o) {
   context.env = sandbox::ToolEnvironment(*policy, environ);
   context.timeout_ms = static_cast<int64_t>(o.tool_timeout_s * 1000.0);
   context.max_output_chars = 50'000;
+  context.cancelled = InterruptPending;  // Ctrl-C kills the parent's own running bash command.
 
   std::optional<TaskConfig> tasks;
   if (o.subagents) {

@@ -85,6 +85,18 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
       if (!answer.content.empty()) messages_.push_back(std::move(answer));
     }
   }
+  if (turn.outcome.error && turn.outcome.error->kind == agent::ModelError::Kind::kCancelled) {
+    // Ctrl-C stopped a model call in flight: an interrupt, not a model error. The prompt stays,
+    // marked, so the user can refer to it; the next prompt joins this user message.
+    const int sig = TakeInterrupt();
+    turn.interrupt_signal = sig != 0 ? sig : SIGINT;
+    turn.outcome.stop = "interrupted";
+    turn.outcome.error.reset();
+    if (!messages_.empty() && messages_.back().role == agent::Role::kUser) {
+      messages_.back().content.push_back(
+          agent::TextBlock{"[interrupted by the user before the model answered]"});
+    }
+  }
   stats_.parent_turns += turn.outcome.turns;
   stats_.parent_usage.input_tokens += turn.outcome.usage.input_tokens;
   stats_.parent_usage.output_tokens += turn.outcome.usage.output_tokens;

@@ -58,6 +58,8 @@ int TakeInterrupt() {
 
 void RecordInterrupt(int signo) { g_signal = signo; }
 
+bool InterruptPending() { return g_signal != 0; }
+
 Result<BlockedSignals> BlockedSignals::Create() {
   sigset_t set, old;
   sigemptyset(&set);

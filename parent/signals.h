@@ -3,8 +3,10 @@
 // Two regimes:
 //  - Outside the task phase (model calls, the prompt) SIGINT/SIGTERM go to a handler. In kExit
 //    mode (one-shot) it _exit()s with 128+signo: no children exist then, so nothing is left
-//    behind. In kFlag mode (interactive, or while a base tool runs) it only records the signal;
-//    the session checks it at the next step (a blocking model call finishes first).
+//    behind (standby children die with the parent through PDEATHSIG). In kFlag mode
+//    (interactive, or while a base tool runs) it only records the signal; a model call in flight
+//    and the parent's own bash command poll it (InterruptPending) and stop, and the session then
+//    treats the turn as interrupted.
 //  - During a task batch both signals are blocked and read from a signalfd in the event loop.
 #pragma once
 
@@ -23,6 +25,9 @@ Status InstallInterruptHandler(InterruptMode mode);
 void SetInterruptMode(InterruptMode mode);
 // The recorded signal (0: none), cleared by the call.
 int TakeInterrupt();
+// Whether a signal is recorded, without clearing it: the cancel check of model calls and of the
+// parent's own tool commands (agent/cancel.h).
+bool InterruptPending();
 // Records a signal as if the handler saw it (the task phase forwards signalfd reads here).
 void RecordInterrupt(int signo);
 

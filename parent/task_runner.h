@@ -29,7 +29,9 @@ struct TaskConfig {
   bool verbose = false;                // The child's stderr goes to ours; otherwise to /dev/null.
   int max_parallel = 4;
   int64_t timeout_ms = 900'000;
-  bool standby = true;  // Keep one child sandboxed ahead of time (not with a transcript_dir).
+  // Children kept started and sandboxed ahead of tasks (parent/child_launcher.h); 0: none.
+  // Ignored with a transcript_dir.
+  int standby = 2;
 };
 
 struct TaskSpec {
@@ -51,8 +53,8 @@ struct BatchResult {
 
 class Standby;  // parent/child_launcher.h
 
-// `standby`: may be null; otherwise a task takes its waiting child (parent/child_launcher.h) and
-// the batch starts the next one once its own tasks are started.
+// `standby`: may be null; otherwise a task takes a waiting child (parent/child_launcher.h) and the
+// batch starts replacements once its own tasks are started.
 BatchResult RunTasks(const TaskConfig& config, const std::vector<TaskSpec>& specs,
                      Progress& progress, Standby* standby);
 

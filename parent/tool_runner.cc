@@ -42,8 +42,8 @@ ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<Tas
       progress_(progress),
       stats_(stats),
       outside_mode_(outside_mode) {
-  if (tasks_ && tasks_->standby && tasks_->transcript_dir.empty()) {
-    standby_ = std::make_unique<Standby>(*tasks_);
+  if (tasks_ && tasks_->standby > 0 && tasks_->transcript_dir.empty()) {
+    standby_ = std::make_unique<Standby>(*tasks_, static_cast<size_t>(tasks_->standby));
     if (Status st = standby_->Refill(); !st.ok() && tasks_->verbose) {
       progress_.Note("starting children on demand: " + st.ToString());
     }

@@ -25,11 +25,11 @@ class ParentToolRunner : public agent::ToolRunner {
  public:
   // tasks: nullopt for the --no-subagents baseline (a `task` call is then an unknown tool).
   // outside_mode: the interrupt mode to restore after the tool phase.
-  // With tasks and tasks->standby (and no transcript_dir) it starts a standby child right away,
-  // so the first task does not wait for fork + exec + sandbox set-up.
+  // With tasks, tasks->standby > 0 and no transcript_dir it starts the standby children right
+  // away, so the first task does not wait for fork + exec + sandbox set-up.
   ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks, Progress& progress,
                    SessionStats& stats, InterruptMode outside_mode);
-  ~ParentToolRunner() override;  // Kills and reaps the standby child, if any.
+  ~ParentToolRunner() override;  // Kills and reaps the standby children.
   std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
                                           int turn) override;
 

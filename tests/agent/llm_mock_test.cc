@@ -56,6 +56,7 @@ class LlmMockTest : public testing::TestWithParam<Param> {
     hooks.sleep = [this](milliseconds d) { sleeps_.push_back(d); };
     hooks.jitter = [] { return 1.0; };
     hooks.log = [this](std::string_view line) { log_ += std::string(line) + "\n"; };
+    hooks.cancelled = cancelled_;
     ModelError error;
     auto provider = MakeProvider(config, &error, hooks);
     EXPECT_NE(provider, nullptr) << error.ToString();
@@ -87,6 +88,7 @@ class LlmMockTest : public testing::TestWithParam<Param> {
   }
 
   mock::MockServer server_;
+  CancelCheck cancelled_;  // Set before Make().
   std::vector<milliseconds> sleeps_;
   std::string log_;
   std::string streamed_;
@@ -345,6 +347,37 @@ TEST_P(LlmMockTest, IdleTimeoutStopsASilentStream) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.error->kind, ModelError::Kind::kTransport);
   EXPECT_THAT(r.error->message, HasSubstr("idle timeout"));
+}
+
+TEST_P(LlmMockTest, CancelledBeforeTheCallSendsNothing) {
+  cancelled_ = [] { return true; };
+  auto p = Make(Reply({{"text", "never"}}));
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ModelError::Kind::kCancelled);
+  EXPECT_EQ(r.error->attempts, 0);
+  EXPECT_THAT(r.error->ToString(), HasSubstr("cancelled: stopped by the user"));
+  EXPECT_EQ(server_.request_count(), 0u);
+}
+
+TEST_P(LlmMockTest, CancelStopsAReplyInFlight) {
+  // The reply trickles (one event per 20 s); the stop comes once the request has arrived.
+  cancelled_ = [this] { return server_.request_count() > 0; };
+  auto p = Make(AlwaysFault({{"kind", "slow_stream"}, {"event_delay_ms", 20000}}));
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ModelError::Kind::kCancelled) << r.error->ToString();
+  EXPECT_EQ(r.error->attempts, 1);
+  EXPECT_EQ(server_.request_count(), 1u);  // Not retried.
+}
+
+TEST_P(LlmMockTest, CancelBetweenRetriesStopsRetrying) {
+  cancelled_ = [this] { return server_.request_count() > 0; };
+  auto p = Make(AlwaysFault({{"kind", "status"}, {"status", 503}}), /*max_retries=*/3);
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ModelError::Kind::kCancelled) << r.error->ToString();
+  EXPECT_EQ(server_.request_count(), 1u);
 }
 
 TEST_P(LlmMockTest, KeyIsRedactedInVerboseLogsAndErrors) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <string>
 
 #include "agent/tools.h"
@@ -61,6 +62,33 @@ class BashToolTest : public ::testing::Test {
   testing::TempDir dir_;
   ToolContext ctx_;
 };
+
+volatile sig_atomic_t g_user_stop = 0;
+void RecordUserStop(int) { g_user_stop = 1; }
+
+TEST_F(BashToolTest, CancelKillsTheRunningCommandAndSaysSo) {
+  // Ctrl-C as the parent sees it: a handler records it; a check reads the record. The signal is
+  // made pending (blocked) before the call, so it arrives exactly when the tool starts waiting.
+  g_user_stop = 0;
+  struct sigaction sa {
+  }, old_sa{};
+  sa.sa_handler = RecordUserStop;
+  ASSERT_EQ(sigaction(SIGINT, &sa, &old_sa), 0);
+  sigset_t block, old_mask;
+  sigemptyset(&block);
+  sigaddset(&block, SIGINT);
+  ASSERT_EQ(pthread_sigmask(SIG_BLOCK, &block, &old_mask), 0);
+  ASSERT_EQ(raise(SIGINT), 0);
+  ctx_.cancelled = [] { return g_user_stop != 0; };
+  ToolOutput out = Bash("echo $$ > pid; echo started; sleep 30; echo finished > done");
+  pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
+  sigaction(SIGINT, &old_sa, nullptr);
+  EXPECT_TRUE(out.is_error);
+  EXPECT_THAT(out.content, EndsWith("[interrupted by the user; process group killed]"));
+  EXPECT_FALSE(std::filesystem::exists(dir_.Join("done")));
+  std::string pid = testing::ReadFile(dir_.Join("pid"));
+  if (!pid.empty()) ExpectKilled(std::stoi(pid));
+}
 
 TEST_F(BashToolTest, MergesStdoutAndStderrInOrderAndReportsExitCode) {
   ToolOutput out = Bash("echo one; echo two >&2; echo three");

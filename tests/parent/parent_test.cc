@@ -122,7 +122,7 @@ TEST_F(ParentTest, HelpDocumentsOptionsAndExitCodes) {
   RunResult r = Run({"--help"});
   EXPECT_EQ(r.exit_code, 0) << Dump(r);
   for (const char* s : {"--max-parallel", "--task-timeout", "--no-subagents", "--sandbox", "--json",
-                        "Exit codes", "130", "sandbox unavailable"}) {
+                        "--standby", "Exit codes", "130", "sandbox unavailable"}) {
     EXPECT_NE(r.out.find(s), std::string::npos) << s << "\n" << r.out;
   }
 }
@@ -137,6 +137,8 @@ TEST_F(ParentTest, UsageErrorsExit2) {
   EXPECT_EQ(Run({"--no-such-flag", "hi"}).exit_code, 2);
   EXPECT_EQ(Run({"--max-parallel", "0", "hi"}).exit_code, 2);
   EXPECT_EQ(Run({"--sandbox=maybe", "hi"}).exit_code, 2);
+  EXPECT_EQ(Run({"--standby", "-1", "hi"}).exit_code, 2);
+  EXPECT_EQ(Run({"--standby", "65", "hi"}).exit_code, 2);
   EXPECT_EQ(Run({"--workdir", workdir_ + "/missing", "hi"}).exit_code, 2);
   EXPECT_EQ(Run({"--child-path", workdir_ + "/no-child", "hi"}).exit_code, 2);
   RunResult no_prompt = Run({});  // stdin is /dev/null, not a terminal.
@@ -267,7 +269,7 @@ class ChildFailureTest : public ParentTest, public ::testing::WithParamInterface
 
 TEST_P(ChildFailureTest, BecomesIsErrorResultAndSessionContinues) {
   // Both ways a child starts: the standby (prepare frame, then start) and on demand.
-  for (const char* how : {"--max-parallel=4", "--no-standby"}) {
+  for (const char* how : {"--max-parallel=4", "--standby=0"}) {
     SCOPED_TRACE(how);
     server_.ClearRequests();
     ScriptOneTaskThenAnswer("recovered after the failure");
@@ -324,7 +326,7 @@ TEST_F(ParentTest, StandbyChildTakesEveryTaskUnlessDisabled) {
 
   server_.ClearRequests();
   ScriptSequentialTasks(server_, 1);
-  r = Run({"--sandbox=off", "--no-standby", "--child-path", FakeChild("ok"), "go"});
+  r = Run({"--sandbox=off", "--standby=0", "--child-path", FakeChild("ok"), "go"});
   ASSERT_EQ(r.exit_code, 0) << Dump(r);
   parents = Requests(IsParent);
   ASSERT_EQ(parents.size(), 2u) << Dump(r);
@@ -552,6 +554,80 @@ TEST_F(InteractiveTest, CtrlCCancelsTasksAndReturnsToThePrompt) {
   EXPECT_FALSE(second.rejected.has_value());
   ASSERT_EQ(second.view.tool_results.size(), 1u);
   EXPECT_TRUE(second.view.tool_results[0].is_error);
+  for (pid_t p : ChildrenOf(getpid())) waitpid(p, nullptr, 0);
+  prctl(PR_SET_CHILD_SUBREAPER, 0);
+}
+
+TEST_F(InteractiveTest, CtrlCAbortsAModelCallInFlight) {
+  // The first reply is held back until the test lets it go (at most 20 s): Ctrl-C must not wait
+  // for it.
+  std::mutex mu;
+  std::condition_variable cv;
+  bool received = false;
+  bool release = false;
+  server_.SetHandler([&](const RecordedRequest& r) {
+    if (r.view.LastUserText().find("second-q") != std::string::npos) return Text("fresh answer");
+    std::unique_lock<std::mutex> lock(mu);
+    received = true;
+    cv.notify_all();
+    cv.wait_for(lock, std::chrono::seconds(20), [&] { return release; });
+    return Text("too late");
+  });
+  LiveForkbox live(Spec({"--sandbox=off", "--standby=0"}));
+  slave_.reset();
+  Type("slow-q\n");
+  {
+    std::unique_lock<std::mutex> lock(mu);
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return received; }));
+  }
+  live.Signal(SIGINT);
+  ASSERT_TRUE(live.WaitForStderr("(interrupted)")) << live.Finish().err;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    release = true;
+  }
+  cv.notify_all();
+  Type("second-q\n/quit\n");
+  RunResult r = live.Finish();
+  EXPECT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("fresh answer"), std::string::npos) << Dump(r);
+  EXPECT_EQ(r.out.find("too late"), std::string::npos) << Dump(r);
+  EXPECT_EQ(r.err.find("model error"), std::string::npos) << Dump(r);
+  ASSERT_EQ(server_.request_count(), 2u);
+  // The unanswered prompt stays in the context, marked; the next prompt joins that message.
+  const auto second = server_.request(1);
+  EXPECT_FALSE(second.rejected.has_value());
+  EXPECT_EQ(second.view.assistant_turns, 0);
+  EXPECT_NE(second.body.find("slow-q"), std::string::npos);
+  EXPECT_NE(second.body.find("interrupted by the user before the model answered"),
+            std::string::npos);
+}
+
+TEST_F(ParentTest, CtrlCKillsTheParentsOwnBashCommandAtOnce) {
+  ASSERT_EQ(prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{
+          "bash", {{"command", "echo $$ > sleeper.pid; sleep 20; echo done > finished"}}, ""}});
+    }
+    return Text("never reached");
+  });
+  server_.Start();
+  RunSpec spec;
+  spec.args = {"--sandbox=off", "--standby=0", "go"};
+  spec.env = Env();
+  spec.cwd = workdir_;
+  LiveForkbox live(spec);
+  ASSERT_TRUE(live.WaitForStderr("bash: echo")) << live.Finish().err;
+  live.Signal(SIGINT);
+  RunResult r = live.Finish();
+  EXPECT_EQ(r.exit_code, 130) << Dump(r);
+  // Killed, not waited for: the command never reached its last step.
+  EXPECT_FALSE(fs::exists(fs::path(workdir_) / "finished"));
+  for (pid_t p : ReadPids(fs::path(workdir_) / "sleeper.pid")) {
+    EXPECT_TRUE(GoneOrDying(p)) << "the command " << p << " survived Ctrl-C";
+  }
+  EXPECT_EQ(Requests(IsParent).size(), 1u);
   for (pid_t p : ChildrenOf(getpid())) waitpid(p, nullptr, 0);
   prctl(PR_SET_CHILD_SUBREAPER, 0);
 }

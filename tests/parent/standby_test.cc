@@ -9,6 +9,7 @@
 
 #include <filesystem>
 #include <string>
+#include <vector>
 
 #include "ipc/frame.h"
 #include "parent/child_launcher.h"
@@ -65,20 +66,25 @@ TEST_F(StandbyTest, PrepareFrameCarriesTheSandboxAndNoSecret) {
   EXPECT_EQ(frame->find("sk-standby-test"), std::string::npos);
 }
 
-TEST_F(StandbyTest, TakenChildWasPreparedAndRunsTheTask) {
-  Standby standby(config_);
+TEST_F(StandbyTest, RefillKeepsThePoolFullAndTakeHandsOverTheOldest) {
+  Standby standby(config_, 2);
   ASSERT_TRUE(standby.Refill().ok());
-  pid_t first = standby.waiting_pid();
-  ASSERT_GT(first, 0);
-  ASSERT_TRUE(standby.Refill().ok());  // One is waiting: nothing new.
-  EXPECT_EQ(standby.waiting_pid(), first);
+  std::vector<pid_t> pids = standby.waiting_pids();
+  ASSERT_EQ(pids.size(), 2u);
+  ASSERT_TRUE(standby.Refill().ok());  // Full: nothing new.
+  EXPECT_EQ(standby.waiting_pids(), pids);
 
   std::string why;
   std::optional<LaunchedChild> child = standby.Take(&why);
   ASSERT_TRUE(child.has_value()) << why;
   EXPECT_TRUE(child->prepared);
-  EXPECT_EQ(child->process.pid(), first);
-  EXPECT_EQ(standby.waiting_pid(), -1);
+  EXPECT_EQ(child->process.pid(), pids[0]);
+  EXPECT_EQ(standby.waiting_pids(), std::vector<pid_t>{pids[1]});
+  ASSERT_TRUE(standby.Refill().ok());
+  ASSERT_EQ(standby.waiting_pids().size(), 2u);
+  EXPECT_EQ(standby.waiting_pids()[0], pids[1]);
+
+  // The taken child was prepared before its task existed, and runs it.
   ASSERT_TRUE(SetNonBlocking(child->control.get(), false).ok());
   ASSERT_TRUE(ipc::WriteMessage(child->control.get(), Start("the task")).ok());
   child->control.reset();
@@ -99,25 +105,28 @@ TEST_F(StandbyTest, TakenChildWasPreparedAndRunsTheTask) {
 
 TEST_F(StandbyTest, ADeadStandbyIsReportedReapedAndNotReplaced) {
   config_.child_path = FakeChild("standbydies");
-  Standby standby(config_);
+  Standby standby(config_, 2);
   ASSERT_TRUE(standby.Refill().ok());
-  pid_t pid = standby.waiting_pid();
-  ASSERT_GT(pid, 0);
-  AwaitExit(pid);
+  std::vector<pid_t> pids = standby.waiting_pids();
+  ASSERT_EQ(pids.size(), 2u);
+  AwaitExit(pids[0]);
+  AwaitExit(pids[1]);
   std::string why;
   EXPECT_FALSE(standby.Take(&why).has_value());
   EXPECT_EQ(why, "the standby child sandbox: fake standby failure (exited with code 3)");
   EXPECT_TRUE(standby.disabled());
-  siginfo_t info{};
-  EXPECT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG), -1);  // Reaped.
-  EXPECT_EQ(errno, ECHILD);
+  for (pid_t pid : pids) {  // Both reaped: the second would most likely fail the same way.
+    siginfo_t info{};
+    EXPECT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG), -1);
+    EXPECT_EQ(errno, ECHILD);
+  }
   ASSERT_TRUE(standby.Refill().ok());
-  EXPECT_EQ(standby.waiting_pid(), -1);  // Tasks now start on demand.
+  EXPECT_TRUE(standby.waiting_pids().empty());  // Tasks now start on demand.
 }
 
 TEST_F(StandbyTest, AChildThatCannotStartDisablesTheStandby) {
   config_.child_path = config_.workdir + "/no-such-child";
-  Standby standby(config_);
+  Standby standby(config_, 1);
   Status st = standby.Refill();
   ASSERT_FALSE(st.ok());
   EXPECT_NE(st.ToString().find("no-such-child"), std::string::npos) << st.ToString();
@@ -127,18 +136,20 @@ TEST_F(StandbyTest, AChildThatCannotStartDisablesTheStandby) {
 }
 
 TEST_F(StandbyTest, OwnerKillsAndReapsAnUnusedStandby) {
-  pid_t pid = -1;
+  std::vector<pid_t> pids;
   {
-    Standby standby(config_);
+    Standby standby(config_, 3);
     ASSERT_TRUE(standby.Refill().ok());
-    pid = standby.waiting_pid();
-    ASSERT_GT(pid, 0);
-    ASSERT_EQ(kill(pid, 0), 0);  // Alive, blocked on its start frame.
+    pids = standby.waiting_pids();
+    ASSERT_EQ(pids.size(), 3u);
+    for (pid_t pid : pids) ASSERT_EQ(kill(pid, 0), 0);  // Alive, blocked on a start frame.
   }
-  // Reaped by the destructor: the pid is no longer ours to wait for.
-  siginfo_t info{};
-  EXPECT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG), -1);
-  EXPECT_EQ(errno, ECHILD);
+  // Reaped by the destructor: the pids are no longer ours to wait for.
+  for (pid_t pid : pids) {
+    siginfo_t info{};
+    EXPECT_EQ(waitid(P_PID, static_cast<id_t>(pid), &info, WEXITED | WNOHANG), -1);
+    EXPECT_EQ(errno, ECHILD);
+  }
 }
 
 }  // namespace

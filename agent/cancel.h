@@ -1,0 +1,30 @@
+// Cancelling blocking waits when the user presses Ctrl-C.
+//
+// The parent's SIGINT/SIGTERM handler records the signal; a CancelCheck reads that record. A
+// wait must not miss a signal that lands between the check and the wait, so both signals are
+// blocked around the check and the wait unblocks them atomically (ppoll): a signal either came
+// before the check (the check sees it) or interrupts the wait (EINTR, and the caller checks
+// again).
+#pragma once
+
+#include <poll.h>
+
+#include <chrono>
+#include <functional>
+
+namespace forkbox::agent {
+
+// True once the current operation should stop. Empty: never.
+using CancelCheck = std::function<bool()>;
+
+// poll(2) that also returns when `cancelled` becomes true. With a check, the wait itself runs
+// with SIGINT and SIGTERM unblocked (whatever the mask was) and the check with both blocked.
+// Returns what ppoll returns (-1 with errno EINTR when a signal interrupted the wait), or 0 with
+// *was_cancelled set when the check said stop before waiting. `timeout_ms` < 0: no limit.
+int PollUnlessCancelled(pollfd* fds, nfds_t nfds, int timeout_ms, const CancelCheck& cancelled,
+                        bool* was_cancelled);
+
+// Sleeps for `duration`, or less when `cancelled` becomes true. Returns false when cancelled.
+bool SleepUnlessCancelled(std::chrono::milliseconds duration, const CancelCheck& cancelled);
+
+}  // namespace forkbox::agent
