@@ -138,32 +138,16 @@ ToolOutput RunBashTool(const nlohmann::json& input, const ToolContext& ctx) {
     if (n < 0 && errno != EINTR) {
       return Error("bash: " + Status::FromErrno(errno, "poll").message());
     }
-    if (cancelled) {
-      interrupted = true;
-      ::kill(-pgid, SIGKILL);
-      Result<int> w = child.Wait();
-      if (!w.ok()) return Error("bash: " + w.status().message());
-      status = *w;
-      exited = true;
-      drain_deadline = Clock::now() + kDrainDeadline;
-      continue;
-    }
     if (pipe_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       pipe_open = ReadAvailable(out_fd.get(), out);
     }
-    if (!exited && (fds[1].revents & POLLIN)) {
-      // The command is a zombie now, so its pid (= pgid) cannot be reused: kill what is left of
-      // its group (background jobs) before reaping.
-      ::kill(-pgid, SIGKILL);
-      Result<int> w = child.Wait();
-      if (!w.ok()) return Error("bash: " + w.status().message());
-      status = *w;
-      exited = true;
-      drain_deadline = Clock::now() + kDrainDeadline;
-      continue;
-    }
-    if (!exited && Clock::now() >= deadline) {
-      timed_out = true;
+    if (exited) continue;
+    const bool done = (fds[1].revents & POLLIN) != 0;  // revents stay 0 when cancelled.
+    interrupted = cancelled;
+    timed_out = !done && !cancelled && Clock::now() >= deadline;
+    if (done || interrupted || timed_out) {
+      // A command that exited is a zombie, so its pid (= pgid) cannot be reused yet: what is left
+      // of its group (background jobs) is killed before reaping, in every case.
       ::kill(-pgid, SIGKILL);
       Result<int> w = child.Wait();
       if (!w.ok()) return Error("bash: " + w.status().message());

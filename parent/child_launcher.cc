@@ -78,7 +78,6 @@ Status Standby::Refill() {
       children_.clear();
       return st.WithContext("standby child");
     }
-    launched->prepared = true;
     children_.push_back(std::move(*launched));
   }
   return Status::Ok();

@@ -19,12 +19,11 @@
 
 namespace forkbox::parent {
 
-// A started forkbox-child and the parent's ends of its pipes (both O_CLOEXEC, blocking).
+// A started forkbox-child and the parent's ends of its pipes (both O_CLOEXEC).
 struct LaunchedChild {
   ChildProcess process;
-  UniqueFd control;       // Write end of the child's fd 3.
-  UniqueFd report;        // Read end of the child's fd 4.
-  bool prepared = false;  // It got a prepare frame: its start frame must agree and carry no fd.
+  UniqueFd control;  // Write end of the child's fd 3 (non-blocking for a standby).
+  UniqueFd report;   // Read end of the child's fd 4.
 };
 
 // fork + exec of config.child_path with fds 0-4 (stdin /dev/null, stdout and stderr to stderr
@@ -49,7 +48,8 @@ class Standby {
 
   // Hands over the oldest standby child, or nullopt when there is none or it already exited
   // (then every standby is killed, the standby is disabled for the session and *why says what
-  // happened; tasks start on demand).
+  // happened; tasks start on demand). Its start frame must agree with PrepareFor(config) and
+  // carry no transcript_fd, or the child refuses the task.
   std::optional<LaunchedChild> Take(std::string* why);
 
   bool disabled() const { return disabled_; }

@@ -77,7 +77,6 @@ TEST_F(StandbyTest, RefillKeepsThePoolFullAndTakeHandsOverTheOldest) {
   std::string why;
   std::optional<LaunchedChild> child = standby.Take(&why);
   ASSERT_TRUE(child.has_value()) << why;
-  EXPECT_TRUE(child->prepared);
   EXPECT_EQ(child->process.pid(), pids[0]);
   EXPECT_EQ(standby.waiting_pids(), std::vector<pid_t>{pids[1]});
   ASSERT_TRUE(standby.Refill().ok());
