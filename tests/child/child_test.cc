@@ -582,6 +582,28 @@ std::string RawFrame(const std::string& payload) {
   return out + payload;
 }
 
+TEST_F(ChildTest, StandbyGivenGarbageOrASecondPrepareGivesAnErrorFrame) {
+  Result<std::string> prepare = ipc::EncodeMessage(PrepareFor(Start("x")));
+  ASSERT_TRUE(prepare.ok());
+  struct Case {
+    std::string after;
+    const char* says;
+  };
+  for (const Case& c : {Case{RawFrame("not json at all"), "after prepare"},
+                        Case{*prepare,
+                             "expected a start frame on fd 3 after prepare, got a "
+                             "\"prepare\" frame"},
+                        Case{std::string("\x07\x00", 2), "truncated frame"}}) {
+    SCOPED_TRACE(c.says);
+    ChildRun run = RunRaw(*prepare + c.after);
+    ASSERT_NE(run.error(), nullptr) << run.stderr_text;
+    EXPECT_EQ(run.error()->code, "bad_start");
+    EXPECT_THAT(run.error()->message, HasSubstr(c.says));
+    EXPECT_EQ(run.exit_code, 2);
+    EXPECT_EQ(server_.request_count(), 0u);
+  }
+}
+
 TEST_F(ChildTest, BadStartFrameGivesAnErrorFrame) {
   for (const std::string& bytes :
        {RawFrame("this is not json"),

@@ -134,6 +134,19 @@ TEST_F(StandbyTest, AChildThatCannotStartDisablesTheStandby) {
   EXPECT_FALSE(standby.Take(&why).has_value());
 }
 
+TEST_F(StandbyTest, APrepareFrameBiggerThanThePipeDisablesTheStandby) {
+  // 70 KiB of --writable paths: the frame cannot go in one non-blocking write, and the event
+  // loop must never block on a child, so tasks start on demand instead.
+  for (int i = 0; i < 700; ++i) config_.sandbox.writable.push_back("/" + std::string(99, 'w'));
+  Standby standby(config_, 2);
+  Status st = standby.Refill();
+  ASSERT_FALSE(st.ok());
+  EXPECT_NE(st.ToString().find("does not fit in the pipe buffer"), std::string::npos)
+      << st.ToString();
+  EXPECT_TRUE(standby.disabled());
+  EXPECT_TRUE(standby.waiting_pids().empty());
+}
+
 TEST_F(StandbyTest, OwnerKillsAndReapsAnUnusedStandby) {
   std::vector<pid_t> pids;
   {
