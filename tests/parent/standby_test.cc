@@ -123,6 +123,19 @@ TEST_F(StandbyTest, ADeadStandbyIsReportedReapedAndNotReplaced) {
   EXPECT_TRUE(standby.waiting_pids().empty());  // Tasks now start on demand.
 }
 
+TEST_F(StandbyTest, AStandbyKilledWithoutAWordIsReportedByItsExit) {
+  Standby standby(config_, 1);
+  ASSERT_TRUE(standby.Refill().ok());
+  std::vector<pid_t> pids = standby.waiting_pids();
+  ASSERT_EQ(pids.size(), 1u);
+  ASSERT_EQ(kill(pids[0], SIGKILL), 0);  // E.g. the OOM killer: no error frame.
+  AwaitExit(pids[0]);
+  std::string why;
+  EXPECT_FALSE(standby.Take(&why).has_value());
+  EXPECT_EQ(why, "the standby child exited before it was used (killed by signal 9 (Killed))");
+  EXPECT_TRUE(standby.disabled());
+}
+
 TEST_F(StandbyTest, AChildThatCannotStartDisablesTheStandby) {
   config_.child_path = config_.workdir + "/no-such-child";
   Standby standby(config_, 1);
