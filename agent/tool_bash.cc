@@ -13,8 +13,8 @@
 
 #include "agent/cancel.h"
 #include "agent/tool_output.h"
-#include "ipc/process.h"
-#include "ipc/unique_fd.h"
+#include "base/process.h"
+#include "base/unique_fd.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::agent {

@@ -13,7 +13,7 @@
 
 #include "agent/message.h"
 #include "agent/tool_output.h"
-#include "ipc/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace forkbox::agent {
 namespace {

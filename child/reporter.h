@@ -5,7 +5,7 @@
 #include <string>
 
 #include "ipc/messages.h"
-#include "ipc/status.h"
+#include "base/status.h"
 
 namespace forkbox::child {
 

@@ -8,7 +8,7 @@
 
 #include "ipc/frame.h"
 #include "ipc/messages.h"
-#include "ipc/status.h"
+#include "base/status.h"
 
 namespace forkbox::child {
 

@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "ipc/utf8.h"
+#include "base/utf8.h"
 
 namespace forkbox::ipc {
 namespace {

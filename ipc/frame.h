@@ -29,7 +29,7 @@
 #include <string_view>
 
 #include "ipc/messages.h"
-#include "ipc/status.h"
+#include "base/status.h"
 
 namespace forkbox::ipc {
 

@@ -14,7 +14,7 @@
 #include <variant>
 #include <vector>
 
-#include "ipc/status.h"
+#include "base/status.h"
 
 namespace forkbox::ipc {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <vector>
 
-#include "ipc/process.h"
-#include "ipc/status.h"
-#include "ipc/unique_fd.h"
+#include "base/process.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
 #include "parent/task_runner.h"
 
 namespace forkbox::parent {

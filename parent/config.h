@@ -6,7 +6,7 @@
 
 #include "agent/provider.h"
 #include "ipc/messages.h"
-#include "ipc/status.h"
+#include "base/status.h"
 #include "parent/options.h"
 #include "sandbox/sandbox.h"
 

@@ -5,8 +5,8 @@
 #include <functional>
 #include <map>
 
-#include "ipc/status.h"
-#include "ipc/unique_fd.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
 
 namespace forkbox::parent {
 

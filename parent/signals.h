@@ -12,8 +12,8 @@
 
 #include <signal.h>
 
-#include "ipc/status.h"
-#include "ipc/unique_fd.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
 
 namespace forkbox::parent {
 

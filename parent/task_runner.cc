@@ -14,8 +14,8 @@
 #include <optional>
 
 #include "ipc/frame.h"
-#include "ipc/process.h"
-#include "ipc/unique_fd.h"
+#include "base/process.h"
+#include "base/unique_fd.h"
 #include "parent/child_launcher.h"
 #include "parent/event_loop.h"
 #include "parent/signals.h"

@@ -6,8 +6,8 @@
 #include <cstdint>
 #include <string>
 
-#include "ipc/status.h"
-#include "ipc/unique_fd.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
 
 namespace forkbox::sandbox {
 

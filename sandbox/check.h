@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "ipc/status.h"
+#include "base/status.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::sandbox {

@@ -6,7 +6,7 @@
 
 #include <vector>
 
-#include "ipc/status.h"
+#include "base/status.h"
 
 namespace forkbox::sandbox {
 

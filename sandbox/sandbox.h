@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "ipc/messages.h"
-#include "ipc/process.h"
-#include "ipc/status.h"
+#include "base/process.h"
+#include "base/status.h"
 
 namespace forkbox::sandbox {
 

@@ -19,7 +19,7 @@
 #include <mutex>
 #include <optional>
 
-#include "ipc/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace forkbox::sandbox::seccomp {
 namespace {

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "ipc/status.h"
+#include "base/status.h"
 
 namespace forkbox::sandbox::seccomp {
 

@@ -20,7 +20,7 @@
 #include <string>
 #include <vector>
 
-#include "ipc/process.h"
+#include "base/process.h"
 #include "tests/bench/forkbox_launch.h"
 #include "tests/bench/proc_probe.h"
 #include "tests/mock/mock_server.h"

@@ -10,7 +10,7 @@
 #include <fstream>
 #include <sstream>
 
-#include "ipc/unique_fd.h"
+#include "base/unique_fd.h"
 
 namespace forkbox::bench {
 namespace {

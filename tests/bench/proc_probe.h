@@ -9,7 +9,7 @@
 #include <string_view>
 #include <vector>
 
-#include "ipc/status.h"
+#include "base/status.h"
 
 namespace forkbox::bench {
 

@@ -10,8 +10,8 @@
 #include <fstream>
 #include <string>
 
-#include "ipc/process.h"
-#include "ipc/unique_fd.h"
+#include "base/process.h"
+#include "base/unique_fd.h"
 
 namespace forkbox::bench {
 namespace {

@@ -20,8 +20,8 @@
 
 #include "ipc/frame.h"
 #include "ipc/messages.h"
-#include "ipc/process.h"
-#include "ipc/unique_fd.h"
+#include "base/process.h"
+#include "base/unique_fd.h"
 #include "sandbox/sandbox.h"
 #include "tests/mock/mock_server.h"
 

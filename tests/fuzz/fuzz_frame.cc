@@ -10,7 +10,7 @@
 
 #include "ipc/frame.h"
 #include "ipc/messages.h"
-#include "ipc/utf8.h"
+#include "base/utf8.h"
 
 namespace {
 
@@ -81,6 +81,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
   std::string detail = forkbox::ipc::MakeEventDetail(input);
   Check(detail.size() <= forkbox::ipc::kMaxEventDetailBytes);
-  Check(forkbox::ipc::IsValidUtf8(detail));
+  Check(forkbox::IsValidUtf8(detail));
   return 0;
 }

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "ipc/frame.h"
-#include "ipc/process.h"
+#include "base/process.h"
 #include "tests/ipc/test_util.h"
 
 namespace forkbox::ipc {

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "ipc/utf8.h"
+#include "base/utf8.h"
 #include "tests/ipc/test_util.h"
 
 namespace forkbox::ipc {

@@ -58,17 +58,4 @@ ResultMessage SampleResult() {
 
 ErrorMessage SampleError() { return ErrorMessage{"sandbox", "landlock_restrict_self: EPERM"}; }
 
-std::string ReadAllFromFd(int fd) {
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) continue;
-    EXPECT_GE(n, 0) << "read: " << errno;
-    if (n <= 0) break;
-    out.append(buf, static_cast<size_t>(n));
-  }
-  return out;
-}
-
 }  // namespace forkbox::ipc::testing

@@ -3,8 +3,9 @@
 
 #include <string>
 
+#include "base/unique_fd.h"
 #include "ipc/messages.h"
-#include "ipc/unique_fd.h"
+#include "tests/base/test_util.h"
 
 namespace forkbox::ipc::testing {
 
@@ -15,7 +16,6 @@ ResultMessage SampleResult();
 ErrorMessage SampleError();
 PrepareMessage SamplePrepare();  // Agrees with SampleStart().
 
-// Reads until EOF; fails the test on error.
-std::string ReadAllFromFd(int fd);
+using ::forkbox::testing::ReadAllFromFd;
 
 }  // namespace forkbox::ipc::testing

@@ -5,8 +5,8 @@
 #include <string>
 #include <vector>
 
-#include "ipc/process.h"
-#include "ipc/unique_fd.h"
+#include "base/process.h"
+#include "base/unique_fd.h"
 
 namespace forkbox::parent_test {
 

@@ -14,8 +14,8 @@
 #include <string>
 
 #include "ipc/frame.h"
-#include "ipc/process.h"
-#include "tests/ipc/test_util.h"
+#include "base/process.h"
+#include "tests/base/test_util.h"
 
 extern char** environ;
 
@@ -123,7 +123,7 @@ TEST(FdLeakTest, SpawnedChildSeesOnlyStdioAndTheMappedFds) {
   Result<ChildProcess> child = Spawn(o);
   ASSERT_TRUE(child.ok()) << child.status().ToString();
   out->write.reset();
-  std::string report = ipc::testing::ReadAllFromFd(out->read.get());
+  std::string report = forkbox::testing::ReadAllFromFd(out->read.get());
   Result<int> status = child->Wait();
   ASSERT_TRUE(status.ok());
   ASSERT_EQ(ExitCodeFromWaitStatus(*status), 0) << DescribeWaitStatus(*status);
@@ -154,7 +154,7 @@ TEST(FdLeakTest, PlainExecInheritsNothingWeCreated) {
   }
   ASSERT_GT(pid, 0);
   out->write.reset();
-  std::string report = ipc::testing::ReadAllFromFd(out->read.get());
+  std::string report = forkbox::testing::ReadAllFromFd(out->read.get());
   int status = 0;
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   ASSERT_EQ(ExitCodeFromWaitStatus(status), 0) << DescribeWaitStatus(status);

@@ -1,5 +1,5 @@
 // ChildProcess and Spawn: reaping, group kills, fd mapping, exec/pre_exec errors.
-#include "ipc/process.h"
+#include "base/process.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
@@ -15,12 +15,12 @@
 #include <string>
 
 #include "ipc/frame.h"
-#include "tests/ipc/test_util.h"
+#include "tests/base/test_util.h"
 
 namespace forkbox {
 namespace {
 
-using ipc::testing::ReadAllFromFd;
+using forkbox::testing::ReadAllFromFd;
 using ::testing::HasSubstr;
 
 SpawnOptions Sh(const std::string& script) {

@@ -9,8 +9,8 @@
 #include <string>
 #include <vector>
 
-#include "ipc/status.h"
-#include "ipc/unique_fd.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
 
 namespace forkbox {
 

@@ -7,7 +7,7 @@
 
 #include <utility>
 
-#include "ipc/status.h"
+#include "base/status.h"
 
 namespace forkbox {
 

@@ -1,10 +1,10 @@
-#include "ipc/utf8.h"
+#include "base/utf8.h"
 
 #include <gtest/gtest.h>
 
 #include <string>
 
-namespace forkbox::ipc {
+namespace forkbox {
 namespace {
 
 TEST(Utf8Test, AcceptsValidSequencesOfEveryLength) {
@@ -55,4 +55,4 @@ TEST(Utf8Test, TruncateNeverSplitsASequence) {
 }
 
 }  // namespace
-}  // namespace forkbox::ipc
+}  // namespace forkbox

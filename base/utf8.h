@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-namespace forkbox::ipc {
+namespace forkbox {
 
 // Length (1..4) of the valid UTF-8 sequence starting at s[i] (i < s.size()), or 0 when invalid.
 size_t Utf8SequenceLength(std::string_view s, size_t i);
@@ -21,4 +21,4 @@ inline bool IsValidUtf8(std::string_view bytes) {
 // Expects valid UTF-8; invalid bytes count as one-byte sequences.
 std::string_view TruncateUtf8(std::string_view text, size_t max_bytes);
 
-}  // namespace forkbox::ipc
+}  // namespace forkbox

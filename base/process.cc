@@ -1,4 +1,4 @@
-#include "ipc/process.h"
+#include "base/process.h"
 
 #include <fcntl.h>
 #include <signal.h>

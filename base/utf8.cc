@@ -1,8 +1,8 @@
-#include "ipc/utf8.h"
+#include "base/utf8.h"
 
 #include <cstdint>
 
-namespace forkbox::ipc {
+namespace forkbox {
 // Table 3-7 of the Unicode standard.
 size_t Utf8SequenceLength(std::string_view s, size_t i) {
   auto byte = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
@@ -53,4 +53,4 @@ std::string_view TruncateUtf8(std::string_view text, size_t max_bytes) {
   return text.substr(0, end);
 }
 
-}  // namespace forkbox::ipc
+}  // namespace forkbox
