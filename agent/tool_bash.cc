@@ -94,8 +94,8 @@ ToolOutput RunBashTool(const nlohmann::json& input, const ToolContext& ctx) {
   opts.cwd = ctx.workdir;
   opts.fds = {{devnull.get(), 0}, {pipe->write.get(), 1}, {err_write.get(), 2}};
   opts.new_session = true;
-  Result<ChildProcess> spawned =
-      ctx.policy.enabled ? sandbox::SpawnSandboxed(ctx.policy, std::move(opts)) : Spawn(opts);
+  if (!ctx.sandbox) return Error("bash: no sandbox configured for tool commands");
+  Result<ChildProcess> spawned = ctx.sandbox->Spawn(std::move(opts));
   // Our copies of the write end must go, or EOF never comes.
   pipe->write.reset();
   err_write.reset();

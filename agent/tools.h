@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -16,8 +17,10 @@
 namespace forkbox::agent {
 
 struct ToolContext {
-  std::string workdir;           // Absolute, canonical.
-  sandbox::Policy policy;        // policy.enabled == false only with --sandbox=off.
+  std::string workdir;  // Absolute, canonical.
+  // Spawns the bash tool's commands under the tool policy (unconfined only when built from a
+  // policy with enabled == false: --sandbox=off). Null: bash refuses to run.
+  std::shared_ptr<const sandbox::Sandbox> sandbox;
   std::vector<std::string> env;  // The scrubbed tool environment (sandbox::ToolEnvironment).
   int64_t timeout_ms = 120'000;
   int64_t max_output_chars = 50'000;

@@ -1,6 +1,8 @@
 #include "base/process.h"
 
 #include <fcntl.h>
+#include <linux/close_range.h>
+#include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/resource.h>
@@ -18,15 +20,14 @@ namespace forkbox {
 namespace {
 
 // What the forked child was doing when it failed; sent over the error pipe with errno.
-enum class Stage : int32_t { kSetsid = 1, kDupFd, kDup2, kCloseRange, kChdir, kPreExec, kExec };
+enum class Stage : int32_t { kSetsid = 1, kDupFd, kDup2, kCloseRange, kChdir, kStep, kExec };
 
 struct Report {
   int32_t stage;
-  int32_t err;       // errno, or 0 for a pre_exec Status.
-  int32_t code;      // Status::Code of a pre_exec failure.
-  uint32_t msg_len;  // Bytes of pre_exec message that follow.
+  int32_t err;       // errno.
+  uint32_t msg_len;  // Bytes of the failing step's name that follow.
 };
-constexpr size_t kMaxReportMessage = 2048;
+constexpr size_t kMaxReportMessage = 512;
 
 // --- Async-signal-safe helpers for the forked child. No allocation, no locks. ---
 
@@ -41,9 +42,9 @@ void WriteFully(int fd, const void* data, size_t len) {
   }
 }
 
-[[noreturn]] void Fail(int err_fd, Stage stage, int err, int32_t code = 0,
-                       const char* msg = nullptr, size_t msg_len = 0) {
-  Report r{static_cast<int32_t>(stage), err, code, static_cast<uint32_t>(msg_len)};
+[[noreturn]] void Fail(int err_fd, Stage stage, int err, const char* msg = nullptr) {
+  size_t msg_len = msg == nullptr ? 0 : ::strnlen(msg, kMaxReportMessage);
+  Report r{static_cast<int32_t>(stage), err, static_cast<uint32_t>(msg_len)};
   WriteFully(err_fd, &r, sizeof r);
   if (msg_len > 0) WriteFully(err_fd, msg, msg_len);
   _exit(127);
@@ -61,6 +62,18 @@ int CloseRange(unsigned lo, unsigned hi) {
   return 0;
 }
 
+// Marks every fd from `lo` up close-on-exec.
+int CloexecFrom(unsigned lo) {
+  if (::close_range(lo, ~0U, CLOSE_RANGE_CLOEXEC) == 0) return 0;
+  if (errno != ENOSYS && errno != EINVAL) return -1;
+  // Kernels before 5.11: one by one up to the descriptor limit.
+  struct rlimit rl;
+  if (::getrlimit(RLIMIT_NOFILE, &rl) != 0) return -1;
+  uint64_t end = rl.rlim_cur == RLIM_INFINITY ? 1 << 20 : rl.rlim_cur;
+  for (uint64_t fd = lo; fd < end; ++fd) ::fcntl(static_cast<int>(fd), F_SETFD, FD_CLOEXEC);
+  return 0;
+}
+
 struct ChildPlan {
   char* const* argv;
   char* const* envp;
@@ -71,7 +84,8 @@ struct ChildPlan {
   size_t keep_count;
   int above;  // Higher than every source and target fd.
   bool new_session;
-  const std::function<Status()>* pre_exec;
+  const std::vector<int*>* carry;
+  const std::vector<SpawnStep>* steps;
 };
 
 [[noreturn]] void RunChild(const ChildPlan& plan, int err_fd) {
@@ -96,14 +110,18 @@ struct ChildPlan {
     plan.temps[i] = ::fcntl(fds[i].first, F_DUPFD_CLOEXEC, plan.above);
     if (plan.temps[i] < 0) Fail(err_fd, Stage::kDupFd, errno);
   }
+  for (int* fd : *plan.carry) {
+    *fd = ::fcntl(*fd, F_DUPFD_CLOEXEC, plan.above);
+    if (*fd < 0) Fail(err_fd, Stage::kDupFd, errno);
+  }
   for (size_t i = 0; i < fds.size(); ++i) {
     // dup2 clears FD_CLOEXEC on the target, so exactly the targets survive exec.
     while (::dup2(plan.temps[i], fds[i].second) < 0) {
       if (errno != EINTR) Fail(err_fd, Stage::kDup2, errno);
     }
   }
-  // Close everything above 2 except the targets and the error pipe (which is above them all and
-  // closes itself on exec). This also drops the parked copies.
+  // Close everything above 2 except the targets, and mark everything above them close-on-exec:
+  // the error pipe and the carried fds stay for the steps, the parked copies go at exec.
   unsigned lo = 3;
   for (size_t i = 0; i < plan.keep_count; ++i) {
     unsigned keep = static_cast<unsigned>(plan.keep_sorted[i]);
@@ -111,19 +129,15 @@ struct ChildPlan {
     if (keep > lo && CloseRange(lo, keep - 1) != 0) Fail(err_fd, Stage::kCloseRange, errno);
     lo = keep + 1;
   }
-  unsigned err_u = static_cast<unsigned>(err_fd);
-  if (CloseRange(lo, err_u - 1) != 0 || CloseRange(err_u + 1, ~0U) != 0) {
+  if (CloseRange(lo, static_cast<unsigned>(plan.above) - 1) != 0) {
     Fail(err_fd, Stage::kCloseRange, errno);
   }
-
-  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) Fail(err_fd, Stage::kChdir, errno);
-  if (*plan.pre_exec) {
-    Status st = (*plan.pre_exec)();
-    if (!st.ok()) {
-      size_t len = std::min(st.message().size(), kMaxReportMessage);
-      Fail(err_fd, Stage::kPreExec, 0, static_cast<int32_t>(st.code()), st.message().data(), len);
-    }
+  if (CloexecFrom(static_cast<unsigned>(plan.above)) != 0) Fail(err_fd, Stage::kCloseRange, errno);
+  for (const SpawnStep& step : *plan.steps) {
+    const char* what = step.name;
+    if (int err = step.run(&what)) Fail(err_fd, Stage::kStep, err, what);
   }
+  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) Fail(err_fd, Stage::kChdir, errno);
   sigset_t none;
   sigemptyset(&none);
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
@@ -164,6 +178,11 @@ Status ValidateOptions(const SpawnOptions& o) {
     }
     targets.push_back(target);
   }
+  for (const int* fd : o.carry_fds) {
+    if (fd == nullptr || *fd < 0 || ::fcntl(*fd, F_GETFD) < 0) {
+      return Status::FromErrno(EBADF, "spawn: a carried fd");
+    }
+  }
   std::sort(targets.begin(), targets.end());
   auto dup = std::adjacent_find(targets.begin(), targets.end());
   if (dup != targets.end()) {
@@ -184,8 +203,8 @@ const char* StageName(Stage stage) {
       return "close_range";
     case Stage::kChdir:
       return "chdir";
-    case Stage::kPreExec:
-      return "pre_exec";
+    case Stage::kStep:
+      return "step";
     case Stage::kExec:
       return "execve";
   }
@@ -211,12 +230,10 @@ Status ReadReport(int fd, const SpawnOptions& o) {
   Report r;
   ::memcpy(&r, data.data(), sizeof r);
   auto stage = static_cast<Stage>(r.stage);
-  if (stage == Stage::kPreExec) {
-    std::string msg = data.substr(sizeof r, std::min<size_t>(r.msg_len, data.size() - sizeof r));
-    return Status::Error(static_cast<Status::Code>(r.code), std::move(msg))
-        .WithContext("spawn " + o.argv[0] + ": pre_exec");
-  }
   std::string what = StageName(stage);
+  if (stage == Stage::kStep) {
+    what = data.substr(sizeof r, std::min<size_t>(r.msg_len, data.size() - sizeof r));
+  }
   if (stage == Stage::kExec) what += "(" + o.argv[0] + ")";
   if (stage == Stage::kChdir) what += "(" + o.cwd + ")";
   if (stage != Stage::kExec) what = "spawn " + o.argv[0] + ": " + what;
@@ -332,10 +349,10 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
   }
   std::sort(keep.begin(), keep.end());
   ChildPlan plan{
-      argv.data(),      envp.data(),  options.cwd.empty() ? nullptr : options.cwd.c_str(),
-      &options.fds,     temps.data(), keep.data(),
-      keep.size(),      above,        options.new_session,
-      &options.pre_exec};
+      argv.data(),        envp.data(),   options.cwd.empty() ? nullptr : options.cwd.c_str(),
+      &options.fds,       temps.data(),  keep.data(),
+      keep.size(),        above,         options.new_session,
+      &options.carry_fds, &options.steps};
 
   Result<Pipe> err_pipe = MakePipe();
   if (!err_pipe.ok()) return err_pipe.status().WithContext("spawn");
@@ -344,18 +361,17 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  pid_t pid = ::fork();
+  // Raw clone: glibc's fork() takes no namespace flags. The child only makes async-signal-safe
+  // calls, so skipping the atfork handlers is fine.
+  int pidfd = -1;
+  long pid = ::syscall(SYS_clone, options.clone_flags | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd,
+                       nullptr, nullptr);
   if (pid == 0) RunChild(plan, err_pipe->write.get());
-  int fork_errno = errno;
+  int clone_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0) return Status::FromErrno(fork_errno, "fork");
+  if (pid < 0) return Status::FromErrno(clone_errno, "clone");
   err_pipe->write.reset();
-
-  // Our own unreaped child cannot be recycled, so pidfd_open after fork is race-free.
-  int pidfd = static_cast<int>(::syscall(SYS_pidfd_open, pid, 0));
-  int pidfd_errno = errno;
-  ChildProcess child(pid, UniqueFd(pidfd), options.new_session);
-  if (pidfd < 0) return Status::FromErrno(pidfd_errno, "pidfd_open");  // child kills + reaps.
+  ChildProcess child(static_cast<pid_t>(pid), UniqueFd(pidfd), options.new_session);
   Status report = ReadReport(err_pipe->read.get(), options);
   if (!report.ok()) return report;  // The child has _exit(127)ed; its destructor reaps it.
   return child;

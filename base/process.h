@@ -51,26 +51,40 @@ class ChildProcess {
   int status_ = 0;
 };
 
+// One step the forked child runs between the fd set-up and execve, in list order. It must only
+// make async-signal-safe calls (no allocation, no locks): the caller may be multithreaded, and a
+// step may run in a child of clone() with namespace flags. Returns 0 or an errno value; on
+// failure it may point *what at a more precise name of the failing call than `name`. A step may
+// also fork and never return in the parent branch (a namespace init that waits for the command).
+struct SpawnStep {
+  const char* name = "";
+  std::function<int(const char** what)> run;
+};
+
 struct SpawnOptions {
   std::vector<std::string> argv;  // argv[0] is the path to exec (execve, no PATH search, no shell).
   std::vector<std::string> env;   // "NAME=value" entries; the complete environment.
-  std::string cwd;                // Empty: inherit.
+  std::string cwd;                // Empty: inherit. Entered after the steps (a step may remount).
   // Descriptors to place in the child: {source fd in the caller, target fd number in the child}.
-  // Everything else above 2 that is not a target is closed (close_range) before exec.
+  // Everything else above 2 that is not a target is closed (close_range) before the steps.
   std::vector<std::pair<int, int>> fds;
+  // Descriptors the steps need (e.g. a Landlock ruleset): kept open, close-on-exec, above every
+  // target; in the child *p is updated to the descriptor's new number before the steps run.
+  std::vector<int*> carry_fds;
   bool new_session = false;  // setsid(): the child leads its own session and process group.
-  // Runs in the forked child after the fds are in place and before execve. It must only make
-  // async-signal-safe calls (the caller may be multithreaded). A non-OK return aborts the exec;
-  // the child then writes the message to the error pipe and _exit(127)s, and Spawn returns it.
-  std::function<Status()> pre_exec;
+  // Extra clone(2) flags, e.g. CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID: the child starts in
+  // fresh namespaces. 0: a plain fork.
+  unsigned long clone_flags = 0;
+  std::vector<SpawnStep> steps;
 };
 
-// fork + execve. The child starts with default signal dispositions and an empty signal mask (a
-// parent's ignored SIGPIPE must not leak into tools), exactly the mapped fds above 2, and
-// setsid/cwd/pre_exec applied in that order. Bad options (empty argv, NUL bytes, env entries
-// without '=', closed source fds, a target mapped twice) fail before forking. Exec failures (and
-// pre_exec failures) are reported back through a CLOEXEC pipe, so the caller gets a real Status
-// instead of a mysterious exit code 127.
+// clone + execve: the one fork+exec path. The child starts with default signal dispositions and
+// an empty signal mask at exec (a parent's ignored SIGPIPE must not leak into tools), and applies,
+// in order: setsid, the fd mapping, the steps, chdir, execve. Bad options (empty argv, NUL bytes,
+// env entries without '=', closed source fds, a target mapped twice) fail before cloning. Step,
+// chdir and exec failures come back through one CLOEXEC error pipe, so the caller gets a real
+// Status naming the failing step instead of a mysterious exit code 127. The pidfd comes from
+// clone(CLONE_PIDFD) and is owned by the returned ChildProcess.
 Result<ChildProcess> Spawn(const SpawnOptions& options);
 
 // Maps a raw wait status to a shell-style exit code: the exit status, or 128+N for signal N.

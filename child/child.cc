@@ -134,22 +134,22 @@ int Task::Run() {
   if (transcript_fd) transcript_ = Transcript(*transcript_fd);
   if (start) transcript_.Write(StartRecord(*start));
 
-  Result<sandbox::Policy> policy = sandbox::PolicyFromSettings(plan.sandbox, plan.workdir);
+  Result<sandbox::Policy> policy = sandbox::ResolvePolicy(plan.sandbox, plan.workdir);
   if (!policy.ok()) return Fail("sandbox", policy.status().ToString(), kExitSandbox);
   policy->enabled = plan.sandbox.enabled;
   policy->model_port = PortFromUrl(plan.model_url);
 
   std::string banner = "off";
+  std::vector<int> keep = {ipc::kChildReportWriteFd};
+  if (transcript_fd) keep.push_back(*transcript_fd);
+  if (standby) keep.push_back(ipc::kChildControlReadFd);
+  Result<sandbox::Sandbox> entered = sandbox::EnterAgentSandbox(*policy, keep);
+  if (!entered.ok()) {
+    return Fail("sandbox", "cannot sandbox the subagent: " + entered.status().ToString(),
+                kExitSandbox);
+  }
   if (policy->enabled) {
-    std::vector<int> keep = {ipc::kChildReportWriteFd};
-    if (transcript_fd) keep.push_back(*transcript_fd);
-    if (standby) keep.push_back(ipc::kChildControlReadFd);
-    Result<sandbox::Report> entered = sandbox::EnterAgentSandbox(*policy, keep);
-    if (!entered.ok()) {
-      return Fail("sandbox", "cannot sandbox the subagent: " + entered.status().ToString(),
-                  kExitSandbox);
-    }
-    banner = entered->Banner();
+    banner = entered->report().Banner();
   } else {
     std::fprintf(stderr,
                  "forkbox-child: WARNING: the sandbox is OFF (--sandbox=off): tool commands run "
@@ -174,6 +174,7 @@ int Task::Run() {
   Result<sandbox::TaskTmpDir> tmp = sandbox::TaskTmpDir::Create(policy->workdir);
   if (!tmp.ok()) return Fail("sandbox", tmp.status().ToString(), kExitSandbox);
   policy->tmpdir = tmp->path();
+  entered->set_tmpdir(tmp->path());
 
   agent::ProviderConfig config = agent::FromProviderSettings(start->provider);
   Wipe(start->provider.api_key);
@@ -185,7 +186,7 @@ int Task::Run() {
   agent::ToolContext ctx;
   ctx.workdir = policy->workdir;
   ctx.env = sandbox::ToolEnvironment(*policy, environ);
-  ctx.policy = *policy;
+  ctx.sandbox = std::make_shared<const sandbox::Sandbox>(std::move(*entered));
   ctx.timeout_ms = start->limits.tool_timeout_ms;
   ctx.max_output_chars = start->limits.max_tool_output_chars;
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sandbox/settings.h"
 
 namespace forkbox::ipc {
 
@@ -42,17 +43,8 @@ struct Limits {
   bool operator==(const Limits&) const = default;
 };
 
-struct SandboxSettings {
-  bool enabled = true;  // false only with the loud --sandbox=off opt-out.
-  bool allow_net = false;
-  std::vector<std::string> writable;  // Extra writable paths (--writable).
-  std::vector<std::string> env;       // Extra environment variable names passed to tools (--env).
-  int64_t rlimit_fsize_bytes = 1LL << 30;
-  int64_t rlimit_as_bytes = 8LL << 30;
-  int64_t rlimit_nofile = 1024;
-  int64_t rlimit_nproc = 512;
-  bool operator==(const SandboxSettings&) const = default;
-};
+// One type from the parent's options to the child's Policy (plain data, sandbox/settings.h).
+using SandboxSettings = sandbox::Settings;
 
 struct StartMessage {
   std::string prompt;

@@ -14,6 +14,7 @@
 #include "parent/config.h"
 #include "parent/exit_codes.h"
 #include "parent/progress.h"
+#include "parent/sandbox_command.h"
 #include "parent/session.h"
 #include "parent/signals.h"
 #include "parent/system_prompt.h"
@@ -84,7 +85,7 @@ int Run(const Options& o) {
 
   // The sandbox: fail closed.
   ipc::SandboxSettings sandbox_settings = ToSandboxSettings(o);
-  auto policy = sandbox::PolicyFromSettings(sandbox_settings, *workdir);
+  auto policy = sandbox::ResolvePolicy(sandbox_settings, *workdir);
   if (!policy.ok()) return Fail(kExitUsage, policy.status().message());
   sandbox::Report report = sandbox::Check(*policy);
   if (o.sandbox && !report.enforceable) {
@@ -130,7 +131,9 @@ int Run(const Options& o) {
 
   agent::ToolContext context;
   context.workdir = *workdir;
-  context.policy = *policy;
+  auto tool_sandbox = sandbox::Sandbox::ForTools(*policy);
+  if (!tool_sandbox.ok()) return Fail(kExitSandbox, tool_sandbox.status().ToString());
+  context.sandbox = std::make_shared<const sandbox::Sandbox>(std::move(*tool_sandbox));
   context.env = sandbox::ToolEnvironment(*policy, environ);
   context.timeout_ms = static_cast<int64_t>(o.tool_timeout_s * 1000.0);
   context.max_output_chars = 50'000;
@@ -177,7 +180,7 @@ int Run(const Options& o) {
 
 int ParentMain(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "sandbox") == 0) {
-    return sandbox::SandboxCommandMain(argc - 1, argv + 1);
+    return SandboxCommandMain(argc - 1, argv + 1);
   }
   if (Status st = HardenProcess(); !st.ok()) return Fail(kExitFailure, st.ToString());
   CliOutcome cli = ParseCommandLine(argc, argv);

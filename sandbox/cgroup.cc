@@ -10,7 +10,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
-#include <map>
 #include <mutex>
 #include <set>
 #include <string>
@@ -111,20 +110,6 @@ Result<PidsCgroup> PidsCgroup::Create(int64_t max_pids) {
   return cg;
 }
 
-Result<int> PidsCgroup::SharedProcsFd(int64_t max_pids) {
-  static std::mutex mu;
-  static std::map<int64_t, PidsCgroup>* shared =
-      new std::map<int64_t, PidsCgroup>();  // Never freed.
-  std::lock_guard<std::mutex> lock(mu);
-  auto it = shared->find(max_pids);
-  if (it == shared->end()) {
-    Result<PidsCgroup> created = Create(max_pids);
-    if (!created.ok()) return created.status();
-    it = shared->emplace(max_pids, std::move(*created)).first;
-  }
-  return it->second.procs_fd();
-}
-
 PidsCgroup::~PidsCgroup() {
   procs_.reset();
   if (path_.empty()) return;
@@ -146,10 +131,7 @@ PidsCgroup& PidsCgroup::operator=(PidsCgroup&& other) noexcept {
 }
 
 Status PidsCgroup::JoinSession(int64_t max_pids) {
-  static std::mutex mu;
-  static bool joined = false;
-  std::lock_guard<std::mutex> lock(mu);
-  if (joined) return Status::Ok();
+  if (InForkboxCgroup()) return Status::Ok();
   std::string root = Hierarchy();
   if (root.empty()) return Status::Unavailable("no writable pids cgroup hierarchy");
   if (max_pids <= 0) return Status::InvalidArgument("pids.max must be positive");
@@ -163,9 +145,7 @@ Status PidsCgroup::JoinSession(int64_t max_pids) {
     return Status::FromErrno(errno, "mkdir " + path);
   }
   FORKBOX_RETURN_IF_ERROR(WriteString(path + "/pids.max", std::to_string(max_pids)));
-  FORKBOX_RETURN_IF_ERROR(WriteString(path + "/cgroup.procs", "0"));
-  joined = true;
-  return Status::Ok();
+  return WriteString(path + "/cgroup.procs", "0");
 }
 
 bool PidsCgroup::InForkboxCgroup() {

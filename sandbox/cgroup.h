@@ -21,14 +21,10 @@ class PidsCgroup {
   // cgroup.procs for the child. Removes stale, empty task cgroups left by earlier tasks first.
   static Result<PidsCgroup> Create(int64_t max_pids);
 
-  // One cgroup per process and pids.max, created on first use and kept for the life of the
-  // process (moving a process into a cgroup v1 is slow: it waits for an RCU grace period, so
-  // the mkdir/rmdir are not paid per spawn). Returns its cgroup.procs fd, owned by the registry.
-  static Result<int> SharedProcsFd(int64_t max_pids);
-
-  // Moves the calling process (once per process) into <hierarchy>/forkbox/task-<pid>-session
+  // Moves the calling process into <hierarchy>/forkbox/task-<pid>-session
   // with pids.max = max_pids. Everything it spawns afterwards inherits that cgroup, so no spawn
-  // pays a cgroup v1 attach of its own. The cgroup is collected like a task's once we are gone.
+  // pays a cgroup v1 attach of its own. A no-op once the process sits in a forkbox cgroup. The
+  // cgroup is collected like a task's once we are gone.
   static Status JoinSession(int64_t max_pids);
   // True when the calling process already sits in a forkbox pids cgroup (session or task).
   static bool InForkboxCgroup();

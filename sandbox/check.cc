@@ -24,14 +24,9 @@ std::string KernelRelease() {
   return u.release;
 }
 
-AgentState& CurrentAgentState() {
-  static AgentState state;
-  return state;
-}
-
 Status CheckEnforceable(int* abi) {
   Status why;
-  *abi = CurrentAgentState().active ? CurrentAgentState().landlock_abi : landlock::QueryAbi(&why);
+  *abi = landlock::QueryAbi(&why);
   if (*abi == 0) {
     return Status::Unavailable("sandbox: Landlock is unavailable on kernel " + KernelRelease() +
                                " (" + why.message() + "). " + kOptOut);
@@ -49,7 +44,6 @@ Report Check(const Policy& policy) {
   auto add = [&r](std::string protection, std::string state, std::string detail) {
     r.lines.push_back({std::move(protection), std::move(state), std::move(detail)});
   };
-  const AgentState& agent = CurrentAgentState();
   if (!policy.enabled) {
     r.layer = 0;
     add("sandbox", "off", "--sandbox=off: tools run with your full privileges");
@@ -57,7 +51,7 @@ Report Check(const Policy& policy) {
     return r;
   }
   Status why;
-  r.landlock_abi = agent.active ? agent.landlock_abi : landlock::QueryAbi(&why);
+  r.landlock_abi = landlock::QueryAbi(&why);
   const int abi = r.landlock_abi;
   if (abi == 0) {
     add("landlock", "unavailable", why.message());
@@ -87,7 +81,7 @@ Report Check(const Policy& policy) {
   r.enforceable = abi > 0 && seccomp_ok;
 
   std::string userns_why;
-  const bool layer2 = agent.active ? agent.layer == 2 : Layer2Available(&userns_why);
+  const bool layer2 = Layer2Available(&userns_why);
   r.layer = layer2 ? 2 : 1;
   const std::string missing = "unavailable";
   const std::string reason = layer2 ? "" : "layer 1 only: " + userns_why;

@@ -15,12 +15,4 @@ std::string KernelRelease();
 // kUnavailable naming the missing protection, the kernel and the --sandbox=off opt-out.
 Status CheckEnforceable(int* abi);
 
-// Set once by EnterAgentSandbox: the process is the sandboxed agent; tool spawns stack on it.
-struct AgentState {
-  bool active = false;
-  int layer = 0;
-  int landlock_abi = 0;
-};
-AgentState& CurrentAgentState();
-
 }  // namespace forkbox::sandbox

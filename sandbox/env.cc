@@ -1,4 +1,4 @@
-// ToolEnvironment and PolicyFromSettings.
+// ToolEnvironment and ResolvePolicy.
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -54,7 +54,7 @@ bool IsSecretName(const std::string& raw) {
 
 std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ) {
   static const std::set<std::string> kAllowed = {"PATH", "HOME", "LANG", "TERM", "USER", "SHELL"};
-  std::set<std::string> opted(policy.env_allow.begin(), policy.env_allow.end());
+  std::set<std::string> opted(policy.env.begin(), policy.env.end());
   std::vector<std::string> env;
   bool has_path = false;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -79,38 +79,29 @@ std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ) {
   return env;
 }
 
-Result<Policy> PolicyFromSettings(const ipc::SandboxSettings& settings,
-                                  const std::string& workdir) {
+Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdir) {
   Policy policy;
-  policy.enabled = settings.enabled;
-  policy.allow_net = settings.allow_net;
+  static_cast<Settings&>(policy) = settings;
   Result<std::string> wd = Canonical(workdir, "workdir");
   if (!wd.ok()) return wd.status();
   if (!std::filesystem::is_directory(*wd)) {
     return Status::InvalidArgument("workdir " + workdir + ": not a directory");
   }
   policy.workdir = *wd;
-  for (const std::string& w : settings.writable) {
+  for (std::string& w : policy.writable) {
     Result<std::string> c = Canonical(w, "--writable");
     if (!c.ok()) return c.status();
-    policy.writable.push_back(*c);
+    w = *c;
   }
-  for (const std::string& name : settings.env) {
+  for (const std::string& name : policy.env) {
     if (!ValidName(name)) return Status::InvalidArgument("--env " + name + ": not a variable name");
-    policy.env_allow.push_back(name);
   }
-  auto positive = [](int64_t v, const char* what) -> Status {
-    if (v <= 0) return Status::InvalidArgument(std::string(what) + " must be positive");
-    return Status::Ok();
-  };
-  FORKBOX_RETURN_IF_ERROR(positive(settings.rlimit_fsize_bytes, "rlimit_fsize_bytes"));
-  FORKBOX_RETURN_IF_ERROR(positive(settings.rlimit_as_bytes, "rlimit_as_bytes"));
-  FORKBOX_RETURN_IF_ERROR(positive(settings.rlimit_nofile, "rlimit_nofile"));
-  FORKBOX_RETURN_IF_ERROR(positive(settings.rlimit_nproc, "rlimit_nproc"));
-  policy.rlimit_fsize_bytes = settings.rlimit_fsize_bytes;
-  policy.rlimit_as_bytes = settings.rlimit_as_bytes;
-  policy.rlimit_nofile = settings.rlimit_nofile;
-  policy.rlimit_nproc = settings.rlimit_nproc;
+  for (auto [value, what] : {std::pair{policy.rlimit_fsize_bytes, "rlimit_fsize_bytes"},
+                             std::pair{policy.rlimit_as_bytes, "rlimit_as_bytes"},
+                             std::pair{policy.rlimit_nofile, "rlimit_nofile"},
+                             std::pair{policy.rlimit_nproc, "rlimit_nproc"}}) {
+    if (value <= 0) return Status::InvalidArgument(std::string(what) + " must be positive");
+  }
   return policy;
 }
 

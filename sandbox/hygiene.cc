@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -66,6 +67,16 @@ std::vector<pid_t> ChildrenOf(pid_t parent) {
   }
   closedir(dir);
   return out;
+}
+
+int ReapOrphans(std::span<const pid_t> owned) {
+  int reaped = 0;
+  for (pid_t pid : ChildrenOf(getpid())) {
+    if (std::find(owned.begin(), owned.end(), pid) != owned.end()) continue;
+    int status = 0;
+    if (waitpid(pid, &status, WNOHANG | __WALL) == pid) ++reaped;
+  }
+  return reaped;
 }
 
 int KillAllDescendants() {

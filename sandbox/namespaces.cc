@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -124,7 +125,9 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
   return plan;
 }
 
-int WriteIdMapsRaw(const MountPlan& plan, const char** step) {
+namespace {
+
+int WriteIdMapFilesRaw(const MountPlan& plan, const char** step) {
   *step = "write /proc/self/setgroups";
   if (int err = WriteFileRaw("/proc/self/setgroups", "deny"); err != 0 && err != ENOENT) {
     return err;
@@ -134,6 +137,25 @@ int WriteIdMapsRaw(const MountPlan& plan, const char** step) {
   *step = "write /proc/self/gid_map";
   if (int err = WriteFileRaw("/proc/self/gid_map", plan.gid_map.c_str())) return err;
   return 0;
+}
+
+}  // namespace
+
+int WriteIdMapsRaw(const MountPlan& plan, const char** step) {
+  // A non-dumpable process's /proc/self files belong to root until its namespace maps a root, so
+  // a non-root caller that is non-dumpable (forkbox and its children are) gets EACCES here and
+  // would silently lose layer 2. Dumpable only for these three writes, then as before.
+  *step = "prctl(PR_GET_DUMPABLE)";
+  int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  if (dumpable < 0) return errno;
+  *step = "prctl(PR_SET_DUMPABLE, 1) for the id maps";
+  if (dumpable != 1 && prctl(PR_SET_DUMPABLE, 1, 0, 0, 0) != 0) return errno;
+  int err = WriteIdMapFilesRaw(plan, step);
+  if (dumpable != 1 && prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0) != 0 && err == 0) {
+    *step = "prctl(PR_SET_DUMPABLE) after the id maps";
+    err = errno;
+  }
+  return err;
 }
 
 int SetUpMountsRaw(const MountPlan& plan, const char** step) {

@@ -32,7 +32,8 @@ inline constexpr size_t kMaxWritablePaths = 32;
 Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable);
 
 // Writes setgroups/uid_map/gid_map for this process, which has just entered a new user namespace.
-// 0 or errno; `*step` names the failing call.
+// Works for a non-dumpable non-root process too (dumpable only for the writes). 0 or errno;
+// `*step` names the failing call.
 int WriteIdMapsRaw(const MountPlan& plan, const char** step);
 
 // Sets up the mounts. Must run as pid 1 of the new PID namespace (for /proc).

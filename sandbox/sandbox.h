@@ -3,33 +3,31 @@
 // returns kUnavailable naming the missing protection and the kernel version, unless the policy
 // was explicitly disabled (--sandbox=off), in which case callers warn loudly.
 //
-// The pipeline (one linear sequence, seccomp last):
-//   close_range(3..) except kept fds -> rlimits -> [layer 2: user+mount+pid namespaces, read-only
-//   mounts, private /tmp and /dev/shm, read-only .git/hooks and .git/config] -> drop every
-//   capability -> no_new_privs -> Landlock -> seccomp.
+// The pipeline (one linear sequence, seccomp last, in sandbox/contain.cc for the agent and the
+// tools alike):
+//   close_range(3..) except kept fds -> pids cgroup -> rlimits -> [layer 2: user+mount+pid
+//   namespaces, read-only mounts, private /tmp and /dev/shm, read-only .git/hooks and
+//   .git/config] -> drop every capability -> no_new_privs -> Landlock -> seccomp.
 #pragma once
 
+#include <sys/types.h>
+
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
-#include "ipc/messages.h"
 #include "base/process.h"
 #include "base/status.h"
+#include "sandbox/settings.h"
 
 namespace forkbox::sandbox {
 
-struct Policy {
-  bool enabled = true;  // false: --sandbox=off (explicit, loud opt-out).
+// The settings resolved for one workdir: `writable` absolute and canonical, `env` valid names,
+// rlimits positive (ResolvePolicy checks all of it).
+struct Policy : Settings {
   std::string workdir;  // Absolute, canonical. The only writable tree (plus `writable`).
-  std::vector<std::string> writable;   // --writable PATH opt-ins, absolute and canonical.
-  bool allow_net = false;              // --allow-net: tools may create sockets.
-  std::vector<std::string> env_allow;  // --env NAME opt-ins.
-  int64_t rlimit_fsize_bytes = 1LL << 30;
-  int64_t rlimit_as_bytes = 8LL << 30;
-  int64_t rlimit_nofile = 1024;
-  int64_t rlimit_nproc = 512;
   // Per-task temp dir (TMPDIR/TMP/TEMP for tools). Empty: tools get the workdir's
   // .forkbox-tmp/<random> created by MakeTaskTmpDir.
   std::string tmpdir;
@@ -37,12 +35,13 @@ struct Policy {
   uint16_t model_port = 0;
 };
 
-// Builds a Policy from the protocol's settings, canonicalising paths. Fails on a workdir or
-// --writable path that does not exist.
-Result<Policy> PolicyFromSettings(const ipc::SandboxSettings& settings, const std::string& workdir);
+// Canonicalises and validates the settings for `workdir` (no field-by-field copy: a Policy is the
+// Settings plus what only this process knows). Fails on a workdir or --writable path that does
+// not exist, an invalid --env name or a non-positive rlimit.
+Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdir);
 
 // The scrubbed environment for tool commands: PATH, HOME, LANG, LC_*, TERM, TMPDIR/TMP/TEMP (set to
-// policy.tmpdir), USER, SHELL, plus policy.env_allow names — minus anything that looks like a
+// policy.tmpdir), USER, SHELL, plus policy.env names — minus anything that looks like a
 // secret (*_API_KEY, *_TOKEN, *_SECRET, ANTHROPIC_*, OPENAI_*, FORKBOX_*), which is never passed
 // even when named with --env.
 std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ);
@@ -90,37 +89,69 @@ Status JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks);
 // Inspects the kernel and returns what the policy would get. Never changes the process.
 Report Check(const Policy& policy);
 
-// forkbox-child sandboxes itself before its first model call. Keeps `keep_fds` (and 0-2) open,
-// closes every other fd. Must be called while the process is single-threaded. Non-dumpable,
-// PDEATHSIG SIGKILL. In layer 2 it forks once: the caller's process stays behind as a waiter that
-// relays the exit status (and turns SIGTERM/SIGINT/SIGHUP into SIGKILL of the agent), and this
-// returns in the child, pid 1 of new user+mount+PID namespaces, so the whole task tree dies with
-// it. In layer 1 the process becomes a child subreaper instead. Call KillAllDescendants at the
-// end of the task. Fails closed (kUnavailable) without Landlock or seccomp; with
-// policy.enabled == false it changes nothing and returns the "off" report.
-// The agent's seccomp filter allows inet sockets (it must reach the model); tool commands spawned
-// afterwards with SpawnSandboxed stack the no-network filter on top.
-Result<Report> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
+class PidsCgroup;
 
-// Spawns a command under the tool policy, in its own session and process group. Works both from
-// an unsandboxed process (the parent's tools, `forkbox sandbox`) where it applies the whole
-// pipeline in the forked child, and from inside EnterAgentSandbox, where it stacks the tool layer.
+// The handle to spawn tool commands under the policy. Spawn applies the tool layer in the forked
+// child: the whole pipeline from an unsandboxed caller (ForTools: the parent's tools, `forkbox
+// sandbox`), or only the tool layer stacked on the agent's own sandbox (EnterAgentSandbox).
 // Everything is prepared before fork (compiled BPF, Landlock ruleset, mount plan); the child only
-// makes async-signal-safe calls, so callers may be multithreaded. In layer 2 (unsandboxed caller)
-// the returned process is the init of the command's PID namespace; it exits with the command's
-// status (128+N when the command dies of signal N) and its exit kills every leftover process.
-// Setup and exec failures come back as a Status naming the failing step.
-// options.pre_exec must be empty (the sandbox owns it); options.cwd defaults to the workdir.
-Result<ChildProcess> SpawnSandboxed(const Policy& policy, SpawnOptions options);
+// makes async-signal-safe calls, so callers may be multithreaded. Each command gets its own
+// session and process group. In layer 2 (unsandboxed caller) the returned process is the init of
+// the command's PID namespace; it exits with the command's status (128+N when the command dies of
+// signal N), its exit kills every leftover process, and it dies with the spawning thread
+// (PDEATHSIG). Setup and exec failures come back as a Status naming the failing step.
+class Sandbox {
+ public:
+  // Fails closed (kUnavailable) without Landlock or seccomp. With policy.enabled == false, Spawn
+  // runs commands unconfined (--sandbox=off). As uid 0 outside a forkbox pids cgroup, the handle
+  // owns one pids cgroup (pids.max = rlimit_nproc) that every command it spawns joins.
+  static Result<Sandbox> ForTools(Policy policy);
+
+  Sandbox(Sandbox&&) noexcept;
+  Sandbox& operator=(Sandbox&&) noexcept;
+  ~Sandbox();
+
+  // options.steps, carry_fds and clone_flags must be empty (the sandbox owns them);
+  // options.cwd defaults to the workdir.
+  Result<ChildProcess> Spawn(SpawnOptions options) const;
+
+  const Policy& policy() const { return policy_; }
+  // The per-task temp dir handed to tools (TMPDIR), set once it exists.
+  void set_tmpdir(std::string tmpdir) { policy_.tmpdir = std::move(tmpdir); }
+  // What is in force: Check() before entering, for banners and --check.
+  const Report& report() const { return report_; }
+
+ private:
+  friend Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
+  Sandbox(Policy policy, Report report, bool inside_agent);
+  Policy policy_;
+  Report report_;
+  bool inside_agent_ = false;
+  std::unique_ptr<PidsCgroup> cgroup_;
+};
+
+// forkbox-child sandboxes itself before its first model call. Keeps `keep_fds` (and 0-2) open,
+// closes every other fd. Must be called while the process is single-threaded, once. Non-dumpable,
+// PDEATHSIG SIGKILL. In layer 2 it forks once: the caller's process stays behind as a waiter
+// (under seccomp) that relays the exit status (and turns SIGTERM/SIGINT/SIGHUP into SIGKILL of
+// the agent), and this returns in the child, pid 1 of new user+mount+PID namespaces, so the whole
+// task tree dies with it. In layer 1 the process becomes a child subreaper instead. Call
+// KillAllDescendants at the end of the task. Fails closed (kUnavailable) without Landlock or
+// seccomp; with policy.enabled == false it changes nothing and returns an unconfined handle.
+// The agent's seccomp filter allows inet sockets (it must reach the model); the returned handle's
+// Spawn stacks the tool layer (no network, tool Landlock rules) on top.
+Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
+
+// Reaps, without blocking, every exited child of the calling process that is not in `owned`
+// (processes that ChildProcess handles still own): the zombies of orphans re-parented to an agent
+// (subreaper or PID-namespace init). Call it between tool calls so zombies never pile up against
+// RLIMIT_NPROC or the pids cgroup. Returns the number reaped.
+int ReapOrphans(std::span<const pid_t> owned = {});
 
 // Kills every descendant of the calling process, including setsid'd and double-forked daemons
 // (re-parented to this process as subreaper or PID-namespace init), and reaps them. forkbox-child
 // calls it when its task ends. It may reap children that ChildProcess handles still own (they then
 // report ECHILD), so call it last. Returns the number of processes signalled.
 int KillAllDescendants();
-
-// `forkbox sandbox [--workdir DIR] [--allow-net] [--writable PATH]... [--env NAME]... -- CMD...`
-// and `forkbox sandbox --check`. argv[0] is "sandbox". Returns the process exit code.
-int SandboxCommandMain(int argc, char** argv);
 
 }  // namespace forkbox::sandbox

@@ -31,7 +31,11 @@ class BashToolTest : public ::testing::Test {
   }
   void SetUp() override {
     ctx_.workdir = dir_.path();
-    ctx_.policy.enabled = false;  // The sandbox has its own tests; here: the tool's mechanics.
+    sandbox::Policy off;  // The sandbox has its own tests; here: the tool's mechanics.
+    off.enabled = false;
+    off.workdir = dir_.path();
+    ctx_.sandbox =
+        std::make_shared<const sandbox::Sandbox>(sandbox::Sandbox::ForTools(off).value());
     ctx_.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "FORKBOX_TEST_VAR=visible"};
   }
   ToolOutput Bash(const std::string& command) {

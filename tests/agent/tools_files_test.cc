@@ -19,7 +19,11 @@ class FileToolsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ctx_.workdir = dir_.path();
-    ctx_.policy.enabled = false;
+    sandbox::Policy off;  // The sandbox has its own tests; here: the tool's mechanics.
+    off.enabled = false;
+    off.workdir = dir_.path();
+    ctx_.sandbox =
+        std::make_shared<const sandbox::Sandbox>(sandbox::Sandbox::ForTools(off).value());
   }
   ToolOutput Run(const std::string& name, nlohmann::json input) {
     return RunBaseTool(ToolUseBlock{"id", name, std::move(input)}, ctx_);

@@ -1,10 +1,11 @@
-// ChildProcess and Spawn: reaping, group kills, fd mapping, exec/pre_exec errors.
+// ChildProcess and Spawn: reaping, group kills, fd mapping, exec and step errors.
 #include "base/process.h"
 
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -99,29 +100,61 @@ TEST(SpawnTest, ExecFailureIsARealStatus) {
   EXPECT_EQ(child.status().message(), "execve(/usr): Permission denied (errno 13)");
 }
 
-TEST(SpawnTest, PreExecFailureIsPassedThrough) {
+TEST(SpawnTest, StepFailureNamesTheStep) {
   SpawnOptions o = Sh("exit 0");
-  o.pre_exec = [] { return Status::Unavailable("landlock: not supported by this kernel"); };
+  o.steps.push_back({"landlock_restrict_self", [](const char**) { return ENOSYS; }});
   Result<ChildProcess> child = Spawn(o);
   ASSERT_FALSE(child.ok());
   EXPECT_EQ(child.status().code(), Status::Code::kUnavailable);
   EXPECT_EQ(child.status().message(),
-            "spawn /bin/sh: pre_exec: landlock: not supported by this kernel");
+            "spawn /bin/sh: landlock_restrict_self: Function not implemented (errno 38)");
+  o.steps[0] = {"mounts", [](const char** what) {
+                  *what = "mount tmpfs /tmp";
+                  return EPERM;
+                }};
+  child = Spawn(o);
+  ASSERT_FALSE(child.ok());
+  EXPECT_THAT(child.status().message(), HasSubstr("spawn /bin/sh: mount tmpfs /tmp: "));
 }
 
-TEST(SpawnTest, PreExecRunsInTheChild) {
+TEST(SpawnTest, StepsRunInOrderInTheChildWithCarriedFds) {
   Result<Pipe> out = MakePipe();
   ASSERT_TRUE(out.ok());
-  SpawnOptions o = Sh("echo exec");
+  Result<Pipe> side = MakePipe();
+  ASSERT_TRUE(side.ok());
+  SpawnOptions o = Sh("echo exec; echo leaked >&5 2>/dev/null || echo closed");
   o.fds = {{out->write.get(), 1}};
-  o.pre_exec = [] {
-    // Runs after the fds are mapped (fd 1 is the pipe) and before exec.
-    return ::write(1, "pre_exec\n", 9) == 9 ? Status::Ok() : Status::Internal("write");
-  };
+  int carried = side->write.get();
+  o.carry_fds = {&carried};
+  // Runs after the fds are mapped (fd 1 is the pipe) and before exec; the carried fd is open
+  // for the steps (close-on-exec, above the targets) and gone at exec.
+  o.steps.push_back({"first", [](const char**) { return ::write(1, "1\n", 2) == 2 ? 0 : EIO; }});
+  o.steps.push_back({"second", [&carried](const char**) {
+                       if (carried <= 1 || ::write(carried, "c", 1) != 1) return EBADF;
+                       return ::write(1, "2\n", 2) == 2 ? 0 : EIO;
+                     }});
   Result<ChildProcess> child = Spawn(o);
   ASSERT_TRUE(child.ok()) << child.status().ToString();
   out->write.reset();
-  EXPECT_EQ(ReadAllFromFd(out->read.get()), "pre_exec\nexec\n");
+  side->write.reset();
+  EXPECT_EQ(ReadAllFromFd(out->read.get()), "1\n2\nexec\nclosed\n");
+  EXPECT_EQ(ReadAllFromFd(side->read.get()), "c");
+}
+
+TEST(SpawnTest, CloneFlagsGiveTheChildNewNamespaces) {
+  SpawnOptions o = Sh("test \"$(readlink /proc/self/ns/uts)\" != \"$0\"");
+  char self_ns[64] = {};
+  ASSERT_GT(::readlink("/proc/self/ns/uts", self_ns, sizeof self_ns - 1), 0);
+  o.argv.push_back(self_ns);
+  o.clone_flags = CLONE_NEWUSER | CLONE_NEWUTS;
+  Result<ChildProcess> child = Spawn(o);
+  if (!child.ok() && child.status().code() == Status::Code::kPermissionDenied) {
+    GTEST_SKIP() << "no user namespaces here: " << child.status().ToString();
+  }
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
 }
 
 TEST(SpawnTest, ChdirFailureNamesThePath) {

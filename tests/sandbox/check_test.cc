@@ -218,13 +218,13 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
     Policy policy;
     policy.workdir = work;
     int keep[] = {facts_pipe[1]};
-    Result<Report> report = EnterAgentSandbox(policy, keep);
+    Result<Sandbox> report = EnterAgentSandbox(policy, keep);
     f.entered = report.ok();
     if (!report.ok()) {
       snprintf(f.error, sizeof(f.error), "%s", report.status().ToString().c_str());
     }
     if (report.ok()) {
-      f.layer = report->layer;
+      f.layer = report->report().layer;
       f.dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
       f.pid = getpid();
       int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -238,7 +238,7 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
         options.argv = {"/bin/sh", "-c", script};
         options.env = ToolEnvironment(policy, environ);
         options.new_session = true;
-        Result<ChildProcess> child = SpawnSandboxed(policy, std::move(options));
+        Result<ChildProcess> child = report->Spawn(std::move(options));
         if (!child.ok()) return -2;
         Result<int> status = child->Wait();
         return status.ok() ? ExitCodeFromWaitStatus(*status) : -3;

@@ -1,4 +1,4 @@
-// ToolEnvironment scrubbing and PolicyFromSettings validation.
+// ToolEnvironment scrubbing and ResolvePolicy validation.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -43,7 +43,7 @@ TEST(ToolEnvironment, KeepsTheAllowlistAndOptInsAndDropsSecrets) {
   environ.push_back(nullptr);
   Policy policy;
   policy.tmpdir = "/w/.forkbox-tmp/task-1";
-  policy.env_allow = {"FOO", "GITHUB_TOKEN", "HARMLESS", "OPENAI_BASE_URL"};
+  policy.env = {"FOO", "GITHUB_TOKEN", "HARMLESS", "OPENAI_BASE_URL"};
   std::vector<std::string> env = ToolEnvironment(policy, environ.data());
   for (const char* keep : {"PATH=/usr/bin:/bin", "HOME=/home/u", "LANG=C.UTF-8", "LC_ALL=C",
                            "TERM=xterm", "USER=u", "SHELL=/bin/bash", "FOO=bar"}) {
@@ -76,30 +76,29 @@ TEST(SecretNames, AreRecognisedCaseInsensitively) {
   EXPECT_FALSE(IsSecretName("TOKENIZER_MODE"));
 }
 
-TEST(PolicyFromSettings, CanonicalisesAndValidates) {
+TEST(ResolvePolicy, CanonicalisesAndValidates) {
   std::string dir = testing::MakeTempDir("policy");
-  ipc::SandboxSettings settings;
+  Settings settings;
   settings.writable = {dir + "/."};
   settings.env = {"FOO"};
-  Result<Policy> policy =
-      PolicyFromSettings(settings, dir + "/../" + dir.substr(dir.rfind('/') + 1));
+  Result<Policy> policy = ResolvePolicy(settings, dir + "/../" + dir.substr(dir.rfind('/') + 1));
   ASSERT_TRUE(policy.ok()) << policy.status().ToString();
   EXPECT_EQ(policy->workdir, dir);
   EXPECT_EQ(policy->writable, std::vector<std::string>{dir});
-  EXPECT_EQ(policy->env_allow, std::vector<std::string>{"FOO"});
+  EXPECT_EQ(policy->env, std::vector<std::string>{"FOO"});
 
-  EXPECT_EQ(PolicyFromSettings(ipc::SandboxSettings{}, "/nonexistent/forkbox").status().code(),
+  EXPECT_EQ(ResolvePolicy(Settings{}, "/nonexistent/forkbox").status().code(),
             Status::Code::kInvalidArgument);
-  ipc::SandboxSettings bad_writable;
+  Settings bad_writable;
   bad_writable.writable = {"/nonexistent/forkbox"};
-  EXPECT_FALSE(PolicyFromSettings(bad_writable, dir).ok());
-  ipc::SandboxSettings bad_env;
+  EXPECT_FALSE(ResolvePolicy(bad_writable, dir).ok());
+  Settings bad_env;
   bad_env.env = {"NOT A NAME"};
-  EXPECT_FALSE(PolicyFromSettings(bad_env, dir).ok());
-  ipc::SandboxSettings bad_limit;
+  EXPECT_FALSE(ResolvePolicy(bad_env, dir).ok());
+  Settings bad_limit;
   bad_limit.rlimit_nproc = 0;
-  EXPECT_FALSE(PolicyFromSettings(bad_limit, dir).ok());
-  EXPECT_FALSE(PolicyFromSettings(ipc::SandboxSettings{}, "/etc/passwd").ok());
+  EXPECT_FALSE(ResolvePolicy(bad_limit, dir).ok());
+  EXPECT_FALSE(ResolvePolicy(Settings{}, "/etc/passwd").ok());
 }
 
 }  // namespace

@@ -100,4 +100,10 @@ std::string KernelRelease() {
   return u.release;
 }
 
+Result<ChildProcess> SpawnSandboxed(const Policy& policy, SpawnOptions options) {
+  Result<Sandbox> sandbox = Sandbox::ForTools(policy);
+  if (!sandbox.ok()) return sandbox.status();
+  return sandbox->Spawn(std::move(options));
+}
+
 }  // namespace forkbox::sandbox::testing

@@ -7,6 +7,8 @@
 #include <functional>
 #include <string>
 
+#include "sandbox/sandbox.h"
+
 namespace forkbox::sandbox::testing {
 
 struct ProbeResult {
@@ -37,5 +39,8 @@ bool HideLandlock();
 bool RefuseUserNamespaces();
 
 std::string KernelRelease();
+
+// Sandbox::ForTools(policy) then Spawn(options): one command from an unsandboxed caller.
+Result<ChildProcess> SpawnSandboxed(const Policy& policy, SpawnOptions options);
 
 }  // namespace forkbox::sandbox::testing

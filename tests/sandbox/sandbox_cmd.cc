@@ -1,5 +1,5 @@
 // `sandbox_cmd ARGS...` == `forkbox sandbox ARGS...`: lets the tests drive the command without
 // depending on the rest of the forkbox binary.
-#include "sandbox/sandbox.h"
+#include "parent/sandbox_command.h"
 
-int main(int argc, char** argv) { return forkbox::sandbox::SandboxCommandMain(argc, argv); }
+int main(int argc, char** argv) { return forkbox::parent::SandboxCommandMain(argc, argv); }

@@ -1,5 +1,5 @@
 // sandbox_spawn_bench [--layer1] [N]: median wall time of N spawns of /bin/true, sandboxed
-// (SpawnSandboxed, the layer this machine gets) against a plain fork+execve, and the ratio. Prints
+// (Sandbox::Spawn, the layer this machine gets) against a plain fork+execve, and the ratio. Prints
 // only.
 #include <sys/wait.h>
 #include <unistd.h>
@@ -60,7 +60,12 @@ int main(int argc, char** argv) {
   }
   sandbox::Policy policy;
   policy.workdir = std::filesystem::current_path().string();
-  sandbox::Report report = sandbox::Check(policy);
+  Result<sandbox::Sandbox> tools = sandbox::Sandbox::ForTools(policy);
+  if (!tools.ok()) {
+    std::fprintf(stderr, "sandbox_spawn_bench: %s\n", tools.status().ToString().c_str());
+    return 1;
+  }
+  const sandbox::Report& report = tools->report();
   std::vector<double> plain, boxed, spawned;
   for (int i = 0; i < n; ++i) {
     plain.push_back(PlainOnce());
@@ -68,7 +73,7 @@ int main(int argc, char** argv) {
     SpawnOptions options;
     options.argv = {"/bin/true"};
     options.new_session = true;
-    Result<ChildProcess> child = sandbox::SpawnSandboxed(policy, std::move(options));
+    Result<ChildProcess> child = tools->Spawn(std::move(options));
     if (!child.ok()) {
       std::fprintf(stderr, "sandbox_spawn_bench: %s\n", child.status().ToString().c_str());
       return 1;
@@ -81,7 +86,7 @@ int main(int argc, char** argv) {
   std::printf("%s\n", report.Banner().c_str());
   std::printf("plain fork+exec /bin/true: median %.0f us\n", p);
   std::printf("sandboxed /bin/true:       median %.0f us\n", b);
-  std::printf("  of which SpawnSandboxed returned after: median %.0f us\n", Median(spawned));
+  std::printf("  of which Spawn returned after: median %.0f us\n", Median(spawned));
   std::printf("ratio: %.2fx (n=%d)\n", p > 0 ? b / p : 0.0, n);
   return 0;
 }

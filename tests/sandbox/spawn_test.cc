@@ -1,6 +1,7 @@
-// SpawnSandboxed, EnterAgentSandbox and KillAllDescendants, checked from outside the sandbox.
+// Sandbox::Spawn, EnterAgentSandbox and KillAllDescendants, checked from outside the sandbox.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -10,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 
@@ -26,6 +28,7 @@ namespace {
 using testing::FileExists;
 using testing::MakeTempDir;
 using testing::ReadFile;
+using testing::SpawnSandboxed;
 
 Policy MakePolicy(const std::string& workdir) {
   Policy policy;
@@ -95,10 +98,10 @@ TEST(SpawnSandboxed, ReportsExecFailuresAndBadOptionsAsStatus) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), Status::Code::kNotFound);
   EXPECT_NE(r.status().message().find("execve"), std::string::npos) << r.status().message();
-  SpawnOptions with_pre_exec;
-  with_pre_exec.argv = {"/bin/true"};
-  with_pre_exec.pre_exec = [] { return Status::Ok(); };
-  EXPECT_EQ(SpawnSandboxed(policy, with_pre_exec).status().code(), Status::Code::kInvalidArgument);
+  SpawnOptions with_step;
+  with_step.argv = {"/bin/true"};
+  with_step.steps.push_back({"mine", [](const char**) { return 0; }});
+  EXPECT_EQ(SpawnSandboxed(policy, with_step).status().code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(SpawnSandboxed(policy, SpawnOptions{}).status().code(), Status::Code::kInvalidArgument);
 }
 
@@ -241,6 +244,28 @@ TEST(SpawnSandboxed, Layer2KillsDaemonsWhenTheCommandEnds) {
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
   EXPECT_EQ(ReadAll(held->read.get()), "") << "EOF: every holder of the pipe is dead";
+}
+
+// forkbox marks itself non-dumpable; a non-dumpable process's /proc/self files belong to root
+// until its new user namespace has maps, so a non-root caller used to fail the setgroups write
+// (EACCES) and lose layer 2. The command reports its pid: 2 in a fresh PID namespace.
+TEST(SpawnSandboxed, Layer2HoldsForANonDumpableUnprivilegedCaller) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  const bool root = geteuid() == 0;
+  const std::string work = MakeTempDir("spawn-nondumpable");
+  if (root) ASSERT_EQ(chown(work.c_str(), 65534, 65534), 0);
+  auto become_user = [root] {
+    if (root && (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) {
+      return false;
+    }
+    return prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) == 0;
+  };
+  testing::ProbeResult r = testing::RunProbe(become_user, [&work] {
+    Result<RunOutput> out = RunSandboxed(MakePolicy(work), "echo $$");
+    return out.ok() && out->exit_code == 0 ? std::strtol(out->out.c_str(), nullptr, 10) : -1L;
+  });
+  ASSERT_TRUE(r.reported) << "probe died (signal " << r.signal << ")";
+  EXPECT_EQ(r.value, 2) << "the command is not pid 2 of its own PID namespace: no layer 2";
 }
 
 TEST(SpawnSandboxed, HoldsAForkBombForRootToo) {

@@ -1,4 +1,6 @@
 // `forkbox sandbox [options] -- CMD [ARGS...]` and `forkbox sandbox --check`.
+#include "parent/sandbox_command.h"
+
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -9,17 +11,25 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
-#include <iostream>
+#include <optional>
+#include <string>
+#include <vector>
 
-#include "sandbox/check.h"
 #include "sandbox/sandbox.h"
 
 extern char** environ;
 
-namespace forkbox::sandbox {
+namespace forkbox::parent {
 namespace {
 
 constexpr int kSandboxError = 125;  // Like env(1)/docker: the wrapper itself failed.
+
+struct CommandLine {
+  sandbox::Settings settings;
+  std::string workdir;
+  bool check = false;
+  std::vector<std::string> command;
+};
 
 std::string FindInPath(const std::string& cmd, const std::vector<std::string>& env) {
   if (cmd.find('/') != std::string::npos) return cmd;
@@ -44,10 +54,10 @@ std::string FindInPath(const std::string& cmd, const std::vector<std::string>& e
   return "";
 }
 
-void PrintCheck(const Report& report) {
+void PrintCheck(const sandbox::Report& report) {
   std::printf("forkbox sandbox --check: kernel %s, layer %d, landlock ABI %d\n",
               report.kernel.c_str(), report.layer, report.landlock_abi);
-  for (const Report::Line& line : report.lines) {
+  for (const sandbox::Report::Line& line : report.lines) {
     std::printf("  %-26s %-12s %s\n", line.protection.c_str(), line.state.c_str(),
                 line.detail.c_str());
   }
@@ -87,120 +97,90 @@ Result<int> WaitForwardingSignals(ChildProcess& child) {
   return status;
 }
 
-}  // namespace
-
-int SandboxCommandMain(int argc, char** argv) {
+// Parses the options before "--"; nullopt with *exit_code set on --help or a usage error.
+std::optional<CommandLine> Parse(int argc, char** argv, int* exit_code) {
+  CommandLine cl;
   int opt_argc = argc;
-  std::vector<std::string> command;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--") == 0) {
       opt_argc = i;
-      for (int j = i + 1; j < argc; ++j) command.emplace_back(argv[j]);
+      cl.command.assign(argv + i + 1, argv + argc);
       break;
     }
   }
   CLI::App app{"Runs CMD under exactly the sandbox policy that forkbox's tool calls get.",
                "forkbox sandbox"};
   app.footer("Usage: forkbox sandbox [OPTIONS] -- CMD [ARGS...]   |   forkbox sandbox --check");
-  std::string workdir;
-  bool allow_net = false;
-  bool check = false;
   std::string mode = "on";
-  std::vector<std::string> writable;
-  std::vector<std::string> env_names;
-  app.add_option("--workdir", workdir, "The only writable tree (default: the current directory)");
-  app.add_flag("--allow-net", allow_net, "Let the command create sockets");
-  app.add_option("--writable", writable, "An extra writable path (repeatable)")
+  app.add_option("--workdir", cl.workdir,
+                 "The only writable tree (default: the current directory)");
+  app.add_flag("--allow-net", cl.settings.allow_net, "Let the command create sockets");
+  app.add_option("--writable", cl.settings.writable, "An extra writable path (repeatable)")
       ->allow_extra_args(false);
-  app.add_option("--env", env_names, "Pass this environment variable through (repeatable)")
+  app.add_option("--env", cl.settings.env, "Pass this environment variable through (repeatable)")
       ->allow_extra_args(false);
   app.add_option("--sandbox", mode, "on (default) or off: run WITHOUT any sandbox")
       ->check(CLI::IsMember({"on", "off"}));
-  app.add_flag("--check", check, "Print what the sandbox enforces here and exit");
+  app.add_flag("--check", cl.check, "Print what the sandbox enforces here and exit");
   try {
     app.parse(opt_argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = app.exit(e);
-    return code == 0 ? 0 : 2;
+    *exit_code = app.exit(e) == 0 ? 0 : 2;
+    return std::nullopt;
   }
+  cl.settings.enabled = mode == "on";
+  return cl;
+}
 
-  if (workdir.empty()) {
-    char cwd[4096];
-    if (getcwd(cwd, sizeof(cwd)) == nullptr) {
-      std::fprintf(stderr, "forkbox sandbox: getcwd: %s\n", std::strerror(errno));
-      return kSandboxError;
-    }
-    workdir = cwd;
-  }
-  ipc::SandboxSettings settings;
-  settings.enabled = mode == "on";
-  settings.allow_net = allow_net;
-  settings.writable = writable;
-  settings.env = env_names;
-  Result<Policy> policy = PolicyFromSettings(settings, workdir);
-  if (!policy.ok()) {
-    std::fprintf(stderr, "forkbox sandbox: %s\n", policy.status().message().c_str());
-    return 2;
-  }
-  if (check) {
-    Report report = Check(*policy);
-    PrintCheck(report);
-    return report.enforceable ? 0 : 1;
-  }
-  if (command.empty()) {
-    std::fprintf(stderr,
-                 "forkbox sandbox: missing command: forkbox sandbox [OPTIONS] -- CMD "
-                 "[ARGS...]\n");
-    return 2;
-  }
-  for (const std::string& name : env_names) {
-    if (IsSecretName(name)) {
+void WarnAbout(const sandbox::Policy& policy, const std::string& program) {
+  for (const std::string& name : policy.env) {
+    if (sandbox::IsSecretName(name)) {
       std::fprintf(stderr,
                    "forkbox sandbox: warning: --env %s looks like a secret and is never "
                    "passed to tools\n",
                    name.c_str());
     }
   }
-  if (!policy->enabled) {
+  if (!policy.enabled) {
     std::fprintf(stderr,
                  "forkbox sandbox: WARNING: --sandbox=off: %s runs with your full privileges, "
                  "unconfined\n",
-                 command[0].c_str());
-  } else {
-    int abi = 0;
-    Status enforceable = CheckEnforceable(&abi);
-    if (!enforceable.ok()) {
-      std::fprintf(stderr, "forkbox sandbox: %s\n", enforceable.message().c_str());
-      return kSandboxError;
-    }
+                 program.c_str());
   }
-  Result<TaskTmpDir> tmp = TaskTmpDir::Create(policy->workdir);
+}
+
+// Runs the command under the policy and returns its exit code.
+int Run(sandbox::Policy policy, const std::vector<std::string>& command) {
+  WarnAbout(policy, command[0]);
+  Result<sandbox::TaskTmpDir> tmp = sandbox::TaskTmpDir::Create(policy.workdir);
   if (!tmp.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", tmp.status().message().c_str());
     return kSandboxError;
   }
-  policy->tmpdir = tmp->path();
+  policy.tmpdir = tmp->path();
+  Result<sandbox::Sandbox> sandbox = sandbox::Sandbox::ForTools(std::move(policy));
+  if (!sandbox.ok()) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n", sandbox.status().message().c_str());
+    return kSandboxError;
+  }
   // Collect re-parented daemons so they can be killed when the command ends.
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-
   SpawnOptions options;
-  options.env = ToolEnvironment(*policy, environ);
-  std::string exe = FindInPath(command[0], options.env);
-  if (exe.empty()) {
+  options.env = sandbox::ToolEnvironment(sandbox->policy(), environ);
+  options.argv = command;
+  options.argv[0] = FindInPath(command[0], options.env);
+  if (options.argv[0].empty()) {
     std::fprintf(stderr, "forkbox sandbox: %s: command not found\n", command[0].c_str());
     return 127;
   }
-  options.argv = command;
-  options.argv[0] = exe;
-  options.cwd = policy->workdir;
   options.new_session = true;
-  Result<ChildProcess> child = SpawnSandboxed(*policy, std::move(options));
+  Result<ChildProcess> child = sandbox->Spawn(std::move(options));
   if (!child.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", child.status().message().c_str());
     return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;
   }
   Result<int> status = WaitForwardingSignals(*child);
-  KillAllDescendants();
+  sandbox::KillAllDescendants();
   if (!status.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", status.status().message().c_str());
     return kSandboxError;
@@ -208,4 +188,38 @@ int SandboxCommandMain(int argc, char** argv) {
   return ExitCodeFromWaitStatus(*status);
 }
 
-}  // namespace forkbox::sandbox
+}  // namespace
+
+int SandboxCommandMain(int argc, char** argv) {
+  int exit_code = 0;
+  std::optional<CommandLine> cl = Parse(argc, argv, &exit_code);
+  if (!cl) return exit_code;
+  if (cl->workdir.empty()) {
+    char cwd[4096];
+    if (getcwd(cwd, sizeof(cwd)) == nullptr) {
+      std::fprintf(stderr, "forkbox sandbox: %s\n",
+                   Status::FromErrno(errno, "getcwd").message().c_str());
+      return kSandboxError;
+    }
+    cl->workdir = cwd;
+  }
+  Result<sandbox::Policy> policy = sandbox::ResolvePolicy(cl->settings, cl->workdir);
+  if (!policy.ok()) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n", policy.status().message().c_str());
+    return 2;
+  }
+  if (cl->check) {
+    sandbox::Report report = sandbox::Check(*policy);
+    PrintCheck(report);
+    return report.enforceable ? 0 : 1;
+  }
+  if (cl->command.empty()) {
+    std::fprintf(stderr,
+                 "forkbox sandbox: missing command: forkbox sandbox [OPTIONS] -- CMD "
+                 "[ARGS...]\n");
+    return 2;
+  }
+  return Run(std::move(*policy), cl->command);
+}
+
+}  // namespace forkbox::parent

@@ -1,0 +1,275 @@
+#include "sandbox/contain.h"
+
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <string_view>
+
+#include "sandbox/caps.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/landlock.h"
+#include "sandbox/seccomp_policy.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+constexpr unsigned long kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
+
+long RawFork() { return syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr); }
+
+// Every keeper runs under no_new_privs and the base seccomp filter before it waits on anything.
+void ConfineKeeperRaw(std::span<const sock_filter> filter) {
+  syscall(SYS_close_range, 0U, ~0U, 0U);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  const char* step = "";
+  DropAllCapabilitiesRaw(&step);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(127);
+  if (!filter.empty() && seccomp::InstallRaw(filter, false) != 0) _exit(127);
+}
+
+// PID-namespace init of a tool command: reaps everything and exits with the command's status.
+// Signals without a handler are not delivered to a namespace init, so the command (pid 2) gets
+// the caller's process-group signals and the init ignores them.
+[[noreturn]] void RunInit(pid_t command, std::span<const sock_filter> filter) {
+  ConfineKeeperRaw(filter);
+  for (;;) {
+    int status = 0;
+    pid_t pid = waitpid(-1, &status, __WALL);
+    if (pid < 0) {
+      if (errno == EINTR) continue;
+      _exit(127);
+    }
+    if (pid != command) continue;
+    // Exiting kills every other process in the namespace (daemons included).
+    if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+    _exit(128 + WTERMSIG(status));
+  }
+}
+
+// Dies the way the agent died, so forkbox sees the real cause.
+[[noreturn]] void RelayStatus(int status) {
+  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
+  signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  kill(getpid(), sig);
+  _exit(128 + sig);
+}
+
+// The agent's waiter, outside its PID namespace. Termination signals are taken synchronously
+// (sigwaitinfo, no handler and no global) and become SIGKILL of the agent: a namespace init only
+// gets the signals it handles, SIGKILL from outside always.
+[[noreturn]] void RunWaiter(pid_t agent, std::span<const sock_filter> filter) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&set, sig);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  ConfineKeeperRaw(filter);
+  for (;;) {
+    int status = 0;
+    pid_t pid = waitpid(agent, &status, WNOHANG);
+    if (pid == agent && !WIFSTOPPED(status) && !WIFCONTINUED(status)) RelayStatus(status);
+    if (pid < 0 && errno != EINTR) _exit(127);
+    siginfo_t info;
+    int sig = sigwaitinfo(&set, &info);
+    if (sig > 0 && sig != SIGCHLD) kill(agent, SIGKILL);
+  }
+}
+
+// Layer 2: fresh user, mount and PID namespaces; the calling process stays behind as the keeper
+// and the child, in the new PID namespace, goes on. Both keepers and inits die with their parent.
+int EnterNamespacesRaw(ContainPlan& p, const char** step) {
+  if (p.spawner_pidfd >= 0) {
+    *step = "prctl(PR_SET_PDEATHSIG) of the namespace init";
+    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+    pollfd spawner{p.spawner_pidfd, POLLIN, 0};
+    *step = "the spawner already exited";
+    if (poll(&spawner, 1, 0) != 0) return ESRCH;
+  }
+  *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)";
+  if (p.unshare && unshare(static_cast<int>(kNamespaces)) != 0) return errno;
+  if (int err = WriteIdMapsRaw(p.mounts, step)) return err;
+  *step = "pidfd_open(namespace keeper)";
+  int keeper = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+  if (keeper < 0) return errno;
+  std::span<const sock_filter> filter =
+      p.filters.empty() ? std::span<const sock_filter>() : p.filters.front();
+  // The agent is a normal (possibly later multithreaded) process: glibc's fork keeps its thread
+  // state right. A spawned child only makes raw calls until execve.
+  *step = "fork (namespace keeper)";
+  long pid = p.keeper == Keeper::kWaiter ? static_cast<long>(fork()) : RawFork();
+  if (pid < 0) return errno;
+  if (pid > 0 && p.keeper == Keeper::kWaiter) RunWaiter(static_cast<pid_t>(pid), filter);
+  if (pid > 0) RunInit(static_cast<pid_t>(pid), filter);
+  *step = "prctl(PR_SET_PDEATHSIG) under the namespace keeper";
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+  pollfd pfd{keeper, POLLIN, 0};
+  *step = "namespace keeper already exited";
+  if (poll(&pfd, 1, 0) != 0) return ESRCH;
+  close(keeper);
+  return SetUpMountsRaw(p.mounts, step);
+}
+
+int RestrictRaw(const ContainPlan& p, const char** step) {
+  if (p.layer2) {
+    // The private tmpfs of /tmp and /dev/shm (either may be absent on a minimal system).
+    for (const char* tmp : {"/tmp", "/dev/shm"}) {
+      *step = "landlock_add_rule(private tmpfs)";
+      int err = landlock::AddWritablePathRaw(p.ruleset_fd, p.abi, tmp);
+      if (err != 0 && err != ENOENT) return err;
+    }
+  }
+  *step = "landlock_restrict_self";
+  if (int err = landlock::RestrictSelfRaw(p.ruleset_fd)) return err;
+  for (const auto& filter : p.filters) {
+    *step = "seccomp(SET_MODE_FILTER)";
+    if (int err = seccomp::InstallRaw(filter, p.all_threads)) return err;
+  }
+  return 0;
+}
+
+Limits LimitsOf(const Policy& policy) {
+  return Limits{policy.rlimit_fsize_bytes, policy.rlimit_as_bytes, policy.rlimit_nofile,
+                policy.rlimit_nproc};
+}
+
+Status AddFilter(seccomp::Program program, ContainPlan& p) {
+  Result<std::span<const sock_filter>> compiled = seccomp::Compiled(program);
+  if (!compiled.ok()) return compiled.status();
+  p.filters.push_back(*compiled);
+  return Status::Ok();
+}
+
+Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p) {
+  landlock::RulesetSpec spec;
+  spec.abi = p.abi;
+  spec.mode = mode;
+  spec.writable = WritableTrees(policy);
+  spec.allow_net = policy.allow_net;
+  spec.model_port = mode == landlock::Mode::kAgent ? policy.model_port : 0;
+  Result<UniqueFd> ruleset = landlock::BuildRuleset(spec);
+  if (!ruleset.ok()) return ruleset.status();
+  p.ruleset = std::move(*ruleset);
+  p.ruleset_fd = p.ruleset.get();
+  return Status::Ok();
+}
+
+Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p) {
+  std::vector<std::string> writable = WritableTrees(policy);
+  Result<MountPlan> mounts =
+      PlanMounts(writable.front(), std::vector<std::string>(writable.begin() + 1, writable.end()));
+  if (!mounts.ok()) return mounts.status();
+  p.mounts = std::move(*mounts);
+  return Status::Ok();
+}
+
+// Layer 2 hides /tmp behind a private tmpfs. A program that lives under /tmp (a build tree there)
+// must stay runnable: every "/tmp/..." token of argv naming an executable regular file is bound
+// back, read-only, that file alone. Data files and directories stay private.
+void KeepTmpProgramsVisible(const std::vector<std::string>& argv, MountPlan& plan) {
+  for (const std::string& arg : argv) {
+    for (size_t at = arg.find("/tmp/"); at != std::string::npos; at = arg.find("/tmp/", at + 1)) {
+      if (at > 0 && std::string_view(" \t'\"=:;(").find(arg[at - 1]) == std::string_view::npos) {
+        continue;
+      }
+      size_t end = arg.find_first_of(" \t'\";)&|\n", at);
+      std::string token = arg.substr(at, end == std::string::npos ? std::string::npos : end - at);
+      struct stat st;
+      if (stat(token.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) {
+        continue;
+      }
+      if (std::find(plan.visible.begin(), plan.visible.end(), token) != plan.visible.end() ||
+          plan.visible.size() >= kMaxWritablePaths) {
+        continue;
+      }
+      plan.visible_dirs.push_back(token.substr(0, token.rfind('/')));
+      plan.visible.push_back(std::move(token));
+    }
+  }
+}
+
+}  // namespace
+
+std::vector<std::string> WritableTrees(const Policy& policy) {
+  std::vector<std::string> writable = {policy.workdir};
+  writable.insert(writable.end(), policy.writable.begin(), policy.writable.end());
+  if (!policy.tmpdir.empty()) writable.push_back(policy.tmpdir);
+  return writable;
+}
+
+Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool inside_agent,
+                                const std::vector<std::string>& argv, int cgroup_procs_fd) {
+  ContainPlan p;
+  p.abi = abi;
+  p.limits = LimitsOf(policy);
+  p.cgroup_procs_fd = inside_agent ? -1 : cgroup_procs_fd;
+  p.layer2 = layer2 && !inside_agent;
+  p.keeper = Keeper::kInit;
+  if (p.layer2) {
+    FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p));
+    KeepTmpProgramsVisible(argv, p.mounts);
+  }
+  // Inside an agent sandbox the base filter is inherited; the tool layer stacks on top.
+  if (!inside_agent) FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
+  if (!policy.allow_net) FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kToolNoNet, p));
+  FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kTool, p));
+  return p;
+}
+
+Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int cgroup_procs_fd) {
+  ContainPlan p;
+  p.abi = abi;
+  p.limits = LimitsOf(policy);
+#if defined(FORKBOX_SANITIZE)
+  p.limits.as_bytes = 0;  // ASan's shadow memory alone exceeds any sane RLIMIT_AS.
+#endif
+  p.cgroup_procs_fd = cgroup_procs_fd;
+  p.layer2 = layer2;
+  p.unshare = layer2;
+  p.subreaper = !layer2;
+  p.keeper = Keeper::kWaiter;
+  p.all_threads = true;
+  if (layer2) FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p));
+  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
+  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentNet, p));
+  FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kAgent, p));
+  return p;
+}
+
+int ContainRaw(ContainPlan& p, const char** step) {
+  if (p.cgroup_procs_fd >= 0) {
+    *step = "join pids cgroup";
+    if (int err = JoinCgroupRaw(p.cgroup_procs_fd)) return err;
+  }
+  if (int err = ApplyLimitsRaw(p.limits, step)) return err;
+  if (p.layer2) {
+    if (int err = EnterNamespacesRaw(p, step)) return err;
+  } else if (p.subreaper) {
+    *step = "prctl(PR_SET_CHILD_SUBREAPER)";
+    if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return errno;
+  }
+  if (int err = DropAllCapabilitiesRaw(step)) return err;
+  *step = "prctl(PR_SET_NO_NEW_PRIVS)";
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+  return RestrictRaw(p, step);
+}
+
+unsigned long CloneFlags(const ContainPlan& plan) {
+  return plan.layer2 && !plan.unshare ? kNamespaces : 0;
+}
+
+SpawnStep ContainStep(ContainPlan& plan) {
+  return SpawnStep{"contain", [&plan](const char** what) { return ContainRaw(plan, what); }};
+}
+
+}  // namespace forkbox::sandbox

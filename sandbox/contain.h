@@ -1,0 +1,73 @@
+// The one ordered contain pipeline (nsjail's contain.cc is the model), used by the agent's
+// self-sandboxing (EnterAgentSandbox, in-process) and by every tool spawn (Sandbox::Spawn, in the
+// forked child) alike:
+//   join pids cgroup -> rlimits -> [layer 2: unshare -> id maps -> fork a keeper -> mounts]
+//   or subreaper -> drop every capability -> no_new_privs -> Landlock -> seccomp (last).
+// Prepare* allocate and run before fork; ContainRaw is async-signal-safe.
+#pragma once
+
+#include <linux/filter.h>
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "base/process.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
+#include "sandbox/namespaces.h"
+#include "sandbox/rlimits.h"
+#include "sandbox/sandbox.h"
+
+namespace forkbox::sandbox {
+
+// What stays behind when layer 2 forks: the process that called fork keeps waiting for the one
+// that goes on to be contained.
+enum class Keeper {
+  kInit,    // A tool: the keeper is pid 1 of the PID namespace, reaps everything, exits with the
+            // command's status (its exit kills every leftover process).
+  kWaiter,  // The agent: the keeper stays outside the PID namespace and relays the agent's exit
+            // status to forkbox (SIGTERM/SIGINT/SIGHUP/SIGQUIT become SIGKILL of the agent).
+};
+
+// Everything the pipeline needs, prepared before fork.
+struct ContainPlan {
+  int cgroup_procs_fd = -1;  // uid 0 only: RLIMIT_NPROC does not apply to root.
+  Limits limits;
+  bool layer2 = false;
+  bool unshare = false;    // Layer 2 namespaces still to create (false: clone made them).
+  bool subreaper = false;  // Layer 1 agent: orphans come to it, so it can kill them.
+  Keeper keeper = Keeper::kInit;
+  MountPlan mounts;
+  // A spawned tool's namespace init dies with the spawner (PDEATHSIG); this pidfd of the spawner
+  // (carried into the child) tells whether it is already gone. -1 for the agent, whose waiter is
+  // the process that already has PDEATHSIG.
+  int spawner_pidfd = -1;
+  UniqueFd ruleset;     // Landlock, every rule but the private tmpfs ones added.
+  int ruleset_fd = -1;  // ruleset.get(), or its number in the spawned child.
+  int abi = 0;
+  std::vector<std::span<const sock_filter>> filters;  // Installed in order.
+  bool all_threads = false;                           // SECCOMP_FILTER_FLAG_TSYNC.
+};
+
+// The writable trees: the workdir, the --writable paths, the task temp dir. Built once here.
+std::vector<std::string> WritableTrees(const Policy& policy);
+
+// The contain plan for a tool command. `inside_agent`: the caller is already an agent sandbox, so
+// namespaces, the base filter and the cgroup are inherited and only the tool layer is added.
+// `cgroup_procs_fd` is the owned cgroup's procs fd, or -1.
+Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool inside_agent,
+                                const std::vector<std::string>& argv, int cgroup_procs_fd);
+
+// The contain plan for the agent itself (in-process, Keeper::kWaiter).
+Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int cgroup_procs_fd);
+
+// Runs the pipeline on the calling process. Async-signal-safe. 0 or errno; `*step` names the
+// failing call. In layer 2 this forks: the keeper never returns.
+int ContainRaw(ContainPlan& plan, const char** step);
+
+// The same pipeline as one spawn step (the clone flags come from the plan).
+SpawnStep ContainStep(ContainPlan& plan);
+unsigned long CloneFlags(const ContainPlan& plan);
+
+}  // namespace forkbox::sandbox

@@ -1,0 +1,80 @@
+// EnterAgentSandbox: forkbox-child sandboxes itself with the contain pipeline (sandbox/contain.cc).
+// In layer 2 the process forks once more so that the agent is pid 1 of its PID namespace (the
+// whole tree dies with it); the original process stays behind as a waiter that relays the agent's
+// exit status to forkbox.
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <vector>
+
+#include "sandbox/cgroup.h"
+#include "sandbox/check.h"
+#include "sandbox/contain.h"
+#include "sandbox/hygiene.h"
+#include "sandbox/sandbox.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+Status CloseAllExcept(std::vector<int> keep) {
+  std::sort(keep.begin(), keep.end());
+  unsigned prev = 2;
+  for (int fd : keep) {
+    if (fd < 0) continue;
+    unsigned u = static_cast<unsigned>(fd);
+    if (u <= prev) continue;
+    if (u > prev + 1 && syscall(SYS_close_range, prev + 1, u - 1, 0U) != 0) {
+      return Status::FromErrno(errno, "close_range");
+    }
+    prev = u;
+  }
+  if (syscall(SYS_close_range, prev + 1, ~0U, 0U) != 0) {
+    return Status::FromErrno(errno, "close_range");
+  }
+  return Status::Ok();
+}
+
+// uid 0: RLIMIT_NPROC does not apply, a pids cgroup holds the fork bomb (agent and tools). A
+// launcher that joined a session cgroup (the parent) already caps us: skip the slow attach.
+Result<PidsCgroup> AgentCgroup(const Policy& policy) {
+  if (PidsCgroup::Hierarchy().empty() || PidsCgroup::InForkboxCgroup()) return PidsCgroup();
+  Result<PidsCgroup> created = PidsCgroup::Create(policy.rlimit_nproc);
+  if (!created.ok()) return created.status().WithContext("fork-bomb limit for uid 0");
+  return created;
+}
+
+}  // namespace
+
+Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds) {
+  if (!policy.enabled) return Sandbox(policy, Check(policy), false);
+  if (policy.workdir.empty() || policy.workdir[0] != '/') {
+    return Status::InvalidArgument("EnterAgentSandbox: workdir must be absolute");
+  }
+  for (int fd : keep_fds) {
+    if (fd < 0) return Status::InvalidArgument("EnterAgentSandbox: negative keep fd");
+  }
+  int abi = 0;
+  FORKBOX_RETURN_IF_ERROR(CheckEnforceable(&abi));
+  // What is in force, probed now: the layer-2 probe clones namespaces, which the agent's own
+  // filter refuses afterwards.
+  Report report = Check(policy);
+  Result<PidsCgroup> cgroup = AgentCgroup(policy);
+  if (!cgroup.ok()) return cgroup.status();
+  Result<ContainPlan> plan = PrepareAgent(policy, abi, report.layer == 2, cgroup->procs_fd());
+  if (!plan.ok()) return plan.status();
+
+  std::vector<int> keep(keep_fds.begin(), keep_fds.end());
+  keep.push_back(plan->ruleset_fd);
+  keep.push_back(plan->cgroup_procs_fd);
+  FORKBOX_RETURN_IF_ERROR(CloseAllExcept(std::move(keep)));
+  const char* step = "";
+  if (int err = SetNonDumpableAndDeathSignalRaw(getppid(), &step)) {
+    return Status::FromErrno(err, step);
+  }
+  if (int err = ContainRaw(*plan, &step)) return Status::FromErrno(err, step);
+  return Sandbox(policy, std::move(report), /*inside_agent=*/true);
+}
+
+}  // namespace forkbox::sandbox

@@ -1,0 +1,25 @@
+// The sandbox settings the user chose (--sandbox, --allow-net, --writable, --env, the rlimits):
+// one type from the parent's options through the start frame (ipc::SandboxSettings is this type)
+// to the child's Policy. Plain data, no dependencies, so the wire protocol can carry it without
+// depending on the sandbox library.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace forkbox::sandbox {
+
+struct Settings {
+  bool enabled = true;  // false only with the loud --sandbox=off opt-out.
+  bool allow_net = false;
+  std::vector<std::string> writable;  // Extra writable paths (--writable).
+  std::vector<std::string> env;       // Extra environment variable names passed to tools (--env).
+  int64_t rlimit_fsize_bytes = 1LL << 30;
+  int64_t rlimit_as_bytes = 8LL << 30;
+  int64_t rlimit_nofile = 1024;
+  int64_t rlimit_nproc = 512;
+  bool operator==(const Settings&) const = default;
+};
+
+}  // namespace forkbox::sandbox
