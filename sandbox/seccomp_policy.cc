@@ -10,6 +10,7 @@
 #include <sys/personality.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -51,6 +52,20 @@ std::vector<ArgMatch> CloneNewFlags() {
   return matches;
 }
 
+// (mode & S_ISUID) or (mode & S_ISGID), mode being argument `arg`.
+std::vector<ArgMatch> SetIdModeBits(unsigned arg) {
+  return {ArgMatch{arg, S_ISUID, S_ISUID}, ArgMatch{arg, S_ISGID, S_ISGID}};
+}
+
+Rule RefuseSetId(const char* name, unsigned mode_arg) {
+  return Rule{name,
+              Action::kEperm,
+              SetIdModeBits(mode_arg),
+              {},
+              "setuid/setgid bits: the owner can still chmod with every capability dropped, and "
+              "a set-id file another user (or root) later runs is a privilege escalation"};
+}
+
 // THE POLICY. Everything not listed is allowed: Landlock confines the filesystem, the namespace
 // layer the view, and this table the kernel's attack surface and the escapes Landlock cannot see.
 std::vector<RuleSet> BaseTable() {
@@ -77,6 +92,13 @@ std::vector<RuleSet> BaseTable() {
                 CloneNewFlags(),
                 {},
                 "CLONE_NEW* creates namespaces, like unshare"},
+       }},
+      {"set-id files",
+       {
+           RefuseSetId("chmod", 1),
+           RefuseSetId("fchmod", 1),
+           RefuseSetId("fchmodat", 2),
+           RefuseSetId("fchmodat2", 2),
        }},
       {"calls libc must fall back from",
        {

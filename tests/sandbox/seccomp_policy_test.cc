@@ -9,6 +9,7 @@
 #include <sys/ioctl.h>
 #include <sys/personality.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <set>
@@ -124,6 +125,23 @@ TEST(SeccompTable, CloneRefusesEveryNamespaceFlag) {
   for (uint32_t flag : {CLONE_NEWNS, CLONE_NEWCGROUP, CLONE_NEWUTS, CLONE_NEWIPC, CLONE_NEWUSER,
                         CLONE_NEWPID, CLONE_NEWNET}) {
     EXPECT_EQ(flags.count(flag), 1u) << std::hex << flag;
+  }
+}
+
+TEST(SeccompTable, ChmodFamilyRefusesSetuidAndSetgidBitsOnTheModeArgument) {
+  for (auto [name, arg] : {std::pair{"chmod", 1u}, std::pair{"fchmod", 1u},
+                           std::pair{"fchmodat", 2u}, std::pair{"fchmodat2", 2u}}) {
+    const Rule* rule = FindRule(Program::kBase, name);
+    ASSERT_NE(rule, nullptr) << name;
+    EXPECT_EQ(rule->action, Action::kEperm) << name;
+    EXPECT_FALSE(rule->reason.empty()) << name;
+    std::set<uint32_t> bits;
+    for (const ArgMatch& m : rule->any_of) {
+      EXPECT_EQ(m.arg, arg) << name;
+      EXPECT_EQ(m.mask, m.value) << name << ": a bit test is (mode & B) == B";
+      bits.insert(m.value);
+    }
+    EXPECT_EQ(bits, (std::set<uint32_t>{S_ISUID, S_ISGID})) << name;
   }
 }
 

@@ -10,10 +10,14 @@
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include <functional>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "sandbox/seccomp_policy.h"
@@ -244,6 +248,45 @@ TEST_F(SeccompProbe, AgentGetsInetSocketsOnlyAndToolFilterStacksOnTop) {
       "agent AF_UNIX with high bits");
   ExpectRefused(
       kAgentThenTool, [] { return Socket(AF_INET, SOCK_STREAM); }, EPERM, "tool on agent AF_INET");
+}
+
+// chmod, fchmod, fchmodat and fchmodat2 setting S_ISUID or S_ISGID: refused under the base filter
+// (checked from outside with stat), while the same probe unsandboxed sets the bit.
+TEST_F(SeccompProbe, SetuidAndSetgidChmodIsRefusedAndTheControlSucceeds) {
+  const std::string file = testing::MakeTempDir("setid") + "/prog";
+  int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0755);
+  ASSERT_GE(fd, 0);
+  close(fd);
+  auto mode = [&file] {
+    struct stat st {};
+    return stat(file.c_str(), &st) == 0 ? st.st_mode & 07777 : 0u;
+  };
+  const std::vector<std::pair<const char*, std::function<long(mode_t)>>> calls = {
+      {"chmod", [file](mode_t m) { return static_cast<long>(chmod(file.c_str(), m)); }},
+      {"fchmod",
+       [file](mode_t m) {
+         int f = open(file.c_str(), O_RDONLY | O_CLOEXEC);
+         return f < 0 ? -2L : static_cast<long>(fchmod(f, m));
+       }},
+      {"fchmodat", [file](mode_t m) { return syscall(SYS_fchmodat, AT_FDCWD, file.c_str(), m); }},
+      {"fchmodat2",
+       [file](mode_t m) { return syscall(452 /* fchmodat2 */, AT_FDCWD, file.c_str(), m, 0); }},
+  };
+  for (const auto& [name, call] : calls) {
+    for (mode_t bits : {mode_t{S_ISUID}, mode_t{S_ISGID}}) {
+      ASSERT_EQ(chmod(file.c_str(), 0755), 0);
+      ExpectRefused(
+          kTool, [&call, bits] { return call(0755 | bits); }, EPERM, name);
+      EXPECT_EQ(mode(), 0755u) << name;
+      ProbeResult allowed = RunProbe(Install(kTool), [&call] { return call(0700); });
+      EXPECT_EQ(allowed.value, 0) << name << ": a plain chmod stays allowed";
+      EXPECT_EQ(mode(), 0700u) << name;
+      ProbeResult control = RunProbe(NoFilter, [&call, bits] { return call(0755 | bits); });
+      if (control.value != 0 && control.err == ENOSYS) continue;  // No fchmodat2 here.
+      EXPECT_EQ(control.value, 0) << name << ": the unsandboxed control must set the bit";
+      EXPECT_EQ(mode(), 0755u | bits) << name;
+    }
+  }
 }
 
 TEST_F(SeccompProbe, X32AbiIsKilled) {
