@@ -256,13 +256,13 @@ TEST_P(EscapeTest, LeaveThePidsCgroup) {
 }
 
 TEST_P(EscapeTest, BindUnixSocketOutside) {
-  RunResult r = Probe({"bind_unix", outside_ + "/bound.sock"});
-  Verdict(r, Exists(outside_ + "/bound.sock"), Control::kAlways, "bind a unix socket outside");
+  RunResult r = Probe({"bind_unix", sock_dir_ + "/bound.sock"});
+  Verdict(r, Exists(sock_dir_ + "/bound.sock"), Control::kAlways, "bind a unix socket outside");
 }
 
 TEST_P(EscapeTest, BindUnixSocketOutsideEvenWithAllowNet) {
-  RunResult r = Probe({"bind_unix", outside_ + "/bound.sock"}, Flags({"--allow-net"}));
-  Verdict(r, Exists(outside_ + "/bound.sock"), Control::kAlways,
+  RunResult r = Probe({"bind_unix", sock_dir_ + "/bound.sock"}, Flags({"--allow-net"}));
+  Verdict(r, Exists(sock_dir_ + "/bound.sock"), Control::kAlways,
           "bind a unix socket outside with --allow-net (Landlock must still refuse)");
 }
 
@@ -643,7 +643,7 @@ TEST_P(EscapeTest, Ipv6Socket) {
 }
 
 TEST_P(EscapeTest, UnixSocketToListeningDaemon) {
-  const std::string path = outside_ + "/daemon.sock";
+  const std::string path = sock_dir_ + "/daemon.sock";
   Listener listener = Listener::Unix(path);
   RunResult r = Probe({"unix_connect", path});
   Verdict(r, listener.Contacted(), Control::kAlways, "connect to a daemon's unix socket");

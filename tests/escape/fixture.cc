@@ -202,6 +202,11 @@ void EscapeTest::SetUp() {
   WriteFile(victim_, "original\n");
   WriteFile(home_ + "/.bashrc", "# original\n");
   ChownTree(root_, uid_, gid_);
+  char sock_dir[] = "/var/tmp/fbx-XXXXXX";
+  ASSERT_NE(mkdtemp(sock_dir), nullptr) << "mkdtemp " << sock_dir << ": " << strerror(errno);
+  sock_dir_ = sock_dir;
+  chmod(sock_dir_.c_str(), 0755);
+  ChownTree(sock_dir_, uid_, gid_);
   victim_before_ = Snapshot(victim_);
 }
 
@@ -213,6 +218,7 @@ void EscapeTest::TearDown() {
     if (Exists(path)) RemoveTree(path);
   }
   if (!root_.empty()) RemoveTree(root_);
+  if (!sock_dir_.empty()) RemoveTree(sock_dir_);
 }
 
 std::vector<std::string> EscapeTest::Prefix() const {

@@ -79,8 +79,11 @@ class EscapeTest : public ::testing::TestWithParam<Mode> {
   std::string outside_;  // Everything here must stay untouched.
   std::string home_;     // HOME given to forkbox (inside outside_).
   std::string victim_;   // outside_/victim, "original\n".
-  std::string token_;    // Unique per test: file names, markers.
-  std::string secret_;   // Part of every secret value set in forkbox's environment.
+  // Outside too, for unix sockets: a short mkdtemp under /var/tmp, because a socket path is
+  // limited to 108 bytes and the temp tree lives under the build folder, which can be deep.
+  std::string sock_dir_;
+  std::string token_;   // Unique per test: file names, markers.
+  std::string secret_;  // Part of every secret value set in forkbox's environment.
   FileState victim_before_;
 
   // forkbox's environment: a plain PATH, HOME=home_, and secrets that must never reach a tool.
