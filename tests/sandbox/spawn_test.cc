@@ -8,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,6 +17,7 @@
 #include <fstream>
 
 #include "sandbox/cgroup.h"
+#include "sandbox/hygiene.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 #include "tests/sandbox/probe_util.h"
@@ -266,6 +268,50 @@ TEST(SpawnSandboxed, Layer2HoldsForANonDumpableUnprivilegedCaller) {
   });
   ASSERT_TRUE(r.reported) << "probe died (signal " << r.signal << ")";
   EXPECT_EQ(r.value, 2) << "the command is not pid 2 of its own PID namespace: no layer 2";
+}
+
+// Orphans re-parented to a subreaper become zombies once they exit; ReapOrphans reaps them
+// without blocking and leaves the children that ChildProcess handles own alone.
+long ReapTwoOrphansKeepingAnOwnedChild() {
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return -1;
+  if (ReapOrphans() != 0) return -2;  // Nothing yet.
+  Result<Pipe> gate = MakePipe();
+  Result<Pipe> owned_gate = MakePipe();
+  if (!gate.ok() || !owned_gate.ok()) return -3;
+  SpawnOptions owned_options;
+  owned_options.argv = {"/bin/sh", "-c", "head -c1 >/dev/null"};
+  owned_options.fds = {{owned_gate->read.get(), 0}};
+  Result<ChildProcess> owned = Spawn(owned_options);
+  SpawnOptions parent_options;
+  parent_options.argv = {"/bin/sh", "-c", "head -c1 <&3 & head -c1 <&3 & exit 0"};
+  parent_options.fds = {{gate->read.get(), 3}};
+  Result<ChildProcess> orphaner = Spawn(parent_options);
+  if (!owned.ok() || !orphaner.ok() || !orphaner->Wait().ok()) return -4;
+  std::vector<pid_t> orphans;
+  for (pid_t pid : ChildrenOf(getpid())) {
+    if (pid != owned->pid()) orphans.push_back(pid);
+  }
+  if (orphans.size() != 2) return -5;
+  std::vector<UniqueFd> exited;
+  for (pid_t pid : orphans) exited.emplace_back(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  if (write(gate->write.get(), "xy", 2) != 2) return -6;
+  for (const UniqueFd& fd : exited) {
+    pollfd p{fd.get(), POLLIN, 0};
+    if (!fd || poll(&p, 1, 60'000) != 1) return -7;  // A guard, not a synchronisation.
+  }
+  const pid_t keep[] = {owned->pid()};
+  int reaped = ReapOrphans(keep);
+  // The owned child is still ours to wait for: feed it its byte and reap it normally.
+  if (write(owned_gate->write.get(), "z", 1) != 1) return -8;
+  Result<int> status = owned->Wait();
+  return reaped * 10 + (status.ok() && ExitCodeFromWaitStatus(*status) == 0 ? 1 : 0);
+}
+
+TEST(ReapOrphans, ReapsExitedOrphansWithoutBlockingAndKeepsOwnedChildren) {
+  testing::ProbeResult r =
+      testing::RunProbe([] { return true; }, ReapTwoOrphansKeepingAnOwnedChild);
+  ASSERT_TRUE(r.reported) << "probe died (signal " << r.signal << ")";
+  EXPECT_EQ(r.value, 21) << "2 orphans reaped, the owned child still waitable";
 }
 
 TEST(SpawnSandboxed, HoldsAForkBombForRootToo) {
