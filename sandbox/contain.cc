@@ -121,7 +121,7 @@ int EnterNamespacesRaw(ContainPlan& p, const char** step) {
 }
 
 int RestrictRaw(const ContainPlan& p, const char** step) {
-  if (p.layer2) {
+  if (p.private_tmp) {
     // The private tmpfs of /tmp and /dev/shm (either may be absent on a minimal system).
     for (const char* tmp : {"/tmp", "/dev/shm"}) {
       *step = "landlock_add_rule(private tmpfs)";
@@ -214,6 +214,8 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
   p.limits = LimitsOf(policy);
   p.cgroup_procs_fd = inside_agent ? -1 : cgroup_procs_fd;
   p.layer2 = layer2 && !inside_agent;
+  // Inside a layer-2 agent the tmpfs are the agent's own, private to the task.
+  p.private_tmp = layer2;
   p.keeper = Keeper::kInit;
   if (p.layer2) {
     FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p));
@@ -235,6 +237,7 @@ Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int
 #endif
   p.cgroup_procs_fd = cgroup_procs_fd;
   p.layer2 = layer2;
+  p.private_tmp = layer2;
   p.unshare = layer2;
   p.subreaper = !layer2;
   p.keeper = Keeper::kWaiter;

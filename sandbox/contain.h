@@ -34,9 +34,10 @@ enum class Keeper {
 struct ContainPlan {
   int cgroup_procs_fd = -1;  // uid 0 only: RLIMIT_NPROC does not apply to root.
   Limits limits;
-  bool layer2 = false;
-  bool unshare = false;    // Layer 2 namespaces still to create (false: clone made them).
-  bool subreaper = false;  // Layer 1 agent: orphans come to it, so it can kill them.
+  bool layer2 = false;       // Create layer-2 namespaces (the agent, an unsandboxed caller's tool).
+  bool private_tmp = false;  // /tmp and /dev/shm are private tmpfs here: writable for Landlock.
+  bool unshare = false;      // Layer 2 namespaces still to create (false: clone made them).
+  bool subreaper = false;    // Layer 1 agent: orphans come to it, so it can kill them.
   Keeper keeper = Keeper::kInit;
   MountPlan mounts;
   // A spawned tool's namespace init dies with the spawner (PDEATHSIG); this pidfd of the spawner

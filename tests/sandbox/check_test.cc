@@ -202,6 +202,7 @@ struct AgentFacts {
   int write_outside_errno = 0;
   int tool_exit = -1;
   int tool_socket_exit = -1;
+  int tool_tmp_exit = -1;
   int killed = -1;
   char error[256] = {};
 };
@@ -209,6 +210,9 @@ struct AgentFacts {
 TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
   std::string work = MakeTempDir("agent");
   std::string outside = MakeTempDir("agent-outside");
+  const std::string token = std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
+  const std::string tmp_probe = "/tmp/forkbox-agent-tool-" + token;
+  const std::string shm_probe = "forkbox-agent-tool-" + token;
   int facts_pipe[2];
   ASSERT_EQ(pipe2(facts_pipe, O_CLOEXEC), 0);
   pid_t pid = fork();
@@ -245,6 +249,8 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
       };
       f.tool_exit = run("exit 5");
       f.tool_socket_exit = run("exec 3<>/dev/tcp/127.0.0.1/1");
+      // Python multiprocessing needs both (SemLock, shared_memory, forkserver's socket dir).
+      f.tool_tmp_exit = run("echo x > " + tmp_probe + " && echo y > /dev/shm/" + shm_probe);
       run("setsid sleep 100000 & (sleep 100000 &); exit 0");
       f.killed = KillAllDescendants();
     }
@@ -271,6 +277,13 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
   EXPECT_EQ(f.tool_exit, 5);
   EXPECT_NE(f.tool_socket_exit, 0);
   EXPECT_GE(f.killed, 1);
+  if (f.layer == 2) {
+    EXPECT_EQ(f.tool_tmp_exit, 0) << "a child's tools get a writable private /tmp and /dev/shm";
+  } else {
+    EXPECT_NE(f.tool_tmp_exit, 0) << "layer 1: /tmp and /dev/shm are the host's, not writable";
+  }
+  EXPECT_FALSE(FileExists(tmp_probe)) << "the tool's /tmp is private";
+  EXPECT_FALSE(FileExists("/dev/shm/" + shm_probe)) << "the tool's /dev/shm is private";
 }
 
 }  // namespace
