@@ -38,28 +38,24 @@ Status CheckEnforceable(int* abi) {
   return Status::Ok();
 }
 
-Report Check(const Policy& policy) {
-  Report r;
-  r.kernel = KernelRelease();
-  auto add = [&r](std::string protection, std::string state, std::string detail) {
-    r.lines.push_back({std::move(protection), std::move(state), std::move(detail)});
-  };
-  if (!policy.enabled) {
-    r.layer = 0;
-    add("sandbox", "off", "--sandbox=off: tools run with your full privileges");
-    r.enforceable = false;
-    return r;
-  }
+namespace {
+
+void Add(Report& r, std::string protection, std::string state, std::string detail) {
+  r.lines.push_back({std::move(protection), std::move(state), std::move(detail)});
+}
+
+// Landlock and seccomp: what fail-closed needs.
+void AddFilters(const Policy& policy, Report& r) {
   Status why;
   r.landlock_abi = landlock::QueryAbi(&why);
   const int abi = r.landlock_abi;
   if (abi == 0) {
-    add("landlock", "unavailable", why.message());
+    Add(r, "landlock", "unavailable", why.message());
   } else if (abi < 3) {
-    add("landlock", "weaker",
+    Add(r, "landlock", "weaker",
         "ABI " + std::to_string(abi) + ": truncate() outside the workdir is not restricted");
   } else {
-    add("landlock", "active",
+    Add(r, "landlock", "active",
         "ABI " + std::to_string(abi) + ": writes only beneath the workdir" +
             (policy.writable.empty()
                  ? std::string()
@@ -74,80 +70,110 @@ Report Check(const Policy& policy) {
       seccomp_why = base.status();
     }
   }
-  add("seccomp", seccomp_ok ? "active" : "unavailable",
+  Add(r, "seccomp", seccomp_ok ? "active" : "unavailable",
       seccomp_ok ? "native ABI only (i386 and x32 killed); mount, ptrace, bpf, io_uring, "
-                   "TIOCSTI... refused"
+                   "TIOCSTI, setuid/setgid chmod... refused"
                  : seccomp_why.message());
   r.enforceable = abi > 0 && seccomp_ok;
+}
 
+// Layer 2 and what it adds.
+void AddNamespaces(Report& r) {
   std::string userns_why;
   const bool layer2 = Layer2Available(&userns_why);
   r.layer = layer2 ? 2 : 1;
   const std::string missing = "unavailable";
   const std::string reason = layer2 ? "" : "layer 1 only: " + userns_why;
-  add("user namespace", layer2 ? "active" : missing, layer2 ? "user+mount+pid" : userns_why);
-  add("read-only root", layer2 ? "active" : missing,
+  Add(r, "user namespace", layer2 ? "active" : missing, layer2 ? "user+mount+pid" : userns_why);
+  Add(r, "read-only root", layer2 ? "active" : missing,
       layer2 ? "closes chmod/utime/xattr outside the workdir"
              : "chmod, utime and xattr outside the workdir are not blocked (" + reason + ")");
-  add("private /tmp and /dev/shm", layer2 ? "active" : missing,
+  Add(r, "private /tmp and /dev/shm", layer2 ? "active" : missing,
       layer2 ? "tmpfs; Python multiprocessing works"
              : "TMPDIR is inside the workdir; /dev/shm is read-only");
-  add(".git/hooks read-only", layer2 ? "active" : missing,
+  Add(r, ".git/hooks read-only", layer2 ? "active" : missing,
       layer2 ? ".git/hooks and .git/config are read-only binds"
              : "a tool could plant a hook that runs at your next commit");
-  add("pid namespace", layer2 ? "active" : "weaker",
+  Add(r, "pid namespace", layer2 ? "active" : "weaker",
       layer2 ? "tools see only the task's processes; the tree dies with the task"
              : "tools can list your processes; descendants are killed via the subreaper");
+}
+
+void AddNetwork(const Policy& policy, Report& r) {
+  const int abi = r.landlock_abi;
   if (abi >= 6) {
-    add("scopes", "active", "signals and abstract unix sockets stay inside the sandbox");
+    Add(r, "scopes", "active", "signals and abstract unix sockets stay inside the sandbox");
   } else {
-    add("scopes", abi == 0 ? missing : "weaker", "needs Landlock ABI 6");
+    Add(r, "scopes", abi == 0 ? "unavailable" : "weaker", "needs Landlock ABI 6");
   }
   if (policy.allow_net) {
-    add("network", "off", "--allow-net: tools may open sockets");
+    Add(r, "network", "off", "--allow-net: tools may open sockets");
   } else {
-    add("network", "active",
+    Add(r, "network", "active",
         std::string("tools: socket() refused for every family") +
             (abi >= 4 ? "; TCP bind/connect refused by Landlock; agent TCP limited to the model "
                         "port"
                       : "; Landlock TCP rules need ABI 4"));
   }
+}
+
+// Capabilities, rlimits and the fork-bomb limit.
+void AddPrivileges(const Policy& policy, Report& r) {
+  const bool layer2 = r.layer == 2;
+  const bool root = geteuid() == 0;
   // Emptying the bounding set needs CAP_SETPCAP: root has it, and so does the owner of a new user
   // namespace (layer 2). An unprivileged process in layer 1 keeps its bounding set; no_new_privs
   // makes that harmless (execve can gain nothing), but the report must not claim more.
-  if (geteuid() == 0 || layer2) {
-    add("capabilities", "active",
+  if (root || layer2) {
+    Add(r, "capabilities", "active",
         "all dropped (bounding, effective, permitted, inheritable, ambient)");
   } else {
-    add("capabilities", "weaker",
+    Add(r, "capabilities", "weaker",
         "effective, permitted, inheritable and ambient dropped; CapBnd not emptied (needs "
         "CAP_SETPCAP; no_new_privs keeps execve from using it)");
   }
-  add("no_new_privs", "active", "setuid binaries gain nothing");
-  add("rlimits", "active",
+  Add(r, "no_new_privs", "active", "setuid binaries gain nothing");
+  Add(r, "rlimits", "active",
       "core 0, fsize " + std::to_string(policy.rlimit_fsize_bytes) + ", as " +
           std::to_string(policy.rlimit_as_bytes) + ", nofile " +
           std::to_string(policy.rlimit_nofile) + ", nproc " + std::to_string(policy.rlimit_nproc));
-  const bool root = geteuid() == 0;
   const std::string cgroup = PidsCgroup::Hierarchy();
   if (!root) {
-    add("fork bomb", "active",
+    Add(r, "fork bomb", "active",
         "RLIMIT_NPROC " + std::to_string(policy.rlimit_nproc) + " (non-root)" +
             (layer2 ? ", counted inside the task's user namespace" : ""));
   } else if (!cgroup.empty()) {
-    add("fork bomb", "active",
+    Add(r, "fork bomb", "active",
         "uid 0: RLIMIT_NPROC does not apply; held by a pids cgroup (" + cgroup +
             "/forkbox, pids.max " + std::to_string(policy.rlimit_nproc) + ")" +
             (layer2 ? " + the PID namespace dies with the task" : ""));
   } else {
-    add("fork bomb", "weaker",
+    Add(r, "fork bomb", "weaker",
         std::string("uid 0: RLIMIT_NPROC does not apply and no pids cgroup is writable; held only "
                     "by the task timeout and the kill of the whole tree") +
             (layer2 ? " (PID namespace)" : " (subreaper)"));
   }
-  add("hygiene", "active",
-      "non-dumpable agent, PDEATHSIG, own session per tool, all descendants killed at task end");
-  add("environment", "active", "allowlist only; *_API_KEY, *_TOKEN, *_SECRET never passed");
+}
+
+}  // namespace
+
+Report Check(const Policy& policy) {
+  Report r;
+  r.kernel = KernelRelease();
+  if (!policy.enabled) {
+    r.layer = 0;
+    Add(r, "sandbox", "off", "--sandbox=off: tools run with your full privileges");
+    r.enforceable = false;
+    return r;
+  }
+  AddFilters(policy, r);
+  AddNamespaces(r);
+  AddNetwork(policy, r);
+  AddPrivileges(policy, r);
+  Add(r, "hygiene", "active",
+      "non-dumpable agent, PDEATHSIG (namespace inits too), own session per tool, all "
+      "descendants killed at task end");
+  Add(r, "environment", "active", "allowlist only; *_API_KEY, *_TOKEN, *_SECRET never passed");
   return r;
 }
 

@@ -158,32 +158,29 @@ int WriteIdMapsRaw(const MountPlan& plan, const char** step) {
   return err;
 }
 
-int SetUpMountsRaw(const MountPlan& plan, const char** step) {
-  *step = "mount(/, MS_REC|MS_PRIVATE)";
-  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+namespace {
 
-  // Detached copies of the writable trees, taken while they are still writable.
-  int trees[kMaxWritablePaths];
-  size_t count = plan.writable.size() < kMaxWritablePaths ? plan.writable.size() : 0;
+// Detached clones (open_tree) of `paths`, taken before the mounts change. 0 or errno.
+int CloneTreesRaw(const std::vector<std::string>& paths, int* fds, size_t count, const char* what,
+                  const char** step) {
   for (size_t i = 0; i < count; ++i) {
-    *step = "open_tree(writable path, CLONE|RECURSIVE)";
-    trees[i] = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, plan.writable[i].c_str(),
-                                        OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
-    if (trees[i] < 0) return errno;
+    *step = what;
+    fds[i] = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, paths[i].c_str(),
+                                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
+    if (fds[i] < 0) return errno;
   }
-  *step = "mount_setattr(/, RECURSIVE, RDONLY)";
-  if (int err = SetAttrRaw(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_RDONLY)) return err;
+  return 0;
+}
 
-  // Read-only clones of what must stay visible under /tmp, taken before the tmpfs hides it.
-  int visible[kMaxWritablePaths];
-  size_t visible_count = plan.visible.size() < kMaxWritablePaths ? plan.visible.size() : 0;
-  for (size_t i = 0; i < visible_count; ++i) {
-    *step = "open_tree(visible program, CLONE)";
-    visible[i] = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, plan.visible[i].c_str(),
-                                          OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
-    if (visible[i] < 0) return errno;
-  }
+// Attaches a detached tree at `path`, then closes it.
+int AttachRaw(int tree, const char* path) {
+  int err = 0;
+  if (syscall(SYS_move_mount, tree, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) != 0) err = errno;
+  close(tree);
+  return err;
+}
 
+int MountPrivateTmpfsRaw(const char** step) {
   *step = "mount tmpfs /tmp";
   if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) return errno;
   struct stat st;
@@ -193,41 +190,68 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
       return errno;
     }
   }
+  return 0;
+}
+
+// A program under /tmp bound back, read-only, onto a fresh mount point on the private tmpfs.
+int PlaceVisibleRaw(const MountPlan& plan, size_t i, int tree, const char** step) {
+  *step = "mkdir -p (visible program's directory)";
+  if (int err = MakeDirsRaw(plan.visible_dirs[i].c_str())) return err;
+  *step = "create (visible program's mount point)";
+  int point = open(plan.visible[i].c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0700);
+  if (point < 0) return errno;
+  close(point);
+  *step = "move_mount(visible program)";
+  return AttachRaw(tree, plan.visible[i].c_str());
+}
+
+int BindGitRaw(const MountPlan& plan, const char** step) {
+  for (const std::string& p : plan.pinned) {
+    *step = "bind .git onto itself";
+    if (mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+  }
+  for (const std::string& p : plan.readonly) {
+    *step = "bind git's trusted files read-only";
+    if (mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+    if (int err = SetAttrRaw(AT_FDCWD, p.c_str(), AT_RECURSIVE, MOUNT_ATTR_RDONLY)) return err;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int SetUpMountsRaw(const MountPlan& plan, const char** step) {
+  *step = "mount(/, MS_REC|MS_PRIVATE)";
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+  // Detached copies of the writable trees, taken while they are still writable.
+  int trees[kMaxWritablePaths];
+  size_t count = plan.writable.size() < kMaxWritablePaths ? plan.writable.size() : 0;
+  if (int err = CloneTreesRaw(plan.writable, trees, count,
+                              "open_tree(writable path, CLONE|RECURSIVE)", step)) {
+    return err;
+  }
+  *step = "mount_setattr(/, RECURSIVE, RDONLY)";
+  if (int err = SetAttrRaw(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_RDONLY)) return err;
+  // Read-only clones of what must stay visible under /tmp, taken before the tmpfs hides it.
+  int visible[kMaxWritablePaths];
+  size_t visible_count = plan.visible.size() < kMaxWritablePaths ? plan.visible.size() : 0;
+  if (int err = CloneTreesRaw(plan.visible, visible, visible_count,
+                              "open_tree(visible program, CLONE)", step)) {
+    return err;
+  }
+  if (int err = MountPrivateTmpfsRaw(step)) return err;
   // Programs first: a writable tree may sit above one of their directories.
   for (size_t i = 0; i < visible_count; ++i) {
-    *step = "mkdir -p (visible program's directory)";
-    if (int err = MakeDirsRaw(plan.visible_dirs[i].c_str())) return err;
-    *step = "create (visible program's mount point)";
-    int point = open(plan.visible[i].c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0700);
-    if (point < 0) return errno;
-    close(point);
-    *step = "move_mount(visible program)";
-    if (syscall(SYS_move_mount, visible[i], "", AT_FDCWD, plan.visible[i].c_str(),
-                MOVE_MOUNT_F_EMPTY_PATH) != 0) {
-      return errno;
-    }
-    close(visible[i]);
+    if (int err = PlaceVisibleRaw(plan, i, visible[i], step)) return err;
   }
   for (size_t i = 0; i < count; ++i) {
     // A writable tree under /tmp needs its mount point on the fresh tmpfs.
     *step = "mkdir -p (writable mount point)";
     if (int err = MakeDirsRaw(plan.writable[i].c_str())) return err;
     *step = "move_mount(writable tree)";
-    if (syscall(SYS_move_mount, trees[i], "", AT_FDCWD, plan.writable[i].c_str(),
-                MOVE_MOUNT_F_EMPTY_PATH) != 0) {
-      return errno;
-    }
-    close(trees[i]);
+    if (int err = AttachRaw(trees[i], plan.writable[i].c_str())) return err;
   }
-  for (const std::string& p : plan.pinned) {
-    *step = "bind .git onto itself";
-    if (mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
-  }
-  for (const std::string& p : plan.readonly) {
-    *step = "bind .git/hooks or .git/config read-only";
-    if (mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
-    if (int err = SetAttrRaw(AT_FDCWD, p.c_str(), AT_RECURSIVE, MOUNT_ATTR_RDONLY)) return err;
-  }
+  if (int err = BindGitRaw(plan, step)) return err;
   *step = "mount proc /proc";
   if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     return errno;
