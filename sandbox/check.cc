@@ -92,7 +92,9 @@ void AddNamespaces(Report& r) {
       layer2 ? "tmpfs; Python multiprocessing works"
              : "TMPDIR is inside the workdir; /dev/shm is read-only");
   Add(r, ".git/hooks read-only", layer2 ? "active" : missing,
-      layer2 ? ".git/hooks and .git/config are read-only binds"
+      layer2 ? "git's trust surface is read-only (hooks, info, config, config.worktree, "
+               "commondir, other worktrees, submodules, nested repos); a planted commondir or "
+               "config.worktree is removed when the command ends"
              : "a tool could plant a hook that runs at your next commit");
   Add(r, "pid namespace", layer2 ? "active" : "weaker",
       layer2 ? "tools see only the task's processes; the tree dies with the task"

@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstring>
 #include <string_view>
 
 #include "sandbox/caps.h"
@@ -26,8 +27,10 @@ constexpr unsigned long kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID
 long RawFork() { return syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr); }
 
 // Every keeper runs under no_new_privs and the base seccomp filter before it waits on anything.
-void ConfineKeeperRaw(std::span<const sock_filter> filter) {
-  syscall(SYS_close_range, 0U, ~0U, 0U);
+// It keeps no descriptor but `keep_stderr`'s fd 2.
+void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr) {
+  syscall(SYS_close_range, 0U, keep_stderr ? 1U : ~0U, 0U);
+  syscall(SYS_close_range, 3U, ~0U, 0U);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   const char* step = "";
   DropAllCapabilitiesRaw(&step);
@@ -35,23 +38,47 @@ void ConfineKeeperRaw(std::span<const sock_filter> filter) {
   if (!filter.empty() && seccomp::InstallRaw(filter, false) != 0) _exit(127);
 }
 
+void WriteStderrRaw(const char* a, const char* b, const char* c) {
+  for (const char* s : {a, b, c}) {
+    ssize_t ignored = write(2, s, strlen(s));
+    (void)ignored;
+  }
+}
+
+// Once nothing of the command is left: removes the git trust-surface files that did not exist
+// before it ran (a planted .git/commondir redirects the user's next git command outside the
+// sandbox) and says so on the command's stderr.
+void RemovePlantedRaw(const MountPlan& mounts) {
+  for (const std::string& path : mounts.absent) {
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0) continue;
+    int rc = S_ISDIR(st.st_mode) ? rmdir(path.c_str()) : unlink(path.c_str());
+    WriteStderrRaw("forkbox: ", path.c_str(),
+                   rc == 0 ? ": created by the command and removed (git would trust it)\n"
+                           : ": created by the command and could NOT be removed; delete it before "
+                             "running git\n");
+  }
+}
+
 // PID-namespace init of a tool command: reaps everything and exits with the command's status.
 // Signals without a handler are not delivered to a namespace init, so the command (pid 2) gets
-// the caller's process-group signals and the init ignores them.
-[[noreturn]] void RunInit(pid_t command, std::span<const sock_filter> filter) {
-  ConfineKeeperRaw(filter);
+// the caller's process-group signals and the init ignores them. When the command is gone, every
+// process it left is killed and reaped before the planted-file check.
+[[noreturn]] void RunInit(pid_t command, const ContainPlan& p) {
+  ConfineKeeperRaw(p.filters.empty() ? std::span<const sock_filter>() : p.filters.front(),
+                   /*keep_stderr=*/true);
+  int exit_code = 127;
   for (;;) {
     int status = 0;
     pid_t pid = waitpid(-1, &status, __WALL);
-    if (pid < 0) {
-      if (errno == EINTR) continue;
-      _exit(127);
-    }
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid < 0) break;  // ECHILD: the command and everything it left are gone.
     if (pid != command) continue;
-    // Exiting kills every other process in the namespace (daemons included).
-    if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
-    _exit(128 + WTERMSIG(status));
+    exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    kill(-1, SIGKILL);
   }
+  RemovePlantedRaw(p.mounts);
+  _exit(exit_code);
 }
 
 // Dies the way the agent died, so forkbox sees the real cause.
@@ -74,7 +101,7 @@ void ConfineKeeperRaw(std::span<const sock_filter> filter) {
   sigemptyset(&set);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&set, sig);
   sigprocmask(SIG_BLOCK, &set, nullptr);
-  ConfineKeeperRaw(filter);
+  ConfineKeeperRaw(filter, /*keep_stderr=*/false);
   for (;;) {
     int status = 0;
     pid_t pid = waitpid(agent, &status, WNOHANG);
@@ -110,7 +137,7 @@ int EnterNamespacesRaw(ContainPlan& p, const char** step) {
   long pid = p.keeper == Keeper::kWaiter ? static_cast<long>(fork()) : RawFork();
   if (pid < 0) return errno;
   if (pid > 0 && p.keeper == Keeper::kWaiter) RunWaiter(static_cast<pid_t>(pid), filter);
-  if (pid > 0) RunInit(static_cast<pid_t>(pid), filter);
+  if (pid > 0) RunInit(static_cast<pid_t>(pid), p);
   *step = "prctl(PR_SET_PDEATHSIG) under the namespace keeper";
   if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
   pollfd pfd{keeper, POLLIN, 0};

@@ -66,26 +66,111 @@ bool Exists(const fs::path& p) {
   return fs::exists(fs::symlink_status(p, ec));
 }
 
-// A git directory's files to protect: hooks/ and config, in the common dir too for a worktree.
-void AddGitDir(const fs::path& gitdir, MountPlan& plan) {
-  std::error_code ec;
-  fs::path common = gitdir;
+void AddReadonly(const fs::path& p, MountPlan& plan) {
+  if (Exists(p) &&
+      std::find(plan.readonly.begin(), plan.readonly.end(), p.string()) == plan.readonly.end()) {
+    plan.readonly.push_back(p.string());
+  }
+}
+
+void AddAbsent(const fs::path& p, MountPlan& plan) {
+  if (!Exists(p) && plan.absent.size() < kMaxAbsentPaths &&
+      std::find(plan.absent.begin(), plan.absent.end(), p.string()) == plan.absent.end()) {
+    plan.absent.push_back(p.string());
+  }
+}
+
+fs::path CommonDirOf(const fs::path& gitdir) {
   std::ifstream commondir(gitdir / "commondir");
   std::string rel;
-  if (commondir && std::getline(commondir, rel) && !rel.empty()) {
-    fs::path c = fs::path(rel).is_absolute() ? fs::path(rel) : gitdir / rel;
-    common = fs::weakly_canonical(c, ec);
-    if (ec) common = gitdir;
+  if (!commondir || !std::getline(commondir, rel) || rel.empty()) return gitdir;
+  std::error_code ec;
+  fs::path c = fs::path(rel).is_absolute() ? fs::path(rel) : gitdir / rel;
+  fs::path common = fs::weakly_canonical(c, ec);
+  return ec ? gitdir : common;
+}
+
+// The files git trusts enough to run code from or to redirect itself by, in one git dir.
+// hooks/ and info/ are created when missing so that they can be bound read-only; files that do
+// not exist and must not appear (commondir, config.worktree) are removed after the command.
+void AddTrustedFiles(const fs::path& dir, MountPlan& plan) {
+  std::error_code ec;
+  for (const char* sub : {"hooks", "info"}) {
+    if (!Exists(dir / sub)) fs::create_directory(dir / sub, ec);
   }
-  for (const fs::path& dir : {common, gitdir}) {
-    fs::path hooks = dir / "hooks";
-    if (!Exists(hooks)) fs::create_directory(hooks, ec);
-    for (const fs::path& p : {hooks, dir / "config", dir / "config.worktree"}) {
-      if (Exists(p) && std::find(plan.readonly.begin(), plan.readonly.end(), p.string()) ==
-                           plan.readonly.end()) {
-        plan.readonly.push_back(p.string());
-      }
+  for (const char* name : {"hooks", "info", "config", "config.worktree", "commondir"}) {
+    AddReadonly(dir / name, plan);
+  }
+  AddAbsent(dir / "commondir", plan);
+  AddAbsent(dir / "config.worktree", plan);
+}
+
+// Submodule git dirs (modules/**): their config and hooks.
+void AddModules(const fs::path& modules, MountPlan& plan, int depth) {
+  std::error_code ec;
+  if (depth > 4 || !IsDir(modules)) return;
+  for (const auto& entry : fs::directory_iterator(modules, ec)) {
+    if (!entry.is_directory(ec) || entry.is_symlink(ec)) continue;
+    if (Exists(entry.path() / "HEAD")) {
+      AddTrustedFiles(entry.path(), plan);
+      AddModules(entry.path() / "modules", plan, depth + 1);
+    } else {
+      AddModules(entry.path(), plan, depth + 1);  // Nested submodule names ("a/b").
     }
+  }
+}
+
+// A git directory's trust surface, in the common dir too for a worktree: the trusted files, the
+// other worktrees' admin dirs (wholly read-only) and the submodules'.
+void AddGitDir(const fs::path& gitdir, MountPlan& plan) {
+  const fs::path common = CommonDirOf(gitdir);
+  AddTrustedFiles(common, plan);
+  if (gitdir != common) {
+    AddTrustedFiles(gitdir, plan);
+    AddReadonly(gitdir / "gitdir", plan);
+  }
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(common / "worktrees", ec)) {
+    if (entry.path() != gitdir) AddReadonly(entry.path(), plan);
+  }
+  AddModules(common / "modules", plan, 0);
+}
+
+// A `.git` below the workdir: a directory is pinned with its surface, a `gitdir:` file is bound
+// read-only with the surface of the git dir it names.
+void AddDotGit(const fs::path& dotgit, MountPlan& plan) {
+  if (IsDir(dotgit)) {
+    plan.pinned.push_back(dotgit.string());
+    AddGitDir(dotgit, plan);
+    return;
+  }
+  std::ifstream in(dotgit);
+  std::string line;
+  std::getline(in, line);
+  const std::string prefix = "gitdir: ";
+  if (line.rfind(prefix, 0) == 0) {
+    fs::path gd = line.substr(prefix.size());
+    if (gd.is_relative()) gd = dotgit.parent_path() / gd;
+    std::error_code ec;
+    gd = fs::weakly_canonical(gd, ec);
+    if (!ec && IsDir(gd)) AddGitDir(gd, plan);
+  }
+  AddReadonly(dotgit, plan);
+}
+
+// Nested repositories below the workdir (a bounded walk: depth 4, big dependency trees and git
+// dirs skipped), each protected like the workdir's own.
+void AddNestedRepos(const fs::path& dir, MountPlan& plan, int depth) {
+  std::error_code ec;
+  if (depth > 4) return;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    if (!entry.is_directory(ec) || entry.is_symlink(ec) || name == ".git" ||
+        name == "node_modules" || name == ".forkbox-tmp") {
+      continue;
+    }
+    if (Exists(entry.path() / ".git")) AddDotGit(entry.path() / ".git", plan);
+    AddNestedRepos(entry.path(), plan, depth + 1);
   }
 }
 
@@ -100,24 +185,16 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
                                    " --writable paths");
   }
   fs::path dotgit = fs::path(workdir) / ".git";
-  if (IsDir(dotgit)) {
-    plan.pinned.push_back(dotgit.string());
-    AddGitDir(dotgit, plan);
-  } else if (Exists(dotgit)) {
-    // A worktree: ".git" is a file "gitdir: <path>". The file itself is protected too.
-    std::ifstream in(dotgit);
-    std::string line;
-    std::getline(in, line);
-    const std::string prefix = "gitdir: ";
-    if (line.rfind(prefix, 0) == 0) {
-      fs::path gd = line.substr(prefix.size());
-      if (gd.is_relative()) gd = fs::path(workdir) / gd;
-      std::error_code ec;
-      gd = fs::weakly_canonical(gd, ec);
-      if (!ec && IsDir(gd)) AddGitDir(gd, plan);
-    }
-    plan.readonly.push_back(dotgit.string());
-  }
+  if (Exists(dotgit)) AddDotGit(dotgit, plan);
+  AddNestedRepos(workdir, plan, 0);
+  MountPlan maps = IdMapsOnly();
+  plan.uid_map = std::move(maps.uid_map);
+  plan.gid_map = std::move(maps.gid_map);
+  return plan;
+}
+
+MountPlan IdMapsOnly() {
+  MountPlan plan;
   std::string uid = std::to_string(geteuid());
   std::string gid = std::to_string(getegid());
   plan.uid_map = uid + " " + uid + " 1\n";
@@ -264,15 +341,8 @@ bool Layer2Available(std::string* why) {
   static bool available = false;
   static std::string reason;
   std::call_once(once, [] {
-    Result<MountPlan> plan = PlanMounts("/", {});
-    if (!plan.ok()) {
-      reason = plan.status().message();
-      return;
-    }
-    plan->writable.clear();  // Probe the mechanics only; "/" stays read-only in the probe.
-    plan->pinned.clear();
-    plan->readonly.clear();
-    const MountPlan& p = *plan;
+    MountPlan plan = IdMapsOnly();  // Probe the mechanics only; "/" stays read-only.
+    const MountPlan& p = plan;
     long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, nullptr,
                        nullptr, nullptr, nullptr);
     if (pid < 0) {

@@ -16,7 +16,14 @@ struct MountPlan {
   // .git directories bound onto themselves: a mount point cannot be renamed or removed, so a
   // tool cannot swap in a fresh .git with planted hooks.
   std::vector<std::string> pinned;
-  std::vector<std::string> readonly;  // .git/hooks, .git/config (and a worktree's gitdir ones).
+  // Git's trust surface, bound read-only: hooks/, info/, config, config.worktree, commondir of
+  // the workdir's git dir (and its common dir), other worktrees' admin dirs, submodules' git
+  // dirs, nested repositories' `.git`, a `.git` file.
+  std::vector<std::string> readonly;
+  // Trust-surface files that did not exist (commondir, config.worktree): a bind cannot stop their
+  // creation in a writable .git, so the namespace init removes them once the command and every
+  // process it left behind are dead, and says so on stderr.
+  std::vector<std::string> absent;
   // Programs under /tmp that stay runnable (bound read-only, one file each) above the private
   // tmpfs, e.g. a test binary in a build tree there. visible_dirs[i] is visible[i]'s directory.
   std::vector<std::string> visible;
@@ -26,10 +33,14 @@ struct MountPlan {
 };
 
 inline constexpr size_t kMaxWritablePaths = 32;
+inline constexpr size_t kMaxAbsentPaths = 64;
 
 // Resolves the git paths (a worktree's `.git` file included). Creates a missing .git/hooks so
 // that it can be protected.
 Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable);
+
+// A plan with only the id maps (the same ids inside): no mounts beyond the read-only root.
+MountPlan IdMapsOnly();
 
 // Writes setgroups/uid_map/gid_map for this process, which has just entered a new user namespace.
 // Works for a non-dumpable non-root process too (dumpable only for the writes). 0 or errno;

@@ -215,13 +215,16 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
   const std::string shm_probe = "forkbox-agent-tool-" + token;
   int facts_pipe[2];
   ASSERT_EQ(pipe2(facts_pipe, O_CLOEXEC), 0);
+  int done_pipe[2];  // Closed by the test once it has looked at the waiter.
+  ASSERT_EQ(pipe2(done_pipe, O_CLOEXEC), 0);
   pid_t pid = fork();
   if (pid == 0) {
     close(facts_pipe[0]);
+    close(done_pipe[1]);
     AgentFacts f;
     Policy policy;
     policy.workdir = work;
-    int keep[] = {facts_pipe[1]};
+    int keep[] = {facts_pipe[1], done_pipe[0]};
     Result<Sandbox> report = EnterAgentSandbox(policy, keep);
     f.entered = report.ok();
     if (!report.ok()) {
@@ -255,12 +258,19 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
       f.killed = KillAllDescendants();
     }
     if (write(facts_pipe[1], &f, sizeof(f)) != sizeof(f)) _exit(3);
+    char c;
+    if (read(done_pipe[0], &c, 1) != 0) _exit(4);
     _exit(0);
   }
   close(facts_pipe[1]);
+  close(done_pipe[0]);
   AgentFacts f;
   ASSERT_EQ(read(facts_pipe[0], &f, sizeof(f)), static_cast<ssize_t>(sizeof(f)));
   close(facts_pipe[0]);
+  // In layer 2 the forked process stays behind as the waiter: it must be under no_new_privs and
+  // seccomp before it waits (the agent is still running: it waits for done_pipe).
+  const std::string waiter = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  close(done_pipe[1]);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   EXPECT_EQ(ExitCodeFromWaitStatus(status), 0);
@@ -269,6 +279,8 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
   EXPECT_EQ(f.layer, Layer2Available() ? 2 : 1);
   if (f.layer == 2) {
     EXPECT_EQ(f.pid, 1) << "the agent is init of its PID namespace";
+    EXPECT_NE(waiter.find("NoNewPrivs:\t1"), std::string::npos) << waiter;
+    EXPECT_NE(waiter.find("Seccomp:\t2"), std::string::npos) << waiter;
   }
   EXPECT_EQ(f.inet_socket_ok, 1);
   EXPECT_EQ(f.unix_socket_ok, 0);

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -178,6 +179,144 @@ TEST(SpawnSandboxed, Layer2MakesGitHooksAndConfigReadOnly) {
   EXPECT_FALSE(FileExists(work + "/.git2"));
 }
 
+// Plants every kind of git trust-surface change, then runs a real `git status` outside.
+const char kPlantGitSurface[] =
+    "mkdir -p .git/x && cp -r .git/objects .git/refs .git/HEAD .git/x/ 2>/dev/null; "
+    "printf '[core]\\n\\trepositoryformatversion = 0\\n\\tfsmonitor = \"touch PWNED; "
+    "false\"\\n' > .git/x/config; "
+    "echo x > .git/commondir; echo 'x' > .git/config.worktree; echo '* filter=evil' > "
+    ".git/info/attributes; echo evil > .git/modules/sub/hooks/post-checkout; "
+    "echo '[core] hooksPath=/' >> .git/modules/sub/config; echo evil > "
+    "nested/.git/hooks/pre-commit; echo x > .git/worktrees/wt/commondir; exit 0";
+
+std::string GitInitScript(const std::string& work) {
+  return "set -e; cd " + work +
+         "; git init -q .; git -c user.name=a -c user.email=b commit -q --allow-empty -m one; "
+         "git worktree add -q ../wt-$$ 2>/dev/null; mkdir -p .git/modules/sub/hooks; "
+         "cp .git/HEAD .git/config .git/modules/sub/; git init -q nested";
+}
+
+// The files a planted change would show up in, read from outside.
+std::string GitSurfaceState(const std::string& work) {
+  std::string state;
+  for (const char* f : {"/.git/commondir", "/.git/config.worktree", "/.git/info/attributes",
+                        "/.git/modules/sub/hooks/post-checkout", "/.git/modules/sub/config",
+                        "/nested/.git/hooks/pre-commit", "/PWNED"}) {
+    state += std::string(f) + "=" + (FileExists(work + f) ? ReadFile(work + f) : "-") + ";";
+  }
+  return state;
+}
+
+TEST(SpawnSandboxed, Layer2KeepsGitsTrustSurfaceAndTheControlDoesNot) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  if (system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no git";
+  std::string work = MakeTempDir("spawn-gitsurface");
+  std::string control = MakeTempDir("spawn-gitsurface-control");
+  for (const std::string& dir : {work, control}) {
+    ASSERT_EQ(system(GitInitScript(dir).c_str()), 0);
+    std::string wt = ReadFile(
+        dir + "/.git/worktrees/" +
+        std::filesystem::directory_iterator(dir + "/.git/worktrees")->path().filename().string() +
+        "/gitdir");
+    ASSERT_EQ(system(("mv " + dir + "/.git/worktrees/* " + dir + "/.git/worktrees/wt").c_str()), 0)
+        << wt;
+  }
+  const std::string before = GitSurfaceState(work);
+  Result<RunOutput> r = RunSandboxed(MakePolicy(work), kPlantGitSurface);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(GitSurfaceState(work), before);
+  EXPECT_EQ(ReadFile(work + "/.git/worktrees/wt/commondir"), "../..\n");
+  // The control: the same script unsandboxed changes all of it.
+  SpawnOptions plain;
+  plain.argv = {"/bin/sh", "-c", kPlantGitSurface};
+  plain.cwd = control;
+  Result<ChildProcess> c = Spawn(plain);
+  ASSERT_TRUE(c.ok() && c->Wait().ok());
+  EXPECT_TRUE(FileExists(control + "/.git/commondir"));
+  EXPECT_TRUE(FileExists(control + "/nested/.git/hooks/pre-commit"));
+  EXPECT_TRUE(FileExists(control + "/.git/modules/sub/hooks/post-checkout"));
+  // A real git command outside: the planted fsmonitor runs only in the control.
+  for (const std::string& dir : {work, control}) {
+    EXPECT_EQ(system(("cd " + dir + " && git status >/dev/null 2>&1; true").c_str()), 0);
+  }
+  EXPECT_FALSE(FileExists(work + "/PWNED"));
+  EXPECT_TRUE(FileExists(control + "/PWNED")) << "the control must escape";
+}
+
+// What real work needs from git inside layer 2 still works.
+TEST(SpawnSandboxed, Layer2GitStillWorks) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  if (system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no git";
+  std::string work = MakeTempDir("spawn-gitworks");
+  const std::string git = "git -c user.name=a -c user.email=b ";
+  Result<RunOutput> fresh =
+      RunSandboxed(MakePolicy(work), "set -e; git init -q . && echo a > a && git add a && " + git +
+                                         "commit -q -m a && echo inited");
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_EQ(fresh->out, "inited\n");
+  // Now .git exists and is protected: the everyday operations.
+  Result<RunOutput> r =
+      RunSandboxed(MakePolicy(work),
+                   "set -e; echo b > a; " + git + "stash -q; " + git + "stash pop -q; " + git +
+                       "commit -qam b; " + git + "checkout -q -b topic; echo c > c; git add c; " +
+                       git + "commit -qm c; " + git + "checkout -q -; echo d > d; git add d; " +
+                       git + "commit -qm d; " + git + "checkout -q topic; " + git +
+                       "rebase -q -; git worktree list >/dev/null; git log --format=%s | "
+                       "tr '\\n' ' '");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->out, "c d b a ");
+  EXPECT_EQ(r->exit_code, 0);
+}
+
+// A process that spawns `sleep` holding `hold` as fd 3, reports the spawned pid, then waits to
+// be killed. The caller SIGKILLs it.
+pid_t StartSpawnerOfHolder(bool sandboxed, const std::string& work, int hold, int* spawned) {
+  int report[2];
+  if (pipe2(report, O_CLOEXEC) != 0) return -1;
+  pid_t spawner = fork();
+  if (spawner == 0) {
+    SpawnOptions options;
+    options.argv = {"/bin/sleep", "100000"};
+    options.fds = {{hold, 3}};
+    options.new_session = true;
+    Result<ChildProcess> child =
+        sandboxed ? SpawnSandboxed(MakePolicy(work), options) : Spawn(options);
+    pid_t pid = child.ok() ? child->pid() : -1;
+    if (write(report[1], &pid, sizeof pid) != sizeof pid) _exit(1);
+    for (;;) pause();
+  }
+  close(report[1]);
+  if (read(report[0], spawned, sizeof *spawned) != sizeof *spawned) *spawned = -1;
+  close(report[0]);
+  return spawner;
+}
+
+// SIGKILL of whoever spawned a layer-2 command takes the command down: the namespace init has
+// PDEATHSIG. The control, a plain spawn, survives its spawner.
+TEST(SpawnSandboxed, Layer2CommandDiesWithItsSpawnerAndTheControlDoesNot) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  std::string work = MakeTempDir("spawn-pdeathsig");
+  for (bool sandboxed : {true, false}) {
+    Result<Pipe> hold = MakePipe();
+    ASSERT_TRUE(hold.ok());
+    pid_t spawned = -1;
+    pid_t spawner = StartSpawnerOfHolder(sandboxed, work, hold->write.get(), &spawned);
+    ASSERT_GT(spawner, 0);
+    ASSERT_GT(spawned, 0) << "sandboxed=" << sandboxed;
+    hold->write.reset();
+    ASSERT_EQ(kill(spawner, SIGKILL), 0);
+    ASSERT_EQ(waitpid(spawner, nullptr, 0), spawner);
+    if (sandboxed) {
+      EXPECT_EQ(ReadAll(hold->read.get()), "") << "EOF: the command died with its spawner";
+    } else {
+      pollfd p{hold->read.get(), POLLIN, 0};
+      EXPECT_EQ(poll(&p, 1, 0), 0) << "the control must survive its spawner";
+      kill(-spawned, SIGKILL);
+      EXPECT_EQ(ReadAll(hold->read.get()), "");
+    }
+  }
+}
+
 TEST(SpawnSandboxed, Layer2HasAPrivateTmp) {
   if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
   std::string work = MakeTempDir("spawn-tmp");
@@ -255,7 +394,9 @@ TEST(SpawnSandboxed, Layer2HoldsForANonDumpableUnprivilegedCaller) {
   if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
   const bool root = geteuid() == 0;
   const std::string work = MakeTempDir("spawn-nondumpable");
-  if (root) ASSERT_EQ(chown(work.c_str(), 65534, 65534), 0);
+  if (root) {
+    ASSERT_EQ(chown(work.c_str(), 65534, 65534), 0);
+  }
   auto become_user = [root] {
     if (root && (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0)) {
       return false;
