@@ -150,19 +150,20 @@ void WarnAbout(const sandbox::Policy& policy, const std::string& program) {
 }
 
 // Runs the command under the policy and returns its exit code.
-int Run(sandbox::Policy policy, const std::vector<std::string>& command) {
+int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) {
   WarnAbout(policy, command[0]);
+  // Fail closed before touching the workdir.
+  Result<sandbox::Sandbox> sandbox = sandbox::Sandbox::ForTools(policy);
+  if (!sandbox.ok()) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n", sandbox.status().message().c_str());
+    return kSandboxError;
+  }
   Result<sandbox::TaskTmpDir> tmp = sandbox::TaskTmpDir::Create(policy.workdir);
   if (!tmp.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", tmp.status().message().c_str());
     return kSandboxError;
   }
-  policy.tmpdir = tmp->path();
-  Result<sandbox::Sandbox> sandbox = sandbox::Sandbox::ForTools(std::move(policy));
-  if (!sandbox.ok()) {
-    std::fprintf(stderr, "forkbox sandbox: %s\n", sandbox.status().message().c_str());
-    return kSandboxError;
-  }
+  sandbox->set_tmpdir(tmp->path());
   // Collect re-parented daemons so they can be killed when the command ends.
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   SpawnOptions options;
@@ -219,7 +220,7 @@ int SandboxCommandMain(int argc, char** argv) {
                  "[ARGS...]\n");
     return 2;
   }
-  return Run(std::move(*policy), cl->command);
+  return Run(*policy, cl->command);
 }
 
 }  // namespace forkbox::parent
