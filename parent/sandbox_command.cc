@@ -11,6 +11,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <optional>
 #include <string>
 #include <vector>
@@ -28,6 +29,7 @@ struct CommandLine {
   sandbox::Settings settings;
   std::string workdir;
   bool check = false;
+  std::vector<std::string> readable;  // --readable PATH, made absolute by ResolvePolicy's caller.
   std::vector<std::string> command;
 };
 
@@ -119,6 +121,9 @@ std::optional<CommandLine> Parse(int argc, char** argv, int* exit_code) {
       ->allow_extra_args(false);
   app.add_option("--env", cl.settings.env, "Pass this environment variable through (repeatable)")
       ->allow_extra_args(false);
+  app.add_option("--readable", cl.readable,
+                 "Let the command read this credential store, hidden by default (repeatable)")
+      ->allow_extra_args(false);
   app.add_option("--sandbox", mode, "on (default) or off: run WITHOUT any sandbox")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--check", cl.check, "Print what the sandbox enforces here and exit");
@@ -208,6 +213,16 @@ int SandboxCommandMain(int argc, char** argv) {
   if (!policy.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", policy.status().message().c_str());
     return 2;
+  }
+  for (const std::string& path : cl->readable) {
+    std::error_code ec;
+    std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
+    if (ec) {
+      std::fprintf(stderr, "forkbox sandbox: --readable %s: %s\n", path.c_str(),
+                   ec.message().c_str());
+      return 2;
+    }
+    policy->readable.push_back(canonical.string());
   }
   if (cl->check) {
     sandbox::Report report = sandbox::Check(*policy);

@@ -96,6 +96,11 @@ void AddNamespaces(Report& r) {
                "commondir, other worktrees, submodules, nested repos); a planted commondir or "
                "config.worktree is removed when the command ends"
              : "a tool could plant a hook that runs at your next commit");
+  Add(r, "credential stores", layer2 ? "active" : missing,
+      layer2
+          ? "~/.ssh, ~/.aws, ~/.netrc, shell histories... (and /etc/shadow as root) hidden "
+            "from tools; --readable PATH opts back in"
+          : "reads are not confined: tools can read ~/.ssh, ~/.aws, ~/.netrc... (" + reason + ")");
   Add(r, "pid namespace", layer2 ? "active" : "weaker",
       layer2 ? "tools see only the task's processes; the tree dies with the task"
              : "tools can list your processes; descendants are killed via the subreaper");

@@ -12,6 +12,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <string_view>
 
 #include "sandbox/caps.h"
@@ -197,6 +198,11 @@ Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p) {
       PlanMounts(writable.front(), std::vector<std::string>(writable.begin() + 1, writable.end()));
   if (!mounts.ok()) return mounts.status();
   p.mounts = std::move(*mounts);
+  for (std::string& path : CredentialPaths(policy)) {
+    std::error_code ec;
+    bool dir = std::filesystem::is_directory(path, ec);
+    (dir ? p.mounts.hidden_dirs : p.mounts.hidden_files).push_back(std::move(path));
+  }
   return Status::Ok();
 }
 

@@ -1,4 +1,8 @@
 // ToolEnvironment and ResolvePolicy.
+#include <pwd.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <set>
@@ -103,6 +107,75 @@ Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdi
     if (value <= 0) return Status::InvalidArgument(std::string(what) + " must be positive");
   }
   return policy;
+}
+
+namespace {
+
+bool Beneath(const std::string& path, const std::string& root) {
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          (root == "/" || path[root.size()] == '/'));
+}
+
+std::string HomeOf(const Policy& policy) {
+  if (!policy.home.empty()) return policy.home;
+  const passwd* pw = getpwuid(geteuid());
+  return pw != nullptr && pw->pw_dir != nullptr ? pw->pw_dir : "";
+}
+
+}  // namespace
+
+std::vector<std::string> CredentialPaths(const Policy& policy) {
+  std::vector<std::string> candidates;
+  const std::string home = HomeOf(policy);
+  if (!home.empty() && home != "/") {
+    for (const char* rel : {".ssh",
+                            ".gnupg",
+                            ".aws",
+                            ".azure",
+                            ".config/gcloud",
+                            ".kube",
+                            ".docker/config.json",
+                            ".netrc",
+                            ".git-credentials",
+                            ".config/gh",
+                            ".npmrc",
+                            ".pypirc",
+                            ".cargo/credentials",
+                            ".cargo/credentials.toml",
+                            ".password-store",
+                            ".local/share/keyrings",
+                            ".mozilla",
+                            ".config/google-chrome",
+                            ".config/chromium",
+                            ".config/BraveSoftware",
+                            ".bash_history",
+                            ".zsh_history",
+                            ".python_history",
+                            ".psql_history",
+                            ".mysql_history"}) {
+      candidates.push_back(home + "/" + rel);
+    }
+  }
+  if (geteuid() == 0) {
+    candidates.push_back("/etc/shadow");
+    candidates.push_back("/etc/gshadow");
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator("/etc/ssh", ec)) {
+      const std::string name = entry.path().filename().string();
+      if (EndsWith(name, "_key")) candidates.push_back(entry.path().string());
+    }
+  }
+  std::vector<std::string> out;
+  for (const std::string& candidate : candidates) {
+    // A symlinked store is hidden where it really is (a mount follows the link anyway).
+    std::error_code ec;
+    const std::string path = std::filesystem::canonical(candidate, ec).string();
+    if (ec) continue;  // Does not exist.
+    auto opted_in = [&path](const std::string& r) { return Beneath(path, r); };
+    if (std::any_of(policy.readable.begin(), policy.readable.end(), opted_in)) continue;
+    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+  }
+  return out;
 }
 
 }  // namespace forkbox::sandbox

@@ -282,6 +282,27 @@ int PlaceVisibleRaw(const MountPlan& plan, size_t i, int tree, const char** step
   return AttachRaw(tree, plan.visible[i].c_str());
 }
 
+int HideCredentialsRaw(const MountPlan& plan, const char** step) {
+  for (const std::string& p : plan.hidden_dirs) {
+    *step = "mount empty tmpfs over a credential store";
+    // ENOENT: not visible here at all (e.g. under the private /tmp): nothing to hide.
+    if (mount("tmpfs", p.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
+              "size=4k,mode=000") != 0 &&
+        errno != ENOENT) {
+      return errno;
+    }
+  }
+  for (const std::string& p : plan.hidden_files) {
+    *step = "bind /dev/null over a credential file";
+    if (mount("/dev/null", p.c_str(), nullptr, MS_BIND, nullptr) != 0) {
+      if (errno == ENOENT) continue;
+      return errno;
+    }
+    if (int err = SetAttrRaw(AT_FDCWD, p.c_str(), 0, MOUNT_ATTR_RDONLY)) return err;
+  }
+  return 0;
+}
+
 int BindGitRaw(const MountPlan& plan, const char** step) {
   for (const std::string& p : plan.pinned) {
     *step = "bind .git onto itself";
@@ -329,6 +350,7 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
     if (int err = AttachRaw(trees[i], plan.writable[i].c_str())) return err;
   }
   if (int err = BindGitRaw(plan, step)) return err;
+  if (int err = HideCredentialsRaw(plan, step)) return err;
   *step = "mount proc /proc";
   if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     return errno;

@@ -24,6 +24,10 @@ struct MountPlan {
   // creation in a writable .git, so the namespace init removes them once the command and every
   // process it left behind are dead, and says so on stderr.
   std::vector<std::string> absent;
+  // Credential stores hidden from the command: an empty read-only tmpfs over each directory,
+  // /dev/null over each file.
+  std::vector<std::string> hidden_dirs;
+  std::vector<std::string> hidden_files;
   // Programs under /tmp that stay runnable (bound read-only, one file each) above the private
   // tmpfs, e.g. a test binary in a build tree there. visible_dirs[i] is visible[i]'s directory.
   std::vector<std::string> visible;

@@ -28,6 +28,11 @@ namespace forkbox::sandbox {
 // rlimits positive (ResolvePolicy checks all of it).
 struct Policy : Settings {
   std::string workdir;  // Absolute, canonical. The only writable tree (plus `writable`).
+  // Layer 2 hides the credential stores below `home` (and, as root, /etc/shadow, /etc/gshadow,
+  // /etc/ssh/*_key) from tools: see CredentialPaths. Empty: the user's home from the password
+  // database. `readable` (--readable PATH, absolute) opts paths back in.
+  std::string home;
+  std::vector<std::string> readable;
   // Per-task temp dir (TMPDIR/TMP/TEMP for tools). Empty: tools get the workdir's
   // .forkbox-tmp/<random> created by MakeTaskTmpDir.
   std::string tmpdir;
@@ -39,6 +44,16 @@ struct Policy : Settings {
 // Settings plus what only this process knows). Fails on a workdir or --writable path that does
 // not exist, an invalid --env name or a non-positive rlimit.
 Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdir);
+
+// The credential stores tools must not read (what exists of them now): ~/.ssh, ~/.gnupg,
+// ~/.aws, ~/.azure, ~/.config/gcloud, ~/.kube, ~/.docker/config.json, ~/.netrc,
+// ~/.git-credentials, ~/.config/gh, ~/.npmrc, ~/.pypirc, ~/.cargo/credentials*,
+// ~/.password-store, ~/.local/share/keyrings, browser profiles, shell histories, and as root
+// /etc/shadow, /etc/gshadow and /etc/ssh/*_key; canonical, minus policy.readable and anything
+// inside it (hidden even inside a writable tree). Layer 2 mounts an empty read-only tmpfs over each
+// directory and /dev/null over each file (mounts rather than a Landlock read allow-list, which
+// cannot carve a denied path out of an allowed tree).
+std::vector<std::string> CredentialPaths(const Policy& policy);
 
 // The scrubbed environment for tool commands: PATH, HOME, LANG, LC_*, TERM, TMPDIR/TMP/TEMP (set to
 // policy.tmpdir), USER, SHELL, plus policy.env names — minus anything that looks like a

@@ -317,6 +317,44 @@ TEST(SpawnSandboxed, Layer2CommandDiesWithItsSpawnerAndTheControlDoesNot) {
   }
 }
 
+// Credential stores are hidden from tools in layer 2; --readable opts one back in; the same
+// reads unsandboxed (the control) see every secret.
+TEST(SpawnSandboxed, Layer2HidesCredentialStoresAndTheControlReadsThem) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  // Outside /tmp, which layer 2 replaces by a private tmpfs anyway.
+  char home_template[] = "/var/tmp/forkbox-cred-home-XXXXXX";
+  ASSERT_NE(mkdtemp(home_template), nullptr);
+  const std::string home = home_template;
+  ASSERT_EQ(system(("cd " + home +
+                    " && mkdir .ssh .aws && echo SECRET-SSH > .ssh/id_ed25519 && echo "
+                    "SECRET-NETRC > .netrc && echo SECRET-AWS > .aws/credentials")
+                       .c_str()),
+            0);
+  const std::string script = "cd " + home +
+                             " && cat .ssh/id_ed25519 .netrc .aws/credentials 2>/dev/null; "
+                             "ls -A .ssh 2>/dev/null; echo end";
+  Policy policy = MakePolicy(MakeTempDir("cred-work"));
+  policy.home = home;
+  Result<RunOutput> hidden = RunSandboxed(policy, script);
+  ASSERT_TRUE(hidden.ok()) << hidden.status().ToString();
+  EXPECT_EQ(hidden->out, "end\n");
+  policy.readable = {home + "/.aws"};
+  Result<RunOutput> opted = RunSandboxed(policy, script);
+  ASSERT_TRUE(opted.ok()) << opted.status().ToString();
+  EXPECT_EQ(opted->out, "SECRET-AWS\nend\n");
+  Result<Pipe> out = MakePipe();
+  ASSERT_TRUE(out.ok());
+  SpawnOptions plain;
+  plain.argv = {"/bin/sh", "-c", script};
+  plain.fds = {{out->write.get(), 1}};
+  Result<ChildProcess> control = Spawn(plain);
+  ASSERT_TRUE(control.ok());
+  out->write.reset();
+  EXPECT_EQ(ReadAll(out->read.get()), "SECRET-SSH\nSECRET-NETRC\nSECRET-AWS\nid_ed25519\nend\n")
+      << "the control must read every secret";
+  std::filesystem::remove_all(home);
+}
+
 TEST(SpawnSandboxed, Layer2HasAPrivateTmp) {
   if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
   std::string work = MakeTempDir("spawn-tmp");
