@@ -65,9 +65,12 @@ run_inside() {
   echo "inside: uid $(id -u), $(grep -E '^(Seccomp|NoNewPrivs|CapEff):' /proc/self/status | xargs)"
   inside_check layer layer_is "$layer"
   if [ "$quick" = 0 ]; then
-    # Modes: Root/User (sandboxed), RootNoUserns/UserNoUserns (emulated Docker jail), *Control
-    # (unsandboxed, must escape); as a user only the User modes run.
-    inside_check probes escape_suite '-Modes/SandboxWorks.*'
+    # The suite's modes: Root/User (sandboxed), RootNoUserns/UserNoUserns (its emulated Docker
+    # jail) and *Control (unsandboxed, must escape); as a user only the User modes run. The
+    # controls are their own column: inside a container the runtime may already block a probe.
+    local sandboxed='Modes/EscapeTest.*/Root:Modes/EscapeTest.*/User:Modes/EscapeTest.*NoUserns'
+    inside_check probes escape_suite "$sandboxed"
+    inside_check controls escape_suite 'Modes/EscapeTest.*Control'
     inside_check positive escape_suite 'Modes/SandboxWorks.*'
   fi
   inside_check mp-fork multiprocessing_works fork
@@ -185,7 +188,7 @@ build_images() {
 declare -A result=()
 inside_net=""  # the checks' network: Docker's default bridge; Podman's is set in podman_modes
 rows=()
-checks=(layer probes positive mp-fork mp-forkserver demo oneshot)
+checks=(layer probes controls positive mp-fork mp-forkserver demo oneshot)
 prompt="Build a login feature and write tests; which test framework did you use and did the tests pass?"
 
 # The scripted model for the one-shot runs: forkbox-mock on the host's loopback.
