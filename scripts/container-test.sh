@@ -26,7 +26,9 @@ inside_check() {  # inside_check NAME COMMAND...: runs it, prints its CHECK line
     echo "CHECK $name pass"
   else
     echo "CHECK $name FAIL"
-    sed "s/^/  [$name] /" "$log" | tail -n 60
+    # gtest's failed tests first (all of them), then the end of the output.
+    grep -E '^\[  FAILED  \] [^ ]+,' "$log" | sed "s/, where.*//; s/^/  [$name] /" | sort -u
+    sed "s/^/  [$name] /" "$log" | tail -n 40
   fi
   rm -f "$log"
 }
@@ -215,10 +217,10 @@ json_flag() {
 }
 
 # The product image, one-shot, against the mock: forkbox must succeed, print JSON with an answer,
-# and the tests its subagents wrote must pass.  oneshot ENGINE... -- HOST_UID OPTS...
+# and the tests its subagents wrote must pass.  oneshot ENGINE... :: HOST_UID OPTS...
 oneshot() {
   local engine=() opts=() owner work
-  while [ "$1" != "--" ]; do engine+=("$1"); shift; done
+  while [ "$1" != "::" ]; do engine+=("$1"); shift; done
   shift
   owner=$1
   shift
@@ -236,16 +238,16 @@ oneshot() {
     (cd "$work" && python3 -m unittest -q test_login)
 }
 
-# run_mode ENGINE... -- NAME LAYER USER HOST_UID OPTS...: every check in one mode.
+# run_mode ENGINE... :: NAME LAYER USER HOST_UID OPTS...: every check in one mode.
 run_mode() {
   local engine=() name layer user owner log line
-  while [ "$1" != "--" ]; do engine+=("$1"); shift; done
+  while [ "$1" != "::" ]; do engine+=("$1"); shift; done
   shift
   name=$1 layer=$2 user=$3 owner=$4
   shift 4
-  log="$state/logs/$name.log"
+  log="$state/logs/${name//\//-}.log"
   rows+=("$name")
-  say "$name: ${engine[*]##*/} run --user $user $* (expects layer $layer)"
+  say "$name: ${engine[*]} run --user $user $* (expects layer $layer)"
   # shellcheck disable=SC2086
   "${engine[@]}" run --rm $inside_net "$@" --user "$user" \
     -v "$state/container-test.sh:/container-test.sh:ro" \
@@ -254,7 +256,7 @@ run_mode() {
   while read -r _ check verdict _; do
     result["$name|$check"]=$verdict
   done < <(grep '^CHECK ' "$log")
-  if oneshot "${engine[@]}" -- "$owner" --user "$user" "$@" >>"$log" 2>&1; then
+  if oneshot "${engine[@]}" :: "$owner" --user "$user" "$@" >>"$log" 2>&1; then
     result["$name|oneshot"]=pass
   else
     result["$name|oneshot"]=FAIL
@@ -286,23 +288,23 @@ docker_modes() {
   local prof="$state/docker-seccomp.json" agent
   cp docs/docker-seccomp.json "$prof"
   agent=$($docker run --rm --entrypoint id forkbox -u agent)
-  run_mode $docker -- docker-default/agent 1 agent "$agent"
-  run_mode $docker -- docker-default/root 1 root 0
+  run_mode $docker :: docker-default/agent 1 agent "$agent"
+  run_mode $docker :: docker-default/root 1 root 0
   # The old README recipe: namespaces are allowed, but the masked /proc refuses the proc mount.
-  run_mode $docker -- docker-unconfined/root 1 root 0 --security-opt seccomp=unconfined
-  run_mode $docker -- docker-profile-only/agent 1 agent "$agent" --security-opt "seccomp=$prof"
-  run_mode $docker -- docker-layer2/agent 2 agent "$agent" \
+  run_mode $docker :: docker-unconfined/root 1 root 0 --security-opt seccomp=unconfined
+  run_mode $docker :: docker-profile-only/agent 1 agent "$agent" --security-opt "seccomp=$prof"
+  run_mode $docker :: docker-layer2/agent 2 agent "$agent" \
     --security-opt "seccomp=$prof" --security-opt systempaths=unconfined
-  run_mode $docker -- docker-layer2/root 2 root 0 \
+  run_mode $docker :: docker-layer2/root 2 root 0 \
     --security-opt "seccomp=$prof" --security-opt systempaths=unconfined
   # examples/k8s/job.yaml's securityContext, read from the manifest and run as Docker options
   # (Kubernetes cannot run here): as written (layer 2) and with its layer-1 variant.
   local k8s=()
   mapfile -t k8s < <(k8s_options examples/k8s/job.yaml "$prof" layer2)
   [ "${k8s[0]:-}" = --user ] || { echo "container-test: cannot map examples/k8s/job.yaml" >&2; exit 1; }
-  run_mode $docker -- k8s-job-as-written 2 "${k8s[1]}" "${k8s[1]}" "${k8s[@]:2}"
+  run_mode $docker :: k8s-job-as-written 2 "${k8s[1]}" "${k8s[1]}" "${k8s[@]:2}"
   mapfile -t k8s < <(k8s_options examples/k8s/job.yaml "$prof" layer1)
-  run_mode $docker -- k8s-job-runtime-default 1 "${k8s[1]}" "${k8s[1]}" "${k8s[@]:2}"
+  run_mode $docker :: k8s-job-runtime-default 1 "${k8s[1]}" "${k8s[1]}" "${k8s[@]:2}"
 }
 
 # The Job's pod and container securityContext as `docker run` options, one per line (the first
@@ -355,10 +357,10 @@ podman_modes() {
   start=$(grep "^$user:" /etc/subuid | cut -d: -f2)
   agent_host=$((start + 1000 - 1))
   inside_net="--network none"
-  run_mode "${podman[@]}" -- podman-default/agent 1 agent "$agent_host"
-  run_mode "${podman[@]}" -- podman-default/root 1 root "$uid"
-  run_mode "${podman[@]}" -- podman-unmask/agent 2 agent "$agent_host" --security-opt unmask=ALL
-  run_mode "${podman[@]}" -- podman-unmask/root 2 root "$uid" --security-opt unmask=ALL
+  run_mode "${podman[@]}" :: podman-default/agent 1 agent "$agent_host"
+  run_mode "${podman[@]}" :: podman-default/root 1 root "$uid"
+  run_mode "${podman[@]}" :: podman-unmask/agent 2 agent "$agent_host" --security-opt unmask=ALL
+  run_mode "${podman[@]}" :: podman-unmask/root 2 root "$uid" --security-opt unmask=ALL
 }
 
 install_missing docker.io debootstrap python3-yaml
