@@ -27,7 +27,8 @@ inside_check() {  # inside_check NAME COMMAND...: runs it, prints its CHECK line
   else
     echo "CHECK $name FAIL"
     # gtest's failed tests first (all of them), then the end of the output.
-    grep -E '^\[  FAILED  \] [^ ]+,' "$log" | sed "s/, where.*//; s/^/  [$name] /" | sort -u
+    { grep -E '^\[  FAILED  \] [^ ]+,' "$log" || true; } | sed "s/, where.*//; s/^/  [$name] /" |
+      sort -u
     sed "s/^/  [$name] /" "$log" | tail -n 40
   fi
   rm -f "$log"
