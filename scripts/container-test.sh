@@ -93,11 +93,11 @@ cd "$(dirname "$0")/.."
 root=$(pwd)
 state=${FORKBOX_CTR_STATE:-/tmp/forkbox-container-test}
 quick=0
-podman=1
+with_podman=1
 for arg in "$@"; do
   case "$arg" in
     --quick) quick=1 ;;
-    --no-podman) podman=0 ;;
+    --no-podman) with_podman=0 ;;
     *) echo "usage: scripts/container-test.sh [--quick] [--no-podman]" >&2; exit 2 ;;
   esac
 done
@@ -139,8 +139,7 @@ ensure_daemon() {
   say "no Docker daemon answers: starting dockerd (log: $state/dockerd.log)"
   dockerd >"$state/dockerd.log" 2>&1 &
   dockerd_pid=$!
-  local i
-  for i in $(seq 1 120); do
+  for _ in $(seq 1 120); do
     $docker info >/dev/null 2>&1 && return 0
     kill -0 "$dockerd_pid" 2>/dev/null || break
     sleep 0.5  # polling a daemon's readiness, not a test
@@ -198,8 +197,8 @@ prompt="Build a login feature and write tests; which test framework did you use 
 start_mock() {
   mock_id=$($docker run -d --network host forkbox-test /src/build/bin/forkbox-mock \
               --scenario /src/examples/scenarios/demo.json --port 0)
-  local i line=""
-  for i in $(seq 1 120); do
+  local line=""
+  for _ in $(seq 1 120); do
     line=$($docker logs "$mock_id" 2>&1 | grep -m1 'listening on' || true)
     [ -n "$line" ] && break
     sleep 0.5  # polling a server's readiness, not a test
@@ -266,18 +265,19 @@ run_mode() {
 
 print_table() {
   local row c cell failed=0
-  printf '\n%-28s' "mode"
-  for c in "${checks[@]}"; do printf ' %-13s' "$c"; done
+  printf '\n%-26s' "mode"
+  for c in "${checks[@]}"; do printf ' %s' "$c"; done
   printf '\n'
   for row in "${rows[@]}"; do
-    printf '%-28s' "$row"
-    for c in "${checks[@]}"; do
+    printf '%-26s' "$row"
+    for c in "${checks[@]}"; do  # every check name is at least as wide as "pass"
       cell=${result["$row|$c"]:--}
       [ "$cell" = FAIL ] && failed=1
-      printf ' %-13s' "$cell"
+      printf " %-${#c}s" "$cell"
     done
     printf '\n'
   done
+  # shellcheck disable=SC2016
   printf '\nlayer: `forkbox sandbox --check` reports the layer the mode is documented to give.\n'
   printf 'oneshot: the forkbox image itself (%s) against the mock; the rest run in forkbox-test.\n' \
     "$json_out"
@@ -365,7 +365,7 @@ podman_modes() {
 }
 
 install_missing docker.io debootstrap python3-yaml
-[ "$podman" = 1 ] && install_missing podman uidmap
+[ "$with_podman" = 1 ] && install_missing podman uidmap
 ensure_daemon
 ensure_base_image
 build_images
@@ -374,5 +374,5 @@ chmod 755 "$state" "$state/container-test.sh"
 json_out=$(json_flag)
 start_mock
 docker_modes
-[ "$podman" = 1 ] && podman_modes
+[ "$with_podman" = 1 ] && podman_modes
 print_table
