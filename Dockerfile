@@ -1,6 +1,6 @@
 # forkbox in a container (Debian 12). Uses the same setup script as the README, so it cannot drift.
 #   docker build -t forkbox .
-#   docker run --rm -it -v "$PWD:/work" -w /work -e ANTHROPIC_API_KEY forkbox "your prompt"
+#   docker run --rm -it -v "$PWD:/work" -w /work -e ANTHROPIC_API_KEY forkbox "your prompt"   (layer 1)
 # Measured by scripts/container-test.sh (the README's "In containers" section has the table):
 # - a default `docker run` gives layer 1 (Landlock + seccomp need no privileges; Docker's seccomp
 #   profile refuses unshare(CLONE_NEWUSER), so there are no namespaces);
