@@ -53,9 +53,8 @@ void StripToolUses(Message& m) {
 // Cuts at a UTF-8 boundary so that at most max_bytes bytes of text remain, plus a marker.
 std::string CapText(std::string text, int64_t max_bytes) {
   if (max_bytes <= 0 || static_cast<int64_t>(text.size()) <= max_bytes) return text;
-  size_t cut = static_cast<size_t>(max_bytes);
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  size_t dropped = text.size() - cut;
+  const size_t cut = TruncateUtf8(text, static_cast<size_t>(max_bytes)).size();
+  const size_t dropped = text.size() - cut;
   text.resize(cut);
   text += "\n[... summary truncated: " + std::to_string(dropped) + " bytes dropped ...]";
   return text;
@@ -63,18 +62,17 @@ std::string CapText(std::string text, int64_t max_bytes) {
 
 std::string Shorten(std::string s, size_t max_bytes) {
   if (s.size() <= max_bytes) return s;
-  size_t cut = max_bytes;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  s.resize(cut);
+  s.resize(TruncateUtf8(s, max_bytes).size());
   return s + " [...]";
 }
 
 // A useful summary when the model did not write one: what happened plus its last words.
 std::string FallbackSummary(const std::vector<Message>& messages, size_t first_new,
                             const LoopOutcome& out) {
-  std::string text = "[The model gave no final summary (stop: " + out.stop + ", after " +
-                     std::to_string(out.turns) + " turns and " + std::to_string(out.tool_calls) +
-                     " tool calls).";
+  std::string text =
+      "[The model gave no final summary (stop: " + std::string(LoopStopName(out.stop)) +
+      ", after " + std::to_string(out.turns) + " turns and " + std::to_string(out.tool_calls) +
+      " tool calls).";
   if (out.error) text += " Error: " + out.error->ToString() + ".";
   std::vector<std::string> said;
   std::vector<std::string> calls;
@@ -136,10 +134,13 @@ class Loop {
       }
       if (Handle(std::move(r.response))) break;
     }
-    if (out_.final_text.empty()) out_.final_text = FallbackSummary(messages_, first_new_, out_);
+    // An interrupted run has nothing to summarise: the user stopped it.
+    if (out_.final_text.empty() && out_.stop != LoopStop::kInterrupted) {
+      out_.final_text = FallbackSummary(messages_, first_new_, out_);
+    }
     out_.final_text = CapText(std::move(out_.final_text), options_.max_final_text_bytes);
     Record({{"type", "end"},
-            {"stop", out_.stop},
+            {"stop", LoopStopName(out_.stop)},
             {"turns", out_.turns},
             {"tool_calls", out_.tool_calls},
             {"usage", UsageToJson(out_.usage)}});
@@ -186,8 +187,18 @@ class Loop {
   }
 
   void Fail(ModelError error) {
-    // A prompt grown past the context window is a stop reason, not a broken model call.
-    out_.stop = error.kind == ModelError::Kind::kContextOverflow ? "context_window" : "model_error";
+    // A prompt grown past the context window, or the user's stop, is a stop reason, not a broken
+    // model call.
+    switch (error.kind) {
+      case ModelError::Kind::kContextOverflow:
+        out_.stop = LoopStop::kContextWindow;
+        break;
+      case ModelError::Kind::kCancelled:
+        out_.stop = LoopStop::kInterrupted;
+        break;
+      default:
+        out_.stop = LoopStop::kModelError;
+    }
     out_.error = std::move(error);
   }
 
@@ -209,24 +220,29 @@ class Loop {
         return false;
       case StopReason::kMaxTokens:
         StripToolUses(msg);
-        return Stop("max_tokens", std::move(msg));
+        return Stop(LoopStop::kMaxTokens, std::move(msg));
       case StopReason::kRefusal:
         StripToolUses(msg);
-        return Stop("refusal", std::move(msg));
+        return Stop(LoopStop::kRefusal, std::move(msg));
       case StopReason::kContextWindow:
         StripToolUses(msg);
-        return Stop("context_window", std::move(msg));
+        return Stop(LoopStop::kContextWindow, std::move(msg));
       default:
         break;
     }
-    if (calls.empty()) return Stop("completed", std::move(msg));
+    if (calls.empty()) return Stop(LoopStop::kCompleted, std::move(msg));
     Append(std::move(msg));
     RunTools(calls);
+    if (const int sig = runner_.interrupt_signal(); sig != 0) {
+      out_.stop = LoopStop::kInterrupted;
+      out_.interrupt_signal = sig;
+      return true;
+    }
     return false;
   }
 
-  bool Stop(std::string stop, Message msg) {
-    out_.stop = std::move(stop);
+  bool Stop(LoopStop stop, Message msg) {
+    out_.stop = stop;
     out_.final_text = TextOf(msg);
     Append(std::move(msg));
     return true;
@@ -265,7 +281,7 @@ class Loop {
   }
 
   void FinalSummary() {
-    out_.stop = "max_turns";
+    out_.stop = LoopStop::kMaxTurns;
     if (!options_.force_final_summary) return;
     const std::string ask =
         "You have reached the limit of " + std::to_string(out_.turns) +
@@ -301,6 +317,28 @@ class Loop {
 };
 
 }  // namespace
+
+const char* LoopStopName(LoopStop stop) {
+  switch (stop) {
+    case LoopStop::kCompleted:
+      return "completed";
+    case LoopStop::kMaxTurns:
+      return "max_turns";
+    case LoopStop::kRefusal:
+      return "refusal";
+    case LoopStop::kMaxTokens:
+      return "max_tokens";
+    case LoopStop::kContextWindow:
+      return "context_window";
+    case LoopStop::kModelError:
+      return "model_error";
+    case LoopStop::kInterrupted:
+      return "interrupted";
+    case LoopStop::kMalformedToolCalls:
+      return "malformed_tool_calls";
+  }
+  return "unknown";
+}
 
 LoopOutcome RunLoop(Provider& provider, std::vector<Message>& messages, const LoopOptions& options,
                     ToolRunner& runner, const LoopObserver& observer) {

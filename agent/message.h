@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "base/utf8.h"
+
 namespace forkbox::agent {
 
 enum class Role { kUser, kAssistant };
@@ -84,7 +86,7 @@ struct Response {
 // Helpers.
 std::string TextOf(const Message& m);  // Concatenated text blocks.
 std::vector<ToolUseBlock> ToolUsesOf(const Message& m);
-// Replaces invalid UTF-8 sequences with U+FFFD. Returns how many sequences were replaced.
-size_t MakeValidUtf8(std::string& s);
+// One UTF-8 implementation (base/utf8.h) for the whole agent.
+using ::forkbox::MakeValidUtf8;
 
 }  // namespace forkbox::agent

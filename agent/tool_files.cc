@@ -87,21 +87,17 @@ std::string Errno(const std::string& tool, const std::string& what, const std::s
   return tool + ": cannot " + what + " '" + path + "': " + std::strerror(errno);
 }
 
-// True when `s` looks like text: no NUL and valid UTF-8, ignoring a sequence cut at the end.
+// True when `s` looks like text: no NUL and valid UTF-8, ignoring a character that the end of
+// the sniffed window cut (a lead byte followed only by continuation bytes).
 bool LooksLikeText(std::string_view s, bool at_eof) {
   if (s.find('\0') != std::string_view::npos) return false;
-  std::string copy(s);
-  if (!at_eof) {
-    // Drop a possibly cut multi-byte character at the end of the sniffed window.
-    size_t i = copy.size();
-    int back = 0;
-    while (i > 0 && back < 4 && !IsCharStart(static_cast<unsigned char>(copy[i - 1]))) {
-      --i;
-      ++back;
-    }
-    if (i > 0 && (static_cast<unsigned char>(copy[i - 1]) & 0x80)) copy.resize(i - 1);
+  const size_t bad = FindInvalidUtf8(s);
+  if (bad == std::string_view::npos) return true;
+  if (at_eof || s.size() - bad >= 4 || IsUtf8Continuation(s[bad])) return false;
+  for (size_t i = bad + 1; i < s.size(); ++i) {
+    if (!IsUtf8Continuation(s[i])) return false;
   }
-  return MakeValidUtf8(copy) == 0;
+  return true;
 }
 
 Status ReadWhole(int fd, std::string* out, int64_t cap) {

@@ -28,8 +28,8 @@
 #include <string>
 #include <string_view>
 
-#include "ipc/messages.h"
 #include "base/status.h"
+#include "ipc/messages.h"
 
 namespace forkbox::ipc {
 
@@ -53,6 +53,9 @@ class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_frame_bytes = kDefaultMaxFrameBytes,
                         size_t max_total_bytes = kDefaultMaxTotalBytes);
+  // Secrets: every byte the decoder buffered is zeroed before its memory is freed or reused (a
+  // returned frame at once; the rest on growth, compaction and destruction).
+  ~FrameDecoder();
   // Appends bytes. Fails on the total cap (bytes up to it are kept) or an invalid length field
   // (checked as soon as its 4 bytes are in, before the payload arrives; nothing is ever sized
   // by the length field).
