@@ -6,17 +6,24 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/cancel.h"
 #include "agent/message.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::agent {
 
 struct ToolContext {
-  std::string workdir;           // Absolute, canonical.
+  std::string workdir;  // Absolute, canonical: how absolute paths name it, and for messages.
+  // The workdir, opened once at start-up (OpenWorkdir); its identity never changes after that.
+  // File tools resolve every path beneath it with openat2(RESOLVE_BENEATH |
+  // RESOLVE_NO_MAGICLINKS), so no "..", symlink or concurrent rename can lead them outside.
+  std::shared_ptr<const UniqueFd> workdir_fd;
   sandbox::Policy policy;        // policy.enabled == false only with --sandbox=off.
   std::vector<std::string> env;  // The scrubbed tool environment (sandbox::ToolEnvironment).
   int64_t timeout_ms = 120'000;
@@ -41,11 +48,8 @@ ToolDef TaskToolDef();
 // Runs one base tool. Unknown tool names and invalid inputs are is_error results.
 ToolOutput RunBaseTool(const ToolUseBlock& call, const ToolContext& ctx);
 
-// Resolves `path` (relative to workdir, or absolute) with symlinks resolved, and refuses anything
-// that lands outside workdir. For a path that does not exist yet, the deepest existing ancestor is
-// resolved. On refusal returns false and sets *error to a clear message.
-bool ResolveInWorkdir(const std::string& workdir, const std::string& path, std::string* resolved,
-                      std::string* error);
+// Opens the workdir (O_PATH | O_DIRECTORY) for ToolContext::workdir_fd. Call once at start-up.
+Result<std::shared_ptr<const UniqueFd>> OpenWorkdir(const std::string& workdir);
 
 // Cuts `s` to at most max_chars characters (UTF-8 code points, never splitting one) and appends
 // "\n[... output truncated: N bytes dropped ...]" when anything was cut.

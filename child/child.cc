@@ -171,6 +171,7 @@ class Task {
   std::optional<int> transcript_fd_;
   SandboxPlan plan_;
   sandbox::Policy policy_;
+  std::shared_ptr<const UniqueFd> workdir_fd_;
   std::string banner_ = "off";
 };
 
@@ -201,6 +202,10 @@ Status Task::EnterSandbox() {
   policy_ = std::move(*policy);
   policy_.enabled = plan_.sandbox.enabled;
   policy_.model_port = PortFromUrl(plan_.model_url);
+  // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor.
+  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(policy_.workdir);
+  if (!workdir_fd.ok()) return workdir_fd.status();
+  workdir_fd_ = std::move(*workdir_fd);
   if (!policy_.enabled) {
     std::fprintf(stderr,
                  "forkbox-child: WARNING: the sandbox is OFF (--sandbox=off): tool commands run "
@@ -208,7 +213,7 @@ Status Task::EnterSandbox() {
                  "it can.\n");
     return Status::Ok();
   }
-  std::vector<int> keep = {ipc::kChildReportWriteFd};
+  std::vector<int> keep = {ipc::kChildReportWriteFd, workdir_fd_->get()};
   if (transcript_fd_) keep.push_back(*transcript_fd_);
   if (standby_) keep.push_back(ipc::kChildControlReadFd);
   Result<sandbox::Report> entered = sandbox::EnterAgentSandbox(policy_, keep);
@@ -269,6 +274,7 @@ int Task::RunTask() {
 
   agent::ToolContext ctx;
   ctx.workdir = policy_.workdir;
+  ctx.workdir_fd = workdir_fd_;
   ctx.env = sandbox::ToolEnvironment(policy_, environ);
   ctx.policy = policy_;
   ctx.timeout_ms = start_->limits.tool_timeout_ms;

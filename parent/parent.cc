@@ -130,6 +130,9 @@ int Run(const Options& o) {
 
   agent::ToolContext context;
   context.workdir = *workdir;
+  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(*workdir);
+  if (!workdir_fd.ok()) return Fail(kExitUsage, workdir_fd.status().ToString());
+  context.workdir_fd = *workdir_fd;  // The file tools resolve beneath it (issue 12).
   context.policy = *policy;
   context.env = sandbox::ToolEnvironment(*policy, environ);
   context.timeout_ms = static_cast<int64_t>(o.tool_timeout_s * 1000.0);

@@ -20,6 +20,9 @@ class FileToolsTest : public ::testing::Test {
   void SetUp() override {
     ctx_.workdir = dir_.path();
     ctx_.policy.enabled = false;
+    Result<std::shared_ptr<const UniqueFd>> fd = OpenWorkdir(dir_.path());
+    ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+    ctx_.workdir_fd = *fd;
   }
   ToolOutput Run(const std::string& name, nlohmann::json input) {
     return RunBaseTool(ToolUseBlock{"id", name, std::move(input)}, ctx_);
