@@ -202,37 +202,9 @@ class AnthropicStream : public StreamDecoder {
         if (m.contains("usage")) AddUsage(m["usage"], usage_);
         if (m.contains("stop_reason") && m["stop_reason"].is_string()) raw_stop_ = m["stop_reason"];
       } else if (type == "content_block_start") {
-        Need();
-        const int index = j.at("index").get<int>();
-        Slot slot;
-        slot.block = j.at("content_block");
-        if (!slot.block.is_object()) throw std::runtime_error("content_block is not an object");
-        slot.is_tool = slot.block.value("type", "") == "tool_use";
-        if (slot.block.value("type", "") == "text") {
-          const std::string text = slot.block.value("text", "");
-          if (!text.empty() && on_text_) on_text_(text);
-        }
-        slots_[index] = std::move(slot);
+        OnBlockStart(j);
       } else if (type == "content_block_delta") {
-        Need();
-        Slot& slot = SlotAt(j.at("index").get<int>());
-        const json& delta = j.at("delta");
-        const std::string dtype = delta.at("type");
-        if (dtype == "text_delta") {
-          const std::string& text = delta.at("text").get_ref<const std::string&>();
-          slot.block["text"] = slot.block.value("text", "") + text;
-          if (on_text_ && !text.empty()) on_text_(text);
-        } else if (dtype == "input_json_delta") {
-          slot.partial_json += delta.at("partial_json").get<std::string>();
-          slot.has_json = true;
-        } else if (dtype == "thinking_delta") {
-          slot.block["thinking"] =
-              slot.block.value("thinking", "") + delta.at("thinking").get<std::string>();
-        } else if (dtype == "signature_delta") {
-          slot.block["signature"] =
-              slot.block.value("signature", "") + delta.at("signature").get<std::string>();
-        }
-        // citations_delta and future delta types: ignored.
+        OnBlockDelta(j);
       } else if (type == "content_block_stop") {
         Need();
         SlotAt(j.at("index").get<int>()).closed = true;
@@ -254,6 +226,42 @@ class AnthropicStream : public StreamDecoder {
       failure_ =
           Malformed("malformed stream event (" + std::string(e.what()) + "): " + Excerpt(ev.data));
     }
+  }
+
+  void OnBlockStart(const json& j) {
+    Need();
+    const int index = j.at("index").get<int>();
+    Slot slot;
+    slot.block = j.at("content_block");
+    if (!slot.block.is_object()) throw std::runtime_error("content_block is not an object");
+    slot.is_tool = slot.block.value("type", "") == "tool_use";
+    if (slot.block.value("type", "") == "text") {
+      const std::string text = slot.block.value("text", "");
+      if (!text.empty() && on_text_) on_text_(text);
+    }
+    slots_[index] = std::move(slot);
+  }
+
+  void OnBlockDelta(const json& j) {
+    Need();
+    Slot& slot = SlotAt(j.at("index").get<int>());
+    const json& delta = j.at("delta");
+    const std::string dtype = delta.at("type");
+    if (dtype == "text_delta") {
+      const std::string& text = delta.at("text").get_ref<const std::string&>();
+      slot.block["text"] = slot.block.value("text", "") + text;
+      if (on_text_ && !text.empty()) on_text_(text);
+    } else if (dtype == "input_json_delta") {
+      slot.partial_json += delta.at("partial_json").get<std::string>();
+      slot.has_json = true;
+    } else if (dtype == "thinking_delta") {
+      slot.block["thinking"] =
+          slot.block.value("thinking", "") + delta.at("thinking").get<std::string>();
+    } else if (dtype == "signature_delta") {
+      slot.block["signature"] =
+          slot.block.value("signature", "") + delta.at("signature").get<std::string>();
+    }
+    // citations_delta and future delta types: ignored.
   }
 
   void Need() const {
