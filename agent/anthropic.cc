@@ -99,13 +99,8 @@ bool DecodeBlock(const json& b, std::vector<ContentBlock>& out, std::string* err
       return false;
     }
     use.name = b["name"];
-    if (b.contains("input") && !b["input"].is_null()) {
-      if (!b["input"].is_object()) {
-        *error = "tool_use input is not an object";
-        return false;
-      }
-      use.input = b["input"];
-    }
+    // A non-object input is the model's mistake, kept for the loop to answer.
+    if (b.contains("input") && !b["input"].is_null()) use.input = b["input"];
     out.emplace_back(std::move(use));
     return true;
   }
@@ -159,7 +154,8 @@ class AnthropicStream : public StreamDecoder {
           if (input.is_discarded() || !input.is_object()) {
             // A max_tokens cut can end a tool call mid-JSON: that call never runs.
             if (r.stop_reason == StopReason::kMaxTokens) continue;
-            return Malformed("tool_use input is not a JSON object: " + Excerpt(slot.partial_json));
+            // Otherwise the model's mistake goes back to it (DecodeBlock marks the call).
+            input = input.is_discarded() ? json(slot.partial_json) : std::move(input);
           }
         } else if (!slot.closed) {
           continue;

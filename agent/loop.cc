@@ -107,6 +107,55 @@ size_t FirstUnrecorded(const std::vector<Message>& messages) {
   return 0;
 }
 
+// The JSON type a schema's "type" names, checked for required fields only (optional ones are
+// coerced by the tools, e.g. read_file's offset "10").
+bool HasSchemaType(const json& value, const std::string& type) {
+  if (type == "string") return value.is_string();
+  if (type == "integer") return value.is_number_integer();
+  if (type == "number") return value.is_number();
+  if (type == "boolean") return value.is_boolean();
+  if (type == "object") return value.is_object();
+  if (type == "array") return value.is_array();
+  return true;
+}
+
+// Why a call's input is not a JSON object, with an excerpt; empty when it is one.
+std::string ArgumentsProblem(const json& input) {
+  if (input.is_object()) return "";
+  constexpr size_t kExcerpt = 200;
+  if (input.is_string()) {
+    const std::string& raw = input.get_ref<const std::string&>();
+    const json parsed = json::parse(raw, nullptr, false);
+    if (parsed.is_discarded()) {
+      return "the arguments are not valid JSON: " + std::string(TruncateUtf8(raw, kExcerpt)) +
+             (raw.size() > kExcerpt ? "..." : "");
+    }
+  }
+  const std::string dump = input.dump(-1, ' ', false, json::error_handler_t::replace);
+  return "the arguments are not a JSON object: " + std::string(TruncateUtf8(dump, kExcerpt)) +
+         (dump.size() > kExcerpt ? "..." : "");
+}
+
+// The first required field that is missing or mistyped, as a sentence; empty when none.
+std::string RequiredFieldProblem(const json& input, const json& schema) {
+  const auto required = schema.find("required");
+  if (required == schema.end() || !required->is_array()) return "";
+  const json properties = schema.value("properties", json::object());
+  for (const json& name : *required) {
+    if (!name.is_string()) continue;
+    const std::string field = name.get<std::string>();
+    const auto value = input.find(field);
+    if (value == input.end()) return "the required field '" + field + "' is missing";
+    const std::string type = properties.contains(field) && properties[field].is_object()
+                                 ? properties[field].value("type", "")
+                                 : "";
+    if (!type.empty() && !HasSchemaType(*value, type)) {
+      return "the field '" + field + "' must be of type " + type + ", got " + value->type_name();
+    }
+  }
+  return "";
+}
+
 class Loop {
  public:
   Loop(Provider& provider, std::vector<Message>& messages, const LoopOptions& options,
@@ -238,6 +287,10 @@ class Loop {
       out_.interrupt_signal = sig;
       return true;
     }
+    if (malformed_turns_ >= kMaxMalformedTurns) {
+      out_.stop = LoopStop::kMalformedToolCalls;
+      return true;
+    }
     return false;
   }
 
@@ -257,16 +310,10 @@ class Loop {
               {"name", c.name},
               {"input", c.input}});
     }
-    std::vector<ToolResultBlock> results = runner_.Run(calls, out_.turns);
+    std::vector<ToolResultBlock> results = RunValid(calls);
     Message user{Role::kUser, {}};
     for (size_t i = 0; i < calls.size(); ++i) {
-      ToolResultBlock r;
-      if (i < results.size()) {
-        r = std::move(results[i]);
-      } else {
-        r.content = "internal error: the tool runner returned no result for this call";
-        r.is_error = true;
-      }
+      ToolResultBlock r = std::move(results[i]);
       r.tool_use_id = calls[i].id;  // Results must answer their calls, in order.
       Record({{"type", "tool_result"},
               {"turn", out_.turns},
@@ -278,6 +325,34 @@ class Loop {
     }
     out_.tool_calls += static_cast<int>(calls.size());
     messages_.push_back(std::move(user));
+  }
+
+  // Malformed calls are answered with their problem and never reach the runner; the others run.
+  // One result per call, in call order.
+  std::vector<ToolResultBlock> RunValid(const std::vector<ToolUseBlock>& calls) {
+    std::vector<ToolResultBlock> results(calls.size());
+    std::vector<ToolUseBlock> valid;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (std::string problem = CheckToolCall(calls[i], options_.tools); !problem.empty()) {
+        results[i] = ToolResultBlock{calls[i].id, std::move(problem), true};
+      } else {
+        valid.push_back(calls[i]);
+        where.push_back(i);
+      }
+    }
+    malformed_turns_ = valid.empty() ? malformed_turns_ + 1 : 0;
+    if (valid.empty()) return results;
+    std::vector<ToolResultBlock> ran = runner_.Run(valid, out_.turns);
+    for (size_t k = 0; k < where.size(); ++k) {
+      if (k < ran.size()) {
+        results[where[k]] = std::move(ran[k]);
+      } else {
+        results[where[k]] = ToolResultBlock{
+            "", "internal error: the tool runner returned no result for this call", true};
+      }
+    }
+    return results;
   }
 
   void FinalSummary() {
@@ -313,10 +388,29 @@ class Loop {
   const size_t first_new_;
   size_t recorded_;
   bool system_recorded_ = false;
+  int malformed_turns_ = 0;  // Consecutive turns whose every tool call was malformed.
   LoopOutcome out_;
 };
 
 }  // namespace
+
+std::string CheckToolCall(const ToolUseBlock& call, const std::vector<ToolDef>& tools) {
+  const auto def = std::find_if(tools.begin(), tools.end(),
+                                [&](const ToolDef& t) { return t.name == call.name; });
+  if (def == tools.end()) {
+    std::string names;
+    for (const ToolDef& t : tools) names += (names.empty() ? "" : ", ") + t.name;
+    return "unknown tool '" + call.name +
+           "'; the available tools are: " + (names.empty() ? "none (answer without tools)" : names);
+  }
+  std::string problem = ArgumentsProblem(call.input);
+  if (problem.empty()) problem = RequiredFieldProblem(call.input, def->input_schema);
+  if (problem.empty()) return "";
+  return "invalid call of " + call.name + ": " + problem +
+         ". Nothing was run. Call it again with arguments that are one JSON object matching "
+         "this schema: " +
+         def->input_schema.dump(-1, ' ', false, json::error_handler_t::replace);
+}
 
 const char* LoopStopName(LoopStop stop) {
   switch (stop) {

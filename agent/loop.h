@@ -39,6 +39,14 @@ enum class LoopStop {
 // "interrupted", "malformed_tool_calls" (the names in transcripts and result frames).
 const char* LoopStopName(LoopStop stop);
 
+// Consecutive turns whose tool calls were all malformed before the loop gives up.
+inline constexpr int kMaxMalformedTurns = 3;
+
+// Why `call` cannot run, for the model: arguments that are not a JSON object, an unknown tool, a
+// required field missing or of the wrong type. The text names the problem and the tool's schema
+// (or the tools there are). Empty when the call is well-formed.
+std::string CheckToolCall(const ToolUseBlock& call, const std::vector<ToolDef>& tools);
+
 struct LoopOptions {
   std::string system;
   std::vector<ToolDef> tools;

@@ -22,7 +22,11 @@ struct TextBlock {
 struct ToolUseBlock {
   std::string id;  // Opaque; synthesised ("call_<n>") when a local server omits it.
   std::string name;
-  nlohmann::json input = nlohmann::json::object();  // Always an object.
+  // An object for a well-formed call. A model's malformed arguments are kept as they came: the
+  // raw text as a JSON string when it is not valid JSON, else the non-object value. The loop
+  // answers such a call with an is_error result naming the problem (CheckToolCall) and never runs
+  // it; the encoders send {} in its place.
+  nlohmann::json input = nlohmann::json::object();
 };
 
 struct ToolResultBlock {

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/anthropic.h"
+#include "agent/loop.h"
 
 namespace forkbox::agent {
 namespace {
@@ -187,7 +188,6 @@ TEST(AnthropicDecode, ErrorsAndGarbage) {
        {"", "{", "[]", "null", R"({"content":"x","stop_reason":"end_turn"})",
         R"({"content":[],"stop_reason":null})",
         R"({"content":[{"type":"tool_use","input":{}}],"stop_reason":"tool_use"})",
-        R"({"content":[{"type":"tool_use","name":"x","input":[1]}],"stop_reason":"tool_use"})",
         R"({"content":[{"text":"no type"}],"stop_reason":"end_turn"})"}) {
     d = AnthropicDecodeBody(bad);
     ASSERT_FALSE(d.result.ok()) << bad;
@@ -406,7 +406,18 @@ TEST(AnthropicStream, MaxTokensCutToolCallNeverRuns) {
   EXPECT_TRUE(ToolUsesOf(d.result.response.message).empty());
 }
 
-TEST(AnthropicStream, BrokenToolJsonWithoutMaxTokensIsMalformed) {
+TEST(AnthropicDecode, NonObjectToolInputIsMarkedForTheModel) {
+  Decoded d = AnthropicDecodeBody(
+      R"({"content":[{"type":"tool_use","id":"t","name":"x","input":[1]}],"stop_reason":"tool_use"})");
+  ASSERT_TRUE(d.result.ok());
+  std::vector<ToolUseBlock> uses = ToolUsesOf(d.result.response.message);
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_THAT(CheckToolCall(uses[0], {ToolDef{"x", "", json::object()}}),
+              testing::HasSubstr("not a JSON object"));
+}
+
+// Broken tool JSON is the model's mistake: the call is marked, never a retried malformed reply.
+TEST(AnthropicStream, BrokenToolJsonWithoutMaxTokensIsMarked) {
   const std::string body = Sse({
       {"message_start", kStart},
       {"content_block_start",
@@ -418,8 +429,11 @@ TEST(AnthropicStream, BrokenToolJsonWithoutMaxTokensIsMalformed) {
       {"message_stop", R"({"type":"message_stop"})"},
   });
   const Decoded d = DecodeStream(body, 1000);
-  ASSERT_FALSE(d.result.ok());
-  EXPECT_EQ(d.result.error->kind, ModelError::Kind::kMalformed);
+  ASSERT_TRUE(d.result.ok());
+  std::vector<ToolUseBlock> uses = ToolUsesOf(d.result.response.message);
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_THAT(CheckToolCall(uses[0], {ToolDef{"bash", "", json::object()}}),
+              testing::HasSubstr("not valid JSON"));
 }
 
 TEST(AnthropicStream, EventsBeforeMessageStartAreMalformed) {

@@ -86,7 +86,8 @@ std::vector<Message> Prompt(std::string text) {
 class LoopTest : public ::testing::Test {
  protected:
   LoopOutcome Run() {
-    options_.tools = {ToolDef{"bash", "d", {{"type", "object"}}}};
+    options_.tools = {ToolDef{"bash", "d", {{"type", "object"}}},
+                      ToolDef{"fail", "fails", {{"type", "object"}}}};
     return RunLoop(provider_, messages_, options_, runner_, observer_);
   }
   FakeProvider provider_;
@@ -122,7 +123,7 @@ TEST_F(LoopTest, RunsToolsAndReturnsFinalText) {
   EXPECT_FALSE(r0.is_error);
   EXPECT_EQ(r1.tool_use_id, "b");
   EXPECT_TRUE(r1.is_error);
-  EXPECT_EQ(provider_.requests[1].tools.size(), 1u);
+  EXPECT_EQ(provider_.requests[1].tools.size(), 2u);
   EXPECT_EQ(messages_.size(), 4u);  // The caller's conversation grew, ending with the answer.
   EXPECT_EQ(messages_.back().role, Role::kAssistant);
 }
@@ -273,6 +274,51 @@ TEST_F(LoopTest, CancelledModelCallIsAnInterruptStop) {
   EXPECT_EQ(out.stop, LoopStop::kInterrupted);
   ASSERT_TRUE(out.error.has_value());
   EXPECT_EQ(out.error->kind, ModelError::Kind::kCancelled);
+}
+
+ToolUseBlock Malformed(std::string id) {
+  // llama.cpp's cut JSON, kept as the raw text.
+  return ToolUseBlock{std::move(id), "bash", nlohmann::json("{\"command\": \"ls")};
+}
+
+// Malformed calls go back to the model as is_error results naming the problem and the schema;
+// they never reach the runner and the loop goes on (one request per turn: nothing is re-sent).
+TEST_F(LoopTest, MalformedToolCallsAreAnsweredWithTheProblemAndTheSchema) {
+  const nlohmann::json schema = {{"type", "object"},
+                                 {"properties", {{"command", {{"type", "string"}}}}},
+                                 {"required", {"command"}}};
+  provider_.Reply(
+      "", StopReason::kToolUse,
+      {Malformed("m"), ToolUseBlock{"u", "nope", {}}, ToolUseBlock{"x", "bash", {{"cmd", "ls"}}},
+       ToolUseBlock{"t", "bash", {{"command", 5}}}, Call("ok")});
+  provider_.Reply("done", StopReason::kEndTurn);
+  options_.tools = {ToolDef{"bash", "d", schema}};
+  LoopOutcome out = RunLoop(provider_, messages_, options_, runner_, observer_);
+  EXPECT_EQ(out.stop, LoopStop::kCompleted);
+  EXPECT_EQ(provider_.requests.size(), 2u);
+  EXPECT_THAT(runner_.seen, ElementsAre("bash@1"));  // Only the well-formed call ran.
+  const Message& results = provider_.requests[1].messages.back();
+  ASSERT_EQ(results.content.size(), 5u);
+  auto result = [&](size_t i) { return std::get<ToolResultBlock>(results.content[i]); };
+  EXPECT_TRUE(result(0).is_error);
+  EXPECT_THAT(result(0).content, HasSubstr("not valid JSON"));
+  EXPECT_THAT(result(0).content, HasSubstr(schema.dump()));
+  EXPECT_THAT(result(1).content, HasSubstr("unknown tool 'nope'; the available tools are: bash"));
+  EXPECT_THAT(result(2).content, HasSubstr("the required field 'command' is missing"));
+  EXPECT_THAT(result(3).content, HasSubstr("'command' must be of type string, got number"));
+  EXPECT_FALSE(result(4).is_error);
+  EXPECT_EQ(result(4).tool_use_id, "ok");
+}
+
+TEST_F(LoopTest, ThreeConsecutiveMalformedTurnsStop) {
+  provider_.Reply("", StopReason::kToolUse, {Malformed("a")});
+  provider_.Reply("", StopReason::kToolUse, {Call("fine")});  // Resets the count.
+  for (int i = 0; i < 3; ++i) provider_.Reply("", StopReason::kToolUse, {Malformed("m")});
+  provider_.Reply("never asked", StopReason::kEndTurn);
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, LoopStop::kMalformedToolCalls);
+  EXPECT_EQ(provider_.requests.size(), 5u);
+  EXPECT_THAT(out.final_text, HasSubstr("malformed_tool_calls"));
 }
 
 TEST_F(LoopTest, TranscriptRecordsEveryStep) {

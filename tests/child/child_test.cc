@@ -673,6 +673,41 @@ TEST_F(ChildTest, ParentGoneMidTaskStopsTheTaskAndRemovesItsTempDir) {
   EXPECT_LT(server_.request_count(), 1000u);
 }
 
+// Issue 15: a llama.cpp-style cut JSON argument goes back to the model as an is_error result
+// naming the problem and the schema; the request is not re-sent and the task completes. Both
+// wire formats, streaming and not.
+TEST_F(ChildTest, MalformedToolCallGoesBackToTheModelAndTheTaskCompletes) {
+  for (const bool openai : {false, true}) {
+    for (const bool stream : {true, false}) {
+      server_.ClearRequests();
+      Scenario({{"require_key", false},
+                {"rules",
+                 {{{"when", {{"turn", 0}}},
+                   {"reply", {{"tool_calls", {ToolCall("bash", "{\"command\": \"ls")}}}}},
+                  {{"when", {{"turn", 1}}}, {"reply", {{"text", "recovered"}}}}}}});
+      ipc::StartMessage start = Start("list");
+      if (openai) {
+        start.provider.name = "openai";
+        start.provider.base_url = server_.openai_base_url();
+        start.provider.model = "local";
+      }
+      start.provider.stream = stream;
+      ChildRun run = Run(start);
+      ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+      EXPECT_EQ(run.result()->summary, "recovered");
+      EXPECT_EQ(run.result()->stats.stop_reason, "completed");
+      ASSERT_EQ(server_.request_count(), 2u) << "openai " << openai << " stream " << stream;
+      auto results = ResultsIn(1);
+      ASSERT_EQ(results.size(), 1u);
+      if (!openai) {
+        EXPECT_TRUE(results[0].is_error);  // OpenAI tool messages carry no flag.
+      }
+      EXPECT_THAT(results[0].text, HasSubstr("not valid JSON"));
+      EXPECT_THAT(results[0].text, HasSubstr("\"required\":[\"command\"]"));
+    }
+  }
+}
+
 // Orphans re-parented to the agent are reaped while the task runs, not only at its end.
 TEST_F(ChildTest, OrphanedZombiesAreReapedWhileTheTaskRuns) {
   // Zombie children of the agent ($PPID of the tool's bash). cat, not awk, opens the files:

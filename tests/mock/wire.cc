@@ -27,4 +27,11 @@ std::vector<std::string> SplitUtf8(const std::string& text, size_t max_bytes) {
   return pieces;
 }
 
+std::string ArgumentsText(const ToolCall& call) {
+  if (call.input.is_string()) return call.input.get<std::string>();
+  // Key order as given (ordered_json), like the wire formats' own dumps.
+  return nlohmann::ordered_json(call.input)
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace forkbox::mock
