@@ -708,6 +708,62 @@ TEST_F(ChildTest, MalformedToolCallGoesBackToTheModelAndTheTaskCompletes) {
   }
 }
 
+// Local-server quirks the mock can play (OpenAI format, streaming and not), each completing:
+// finish_reason "stop" with tool calls present, several calls in one turn, `length` in the middle
+// of a tool call (the cut call never runs), an empty assistant message.
+TEST_F(ChildTest, LocalServerQuirksComplete) {
+  struct Quirk {
+    const char* name;
+    json rules;
+    const char* stop_reason;
+    size_t requests;
+  };
+  const Quirk quirks[] = {
+      {"stop with tool calls",
+       {{{"when", {{"turn", 0}}},
+         {"reply",
+          {{"tool_calls", {ToolCall("bash", {{"command", "echo hi"}})}},
+           {"stop_reason", "end_turn"}}}},
+        {{"when", {{"turn", 1}}}, {"reply", {{"text", "done"}}}}},
+       "completed",
+       2},
+      {"several calls in one turn",
+       {{{"when", {{"turn", 0}}},
+         {"reply",
+          {{"tool_calls",
+            {ToolCall("bash", {{"command", "echo a"}}), ToolCall("bash", {{"command", "echo b"}}),
+             ToolCall("read_file", {{"path", "missing"}})}}}}},
+        {{"when", {{"turn", 1}}}, {"reply", {{"text", "done"}}}}},
+       "completed",
+       2},
+      {"length mid tool call",
+       {{{"reply",
+          {{"text", "cut"},
+           {"tool_calls", {ToolCall("bash", {{"command", "touch never-run"}})}},
+           {"stop_reason", "max_tokens"}}}}},
+       "max_tokens",
+       1},
+      {"empty assistant message", {{{"reply", {{"text", ""}}}}}, "completed", 1},
+  };
+  for (const Quirk& q : quirks) {
+    for (const bool stream : {true, false}) {
+      server_.ClearRequests();
+      Scenario({{"require_key", false}, {"rules", q.rules}});
+      ipc::StartMessage start = Start("quirk");
+      start.provider.name = "openai";
+      start.provider.base_url = server_.openai_base_url();
+      start.provider.model = "local";
+      start.provider.stream = stream;
+      ChildRun run = Run(start);
+      ASSERT_NE(run.result(), nullptr) << q.name << ": " << run.stderr_text;
+      EXPECT_EQ(run.result()->stats.stop_reason, q.stop_reason) << q.name;
+      EXPECT_EQ(server_.request_count(), q.requests) << q.name;
+      EXPECT_FALSE(run.result()->summary.empty()) << q.name;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(workdir_ + "/never-run"));
+}
+
 // Orphans re-parented to the agent are reaped while the task runs, not only at its end.
 TEST_F(ChildTest, OrphanedZombiesAreReapedWhileTheTaskRuns) {
   // Zombie children of the agent ($PPID of the tool's bash). cat, not awk, opens the files:
