@@ -312,6 +312,17 @@ StopReason AnthropicStopReason(std::string_view raw) {
   return it == kMap.end() ? StopReason::kUnknown : it->second;
 }
 
+// Prompt caching on the conversation: a breakpoint on the last block of the last message moves
+// with each request, so every turn reads the previous turn's prefix from cache. With the system
+// prompt's and the tools' that is 3 breakpoints (the API allows 4). Thinking blocks cannot carry
+// one; the prefix before the breakpoint stays byte-identical between turns.
+void MarkConversationBreakpoint(json& messages) {
+  if (messages.empty()) return;
+  json& last = messages.back()["content"].back();
+  if (last.value("type", "") == "thinking" || last.value("type", "") == "redacted_thinking") return;
+  last["cache_control"] = {{"type", "ephemeral"}};
+}
+
 json AnthropicEncodeRequest(const Request& request, const ProviderConfig& config) {
   json body = json::object();
   body["model"] = config.model;
@@ -345,6 +356,7 @@ json AnthropicEncodeRequest(const Request& request, const ProviderConfig& config
     messages.push_back(
         {{"role", m.role == Role::kUser ? "user" : "assistant"}, {"content", std::move(content)}});
   }
+  if (config.prompt_caching) MarkConversationBreakpoint(messages);
   body["messages"] = std::move(messages);
   if (!request.tools.empty()) {
     json tools = json::array();

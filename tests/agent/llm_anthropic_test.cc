@@ -95,6 +95,45 @@ TEST(AnthropicEncode, PromptCachingMarksSystemAndLastTool) {
   EXPECT_EQ(body["tools"][1]["cache_control"], json::parse(R"({"type":"ephemeral"})"));
   EXPECT_EQ(body["tools"][0]["input_schema"], json::parse(R"({"type":"object","properties":{}})"));
   EXPECT_EQ(body["stream"], true);
+  EXPECT_EQ(body["messages"][0]["content"][0]["cache_control"],
+            json::parse(R"({"type":"ephemeral"})"));
+}
+
+// The conversation breakpoint moves to the last message each turn (at most 4 in all), and the
+// prefix before it is byte-identical to the previous request's.
+TEST(AnthropicEncode, CacheBreakpointMovesToTheLastMessageAndPrefixesStayStable) {
+  Request r;
+  r.system = "sys";
+  r.tools = {ToolDef{"bash", "run", json::object()}};
+  r.messages.push_back(Message{Role::kUser, {TextBlock{"go"}}});
+  r.messages.push_back(
+      Message{Role::kAssistant, {ToolUseBlock{"t1", "bash", {{"command", "ls"}}}}});
+  r.messages.push_back(Message{Role::kUser, {ToolResultBlock{"t1", "a.txt", false}}});
+  const json first = AnthropicEncodeRequest(r, Config());
+  r.messages.push_back(Message{
+      Role::kAssistant, {TextBlock{"done?"}, ToolUseBlock{"t2", "bash", {{"command", "pwd"}}}}});
+  r.messages.push_back(Message{Role::kUser, {ToolResultBlock{"t2", "/w", false}}});
+  const json second = AnthropicEncodeRequest(r, Config());
+  auto count = [](const json& body) {
+    const std::string s = body.dump();
+    size_t n = 0;
+    for (size_t p = s.find("cache_control"); p != std::string::npos;
+         p = s.find("cache_control", p + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count(first), 3u);
+  EXPECT_EQ(count(second), 3u);
+  EXPECT_TRUE(second["messages"][4]["content"][0].contains("cache_control"));
+  EXPECT_FALSE(second["messages"][2]["content"][0].contains("cache_control"));
+  // Byte-stable prefix: the earlier messages encode the same, apart from the moved marker.
+  json unmarked = first["messages"];
+  unmarked.back()["content"].back().erase("cache_control");
+  for (size_t i = 0; i < unmarked.size(); ++i) {
+    EXPECT_EQ(unmarked[i].dump(), second["messages"][i].dump()) << i;
+  }
+  EXPECT_EQ(first["system"].dump(), second["system"].dump());
+  EXPECT_EQ(first["tools"].dump(), second["tools"].dump());
 }
 
 TEST(AnthropicEncode, NeverSendsEmptyTextAndPutsToolResultsFirst) {
