@@ -72,6 +72,9 @@ class FrameDecoder {
   // How many more bytes Feed accepts before the total cap fails it.
   size_t total_bytes_left() const { return max_total_bytes_ - total_bytes_; }
   size_t max_total_bytes() const { return max_total_bytes_; }
+  // Everything the buffer holds, returned frames included: a test checks that a decoded start
+  // frame's key is no longer in it while the decoder lives on (as it does for a whole task).
+  std::string_view raw_buffer() const { return buffer_; }
 
  private:
   size_t max_frame_bytes_;

@@ -67,6 +67,8 @@ TEST(SecretWipeTest, DecoderLeavesNoKeyInFreedMemoryWhateverTheChunking) {
         ASSERT_TRUE(next.ok() && next->has_value()) << next.status().ToString();
         if (i == 1) ConsumeKey(**next);
       }
+      // Zeroed as soon as the frame was returned, not only when the decoder goes.
+      EXPECT_EQ(decoder.raw_buffer().find(kKey), std::string_view::npos) << "chunk " << chunk;
     }
     EXPECT_EQ(scanner.hits(), 0u) << "chunk " << chunk;
   }
