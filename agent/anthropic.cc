@@ -99,13 +99,8 @@ bool DecodeBlock(const json& b, std::vector<ContentBlock>& out, std::string* err
       return false;
     }
     use.name = b["name"];
-    if (b.contains("input") && !b["input"].is_null()) {
-      if (!b["input"].is_object()) {
-        *error = "tool_use input is not an object";
-        return false;
-      }
-      use.input = b["input"];
-    }
+    // A non-object input is the model's mistake, kept for the loop to answer.
+    if (b.contains("input") && !b["input"].is_null()) use.input = b["input"];
     out.emplace_back(std::move(use));
     return true;
   }
@@ -159,7 +154,8 @@ class AnthropicStream : public StreamDecoder {
           if (input.is_discarded() || !input.is_object()) {
             // A max_tokens cut can end a tool call mid-JSON: that call never runs.
             if (r.stop_reason == StopReason::kMaxTokens) continue;
-            return Malformed("tool_use input is not a JSON object: " + Excerpt(slot.partial_json));
+            // Otherwise the model's mistake goes back to it (DecodeBlock marks the call).
+            input = input.is_discarded() ? json(slot.partial_json) : std::move(input);
           }
         } else if (!slot.closed) {
           continue;
@@ -202,37 +198,9 @@ class AnthropicStream : public StreamDecoder {
         if (m.contains("usage")) AddUsage(m["usage"], usage_);
         if (m.contains("stop_reason") && m["stop_reason"].is_string()) raw_stop_ = m["stop_reason"];
       } else if (type == "content_block_start") {
-        Need();
-        const int index = j.at("index").get<int>();
-        Slot slot;
-        slot.block = j.at("content_block");
-        if (!slot.block.is_object()) throw std::runtime_error("content_block is not an object");
-        slot.is_tool = slot.block.value("type", "") == "tool_use";
-        if (slot.block.value("type", "") == "text") {
-          const std::string text = slot.block.value("text", "");
-          if (!text.empty() && on_text_) on_text_(text);
-        }
-        slots_[index] = std::move(slot);
+        OnBlockStart(j);
       } else if (type == "content_block_delta") {
-        Need();
-        Slot& slot = SlotAt(j.at("index").get<int>());
-        const json& delta = j.at("delta");
-        const std::string dtype = delta.at("type");
-        if (dtype == "text_delta") {
-          const std::string& text = delta.at("text").get_ref<const std::string&>();
-          slot.block["text"] = slot.block.value("text", "") + text;
-          if (on_text_ && !text.empty()) on_text_(text);
-        } else if (dtype == "input_json_delta") {
-          slot.partial_json += delta.at("partial_json").get<std::string>();
-          slot.has_json = true;
-        } else if (dtype == "thinking_delta") {
-          slot.block["thinking"] =
-              slot.block.value("thinking", "") + delta.at("thinking").get<std::string>();
-        } else if (dtype == "signature_delta") {
-          slot.block["signature"] =
-              slot.block.value("signature", "") + delta.at("signature").get<std::string>();
-        }
-        // citations_delta and future delta types: ignored.
+        OnBlockDelta(j);
       } else if (type == "content_block_stop") {
         Need();
         SlotAt(j.at("index").get<int>()).closed = true;
@@ -254,6 +222,42 @@ class AnthropicStream : public StreamDecoder {
       failure_ =
           Malformed("malformed stream event (" + std::string(e.what()) + "): " + Excerpt(ev.data));
     }
+  }
+
+  void OnBlockStart(const json& j) {
+    Need();
+    const int index = j.at("index").get<int>();
+    Slot slot;
+    slot.block = j.at("content_block");
+    if (!slot.block.is_object()) throw std::runtime_error("content_block is not an object");
+    slot.is_tool = slot.block.value("type", "") == "tool_use";
+    if (slot.block.value("type", "") == "text") {
+      const std::string text = slot.block.value("text", "");
+      if (!text.empty() && on_text_) on_text_(text);
+    }
+    slots_[index] = std::move(slot);
+  }
+
+  void OnBlockDelta(const json& j) {
+    Need();
+    Slot& slot = SlotAt(j.at("index").get<int>());
+    const json& delta = j.at("delta");
+    const std::string dtype = delta.at("type");
+    if (dtype == "text_delta") {
+      const std::string& text = delta.at("text").get_ref<const std::string&>();
+      slot.block["text"] = slot.block.value("text", "") + text;
+      if (on_text_ && !text.empty()) on_text_(text);
+    } else if (dtype == "input_json_delta") {
+      slot.partial_json += delta.at("partial_json").get<std::string>();
+      slot.has_json = true;
+    } else if (dtype == "thinking_delta") {
+      slot.block["thinking"] =
+          slot.block.value("thinking", "") + delta.at("thinking").get<std::string>();
+    } else if (dtype == "signature_delta") {
+      slot.block["signature"] =
+          slot.block.value("signature", "") + delta.at("signature").get<std::string>();
+    }
+    // citations_delta and future delta types: ignored.
   }
 
   void Need() const {
@@ -308,6 +312,17 @@ StopReason AnthropicStopReason(std::string_view raw) {
   return it == kMap.end() ? StopReason::kUnknown : it->second;
 }
 
+// Prompt caching on the conversation: a breakpoint on the last block of the last message moves
+// with each request, so every turn reads the previous turn's prefix from cache. With the system
+// prompt's and the tools' that is 3 breakpoints (the API allows 4). Thinking blocks cannot carry
+// one; the prefix before the breakpoint stays byte-identical between turns.
+void MarkConversationBreakpoint(json& messages) {
+  if (messages.empty()) return;
+  json& last = messages.back()["content"].back();
+  if (last.value("type", "") == "thinking" || last.value("type", "") == "redacted_thinking") return;
+  last["cache_control"] = {{"type", "ephemeral"}};
+}
+
 json AnthropicEncodeRequest(const Request& request, const ProviderConfig& config) {
   json body = json::object();
   body["model"] = config.model;
@@ -341,6 +356,7 @@ json AnthropicEncodeRequest(const Request& request, const ProviderConfig& config
     messages.push_back(
         {{"role", m.role == Role::kUser ? "user" : "assistant"}, {"content", std::move(content)}});
   }
+  if (config.prompt_caching) MarkConversationBreakpoint(messages);
   body["messages"] = std::move(messages);
   if (!request.tools.empty()) {
     json tools = json::array();

@@ -1,9 +1,9 @@
 #include "agent/http_client.h"
 
 #include <curl/curl.h>
+#include <strings.h>
 
-#include <algorithm>
-#include <cctype>
+#include <cstring>
 #include <mutex>
 
 namespace forkbox::agent {
@@ -28,27 +28,39 @@ bool WarmUpHttp(std::string* error) { return GlobalInit(error); }
 
 namespace {
 
+// Frees a header list after zeroing every string in it: the list holds the API key.
 struct SlistDeleter {
-  void operator()(curl_slist* list) const { curl_slist_free_all(list); }
+  void operator()(curl_slist* list) const {
+    for (curl_slist* item = list; item != nullptr; item = item->next) {
+      if (item->data != nullptr) ::explicit_bzero(item->data, std::strlen(item->data));
+    }
+    curl_slist_free_all(list);
+  }
 };
 using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  std::transform(out.begin(), out.end(), out.begin(),
-                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
-  return out;
-}
+// The response headers the model clients read (provider.cc); curl parses them.
+constexpr const char* kResponseHeaders[] = {"content-type",   "request-id",     "x-request-id",
+                                            "x-should-retry", "retry-after-ms", "retry-after"};
 
-std::string_view TrimWs(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
-  return s;
+void CollectHeaders(CURL* curl, HttpResult* result) {
+  for (const char* name : kResponseHeaders) {
+    curl_header* h = nullptr;
+    // -1: the last request of the transfer, i.e. the final response (after 100 Continue).
+    if (curl_easy_header(curl, name, 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h != nullptr) {
+      result->headers[name] = h->value;
+    }
+  }
+  curl_off_t retry_after = 0;
+  if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0) {
+    result->retry_after = std::chrono::seconds(retry_after);
+  }
 }
 
 }  // namespace
 
 struct HttpClient::Transfer {
+  CURL* curl = nullptr;
   const BodySink* sink = nullptr;
   const CancelCheck* cancelled = nullptr;
   HttpResult* result = nullptr;
@@ -57,24 +69,10 @@ struct HttpClient::Transfer {
   bool streaming_body = false;  // Decided once the status is known.
   bool status_seen = false;
 
-  static size_t OnHeader(char* data, size_t size, size_t n, void* user) {
-    auto* t = static_cast<Transfer*>(user);
-    const size_t len = size * n;
-    t->last_byte = std::chrono::steady_clock::now();
-    std::string_view line = TrimWs(std::string_view(data, len));
-    if (line.starts_with("HTTP/")) {
-      // A new response (after 100 Continue or a redirect): start over.
-      t->result->headers.clear();
-      const size_t sp = line.find(' ');
-      t->result->status =
-          sp == std::string_view::npos ? 0 : std::atol(std::string(line.substr(sp + 1, 3)).c_str());
-      return len;
-    }
-    if (const size_t colon = line.find(':'); colon != std::string_view::npos) {
-      t->result->headers[Lower(TrimWs(line.substr(0, colon)))] =
-          std::string(TrimWs(line.substr(colon + 1)));
-    }
-    return len;
+  // Headers are parsed by curl (CollectHeaders); a header byte is activity all the same.
+  static size_t OnHeader(char*, size_t size, size_t n, void* user) {
+    static_cast<Transfer*>(user)->last_byte = std::chrono::steady_clock::now();
+    return size * n;
   }
 
   static size_t OnBody(char* data, size_t size, size_t n, void* user) {
@@ -83,6 +81,10 @@ struct HttpClient::Transfer {
     t->last_byte = std::chrono::steady_clock::now();
     if (!t->status_seen) {
       t->status_seen = true;
+      long status = 0;
+      if (curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK) {
+        t->result->status = status;
+      }
       t->streaming_body =
           t->sink != nullptr && *t->sink && t->result->status >= 200 && t->result->status < 300;
     }
@@ -136,6 +138,7 @@ HttpResult HttpClient::Post(const std::string& url, const std::vector<std::strin
   CURL* curl = static_cast<CURL*>(curl_);
   HttpResult result;
   Transfer transfer;
+  transfer.curl = curl;
   transfer.sink = &sink;
   transfer.cancelled = &cancelled_;
   transfer.result = &result;
@@ -193,6 +196,7 @@ HttpResult HttpClient::Post(const std::string& url, const std::vector<std::strin
   if (curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0) {
     result.status = status;
   }
+  CollectHeaders(curl, &result);
   long connects = 0;
   if (curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK) {
     result.reused_connection = connects == 0 && rc == CURLE_OK;

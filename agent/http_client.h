@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,8 +32,12 @@ struct HttpResult {
   bool cancelled = false;          // The cancel check said stop (SetCancelCheck).
   long status = 0;
   bool reused_connection = false;  // Keep-alive: no new connection was opened for this request.
-  HeaderMap headers;               // Lower-cased names of the final response.
-  std::string body;                // The body, unless it was handed to the body callback.
+  // The final response's headers that the clients use (kResponseHeaders in http_client.cc), by
+  // lower-cased name, as curl_easy_header returns them.
+  HeaderMap headers;
+  // Retry-After (delta seconds or an HTTP date) as libcurl parsed it; nullopt when absent or 0.
+  std::optional<std::chrono::milliseconds> retry_after;
+  std::string body;  // The body, unless it was handed to the body callback.
 };
 
 // Runs curl_global_init (TLS library set-up, several milliseconds) once per process. A standby
@@ -52,7 +57,8 @@ class HttpClient {
   static std::unique_ptr<HttpClient> Create(const HttpTimeouts& timeouts, std::string* error);
 
   // POSTs `body` to `url` with `headers` ("Name: value"). With a `sink`, a 2xx body streams into
-  // it; error bodies (non-2xx) are always collected into HttpResult::body.
+  // it; error bodies (non-2xx) are always collected into HttpResult::body. The copies of `headers`
+  // handed to curl are zeroed before they are freed (they carry the API key).
   HttpResult Post(const std::string& url, const std::vector<std::string>& headers,
                   const std::string& body, const BodySink& sink);
 

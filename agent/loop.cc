@@ -53,9 +53,8 @@ void StripToolUses(Message& m) {
 // Cuts at a UTF-8 boundary so that at most max_bytes bytes of text remain, plus a marker.
 std::string CapText(std::string text, int64_t max_bytes) {
   if (max_bytes <= 0 || static_cast<int64_t>(text.size()) <= max_bytes) return text;
-  size_t cut = static_cast<size_t>(max_bytes);
-  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xC0) == 0x80) --cut;
-  size_t dropped = text.size() - cut;
+  const size_t cut = TruncateUtf8(text, static_cast<size_t>(max_bytes)).size();
+  const size_t dropped = text.size() - cut;
   text.resize(cut);
   text += "\n[... summary truncated: " + std::to_string(dropped) + " bytes dropped ...]";
   return text;
@@ -63,18 +62,17 @@ std::string CapText(std::string text, int64_t max_bytes) {
 
 std::string Shorten(std::string s, size_t max_bytes) {
   if (s.size() <= max_bytes) return s;
-  size_t cut = max_bytes;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  s.resize(cut);
+  s.resize(TruncateUtf8(s, max_bytes).size());
   return s + " [...]";
 }
 
 // A useful summary when the model did not write one: what happened plus its last words.
 std::string FallbackSummary(const std::vector<Message>& messages, size_t first_new,
                             const LoopOutcome& out) {
-  std::string text = "[The model gave no final summary (stop: " + out.stop + ", after " +
-                     std::to_string(out.turns) + " turns and " + std::to_string(out.tool_calls) +
-                     " tool calls).";
+  std::string text =
+      "[The model gave no final summary (stop: " + std::string(LoopStopName(out.stop)) +
+      ", after " + std::to_string(out.turns) + " turns and " + std::to_string(out.tool_calls) +
+      " tool calls).";
   if (out.error) text += " Error: " + out.error->ToString() + ".";
   std::vector<std::string> said;
   std::vector<std::string> calls;
@@ -109,6 +107,55 @@ size_t FirstUnrecorded(const std::vector<Message>& messages) {
   return 0;
 }
 
+// The JSON type a schema's "type" names, checked for required fields only (optional ones are
+// coerced by the tools, e.g. read_file's offset "10").
+bool HasSchemaType(const json& value, const std::string& type) {
+  if (type == "string") return value.is_string();
+  if (type == "integer") return value.is_number_integer();
+  if (type == "number") return value.is_number();
+  if (type == "boolean") return value.is_boolean();
+  if (type == "object") return value.is_object();
+  if (type == "array") return value.is_array();
+  return true;
+}
+
+// Why a call's input is not a JSON object, with an excerpt; empty when it is one.
+std::string ArgumentsProblem(const json& input) {
+  if (input.is_object()) return "";
+  constexpr size_t kExcerpt = 200;
+  if (input.is_string()) {
+    const std::string& raw = input.get_ref<const std::string&>();
+    const json parsed = json::parse(raw, nullptr, false);
+    if (parsed.is_discarded()) {
+      return "the arguments are not valid JSON: " + std::string(TruncateUtf8(raw, kExcerpt)) +
+             (raw.size() > kExcerpt ? "..." : "");
+    }
+  }
+  const std::string dump = input.dump(-1, ' ', false, json::error_handler_t::replace);
+  return "the arguments are not a JSON object: " + std::string(TruncateUtf8(dump, kExcerpt)) +
+         (dump.size() > kExcerpt ? "..." : "");
+}
+
+// The first required field that is missing or mistyped, as a sentence; empty when none.
+std::string RequiredFieldProblem(const json& input, const json& schema) {
+  const auto required = schema.find("required");
+  if (required == schema.end() || !required->is_array()) return "";
+  const json properties = schema.value("properties", json::object());
+  for (const json& name : *required) {
+    if (!name.is_string()) continue;
+    const std::string field = name.get<std::string>();
+    const auto value = input.find(field);
+    if (value == input.end()) return "the required field '" + field + "' is missing";
+    const std::string type = properties.contains(field) && properties[field].is_object()
+                                 ? properties[field].value("type", "")
+                                 : "";
+    if (!type.empty() && !HasSchemaType(*value, type)) {
+      return "the field '" + field + "' must be of type " + type + ", got " + value->type_name();
+    }
+  }
+  return "";
+}
+
 class Loop {
  public:
   Loop(Provider& provider, std::vector<Message>& messages, const LoopOptions& options,
@@ -136,10 +183,13 @@ class Loop {
       }
       if (Handle(std::move(r.response))) break;
     }
-    if (out_.final_text.empty()) out_.final_text = FallbackSummary(messages_, first_new_, out_);
+    // An interrupted run has nothing to summarise: the user stopped it.
+    if (out_.final_text.empty() && out_.stop != LoopStop::kInterrupted) {
+      out_.final_text = FallbackSummary(messages_, first_new_, out_);
+    }
     out_.final_text = CapText(std::move(out_.final_text), options_.max_final_text_bytes);
     Record({{"type", "end"},
-            {"stop", out_.stop},
+            {"stop", LoopStopName(out_.stop)},
             {"turns", out_.turns},
             {"tool_calls", out_.tool_calls},
             {"usage", UsageToJson(out_.usage)}});
@@ -186,8 +236,18 @@ class Loop {
   }
 
   void Fail(ModelError error) {
-    // A prompt grown past the context window is a stop reason, not a broken model call.
-    out_.stop = error.kind == ModelError::Kind::kContextOverflow ? "context_window" : "model_error";
+    // A prompt grown past the context window, or the user's stop, is a stop reason, not a broken
+    // model call.
+    switch (error.kind) {
+      case ModelError::Kind::kContextOverflow:
+        out_.stop = LoopStop::kContextWindow;
+        break;
+      case ModelError::Kind::kCancelled:
+        out_.stop = LoopStop::kInterrupted;
+        break;
+      default:
+        out_.stop = LoopStop::kModelError;
+    }
     out_.error = std::move(error);
   }
 
@@ -209,24 +269,33 @@ class Loop {
         return false;
       case StopReason::kMaxTokens:
         StripToolUses(msg);
-        return Stop("max_tokens", std::move(msg));
+        return Stop(LoopStop::kMaxTokens, std::move(msg));
       case StopReason::kRefusal:
         StripToolUses(msg);
-        return Stop("refusal", std::move(msg));
+        return Stop(LoopStop::kRefusal, std::move(msg));
       case StopReason::kContextWindow:
         StripToolUses(msg);
-        return Stop("context_window", std::move(msg));
+        return Stop(LoopStop::kContextWindow, std::move(msg));
       default:
         break;
     }
-    if (calls.empty()) return Stop("completed", std::move(msg));
+    if (calls.empty()) return Stop(LoopStop::kCompleted, std::move(msg));
     Append(std::move(msg));
     RunTools(calls);
+    if (const int sig = runner_.interrupt_signal(); sig != 0) {
+      out_.stop = LoopStop::kInterrupted;
+      out_.interrupt_signal = sig;
+      return true;
+    }
+    if (malformed_turns_ >= kMaxMalformedTurns) {
+      out_.stop = LoopStop::kMalformedToolCalls;
+      return true;
+    }
     return false;
   }
 
-  bool Stop(std::string stop, Message msg) {
-    out_.stop = std::move(stop);
+  bool Stop(LoopStop stop, Message msg) {
+    out_.stop = stop;
     out_.final_text = TextOf(msg);
     Append(std::move(msg));
     return true;
@@ -241,16 +310,10 @@ class Loop {
               {"name", c.name},
               {"input", c.input}});
     }
-    std::vector<ToolResultBlock> results = runner_.Run(calls, out_.turns);
+    std::vector<ToolResultBlock> results = RunValid(calls);
     Message user{Role::kUser, {}};
     for (size_t i = 0; i < calls.size(); ++i) {
-      ToolResultBlock r;
-      if (i < results.size()) {
-        r = std::move(results[i]);
-      } else {
-        r.content = "internal error: the tool runner returned no result for this call";
-        r.is_error = true;
-      }
+      ToolResultBlock r = std::move(results[i]);
       r.tool_use_id = calls[i].id;  // Results must answer their calls, in order.
       Record({{"type", "tool_result"},
               {"turn", out_.turns},
@@ -264,8 +327,36 @@ class Loop {
     messages_.push_back(std::move(user));
   }
 
+  // Malformed calls are answered with their problem and never reach the runner; the others run.
+  // One result per call, in call order.
+  std::vector<ToolResultBlock> RunValid(const std::vector<ToolUseBlock>& calls) {
+    std::vector<ToolResultBlock> results(calls.size());
+    std::vector<ToolUseBlock> valid;
+    std::vector<size_t> where;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      if (std::string problem = CheckToolCall(calls[i], options_.tools); !problem.empty()) {
+        results[i] = ToolResultBlock{calls[i].id, std::move(problem), true};
+      } else {
+        valid.push_back(calls[i]);
+        where.push_back(i);
+      }
+    }
+    malformed_turns_ = valid.empty() ? malformed_turns_ + 1 : 0;
+    if (valid.empty()) return results;
+    std::vector<ToolResultBlock> ran = runner_.Run(valid, out_.turns);
+    for (size_t k = 0; k < where.size(); ++k) {
+      if (k < ran.size()) {
+        results[where[k]] = std::move(ran[k]);
+      } else {
+        results[where[k]] = ToolResultBlock{
+            "", "internal error: the tool runner returned no result for this call", true};
+      }
+    }
+    return results;
+  }
+
   void FinalSummary() {
-    out_.stop = "max_turns";
+    out_.stop = LoopStop::kMaxTurns;
     if (!options_.force_final_summary) return;
     const std::string ask =
         "You have reached the limit of " + std::to_string(out_.turns) +
@@ -297,10 +388,51 @@ class Loop {
   const size_t first_new_;
   size_t recorded_;
   bool system_recorded_ = false;
+  int malformed_turns_ = 0;  // Consecutive turns whose every tool call was malformed.
   LoopOutcome out_;
 };
 
 }  // namespace
+
+std::string CheckToolCall(const ToolUseBlock& call, const std::vector<ToolDef>& tools) {
+  const auto def = std::find_if(tools.begin(), tools.end(),
+                                [&](const ToolDef& t) { return t.name == call.name; });
+  if (def == tools.end()) {
+    std::string names;
+    for (const ToolDef& t : tools) names += (names.empty() ? "" : ", ") + t.name;
+    return "unknown tool '" + call.name +
+           "'; the available tools are: " + (names.empty() ? "none (answer without tools)" : names);
+  }
+  std::string problem = ArgumentsProblem(call.input);
+  if (problem.empty()) problem = RequiredFieldProblem(call.input, def->input_schema);
+  if (problem.empty()) return "";
+  return "invalid call of " + call.name + ": " + problem +
+         ". Nothing was run. Call it again with arguments that are one JSON object matching "
+         "this schema: " +
+         def->input_schema.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+const char* LoopStopName(LoopStop stop) {
+  switch (stop) {
+    case LoopStop::kCompleted:
+      return "completed";
+    case LoopStop::kMaxTurns:
+      return "max_turns";
+    case LoopStop::kRefusal:
+      return "refusal";
+    case LoopStop::kMaxTokens:
+      return "max_tokens";
+    case LoopStop::kContextWindow:
+      return "context_window";
+    case LoopStop::kModelError:
+      return "model_error";
+    case LoopStop::kInterrupted:
+      return "interrupted";
+    case LoopStop::kMalformedToolCalls:
+      return "malformed_tool_calls";
+  }
+  return "unknown";
+}
 
 LoopOutcome RunLoop(Provider& provider, std::vector<Message>& messages, const LoopOptions& options,
                     ToolRunner& runner, const LoopObserver& observer) {

@@ -18,7 +18,34 @@ class ToolRunner {
  public:
   virtual ~ToolRunner() = default;
   virtual std::vector<ToolResultBlock> Run(const std::vector<ToolUseBlock>& calls, int turn) = 0;
+  // Non-zero (the signal number) when the user interrupted the last Run: it then answered the
+  // calls it did not finish with is_error results, and the loop stops with kInterrupted. Never
+  // an exception: nothing may unwind through RunLoop.
+  virtual int interrupt_signal() const { return 0; }
 };
+
+// Why a loop ended.
+enum class LoopStop {
+  kCompleted,           // The model answered without calling tools.
+  kMaxTurns,            // The turn limit (a final no-tools summary was asked for).
+  kRefusal,             // The model refused.
+  kMaxTokens,           // The reply hit the output token limit.
+  kContextWindow,       // The prompt outgrew the context window.
+  kModelError,          // A model call failed after retries (LoopOutcome::error says why).
+  kInterrupted,         // The user interrupted (a model call cancelled, or ToolRunner said so).
+  kMalformedToolCalls,  // kMaxMalformedTurns consecutive turns of only malformed tool calls.
+};
+// "completed", "max_turns", "refusal", "max_tokens", "context_window", "model_error",
+// "interrupted", "malformed_tool_calls" (the names in transcripts and result frames).
+const char* LoopStopName(LoopStop stop);
+
+// Consecutive turns whose tool calls were all malformed before the loop gives up.
+inline constexpr int kMaxMalformedTurns = 3;
+
+// Why `call` cannot run, for the model: arguments that are not a JSON object, an unknown tool, a
+// required field missing or of the wrong type. The text names the problem and the tool's schema
+// (or the tools there are). Empty when the call is well-formed.
+std::string CheckToolCall(const ToolUseBlock& call, const std::vector<ToolDef>& tools);
 
 struct LoopOptions {
   std::string system;
@@ -39,12 +66,12 @@ struct LoopObserver {
 
 struct LoopOutcome {
   std::string final_text;
-  // "completed", "max_turns", "refusal", "max_tokens", "context_window", "model_error".
-  std::string stop;
+  LoopStop stop = LoopStop::kCompleted;
+  int interrupt_signal = 0;  // With kInterrupted from the runner: the signal number.
   int turns = 0;
   int tool_calls = 0;
-  Usage usage;  // Summed over all calls.
-  std::optional<ModelError> error;
+  Usage usage;                      // Summed over all calls, the interrupted turn's included.
+  std::optional<ModelError> error;  // With kModelError, kContextWindow (HTTP 400), kInterrupted.
 };
 
 // `messages` is the conversation so far (the parent keeps it across prompts); the loop appends to

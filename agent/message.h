@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "base/utf8.h"
+
 namespace forkbox::agent {
 
 enum class Role { kUser, kAssistant };
@@ -20,7 +22,11 @@ struct TextBlock {
 struct ToolUseBlock {
   std::string id;  // Opaque; synthesised ("call_<n>") when a local server omits it.
   std::string name;
-  nlohmann::json input = nlohmann::json::object();  // Always an object.
+  // An object for a well-formed call. A model's malformed arguments are kept as they came: the
+  // raw text as a JSON string when it is not valid JSON, else the non-object value. The loop
+  // answers such a call with an is_error result naming the problem (CheckToolCall) and never runs
+  // it; the encoders send {} in its place.
+  nlohmann::json input = nlohmann::json::object();
 };
 
 struct ToolResultBlock {
@@ -84,7 +90,7 @@ struct Response {
 // Helpers.
 std::string TextOf(const Message& m);  // Concatenated text blocks.
 std::vector<ToolUseBlock> ToolUsesOf(const Message& m);
-// Replaces invalid UTF-8 sequences with U+FFFD. Returns how many sequences were replaced.
-size_t MakeValidUtf8(std::string& s);
+// One UTF-8 implementation (base/utf8.h) for the whole agent.
+using ::forkbox::MakeValidUtf8;
 
 }  // namespace forkbox::agent

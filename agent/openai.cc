@@ -112,7 +112,7 @@ struct Accumulator {
       } else if (args->is_object()) {
         call.arguments = args->dump();  // llama.cpp --tool-args-object.
       } else if (!args->is_null()) {
-        throw std::runtime_error("tool call arguments are neither a string nor an object");
+        call.arguments = args->dump();  // Not an object: the loop tells the model so.
       }
     }
   }
@@ -131,6 +131,7 @@ struct Accumulator {
       r.stop_reason = StopReason::kRefusal;
     }
     size_t n = 0;
+    std::vector<std::string> ids;
     for (Call& call : calls) {
       ++n;
       if (call.name.empty() && call.arguments.empty() && call.id.empty()) continue;  // Index gap.
@@ -138,20 +139,24 @@ struct Accumulator {
         if (r.stop_reason == StopReason::kMaxTokens) continue;
         return Malformed("tool call " + std::to_string(n) + " has no function name");
       }
-      json input = json::object();
+      ToolUseBlock use;
       if (!call.arguments.empty()) {
-        input = json::parse(call.arguments, nullptr, false);
+        json input = json::parse(call.arguments, nullptr, false);
         if (input.is_null()) input = json::object();
         if (input.is_discarded() || !input.is_object()) {
           // A length cut can end a tool call mid-JSON: that call never runs.
           if (r.stop_reason == StopReason::kMaxTokens) continue;
-          return Malformed("tool call arguments are not a JSON object: " + Excerpt(call.arguments));
+          // Otherwise it is the model's mistake, kept for the loop to answer.
+          if (input.is_discarded()) input = call.arguments;
         }
+        use.input = std::move(input);
       }
-      ToolUseBlock use;
-      use.id = call.id.empty() ? SynthesizeToolCallId() : call.id;
+      // Missing or repeated ids (local servers): each call needs its own for its result.
+      const bool seen =
+          std::any_of(ids.begin(), ids.end(), [&](const std::string& id) { return id == call.id; });
+      use.id = call.id.empty() || seen ? SynthesizeToolCallId() : call.id;
+      ids.push_back(use.id);
       use.name = call.name;
-      use.input = std::move(input);
       r.message.content.emplace_back(std::move(use));
     }
     // Some servers (older Ollama) say "stop" while calling tools.

@@ -174,7 +174,7 @@ class ProviderImpl : public Provider {
         err = HttpError(http);
         const std::optional<bool> should = ShouldRetryHeader(http.headers);
         retryable = should.has_value() ? *should : IsRetryableStatus(http.status);
-        server_wait = ServerRequestedDelay(http.headers, std::chrono::system_clock::now());
+        server_wait = ServerRequestedDelay(http.headers, http.retry_after);
       }
       if (err.request_id.empty()) err.request_id = request_id;
       if (!retryable || attempt >= attempts) return Fail(std::move(err), attempt);

@@ -1,7 +1,5 @@
 #include "agent/retry.h"
 
-#include <time.h>
-
 #include <algorithm>
 #include <charconv>
 #include <cmath>
@@ -37,23 +35,6 @@ std::optional<double> ParseNumber(std::string_view s) {
   return std::strtod(std::string(s).c_str(), nullptr);
 }
 
-std::optional<std::chrono::system_clock::time_point> ParseHttpDate(std::string_view s) {
-  s = Trim(s);
-  const std::string str(s);
-  // IMF-fixdate first, then the obsolete RFC 850 and asctime forms (RFC 9110 section 5.6.7).
-  for (const char* format :
-       {"%a, %d %b %Y %H:%M:%S GMT", "%A, %d-%b-%y %H:%M:%S GMT", "%a %b %d %H:%M:%S %Y"}) {
-    struct tm tm = {};
-    const char* end = strptime(str.c_str(), format, &tm);
-    if (end != nullptr && *end == '\0') {
-      const time_t t = timegm(&tm);
-      if (t == static_cast<time_t>(-1)) return std::nullopt;
-      return std::chrono::system_clock::from_time_t(t);
-    }
-  }
-  return std::nullopt;
-}
-
 const std::string* Find(const HeaderMap& headers, const std::string& name) {
   auto it = headers.find(name);
   return it == headers.end() ? nullptr : &it->second;
@@ -74,30 +55,15 @@ std::optional<bool> ShouldRetryHeader(const HeaderMap& headers) {
   return std::nullopt;
 }
 
-std::optional<std::chrono::milliseconds> ParseRetryAfter(
-    std::string_view value, std::chrono::system_clock::time_point now) {
-  if (auto seconds = ParseNumber(value)) {
-    if (*seconds > 1e9) return std::nullopt;
-    return std::chrono::milliseconds(static_cast<int64_t>(std::llround(*seconds * 1000.0)));
-  }
-  if (auto date = ParseHttpDate(value)) {
-    return std::chrono::duration_cast<std::chrono::milliseconds>(*date - now);
-  }
-  return std::nullopt;
-}
-
 std::optional<std::chrono::milliseconds> ServerRequestedDelay(
-    const HeaderMap& headers, std::chrono::system_clock::time_point now) {
+    const HeaderMap& headers, std::optional<std::chrono::milliseconds> retry_after) {
   std::optional<std::chrono::milliseconds> wait;
   if (const std::string* ms = Find(headers, "retry-after-ms")) {
     if (auto n = ParseNumber(*ms); n && *n <= 1e12) {
       wait = std::chrono::milliseconds(static_cast<int64_t>(std::llround(*n)));
     }
   }
-  if (!wait) {
-    if (const std::string* after = Find(headers, "retry-after"))
-      wait = ParseRetryAfter(*after, now);
-  }
+  if (!wait) wait = retry_after;
   if (wait && wait->count() > 0 && *wait <= std::chrono::seconds(60)) return wait;
   return std::nullopt;
 }

@@ -20,15 +20,11 @@ bool IsRetryableStatus(long status);
 // The `x-should-retry` header: "true"/"false" when present (it wins over the status), else nullopt.
 std::optional<bool> ShouldRetryHeader(const HeaderMap& headers);
 
-// Parses a Retry-After value: delta seconds ("2", "0.5") or an HTTP date ("Wed, 21 Oct 2015
-// 07:28:00 GMT", relative to `now`). nullopt when unparseable.
-std::optional<std::chrono::milliseconds> ParseRetryAfter(std::string_view value,
-                                                         std::chrono::system_clock::time_point now);
-
-// The wait the server asked for: `retry-after-ms`, else `retry-after`. Honoured only when
-// 0 < wait <= 60 s (as the SDKs do); nullopt otherwise.
+// The wait the server asked for: the `retry-after-ms` header, else `retry_after` (the
+// `Retry-After` header as libcurl parsed it, delta seconds or an HTTP date: HttpResult). Honoured
+// only when 0 < wait <= 60 s (as the SDKs do); nullopt otherwise.
 std::optional<std::chrono::milliseconds> ServerRequestedDelay(
-    const HeaderMap& headers, std::chrono::system_clock::time_point now);
+    const HeaderMap& headers, std::optional<std::chrono::milliseconds> retry_after);
 
 // 0.5 s * 2^retry, capped at 8 s, times `jitter` (expected in (0.75, 1]). `retry` counts from 0.
 std::chrono::milliseconds BackoffDelay(int retry, double jitter);

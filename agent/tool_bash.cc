@@ -67,26 +67,22 @@ std::string DescribeStatus(int status) {
   return "ended with wait status " + std::to_string(status);
 }
 
-}  // namespace
+// The command's process (its pid is its process group) and the read end of its output.
+struct Started {
+  ChildProcess child;
+  UniqueFd out;
+};
 
-ToolOutput RunBashTool(const nlohmann::json& input, const ToolContext& ctx) {
-  auto it = input.find("command");
-  if (it == input.end() || !it->is_string()) {
-    return Error("bash: missing required string field 'command'");
-  }
-  const std::string command = it->get<std::string>();
-  if (command.find_first_not_of(" \t\r\n") == std::string::npos) {
-    return Error("bash: 'command' is empty");
-  }
-  if (command.find('\0') != std::string::npos) return Error("bash: 'command' contains a NUL byte");
-
+// Starts `bash -c command` in its own session: stdin /dev/null, stdout and stderr into one
+// non-blocking pipe; under the tool sandbox unless the policy is off.
+Result<Started> StartCommand(const std::string& command, const ToolContext& ctx) {
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
-  if (!devnull) return Error("bash: " + Status::FromErrno(errno, "open /dev/null").message());
+  if (!devnull) return Status::FromErrno(errno, "open /dev/null");
   Result<Pipe> pipe = MakePipe();
-  if (!pipe.ok()) return Error("bash: " + pipe.status().message());
+  if (!pipe.ok()) return pipe.status();
   // A second descriptor for stderr, so each target has its own source.
   UniqueFd err_write(::fcntl(pipe->write.get(), F_DUPFD_CLOEXEC, 3));
-  if (!err_write) return Error("bash: " + Status::FromErrno(errno, "dup pipe").message());
+  if (!err_write) return Status::FromErrno(errno, "dup pipe");
 
   SpawnOptions opts;
   opts.argv = {"/bin/bash", "-c", command};
@@ -99,85 +95,103 @@ ToolOutput RunBashTool(const nlohmann::json& input, const ToolContext& ctx) {
   // Our copies of the write end must go, or EOF never comes.
   pipe->write.reset();
   err_write.reset();
-  devnull.reset();
-  if (!spawned.ok())
-    return Error("bash: could not start the command: " + spawned.status().message());
-  ChildProcess& child = *spawned;
-  const pid_t pgid = child.pid();
+  if (!spawned.ok()) return spawned.status().WithContext("could not start the command");
+  FORKBOX_RETURN_IF_ERROR(SetNonBlocking(pipe->read.get(), true));
+  return Started{std::move(*spawned), std::move(pipe->read)};
+}
 
-  UniqueFd out_fd = std::move(pipe->read);
-  if (Status st = SetNonBlocking(out_fd.get(), true); !st.ok()) {
-    return Error("bash: " + st.message());
-  }
-
-  BoundedOutput out(ctx.max_output_chars);
-  const auto start = Clock::now();
-  const auto deadline = start + std::chrono::milliseconds(std::max<int64_t>(ctx.timeout_ms, 1));
-  bool pipe_open = true;
-  bool exited = false;
+// How a command ended, and what it printed.
+struct Finished {
+  int status = 0;
   bool timed_out = false;
   bool interrupted = false;
-  bool drain_cut = false;
-  int status = 0;
-  Clock::time_point drain_deadline;
+  bool drain_cut = false;  // A descendant outside the group kept the pipe open.
+};
 
+// Collects output until the command exits (or times out, or is cancelled) and the pipe drains.
+// The whole process group is killed before the command is reaped, in every case.
+Result<Finished> Collect(Started& s, const ToolContext& ctx, BoundedOutput& out) {
+  const pid_t pgid = s.child.pid();
+  const auto deadline =
+      Clock::now() + std::chrono::milliseconds(std::max<int64_t>(ctx.timeout_ms, 1));
+  Finished f;
+  bool pipe_open = true;
+  bool exited = false;
+  Clock::time_point drain_deadline;
   while (!exited || pipe_open) {
     if (exited && Clock::now() >= drain_deadline) {
-      drain_cut = pipe_open;
+      f.drain_cut = pipe_open;
       break;
     }
-    pollfd fds[2] = {{out_fd.get(), POLLIN, 0}, {child.pidfd(), POLLIN, 0}};
-    nfds_t nfds = exited ? 1 : 2;
-    if (!pipe_open) {
-      fds[0].fd = -1;  // poll ignores negative fds.
-    }
-    int wait_ms = PollTimeoutMs(exited ? drain_deadline : deadline);
+    pollfd fds[2] = {{pipe_open ? s.out.get() : -1, POLLIN, 0}, {s.child.pidfd(), POLLIN, 0}};
     bool cancelled = false;
     int n =
-        PollUnlessCancelled(fds, nfds, wait_ms, exited ? CancelCheck() : ctx.cancelled, &cancelled);
-    if (n < 0 && errno != EINTR) {
-      return Error("bash: " + Status::FromErrno(errno, "poll").message());
-    }
+        PollUnlessCancelled(fds, exited ? 1 : 2, PollTimeoutMs(exited ? drain_deadline : deadline),
+                            exited ? CancelCheck() : ctx.cancelled, &cancelled);
+    if (n < 0 && errno != EINTR) return Status::FromErrno(errno, "poll");
     if (pipe_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
-      pipe_open = ReadAvailable(out_fd.get(), out);
+      pipe_open = ReadAvailable(s.out.get(), out);
     }
     if (exited) continue;
     const bool done = (fds[1].revents & POLLIN) != 0;  // revents stay 0 when cancelled.
-    interrupted = cancelled;
-    timed_out = !done && !cancelled && Clock::now() >= deadline;
-    if (done || interrupted || timed_out) {
+    f.interrupted = cancelled;
+    f.timed_out = !done && !cancelled && Clock::now() >= deadline;
+    if (done || f.interrupted || f.timed_out) {
       // A command that exited is a zombie, so its pid (= pgid) cannot be reused yet: what is left
-      // of its group (background jobs) is killed before reaping, in every case.
+      // of its group (background jobs) is killed before reaping.
       ::kill(-pgid, SIGKILL);
-      Result<int> w = child.Wait();
-      if (!w.ok()) return Error("bash: " + w.status().message());
-      status = *w;
+      Result<int> w = s.child.Wait();
+      if (!w.ok()) return w.status();
+      f.status = *w;
       exited = true;
       drain_deadline = Clock::now() + kDrainDeadline;
     }
   }
-  if (pipe_open) ReadAvailable(out_fd.get(), out);
+  if (pipe_open) ReadAvailable(s.out.get(), out);
+  return f;
+}
 
+ToolOutput Describe(const Finished& f, BoundedOutput& out, const ToolContext& ctx) {
   ToolOutput result;
   result.raw_bytes = out.total_bytes();
   result.content = out.Finish();
   if (!result.content.empty() && result.content.back() != '\n') result.content += '\n';
-  if (drain_cut) {
+  if (f.drain_cut) {
     result.content +=
         "[stopped reading: a background process that left the process group kept the output "
         "open]\n";
   }
-  if (timed_out) {
+  if (f.timed_out) {
     result.content += "[timed out after " + Seconds(ctx.timeout_ms) + "; process group killed]";
     result.is_error = true;
-  } else if (interrupted) {
+  } else if (f.interrupted) {
     result.content += "[interrupted by the user; process group killed]";
     result.is_error = true;
   } else {
-    result.content += "[" + DescribeStatus(status) + "]";
-    result.is_error = !(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    result.content += "[" + DescribeStatus(f.status) + "]";
+    result.is_error = !(WIFEXITED(f.status) && WEXITSTATUS(f.status) == 0);
   }
   return result;
+}
+
+}  // namespace
+
+ToolOutput RunBashTool(const nlohmann::json& input, const ToolContext& ctx) {
+  auto it = input.find("command");
+  if (it == input.end() || !it->is_string()) {
+    return Error("bash: missing required string field 'command'");
+  }
+  const std::string command = it->get<std::string>();
+  if (command.find_first_not_of(" \t\r\n") == std::string::npos) {
+    return Error("bash: 'command' is empty");
+  }
+  if (command.find('\0') != std::string::npos) return Error("bash: 'command' contains a NUL byte");
+  Result<Started> started = StartCommand(command, ctx);
+  if (!started.ok()) return Error("bash: " + started.status().message());
+  BoundedOutput out(ctx.max_output_chars);
+  Result<Finished> finished = Collect(*started, ctx, out);
+  if (!finished.ok()) return Error("bash: " + finished.status().message());
+  return Describe(*finished, out, ctx);
 }
 
 }  // namespace forkbox::agent

@@ -1,15 +1,17 @@
 #include "agent/tool_files.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
-#include <cstring>
-#include <filesystem>
+#include <chrono>
 #include <optional>
 #include <string>
-#include <system_error>
+#include <vector>
 
 #include "agent/message.h"
 #include "agent/tool_output.h"
@@ -18,28 +20,42 @@
 namespace forkbox::agent {
 namespace {
 
+using Clock = std::chrono::steady_clock;
+
 constexpr size_t kSniffBytes = 8 * 1024;
 // edit_file loads the whole file; beyond this it refuses rather than balloon memory.
 constexpr int64_t kMaxEditBytes = 64LL << 20;
+// openat2 fails with EAGAIN when it sees a concurrent rename; it is then simply retried.
+constexpr int kOpenAttempts = 64;
 
 ToolOutput Error(std::string message) { return ToolOutput{std::move(message), true, 0}; }
 
-// Reads a required string field; sets *error when it is missing or not a string.
-std::optional<std::string> StringField(const nlohmann::json& input, const char* tool,
-                                       const char* name, std::string* error) {
+// One tool call's identity for messages and its deadline (every file tool call is bounded).
+struct Call {
+  const char* tool;
+  std::string path;  // As the model wrote it.
+  std::string rel;   // Relative to the workdir descriptor.
+  int workdir_fd;
+  Clock::time_point deadline;
+};
+
+std::string Quote(const Call& c) { return "'" + c.path + "'"; }
+
+// Reads a required string field; a missing or mistyped one is the error.
+Result<std::string> StringField(const nlohmann::json& input, const char* tool, const char* name) {
   auto it = input.find(name);
   if (it == input.end() || !it->is_string()) {
-    *error = std::string(tool) + ": missing required string field '" + name + "'";
-    return std::nullopt;
+    return Status::InvalidArgument(std::string(tool) + ": missing required string field '" + name +
+                                   "'");
   }
   return it->get<std::string>();
 }
 
 // Optional positive integer (models sometimes send numbers as strings: accept "10" too).
-bool PositiveField(const nlohmann::json& input, const char* name, int64_t* value,
-                   std::string* error) {
+Result<int64_t> PositiveField(const nlohmann::json& input, const char* name, int64_t fallback) {
   auto it = input.find(name);
-  if (it == input.end() || it->is_null()) return true;
+  if (it == input.end() || it->is_null()) return fallback;
+  const std::string what = std::string("read_file: '") + name + "' must be a positive integer";
   int64_t v = 0;
   if (it->is_number_integer()) {
     v = it->get<int64_t>();
@@ -52,61 +68,175 @@ bool PositiveField(const nlohmann::json& input, const char* name, int64_t* value
     errno = 0;
     long long parsed = std::strtoll(s.c_str(), &end, 10);
     if (s.empty() || *end != '\0' || errno != 0) {
-      *error =
-          std::string("read_file: '") + name + "' must be a positive integer, got \"" + s + "\"";
-      return false;
+      return Status::InvalidArgument(what + ", got \"" + s + "\"");
     }
     v = parsed;
   } else {
-    *error = std::string("read_file: '") + name + "' must be a positive integer";
-    return false;
+    return Status::InvalidArgument(what);
   }
   if (v < 1) {
-    *error = std::string("read_file: '") + name +
-             "' must be >= 1 (lines are numbered from 1), got " + std::to_string(v);
-    return false;
+    return Status::InvalidArgument(std::string("read_file: '") + name +
+                                   "' must be >= 1 (lines are numbered from 1), got " +
+                                   std::to_string(v));
   }
-  *value = v;
-  return true;
+  return v;
 }
 
-// Resolves the path field; on failure returns the error output.
-std::optional<ToolOutput> ResolvePath(const nlohmann::json& input, const ToolContext& ctx,
-                                      const char* tool, std::string* path, std::string* resolved) {
-  std::string error;
-  auto p = StringField(input, tool, "path", &error);
-  if (!p) return Error(error);
-  *path = *p;
-  if (!ResolveInWorkdir(ctx.workdir, *path, resolved, &error)) {
-    return Error(std::string(tool) + ": " + error);
+// The path relative to the workdir. Absolute paths must name the workdir lexically; the kernel
+// then resolves everything beneath the descriptor.
+Result<std::string> RelativeToWorkdir(const ToolContext& ctx, const std::string& path) {
+  if (path.empty()) return Status::InvalidArgument("path is empty");
+  if (path.find('\0') != std::string::npos) {
+    return Status::InvalidArgument("path contains a NUL byte");
+  }
+  if (path[0] != '/') return path;
+  const std::string& root = ctx.workdir;
+  if (root == "/") return path.size() > 1 ? path.substr(1) : ".";
+  if (path == root || path == root + "/") return std::string(".");
+  if (path.starts_with(root + "/")) return path.substr(root.size() + 1);
+  return Status::InvalidArgument("path '" + path + "' is outside the workdir '" + root +
+                                 "'; file tools only work inside the workdir");
+}
+
+// Resolves the path field into a Call.
+Result<Call> Begin(const nlohmann::json& input, const ToolContext& ctx, const char* tool) {
+  Result<std::string> path = StringField(input, tool, "path");
+  if (!path.ok()) return path.status();
+  if (ctx.workdir_fd == nullptr || !*ctx.workdir_fd) {
+    return Status::Internal(std::string(tool) +
+                            ": internal error: the workdir was not opened (OpenWorkdir)");
+  }
+  Result<std::string> rel = RelativeToWorkdir(ctx, *path);
+  if (!rel.ok()) return Status::InvalidArgument(std::string(tool) + ": " + rel.status().message());
+  const auto budget = std::chrono::milliseconds(std::max<int64_t>(ctx.timeout_ms, 1));
+  return Call{tool, *path, *rel, ctx.workdir_fd->get(), Clock::now() + budget};
+}
+
+Status CheckDeadline(const Call& c) {
+  if (Clock::now() < c.deadline) return Status::Ok();
+  return Status::Timeout(std::string(c.tool) + ": " + Quote(c) + ": timed out");
+}
+
+// An open descriptor, or the errno that refused it (the tools word each errno for the model).
+struct Opened {
+  UniqueFd fd;
+  int err = 0;
+  bool ok() const { return err == 0; }
+  Status status() const { return Status::FromErrno(err, "openat2"); }
+};
+
+// openat2 beneath `dirfd`: no "..", absolute path or symlink may leave it, no magic links.
+Opened OpenBeneath(int dirfd, const std::string& rel, uint64_t flags, mode_t mode = 0) {
+  struct open_how how = {};
+  how.flags = flags | O_CLOEXEC;
+  how.mode = (flags & O_CREAT) != 0 ? mode : 0;
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
+  for (int attempt = 0;; ++attempt) {
+    const long fd = ::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
+    if (fd >= 0) return Opened{UniqueFd(static_cast<int>(fd)), 0};
+    if ((errno == EAGAIN || errno == EINTR) && attempt < kOpenAttempts) continue;
+    return Opened{UniqueFd(), errno};
+  }
+}
+
+// The model-facing text of a failed open.
+ToolOutput OpenError(const Call& c, int err) {
+  const std::string who = std::string(c.tool) + ": " + Quote(c);
+  switch (err) {
+    case ENOENT:
+      return Error(std::string(c.tool) + ": file not found: " + Quote(c));
+    case EXDEV:
+      return Error(who +
+                   " resolves outside the workdir (through '..', an absolute symbolic link or one "
+                   "pointing outside); file tools only work inside the workdir");
+    case ELOOP:
+      return Error(who + " goes through a symbolic link loop or a /proc magic link; refused");
+    case ENXIO:
+    case EWOULDBLOCK:
+      return Error(who +
+                   " is not a regular file (a FIFO or socket); file tools read and write "
+                   "regular files only");
+    case EISDIR:
+      return Error(who + " is a directory (use bash `ls` to list it)");
+    default:
+      return Error(who + ": " + Status::FromErrno(err, "open").message());
+  }
+}
+
+// Only regular files: a FIFO, socket or device is refused, never read or written.
+std::optional<ToolOutput> RefuseIfNotRegular(const Call& c, int fd, struct stat* st) {
+  if (::fstat(fd, st) != 0) {
+    return Error(std::string(c.tool) + ": " + Status::FromErrno(errno, "fstat").message());
+  }
+  if (S_ISDIR(st->st_mode)) return OpenError(c, EISDIR);
+  if (!S_ISREG(st->st_mode)) {
+    return Error(std::string(c.tool) + ": " + Quote(c) +
+                 " is not a regular file (a FIFO, socket or device); file tools read and write "
+                 "regular files only");
   }
   return std::nullopt;
 }
 
-std::string Errno(const std::string& tool, const std::string& what, const std::string& path) {
-  return tool + ": cannot " + what + " '" + path + "': " + std::strerror(errno);
+// Opens an existing regular file beneath the workdir, non-blocking (a FIFO never hangs). On
+// failure `fd` is empty and `refusal` is what the model is told.
+struct FileOpen {
+  UniqueFd fd;
+  ToolOutput refusal;
+};
+FileOpen OpenRegular(const Call& c, int flags, struct stat* st) {
+  Opened o = OpenBeneath(c.workdir_fd, c.rel, flags | O_NONBLOCK | O_NOCTTY);
+  if (!o.ok()) return {UniqueFd(), OpenError(c, o.err)};
+  if (auto refused = RefuseIfNotRegular(c, o.fd.get(), st)) return {UniqueFd(), *refused};
+  return {std::move(o.fd), {}};
 }
 
-// True when `s` looks like text: no NUL and valid UTF-8, ignoring a sequence cut at the end.
-bool LooksLikeText(std::string_view s, bool at_eof) {
-  if (s.find('\0') != std::string_view::npos) return false;
-  std::string copy(s);
-  if (!at_eof) {
-    // Drop a possibly cut multi-byte character at the end of the sniffed window.
-    size_t i = copy.size();
-    int back = 0;
-    while (i > 0 && back < 4 && !IsCharStart(static_cast<unsigned char>(copy[i - 1]))) {
-      --i;
-      ++back;
-    }
-    if (i > 0 && (static_cast<unsigned char>(copy[i - 1]) & 0x80)) copy.resize(i - 1);
+// Creates the missing directories above c.rel, each beneath the workdir descriptor. Returns 0 or
+// the errno that stopped it.
+int MakeParents(const Call& c) {
+  std::vector<std::string> parts;
+  for (size_t start = 0, slash; (slash = c.rel.find('/', start)) != std::string::npos;
+       start = slash + 1) {
+    parts.push_back(c.rel.substr(start, slash - start));
   }
-  return MakeValidUtf8(copy) == 0;
+  std::string prefix = ".";
+  for (const std::string& part : parts) {
+    if (part.empty() || part == ".") continue;
+    const std::string next = prefix + "/" + part;
+    Opened dir = OpenBeneath(c.workdir_fd, next, O_PATH | O_DIRECTORY);
+    if (dir.err == ENOENT) {
+      Opened parent = OpenBeneath(c.workdir_fd, prefix, O_PATH | O_DIRECTORY);
+      if (!parent.ok()) return parent.err;
+      if (::mkdirat(parent.fd.get(), part.c_str(), 0755) != 0 && errno != EEXIST) return errno;
+      dir = OpenBeneath(c.workdir_fd, next, O_PATH | O_DIRECTORY);
+    }
+    if (!dir.ok()) return dir.err;
+    prefix = next;
+  }
+  return 0;
 }
 
-Status ReadWhole(int fd, std::string* out, int64_t cap) {
+// Opens c.rel for writing, created if missing: beneath the workdir, regular files only.
+FileOpen OpenForWrite(const Call& c, bool* existed) {
+  constexpr int kFlags = O_WRONLY | O_NONBLOCK | O_NOCTTY;
+  Opened o = OpenBeneath(c.workdir_fd, c.rel, kFlags | O_CREAT | O_EXCL, 0644);
+  *existed = o.err == EEXIST;
+  if (*existed) o = OpenBeneath(c.workdir_fd, c.rel, kFlags);
+  if (!o.ok()) {
+    if (*existed && o.err == ENOENT) {
+      return {UniqueFd(), Error(std::string(c.tool) + ": " + Quote(c) +
+                                " is a dangling symbolic link; refusing to follow it")};
+    }
+    return {UniqueFd(), OpenError(c, o.err)};
+  }
+  struct stat st {};
+  if (auto refused = RefuseIfNotRegular(c, o.fd.get(), &st)) return {UniqueFd(), *refused};
+  return {std::move(o.fd), {}};
+}
+
+Status ReadWhole(const Call& c, int fd, std::string* out, int64_t cap) {
   char buf[64 * 1024];
   for (;;) {
+    FORKBOX_RETURN_IF_ERROR(CheckDeadline(c));
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n == 0) return Status::Ok();
     if (n < 0) {
@@ -120,100 +250,65 @@ Status ReadWhole(int fd, std::string* out, int64_t cap) {
   }
 }
 
-Status WriteWhole(const std::string& path, std::string_view data) {
-  // O_NOFOLLOW: the resolved path is final; a symlink swapped in afterwards is not followed.
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
-  if (!fd) return Status::FromErrno(errno, "open " + path);
+// Replaces the file's content through its descriptor (no second open by name).
+Status WriteWhole(const Call& c, int fd, std::string_view data) {
+  if (::ftruncate(fd, 0) != 0) return Status::FromErrno(errno, "ftruncate");
+  off_t offset = 0;
   while (!data.empty()) {
-    ssize_t n = ::write(fd.get(), data.data(), data.size());
+    FORKBOX_RETURN_IF_ERROR(CheckDeadline(c));
+    ssize_t n = ::pwrite(fd, data.data(), data.size(), offset);
     if (n < 0) {
       if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "write " + path);
+      return Status::FromErrno(errno, "write");
     }
     data.remove_prefix(static_cast<size_t>(n));
+    offset += n;
   }
   return Status::Ok();
 }
 
-// Opens an existing regular file for reading (never blocks on a FIFO).
-std::optional<ToolOutput> OpenRegular(const char* tool, const std::string& path,
-                                      const std::string& resolved, UniqueFd* fd, struct stat* st) {
-  fd->reset(::open(resolved.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY));
-  if (!*fd) {
-    if (errno == ENOENT) return Error(std::string(tool) + ": file not found: '" + path + "'");
-    return Error(Errno(tool, "open", path));
+// True when `s` looks like text: no NUL and valid UTF-8, ignoring a character that the end of
+// the sniffed window cut (a lead byte followed only by continuation bytes).
+bool LooksLikeText(std::string_view s, bool at_eof) {
+  if (s.find('\0') != std::string_view::npos) return false;
+  const size_t bad = FindInvalidUtf8(s);
+  if (bad == std::string_view::npos) return true;
+  if (at_eof || s.size() - bad >= 4 || IsUtf8Continuation(s[bad])) return false;
+  for (size_t i = bad + 1; i < s.size(); ++i) {
+    if (!IsUtf8Continuation(s[i])) return false;
   }
-  if (::fstat(fd->get(), st) != 0) return Error(Errno(tool, "stat", path));
-  if (S_ISDIR(st->st_mode)) {
-    return Error(std::string(tool) + ": '" + path + "' is a directory (use bash `ls` to list it)");
-  }
-  if (!S_ISREG(st->st_mode))
-    return Error(std::string(tool) + ": '" + path + "' is not a regular file");
-  return std::nullopt;
+  return true;
 }
 
-}  // namespace
-
-ToolOutput RunReadFileTool(const nlohmann::json& input, const ToolContext& ctx) {
-  std::string path, resolved, error;
-  if (auto e = ResolvePath(input, ctx, "read_file", &path, &resolved)) return *e;
+// read_file's streaming state: skip to `offset`, keep at most max_chars characters.
+struct LineReader {
   int64_t offset = 1;
   int64_t limit = -1;
-  if (!PositiveField(input, "offset", &offset, &error) ||
-      !PositiveField(input, "limit", &limit, &error)) {
-    return Error(error);
-  }
-  UniqueFd fd;
-  struct stat st {};
-  if (auto e = OpenRegular("read_file", path, resolved, &fd, &st)) return *e;
-
-  // Stream the file: skip to `offset`, keep at most max_output_chars characters.
-  const int64_t max_chars = std::max<int64_t>(ctx.max_output_chars, 1);
+  int64_t max_chars = 1;
   std::string out;
   int64_t chars = 0;
   int64_t line = 1;       // Line number of the byte being looked at.
   int64_t last_line = 0;  // Last line with content in `out`.
   bool cut = false;       // Stopped at the character cap.
   bool more = false;      // Stopped at `limit` with more content after it.
-  bool sniffed = false;
   int64_t total = 0;
-  std::string sniff;
   char last_byte = '\n';
-  char buf[64 * 1024];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return Error(Errno("read_file", "read", path));
-    }
-    total += n;
-    if (!sniffed) {
-      sniff.append(buf, static_cast<size_t>(std::min<ssize_t>(n, kSniffBytes - sniff.size())));
-      if (sniff.size() >= kSniffBytes || n == 0) {
-        sniffed = true;
-        if (!LooksLikeText(sniff, n == 0 || sniff.size() < kSniffBytes)) {
-          return ToolOutput{"read_file: '" + path + "' is a binary file (" +
-                                std::to_string(st.st_size) +
-                                " bytes; NUL bytes or invalid UTF-8 near the start), not shown. "
-                                "Use bash (e.g. `file`, `xxd | head`) to inspect it.",
-                            false, static_cast<int64_t>(sniff.size())};
-        }
-      }
-    }
-    if (n == 0) break;
-    last_byte = buf[n - 1];
-    for (ssize_t i = 0; i < n; ++i) {
-      char c = buf[i];
-      bool wanted = line >= offset && (limit < 0 || line < offset + limit);
+
+  // Consumes one chunk; false once nothing more is wanted.
+  bool Feed(std::string_view chunk) {
+    total += static_cast<int64_t>(chunk.size());
+    if (!chunk.empty()) last_byte = chunk.back();
+    for (char c : chunk) {
+      const bool wanted = line >= offset && (limit < 0 || line < offset + limit);
       if (!wanted && line >= offset) {
         more = true;
-        break;
+        return false;
       }
       if (wanted) {
-        bool start = IsCharStart(static_cast<unsigned char>(c));
+        const bool start = !IsUtf8Continuation(c);
         if (start && chars == max_chars) {
           cut = true;
-          break;
+          return false;
         }
         if (start) ++chars;
         out.push_back(c);
@@ -221,98 +316,151 @@ ToolOutput RunReadFileTool(const nlohmann::json& input, const ToolContext& ctx) 
       }
       if (c == '\n') ++line;
     }
-    if (cut || more) break;
+    return true;
   }
-  if (!sniffed && !LooksLikeText(sniff, true)) {
-    return ToolOutput{"read_file: '" + path + "' is a binary file, not shown.", false, total};
-  }
-  if (st.st_size == 0 && total == 0) {
-    return ToolOutput{"(empty file)", false, 0};
-  }
-  if (out.empty() && !cut) {
-    return Error("read_file: offset " + std::to_string(offset) + " is past the end of '" + path +
-                 "', which has " + std::to_string(line - 1 + (last_byte != '\n' ? 1 : 0)) +
-                 " line(s)");
+};
+
+ToolOutput BinaryFile(const Call& c, int64_t size, int64_t seen) {
+  return ToolOutput{"read_file: " + Quote(c) + " is a binary file (" + std::to_string(size) +
+                        " bytes; NUL bytes or invalid UTF-8 near the start), not shown. Use bash "
+                        "(e.g. `file`, `xxd | head`) to inspect it.",
+                    false, seen};
+}
+
+// What read_file returns once the reader stopped.
+ToolOutput ReadResult(const Call& c, LineReader& r, int64_t file_size) {
+  if (file_size == 0 && r.total == 0) return ToolOutput{"(empty file)", false, 0};
+  if (r.out.empty() && !r.cut) {
+    return Error("read_file: offset " + std::to_string(r.offset) + " is past the end of " +
+                 Quote(c) + ", which has " +
+                 std::to_string(r.line - 1 + (r.last_byte != '\n' ? 1 : 0)) + " line(s)");
   }
   ToolOutput result;
-  result.raw_bytes = total;
-  size_t replaced = MakeValidUtf8(out);
-  result.content = std::move(out);
+  result.raw_bytes = r.total;
+  const size_t replaced = MakeValidUtf8(r.out);
+  result.content = std::move(r.out);
   if (replaced > 0) {
     result.content += "\n[" + std::to_string(replaced) + " invalid UTF-8 sequences replaced]";
   }
-  if (cut) {
-    int64_t next = last_line + (result.content.back() == '\n' ? 1 : 0);
-    result.content += "\n[... output truncated at " + std::to_string(max_chars) +
-                      " characters inside line " + std::to_string(last_line) + " of a " +
-                      std::to_string(st.st_size) +
+  if (r.cut) {
+    const int64_t next = r.last_line + (result.content.back() == '\n' ? 1 : 0);
+    result.content += "\n[... output truncated at " + std::to_string(r.max_chars) +
+                      " characters inside line " + std::to_string(r.last_line) + " of a " +
+                      std::to_string(file_size) +
                       "-byte file; continue with offset=" + std::to_string(next) + " ...]";
-  } else if (more) {
+  } else if (r.more) {
     result.content +=
-        "\n[... more lines follow; continue with offset=" + std::to_string(offset + limit) +
+        "\n[... more lines follow; continue with offset=" + std::to_string(r.offset + r.limit) +
         " ...]";
   }
   return result;
 }
 
+}  // namespace
+
+Result<std::shared_ptr<const UniqueFd>> OpenWorkdir(const std::string& workdir) {
+  UniqueFd fd(::open(workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return Status::FromErrno(errno, "open workdir " + workdir);
+  return std::make_shared<const UniqueFd>(std::move(fd));
+}
+
+ToolOutput RunReadFileTool(const nlohmann::json& input, const ToolContext& ctx) {
+  Result<Call> c = Begin(input, ctx, "read_file");
+  if (!c.ok()) return Error(c.status().message());
+  Result<int64_t> offset = PositiveField(input, "offset", 1);
+  if (!offset.ok()) return Error(offset.status().message());
+  Result<int64_t> limit = PositiveField(input, "limit", -1);
+  if (!limit.ok()) return Error(limit.status().message());
+  struct stat st {};
+  FileOpen f = OpenRegular(*c, O_RDONLY, &st);
+  if (!f.fd) return f.refusal;
+
+  LineReader r;
+  r.offset = *offset;
+  r.limit = *limit;
+  r.max_chars = std::max<int64_t>(ctx.max_output_chars, 1);
+  std::string sniff;
+  char buf[64 * 1024];
+  for (;;) {
+    if (Status s = CheckDeadline(*c); !s.ok()) return Error(s.message());
+    ssize_t n = ::read(f.fd.get(), buf, sizeof buf);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0)
+      return Error("read_file: " + Quote(*c) + ": " + Status::FromErrno(errno, "read").message());
+    const std::string_view chunk(buf, static_cast<size_t>(n));
+    if (sniff.size() < kSniffBytes) {
+      sniff.append(chunk.substr(0, kSniffBytes - sniff.size()));
+      const bool whole = n == 0 || sniff.size() < kSniffBytes;
+      if ((sniff.size() >= kSniffBytes || n == 0) && !LooksLikeText(sniff, whole)) {
+        return BinaryFile(*c, st.st_size, static_cast<int64_t>(sniff.size()));
+      }
+    }
+    if (n == 0 || !r.Feed(chunk)) break;
+  }
+  if (!LooksLikeText(sniff, true) && sniff.size() < kSniffBytes) {
+    return BinaryFile(*c, st.st_size, r.total);
+  }
+  return ReadResult(*c, r, st.st_size);
+}
+
 ToolOutput RunWriteFileTool(const nlohmann::json& input, const ToolContext& ctx) {
-  std::string path, resolved, error;
-  if (auto e = ResolvePath(input, ctx, "write_file", &path, &resolved)) return *e;
-  auto content = StringField(input, "write_file", "content", &error);
-  if (!content) return Error(error);
-  std::error_code ec;
-  std::filesystem::path parent = std::filesystem::path(resolved).parent_path();
-  std::filesystem::create_directories(parent, ec);
-  if (ec) {
-    return Error("write_file: cannot create directory '" + parent.string() + "': " + ec.message());
+  Result<Call> c = Begin(input, ctx, "write_file");
+  if (!c.ok()) return Error(c.status().message());
+  Result<std::string> content = StringField(input, "write_file", "content");
+  if (!content.ok()) return Error(content.status().message());
+  if (const int err = MakeParents(*c); err != 0) return OpenError(*c, err);
+  bool existed = false;
+  FileOpen f = OpenForWrite(*c, &existed);
+  if (!f.fd) return f.refusal;
+  if (Status s = WriteWhole(*c, f.fd.get(), *content); !s.ok()) {
+    return Error("write_file: " + Quote(*c) + ": " + s.message());
   }
-  bool existed = ::access(resolved.c_str(), F_OK) == 0;
-  if (Status st = WriteWhole(resolved, *content); !st.ok()) {
-    return Error("write_file: " + st.message());
-  }
-  return ToolOutput{(existed ? "overwrote '" : "created '") + path + "' (" +
+  return ToolOutput{(existed ? "overwrote " : "created ") + Quote(*c) + " (" +
                         std::to_string(content->size()) + " bytes)",
                     false, 0};
 }
 
 ToolOutput RunEditFileTool(const nlohmann::json& input, const ToolContext& ctx) {
-  std::string path, resolved, error;
-  if (auto e = ResolvePath(input, ctx, "edit_file", &path, &resolved)) return *e;
-  auto old_text = StringField(input, "edit_file", "old_text", &error);
-  if (!old_text) return Error(error);
-  auto new_text = StringField(input, "edit_file", "new_text", &error);
-  if (!new_text) return Error(error);
+  Result<Call> c = Begin(input, ctx, "edit_file");
+  if (!c.ok()) return Error(c.status().message());
+  Result<std::string> old_text = StringField(input, "edit_file", "old_text");
+  if (!old_text.ok()) return Error(old_text.status().message());
+  Result<std::string> new_text = StringField(input, "edit_file", "new_text");
+  if (!new_text.ok()) return Error(new_text.status().message());
   if (old_text->empty()) {
     return Error(
         "edit_file: 'old_text' is empty; use write_file to create or replace a whole file");
   }
   if (*old_text == *new_text) return Error("edit_file: 'old_text' and 'new_text' are identical");
-  UniqueFd fd;
   struct stat st {};
-  if (auto e = OpenRegular("edit_file", path, resolved, &fd, &st)) return *e;
+  // One descriptor for the read and the write: the file edited is the file read.
+  FileOpen f = OpenRegular(*c, O_RDWR, &st);
+  if (!f.fd) return f.refusal;
   std::string data;
-  if (Status s = ReadWhole(fd.get(), &data, kMaxEditBytes); !s.ok()) {
-    return Error("edit_file: '" + path + "': " + s.message());
+  if (Status s = ReadWhole(*c, f.fd.get(), &data, kMaxEditBytes); !s.ok()) {
+    return Error("edit_file: " + Quote(*c) + ": " + s.message());
   }
-  fd.reset();
-  size_t first = data.find(*old_text);
+  const size_t first = data.find(*old_text);
   if (first == std::string::npos) {
-    return Error("edit_file: old_text not found in '" + path +
-                 "' (it must match exactly, including whitespace and indentation; read the file "
+    return Error("edit_file: old_text not found in " + Quote(*c) +
+                 " (it must match exactly, including whitespace and indentation; read the file "
                  "again to copy it)");
   }
   size_t count = 0;
   for (size_t pos = first; pos != std::string::npos; pos = data.find(*old_text, pos + 1)) ++count;
   if (count > 1) {
-    return Error("edit_file: old_text found " + std::to_string(count) + " times in '" + path +
-                 "'; it must match exactly once, so include more surrounding lines to make it "
+    return Error("edit_file: old_text found " + std::to_string(count) + " times in " + Quote(*c) +
+                 "; it must match exactly once, so include more surrounding lines to make it "
                  "unique");
   }
-  int64_t line = 1 + std::count(data.begin(), data.begin() + static_cast<ptrdiff_t>(first), '\n');
+  const int64_t line =
+      1 + std::count(data.begin(), data.begin() + static_cast<ptrdiff_t>(first), '\n');
   data.replace(first, old_text->size(), *new_text);
-  if (Status s = WriteWhole(resolved, data); !s.ok()) return Error("edit_file: " + s.message());
-  return ToolOutput{"edited '" + path + "': replaced 1 occurrence at line " + std::to_string(line),
-                    false, 0};
+  if (Status s = WriteWhole(*c, f.fd.get(), data); !s.ok()) {
+    return Error("edit_file: " + Quote(*c) + ": " + s.message());
+  }
+  return ToolOutput{
+      "edited " + Quote(*c) + ": replaced 1 occurrence at line " + std::to_string(line), false, 0};
 }
 
 }  // namespace forkbox::agent

@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "base/utf8.h"
+
 namespace forkbox::agent {
 
 class BoundedOutput {
@@ -30,6 +32,6 @@ class BoundedOutput {
 };
 
 // True for bytes that start a UTF-8 character (or are stray bytes): everything but 10xxxxxx.
-inline bool IsCharStart(unsigned char c) { return (c & 0xC0) != 0x80; }
+inline bool IsCharStart(unsigned char c) { return !IsUtf8Continuation(static_cast<char>(c)); }
 
 }  // namespace forkbox::agent

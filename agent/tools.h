@@ -12,12 +12,18 @@
 
 #include "agent/cancel.h"
 #include "agent/message.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::agent {
 
 struct ToolContext {
-  std::string workdir;  // Absolute, canonical.
+  std::string workdir;  // Absolute, canonical: how absolute paths name it, and for messages.
+  // The workdir, opened once at start-up (OpenWorkdir); its identity never changes after that.
+  // File tools resolve every path beneath it with openat2(RESOLVE_BENEATH |
+  // RESOLVE_NO_MAGICLINKS), so no "..", symlink or concurrent rename can lead them outside.
+  std::shared_ptr<const UniqueFd> workdir_fd;
   // Spawns the bash tool's commands under the tool policy (unconfined only when built from a
   // policy with enabled == false: --sandbox=off). Null: bash refuses to run.
   std::shared_ptr<const sandbox::Sandbox> sandbox;
@@ -44,11 +50,8 @@ ToolDef TaskToolDef();
 // Runs one base tool. Unknown tool names and invalid inputs are is_error results.
 ToolOutput RunBaseTool(const ToolUseBlock& call, const ToolContext& ctx);
 
-// Resolves `path` (relative to workdir, or absolute) with symlinks resolved, and refuses anything
-// that lands outside workdir. For a path that does not exist yet, the deepest existing ancestor is
-// resolved. On refusal returns false and sets *error to a clear message.
-bool ResolveInWorkdir(const std::string& workdir, const std::string& path, std::string* resolved,
-                      std::string* error);
+// Opens the workdir (O_PATH | O_DIRECTORY) for ToolContext::workdir_fd. Call once at start-up.
+Result<std::shared_ptr<const UniqueFd>> OpenWorkdir(const std::string& workdir);
 
 // Cuts `s` to at most max_chars characters (UTF-8 code points, never splitting one) and appends
 // "\n[... output truncated: N bytes dropped ...]" when anything was cut.

@@ -3,10 +3,15 @@
 #include <cstdint>
 
 namespace forkbox {
+namespace {
+
+// Length (1..4) of the valid sequence at s[i], or 0. When 0, *consumed is the length of the
+// maximal ill-formed subpart (Unicode's "substitution of maximal subparts": one U+FFFD each).
 // Table 3-7 of the Unicode standard.
-size_t Utf8SequenceLength(std::string_view s, size_t i) {
+size_t Scan(std::string_view s, size_t i, size_t* consumed) {
   auto byte = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
   const uint8_t b0 = byte(i);
+  *consumed = 1;
   if (b0 < 0x80) return 1;
   size_t len = 0;
   uint8_t lo = 0x80, hi = 0xBF;  // Allowed range of the second byte.
@@ -23,12 +28,21 @@ size_t Utf8SequenceLength(std::string_view s, size_t i) {
   } else {
     return 0;  // Continuation byte, C0/C1 overlong lead, or F5..FF.
   }
-  if (s.size() - i < len) return 0;
-  if (byte(i + 1) < lo || byte(i + 1) > hi) return 0;
-  for (size_t k = 2; k < len; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
+  for (size_t k = 1; k < len; ++k) {
+    if (i + k >= s.size()) return 0;
+    const uint8_t b = byte(i + k);
+    const bool ok = k == 1 ? (b >= lo && b <= hi) : (b & 0xC0) == 0x80;
+    if (!ok) return 0;
+    *consumed = k + 1;
   }
   return len;
+}
+
+}  // namespace
+
+size_t Utf8SequenceLength(std::string_view s, size_t i) {
+  size_t consumed = 0;
+  return Scan(s, i, &consumed);
 }
 
 size_t FindInvalidUtf8(std::string_view bytes) {
@@ -41,15 +55,34 @@ size_t FindInvalidUtf8(std::string_view bytes) {
   return std::string_view::npos;
 }
 
+size_t MakeValidUtf8(std::string& s) {
+  size_t i = FindInvalidUtf8(s);
+  if (i == std::string::npos) return 0;  // Most text is valid: copy only when something changes.
+  std::string out = s.substr(0, i);
+  size_t replaced = 0;
+  while (i < s.size()) {
+    size_t consumed = 0;
+    const size_t n = Scan(s, i, &consumed);
+    if (n > 0) {
+      out.append(s, i, n);
+      i += n;
+    } else {
+      out += "\xEF\xBF\xBD";
+      ++replaced;
+      i += consumed;
+    }
+  }
+  s = std::move(out);
+  return replaced;
+}
+
 std::string_view TruncateUtf8(std::string_view text, size_t max_bytes) {
   if (text.size() <= max_bytes) return text;
   size_t end = max_bytes;
   // Back up over continuation bytes to the start of the sequence that straddles the cut (at most
   // 3: a longer run is invalid anyway and is cut as single bytes).
-  for (int k = 0; k < 3 && end > 0 && (static_cast<uint8_t>(text[end]) & 0xC0) == 0x80; ++k) {
-    --end;
-  }
-  if ((static_cast<uint8_t>(text[end]) & 0xC0) == 0x80) end = max_bytes;
+  for (int k = 0; k < 3 && end > 0 && IsUtf8Continuation(text[end]); ++k) --end;
+  if (IsUtf8Continuation(text[end])) end = max_bytes;
   return text.substr(0, end);
 }
 

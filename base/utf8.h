@@ -17,6 +17,13 @@ inline bool IsValidUtf8(std::string_view bytes) {
   return FindInvalidUtf8(bytes) == std::string_view::npos;
 }
 
+// Replaces each maximal ill-formed subpart with U+FFFD; returns how many were replaced.
+size_t MakeValidUtf8(std::string& s);
+
+// True for 10xxxxxx, the bytes that continue a multi-byte sequence (counting characters means
+// counting the other bytes).
+inline bool IsUtf8Continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }
+
 // The longest prefix of at most max_bytes that does not split a multi-byte sequence.
 // Expects valid UTF-8; invalid bytes count as one-byte sequences.
 std::string_view TruncateUtf8(std::string_view text, size_t max_bytes);

@@ -4,6 +4,7 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -94,148 +95,230 @@ void CloseUnexpectedFds(std::optional<int> transcript_fd, bool keep_control) {
   if (transcript_fd) ::fcntl(*transcript_fd, F_SETFD, FD_CLOEXEC);
 }
 
+// Reaps exited processes re-parented to this agent (it is their subreaper or PID-namespace init)
+// without blocking. Called only while no tool process is running, so every child it can find is
+// an orphan nobody else waits for: between tool calls and while a model call is in flight.
+void ReapOrphans() {
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+}
+
+// What a task reports when it cannot run: the error frame's code, its text, the exit code.
+struct Failure {
+  const char* code;
+  std::string message;
+  int exit_code;
+};
+
+agent::LoopOptions LoopOptionsFor(const ipc::StartMessage& start, const std::string& workdir) {
+  agent::LoopOptions options;
+  options.system = SystemPrompt(workdir);
+  options.tools = agent::BaseToolDefs();  // Never `task`: no recursion.
+  options.max_turns = static_cast<int>(start.limits.max_turns);
+  options.max_tokens = start.provider.max_tokens;
+  options.force_final_summary = true;
+  options.max_final_text_bytes = start.limits.max_summary_bytes;
+  return options;
+}
+
+// The provider for the task. The key's copies in the start message and in the config are zeroed
+// here; the provider keeps the one it needs.
+Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& start) {
+  agent::ProviderConfig config = agent::FromProviderSettings(start.provider);
+  Wipe(start.provider.api_key);
+  agent::ModelError error;
+  agent::ProviderHooks hooks;
+  // Polled by curl during every model call: no tool runs then, so orphans are reaped.
+  hooks.cancelled = [] {
+    ReapOrphans();
+    return false;
+  };
+  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(config, &error, hooks);
+  Wipe(config.api_key);
+  if (!provider) return Status::InvalidArgument(error.ToString());
+  return provider;
+}
+
 class Task {
  public:
   int Run();
 
  private:
-  int Fail(const std::string& code, const std::string& message, int exit_code) {
+  int Fail(const Failure& f) {
     sandbox::KillAllDescendants();
-    transcript_.Write({{"type", "error"}, {"code", code}, {"message", message}});
-    reporter_.Error(code, message);
-    return exit_code;
+    transcript_.Write({{"type", "error"}, {"code", f.code}, {"message", f.message}});
+    reporter_.Error(f.code, f.message);
+    return f.exit_code;
   }
+  // The first frame: a start frame (on demand) or a prepare frame (standby).
+  Status ReadFirst(ControlReader& control);
+  // Builds the policy and enters the agent sandbox; sets banner_.
+  Status EnterSandbox();
+  // A standby's wait for its start frame. kEndOfFile: retired unused.
+  Status AwaitStart(ControlReader& control);
+  int RunTask();
+  ipc::ResultMessage ResultOf(agent::LoopOutcome& outcome, const ChildToolRunner& runner);
+  // Sends an event frame unless the parent is gone; a failed write marks it gone (the loop then
+  // stops at its next step and the task unwinds normally, removing its temp dir).
+  void SendEvent(int64_t turn, const std::string& tool, const std::string& detail);
 
   Reporter reporter_{ipc::kChildReportWriteFd};
   Transcript transcript_;
   Clock::time_point start_time_ = Clock::now();
+  bool standby_ = false;
+  bool parent_gone_ = false;
+  std::optional<ipc::StartMessage> start_;
+  std::optional<int> transcript_fd_;
+  SandboxPlan plan_;
+  sandbox::Policy policy_;
+  std::shared_ptr<const UniqueFd> workdir_fd_;
+  std::shared_ptr<sandbox::Sandbox> sandbox_;
+  std::string banner_ = "off";
 };
 
-int Task::Run() {
-  ControlReader control(ipc::kChildControlReadFd);
+Status Task::ReadFirst(ControlReader& control) {
   Result<ipc::Message> first = control.ReadFirst();
   if (!first.ok()) {
     CloseUnexpectedFds(std::nullopt, false);
-    return Fail("bad_start", first.status().ToString(), kExitBadStart);
+    return first.status();
   }
   // A standby child (prepare frame first) sandboxes itself before any task exists, then waits.
-  const bool standby = std::holds_alternative<ipc::PrepareMessage>(*first);
-  std::optional<ipc::StartMessage> start;
-  SandboxPlan plan;
-  if (standby) {
-    plan = PlanOf(std::get<ipc::PrepareMessage>(*first));
+  standby_ = std::holds_alternative<ipc::PrepareMessage>(*first);
+  if (standby_) {
+    plan_ = PlanOf(std::get<ipc::PrepareMessage>(*first));
   } else {
-    start = std::move(std::get<ipc::StartMessage>(*first));
-    plan = PlanOf(*start);
+    start_ = std::move(std::get<ipc::StartMessage>(*first));
+    plan_ = PlanOf(*start_);
+    if (start_->transcript_fd) transcript_fd_.emplace(*start_->transcript_fd);
   }
-  std::optional<int> transcript_fd;
-  if (start && start->transcript_fd) transcript_fd.emplace(*start->transcript_fd);
-  CloseUnexpectedFds(transcript_fd, standby);
-  if (transcript_fd) transcript_ = Transcript(*transcript_fd);
-  if (start) transcript_.Write(StartRecord(*start));
+  CloseUnexpectedFds(transcript_fd_, standby_);
+  if (transcript_fd_) transcript_ = Transcript(*transcript_fd_);
+  if (start_) transcript_.Write(StartRecord(*start_));
+  return Status::Ok();
+}
 
-  Result<sandbox::Policy> policy = sandbox::ResolvePolicy(plan.sandbox, plan.workdir);
-  if (!policy.ok()) return Fail("sandbox", policy.status().ToString(), kExitSandbox);
-  policy->enabled = plan.sandbox.enabled;
-  policy->model_port = PortFromUrl(plan.model_url);
-
-  std::string banner = "off";
-  std::vector<int> keep = {ipc::kChildReportWriteFd};
-  if (transcript_fd) keep.push_back(*transcript_fd);
-  if (standby) keep.push_back(ipc::kChildControlReadFd);
-  Result<sandbox::Sandbox> entered = sandbox::EnterAgentSandbox(*policy, keep);
-  if (!entered.ok()) {
-    return Fail("sandbox", "cannot sandbox the subagent: " + entered.status().ToString(),
-                kExitSandbox);
-  }
-  if (policy->enabled) {
-    banner = entered->report().Banner();
+Status Task::EnterSandbox() {
+  Result<sandbox::Policy> policy = sandbox::ResolvePolicy(plan_.sandbox, plan_.workdir);
+  if (!policy.ok()) return policy.status();
+  policy_ = std::move(*policy);
+  policy_.enabled = plan_.sandbox.enabled;
+  policy_.model_port = PortFromUrl(plan_.model_url);
+  // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor.
+  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(policy_.workdir);
+  if (!workdir_fd.ok()) return workdir_fd.status();
+  workdir_fd_ = std::move(*workdir_fd);
+  std::vector<int> keep = {ipc::kChildReportWriteFd, workdir_fd_->get()};
+  if (transcript_fd_) keep.push_back(*transcript_fd_);
+  if (standby_) keep.push_back(ipc::kChildControlReadFd);
+  Result<sandbox::Sandbox> entered = sandbox::EnterAgentSandbox(policy_, keep);
+  if (!entered.ok()) return entered.status().WithContext("cannot sandbox the subagent");
+  if (policy_.enabled) {
+    banner_ = entered->report().Banner();
   } else {
     std::fprintf(stderr,
                  "forkbox-child: WARNING: the sandbox is OFF (--sandbox=off): tool commands run "
                  "with this process's full privileges and can reach the network and every file "
                  "it can.\n");
   }
-  if (standby) {
-    // Warm the TLS stack now, off the task's clock; then wait for the task.
-    if (std::string error; !agent::WarmUpHttp(&error)) return Fail("model", error, kExitModel);
-    Result<ipc::StartMessage> task = control.ReadStartAfter(plan);
-    if (!task.ok() && task.status().code() == Status::Code::kEndOfFile) {
-      return kExitOk;  // Retired unused: no task, nothing to report.
-    }
-    ::close(ipc::kChildControlReadFd);
-    start_time_ = Clock::now();
-    if (!task.ok()) return Fail("bad_start", task.status().ToString(), kExitBadStart);
-    start = std::move(*task);
-  }
-  transcript_.Write({{"type", "sandbox"}, {"banner", banner}});
-  // The task's temp dir, created inside the sandbox (the workdir is writable): a standby that is
-  // killed unused leaves nothing behind.
-  Result<sandbox::TaskTmpDir> tmp = sandbox::TaskTmpDir::Create(policy->workdir);
-  if (!tmp.ok()) return Fail("sandbox", tmp.status().ToString(), kExitSandbox);
-  policy->tmpdir = tmp->path();
-  entered->set_tmpdir(tmp->path());
+  sandbox_ = std::make_shared<sandbox::Sandbox>(std::move(*entered));
+  return Status::Ok();
+}
 
-  agent::ProviderConfig config = agent::FromProviderSettings(start->provider);
-  Wipe(start->provider.api_key);
-  agent::ModelError config_error;
-  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(config, &config_error);
-  Wipe(config.api_key);
-  if (!provider) return Fail("model", config_error.ToString(), kExitModel);
+Status Task::AwaitStart(ControlReader& control) {
+  // Warm the TLS stack now, off the task's clock; then wait for the task.
+  if (std::string error; !agent::WarmUpHttp(&error)) return Status::Internal(error);
+  Result<ipc::StartMessage> task = control.ReadStartAfter(plan_);
+  if (!task.ok() && task.status().code() == Status::Code::kEndOfFile) return task.status();
+  ::close(ipc::kChildControlReadFd);
+  start_time_ = Clock::now();
+  if (!task.ok()) return task.status();
+  start_ = std::move(*task);
+  return Status::Ok();
+}
+
+void Task::SendEvent(int64_t turn, const std::string& tool, const std::string& detail) {
+  if (parent_gone_) return;
+  if (Status st = reporter_.Event(turn, tool, detail); !st.ok()) {
+    // Nobody is listening: stop spending tokens.
+    std::fprintf(stderr, "forkbox-child: the parent is gone (%s); stopping\n",
+                 st.ToString().c_str());
+    parent_gone_ = true;
+  }
+}
+
+int Task::Run() {
+  ControlReader control(ipc::kChildControlReadFd);
+  if (Status st = ReadFirst(control); !st.ok()) {
+    return Fail({"bad_start", st.ToString(), kExitBadStart});
+  }
+  if (Status st = EnterSandbox(); !st.ok()) return Fail({"sandbox", st.ToString(), kExitSandbox});
+  if (standby_) {
+    Status st = AwaitStart(control);
+    if (st.code() == Status::Code::kEndOfFile) return kExitOk;  // Retired: nothing to report.
+    if (!st.ok()) {
+      const bool tls = st.code() == Status::Code::kInternal;
+      if (tls) return Fail({"model", st.message(), kExitModel});
+      return Fail({"bad_start", st.ToString(), kExitBadStart});
+    }
+  }
+  transcript_.Write({{"type", "sandbox"}, {"banner", banner_}});
+  return RunTask();
+}
+
+int Task::RunTask() {
+  // The task's temp dir, created inside the sandbox (the workdir is writable): a standby that is
+  // killed unused leaves nothing behind. Every return below runs its destructor.
+  Result<sandbox::TaskTmpDir> tmp = sandbox::TaskTmpDir::Create(policy_.workdir);
+  if (!tmp.ok()) return Fail({"sandbox", tmp.status().ToString(), kExitSandbox});
+  policy_.tmpdir = tmp->path();
+  sandbox_->set_tmpdir(tmp->path());
+  Result<std::unique_ptr<agent::Provider>> provider = MakeTaskProvider(*start_);
+  if (!provider.ok()) return Fail({"model", provider.status().message(), kExitModel});
 
   agent::ToolContext ctx;
-  ctx.workdir = policy->workdir;
-  ctx.env = sandbox::ToolEnvironment(*policy, environ);
-  ctx.sandbox = std::make_shared<const sandbox::Sandbox>(std::move(*entered));
-  ctx.timeout_ms = start->limits.tool_timeout_ms;
-  ctx.max_output_chars = start->limits.max_tool_output_chars;
-
-  bool parent_gone = false;
-  auto send_event = [&](int64_t turn, const std::string& tool, const std::string& detail) {
-    if (parent_gone) return;
-    if (Status st = reporter_.Event(turn, tool, detail); !st.ok()) {
-      // Nobody is listening: stop spending tokens.
-      std::fprintf(stderr, "forkbox-child: the parent is gone (%s); stopping\n",
-                   st.ToString().c_str());
-      parent_gone = true;
-      sandbox::KillAllDescendants();
-      ::_exit(kExitParentGone);
-    }
-  };
-  ChildToolRunner runner(std::move(ctx), [&](int turn, const agent::ToolUseBlock& call) {
-    send_event(turn, call.name, DescribeCall(call));
+  ctx.workdir = policy_.workdir;
+  ctx.workdir_fd = workdir_fd_;
+  ctx.env = sandbox::ToolEnvironment(policy_, environ);
+  ctx.sandbox = sandbox_;
+  ctx.timeout_ms = start_->limits.tool_timeout_ms;
+  ctx.max_output_chars = start_->limits.max_tool_output_chars;
+  ChildToolRunner runner(std::move(ctx), [this](int turn, const agent::ToolUseBlock& call) {
+    ReapOrphans();
+    SendEvent(turn, call.name, DescribeCall(call));
+    return !parent_gone_;
   });
-
-  agent::LoopOptions options;
-  options.system = SystemPrompt(policy->workdir);
-  options.tools = agent::BaseToolDefs();  // Never `task`: no recursion.
-  options.max_turns = static_cast<int>(start->limits.max_turns);
-  options.max_tokens = start->provider.max_tokens;
-  options.force_final_summary = true;
-  options.max_final_text_bytes = start->limits.max_summary_bytes;
-
   agent::LoopObserver observer;
   observer.on_response = [&](int turn, const agent::Response& r) {
     size_t calls = agent::ToolUsesOf(r.message).size();
-    send_event(turn, "",
-               calls > 0 ? "model turn: " + std::to_string(calls) + " tool call(s)"
-                         : std::string("model turn: ") + agent::StopReasonName(r.stop_reason));
+    SendEvent(turn, "",
+              calls > 0 ? "model turn: " + std::to_string(calls) + " tool call(s)"
+                        : std::string("model turn: ") + agent::StopReasonName(r.stop_reason));
   };
   observer.on_transcript = [&](const nlohmann::json& record) { transcript_.Write(record); };
 
   std::vector<agent::Message> messages;
-  messages.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{start->prompt}}});
-  agent::LoopOutcome outcome = agent::RunLoop(*provider, messages, options, runner, observer);
-  provider.reset();
+  messages.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{start_->prompt}}});
+  agent::LoopOutcome outcome = agent::RunLoop(
+      **provider, messages, LoopOptionsFor(*start_, policy_.workdir), runner, observer);
+  provider->reset();
   sandbox::KillAllDescendants();
-
-  if (outcome.stop == "model_error") {
+  if (parent_gone_) return kExitParentGone;
+  if (outcome.stop == agent::LoopStop::kModelError) {
     std::string why = outcome.error ? outcome.error->ToString() : "unknown model error";
-    return Fail("model",
-                "model error after " + std::to_string(outcome.turns) + " turn(s) and " +
-                    std::to_string(outcome.tool_calls) + " tool call(s): " + why,
-                kExitModel);
+    return Fail({"model",
+                 "model error after " + std::to_string(outcome.turns) + " turn(s) and " +
+                     std::to_string(outcome.tool_calls) + " tool call(s): " + why,
+                 kExitModel});
   }
+  ipc::ResultMessage result = ResultOf(outcome, runner);
+  if (Status st = reporter_.Result(result); !st.ok()) {
+    std::fprintf(stderr, "forkbox-child: could not send the result: %s\n", st.ToString().c_str());
+    return kExitParentGone;
+  }
+  return kExitOk;
+}
+
+ipc::ResultMessage Task::ResultOf(agent::LoopOutcome& outcome, const ChildToolRunner& runner) {
   ipc::ResultMessage result;
   result.summary = std::move(outcome.final_text);
   result.stats.turns = outcome.turns;
@@ -246,7 +329,7 @@ int Task::Run() {
   result.stats.tool_output_bytes = runner.tool_output_bytes();
   result.stats.elapsed_ms =
       std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_time_).count();
-  result.stats.stop_reason = outcome.stop;
+  result.stats.stop_reason = agent::LoopStopName(outcome.stop);
   transcript_.Write({{"type", "result"},
                      {"summary", result.summary},
                      {"stop_reason", result.stats.stop_reason},
@@ -254,11 +337,7 @@ int Task::Run() {
                      {"tool_calls", result.stats.tool_calls},
                      {"tool_output_bytes", result.stats.tool_output_bytes},
                      {"elapsed_ms", result.stats.elapsed_ms}});
-  if (Status st = reporter_.Result(result); !st.ok()) {
-    std::fprintf(stderr, "forkbox-child: could not send the result: %s\n", st.ToString().c_str());
-    return kExitParentGone;
-  }
-  return kExitOk;
+  return result;
 }
 
 }  // namespace

@@ -4,8 +4,8 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
-#include "ipc/messages.h"
 #include "base/status.h"
+#include "ipc/messages.h"
 
 namespace forkbox::child {
 

@@ -39,7 +39,11 @@ std::vector<agent::ToolResultBlock> ChildToolRunner::Run(
   std::vector<agent::ToolResultBlock> results;
   results.reserve(calls.size());
   for (const agent::ToolUseBlock& call : calls) {
-    if (on_call_) on_call_(turn, call);
+    stopped_ = stopped_ || (on_call_ && !on_call_(turn, call));
+    if (stopped_) {
+      results.push_back({call.id, "not run: the task was stopped (its parent is gone)", true});
+      continue;
+    }
     agent::ToolOutput out = agent::RunBaseTool(call, ctx_);
     tool_output_bytes_ +=
         out.raw_bytes > 0 ? out.raw_bytes : static_cast<int64_t>(out.content.size());

@@ -1,6 +1,8 @@
 // The child's ToolRunner: the four base tools, one by one, reporting each call to the parent.
 #pragma once
 
+#include <signal.h>
+
 #include <cstdint>
 #include <functional>
 #include <vector>
@@ -12,19 +14,23 @@ namespace forkbox::child {
 
 class ChildToolRunner : public agent::ToolRunner {
  public:
-  // on_call gets (turn, call) before each tool runs (the child sends the event frame from it).
+  // on_call gets (turn, call) before each tool runs (the child sends the event frame from it);
+  // false means the parent is gone: that call and the rest are not run, and interrupt_signal()
+  // turns SIGPIPE so the loop stops.
   ChildToolRunner(agent::ToolContext ctx,
-                  std::function<void(int, const agent::ToolUseBlock&)> on_call)
+                  std::function<bool(int, const agent::ToolUseBlock&)> on_call)
       : ctx_(std::move(ctx)), on_call_(std::move(on_call)) {}
   std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
                                           int turn) override;
+  int interrupt_signal() const override { return stopped_ ? SIGPIPE : 0; }
   // Raw bytes of tool output seen so far (kept out of the parent's context).
   int64_t tool_output_bytes() const { return tool_output_bytes_; }
 
  private:
   agent::ToolContext ctx_;
-  std::function<void(int, const agent::ToolUseBlock&)> on_call_;
+  std::function<bool(int, const agent::ToolUseBlock&)> on_call_;
   int64_t tool_output_bytes_ = 0;
+  bool stopped_ = false;
 };
 
 // One line describing a tool call's INPUT for the parent's progress display (never its output).

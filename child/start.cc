@@ -1,8 +1,11 @@
 #include "child/start.h"
 
+#include <curl/curl.h>
 #include <fcntl.h>
 
 #include <cerrno>
+#include <cstdlib>
+#include <memory>
 #include <string>
 #include <variant>
 
@@ -108,29 +111,20 @@ Result<ipc::StartMessage> ControlReader::ReadStartAfter(const SandboxPlan& plan)
 }
 
 uint16_t PortFromUrl(const std::string& url) {
-  size_t scheme_end = url.find("://");
-  if (scheme_end == std::string::npos) return 0;
-  std::string scheme = url.substr(0, scheme_end);
-  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  uint16_t fallback = scheme == "https" ? 443 : scheme == "http" ? 80 : 0;
-  if (fallback == 0) return 0;
-  std::string rest = url.substr(scheme_end + 3);
-  std::string authority = rest.substr(0, rest.find_first_of("/?#"));
-  if (size_t at = authority.rfind('@'); at != std::string::npos) authority.erase(0, at + 1);
-  size_t colon;
-  if (!authority.empty() && authority[0] == '[') {  // [IPv6]:port
-    size_t close = authority.find(']');
-    if (close == std::string::npos) return 0;
-    colon = authority.find(':', close);
-  } else {
-    colon = authority.rfind(':');
-  }
-  if (colon == std::string::npos || colon + 1 == authority.size()) return fallback;
-  std::string port = authority.substr(colon + 1);
-  if (port.find_first_not_of("0123456789") != std::string::npos || port.size() > 5) return 0;
-  long value = std::stol(port);
-  if (value < 1 || value > 65535) return 0;
-  return static_cast<uint16_t>(value);
+  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), &curl_url_cleanup);
+  if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return 0;
+  auto part = [&](CURLUPart what, unsigned flags) -> std::string {
+    char* value = nullptr;
+    if (curl_url_get(u.get(), what, &value, flags) != CURLUE_OK || value == nullptr) return "";
+    std::string out(value);
+    curl_free(value);
+    return out;
+  };
+  const std::string scheme = part(CURLUPART_SCHEME, 0);  // Lower-cased by curl.
+  if (scheme != "http" && scheme != "https") return 0;
+  const std::string port = part(CURLUPART_PORT, CURLU_DEFAULT_PORT);
+  const long value = port.empty() ? 0 : std::strtol(port.c_str(), nullptr, 10);
+  return value >= 1 && value <= 65535 ? static_cast<uint16_t>(value) : 0;
 }
 
 }  // namespace forkbox::child

@@ -6,9 +6,9 @@
 #include <cstdint>
 #include <string>
 
+#include "base/status.h"
 #include "ipc/frame.h"
 #include "ipc/messages.h"
-#include "base/status.h"
 
 namespace forkbox::child {
 

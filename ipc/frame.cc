@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <string.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -45,30 +46,6 @@ Status CheckLength(uint32_t n, size_t max_frame_bytes) {
 Status TotalCapError(size_t max_total_bytes) {
   return Status::ResourceExhausted("peer sent more than the cap of " +
                                    std::to_string(max_total_bytes) + " bytes in total");
-}
-
-// Depth of [ and { nesting outside strings, with early exit past the limit.
-bool NestingWithin(std::string_view s, int max_depth) {
-  int depth = 0;
-  bool in_string = false, escaped = false;
-  for (char c : s) {
-    if (in_string) {
-      if (escaped) {
-        escaped = false;
-      } else if (c == '\\') {
-        escaped = true;
-      } else if (c == '"') {
-        in_string = false;
-      }
-    } else if (c == '"') {
-      in_string = true;
-    } else if (c == '[' || c == '{') {
-      if (++depth > max_depth) return false;
-    } else if (c == ']' || c == '}') {
-      --depth;
-    }
-  }
-  return true;
 }
 
 // A SAX handler that only tracks where in the document the parser is, so an error can name the
@@ -172,6 +149,18 @@ PathTracker Locate(std::string_view payload) {
   return tracker;
 }
 
+// Zeroes every string value of `j` before it is freed (keys are protocol names, not secrets).
+void WipeStrings(json& j) {
+  if (j.is_string()) {
+    std::string& s = j.get_ref<std::string&>();
+    if (!s.empty()) ::explicit_bzero(s.data(), s.size());
+  } else if (j.is_structured()) {
+    for (json& item : j) WipeStrings(item);
+  }
+}
+
+// Strings are validated here, once, on the raw bytes (FromJson relies on it); the JSON parser
+// then sees only valid UTF-8.
 Result<Message> DecodePayload(std::string_view payload) {
   size_t bad = FindInvalidUtf8(payload);
   if (bad != std::string_view::npos) {
@@ -184,15 +173,22 @@ Result<Message> DecodePayload(std::string_view payload) {
                                    " at offset " + std::to_string(bad) + " " +
                                    Locate(payload).where());
   }
-  if (!NestingWithin(payload, kMaxJsonDepth)) {
+  // nlohmann parses without recursion and reports each value's depth to the callback; values
+  // nested too deep are discarded unbuilt (the DOM's dump() and destructor do recurse).
+  bool too_deep = false;
+  const json::parser_callback_t depth_check = [&too_deep](int depth, json::parse_event_t event,
+                                                          json&) {
+    // `depth` counts the containers around the one that starts here.
+    const bool opens =
+        event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
+    if (opens && depth >= kMaxJsonDepth) too_deep = true;
+    return !too_deep;
+  };
+  json j = json::parse(payload.begin(), payload.end(), depth_check, /*allow_exceptions=*/false);
+  if (too_deep) {
+    WipeStrings(j);
     return Status::InvalidArgument("frame payload nests deeper than " +
                                    std::to_string(kMaxJsonDepth) + " levels");
-  }
-  json j;
-  try {
-    j = json::parse(payload.begin(), payload.end(), nullptr, /*allow_exceptions=*/false);
-  } catch (const std::exception& e) {
-    return Status::InvalidArgument(std::string("frame payload could not be parsed: ") + e.what());
   }
   if (j.is_discarded()) {
     PathTracker t = Locate(payload);
@@ -203,7 +199,9 @@ Result<Message> DecodePayload(std::string_view payload) {
     return Status::InvalidArgument("frame payload must be a JSON object, got " +
                                    std::string(j.type_name()));
   }
-  return FromJson(j);
+  Result<Message> message = FromJson(j);
+  WipeStrings(j);  // The start frame's DOM holds the API key.
+  return message;
 }
 
 // The dotted path of the first string (or key) that is not valid UTF-8, or "" when all are.
@@ -277,14 +275,15 @@ Result<std::string> EncodeFrame(const json& payload, size_t max_frame_bytes) {
     return Status::InvalidArgument("frame payload must be a JSON object, got " +
                                    std::string(payload.type_name()));
   }
-  std::string where;
-  if (FindBadString(payload, "", &where)) {
-    return Status::InvalidArgument("cannot encode frame: invalid UTF-8 in " + where);
-  }
   std::string frame(kFrameHeaderBytes, '\0');
   try {
-    frame += payload.dump();
+    frame += payload.dump();  // The one UTF-8 check of an outgoing frame (strict handler).
   } catch (const std::exception& e) {
+    // Error path only: name the field.
+    std::string where;
+    if (FindBadString(payload, "", &where)) {
+      return Status::InvalidArgument("cannot encode frame: invalid UTF-8 in " + where);
+    }
     return Status::InvalidArgument(std::string("cannot encode frame: ") + e.what());
   }
   size_t n = frame.size() - kFrameHeaderBytes;
@@ -310,20 +309,29 @@ Result<std::string> EncodeMessage(const Message& message, size_t max_frame_bytes
 FrameDecoder::FrameDecoder(size_t max_frame_bytes, size_t max_total_bytes)
     : max_frame_bytes_(max_frame_bytes), max_total_bytes_(max_total_bytes) {}
 
+FrameDecoder::~FrameDecoder() { ::explicit_bzero(buffer_.data(), buffer_.size()); }
+
 Status FrameDecoder::Feed(std::string_view bytes) {
   if (!failed_.ok()) return failed_;
   if (!pending_.ok()) return pending_;
   // Drop consumed frames once they dominate the buffer, so memory stays proportional to what is
   // pending and compaction is amortized O(1) per byte.
-  if (consumed_ > 0 && consumed_ >= buffer_.size() / 2) {
-    buffer_.erase(0, consumed_);
-    checked_until_ -= consumed_;
-    consumed_ = 0;
-  }
   // Bytes up to the total cap are kept (frames wholly inside it stay deliverable, whatever the
   // chunking); the rest is refused.
   size_t accept = std::min(bytes.size(), total_bytes_left());
   total_bytes_ += accept;
+  const bool compact = consumed_ > 0 && consumed_ >= buffer_.size() / 2;
+  if (compact || buffer_.size() + accept > buffer_.capacity()) {
+    // Move to a fresh buffer and zero the old one: no stale frame bytes are freed unwiped.
+    std::string fresh;
+    fresh.reserve(std::max(2 * (buffer_.size() - consumed_ + accept), size_t{256}));
+    fresh.append(buffer_, consumed_);
+    ::explicit_bzero(buffer_.data(), buffer_.size());
+    buffer_.swap(fresh);
+    checked_until_ -= consumed_;
+    if (bad_header_at_ != SIZE_MAX) bad_header_at_ -= consumed_;
+    consumed_ = 0;
+  }
   buffer_.append(bytes.substr(0, accept));
   // Validate every length field as soon as it is complete, before the payload is waited for.
   while (buffer_.size() >= checked_until_ + kFrameHeaderBytes) {
@@ -359,9 +367,11 @@ Result<std::optional<Message>> FrameDecoder::Next() {
     return std::optional<Message>();
   }
   std::string_view payload(buffer_.data() + consumed_ + kFrameHeaderBytes, n);
-  consumed_ += kFrameHeaderBytes + n;
   ++frames_;
   Result<Message> message = DecodePayload(payload);
+  // A decoded frame's bytes are zeroed at once (a start frame carries the API key).
+  ::explicit_bzero(buffer_.data() + consumed_, kFrameHeaderBytes + n);
+  consumed_ += kFrameHeaderBytes + n;
   if (!message.ok()) {
     failed_ = message.status().WithContext("frame " + std::to_string(frames_));
     return failed_;
@@ -422,6 +432,7 @@ Result<Message> FrameReader::Read() {
     }
     // A Feed error is returned by Next() above, after any frame that precedes it.
     (void)decoder_.Feed(std::string_view(buf, static_cast<size_t>(n)));
+    ::explicit_bzero(buf, static_cast<size_t>(n));
   }
 }
 

@@ -28,8 +28,8 @@
 #include <string>
 #include <string_view>
 
-#include "ipc/messages.h"
 #include "base/status.h"
+#include "ipc/messages.h"
 
 namespace forkbox::ipc {
 
@@ -53,6 +53,9 @@ class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_frame_bytes = kDefaultMaxFrameBytes,
                         size_t max_total_bytes = kDefaultMaxTotalBytes);
+  // Secrets: every byte the decoder buffered is zeroed before its memory is freed or reused (a
+  // returned frame at once; the rest on growth, compaction and destruction).
+  ~FrameDecoder();
   // Appends bytes. Fails on the total cap (bytes up to it are kept) or an invalid length field
   // (checked as soon as its 4 bytes are in, before the payload arrives; nothing is ever sized
   // by the length field).
@@ -69,6 +72,9 @@ class FrameDecoder {
   // How many more bytes Feed accepts before the total cap fails it.
   size_t total_bytes_left() const { return max_total_bytes_ - total_bytes_; }
   size_t max_total_bytes() const { return max_total_bytes_; }
+  // Everything the buffer holds, returned frames included: a test checks that a decoded start
+  // frame's key is no longer in it while the decoder lives on (as it does for a whole task).
+  std::string_view raw_buffer() const { return buffer_; }
 
  private:
   size_t max_frame_bytes_;

@@ -55,7 +55,6 @@ class FieldReader {
     const json* v = nullptr;
     FORKBOX_RETURN_IF_ERROR(Get(key, json::value_t::string, "a string", &v));
     const auto& s = v->get_ref<const std::string&>();
-    FORKBOX_RETURN_IF_ERROR(CheckUtf8(Path(key), s));
     if (!allow_empty && s.empty()) return Bad(key, "must not be empty");
     *out = s;
     return Status::Ok();
@@ -94,7 +93,6 @@ class FieldReader {
         return Status::InvalidArgument("field \"" + path + "\": expected a string, got " +
                                        JsonTypeName(item));
       }
-      FORKBOX_RETURN_IF_ERROR(CheckUtf8(path, item.get_ref<const std::string&>()));
       out->push_back(item.get<std::string>());
     }
     return Status::Ok();
@@ -134,12 +132,6 @@ class FieldReader {
     why += max == kInt64Max ? ">= " + std::to_string(min)
                             : "in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
     return Bad(key, why);
-  }
-  static Status CheckUtf8(const std::string& path, const std::string& s) {
-    size_t bad = FindInvalidUtf8(s);
-    if (bad == std::string::npos) return Status::Ok();
-    return Status::InvalidArgument("field \"" + path + "\": invalid UTF-8 at byte " +
-                                   std::to_string(bad));
   }
 
   const json& object_;

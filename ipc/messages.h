@@ -108,6 +108,7 @@ nlohmann::json ToJson(const Message& message);
 // Strict decode of one frame's JSON object. Errors name the message type and the field, e.g.
 // "start message: field \"limits.max_turns\": must be an integer >= 1". Accepts start messages
 // with transcript_fd absent or null (no transcript); a present fd must be in [5, 2^20 - 1].
+// Strings are not checked for UTF-8 again: the frame decoder validated the raw bytes, once.
 Result<Message> FromJson(const nlohmann::json& j);
 
 // Makes an event detail one line of at most kMaxEventDetailBytes bytes of valid UTF-8: control

@@ -131,6 +131,9 @@ int Run(const Options& o) {
 
   agent::ToolContext context;
   context.workdir = *workdir;
+  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(*workdir);
+  if (!workdir_fd.ok()) return Fail(kExitUsage, workdir_fd.status().ToString());
+  context.workdir_fd = *workdir_fd;  // The file tools resolve beneath it (issue 12).
   auto tool_sandbox = sandbox::Sandbox::ForTools(*policy);
   if (!tool_sandbox.ok()) return Fail(kExitSandbox, tool_sandbox.status().ToString());
   context.sandbox = std::make_shared<const sandbox::Sandbox>(std::move(*tool_sandbox));

@@ -70,27 +70,14 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
   observer.on_text = on_text;
   if (on_response) observer.on_response = [&](int, const agent::Response&) { on_response(); };
   Turn turn;
-  try {
-    turn.outcome = agent::RunLoop(provider_, messages_, options_, runner_, observer);
-  } catch (const Interrupted& e) {
-    turn.interrupt_signal = e.signal;
-    turn.outcome.stop = "interrupted";
-    // Every tool_use must be answered in the next user message, or the next request is a 400.
-    if (!messages_.empty() && messages_.back().role == agent::Role::kAssistant) {
-      agent::Message answer{agent::Role::kUser, {}};
-      for (const auto& use : agent::ToolUsesOf(messages_.back())) {
-        answer.content.push_back(
-            agent::ToolResultBlock{use.id, "interrupted by the user; not run to completion", true});
-      }
-      if (!answer.content.empty()) messages_.push_back(std::move(answer));
-    }
-  }
+  turn.outcome = agent::RunLoop(provider_, messages_, options_, runner_, observer);
+  turn.interrupt_signal = turn.outcome.interrupt_signal;  // Tools interrupted (answered as such).
   if (turn.outcome.error && turn.outcome.error->kind == agent::ModelError::Kind::kCancelled) {
     // Ctrl-C stopped a model call in flight: an interrupt, not a model error. The prompt stays,
     // marked, so the user can refer to it; the next prompt joins this user message.
     const int sig = TakeInterrupt();
     turn.interrupt_signal = sig != 0 ? sig : SIGINT;
-    turn.outcome.stop = "interrupted";
+    turn.outcome.stop = agent::LoopStop::kInterrupted;
     turn.outcome.error.reset();
     if (!messages_.empty() && messages_.back().role == agent::Role::kUser) {
       messages_.back().content.push_back(
@@ -129,16 +116,17 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
   } else if (o.error) {
     code = kExitModel;
     problem = "model error: " + o.error->ToString();
-  } else if (o.stop == "refusal") {
+  } else if (o.stop == agent::LoopStop::kRefusal) {
     code = kExitModel;
     problem = "the model refused to answer";
-  } else if (o.stop == "max_turns") {
+  } else if (o.stop == agent::LoopStop::kMaxTurns) {
     problem = "stopped at the parent turn limit (--max-turns)";
-  } else if (o.stop == "max_tokens" || o.stop == "context_window") {
-    problem = "the answer was cut short (" + o.stop + ")";
+  } else if (o.stop == agent::LoopStop::kMaxTokens || o.stop == agent::LoopStop::kContextWindow) {
+    problem = "the answer was cut short (" + std::string(agent::LoopStopName(o.stop)) + ")";
   }
   if (out.json) {
-    nlohmann::json j = StatsJson(session.stats(), o.final_text, o.stop, session.context_bytes());
+    nlohmann::json j = StatsJson(session.stats(), o.final_text, agent::LoopStopName(o.stop),
+                                 session.context_bytes());
     j["exit_code"] = code;
     if (!problem.empty()) j["error"] = problem;
     WriteFd(STDOUT_FILENO, j.dump() + "\n");
@@ -240,9 +228,9 @@ int RunInteractive(Session& session, const OutputOptions& out, Progress& progres
       WriteFd(STDERR_FILENO, "(interrupted)\n");
     } else if (turn.outcome.error) {
       WriteFd(STDERR_FILENO, "forkbox: model error: " + turn.outcome.error->ToString() + "\n");
-    } else if (turn.outcome.stop == "refusal") {
+    } else if (turn.outcome.stop == agent::LoopStop::kRefusal) {
       WriteFd(STDERR_FILENO, "forkbox: the model refused\n");
-    } else if (turn.outcome.stop == "max_turns") {
+    } else if (turn.outcome.stop == agent::LoopStop::kMaxTurns) {
       WriteFd(STDERR_FILENO, "forkbox: stopped at the parent turn limit (--max-turns)\n");
     }
   }

@@ -20,8 +20,14 @@ class FlagModeScope {
   InterruptMode outside_;
 };
 
-void ThrowIfInterrupted() {
-  if (int sig = TakeInterrupt(); sig != 0) throw Interrupted{sig};
+// Answers every call that has no result yet.
+void AnswerInterrupted(const std::vector<agent::ToolUseBlock>& calls,
+                       std::vector<agent::ToolResultBlock>& results) {
+  for (size_t i = 0; i < calls.size(); ++i) {
+    if (results[i].tool_use_id.empty()) {
+      results[i] = {calls[i].id, "interrupted by the user; not run to completion", true};
+    }
+  }
 }
 
 std::string CallDetail(const agent::ToolUseBlock& call) {
@@ -55,10 +61,10 @@ ParentToolRunner::~ParentToolRunner() = default;
 std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     const std::vector<agent::ToolUseBlock>& calls, int /*turn*/) {
   FlagModeScope scope(outside_mode_);
-  ThrowIfInterrupted();  // Ctrl-C during the model call (interactive mode).
   std::vector<agent::ToolResultBlock> results(calls.size());
+  interrupt_signal_ = TakeInterrupt();  // Ctrl-C during the model call (interactive mode).
   size_t i = 0;
-  while (i < calls.size()) {
+  while (i < calls.size() && interrupt_signal_ == 0) {
     if (tasks_ && calls[i].name == "task") {
       size_t end = i;
       while (end < calls.size() && calls[end].name == "task") ++end;
@@ -72,8 +78,9 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     ++stats_.parent_tool_calls;
     results[i] = agent::ToolResultBlock{call.id, std::move(out.content), out.is_error};
     ++i;
-    ThrowIfInterrupted();
+    interrupt_signal_ = TakeInterrupt();
   }
+  if (interrupt_signal_ != 0) AnswerInterrupted(calls, results);
   return results;
 }
 
@@ -108,7 +115,7 @@ void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& call
     stats_.tasks.push_back(o.record);
     results[where[k]] = agent::ToolResultBlock{calls[where[k]].id, std::move(o.content), !o.ok};
   }
-  if (batch.interrupt_signal != 0) throw Interrupted{batch.interrupt_signal};
+  if (batch.interrupt_signal != 0) interrupt_signal_ = batch.interrupt_signal;
 }
 
 }  // namespace forkbox::parent

@@ -1,7 +1,8 @@
 // The parent's ToolRunner: base tools run one by one under the sandbox (agent::RunBaseTool);
 // consecutive `task` calls run in parallel as one batch (parent/task_runner.h). Results come back
-// in call order. An interrupt (SIGINT/SIGTERM) throws Interrupted out of agent::RunLoop after the
-// running tasks were killed and reaped; the session then repairs the conversation.
+// in call order. An interrupt (SIGINT/SIGTERM) ends Run after the running tasks were killed and
+// reaped: calls not finished are answered as interrupted and interrupt_signal() names the signal,
+// so agent::RunLoop stops with LoopStop::kInterrupted.
 #pragma once
 
 #include <memory>
@@ -17,10 +18,6 @@
 
 namespace forkbox::parent {
 
-struct Interrupted {
-  int signal = 0;
-};
-
 class ParentToolRunner : public agent::ToolRunner {
  public:
   // tasks: nullopt for the --no-subagents baseline (a `task` call is then an unknown tool).
@@ -32,12 +29,14 @@ class ParentToolRunner : public agent::ToolRunner {
   ~ParentToolRunner() override;  // Kills and reaps the standby children.
   std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
                                           int turn) override;
+  int interrupt_signal() const override { return interrupt_signal_; }
 
  private:
   void RunTaskBatch(const std::vector<agent::ToolUseBlock>& calls, size_t begin, size_t end,
                     std::vector<agent::ToolResultBlock>& results);
 
   agent::ToolContext context_;
+  int interrupt_signal_ = 0;
   std::optional<TaskConfig> tasks_;
   std::unique_ptr<Standby> standby_;  // Refers to *tasks_: declared after it.
   Progress& progress_;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/anthropic.h"
+#include "agent/loop.h"
 
 namespace forkbox::agent {
 namespace {
@@ -94,6 +95,45 @@ TEST(AnthropicEncode, PromptCachingMarksSystemAndLastTool) {
   EXPECT_EQ(body["tools"][1]["cache_control"], json::parse(R"({"type":"ephemeral"})"));
   EXPECT_EQ(body["tools"][0]["input_schema"], json::parse(R"({"type":"object","properties":{}})"));
   EXPECT_EQ(body["stream"], true);
+  EXPECT_EQ(body["messages"][0]["content"][0]["cache_control"],
+            json::parse(R"({"type":"ephemeral"})"));
+}
+
+// The conversation breakpoint moves to the last message each turn (at most 4 in all), and the
+// prefix before it is byte-identical to the previous request's.
+TEST(AnthropicEncode, CacheBreakpointMovesToTheLastMessageAndPrefixesStayStable) {
+  Request r;
+  r.system = "sys";
+  r.tools = {ToolDef{"bash", "run", json::object()}};
+  r.messages.push_back(Message{Role::kUser, {TextBlock{"go"}}});
+  r.messages.push_back(
+      Message{Role::kAssistant, {ToolUseBlock{"t1", "bash", {{"command", "ls"}}}}});
+  r.messages.push_back(Message{Role::kUser, {ToolResultBlock{"t1", "a.txt", false}}});
+  const json first = AnthropicEncodeRequest(r, Config());
+  r.messages.push_back(Message{
+      Role::kAssistant, {TextBlock{"done?"}, ToolUseBlock{"t2", "bash", {{"command", "pwd"}}}}});
+  r.messages.push_back(Message{Role::kUser, {ToolResultBlock{"t2", "/w", false}}});
+  const json second = AnthropicEncodeRequest(r, Config());
+  auto count = [](const json& body) {
+    const std::string s = body.dump();
+    size_t n = 0;
+    for (size_t p = s.find("cache_control"); p != std::string::npos;
+         p = s.find("cache_control", p + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(count(first), 3u);
+  EXPECT_EQ(count(second), 3u);
+  EXPECT_TRUE(second["messages"][4]["content"][0].contains("cache_control"));
+  EXPECT_FALSE(second["messages"][2]["content"][0].contains("cache_control"));
+  // Byte-stable prefix: the earlier messages encode the same, apart from the moved marker.
+  json unmarked = first["messages"];
+  unmarked.back()["content"].back().erase("cache_control");
+  for (size_t i = 0; i < unmarked.size(); ++i) {
+    EXPECT_EQ(unmarked[i].dump(), second["messages"][i].dump()) << i;
+  }
+  EXPECT_EQ(first["system"].dump(), second["system"].dump());
+  EXPECT_EQ(first["tools"].dump(), second["tools"].dump());
 }
 
 TEST(AnthropicEncode, NeverSendsEmptyTextAndPutsToolResultsFirst) {
@@ -187,7 +227,6 @@ TEST(AnthropicDecode, ErrorsAndGarbage) {
        {"", "{", "[]", "null", R"({"content":"x","stop_reason":"end_turn"})",
         R"({"content":[],"stop_reason":null})",
         R"({"content":[{"type":"tool_use","input":{}}],"stop_reason":"tool_use"})",
-        R"({"content":[{"type":"tool_use","name":"x","input":[1]}],"stop_reason":"tool_use"})",
         R"({"content":[{"text":"no type"}],"stop_reason":"end_turn"})"}) {
     d = AnthropicDecodeBody(bad);
     ASSERT_FALSE(d.result.ok()) << bad;
@@ -406,7 +445,18 @@ TEST(AnthropicStream, MaxTokensCutToolCallNeverRuns) {
   EXPECT_TRUE(ToolUsesOf(d.result.response.message).empty());
 }
 
-TEST(AnthropicStream, BrokenToolJsonWithoutMaxTokensIsMalformed) {
+TEST(AnthropicDecode, NonObjectToolInputIsMarkedForTheModel) {
+  Decoded d = AnthropicDecodeBody(
+      R"({"content":[{"type":"tool_use","id":"t","name":"x","input":[1]}],"stop_reason":"tool_use"})");
+  ASSERT_TRUE(d.result.ok());
+  std::vector<ToolUseBlock> uses = ToolUsesOf(d.result.response.message);
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_THAT(CheckToolCall(uses[0], {ToolDef{"x", "", json::object()}}),
+              testing::HasSubstr("not a JSON object"));
+}
+
+// Broken tool JSON is the model's mistake: the call is marked, never a retried malformed reply.
+TEST(AnthropicStream, BrokenToolJsonWithoutMaxTokensIsMarked) {
   const std::string body = Sse({
       {"message_start", kStart},
       {"content_block_start",
@@ -418,8 +468,11 @@ TEST(AnthropicStream, BrokenToolJsonWithoutMaxTokensIsMalformed) {
       {"message_stop", R"({"type":"message_stop"})"},
   });
   const Decoded d = DecodeStream(body, 1000);
-  ASSERT_FALSE(d.result.ok());
-  EXPECT_EQ(d.result.error->kind, ModelError::Kind::kMalformed);
+  ASSERT_TRUE(d.result.ok());
+  std::vector<ToolUseBlock> uses = ToolUsesOf(d.result.response.message);
+  ASSERT_EQ(uses.size(), 1u);
+  EXPECT_THAT(CheckToolCall(uses[0], {ToolDef{"bash", "", json::object()}}),
+              testing::HasSubstr("not valid JSON"));
 }
 
 TEST(AnthropicStream, EventsBeforeMessageStartAreMalformed) {

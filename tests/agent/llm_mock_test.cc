@@ -230,6 +230,21 @@ TEST_P(LlmMockTest, RetryAfterSecondsOn429) {
   EXPECT_THAT(sleeps_, testing::ElementsAre(milliseconds(3000)));
 }
 
+// libcurl parses an HTTP-date Retry-After (CURLINFO_RETRY_AFTER) relative to the clock.
+TEST_P(LlmMockTest, RetryAfterHttpDateOn503) {
+  char date[64];
+  const time_t at = ::time(nullptr) + 5;
+  struct tm tm {};
+  ::gmtime_r(&at, &tm);
+  ASSERT_GT(::strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm), 0u);
+  auto p = Make(FaultThenText({{"kind", "status"}, {"status", 503}, {"retry_after", date}}, 1));
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_TRUE(r.ok()) << r.error->ToString();
+  ASSERT_EQ(sleeps_.size(), 1u);
+  EXPECT_GE(sleeps_[0], milliseconds(3000));
+  EXPECT_LE(sleeps_[0], milliseconds(5000));
+}
+
 TEST_P(LlmMockTest, ExhaustedRetriesOn500UseBackoffAndReportTheLastError) {
   auto p = Make(AlwaysFault({{"kind", "status"}, {"status", 500}}), /*max_retries=*/3);
   const CallResult r = Call(*p, Ask("x"));

@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/loop.h"
 #include "agent/openai.h"
 
 namespace forkbox::agent {
@@ -183,17 +184,45 @@ TEST(OpenAiDecode, ErrorsAndGarbage) {
       R"({"error":{"code":400,"message":"bad grammar","type":"invalid_request_error"}})");
   ASSERT_FALSE(d.result.ok());
   EXPECT_FALSE(d.retryable);
-  for (
-      const char* bad :
-      {"", "nope", "[]", R"({"choices":[]})", R"({"choices":[{"message":{"content":"x"}}]})",
-       R"({"choices":[{"message":"x","finish_reason":"stop"}]})",
-       R"({"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":"{bad"}}]},"finish_reason":"tool_calls"}]})",
-       R"({"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":"[1]"}}]},"finish_reason":"tool_calls"}]})",
-       R"({"choices":[{"message":{"tool_calls":[{"function":{"name":"f","arguments":5}}]},"finish_reason":"tool_calls"}]})"}) {
+  for (const char* bad :
+       {"", "nope", "[]", R"({"choices":[]})", R"({"choices":[{"message":{"content":"x"}}]})",
+        R"({"choices":[{"message":"x","finish_reason":"stop"}]})"}) {
     d = OpenAiDecodeBody(bad);
     ASSERT_FALSE(d.result.ok()) << bad;
     EXPECT_EQ(d.result.error->kind, ModelError::Kind::kMalformed) << bad;
   }
+}
+
+// Bad arguments are the model's mistake, not a broken reply: the call comes back marked (the
+// loop answers it with the problem) and the request is never re-sent.
+TEST(OpenAiDecode, BadToolArgumentsAreMarkedNotRetried) {
+  for (
+      const auto& [bad, why] : std::vector<std::pair<std::string, std::string>>{
+          {R"({"choices":[{"message":{"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"{\"command\": \"ls"}}]},"finish_reason":"tool_calls"}]})",
+           "not valid JSON"},
+          {R"({"choices":[{"message":{"tool_calls":[{"id":"c1","function":{"name":"f","arguments":"[1]"}}]},"finish_reason":"tool_calls"}]})",
+           "not a JSON object"},
+          {R"({"choices":[{"message":{"tool_calls":[{"id":"c1","function":{"name":"f","arguments":5}}]},"finish_reason":"tool_calls"}]})",
+           "not a JSON object"}}) {
+    Decoded d = OpenAiDecodeBody(bad);
+    ASSERT_TRUE(d.result.ok()) << bad;
+    std::vector<ToolUseBlock> uses = ToolUsesOf(d.result.response.message);
+    ASSERT_EQ(uses.size(), 1u);
+    EXPECT_THAT(CheckToolCall(uses[0], {ToolDef{"f", "", json::object()}}), testing::HasSubstr(why))
+        << bad;
+  }
+}
+
+TEST(OpenAiDecode, DuplicateAndMissingIdsGetTheirOwn) {
+  Decoded d = OpenAiDecodeBody(
+      R"({"choices":[{"message":{"tool_calls":[{"id":"x","function":{"name":"f","arguments":"{}"}},{"id":"x","function":{"name":"g","arguments":"{}"}},{"function":{"name":"h","arguments":"{}"}}]},"finish_reason":"tool_calls"}]})");
+  ASSERT_TRUE(d.result.ok());
+  std::vector<ToolUseBlock> uses = ToolUsesOf(d.result.response.message);
+  ASSERT_EQ(uses.size(), 3u);
+  EXPECT_EQ(uses[0].id, "x");
+  EXPECT_NE(uses[1].id, "x");
+  EXPECT_FALSE(uses[2].id.empty());
+  EXPECT_NE(uses[1].id, uses[2].id);
 }
 
 // OpenAI's documented streamed function call: the first fragment carries id and name, the later

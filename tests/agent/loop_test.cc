@@ -70,7 +70,9 @@ class RecordingRunner : public ToolRunner {
     }
     return out;
   }
+  int interrupt_signal() const override { return interrupt_after_run; }
   std::vector<std::string> seen;
+  int interrupt_after_run = 0;  // What interrupt_signal() reports after a Run.
 };
 
 ToolUseBlock Call(std::string id, std::string name = "bash") {
@@ -84,7 +86,8 @@ std::vector<Message> Prompt(std::string text) {
 class LoopTest : public ::testing::Test {
  protected:
   LoopOutcome Run() {
-    options_.tools = {ToolDef{"bash", "d", {{"type", "object"}}}};
+    options_.tools = {ToolDef{"bash", "d", {{"type", "object"}}},
+                      ToolDef{"fail", "fails", {{"type", "object"}}}};
     return RunLoop(provider_, messages_, options_, runner_, observer_);
   }
   FakeProvider provider_;
@@ -100,7 +103,7 @@ TEST_F(LoopTest, RunsToolsAndReturnsFinalText) {
   std::string streamed;
   observer_.on_text = [&](std::string_view t) { streamed += t; };
   LoopOutcome out = Run();
-  EXPECT_EQ(out.stop, "completed");
+  EXPECT_STREQ(LoopStopName(out.stop), "completed");
   EXPECT_EQ(out.final_text, "all done");
   EXPECT_EQ(out.turns, 2);
   EXPECT_EQ(out.tool_calls, 2);
@@ -120,7 +123,7 @@ TEST_F(LoopTest, RunsToolsAndReturnsFinalText) {
   EXPECT_FALSE(r0.is_error);
   EXPECT_EQ(r1.tool_use_id, "b");
   EXPECT_TRUE(r1.is_error);
-  EXPECT_EQ(provider_.requests[1].tools.size(), 1u);
+  EXPECT_EQ(provider_.requests[1].tools.size(), 2u);
   EXPECT_EQ(messages_.size(), 4u);  // The caller's conversation grew, ending with the answer.
   EXPECT_EQ(messages_.back().role, Role::kAssistant);
 }
@@ -129,7 +132,7 @@ TEST_F(LoopTest, PauseTurnIsSentBackAndContinued) {
   provider_.Reply("part one", StopReason::kPauseTurn);
   provider_.Reply("part two", StopReason::kEndTurn);
   LoopOutcome out = Run();
-  EXPECT_EQ(out.stop, "completed");
+  EXPECT_STREQ(LoopStopName(out.stop), "completed");
   EXPECT_EQ(out.final_text, "part two");
   ASSERT_EQ(provider_.requests.size(), 2u);
   ASSERT_EQ(provider_.requests[1].messages.size(), 2u);
@@ -141,7 +144,7 @@ TEST_F(LoopTest, PauseTurnIsSentBackAndContinued) {
 TEST_F(LoopTest, RefusalStops) {
   provider_.Reply("I can't help with that", StopReason::kRefusal);
   LoopOutcome out = Run();
-  EXPECT_EQ(out.stop, "refusal");
+  EXPECT_STREQ(LoopStopName(out.stop), "refusal");
   EXPECT_EQ(out.final_text, "I can't help with that");
   EXPECT_EQ(provider_.requests.size(), 1u);
 }
@@ -149,7 +152,7 @@ TEST_F(LoopTest, RefusalStops) {
 TEST_F(LoopTest, MaxTokensNeverRunsIncompleteToolCalls) {
   provider_.Reply("starting", StopReason::kMaxTokens, {Call("cut")});
   LoopOutcome out = Run();
-  EXPECT_EQ(out.stop, "max_tokens");
+  EXPECT_STREQ(LoopStopName(out.stop), "max_tokens");
   EXPECT_TRUE(runner_.seen.empty());
   EXPECT_EQ(out.tool_calls, 0);
   // The kept conversation has no unanswered tool_use.
@@ -159,7 +162,7 @@ TEST_F(LoopTest, MaxTokensNeverRunsIncompleteToolCalls) {
 TEST_F(LoopTest, ContextWindowStops) {
   provider_.Reply("", StopReason::kContextWindow);
   LoopOutcome out = Run();
-  EXPECT_EQ(out.stop, "context_window");
+  EXPECT_STREQ(LoopStopName(out.stop), "context_window");
   EXPECT_THAT(out.final_text, HasSubstr("gave no final summary"));
 }
 
@@ -167,7 +170,7 @@ TEST_F(LoopTest, ModelErrorStopsWithTheError) {
   provider_.Reply("first I run", StopReason::kToolUse, {Call("a")});
   provider_.Error("boom");
   LoopOutcome out = Run();
-  EXPECT_EQ(out.stop, "model_error");
+  EXPECT_STREQ(LoopStopName(out.stop), "model_error");
   ASSERT_TRUE(out.error.has_value());
   EXPECT_EQ(out.error->message, "boom");
   EXPECT_THAT(out.final_text, HasSubstr("first I run"));
@@ -178,7 +181,7 @@ TEST_F(LoopTest, ContextOverflowErrorIsAContextWindowStop) {
   provider_.Error("prompt is too long");
   provider_.script.back().error->kind = ModelError::Kind::kContextOverflow;
   LoopOutcome out = Run();
-  EXPECT_EQ(out.stop, "context_window");
+  EXPECT_STREQ(LoopStopName(out.stop), "context_window");
   ASSERT_TRUE(out.error.has_value());
   EXPECT_THAT(out.final_text, HasSubstr("read everything"));
 }
@@ -189,7 +192,7 @@ TEST_F(LoopTest, TurnLimitForcesOneFinalRequestWithoutTools) {
   provider_.Reply("t2", StopReason::kToolUse, {Call("b")});
   provider_.Reply("summary: did a and b", StopReason::kEndTurn);
   LoopOutcome out = Run();
-  EXPECT_EQ(out.stop, "max_turns");
+  EXPECT_STREQ(LoopStopName(out.stop), "max_turns");
   EXPECT_EQ(out.final_text, "summary: did a and b");
   EXPECT_EQ(out.turns, 3);
   EXPECT_EQ(out.tool_calls, 2);
@@ -213,7 +216,7 @@ TEST_F(LoopTest, TurnLimitWithoutForcedSummaryStillGivesUsefulText) {
   options_.force_final_summary = false;
   provider_.Reply("checking the tests", StopReason::kToolUse, {Call("a")});
   LoopOutcome out = Run();
-  EXPECT_EQ(out.stop, "max_turns");
+  EXPECT_STREQ(LoopStopName(out.stop), "max_turns");
   EXPECT_EQ(provider_.requests.size(), 1u);
   EXPECT_THAT(out.final_text, HasSubstr("gave no final summary"));
   EXPECT_THAT(out.final_text, HasSubstr("checking the tests"));
@@ -224,7 +227,7 @@ TEST_F(LoopTest, EmptyFinalTextGetsFallbackFromEarlierTexts) {
   provider_.Reply("found the bug in foo.cc:12", StopReason::kToolUse, {Call("a")});
   provider_.Reply("", StopReason::kEndTurn);
   LoopOutcome out = Run();
-  EXPECT_EQ(out.stop, "completed");
+  EXPECT_STREQ(LoopStopName(out.stop), "completed");
   EXPECT_THAT(out.final_text, HasSubstr("gave no final summary"));
   EXPECT_THAT(out.final_text, HasSubstr("found the bug in foo.cc:12"));
 }
@@ -238,6 +241,84 @@ TEST_F(LoopTest, FinalTextIsCappedAtACharacterBoundaryWithMarker) {
   EXPECT_EQ(out.final_text.substr(0, 8), text.substr(0, 8));
   EXPECT_EQ(out.final_text[8], '\n');
   EXPECT_THAT(out.final_text, HasSubstr("summary truncated: 12 bytes dropped"));
+}
+
+// An interrupt reported by the runner is a stop reason, not an exception: the loop stops after
+// that turn's tool results (every call answered), asks the model nothing more, and counts the
+// interrupted turn's usage.
+TEST_F(LoopTest, InterruptFromTheRunnerIsAStopReasonAndItsTurnIsCounted) {
+  provider_.Reply("working", StopReason::kToolUse, {Call("a"), Call("b")}, {100, 9});
+  provider_.Reply("never asked", StopReason::kEndTurn, {}, {1, 1});
+  runner_.interrupt_after_run = 2;  // SIGINT
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, LoopStop::kInterrupted);
+  EXPECT_STREQ(LoopStopName(out.stop), "interrupted");
+  EXPECT_EQ(out.interrupt_signal, 2);
+  EXPECT_EQ(provider_.requests.size(), 1u);
+  EXPECT_EQ(out.usage.input_tokens, 100);
+  EXPECT_EQ(out.usage.output_tokens, 9);
+  EXPECT_EQ(out.turns, 1);
+  EXPECT_EQ(out.tool_calls, 2);
+  EXPECT_TRUE(out.final_text.empty());
+  // The conversation stays valid for the next prompt: every tool_use has its result.
+  ASSERT_EQ(messages_.back().role, Role::kUser);
+  EXPECT_EQ(messages_.back().content.size(), 2u);
+}
+
+TEST_F(LoopTest, CancelledModelCallIsAnInterruptStop) {
+  CallResult cancelled;
+  cancelled.error = ModelError{};
+  cancelled.error->kind = ModelError::Kind::kCancelled;
+  provider_.script.push_back(std::move(cancelled));
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, LoopStop::kInterrupted);
+  ASSERT_TRUE(out.error.has_value());
+  EXPECT_EQ(out.error->kind, ModelError::Kind::kCancelled);
+}
+
+ToolUseBlock Malformed(std::string id) {
+  // llama.cpp's cut JSON, kept as the raw text.
+  return ToolUseBlock{std::move(id), "bash", nlohmann::json("{\"command\": \"ls")};
+}
+
+// Malformed calls go back to the model as is_error results naming the problem and the schema;
+// they never reach the runner and the loop goes on (one request per turn: nothing is re-sent).
+TEST_F(LoopTest, MalformedToolCallsAreAnsweredWithTheProblemAndTheSchema) {
+  const nlohmann::json schema = {{"type", "object"},
+                                 {"properties", {{"command", {{"type", "string"}}}}},
+                                 {"required", {"command"}}};
+  provider_.Reply(
+      "", StopReason::kToolUse,
+      {Malformed("m"), ToolUseBlock{"u", "nope", {}}, ToolUseBlock{"x", "bash", {{"cmd", "ls"}}},
+       ToolUseBlock{"t", "bash", {{"command", 5}}}, Call("ok")});
+  provider_.Reply("done", StopReason::kEndTurn);
+  options_.tools = {ToolDef{"bash", "d", schema}};
+  LoopOutcome out = RunLoop(provider_, messages_, options_, runner_, observer_);
+  EXPECT_EQ(out.stop, LoopStop::kCompleted);
+  EXPECT_EQ(provider_.requests.size(), 2u);
+  EXPECT_THAT(runner_.seen, ElementsAre("bash@1"));  // Only the well-formed call ran.
+  const Message& results = provider_.requests[1].messages.back();
+  ASSERT_EQ(results.content.size(), 5u);
+  auto result = [&](size_t i) { return std::get<ToolResultBlock>(results.content[i]); };
+  EXPECT_TRUE(result(0).is_error);
+  EXPECT_THAT(result(0).content, HasSubstr("not valid JSON"));
+  EXPECT_THAT(result(0).content, HasSubstr(schema.dump()));
+  EXPECT_THAT(result(1).content, HasSubstr("unknown tool 'nope'; the available tools are: bash"));
+  EXPECT_THAT(result(2).content, HasSubstr("the required field 'command' is missing"));
+  EXPECT_THAT(result(3).content, HasSubstr("'command' must be of type string, got number"));
+  EXPECT_FALSE(result(4).is_error);
+  EXPECT_EQ(result(4).tool_use_id, "ok");
+}
+
+TEST_F(LoopTest, ThreeConsecutiveMalformedTurnsStop) {
+  provider_.Reply("", StopReason::kToolUse, {Malformed("a")});
+  provider_.Reply("", StopReason::kToolUse, {Call("fine")});  // Resets the count.
+  for (int i = 0; i < 3; ++i) provider_.Reply("", StopReason::kToolUse, {Malformed("m")});
+  provider_.Reply("never asked", StopReason::kEndTurn);
+  LoopOutcome out = Run();
+  EXPECT_EQ(out.stop, LoopStop::kMalformedToolCalls);
+  EXPECT_EQ(provider_.requests.size(), 5u);
+  EXPECT_THAT(out.final_text, HasSubstr("malformed_tool_calls"));
 }
 
 TEST_F(LoopTest, TranscriptRecordsEveryStep) {

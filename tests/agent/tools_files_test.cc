@@ -19,11 +19,9 @@ class FileToolsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ctx_.workdir = dir_.path();
-    sandbox::Policy off;  // The sandbox has its own tests; here: the tool's mechanics.
-    off.enabled = false;
-    off.workdir = dir_.path();
-    ctx_.sandbox =
-        std::make_shared<const sandbox::Sandbox>(sandbox::Sandbox::ForTools(off).value());
+    Result<std::shared_ptr<const UniqueFd>> fd = OpenWorkdir(dir_.path());
+    ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+    ctx_.workdir_fd = *fd;
   }
   ToolOutput Run(const std::string& name, nlohmann::json input) {
     return RunBaseTool(ToolUseBlock{"id", name, std::move(input)}, ctx_);

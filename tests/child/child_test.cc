@@ -18,10 +18,10 @@
 #include <string>
 #include <vector>
 
-#include "ipc/frame.h"
-#include "ipc/messages.h"
 #include "base/process.h"
 #include "base/unique_fd.h"
+#include "ipc/frame.h"
+#include "ipc/messages.h"
 #include "sandbox/sandbox.h"
 #include "tests/mock/mock_server.h"
 
@@ -163,6 +163,10 @@ class ChildTest : public ::testing::Test {
         if (!next->has_value()) break;
         run.frames.push_back(std::move(**next));
       }
+      if (close_report_after_ > 0 && run.frames.size() >= close_report_after_) {
+        out->read.reset();  // The parent is gone, as far as fd 4 can tell.
+        break;
+      }
     }
     Result<int> status = child->Wait();
     EXPECT_TRUE(status.ok());
@@ -202,6 +206,7 @@ class ChildTest : public ::testing::Test {
   mock::MockServer server_;
   std::vector<std::pair<int, int>> extra_fds_;  // Descriptors the child must not keep.
   std::function<void()> after_spawn_;
+  size_t close_report_after_ = 0;  // Close the read end of fd 4 after this many frames.
   std::string root_;
   std::string workdir_;
 };
@@ -630,6 +635,163 @@ TEST_F(ChildTest, OversizedStartFrameIsRefusedBeforeItIsRead) {
   EXPECT_EQ(run.error()->code, "bad_start");
   EXPECT_THAT(run.error()->message, HasSubstr("start frame"));
   EXPECT_EQ(run.exit_code, 2);
+}
+
+}  // namespace
+}  // namespace forkbox
+
+namespace forkbox {
+namespace {
+
+// Task temp dirs (.forkbox-tmp/task-*) left in the workdir.
+std::vector<std::string> TaskTmpDirs(const std::string& workdir) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(workdir + "/.forkbox-tmp", ec)) {
+    out.push_back(e.path().filename().string());
+  }
+  return out;
+}
+
+// The parent closing fd 4 mid-task used to end the child with _exit from inside a callback,
+// skipping the temp dir's destructor. Now the loop stops and the task unwinds.
+TEST_F(ChildTest, ParentGoneMidTaskStopsTheTaskAndRemovesItsTempDir) {
+  // A model that never stops calling tools: only the parent's absence can end the task.
+  Scenario(
+      {{"rules",
+        {{{"reply",
+           {{"tool_calls", {ToolCall("bash", {{"command", "echo $TMPDIR > tmpdir.txt"}})}}}}}}}});
+  ipc::StartMessage start = Start("loop");
+  start.limits.max_turns = 1000;
+  close_report_after_ = 2;  // The model turn's event and the first tool call's.
+  ChildRun run = Run(start);
+  EXPECT_EQ(run.exit_code, 5) << run.stderr_text;  // kExitParentGone
+  EXPECT_THAT(run.stderr_text, HasSubstr("the parent is gone"));
+  // The task did create its temp dir (the tool saw it) and removed it.
+  EXPECT_THAT(ReadAll(workdir_ + "/tmpdir.txt"), HasSubstr(".forkbox-tmp/"));
+  EXPECT_THAT(TaskTmpDirs(workdir_), ::testing::IsEmpty());
+  EXPECT_LT(server_.request_count(), 1000u);
+}
+
+// Issue 15: a llama.cpp-style cut JSON argument goes back to the model as an is_error result
+// naming the problem and the schema; the request is not re-sent and the task completes. Both
+// wire formats, streaming and not.
+TEST_F(ChildTest, MalformedToolCallGoesBackToTheModelAndTheTaskCompletes) {
+  for (const bool openai : {false, true}) {
+    for (const bool stream : {true, false}) {
+      server_.ClearRequests();
+      Scenario({{"require_key", false},
+                {"rules",
+                 {{{"when", {{"turn", 0}}},
+                   {"reply", {{"tool_calls", {ToolCall("bash", "{\"command\": \"ls")}}}}},
+                  {{"when", {{"turn", 1}}}, {"reply", {{"text", "recovered"}}}}}}});
+      ipc::StartMessage start = Start("list");
+      if (openai) {
+        start.provider.name = "openai";
+        start.provider.base_url = server_.openai_base_url();
+        start.provider.model = "local";
+      }
+      start.provider.stream = stream;
+      ChildRun run = Run(start);
+      ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+      EXPECT_EQ(run.result()->summary, "recovered");
+      EXPECT_EQ(run.result()->stats.stop_reason, "completed");
+      ASSERT_EQ(server_.request_count(), 2u) << "openai " << openai << " stream " << stream;
+      auto results = ResultsIn(1);
+      ASSERT_EQ(results.size(), 1u);
+      if (!openai) {
+        EXPECT_TRUE(results[0].is_error);  // OpenAI tool messages carry no flag.
+      }
+      EXPECT_THAT(results[0].text, HasSubstr("not valid JSON"));
+      EXPECT_THAT(results[0].text, HasSubstr("\"required\":[\"command\"]"));
+    }
+  }
+}
+
+// Local-server quirks the mock can play (OpenAI format, streaming and not), each completing:
+// finish_reason "stop" with tool calls present, several calls in one turn, `length` in the middle
+// of a tool call (the cut call never runs), an empty assistant message.
+TEST_F(ChildTest, LocalServerQuirksComplete) {
+  struct Quirk {
+    const char* name;
+    json rules;
+    const char* stop_reason;
+    size_t requests;
+  };
+  const Quirk quirks[] = {
+      {"stop with tool calls",
+       {{{"when", {{"turn", 0}}},
+         {"reply",
+          {{"tool_calls", {ToolCall("bash", {{"command", "echo hi"}})}},
+           {"stop_reason", "end_turn"}}}},
+        {{"when", {{"turn", 1}}}, {"reply", {{"text", "done"}}}}},
+       "completed",
+       2},
+      {"several calls in one turn",
+       {{{"when", {{"turn", 0}}},
+         {"reply",
+          {{"tool_calls",
+            {ToolCall("bash", {{"command", "echo a"}}), ToolCall("bash", {{"command", "echo b"}}),
+             ToolCall("read_file", {{"path", "missing"}})}}}}},
+        {{"when", {{"turn", 1}}}, {"reply", {{"text", "done"}}}}},
+       "completed",
+       2},
+      {"length mid tool call",
+       {{{"reply",
+          {{"text", "cut"},
+           {"tool_calls", {ToolCall("bash", {{"command", "touch never-run"}})}},
+           {"stop_reason", "max_tokens"}}}}},
+       "max_tokens",
+       1},
+      {"empty assistant message", {{{"reply", {{"text", ""}}}}}, "completed", 1},
+  };
+  for (const Quirk& q : quirks) {
+    for (const bool stream : {true, false}) {
+      server_.ClearRequests();
+      Scenario({{"require_key", false}, {"rules", q.rules}});
+      ipc::StartMessage start = Start("quirk");
+      start.provider.name = "openai";
+      start.provider.base_url = server_.openai_base_url();
+      start.provider.model = "local";
+      start.provider.stream = stream;
+      ChildRun run = Run(start);
+      ASSERT_NE(run.result(), nullptr) << q.name << ": " << run.stderr_text;
+      EXPECT_EQ(run.result()->stats.stop_reason, q.stop_reason) << q.name;
+      EXPECT_EQ(server_.request_count(), q.requests) << q.name;
+      EXPECT_FALSE(run.result()->summary.empty()) << q.name;
+    }
+  }
+  EXPECT_FALSE(std::filesystem::exists(workdir_ + "/never-run"));
+}
+
+// Orphans re-parented to the agent are reaped while the task runs, not only at its end.
+TEST_F(ChildTest, OrphanedZombiesAreReapedWhileTheTaskRuns) {
+  // Zombie children of the agent ($PPID of the tool's bash). cat, not awk, opens the files:
+  // processes vanish while they are listed.
+  const std::string count =
+      "cat /proc/[0-9]*/status 2>/dev/null | awk -v p=$PPID '/^Name:/{s=\"\"} /^State:/{s=$2} "
+      "/^PPid:/{if (s==\"Z\" && $2==p) n++} END{print n+0}'";
+  // 40 orphans (their parent subshell exits at once; a few are reaped by it first): wait until at
+  // least 20 are zombies of the agent.
+  const std::string make =
+      "for i in $(seq 40); do (sh -c 'exit 0' &); done; "
+      "until [ \"$(" +
+      count + ")\" -ge 20 ]; do :; done; echo made $(" + count + ")";
+  Scenario({{"rules",
+             {{{"when", {{"turn", 0}}},
+               {"reply", {{"tool_calls", {ToolCall("bash", {{"command", make}})}}}}},
+              {{"when", {{"turn", 1}}},
+               {"reply",
+                {{"tool_calls", {ToolCall("bash", {{"command", "echo left $(" + count + ")"}})}}}}},
+              {{"when", {{"turn", 2}}}, {"reply", {{"text", "done"}}}}}}});
+  ipc::StartMessage start = Start("zombies");
+  start.limits.tool_timeout_ms = 20'000;
+  ChildRun run = Run(start);
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  ASSERT_EQ(ResultsIn(1).size(), 1u);
+  EXPECT_THAT(ResultsIn(1)[0].text, HasSubstr("made ")) << ResultsIn(1)[0].text;  // Control.
+  ASSERT_EQ(ResultsIn(2).size(), 2u);
+  EXPECT_THAT(ResultsIn(2).back().text, HasSubstr("left 0"));
 }
 
 }  // namespace

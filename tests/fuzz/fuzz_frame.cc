@@ -8,9 +8,9 @@
 #include <string_view>
 #include <vector>
 
+#include "base/utf8.h"
 #include "ipc/frame.h"
 #include "ipc/messages.h"
-#include "base/utf8.h"
 
 namespace {
 

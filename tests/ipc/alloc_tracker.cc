@@ -1,11 +1,22 @@
 #include "tests/ipc/alloc_tracker.h"
 
+#include <malloc.h>
+
 #include <cstdlib>
 #include <new>
+#include <string_view>
 
 namespace {
 thread_local bool g_tracking = false;
 thread_local size_t g_largest = 0;
+thread_local std::string_view g_needle;
+thread_local size_t g_hits = 0;
+
+void ScanBeforeFree(void* p) {
+  if (g_needle.empty() || p == nullptr) return;
+  const std::string_view block(static_cast<const char*>(p), malloc_usable_size(p));
+  if (block.find(g_needle) != std::string_view::npos) ++g_hits;
+}
 }  // namespace
 
 namespace forkbox::ipc::testing {
@@ -15,6 +26,13 @@ AllocationTracker::AllocationTracker() {
 }
 AllocationTracker::~AllocationTracker() { g_tracking = false; }
 size_t AllocationTracker::largest() const { return g_largest; }
+
+FreedMemoryScanner::FreedMemoryScanner(std::string_view needle) {
+  g_hits = 0;
+  g_needle = needle;
+}
+FreedMemoryScanner::~FreedMemoryScanner() { g_needle = {}; }
+size_t FreedMemoryScanner::hits() const { return g_hits; }
 }  // namespace forkbox::ipc::testing
 
 // Replacements of the global allocation functions for this test binary (malloc-backed, so
@@ -25,7 +43,10 @@ void* operator new(size_t size) {
   throw std::bad_alloc();
 }
 void* operator new[](size_t size) { return operator new(size); }
-void operator delete(void* p) noexcept { std::free(p); }
-void operator delete[](void* p) noexcept { std::free(p); }
-void operator delete(void* p, size_t) noexcept { std::free(p); }
-void operator delete[](void* p, size_t) noexcept { std::free(p); }
+void operator delete(void* p) noexcept {
+  ScanBeforeFree(p);
+  std::free(p);
+}
+void operator delete[](void* p) noexcept { operator delete(p); }
+void operator delete(void* p, size_t) noexcept { operator delete(p); }
+void operator delete[](void* p, size_t) noexcept { operator delete(p); }

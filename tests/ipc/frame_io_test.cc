@@ -15,8 +15,8 @@
 #include <thread>
 #include <vector>
 
-#include "ipc/frame.h"
 #include "base/process.h"
+#include "ipc/frame.h"
 #include "tests/ipc/test_util.h"
 
 namespace forkbox::ipc {

@@ -290,6 +290,13 @@ TEST(FrameTest, DeepNestingIsRejected) {
   Status st = DecodeOne(RawFrame(payload));
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
   EXPECT_THAT(st.message(), HasSubstr("nests deeper than 32 levels"));
+  // Exactly 32 levels (the object and 31 arrays) pass; one more does not.
+  std::string at_limit = R"({"type":"error","code":"c","message":"m","x":)";
+  at_limit += std::string(31, '[') + std::string(31, ']') + "}";
+  EXPECT_TRUE(DecodeOne(RawFrame(at_limit)).ok());
+  std::string over = R"({"type":"error","code":"c","message":"m","x":)";
+  over += std::string(32, '[') + std::string(32, ']') + "}";
+  EXPECT_THAT(DecodeOne(RawFrame(over)).message(), HasSubstr("nests deeper than 32 levels"));
   // Brackets inside strings do not count.
   json j = ToJson(SampleError());
   j["message"] = std::string(1000, '[');

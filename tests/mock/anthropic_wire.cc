@@ -98,7 +98,7 @@ class Anthropic final : public WireFormat {
            {"content_block",
             {{"type", "tool_use"}, {"id", c.id}, {"name", c.name}, {"input", ojson::object()}}}}));
       if (index == 0) events.push_back("event: ping\ndata: {\"type\": \"ping\"}\n\n");
-      const std::string json = Dump(ojson(c.input));
+      const std::string json = ArgumentsText(c);
       std::vector<std::string> pieces{""};  // The first partial_json is "" as on the wire.
       for (std::string& p : SplitUtf8(json, (json.size() + 2) / 3)) pieces.push_back(std::move(p));
       for (const std::string& piece : pieces) {

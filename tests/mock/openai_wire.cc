@@ -56,7 +56,7 @@ class OpenAi final : public WireFormat {
         message["tool_calls"].push_back(
             {{"id", c.id},
              {"type", "function"},
-             {"function", {{"name", c.name}, {"arguments", Dump(ojson(c.input))}}}});
+             {"function", {{"name", c.name}, {"arguments", ArgumentsText(c)}}}});
       }
     }
     message["refusal"] = nullptr;
@@ -91,7 +91,7 @@ class OpenAi final : public WireFormat {
                                          {"type", "function"},
                                          {"function", {{"name", c.name}, {"arguments", ""}}}}})}},
           nullptr));
-      const std::string args = Dump(ojson(c.input));
+      const std::string args = ArgumentsText(c);
       for (const std::string& piece : SplitUtf8(args, (args.size() + 2) / 3)) {
         events.push_back(Chunk(
             ctx,

@@ -103,7 +103,10 @@ void ParseReply(const json& j, const std::string& path, Reply* reply) {
       call.name = GetString(calls[i], "name", cpath);
       if (call.name.empty()) Fail(cpath + ".name", "must not be empty");
       if (calls[i].contains("input")) {
-        if (!calls[i]["input"].is_object()) Fail(cpath + ".input", "must be an object");
+        // A string is a model's broken arguments, sent verbatim (see docs/mock.md).
+        if (!calls[i]["input"].is_object() && !calls[i]["input"].is_string()) {
+          Fail(cpath + ".input", "must be an object or a string");
+        }
         call.input = calls[i]["input"];
       }
       if (calls[i].contains("id")) call.id = GetString(calls[i], "id", cpath);

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "base/utf8.h"
+
 namespace forkbox::mock {
 
 const WireFormat& AnthropicWire();
@@ -16,16 +18,20 @@ std::vector<std::string> SplitUtf8(const std::string& text, size_t max_bytes) {
   max_bytes = std::max<size_t>(max_bytes, 4);
   size_t start = 0;
   while (start < text.size()) {
-    size_t end = std::min(text.size(), start + max_bytes);
-    // Back up over continuation bytes (10xxxxxx) so a code point is never split.
-    while (end < text.size() && end > start + 1 &&
-           (static_cast<unsigned char>(text[end]) & 0xC0) == 0x80) {
-      --end;
-    }
+    // A code point is never split (a lone stray byte still moves on).
+    size_t end = start + TruncateUtf8(std::string_view(text).substr(start), max_bytes).size();
+    if (end == start) end = std::min(text.size(), start + max_bytes);
     pieces.push_back(text.substr(start, end - start));
     start = end;
   }
   return pieces;
+}
+
+std::string ArgumentsText(const ToolCall& call) {
+  if (call.input.is_string()) return call.input.get<std::string>();
+  // Key order as given (ordered_json), like the wire formats' own dumps.
+  return nlohmann::ordered_json(call.input)
+      .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace forkbox::mock

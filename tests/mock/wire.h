@@ -45,4 +45,8 @@ const WireFormat& WireFor(Format format);
 // Splits UTF-8 text into pieces of at most `max_bytes` (never inside a code point).
 std::vector<std::string> SplitUtf8(const std::string& text, size_t max_bytes);
 
+// A tool call's arguments as sent: the compact JSON of an object input, or a string input
+// verbatim (a model's broken JSON, e.g. llama.cpp's cut `{"command": "ls`).
+std::string ArgumentsText(const ToolCall& call);
+
 }  // namespace forkbox::mock

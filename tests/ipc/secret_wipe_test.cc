@@ -1,0 +1,97 @@
+// The API key travels in the start frame. Every buffer of the frame layer that held it (the
+// decoder's buffer as it grows, compacts and dies, the parsed JSON, the reader's read chunk) is
+// zeroed before it is freed: a scan of every block freed while a start frame is decoded finds the
+// key in none of them. The control frees one unwiped copy and must be caught.
+#include <gtest/gtest.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <string>
+#include <variant>
+
+#include "base/process.h"
+#include "ipc/frame.h"
+#include "tests/ipc/alloc_tracker.h"
+#include "tests/ipc/test_util.h"
+
+namespace forkbox::ipc {
+namespace {
+
+using testing::FreedMemoryScanner;
+
+// Long enough to live on the heap (no small-string buffer), unlike any other field.
+const char kKey[] = "sk-ant-api03-SECRET-7f3a9c2e1b4d8f6a0e5c7b9d2f4a6c8e0b1d3f5a7c9e";
+
+void Wipe(std::string& s) { ::explicit_bzero(s.data(), s.size()); }
+
+std::string StartFrame() {
+  StartMessage start = testing::SampleStart();
+  start.provider.api_key = kKey;
+  start.prompt = std::string(20000, 'p');  // Several reads and buffer growths.
+  Result<std::string> frame = EncodeMessage(start);
+  Wipe(start.provider.api_key);
+  EXPECT_TRUE(frame.ok());
+  return frame.ok() ? *frame : std::string();
+}
+
+// Takes the key out of the decoded message and zeroes it, as the child does.
+void ConsumeKey(Message& message) {
+  auto* start = std::get_if<StartMessage>(&message);
+  ASSERT_NE(start, nullptr);
+  EXPECT_EQ(start->provider.api_key, kKey);
+  Wipe(start->provider.api_key);
+}
+
+TEST(SecretWipeTest, ControlAnUnwipedFreeIsFound) {
+  FreedMemoryScanner scanner(kKey);
+  { std::string copy = kKey; }
+  EXPECT_EQ(scanner.hits(), 1u);
+}
+
+TEST(SecretWipeTest, DecoderLeavesNoKeyInFreedMemoryWhateverTheChunking) {
+  std::string frame = StartFrame();
+  for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}, frame.size()}) {
+    FreedMemoryScanner scanner(kKey);
+    {
+      FrameDecoder decoder;
+      // A frame before the start frame makes the decoder compact its buffer too.
+      Result<std::string> event = EncodeMessage(testing::SampleEvent());
+      ASSERT_TRUE(event.ok());
+      std::string stream = *event + frame;
+      for (size_t off = 0; off < stream.size(); off += chunk) {
+        ASSERT_TRUE(decoder.Feed(std::string_view(stream).substr(off, chunk)).ok());
+      }
+      Wipe(stream);
+      for (int i = 0; i < 2; ++i) {
+        Result<std::optional<Message>> next = decoder.Next();
+        ASSERT_TRUE(next.ok() && next->has_value()) << next.status().ToString();
+        if (i == 1) ConsumeKey(**next);
+      }
+      // Zeroed as soon as the frame was returned, not only when the decoder goes.
+      EXPECT_EQ(decoder.raw_buffer().find(kKey), std::string_view::npos) << "chunk " << chunk;
+    }
+    EXPECT_EQ(scanner.hits(), 0u) << "chunk " << chunk;
+  }
+  Wipe(frame);
+}
+
+TEST(SecretWipeTest, ReaderLeavesNoKeyInFreedMemory) {
+  std::string frame = StartFrame();
+  Result<Pipe> pipe = MakePipe();
+  ASSERT_TRUE(pipe.ok());
+  ASSERT_EQ(::write(pipe->write.get(), frame.data(), frame.size()),
+            static_cast<ssize_t>(frame.size()));
+  Wipe(frame);
+  pipe->write.reset();
+  FreedMemoryScanner scanner(kKey);
+  {
+    FrameReader reader(pipe->read.get());
+    Result<Message> message = reader.Read();
+    ASSERT_TRUE(message.ok()) << message.status().ToString();
+    ConsumeKey(*message);
+  }
+  EXPECT_EQ(scanner.hits(), 0u);
+}
+
+}  // namespace
+}  // namespace forkbox::ipc
