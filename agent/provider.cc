@@ -7,6 +7,7 @@
 #include "agent/anthropic.h"
 #include "agent/http_client.h"
 #include "agent/openai.h"
+#include "agent/provider_settings.h"
 #include "agent/retry.h"
 #include "agent/wire.h"
 
@@ -15,11 +16,6 @@ namespace forkbox::agent {
 namespace {
 
 using nlohmann::json;
-
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? "" : v;
-}
 
 void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
   if (from.empty()) return;
@@ -287,31 +283,6 @@ std::string ModelError::ToString() const {
   return out;
 }
 
-std::string DefaultBaseUrl(const std::string& provider) {
-  if (provider == "openai") return "https://api.openai.com/v1";
-  if (provider == "anthropic" || provider.empty()) return "https://api.anthropic.com";
-  return "";
-}
-
-std::string DefaultModel(const std::string& provider) {
-  if (provider == "openai") return "gpt-4.1";
-  if (provider == "anthropic" || provider.empty()) return "claude-sonnet-4-5";
-  return "";
-}
-
-void ApplyEnvironmentDefaults(ProviderConfig& config) {
-  if (config.name.empty()) config.name = Env("FORKBOX_PROVIDER");
-  if (config.name.empty()) config.name = "anthropic";
-  const bool openai = config.name == "openai";
-  if (config.api_key.empty()) config.api_key = Env(openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
-  if (config.base_url.empty()) {
-    config.base_url = Env(openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL");
-  }
-  if (config.model.empty()) config.model = Env("FORKBOX_MODEL");
-  if (config.base_url.empty()) config.base_url = DefaultBaseUrl(config.name);
-  if (config.model.empty()) config.model = DefaultModel(config.name);
-}
-
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error) {
   return MakeProvider(config, error, ProviderHooks{});
 }
@@ -319,47 +290,16 @@ std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError*
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config_in, ModelError* error,
                                        const ProviderHooks& hooks_in) {
   ProviderConfig config = config_in;
-  if (config.name.empty()) config.name = "anthropic";
   auto fail = [&](std::string message) -> std::unique_ptr<Provider> {
     ModelError e;
     e.kind = ModelError::Kind::kConfig;
     e.provider = config.name;
     e.message = std::move(message);
-    if (config.api_key.size() >= 4) ReplaceAll(e.message, config.api_key, "[REDACTED]");
     if (error != nullptr) *error = std::move(e);
     return nullptr;
   };
-  if (config.name != "anthropic" && config.name != "openai") {
-    return fail("unknown provider \"" + config.name + "\" (expected anthropic or openai)");
-  }
+  if (Status valid = ValidateProviderSettings(config); !valid.ok()) return fail(valid.message());
   const bool anthropic = config.name == "anthropic";
-  if (anthropic && config.api_key.empty()) {
-    return fail("no API key: set ANTHROPIC_API_KEY");
-  }
-  if (config.api_key.find_first_of("\r\n") != std::string::npos) {
-    return fail("the API key contains a line break");
-  }
-  if (config.base_url.empty()) config.base_url = DefaultBaseUrl(config.name);
-  if (config.model.empty()) config.model = DefaultModel(config.name);
-  while (!config.base_url.empty() && config.base_url.back() == '/') config.base_url.pop_back();
-  if (!config.base_url.starts_with("http://") && !config.base_url.starts_with("https://")) {
-    return fail("base URL \"" + config.base_url + "\" must start with http:// or https://");
-  }
-  if (config.base_url.find_first_of(" \t\r\n") != std::string::npos) {
-    return fail("base URL contains whitespace");
-  }
-  if (anthropic && config.base_url.ends_with("/v1")) {
-    return fail("Anthropic base URL \"" + config.base_url +
-                "\" must not end in /v1 (the client adds /v1/messages)");
-  }
-  if (config.max_tokens <= 0) return fail("max_tokens must be positive");
-  if (config.max_retries < 0 || config.max_retries > 100) {
-    return fail("max_retries must be between 0 and 100");
-  }
-  if (config.connect_timeout_ms <= 0 || config.idle_timeout_ms <= 0 ||
-      config.total_timeout_ms <= 0) {
-    return fail("timeouts must be positive");
-  }
   std::string curl_error;
   auto http = HttpClient::Create(
       HttpTimeouts{config.connect_timeout_ms, config.idle_timeout_ms, config.total_timeout_ms},

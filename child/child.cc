@@ -17,7 +17,6 @@
 #include "agent/http_client.h"
 #include "agent/loop.h"
 #include "agent/provider.h"
-#include "agent/provider_settings.h"
 #include "agent/tools.h"
 #include "child/reporter.h"
 #include "child/runner.h"
@@ -175,11 +174,9 @@ int Task::Run() {
   if (!tmp.ok()) return Fail("sandbox", tmp.status().ToString(), kExitSandbox);
   policy->tmpdir = tmp->path();
 
-  agent::ProviderConfig config = agent::FromProviderSettings(start->provider);
-  Wipe(start->provider.api_key);
   agent::ModelError config_error;
-  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(config, &config_error);
-  Wipe(config.api_key);
+  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(start->provider, &config_error);
+  Wipe(start->provider.api_key);
   if (!provider) return Fail("model", config_error.ToString(), kExitModel);
 
   agent::ToolContext ctx;

@@ -44,29 +44,39 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
   app.add_option("--tool-timeout", o.tool_timeout_s, "Seconds before a tool command is killed")
       ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
-  app.add_flag("--allow-net", o.allow_net, "Let tool commands use the network");
-  app.add_option("--writable", o.writable, "Extra writable path (repeatable)")
+  app.add_flag("--allow-net", o.sandbox.allow_net, "Let tool commands use the network");
+  app.add_option("--writable", o.sandbox.writable, "Extra writable path (repeatable)")
       ->allow_extra_args(false);
-  app.add_option("--env", o.env, "Pass environment variable NAME to tools (repeatable)")
+  app.add_option("--env", o.sandbox.env, "Pass environment variable NAME to tools (repeatable)")
       ->allow_extra_args(false);
   app.add_option("--transcript-dir", o.transcript_dir, "Write one JSONL transcript per task here");
   auto* quiet = app.add_flag("-q,--quiet", o.quiet, "No banner or progress on stderr");
-  app.add_flag("-v,--verbose", o.verbose, "Log requests and children's stderr")->excludes(quiet);
+  app.add_flag("-v,--verbose", o.provider.verbose, "Log requests and children's stderr")
+      ->excludes(quiet);
   app.add_flag("--json", o.json, "Print one JSON object with the answer and stats at the end");
-  app.add_option("--provider", o.provider, "anthropic or openai")
-      ->check(CLI::IsMember({"anthropic", "openai"}));
-  app.add_option("--model", o.model, "Model name (default: the provider's)");
-  app.add_option("--base-url", o.base_url, "API base URL");
-  app.add_option("--max-tokens", o.max_tokens, "Output token limit per model call")
+  app.add_option("--provider", o.provider.name, "anthropic or openai");
+  app.add_option("--model", o.provider.model, "Model name (default: the provider's)");
+  app.add_option("--base-url", o.provider.base_url, "API base URL");
+  app.add_option("--max-tokens", o.provider.max_tokens, "Output token limit per model call")
       ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
       ->capture_default_str();
-  app.add_option("--max-retries", o.max_retries, "Retries of a failed model call")
-      ->check(CLI::Range(0, 100))
+  app.add_option("--max-retries", o.provider.max_retries, "Retries of a failed model call")
+      ->check(CLI::Range(int64_t{0}, int64_t{100}))
       ->capture_default_str();
   app.add_option("--child-path", o.child_path,
                  "forkbox-child binary (default: $FORKBOX_CHILD, else next to forkbox)");
   app.add_option("--sandbox", sandbox_mode, "on|off; off runs tools UNSANDBOXED")
       ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+  double request_timeout_s = static_cast<double>(o.provider.total_timeout_ms) / 1000.0;
+  double idle_timeout_s = static_cast<double>(o.provider.idle_timeout_ms) / 1000.0;
+  app.add_option("--request-timeout", request_timeout_s,
+                 "Seconds one model request may take in all (retries not counted)")
+      ->check(CLI::Range(0.001, 86400.0))
+      ->capture_default_str();
+  app.add_option("--idle-timeout", idle_timeout_s,
+                 "Seconds a model reply may stay silent before it is abandoned")
+      ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
   bool no_subagents = false;
   bool no_stream = false;
@@ -91,9 +101,11 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
     return outcome;
   }
   o.has_prompt = app.count("prompt") > 0;
-  o.sandbox = sandbox_mode == "on";
+  o.sandbox.enabled = sandbox_mode == "on";
   o.subagents = !no_subagents;
-  o.stream = !no_stream;
+  o.provider.stream = !no_stream;
+  o.provider.total_timeout_ms = static_cast<int64_t>(request_timeout_s * 1000.0);
+  o.provider.idle_timeout_ms = static_cast<int64_t>(idle_timeout_s * 1000.0);
   outcome.options = std::move(o);
   return outcome;
 }

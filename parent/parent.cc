@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -19,6 +20,7 @@
 #include "parent/system_prompt.h"
 #include "parent/task_runner.h"
 #include "parent/tool_runner.h"
+#include "parent/transcripts.h"
 #include "sandbox/sandbox.h"
 
 extern char** environ;
@@ -39,138 +41,189 @@ Result<std::string> ReadStdin() {
   return text;
 }
 
-int Run(const Options& o) {
-  // The prompt.
-  std::string prompt;
-  bool interactive = false;
+bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+// The one-shot prompt, or nullopt for an interactive session. Errors are usage errors.
+Result<std::optional<std::string>> ReadPrompt(const Options& o) {
   if (o.has_prompt && o.prompt == "-") {
     auto text = ReadStdin();
-    if (!text.ok()) return Fail(kExitUsage, text.status().message());
-    prompt = std::move(*text);
-    if (prompt.find_first_not_of(" \t\r\n") == std::string::npos) {
-      return Fail(kExitUsage, "the prompt read from stdin is empty");
-    }
-  } else if (o.has_prompt) {
-    prompt = o.prompt;
-    if (prompt.find_first_not_of(" \t\r\n") == std::string::npos) {
-      return Fail(kExitUsage, "the prompt is empty");
-    }
-  } else if (isatty(STDIN_FILENO)) {
-    interactive = true;
-  } else {
-    return Fail(kExitUsage,
-                "no PROMPT and stdin is not a terminal; pass a prompt, or - to read it from "
-                "stdin (see --help)");
+    if (!text.ok()) return text.status();
+    if (Blank(*text)) return Status::InvalidArgument("the prompt read from stdin is empty");
+    return std::optional<std::string>(std::move(*text));
   }
-  if (interactive && o.json) return Fail(kExitUsage, "--json needs a PROMPT (one-shot mode)");
+  if (o.has_prompt) {
+    if (Blank(o.prompt)) return Status::InvalidArgument("the prompt is empty");
+    return std::optional<std::string>(o.prompt);
+  }
+  if (!isatty(STDIN_FILENO)) {
+    return Status::InvalidArgument(
+        "no PROMPT and stdin is not a terminal; pass a prompt, or - to read it from stdin (see "
+        "--help)");
+  }
+  if (o.json) return Status::InvalidArgument("--json needs a PROMPT (one-shot mode)");
+  return std::optional<std::string>();
+}
 
-  // Configuration, validated before anything runs.
+// Everything the command line and the environment decide, resolved and validated once.
+struct Settings {
+  std::string workdir;
+  ipc::ProviderSettings provider;
+  std::string child_path;     // Empty with --no-subagents.
+  TranscriptDir transcripts;  // fd -1: no --transcript-dir.
+};
+
+std::vector<std::string> WritableTrees(const Options& o, const std::string& workdir) {
+  std::vector<std::string> trees = {workdir};
+  for (const std::string& w : o.sandbox.writable) {
+    std::error_code ec;
+    auto canonical = std::filesystem::weakly_canonical(w, ec);
+    trees.push_back(ec ? w : canonical.string());
+  }
+  return trees;
+}
+
+Result<Settings> ResolveSettings(const Options& o) {
+  Settings s;
   auto workdir = ResolveWorkdir(o);
-  if (!workdir.ok()) return Fail(kExitUsage, workdir.status().message());
-  auto provider_config = ResolveProviderConfig(o);
-  if (!provider_config.ok()) return Fail(kExitUsage, provider_config.status().message());
-  std::optional<std::string> child_path;
+  if (!workdir.ok()) return workdir.status();
+  s.workdir = std::move(*workdir);
+  s.provider = o.provider;
+  FORKBOX_RETURN_IF_ERROR(agent::ResolveProviderSettings(s.provider));
   if (o.subagents) {
     auto path = ResolveChildPath(o);
-    if (!path.ok()) return Fail(kExitUsage, path.status().message());
-    child_path = *path;
+    if (!path.ok()) return path.status();
+    s.child_path = std::move(*path);
   }
-  std::string transcript_dir;
   if (!o.transcript_dir.empty()) {
-    auto dir = PrepareTranscriptDir(o.transcript_dir);
-    if (!dir.ok()) return Fail(kExitUsage, dir.status().message());
-    transcript_dir = *dir;
+    auto dir = OpenTranscriptDir(o.transcript_dir, WritableTrees(o, s.workdir));
+    if (!dir.ok()) return dir.status();
+    s.transcripts = std::move(*dir);
   }
+  return s;
+}
 
-  // The sandbox: fail closed.
-  ipc::SandboxSettings sandbox_settings = ToSandboxSettings(o);
-  auto policy = sandbox::PolicyFromSettings(sandbox_settings, *workdir);
-  if (!policy.ok()) return Fail(kExitUsage, policy.status().message());
-  sandbox::Report report = sandbox::Check(*policy);
-  if (o.sandbox && !report.enforceable) {
-    std::string why = "sandbox unavailable on kernel " + report.kernel + ":\n";
-    for (const auto& line : report.lines) {
-      if (line.state == "unavailable") {
-        why += "  " + line.protection + ": " + line.detail + "\n";
-      }
-    }
-    why += "refusing to run tools unsandboxed; --sandbox=off overrides (DANGEROUS)";
-    return Fail(kExitSandbox, why);
+std::string UnavailableText(const sandbox::Report& report) {
+  std::string why = "sandbox unavailable on kernel " + report.kernel + ":\n";
+  for (const auto& line : report.lines) {
+    if (line.state == "unavailable") why += "  " + line.protection + ": " + line.detail + "\n";
   }
-  if (o.sandbox) {
+  return why + "refusing to run tools unsandboxed; --sandbox=off overrides (DANGEROUS)";
+}
+
+// The session's tool policy, failing closed. Returns an exit code other than kExitOk on failure
+// (after printing why).
+struct SessionSandbox {
+  sandbox::Policy policy;
+  sandbox::Report report;
+  sandbox::TaskTmpDir tmpdir;  // Removed when the session ends.
+};
+int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
+  auto p = sandbox::PolicyFromSettings(o.sandbox, s.workdir);
+  if (!p.ok()) return Fail(kExitUsage, p.status().message());
+  out->report = sandbox::Check(*p);
+  if (o.sandbox.enabled && !out->report.enforceable) {
+    return Fail(kExitSandbox, UnavailableText(out->report));
+  }
+  if (o.sandbox.enabled) {
     // As root, one pids cgroup for the session holds fork bombs; joining it once here spares
     // every task and tool spawn a slow cgroup v1 attach.
-    Status joined = sandbox::JoinSessionProcessLimit(*policy, o.max_parallel);
+    Status joined = sandbox::JoinSessionProcessLimit(*p, o.max_parallel);
     if (!joined.ok()) return Fail(kExitSandbox, joined.ToString());
   }
-  auto tmpdir = sandbox::TaskTmpDir::Create(*workdir);
-  if (!tmpdir.ok()) return Fail(kExitFailure, "tool temp dir: " + tmpdir.status().ToString());
-  policy->tmpdir = tmpdir->path();
+  auto tmp = sandbox::TaskTmpDir::Create(s.workdir);
+  if (!tmp.ok()) return Fail(kExitFailure, "tool temp dir: " + tmp.status().ToString());
+  p->tmpdir = tmp->path();
+  out->tmpdir = std::move(*tmp);
+  out->policy = std::move(*p);
+  return kExitOk;
+}
+
+void PrintBanner(const Options& o, const Settings& s, const sandbox::Report& report) {
+  if (!o.sandbox.enabled) {
+    Err("forkbox: WARNING: --sandbox=off: tool commands run UNSANDBOXED with your full user "
+        "rights (files, network, secrets). Use only in a disposable environment.\n");
+  }
+  if (!s.transcripts.warning.empty()) Err("forkbox: warning: " + s.transcripts.warning + "\n");
+  if (o.quiet) return;
+  Err(std::string("forkbox ") + FORKBOX_VERSION_STRING + " · " + s.provider.name + " " +
+      s.provider.model + " @ " + s.provider.base_url + " · " +
+      (o.subagents ? "subagents on (max " + std::to_string(o.max_parallel) + " parallel)"
+                   : "baseline: no subagents") +
+      "\n");
+  Err((o.sandbox.enabled ? report.Banner() : std::string("sandbox: OFF")) + "\n");
+}
+
+agent::ToolContext ParentToolContext(const Options& o, const Settings& s,
+                                     const sandbox::Policy& policy) {
+  agent::ToolContext context;
+  context.workdir = s.workdir;
+  context.policy = policy;
+  context.env = sandbox::ToolEnvironment(policy, environ);
+  context.timeout_ms = static_cast<int64_t>(o.tool_timeout_s * 1000.0);
+  context.max_output_chars = 50'000;
+  context.cancelled = InterruptPending;  // Ctrl-C kills the parent's own running bash command.
+  return context;
+}
+
+std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
+                                       const agent::ToolContext& context) {
+  if (!o.subagents) return std::nullopt;
+  TaskConfig t;
+  t.child_path = s.child_path;
+  t.provider = s.provider;
+  t.limits.max_turns = o.task_max_turns;
+  t.limits.tool_timeout_ms = context.timeout_ms;
+  t.limits.max_tool_output_chars = context.max_output_chars;
+  t.workdir = s.workdir;
+  t.sandbox = o.sandbox;
+  t.transcript_dir_fd = s.transcripts.fd ? s.transcripts.fd.get() : -1;
+  t.child_env = context.env;  // Scrubbed: no keys; the key travels in the start frame only.
+  t.max_parallel = o.max_parallel;
+  t.timeout_ms = static_cast<int64_t>(o.task_timeout_s * 1000.0);
+  t.standby = o.standby;
+  return t;
+}
+
+agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s) {
+  agent::LoopOptions loop;
+  loop.system = ParentSystemPrompt(s.workdir, o.subagents);
+  loop.tools = agent::BaseToolDefs();
+  if (o.subagents) loop.tools.push_back(agent::TaskToolDef());
+  loop.max_turns = o.max_turns;
+  loop.max_tokens = s.provider.max_tokens;
+  return loop;
+}
+
+int Run(const Options& o) {
+  auto prompt = ReadPrompt(o);
+  if (!prompt.ok()) return Fail(kExitUsage, prompt.status().message());
+  auto settings = ResolveSettings(o);
+  if (!settings.ok()) return Fail(kExitUsage, settings.status().message());
+  const Settings& s = *settings;
+  SessionSandbox box;
+  if (int code = SetUpSandbox(o, s, &box); code != kExitOk) return code;
 
   agent::ModelError model_error;
   agent::ProviderHooks hooks;
   hooks.cancelled = InterruptPending;  // Ctrl-C in interactive mode stops the call in flight.
-  std::unique_ptr<agent::Provider> provider =
-      agent::MakeProvider(*provider_config, &model_error, hooks);
+  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(s.provider, &model_error, hooks);
   if (!provider) return Fail(kExitUsage, model_error.ToString());
 
   Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0);
-  if (!o.sandbox) {
-    Err("forkbox: WARNING: --sandbox=off: tool commands run UNSANDBOXED with your full user "
-        "rights (files, network, secrets). Use only in a disposable environment.\n");
-  }
-  if (!o.quiet) {
-    Err(std::string("forkbox ") + FORKBOX_VERSION_STRING + " · " + provider_config->name + " " +
-        provider_config->model + " @ " + provider_config->base_url + " · " +
-        (o.subagents ? "subagents on (max " + std::to_string(o.max_parallel) + " parallel)"
-                     : "baseline: no subagents") +
-        "\n");
-    Err((o.sandbox ? report.Banner() : std::string("sandbox: OFF")) + "\n");
-  }
-
-  agent::ToolContext context;
-  context.workdir = *workdir;
-  context.policy = *policy;
-  context.env = sandbox::ToolEnvironment(*policy, environ);
-  context.timeout_ms = static_cast<int64_t>(o.tool_timeout_s * 1000.0);
-  context.max_output_chars = 50'000;
-  context.cancelled = InterruptPending;  // Ctrl-C kills the parent's own running bash command.
-
-  std::optional<TaskConfig> tasks;
-  if (o.subagents) {
-    TaskConfig t;
-    t.child_path = *child_path;
-    t.provider = agent::ToProviderSettings(*provider_config);
-    t.limits.max_turns = o.task_max_turns;
-    t.limits.tool_timeout_ms = context.timeout_ms;
-    t.limits.max_tool_output_chars = context.max_output_chars;
-    t.workdir = *workdir;
-    t.sandbox = sandbox_settings;
-    t.transcript_dir = transcript_dir;
-    t.child_env = context.env;  // Scrubbed: no keys; the key travels in the start frame only.
-    t.verbose = o.verbose;
-    t.max_parallel = o.max_parallel;
-    t.timeout_ms = static_cast<int64_t>(o.task_timeout_s * 1000.0);
-    t.standby = o.standby;
-    tasks = std::move(t);
-  }
-
+  PrintBanner(o, s, box.report);
+  agent::ToolContext context = ParentToolContext(o, s, box.policy);
+  std::optional<TaskConfig> tasks = TaskConfigOf(o, s, context);
+  const bool interactive = !prompt->has_value();
   InterruptMode outside = interactive ? InterruptMode::kFlag : InterruptMode::kExit;
   if (Status st = InstallInterruptHandler(outside); !st.ok()) {
     return Fail(kExitFailure, st.ToString());
   }
   SessionStats stats;
   ParentToolRunner runner(context, std::move(tasks), progress, stats, outside);
-  agent::LoopOptions loop;
-  loop.system = ParentSystemPrompt(*workdir, o.subagents);
-  loop.tools = agent::BaseToolDefs();
-  if (o.subagents) loop.tools.push_back(agent::TaskToolDef());
-  loop.max_turns = o.max_turns;
-  loop.max_tokens = o.max_tokens;
-  Session session(*provider, loop, runner, stats);
-  OutputOptions out{o.json, o.stream, o.quiet};
+  Session session(*provider, ParentLoopOptions(o, s), runner, stats);
+  OutputOptions out{o.json, s.provider.stream, o.quiet};
   if (interactive) return RunInteractive(session, out, progress);
-  return RunOneShot(session, prompt, out, progress);
+  return RunOneShot(session, **prompt, out, progress);
 }
 
 }  // namespace

@@ -42,9 +42,9 @@ ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<Tas
       progress_(progress),
       stats_(stats),
       outside_mode_(outside_mode) {
-  if (tasks_ && tasks_->standby > 0 && tasks_->transcript_dir.empty()) {
+  if (tasks_ && tasks_->standby > 0 && tasks_->transcript_dir_fd < 0) {
     standby_ = std::make_unique<Standby>(*tasks_, static_cast<size_t>(tasks_->standby));
-    if (Status st = standby_->Refill(); !st.ok() && tasks_->verbose) {
+    if (Status st = standby_->Refill(); !st.ok() && tasks_->provider.verbose) {
       progress_.Note("starting children on demand: " + st.ToString());
     }
   }
