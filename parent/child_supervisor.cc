@@ -264,8 +264,7 @@ void ChildSupervisor::OnSignal() {
     if (interrupt_signal_ == 0) interrupt_signal_ = sig;
   }
   if (interrupt_signal_ == 0) return;
-  const std::string why =
-      std::string("interrupted by ") + (interrupt_signal_ == SIGINT ? "Ctrl-C" : "SIGTERM");
+  const std::string why = std::string("interrupted by ") + SignalName(interrupt_signal_);
   for (auto& c : running_) {
     if (!c->done) Kill(*c, KillReason::kCancelled, why);
   }

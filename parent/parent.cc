@@ -237,11 +237,14 @@ int ParentMain(int argc, char** argv) {
   std::fputs(cli.out.c_str(), stdout);
   std::fputs(cli.err.c_str(), stderr);
   if (!cli.options) return cli.exit_code;
+  int code;
   try {
-    return Run(*cli.options);
+    code = Run(*cli.options);
   } catch (const std::exception& e) {
-    return Fail(kExitFailure, std::string("internal error: ") + e.what());
+    code = Fail(kExitFailure, std::string("internal error: ") + e.what());
   }
+  KillAndReapAllChildren();  // Whatever a tool left behind dies with the session.
+  return code;
 }
 
 }  // namespace forkbox::parent

@@ -47,8 +47,6 @@ class StdoutStream {
   bool turn_ended_ = false;
 };
 
-std::string SignalName(int sig) { return sig == SIGINT ? "Ctrl-C" : "SIGTERM"; }
-
 }  // namespace
 
 Session::Session(agent::Provider& provider, agent::LoopOptions options, ParentToolRunner& runner,
@@ -125,7 +123,8 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
   std::string problem;
   if (turn.interrupt_signal != 0) {
     code = 128 + turn.interrupt_signal;
-    problem = "interrupted by " + SignalName(turn.interrupt_signal) + "; running tasks were killed";
+    problem = std::string("interrupted by ") + SignalName(turn.interrupt_signal) +
+              "; running tasks were killed";
   } else if (o.error) {
     code = kExitModel;
     problem = "model error: " + o.error->ToString();
@@ -199,7 +198,7 @@ int RunInteractive(Session& session, const OutputOptions& out, Progress& progres
       return kExitOk;
     }
     if (st == LineStatus::kInterrupted) {
-      if (signal == SIGTERM) return 128 + SIGTERM;
+      if (signal != SIGINT) return 128 + signal;
       WriteFd(STDERR_FILENO, "^C (type /quit to leave)\n");
       continue;
     }
@@ -236,7 +235,7 @@ int RunInteractive(Session& session, const OutputOptions& out, Progress& progres
     int late = TakeInterrupt();  // Ctrl-C during a model call that then answered without tools.
     if (turn.interrupt_signal != 0 || late != 0) {
       int sig = turn.interrupt_signal != 0 ? turn.interrupt_signal : late;
-      if (sig == SIGTERM) return 128 + SIGTERM;
+      if (sig != SIGINT) return 128 + sig;
       WriteFd(STDERR_FILENO, "(interrupted)\n");
     } else if (turn.outcome.error) {
       WriteFd(STDERR_FILENO, "forkbox: model error: " + turn.outcome.error->ToString() + "\n");

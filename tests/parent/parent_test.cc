@@ -783,3 +783,65 @@ TEST_F(RealChildTest, NoSubagentsBaselineUsesBaseToolsOnly) {
 
 }  // namespace
 }  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+// Starts `setsid -f` daemon that records its pid in `pid_file` and waits until it has; the
+// daemon leaves the caller's session and process group, so only a subreaper can catch it.
+std::string DaemonCommand(const std::string& pid_file) {
+  return "setsid -f sh -c 'echo $$ > " + pid_file + ".tmp; mv " + pid_file + ".tmp " + pid_file +
+         "; exec sleep 1000'; while [ ! -s " + pid_file + " ]; do :; done";
+}
+
+TEST_F(ParentTest, SighupTearsDownTheSessionAndTheDaemonsItsBashStarted) {
+  // Control: the same daemon started outside forkbox outlives the shell that started it.
+  {
+    SpawnOptions opts;
+    opts.argv = {"/bin/sh", "-c", DaemonCommand("control.pid")};
+    opts.env = Env();
+    opts.cwd = workdir_;
+    Result<ChildProcess> sh = Spawn(opts);
+    ASSERT_TRUE(sh.ok()) << sh.status().ToString();
+    ASSERT_TRUE(sh->Wait().ok());
+  }
+  std::vector<pid_t> control_pids = ReadPids(fs::path(workdir_) / "control.pid");
+  ASSERT_EQ(control_pids.size(), 1u);
+  EXPECT_FALSE(GoneOrDying(control_pids[0])) << "the control daemon did not survive its shell";
+  kill(control_pids[0], SIGKILL);
+
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash", {{"command", DaemonCommand("daemon.pid")}}, ""}});
+    }
+    if (r.view.assistant_turns == 1) {
+      return Calls({ToolCall{"bash", {{"command", "echo $$ > shell.pid; sleep 1000"}}, ""}});
+    }
+    return Text("never reached");
+  });
+  server_.Start();
+  RunSpec spec;
+  spec.args = {"--sandbox=off", "--standby=0", "go"};
+  spec.env = Env();
+  spec.cwd = workdir_;
+  LiveForkbox live(spec);
+  ASSERT_TRUE(live.WaitForStderr("bash: echo $$ > shell.pid")) << live.Finish().err;
+  std::vector<pid_t> pids = ReadPids(fs::path(workdir_) / "daemon.pid");
+  ASSERT_EQ(pids.size(), 1u);
+  ASSERT_FALSE(GoneOrDying(pids[0]));  // Alive while the session runs.
+  live.Signal(SIGHUP);
+  RunResult r = live.Finish();
+  EXPECT_EQ(r.exit_code, 128 + SIGHUP) << Dump(r);
+  for (pid_t p : ReadPids(fs::path(workdir_) / "shell.pid")) pids.push_back(p);
+  int survivors = 0;
+  for (pid_t p : pids) {
+    if (!GoneOrDying(p)) {
+      ++survivors;
+      kill(p, SIGKILL);
+    }
+  }
+  EXPECT_EQ(survivors, 0) << "processes of the session outlived SIGHUP";
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
