@@ -19,6 +19,7 @@
 #include "parent/signals.h"
 #include "parent/system_prompt.h"
 #include "parent/task_runner.h"
+#include "parent/terminal.h"
 #include "parent/tool_runner.h"
 #include "parent/transcripts.h"
 #include "sandbox/sandbox.h"
@@ -28,7 +29,7 @@ extern char** environ;
 namespace forkbox::parent {
 namespace {
 
-void Err(const std::string& s) { std::fputs(s.c_str(), stderr); }
+void Err(const std::string& s) { WriteText(STDERR_FILENO, s); }
 
 int Fail(int code, const std::string& message) {
   Err("forkbox: " + message + "\n");
@@ -234,8 +235,8 @@ int ParentMain(int argc, char** argv) {
   }
   if (Status st = HardenProcess(); !st.ok()) return Fail(kExitFailure, st.ToString());
   CliOutcome cli = ParseCommandLine(argc, argv);
-  std::fputs(cli.out.c_str(), stdout);
-  std::fputs(cli.err.c_str(), stderr);
+  WriteText(STDOUT_FILENO, cli.out);
+  WriteText(STDERR_FILENO, cli.err);
   if (!cli.options) return cli.exit_code;
   int code;
   try {

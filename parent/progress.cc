@@ -5,6 +5,8 @@
 
 #include <cerrno>
 
+#include "parent/terminal.h"
+
 namespace forkbox::parent {
 namespace {
 
@@ -21,7 +23,9 @@ std::string Fit(std::string s, size_t width) {
 
 Progress::Progress(bool enabled, bool tty, int fd) : enabled_(enabled), tty_(tty), fd_(fd) {}
 
-void Progress::Write(const std::string& s) {
+void Progress::Write(const std::string& s) { WriteText(fd_, s); }
+
+void Progress::WriteRaw(const std::string& s) {
   size_t off = 0;
   while (off < s.size()) {
     ssize_t n = write(fd_, s.data() + off, s.size() - off);
@@ -43,13 +47,16 @@ void Progress::Redraw(const std::string& permanent) {
   std::string out;
   if (drawn_ > 0) out += "\x1b[" + std::to_string(drawn_) + "F";  // Up to the first live line.
   out += "\x1b[J";                                                // Clear to the end.
-  out += permanent;
+  // Our own cursor controls are the only raw ones: the text in between is neutralised.
+  out += NeutraliseControls(permanent);
   size_t width = 100;
   struct winsize ws = {};
   if (ioctl(fd_, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1) width = ws.ws_col - 1;
-  for (const auto& [number, live] : live_) out += Fit(LiveLine(number, live), width) + "\n";
+  for (const auto& [number, live] : live_) {
+    out += Fit(NeutraliseControls(LiveLine(number, live)), width) + "\n";
+  }
   drawn_ = static_cast<int>(live_.size());
-  Write(out);
+  WriteRaw(out);
 }
 
 void Progress::Note(const std::string& line) {

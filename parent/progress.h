@@ -29,7 +29,8 @@ class Progress {
   };
   std::string LiveLine(int number, const Live& live) const;
   void Redraw(const std::string& permanent);
-  void Write(const std::string& s);
+  void Write(const std::string& s);     // Neutralised on a terminal (parent/terminal.h).
+  void WriteRaw(const std::string& s);  // Already neutralised, with our own cursor controls.
 
   bool enabled_;
   bool tty_;

@@ -8,18 +8,12 @@
 
 #include "parent/exit_codes.h"
 #include "parent/signals.h"
+#include "parent/terminal.h"
 
 namespace forkbox::parent {
 namespace {
 
-void WriteFd(int fd, std::string_view s) {
-  while (!s.empty()) {
-    ssize_t n = write(fd, s.data(), s.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    s.remove_prefix(static_cast<size_t>(n));
-  }
-}
+void WriteFd(int fd, std::string_view s) { WriteText(fd, s); }
 
 // Streams assistant text to stdout and keeps the output line-aligned between turns.
 class StdoutStream {
@@ -54,7 +48,7 @@ Session::Session(agent::Provider& provider, agent::LoopOptions options, ParentTo
     : provider_(provider), options_(std::move(options)), runner_(runner), stats_(stats) {}
 
 Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_text,
-                           const std::function<void()>& on_response) {
+                           const std::function<void(const agent::Response&)>& on_response) {
   size_t before = messages_.size();
   // After an interrupt the context ends with the user's tool results: the new prompt joins that
   // message, since roles must alternate.
@@ -66,7 +60,9 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
   }
   agent::LoopObserver observer;
   observer.on_text = on_text;
-  if (on_response) observer.on_response = [&](int, const agent::Response&) { on_response(); };
+  if (on_response) {
+    observer.on_response = [&](int, const agent::Response& r) { on_response(r); };
+  }
   Turn turn;
   try {
     turn.outcome = agent::RunLoop(provider_, messages_, options_, runner_, observer);
@@ -113,11 +109,14 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
 
 int RunOneShot(Session& session, const std::string& prompt, const OutputOptions& out,
                Progress& progress) {
-  StdoutStream stream;
-  agent::TextSink sink;
-  if (!out.json && out.stream) sink = [&](std::string_view s) { stream.Write(s); };
-  Session::Turn turn = session.Ask(prompt, sink, [&] { stream.TurnEnded(); });
-  stream.EndLine();
+  // Nothing is streamed to stdout: a streamed attempt can still fail and be retried, and the
+  // turns before the last are narration. The answer is known only when the loop ends.
+  Session::Turn turn = session.Ask(prompt, nullptr, [&](const agent::Response& r) {
+    if (agent::ToolUsesOf(r.message).empty()) return;
+    std::string narration = agent::TextOf(r.message);
+    while (!narration.empty() && narration.back() == '\n') narration.pop_back();
+    if (!narration.empty()) progress.Note(narration);
+  });
   const agent::LoopOutcome& o = turn.outcome;
   int code = kExitOk;
   std::string problem;
@@ -141,10 +140,10 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
     j["exit_code"] = code;
     if (!problem.empty()) j["error"] = problem;
     WriteFd(STDOUT_FILENO, j.dump() + "\n");
-  } else if (!out.stream && code != kExitModel) {
+  } else if (code != kExitModel && !o.final_text.empty()) {
     std::string text = o.final_text;
-    if (!text.empty() && text.back() != '\n') text += "\n";
-    WriteFd(STDOUT_FILENO, text);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    WriteFd(STDOUT_FILENO, text + "\n");
   }
   if (!problem.empty()) WriteFd(STDERR_FILENO, "forkbox: " + problem + "\n");
   if (!out.json && !out.quiet) {
@@ -227,7 +226,8 @@ int RunInteractive(Session& session, const OutputOptions& out, Progress& progres
     StdoutStream stream;
     agent::TextSink sink;
     if (out.stream) sink = [&](std::string_view s) { stream.Write(s); };
-    Session::Turn turn = session.Ask(input, sink, [&] { stream.TurnEnded(); });
+    Session::Turn turn =
+        session.Ask(input, sink, [&](const agent::Response&) { stream.TurnEnded(); });
     stream.EndLine();
     if (!out.stream && !turn.outcome.final_text.empty()) {
       WriteFd(STDOUT_FILENO, turn.outcome.final_text + "\n");

@@ -23,10 +23,10 @@ class Session {
     agent::LoopOutcome outcome;
     int interrupt_signal = 0;  // Non-zero: the turn was cancelled.
   };
-  // Runs one user prompt to the end. on_text receives streamed assistant text; on_response runs
-  // after each model reply (to separate the turns' texts).
+  // Runs one user prompt to the end. on_text receives streamed assistant text (fragments of an
+  // attempt that is then retried included); on_response receives each complete model reply.
   Turn Ask(const std::string& prompt, const agent::TextSink& on_text,
-           const std::function<void()>& on_response = {});
+           const std::function<void(const agent::Response&)>& on_response = {});
 
   int64_t context_bytes() const { return ContextBytes(messages_); }
   size_t message_count() const { return messages_.size(); }
@@ -46,7 +46,10 @@ struct OutputOptions {
   bool quiet = false;
 };
 
-// Returns the exit code (parent/exit_codes.h).
+// Returns the exit code (parent/exit_codes.h). One-shot stdout carries exactly the final answer
+// (the same bytes with or without streaming, ending in one newline; nothing of a failed attempt),
+// or the --json object; the text of the turns that call tools is narration and goes to stderr
+// as progress.
 int RunOneShot(Session& session, const std::string& prompt, const OutputOptions& out,
                Progress& progress);
 int RunInteractive(Session& session, const OutputOptions& out, Progress& progress);

@@ -2,6 +2,7 @@
 // server, with the real forkbox-child or fake children (fake_child.cc) that misbehave on purpose.
 // No sleeps: ordering comes from pipes, waitpid and the mock's recorded timestamps.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pty.h>
 #include <signal.h>
@@ -10,9 +11,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -841,6 +844,90 @@ TEST_F(ParentTest, SighupTearsDownTheSessionAndTheDaemonsItsBashStarted) {
     }
   }
   EXPECT_EQ(survivors, 0) << "processes of the session outlived SIGHUP";
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+// Narration, then a final turn whose first stream is cut mid-way and retried.
+void ScriptNarrationAndACutFinalStream(MockServer& server) {
+  auto cuts = std::make_shared<std::atomic<int>>(0);
+  server.SetHandler([cuts](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      Reply reply = Calls({ToolCall{"bash", {{"command", "true"}}, ""}});
+      reply.text = "I'll look first.";
+      return reply;
+    }
+    if (cuts->fetch_add(1) == 0) {
+      Reply reply = Text("partial text that gets cut off in the middle of the stream");
+      reply.fault = mock::Fault{};
+      reply.fault->kind = mock::Fault::Kind::kCutStream;
+      return reply;
+    }
+    return Text("parent ok after fault");
+  });
+}
+
+TEST_F(ParentTest, StdoutIsExactlyTheAnswerWithOrWithoutStreaming) {
+  for (bool stream : {true, false}) {
+    ScriptNarrationAndACutFinalStream(server_);
+    std::vector<std::string> args = {"--sandbox=off", "--standby=0", "go"};
+    if (!stream) args.insert(args.begin(), "--no-stream");
+    RunResult r = Run(args);
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    // Neither the narration nor the cut attempt's text: the answer and one newline.
+    EXPECT_EQ(r.out, "parent ok after fault\n") << "stream " << stream << "\n" << Dump(r);
+    EXPECT_NE(r.err.find("I'll look first."), std::string::npos) << Dump(r);
+    EXPECT_EQ(r.err.find("partial text"), std::string::npos) << Dump(r);
+  }
+  int cut = 0;
+  for (const auto& req : server_.requests()) cut += req.outcome == "fault:cut_stream" ? 1 : 0;
+  EXPECT_EQ(cut, 2);  // One cut attempt per run really happened.
+}
+
+// Runs forkbox with its stdout on a pseudo-terminal; returns what the terminal received.
+std::string RunWithStdoutOnPty(const std::vector<std::string>& args,
+                               const std::vector<std::string>& env, const std::string& cwd) {
+  int master = -1, slave = -1;
+  if (openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) return "openpty failed";
+  UniqueFd m(master), s(slave);
+  int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  UniqueFd null_fd(devnull);
+  SpawnOptions opts;
+  opts.argv = {ForkboxPath()};
+  opts.argv.insert(opts.argv.end(), args.begin(), args.end());
+  opts.env = env;
+  opts.cwd = cwd;
+  opts.fds = {{null_fd.get(), 0}, {s.get(), 1}, {null_fd.get(), 2}};
+  Result<ChildProcess> child = Spawn(opts);
+  if (!child.ok()) return child.status().ToString();
+  s.reset();
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  // EIO once the last slave descriptor closes.
+  while ((n = read(m.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  (void)child->Wait();
+  return out;
+}
+
+TEST_F(ParentTest, ControlSequencesReachATerminalEscapedAndAPipeUnchanged) {
+  const std::string evil = "clip\x1b]52;c;ZXZpbA==\x07 red\x1b[31m c1\xc2\x9b end";
+  server_.SetHandler([evil](const RecordedRequest&) { return Text(evil); });
+  server_.Start();
+  std::string tty = RunWithStdoutOnPty({"--sandbox=off", "--quiet", "go"}, Env(), workdir_);
+  EXPECT_EQ(tty.find('\x1b'), std::string::npos) << tty;
+  EXPECT_EQ(tty.find("\xc2\x9b"), std::string::npos) << tty;
+  EXPECT_NE(tty.find("clip\\x1b]52;c;ZXZpbA==\\x07 red\\x1b[31m c1\\u009b end"), std::string::npos)
+      << tty;
+  // Control: piped stdout is data and keeps the model's bytes.
+  RunResult piped = Run({"--sandbox=off", "--quiet", "go"});
+  EXPECT_EQ(piped.out, evil + "\n") << Dump(piped);
 }
 
 }  // namespace

@@ -141,3 +141,23 @@ TEST_F(TranscriptTest, ADirectoryInsideAWritableTreeIsWarnedAbout) {
 
 }  // namespace
 }  // namespace forkbox::parent
+
+#include "parent/terminal.h"
+
+namespace forkbox::parent {
+namespace {
+
+TEST(NeutraliseControls, EscapesC0C1AndInvalidBytesButKeepsNewlineTabAndText) {
+  EXPECT_EQ(NeutraliseControls("a\tb\nc"), "a\tb\nc");
+  EXPECT_EQ(NeutraliseControls("\x1b[2J\x07\r\x7f"), "\\x1b[2J\\x07\\x0d\\x7f");
+  EXPECT_EQ(NeutraliseControls("\xc2\x9b"
+                               "1m"),
+            "\\u009b1m");  // C1 CSI as UTF-8.
+  EXPECT_EQ(NeutraliseControls("\x9b"
+                               "1m"),
+            "\\x9b1m");  // A lone 8-bit CSI.
+  EXPECT_EQ(NeutraliseControls("h\xc3\xa9 \xe2\x82\xac"), "h\xc3\xa9 \xe2\x82\xac");  // é €
+}
+
+}  // namespace
+}  // namespace forkbox::parent
