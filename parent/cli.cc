@@ -10,6 +10,29 @@
 #endif
 
 namespace forkbox::parent {
+namespace {
+
+OutputFormat FormatNamed(const std::string& name) {
+  if (name == "json") return OutputFormat::kJson;
+  if (name == "stream-json") return OutputFormat::kStreamJson;
+  return OutputFormat::kText;
+}
+
+// The requested format read without CLI11, so that a command line CLI11 rejects still gets its
+// error in the format it asked for.
+OutputFormat FormatFromArgv(int argc, char** argv) {
+  OutputFormat format = OutputFormat::kText;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--json") format = OutputFormat::kJson;
+    if (arg.starts_with("--output-format=")) format = FormatNamed(arg.substr(16));
+    if (arg == "--output-format" && i + 1 < argc) format = FormatNamed(argv[i + 1]);
+  }
+  return format;
+}
+
+}  // namespace
 
 CliOutcome ParseCommandLine(int argc, char** argv) {
   Options o;
@@ -53,7 +76,15 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
   auto* quiet = app.add_flag("-q,--quiet", o.quiet, "No banner or progress on stderr");
   app.add_flag("-v,--verbose", o.provider.verbose, "Log requests and children's stderr")
       ->excludes(quiet);
-  app.add_flag("--json", o.json, "Print one JSON object with the answer and stats at the end");
+  bool json = false;
+  std::string output_format = "text";
+  auto* json_flag = app.add_flag("--json", json, "Short for --output-format json");
+  app.add_option("--output-format", output_format,
+                 "text (the answer on stdout), json (one object with the answer and stats) or "
+                 "stream-json (one JSON event per line, see docs/events.md)")
+      ->check(CLI::IsMember({"text", "json", "stream-json"}))
+      ->excludes(json_flag)
+      ->capture_default_str();
   app.add_option("--provider", o.provider.name, "anthropic or openai");
   app.add_option("--model", o.provider.model, "Model name (default: the provider's)");
   app.add_option("--base-url", o.provider.base_url, "API base URL");
@@ -89,6 +120,7 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
       ->capture_default_str();
 
   CliOutcome outcome;
+  outcome.format = FormatFromArgv(argc, argv);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -101,6 +133,7 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
     return outcome;
   }
   o.has_prompt = app.count("prompt") > 0;
+  o.output_format = json ? OutputFormat::kJson : FormatNamed(output_format);
   o.sandbox.enabled = sandbox_mode == "on";
   o.subagents = !no_subagents;
   o.provider.stream = !no_stream;

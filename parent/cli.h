@@ -13,6 +13,9 @@ struct CliOutcome {
   int exit_code = 0;  // Otherwise: exit with this (0 for --help/--version, 2 on error).
   std::string out;    // Text for stdout (help, version).
   std::string err;    // Text for stderr (the usage error).
+  // What the command line asked for, also when parsing failed: json and stream-json modes report
+  // a usage error as a JSON object on stdout too.
+  OutputFormat format = OutputFormat::kText;
 };
 
 CliOutcome ParseCommandLine(int argc, char** argv);

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "ipc/messages.h"
+#include "parent/events.h"
 
 namespace forkbox::parent {
 
@@ -22,7 +23,7 @@ struct Options {
   double tool_timeout_s = 120;
   std::string transcript_dir;
   bool quiet = false;
-  bool json = false;
+  OutputFormat output_format = OutputFormat::kText;  // --output-format; --json is json.
   // Unresolved: empty name, key, base URL and model come from the environment and the provider's
   // defaults (agent::ResolveProviderSettings). --sandbox=off clears sandbox.enabled (and warns
   // loudly on every run).

@@ -31,8 +31,12 @@ namespace {
 
 void Err(const std::string& s) { WriteText(STDERR_FILENO, s); }
 
-int Fail(int code, const std::string& message) {
+// The message on stderr; in json and stream-json modes also the error object on stdout.
+int Fail(OutputFormat format, int code, const std::string& message) {
   Err("forkbox: " + message + "\n");
+  if (format != OutputFormat::kText) {
+    WriteText(STDOUT_FILENO, ErrorResultJson(code, message).dump() + "\n");
+  }
   return code;
 }
 
@@ -61,7 +65,9 @@ Result<std::optional<std::string>> ReadPrompt(const Options& o) {
         "no PROMPT and stdin is not a terminal; pass a prompt, or - to read it from stdin (see "
         "--help)");
   }
-  if (o.json) return Status::InvalidArgument("--json needs a PROMPT (one-shot mode)");
+  if (o.output_format != OutputFormat::kText) {
+    return Status::InvalidArgument("--json and --output-format json|stream-json need a PROMPT");
+  }
   return std::optional<std::string>();
 }
 
@@ -120,19 +126,20 @@ struct SessionSandbox {
 };
 int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
   auto p = sandbox::PolicyFromSettings(o.sandbox, s.workdir);
-  if (!p.ok()) return Fail(kExitUsage, p.status().message());
+  if (!p.ok()) return Fail(o.output_format, kExitUsage, p.status().message());
   out->report = sandbox::Check(*p);
   if (o.sandbox.enabled && !out->report.enforceable) {
-    return Fail(kExitSandbox, UnavailableText(out->report));
+    return Fail(o.output_format, kExitSandbox, UnavailableText(out->report));
   }
   if (o.sandbox.enabled) {
     // As root, one pids cgroup for the session holds fork bombs; joining it once here spares
     // every task and tool spawn a slow cgroup v1 attach.
     Status joined = sandbox::JoinSessionProcessLimit(*p, o.max_parallel);
-    if (!joined.ok()) return Fail(kExitSandbox, joined.ToString());
+    if (!joined.ok()) return Fail(o.output_format, kExitSandbox, joined.ToString());
   }
   auto tmp = sandbox::TaskTmpDir::Create(s.workdir);
-  if (!tmp.ok()) return Fail(kExitFailure, "tool temp dir: " + tmp.status().ToString());
+  if (!tmp.ok())
+    return Fail(o.output_format, kExitFailure, "tool temp dir: " + tmp.status().ToString());
   p->tmpdir = tmp->path();
   out->tmpdir = std::move(*tmp);
   out->policy = std::move(*p);
@@ -195,11 +202,27 @@ agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s) {
   return loop;
 }
 
+nlohmann::json InitEvent(const Options& o, const Settings& s, const sandbox::Report& report,
+                         const agent::LoopOptions& loop) {
+  nlohmann::json tools = nlohmann::json::array();
+  for (const auto& tool : loop.tools) tools.push_back(tool.name);
+  return {{"type", "system"},
+          {"subtype", "init"},
+          {"model", s.provider.model},
+          {"provider", s.provider.name},
+          {"tools", std::move(tools)},
+          {"sandbox",
+           {{"enabled", o.sandbox.enabled}, {"layer", o.sandbox.enabled ? report.layer : 0}}},
+          {"workdir", s.workdir},
+          {"cwd", s.workdir},
+          {"forkbox_version", FORKBOX_VERSION_STRING}};
+}
+
 int Run(const Options& o) {
   auto prompt = ReadPrompt(o);
-  if (!prompt.ok()) return Fail(kExitUsage, prompt.status().message());
+  if (!prompt.ok()) return Fail(o.output_format, kExitUsage, prompt.status().message());
   auto settings = ResolveSettings(o);
-  if (!settings.ok()) return Fail(kExitUsage, settings.status().message());
+  if (!settings.ok()) return Fail(o.output_format, kExitUsage, settings.status().message());
   const Settings& s = *settings;
   SessionSandbox box;
   if (int code = SetUpSandbox(o, s, &box); code != kExitOk) return code;
@@ -208,21 +231,27 @@ int Run(const Options& o) {
   agent::ProviderHooks hooks;
   hooks.cancelled = InterruptPending;  // Ctrl-C in interactive mode stops the call in flight.
   std::unique_ptr<agent::Provider> provider = agent::MakeProvider(s.provider, &model_error, hooks);
-  if (!provider) return Fail(kExitUsage, model_error.ToString());
+  if (!provider) return Fail(o.output_format, kExitUsage, model_error.ToString());
 
-  Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0);
+  EventStream events(STDOUT_FILENO, NewSessionId());
+  const bool streaming = o.output_format == OutputFormat::kStreamJson;
+  Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0, STDERR_FILENO,
+                    streaming ? &events : nullptr);
   PrintBanner(o, s, box.report);
   agent::ToolContext context = ParentToolContext(o, s, box.policy);
   std::optional<TaskConfig> tasks = TaskConfigOf(o, s, context);
   const bool interactive = !prompt->has_value();
   InterruptMode outside = interactive ? InterruptMode::kFlag : InterruptMode::kExit;
   if (Status st = InstallInterruptHandler(outside); !st.ok()) {
-    return Fail(kExitFailure, st.ToString());
+    return Fail(o.output_format, kExitFailure, st.ToString());
   }
   SessionStats stats;
   ParentToolRunner runner(context, std::move(tasks), progress, stats, outside);
-  Session session(*provider, ParentLoopOptions(o, s), runner, stats);
-  OutputOptions out{o.json, s.provider.stream, o.quiet};
+  TimedProvider timed(*provider, &stats.api_ms);
+  agent::LoopOptions loop = ParentLoopOptions(o, s);
+  if (streaming) events.Emit(InitEvent(o, s, box.report, loop));
+  Session session(timed, std::move(loop), runner, stats);
+  OutputOptions out{o.output_format, s.provider.stream, o.quiet, &events, s.provider.model};
   if (interactive) return RunInteractive(session, out, progress);
   return RunOneShot(session, **prompt, out, progress);
 }
@@ -233,16 +262,21 @@ int ParentMain(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "sandbox") == 0) {
     return sandbox::SandboxCommandMain(argc - 1, argv + 1);
   }
-  if (Status st = HardenProcess(); !st.ok()) return Fail(kExitFailure, st.ToString());
   CliOutcome cli = ParseCommandLine(argc, argv);
-  WriteText(STDOUT_FILENO, cli.out);
+  if (Status st = HardenProcess(); !st.ok()) return Fail(cli.format, kExitFailure, st.ToString());
   WriteText(STDERR_FILENO, cli.err);
+  if (!cli.options && cli.exit_code != kExitOk && cli.format != OutputFormat::kText) {
+    const std::string first_line = cli.err.substr(0, cli.err.find('\n'));
+    WriteText(STDOUT_FILENO, ErrorResultJson(cli.exit_code, first_line).dump() + "\n");
+    return cli.exit_code;
+  }
+  WriteText(STDOUT_FILENO, cli.out);
   if (!cli.options) return cli.exit_code;
   int code;
   try {
     code = Run(*cli.options);
   } catch (const std::exception& e) {
-    code = Fail(kExitFailure, std::string("internal error: ") + e.what());
+    code = Fail(cli.format, kExitFailure, std::string("internal error: ") + e.what());
   }
   KillAndReapAllChildren();  // Whatever a tool left behind dies with the session.
   return code;

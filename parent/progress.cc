@@ -21,7 +21,8 @@ std::string Fit(std::string s, size_t width) {
 
 }  // namespace
 
-Progress::Progress(bool enabled, bool tty, int fd) : enabled_(enabled), tty_(tty), fd_(fd) {}
+Progress::Progress(bool enabled, bool tty, int fd, EventStream* events)
+    : enabled_(enabled), tty_(tty), fd_(fd), events_(events) {}
 
 void Progress::Write(const std::string& s) { WriteText(fd_, s); }
 
@@ -68,9 +69,18 @@ void Progress::Note(const std::string& line) {
   }
 }
 
-void Progress::TaskStarted(int number, const std::string& description) {
+void Progress::TaskStarted(int number, const std::string& description,
+                           const std::string& tool_use_id) {
+  live_[number] = Live{description, 0, "", "", tool_use_id, std::chrono::steady_clock::now()};
+  if (events_ != nullptr) {
+    events_->Emit({{"type", "system"},
+                   {"subtype", "task_started"},
+                   {"task_id", tool_use_id},
+                   {"parent_tool_use_id", tool_use_id},
+                   {"task_number", number},
+                   {"description", description}});
+  }
   if (!enabled_) return;
-  live_[number] = Live{description, 0, "", ""};
   if (tty_) {
     Redraw("");
   } else {
@@ -80,12 +90,24 @@ void Progress::TaskStarted(int number, const std::string& description) {
 
 void Progress::TaskUpdate(int number, int64_t turn, const std::string& tool,
                           const std::string& detail) {
-  if (!enabled_) return;
   auto it = live_.find(number);
   if (it == live_.end()) return;
   it->second.turn = turn;
   it->second.tool = tool;
   it->second.detail = detail;
+  if (events_ != nullptr) {
+    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
+        std::chrono::steady_clock::now() - it->second.started);
+    events_->Emit({{"type", "system"},
+                   {"subtype", "task_progress"},
+                   {"task_id", it->second.tool_use_id},
+                   {"parent_tool_use_id", it->second.tool_use_id},
+                   {"turn", turn},
+                   {"tool", tool},
+                   {"detail", detail},
+                   {"elapsed_ms", elapsed.count()}});
+  }
+  if (!enabled_) return;
   if (tty_) {
     Redraw("");
   } else {
@@ -93,15 +115,39 @@ void Progress::TaskUpdate(int number, int64_t turn, const std::string& tool,
   }
 }
 
-void Progress::TaskFinished(int number, const std::string& line) {
+void Progress::TaskFinished(int number, const std::string& line, const TaskRecord& record) {
+  auto it = live_.find(number);
+  if (events_ != nullptr && it != live_.end()) {
+    const ipc::ResultStats& s = record.stats;
+    events_->Emit(
+        {{"type", "system"},
+         {"subtype", "task_notification"},
+         {"task_id", it->second.tool_use_id},
+         {"parent_tool_use_id", it->second.tool_use_id},
+         {"status", record.ok ? "completed" : "failed"},
+         {"stop_reason", s.stop_reason},
+         {"summary", line},
+         {"num_turns", s.turns},
+         {"duration_ms", s.elapsed_ms},
+         {"usage", {{"input_tokens", s.input_tokens}, {"output_tokens", s.output_tokens}}},
+         {"tool_output_bytes", s.tool_output_bytes}});
+  }
+  if (it != live_.end()) live_.erase(it);
   if (!enabled_) return;
-  live_.erase(number);
   std::string text = "[task " + std::to_string(number) + "] " + line + "\n";
   if (tty_) {
     Redraw(text);
   } else {
     Write(text);
   }
+}
+
+void Progress::ToolResults(const std::vector<agent::ToolResultBlock>& results) {
+  if (events_ == nullptr) return;
+  agent::Message message{agent::Role::kUser, {}};
+  for (const auto& r : results) message.content.push_back(r);
+  events_->Emit(
+      {{"type", "user"}, {"message", MessageJson(message)}, {"parent_tool_use_id", nullptr}});
 }
 
 }  // namespace forkbox::parent

@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 
@@ -42,6 +43,16 @@ class StdoutStream {
 };
 
 }  // namespace
+
+agent::CallResult TimedProvider::Complete(const agent::Request& request,
+                                          const agent::TextSink& on_text) {
+  const auto started = std::chrono::steady_clock::now();
+  agent::CallResult result = inner_.Complete(request, on_text);
+  *api_ms_ += std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - started)
+                  .count();
+  return result;
+}
 
 Session::Session(agent::Provider& provider, agent::LoopOptions options, ParentToolRunner& runner,
                  SessionStats& stats)
@@ -107,49 +118,98 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
   return turn;
 }
 
+namespace {
+
+struct OneShotEnd {
+  int code = kExitOk;
+  std::string problem;  // Empty: a clean answer.
+  const char* subtype = "success";
+};
+
+OneShotEnd Classify(const Session::Turn& turn) {
+  const agent::LoopOutcome& o = turn.outcome;
+  if (turn.interrupt_signal != 0) {
+    return {128 + turn.interrupt_signal,
+            std::string("interrupted by ") + SignalName(turn.interrupt_signal) +
+                "; running tasks were killed",
+            "error_interrupted"};
+  }
+  if (o.error) return {kExitModel, "model error: " + o.error->ToString(), "error_during_execution"};
+  if (o.stop == "refusal") {
+    return {kExitModel, "the model refused to answer", "error_during_execution"};
+  }
+  if (o.stop == "max_turns") {
+    return {kExitOk, "stopped at the parent turn limit (--max-turns)", "error_max_turns"};
+  }
+  if (o.stop == "max_tokens" || o.stop == "context_window") {
+    return {kExitOk, "the answer was cut short (" + o.stop + ")", "error_during_execution"};
+  }
+  return {};
+}
+
+nlohmann::json ResultEvent(const Session& session, const Session::Turn& turn, const OneShotEnd& end,
+                           int64_t duration_ms) {
+  const SessionStats& stats = session.stats();
+  nlohmann::json tasks = StatsJson(stats, "", "", 0)["tasks"];
+  agent::Usage usage = stats.parent_usage;
+  return {{"type", "result"},
+          {"subtype", end.subtype},
+          {"is_error", end.code != kExitOk || !end.problem.empty()},
+          {"result", turn.outcome.final_text},
+          {"duration_ms", duration_ms},
+          {"duration_api_ms", stats.api_ms},
+          {"num_turns", stats.parent_turns},
+          {"usage", UsageJson(usage)},
+          {"tasks", std::move(tasks)},
+          {"exit_code", end.code},
+          {"error", end.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(end.problem)}};
+}
+
+}  // namespace
+
 int RunOneShot(Session& session, const std::string& prompt, const OutputOptions& out,
                Progress& progress) {
+  const auto started = std::chrono::steady_clock::now();
+  const bool streaming = out.format == OutputFormat::kStreamJson;
   // Nothing is streamed to stdout: a streamed attempt can still fail and be retried, and the
   // turns before the last are narration. The answer is known only when the loop ends.
   Session::Turn turn = session.Ask(prompt, nullptr, [&](const agent::Response& r) {
+    if (streaming) {
+      out.events->Emit({{"type", "assistant"},
+                        {"message", MessageJson(r.message)},
+                        {"parent_tool_use_id", nullptr}});
+    }
     if (agent::ToolUsesOf(r.message).empty()) return;
     std::string narration = agent::TextOf(r.message);
     while (!narration.empty() && narration.back() == '\n') narration.pop_back();
     if (!narration.empty()) progress.Note(narration);
   });
   const agent::LoopOutcome& o = turn.outcome;
-  int code = kExitOk;
-  std::string problem;
-  if (turn.interrupt_signal != 0) {
-    code = 128 + turn.interrupt_signal;
-    problem = std::string("interrupted by ") + SignalName(turn.interrupt_signal) +
-              "; running tasks were killed";
-  } else if (o.error) {
-    code = kExitModel;
-    problem = "model error: " + o.error->ToString();
-  } else if (o.stop == "refusal") {
-    code = kExitModel;
-    problem = "the model refused to answer";
-  } else if (o.stop == "max_turns") {
-    problem = "stopped at the parent turn limit (--max-turns)";
-  } else if (o.stop == "max_tokens" || o.stop == "context_window") {
-    problem = "the answer was cut short (" + o.stop + ")";
-  }
-  if (out.json) {
+  const OneShotEnd end = Classify(turn);
+  const int64_t duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - started)
+                                  .count();
+  if (streaming) {
+    out.events->Emit(ResultEvent(session, turn, end, duration_ms));
+  } else if (out.format == OutputFormat::kJson) {
     nlohmann::json j = StatsJson(session.stats(), o.final_text, o.stop, session.context_bytes());
-    j["exit_code"] = code;
-    if (!problem.empty()) j["error"] = problem;
+    j["exit_code"] = end.code;
+    j["session_id"] = out.events->session_id();
+    j["model"] = out.model;
+    j["duration_ms"] = duration_ms;
+    j["duration_api_ms"] = session.stats().api_ms;
+    if (!end.problem.empty()) j["error"] = end.problem;
     WriteFd(STDOUT_FILENO, j.dump() + "\n");
-  } else if (code != kExitModel && !o.final_text.empty()) {
+  } else if (end.code != kExitModel && !o.final_text.empty()) {
     std::string text = o.final_text;
     while (!text.empty() && text.back() == '\n') text.pop_back();
     WriteFd(STDOUT_FILENO, text + "\n");
   }
-  if (!problem.empty()) WriteFd(STDERR_FILENO, "forkbox: " + problem + "\n");
-  if (!out.json && !out.quiet) {
+  if (!end.problem.empty()) WriteFd(STDERR_FILENO, "forkbox: " + end.problem + "\n");
+  if (out.format == OutputFormat::kText && !out.quiet) {
     progress.Note("stats: " + StatsLine(session.stats(), session.context_bytes()));
   }
-  return code;
+  return end.code;
 }
 
 namespace {

@@ -8,6 +8,7 @@
 
 #include "agent/loop.h"
 #include "agent/provider.h"
+#include "parent/events.h"
 #include "parent/progress.h"
 #include "parent/stats.h"
 #include "parent/tool_runner.h"
@@ -41,9 +42,24 @@ class Session {
 };
 
 struct OutputOptions {
-  bool json = false;
-  bool stream = true;
+  OutputFormat format = OutputFormat::kText;
+  bool stream = true;  // Interactive mode streams the model's text to the terminal.
   bool quiet = false;
+  EventStream* events = nullptr;  // The session id; the stream-json events.
+  std::string model;
+};
+
+// Adds the wall time of every model call to *api_ms (duration_api_ms).
+class TimedProvider : public agent::Provider {
+ public:
+  TimedProvider(agent::Provider& inner, int64_t* api_ms) : inner_(inner), api_ms_(api_ms) {}
+  agent::CallResult Complete(const agent::Request& request,
+                             const agent::TextSink& on_text) override;
+  const agent::ProviderConfig& config() const override { return inner_.config(); }
+
+ private:
+  agent::Provider& inner_;
+  int64_t* api_ms_;
 };
 
 // Returns the exit code (parent/exit_codes.h). One-shot stdout carries exactly the final answer

@@ -26,6 +26,7 @@ struct SessionStats {
   int64_t parent_turns = 0;
   int64_t parent_tool_calls = 0;
   agent::Usage parent_usage;
+  int64_t api_ms = 0;  // Wall time spent in the parent's model calls.
   std::vector<TaskRecord> tasks;
 
   int64_t KeptOutBytes() const;

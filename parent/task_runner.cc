@@ -62,9 +62,11 @@ TaskOutcome Present(const TaskSpec& spec, ChildReport report, Progress& progress
       o.content +=
           "\n[subagent stopped: " + s.stop_reason + " after " + Plural(s.turns, "turn") + "]";
     }
-    progress.TaskFinished(
-        spec.number, "done: " + Plural(s.turns, "turn") + ", " + FormatSeconds(report.elapsed_ms) +
-                         ", " + HumanBytes(s.tool_output_bytes) + " of tool output kept out");
+    progress.TaskFinished(spec.number,
+                          "done: " + Plural(s.turns, "turn") + ", " +
+                              FormatSeconds(report.elapsed_ms) + ", " +
+                              HumanBytes(s.tool_output_bytes) + " of tool output kept out",
+                          o.record);
     return o;
   }
   const std::string exit_text =
@@ -83,7 +85,7 @@ TaskOutcome Present(const TaskSpec& spec, ChildReport report, Progress& progress
   TaskOutcome o = FailedOutcome(spec, reason, why);
   o.record.stats.turns = report.last_turn;
   o.record.stats.elapsed_ms = report.elapsed_ms;
-  progress.TaskFinished(spec.number, o.content);
+  progress.TaskFinished(spec.number, o.content, o.record);
   return o;
 }
 
@@ -135,7 +137,7 @@ class Batch {
  private:
   void FailWithoutStart(size_t i, const std::string& why) {
     result_.outcomes[i] = FailedOutcome(specs_[i], KillReason::kError, why);
-    progress_.TaskFinished(specs_[i].number, "failed: " + why);
+    progress_.TaskFinished(specs_[i].number, "failed: " + why, result_.outcomes[i].record);
   }
 
   // A standby child when one is waiting, else a new one (with the transcript, if any).
@@ -160,7 +162,7 @@ class Batch {
 
   void StartTask(size_t i) {
     const TaskSpec& spec = specs_[i];
-    progress_.TaskStarted(spec.number, spec.description);
+    progress_.TaskStarted(spec.number, spec.description, spec.tool_use_id);
     ipc::StartMessage start;
     start.prompt = spec.prompt;
     start.provider = config_.provider;

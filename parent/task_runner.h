@@ -37,6 +37,7 @@ struct TaskSpec {
   int number = 0;  // Session-wide task number (progress, transcript names).
   std::string description;
   std::string prompt;
+  std::string tool_use_id;  // The parent's `task` call (the stream-json events' key).
 };
 
 struct TaskOutcome {

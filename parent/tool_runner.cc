@@ -74,6 +74,7 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     ++i;
     ThrowIfInterrupted();
   }
+  progress_.ToolResults(results);
   return results;
 }
 
@@ -93,6 +94,7 @@ void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& call
     TaskSpec spec;
     spec.number = next_task_number_++;
     spec.prompt = prompt->get<std::string>();
+    spec.tool_use_id = calls[i].id;
     auto description = input.find("description");
     if (description != input.end() && description->is_string()) {
       spec.description = ipc::MakeEventDetail(description->get<std::string>());

@@ -932,3 +932,125 @@ TEST_F(ParentTest, ControlSequencesReachATerminalEscapedAndAPipeUnchanged) {
 
 }  // namespace
 }  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+using nlohmann::json;
+
+// The JSON Schema subset docs/events.md uses: type, enum, required, properties, items, oneOf.
+std::string Validate(const json& v, const json& schema, const std::string& path) {
+  if (schema.contains("oneOf")) {
+    int matches = 0;
+    std::string why;
+    for (const json& alternative : schema["oneOf"]) {
+      std::string e = Validate(v, alternative, path);
+      if (e.empty()) {
+        ++matches;
+      } else {
+        why += "\n  " + e;
+      }
+    }
+    if (matches != 1) return path + ": matches " + std::to_string(matches) + " of oneOf" + why;
+  }
+  if (schema.contains("type")) {
+    json types = schema["type"].is_array() ? schema["type"] : json::array({schema["type"]});
+    bool ok = false;
+    for (const json& t : types) {
+      const std::string name = t;
+      ok |= (name == "string" && v.is_string()) || (name == "integer" && v.is_number_integer()) ||
+            (name == "boolean" && v.is_boolean()) || (name == "object" && v.is_object()) ||
+            (name == "array" && v.is_array()) || (name == "null" && v.is_null());
+    }
+    if (!ok) return path + ": expected " + types.dump() + ", got " + v.dump();
+  }
+  if (schema.contains("enum") &&
+      std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end()) {
+    return path + ": " + v.dump() + " not in " + schema["enum"].dump();
+  }
+  if (schema.contains("required")) {
+    if (!v.is_object()) return path + ": not an object";
+    for (const json& key : schema["required"]) {
+      if (!v.contains(key.get<std::string>())) return path + ": missing " + key.dump();
+    }
+  }
+  if (schema.contains("properties") && v.is_object()) {
+    for (const auto& [key, sub] : schema["properties"].items()) {
+      if (!v.contains(key)) continue;
+      if (std::string e = Validate(v[key], sub, path + "." + key); !e.empty()) return e;
+    }
+  }
+  if (schema.contains("items") && v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string e = Validate(v[i], schema["items"], path + "[" + std::to_string(i) + "]");
+      if (!e.empty()) return e;
+    }
+  }
+  return "";
+}
+
+json SchemaFromDocs() {
+  std::ifstream in(std::string(FORKBOX_SOURCE_DIR) + "/docs/events.md");
+  std::string doc((std::istreambuf_iterator<char>(in)), {});
+  const std::string open = "```json schema\n";
+  size_t begin = doc.find(open);
+  if (begin == std::string::npos) return nullptr;
+  begin += open.size();
+  return json::parse(doc.substr(begin, doc.find("\n```", begin) - begin));
+}
+
+std::vector<json> Lines(const std::string& out) {
+  std::vector<json> events;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) events.push_back(json::parse(line));
+  return events;
+}
+
+TEST_F(ParentTest, StreamJsonMatchesTheSchemaInDocsEventsMd) {
+  const json schema = SchemaFromDocs();
+  ASSERT_TRUE(schema.is_object()) << "no ```json schema block in docs/events.md";
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      Reply reply = Calls({Task("inspect the project", "inspect")}, 1000, 40);
+      reply.text = "Delegating.";
+      return reply;
+    }
+    return Text("all done", 1500, 7);
+  });
+  RunResult r = Run(
+      {"--sandbox=off", "--output-format", "stream-json", "--child-path", FakeChild("ok"), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  std::vector<json> events = Lines(r.out);  // Throws (fails) unless every line is one object.
+  ASSERT_GE(events.size(), 6u) << r.out;
+  for (const json& e : events) EXPECT_EQ(Validate(e, schema, "$"), "") << e.dump();
+  EXPECT_EQ(events.front()["subtype"], "init");
+  EXPECT_EQ(events.back()["type"], "result");
+  EXPECT_EQ(events.back()["result"], "all done");
+  EXPECT_EQ(events.back()["usage"]["input_tokens"], 2500);
+  const std::string session = events.front()["session_id"];
+  std::string task_id;
+  std::vector<std::string> kinds;
+  for (const json& e : events) {
+    EXPECT_EQ(e["session_id"], session);
+    kinds.push_back(e.value("subtype", e["type"].get<std::string>()));
+    if (e["type"] == "assistant" && task_id.empty()) {
+      task_id = e["message"]["content"][1]["id"];
+    }
+    if (e.contains("task_id")) EXPECT_EQ(e["task_id"], task_id) << e.dump();
+  }
+  const std::vector<std::string> expected = {
+      "init", "assistant", "task_started", "task_progress", "task_notification",
+      "user", "assistant", "success"};
+  EXPECT_EQ(kinds, expected) << r.out;
+
+  // A usage error in this mode is one JSON object too, and exit 2.
+  RunResult bad = Run({"--output-format", "stream-json", "--max-turns", "0", "go"});
+  EXPECT_EQ(bad.exit_code, 2);
+  std::vector<json> error = Lines(bad.out);
+  ASSERT_EQ(error.size(), 1u) << bad.out;
+  EXPECT_EQ(Validate(error[0], schema, "$"), "") << error[0].dump();
+  EXPECT_EQ(error[0]["subtype"], "error_usage");
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
