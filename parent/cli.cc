@@ -32,24 +32,18 @@ OutputFormat FormatFromArgv(int argc, char** argv) {
   return format;
 }
 
-}  // namespace
-
-CliOutcome ParseCommandLine(int argc, char** argv) {
-  Options o;
-  CLI::App app{
-      "forkbox: a sandboxed coding agent. The model works through bash, read_file, write_file,\n"
-      "edit_file, and delegates subtasks with `task` to sandboxed child agents that run in\n"
-      "parallel and return only a summary.",
-      "forkbox"};
-  app.footer(std::string(
-                 "\nWith PROMPT (or - for stdin) forkbox answers once; without it, on a terminal,\n"
-                 "it opens an interactive session (/context, /quit).\n\n"
-                 "Provider settings: flags > environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,\n"
-                 "OPENAI_API_KEY, OPENAI_BASE_URL, FORKBOX_PROVIDER, FORKBOX_MODEL). API keys are\n"
-                 "only read from the environment, never from the command line.\n\n") +
-             kExitCodesHelp);
-  app.set_version_flag("--version", std::string("forkbox ") + FORKBOX_VERSION);
+// Command-line values that are not Options fields as they are.
+struct Flags {
   std::string sandbox_mode = "on";
+  bool json = false;
+  std::string output_format = "text";
+  double request_timeout_s = 0;
+  double idle_timeout_s = 0;
+  bool no_subagents = false;
+  bool no_stream = false;
+};
+
+void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("prompt", o.prompt, "The task; - reads it from stdin");
   app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)");
   app.add_option("--max-turns", o.max_turns, "Parent turn limit")
@@ -67,24 +61,43 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
   app.add_option("--tool-timeout", o.tool_timeout_s, "Seconds before a tool command is killed")
       ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
+  app.add_option("--transcript-dir", o.transcript_dir, "Write one JSONL transcript per task here");
+  app.add_option("--child-path", o.child_path,
+                 "forkbox-child binary (default: $FORKBOX_CHILD, else next to forkbox)");
+  app.add_flag("--no-subagents", f.no_subagents, "Baseline: base tools only, no task tool");
+  app.add_option("--standby", o.standby,
+                 "Subagents kept started and sandboxed ahead of their tasks; 0 starts each one "
+                 "when its task comes")
+      ->check(CLI::Range(0, 64))
+      ->capture_default_str();
+}
+
+void AddSandboxOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_flag("--allow-net", o.sandbox.allow_net, "Let tool commands use the network");
   app.add_option("--writable", o.sandbox.writable, "Extra writable path (repeatable)")
       ->allow_extra_args(false);
   app.add_option("--env", o.sandbox.env, "Pass environment variable NAME to tools (repeatable)")
       ->allow_extra_args(false);
-  app.add_option("--transcript-dir", o.transcript_dir, "Write one JSONL transcript per task here");
+  app.add_option("--sandbox", f.sandbox_mode, "on|off; off runs tools UNSANDBOXED")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
+}
+
+void AddOutputOptions(CLI::App& app, Options& o, Flags& f) {
   auto* quiet = app.add_flag("-q,--quiet", o.quiet, "No banner or progress on stderr");
   app.add_flag("-v,--verbose", o.provider.verbose, "Log requests and children's stderr")
       ->excludes(quiet);
-  bool json = false;
-  std::string output_format = "text";
-  auto* json_flag = app.add_flag("--json", json, "Short for --output-format json");
-  app.add_option("--output-format", output_format,
+  auto* json_flag = app.add_flag("--json", f.json, "Short for --output-format json");
+  app.add_option("--output-format", f.output_format,
                  "text (the answer on stdout), json (one object with the answer and stats) or "
                  "stream-json (one JSON event per line, see docs/events.md)")
       ->check(CLI::IsMember({"text", "json", "stream-json"}))
       ->excludes(json_flag)
       ->capture_default_str();
+  app.add_flag("--no-stream", f.no_stream, "Do not stream model replies");
+}
+
+void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("--provider", o.provider.name, "anthropic or openai");
   app.add_option("--model", o.provider.model, "Model name (default: the provider's)");
   app.add_option("--base-url", o.provider.base_url, "API base URL");
@@ -94,30 +107,51 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
   app.add_option("--max-retries", o.provider.max_retries, "Retries of a failed model call")
       ->check(CLI::Range(int64_t{0}, int64_t{100}))
       ->capture_default_str();
-  app.add_option("--child-path", o.child_path,
-                 "forkbox-child binary (default: $FORKBOX_CHILD, else next to forkbox)");
-  app.add_option("--sandbox", sandbox_mode, "on|off; off runs tools UNSANDBOXED")
-      ->check(CLI::IsMember({"on", "off"}))
-      ->capture_default_str();
-  double request_timeout_s = static_cast<double>(o.provider.total_timeout_ms) / 1000.0;
-  double idle_timeout_s = static_cast<double>(o.provider.idle_timeout_ms) / 1000.0;
-  app.add_option("--request-timeout", request_timeout_s,
+  f.request_timeout_s = static_cast<double>(o.provider.total_timeout_ms) / 1000.0;
+  f.idle_timeout_s = static_cast<double>(o.provider.idle_timeout_ms) / 1000.0;
+  app.add_option("--request-timeout", f.request_timeout_s,
                  "Seconds one model request may take in all (retries not counted)")
       ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
-  app.add_option("--idle-timeout", idle_timeout_s,
+  app.add_option("--idle-timeout", f.idle_timeout_s,
                  "Seconds a model reply may stay silent before it is abandoned")
       ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
-  bool no_subagents = false;
-  bool no_stream = false;
-  app.add_flag("--no-subagents", no_subagents, "Baseline: base tools only, no task tool");
-  app.add_flag("--no-stream", no_stream, "Do not stream model replies");
-  app.add_option("--standby", o.standby,
-                 "Subagents kept started and sandboxed ahead of their tasks; 0 starts each one "
-                 "when its task comes")
-      ->check(CLI::Range(0, 64))
-      ->capture_default_str();
+}
+
+void ApplyFlags(const Flags& f, Options& o) {
+  o.sandbox.enabled = f.sandbox_mode == "on";
+  o.subagents = !f.no_subagents;
+  o.provider.stream = !f.no_stream;
+  o.provider.total_timeout_ms = static_cast<int64_t>(f.request_timeout_s * 1000.0);
+  o.provider.idle_timeout_ms = static_cast<int64_t>(f.idle_timeout_s * 1000.0);
+  o.output_format = f.json ? OutputFormat::kJson : FormatNamed(f.output_format);
+}
+
+}  // namespace
+
+CliOutcome ParseCommandLine(int argc, char** argv) {
+  Options o;
+  Flags flags;
+  CLI::App app{
+      "forkbox: a sandboxed coding agent. The model works through bash, read_file, write_file,\n"
+      "edit_file, and delegates subtasks with `task` to sandboxed child agents that run in\n"
+      "parallel and return only a summary.",
+      "forkbox"};
+  app.footer(std::string(
+                 "\nWith PROMPT (or - for stdin) forkbox answers once; without it, on a terminal,\n"
+                 "it opens an interactive session (/context, /quit).\n\n"
+                 "forkbox sandbox -- CMD runs any command under the tool policy;\n"
+                 "forkbox sandbox --check prints what the sandbox enforces here.\n\n"
+                 "Provider settings: flags > environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,\n"
+                 "OPENAI_API_KEY, OPENAI_BASE_URL, FORKBOX_PROVIDER, FORKBOX_MODEL). API keys are\n"
+                 "only read from the environment, never from the command line.\n\n") +
+             kExitCodesHelp);
+  app.set_version_flag("--version", std::string("forkbox ") + FORKBOX_VERSION);
+  AddSessionOptions(app, o, flags);
+  AddSandboxOptions(app, o, flags);
+  AddOutputOptions(app, o, flags);
+  AddProviderOptions(app, o, flags);
 
   CliOutcome outcome;
   outcome.format = FormatFromArgv(argc, argv);
@@ -133,12 +167,7 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
     return outcome;
   }
   o.has_prompt = app.count("prompt") > 0;
-  o.output_format = json ? OutputFormat::kJson : FormatNamed(output_format);
-  o.sandbox.enabled = sandbox_mode == "on";
-  o.subagents = !no_subagents;
-  o.provider.stream = !no_stream;
-  o.provider.total_timeout_ms = static_cast<int64_t>(request_timeout_s * 1000.0);
-  o.provider.idle_timeout_ms = static_cast<int64_t>(idle_timeout_s * 1000.0);
+  ApplyFlags(flags, o);
   outcome.options = std::move(o);
   return outcome;
 }

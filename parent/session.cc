@@ -242,6 +242,56 @@ std::string Trim(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// A /command. Returns false for /quit.
+bool RunCommand(const Session& session, const std::string& input) {
+  if (input == "/quit" || input == "/exit") return false;
+  if (input == "/context") {
+    const SessionStats& s = session.stats();
+    const int64_t bytes = session.context_bytes();
+    WriteFd(STDOUT_FILENO, "parent context: " + Plural(bytes, "byte") + " (~" +
+                               Plural((bytes + 3) / 4, "token") + ") in " +
+                               Plural(static_cast<int64_t>(session.message_count()), "message") +
+                               "\n" + "kept out by subagents: " + Plural(s.KeptOutBytes(), "byte") +
+                               " of tool output over " +
+                               Plural(static_cast<int64_t>(s.tasks.size()), "task") + "\n");
+  } else if (input == "/help") {
+    WriteFd(STDOUT_FILENO, "/context  parent context size\n/quit     leave\n");
+  } else {
+    WriteFd(STDERR_FILENO, "unknown command " + input + " (try /help)\n");
+  }
+  return true;
+}
+
+// One prompt, streamed to the terminal. Returns non-zero to end the session (SIGTERM, SIGHUP).
+int AskInteractively(Session& session, const std::string& input, const OutputOptions& out) {
+  StdoutStream stream;
+  agent::TextSink sink;
+  if (out.stream) sink = [&](std::string_view s) { stream.Write(s); };
+  Session::Turn turn =
+      session.Ask(input, sink, [&](const agent::Response&) { stream.TurnEnded(); });
+  stream.EndLine();
+  if (!out.stream && !turn.outcome.final_text.empty()) {
+    WriteFd(STDOUT_FILENO, turn.outcome.final_text + "\n");
+  }
+  int late = TakeInterrupt();  // Ctrl-C during a model call that then answered without tools.
+  if (turn.interrupt_signal != 0 || late != 0) {
+    int sig = turn.interrupt_signal != 0 ? turn.interrupt_signal : late;
+    if (sig != SIGINT) return 128 + sig;
+    WriteFd(STDERR_FILENO, "(interrupted)\n");
+  } else if (turn.outcome.error) {
+    WriteFd(STDERR_FILENO, "forkbox: model error: " + turn.outcome.error->ToString() + "\n");
+  } else if (turn.outcome.stop == "refusal") {
+    WriteFd(STDERR_FILENO, "forkbox: the model refused\n");
+  } else if (turn.outcome.stop == "max_turns") {
+    WriteFd(STDERR_FILENO, "forkbox: stopped at the parent turn limit (--max-turns)\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
 int RunInteractive(Session& session, const OutputOptions& out, Progress& progress) {
   (void)progress;
   WriteFd(STDERR_FILENO,
@@ -263,47 +313,11 @@ int RunInteractive(Session& session, const OutputOptions& out, Progress& progres
     }
     std::string input = Trim(line);
     if (input.empty()) continue;
-    if (input == "/quit" || input == "/exit") return kExitOk;
-    if (input == "/context") {
-      const SessionStats& s = session.stats();
-      int64_t bytes = session.context_bytes();
-      WriteFd(STDOUT_FILENO, "parent context: " + std::to_string(bytes) + " bytes (~" +
-                                 std::to_string((bytes + 3) / 4) + " tokens) in " +
-                                 std::to_string(session.message_count()) + " messages\n" +
-                                 "kept out by subagents: " + std::to_string(s.KeptOutBytes()) +
-                                 " bytes of tool output over " + std::to_string(s.tasks.size()) +
-                                 " tasks\n");
-      continue;
-    }
-    if (input == "/help") {
-      WriteFd(STDOUT_FILENO, "/context  parent context size\n/quit     leave\n");
-      continue;
-    }
     if (input[0] == '/') {
-      WriteFd(STDERR_FILENO, "unknown command " + input + " (try /help)\n");
+      if (!RunCommand(session, input)) return kExitOk;
       continue;
     }
-    StdoutStream stream;
-    agent::TextSink sink;
-    if (out.stream) sink = [&](std::string_view s) { stream.Write(s); };
-    Session::Turn turn =
-        session.Ask(input, sink, [&](const agent::Response&) { stream.TurnEnded(); });
-    stream.EndLine();
-    if (!out.stream && !turn.outcome.final_text.empty()) {
-      WriteFd(STDOUT_FILENO, turn.outcome.final_text + "\n");
-    }
-    int late = TakeInterrupt();  // Ctrl-C during a model call that then answered without tools.
-    if (turn.interrupt_signal != 0 || late != 0) {
-      int sig = turn.interrupt_signal != 0 ? turn.interrupt_signal : late;
-      if (sig != SIGINT) return 128 + sig;
-      WriteFd(STDERR_FILENO, "(interrupted)\n");
-    } else if (turn.outcome.error) {
-      WriteFd(STDERR_FILENO, "forkbox: model error: " + turn.outcome.error->ToString() + "\n");
-    } else if (turn.outcome.stop == "refusal") {
-      WriteFd(STDERR_FILENO, "forkbox: the model refused\n");
-    } else if (turn.outcome.stop == "max_turns") {
-      WriteFd(STDERR_FILENO, "forkbox: stopped at the parent turn limit (--max-turns)\n");
-    }
+    if (int code = AskInteractively(session, input, out); code != 0) return code;
   }
 }
 

@@ -62,6 +62,11 @@ TaskOutcome Present(const TaskSpec& spec, ChildReport report, Progress& progress
       o.content +=
           "\n[subagent stopped: " + s.stop_reason + " after " + Plural(s.turns, "turn") + "]";
     }
+    if (s.stop_reason == "context_window") {
+      // Its context overflowed: whatever it summarised is partial, and the model must know.
+      o.ok = o.record.ok = false;
+      o.record.error = o.content;
+    }
     progress.TaskFinished(spec.number,
                           "done: " + Plural(s.turns, "turn") + ", " +
                               FormatSeconds(report.elapsed_ms) + ", " +

@@ -1054,3 +1054,49 @@ TEST_F(ParentTest, StreamJsonMatchesTheSchemaInDocsEventsMd) {
 
 }  // namespace
 }  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+TEST_F(ParentTest, ATaskStoppedByTheContextWindowIsNotOk) {
+  ScriptOneTaskThenAnswer("noted");
+  RunResult r = Run({"--sandbox=off", "--json", "--child-path", FakeChild("overflow"), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 2u);
+  ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+  const auto& result = parents[1].view.tool_results[0];
+  EXPECT_TRUE(result.is_error) << result.text;
+  EXPECT_NE(result.text.find("[subagent stopped: context_window after 2 turns]"), std::string::npos)
+      << result.text;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tasks"][0]["ok"], false);
+  EXPECT_EQ(j["tasks"][0]["stop"], "context_window");
+  EXPECT_EQ(j["tasks"][0]["tokens"]["input"], 100);  // Its tokens still count.
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+TEST_F(ParentTest, IdleTimeoutIsAnOption) {
+  server_.SetHandler([](const RecordedRequest&) {
+    Reply reply = Text("slow words arriving one by one");
+    reply.fault = mock::Fault{};
+    reply.fault->kind = mock::Fault::Kind::kSlowStream;
+    reply.fault->event_delay_ms = 3000;
+    return reply;
+  });
+  // Control: the default idle timeout (120 s) would wait; 0.2 s gives up at the first pause.
+  RunResult r = Run({"--sandbox=off", "--idle-timeout", "0.2", "--max-retries", "0", "go"});
+  EXPECT_EQ(r.exit_code, 3) << Dump(r);
+  EXPECT_EQ(r.out, "") << Dump(r);
+  EXPECT_EQ(server_.request_count(), 1u);
+  RunResult bad = Run({"--sandbox=off", "--request-timeout", "0", "go"});
+  EXPECT_EQ(bad.exit_code, 2) << Dump(bad);
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
