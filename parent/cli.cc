@@ -41,6 +41,7 @@ struct Flags {
   double idle_timeout_s = 0;
   bool no_subagents = false;
   bool no_stream = false;
+  bool no_persistence = false;
 };
 
 void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
@@ -65,6 +66,12 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("--child-path", o.child_path,
                  "forkbox-child binary (default: $FORKBOX_CHILD, else next to forkbox)");
   app.add_flag("--no-subagents", f.no_subagents, "Baseline: base tools only, no task tool");
+  auto* cont = app.add_flag("-c,--continue", o.continue_session,
+                            "Resume the most recent session of this workdir");
+  app.add_option("-r,--resume", o.resume, "Resume the session with this id (forkbox sessions)")
+      ->excludes(cont);
+  app.add_flag("--no-session-persistence", f.no_persistence,
+               "Keep nothing of this session in $XDG_STATE_HOME/forkbox/sessions");
   app.add_option("--standby", o.standby,
                  "Subagents kept started and sandboxed ahead of their tasks; 0 starts each one "
                  "when its task comes")
@@ -126,6 +133,7 @@ void ApplyFlags(const Flags& f, Options& o) {
   o.provider.total_timeout_ms = static_cast<int64_t>(f.request_timeout_s * 1000.0);
   o.provider.idle_timeout_ms = static_cast<int64_t>(f.idle_timeout_s * 1000.0);
   o.output_format = f.json ? OutputFormat::kJson : FormatNamed(f.output_format);
+  o.persist_session = !f.no_persistence;
 }
 
 }  // namespace
@@ -142,7 +150,8 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
                  "\nWith PROMPT (or - for stdin) forkbox answers once; without it, on a terminal,\n"
                  "it opens an interactive session (/context, /quit).\n\n"
                  "forkbox sandbox -- CMD runs any command under the tool policy;\n"
-                 "forkbox sandbox --check prints what the sandbox enforces here.\n\n"
+                 "forkbox sandbox --check prints what the sandbox enforces here.\n"
+                 "forkbox sessions lists the saved sessions (--continue, --resume ID).\n\n"
                  "Provider settings: flags > environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,\n"
                  "OPENAI_API_KEY, OPENAI_BASE_URL, FORKBOX_PROVIDER, FORKBOX_MODEL). API keys are\n"
                  "only read from the environment, never from the command line.\n\n") +

@@ -32,6 +32,9 @@ struct Options {
   std::string child_path;  // Empty: $FORKBOX_CHILD, else forkbox-child next to /proc/self/exe.
   bool subagents = true;   // --no-subagents: the single-agent baseline.
   int standby = 2;         // Children kept sandboxed ahead of tasks; 0: start each on demand.
+  bool continue_session = false;  // --continue: the latest session of this workdir.
+  std::string resume;             // --resume ID.
+  bool persist_session = true;    // --no-session-persistence clears it.
 };
 
 }  // namespace forkbox::parent

@@ -4,6 +4,7 @@
 
 #include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <iostream>
 #include <iterator>
@@ -16,6 +17,7 @@
 #include "parent/exit_codes.h"
 #include "parent/progress.h"
 #include "parent/session.h"
+#include "parent/session_store.h"
 #include "parent/signals.h"
 #include "parent/system_prompt.h"
 #include "parent/task_runner.h"
@@ -202,6 +204,48 @@ agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s) {
   return loop;
 }
 
+// The session's id, its log and (when resuming) its conversation.
+struct SessionState {
+  std::string id;
+  std::optional<SessionLog> log;
+  std::vector<agent::Message> restored;
+};
+
+Status OpenSession(const Options& o, const Settings& s, const std::string& first_prompt,
+                   SessionState* out) {
+  const bool resume = o.continue_session || !o.resume.empty();
+  if (!resume && !o.persist_session) {
+    out->id = NewSessionId();
+    return Status::Ok();
+  }
+  auto dir = SessionsDir(o.persist_session);
+  if (!dir.ok()) return dir.status();
+  if (!resume) {
+    out->id = NewSessionId();
+    auto log = SessionLog::Create(*dir, out->id, s.workdir, first_prompt);
+    if (!log.ok()) return log.status();
+    out->log.emplace(std::move(*log));
+    return Status::Ok();
+  }
+  std::string id = o.resume;
+  if (id.empty()) {
+    auto latest = LatestSessionFor(*dir, s.workdir);
+    if (!latest.ok()) return latest.status();
+    id = *latest;
+  }
+  auto loaded = LoadSession(*dir, id);
+  if (!loaded.ok()) return loaded.status();
+  if (!loaded->warning.empty()) Err("forkbox: warning: " + loaded->warning + "\n");
+  out->id = id;
+  out->restored = std::move(loaded->messages);
+  if (o.persist_session) {
+    auto log = SessionLog::Append(*dir, *loaded);
+    if (!log.ok()) return log.status();
+    out->log.emplace(std::move(*log));
+  }
+  return Status::Ok();
+}
+
 nlohmann::json InitEvent(const Options& o, const Settings& s, const sandbox::Report& report,
                          const agent::LoopOptions& loop) {
   nlohmann::json tools = nlohmann::json::array();
@@ -233,7 +277,11 @@ int Run(const Options& o) {
   std::unique_ptr<agent::Provider> provider = agent::MakeProvider(s.provider, &model_error, hooks);
   if (!provider) return Fail(o.output_format, kExitUsage, model_error.ToString());
 
-  EventStream events(STDOUT_FILENO, NewSessionId());
+  SessionState state;
+  if (Status st = OpenSession(o, s, prompt->value_or(""), &state); !st.ok()) {
+    return Fail(o.output_format, kExitUsage, st.message());
+  }
+  EventStream events(STDOUT_FILENO, state.id);
   const bool streaming = o.output_format == OutputFormat::kStreamJson;
   Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0, STDERR_FILENO,
                     streaming ? &events : nullptr);
@@ -251,9 +299,39 @@ int Run(const Options& o) {
   agent::LoopOptions loop = ParentLoopOptions(o, s);
   if (streaming) events.Emit(InitEvent(o, s, box.report, loop));
   Session session(timed, std::move(loop), runner, stats);
+  session.Restore(std::move(state.restored));
+  if (state.log) session.set_log(&*state.log);
   OutputOptions out{o.output_format, s.provider.stream, o.quiet, &events, s.provider.model};
   if (interactive) return RunInteractive(session, out, progress);
   return RunOneShot(session, **prompt, out, progress);
+}
+
+std::string Ellipsis(std::string s, size_t max) {
+  for (char& c : s) c = (c == '\n' || c == '\t') ? ' ' : c;
+  if (s.size() <= max) return s;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "...";
+}
+
+// `forkbox sessions`: id, time, workdir, turns, tokens and first prompt, most recent first.
+int SessionsMain() {
+  auto dir = SessionsDir(false);
+  if (!dir.ok()) return Fail(OutputFormat::kText, kExitUsage, dir.status().message());
+  std::string out;
+  for (const SessionInfo& info : ListSessions(*dir)) {
+    char when[32];
+    std::time_t t = static_cast<std::time_t>(info.modified);
+    struct tm tm_local;
+    localtime_r(&t, &tm_local);
+    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm_local);
+    out += info.id + "  " + when + "  " + info.workdir + "  " + Plural(info.turns, "turn") + "  " +
+           Plural(info.tokens, "token") + "  " +
+           (info.first_prompt.empty() ? "(interactive)" : Ellipsis(info.first_prompt, 60)) + "\n";
+  }
+  if (out.empty()) out = "no sessions in " + *dir + "\n";
+  WriteText(STDOUT_FILENO, out);
+  return kExitOk;
 }
 
 }  // namespace
@@ -262,6 +340,7 @@ int ParentMain(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "sandbox") == 0) {
     return sandbox::SandboxCommandMain(argc - 1, argv + 1);
   }
+  if (argc == 2 && std::strcmp(argv[1], "sessions") == 0) return SessionsMain();
   CliOutcome cli = ParseCommandLine(argc, argv);
   if (Status st = HardenProcess(); !st.ok()) return Fail(cli.format, kExitFailure, st.ToString());
   WriteText(STDERR_FILENO, cli.err);

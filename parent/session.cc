@@ -115,6 +115,12 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
       messages_.pop_back();
     }
   }
+  if (log_ != nullptr) {
+    if (Status st = log_->AddTurn(messages_, turn.outcome.turns, turn.outcome.usage); !st.ok()) {
+      WriteFd(STDERR_FILENO, "forkbox: warning: session not saved: " + st.ToString() + "\n");
+      log_ = nullptr;  // Said once; the session goes on.
+    }
+  }
   return turn;
 }
 

@@ -10,6 +10,7 @@
 #include "agent/provider.h"
 #include "parent/events.h"
 #include "parent/progress.h"
+#include "parent/session_store.h"
 #include "parent/stats.h"
 #include "parent/tool_runner.h"
 
@@ -29,6 +30,10 @@ class Session {
   Turn Ask(const std::string& prompt, const agent::TextSink& on_text,
            const std::function<void(const agent::Response&)>& on_response = {});
 
+  // A resumed conversation (parent/session_store.h), before the first Ask.
+  void Restore(std::vector<agent::Message> messages) { messages_ = std::move(messages); }
+  // Where each completed prompt is persisted; null: nowhere (--no-session-persistence).
+  void set_log(SessionLog* log) { log_ = log; }
   int64_t context_bytes() const { return ContextBytes(messages_); }
   size_t message_count() const { return messages_.size(); }
   const SessionStats& stats() const { return stats_; }
@@ -39,6 +44,7 @@ class Session {
   ParentToolRunner& runner_;
   SessionStats& stats_;
   std::vector<agent::Message> messages_;
+  SessionLog* log_ = nullptr;
 };
 
 struct OutputOptions {

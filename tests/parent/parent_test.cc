@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1096,6 +1097,85 @@ TEST_F(ParentTest, IdleTimeoutIsAnOption) {
   EXPECT_EQ(server_.request_count(), 1u);
   RunResult bad = Run({"--sandbox=off", "--request-timeout", "0", "go"});
   EXPECT_EQ(bad.exit_code, 2) << Dump(bad);
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+class SessionTest : public ParentTest {
+ protected:
+  fs::path Dir() const { return fs::path(workdir_) / "state" / "forkbox" / "sessions"; }
+  RunResult RunIn(std::vector<std::string> args) {
+    server_.Start();
+    RunSpec spec;
+    spec.args = std::move(args);
+    spec.env = Env();
+    spec.env.push_back("XDG_STATE_HOME=" + workdir_ + "/state");
+    spec.cwd = workdir_;
+    return RunForkbox(spec);
+  }
+  std::vector<fs::path> Files() const {
+    std::vector<fs::path> files;
+    if (fs::exists(Dir())) {
+      for (const auto& e : fs::directory_iterator(Dir())) files.push_back(e.path());
+    }
+    return files;
+  }
+};
+
+TEST_F(SessionTest, ResumeContinueListAndACorruptTail) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    return Text("answer " + std::to_string(r.view.user_texts.size()));
+  });
+  RunResult first = RunIn({"--sandbox=off", "--json", "remember the word PLUM"});
+  ASSERT_EQ(first.exit_code, 0) << Dump(first);
+  const std::string id = nlohmann::json::parse(first.out)["session_id"];
+  ASSERT_EQ(Files().size(), 1u);
+  struct stat st;
+  ASSERT_EQ(stat(Dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat(Files()[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(Files()[0].filename(), id + ".jsonl");
+
+  // --resume ID: the model sees the earlier exchange.
+  RunResult second = RunIn({"--sandbox=off", "--resume", id, "which word?"});
+  ASSERT_EQ(second.exit_code, 0) << Dump(second);
+  auto req = server_.request(server_.request_count() - 1);
+  ASSERT_EQ(req.view.user_texts.size(), 2u);
+  EXPECT_EQ(req.view.user_texts[0], "remember the word PLUM");
+  EXPECT_EQ(second.out, "answer 2\n");
+
+  // --continue: the latest session of this workdir, three prompts now.
+  RunResult third = RunIn({"--sandbox=off", "--continue", "again?"});
+  ASSERT_EQ(third.exit_code, 0) << Dump(third);
+  EXPECT_EQ(third.out, "answer 3\n");
+
+  RunResult list = RunIn({"sessions"});
+  ASSERT_EQ(list.exit_code, 0) << Dump(list);
+  EXPECT_NE(list.out.find(id), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("3 turns"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("remember the word PLUM"), std::string::npos) << list.out;
+
+  // A cut last line: resumed up to the last complete turn, with a warning, no crash.
+  {
+    std::ofstream append(Files()[0], std::ios::app);
+    append << "{\"type\":\"turn\",\"messages\":[{\"role\":\"user\",\"cont";
+  }
+  RunResult fourth = RunIn({"--sandbox=off", "--resume", id, "still there?"});
+  ASSERT_EQ(fourth.exit_code, 0) << Dump(fourth);
+  EXPECT_NE(fourth.err.find("corrupt or truncated"), std::string::npos) << Dump(fourth);
+  EXPECT_EQ(fourth.out, "answer 4\n");
+
+  // --no-session-persistence keeps nothing.
+  RunResult none = RunIn({"--sandbox=off", "--no-session-persistence", "forget me"});
+  ASSERT_EQ(none.exit_code, 0) << Dump(none);
+  EXPECT_EQ(Files().size(), 1u);
+  RunResult missing = RunIn({"--sandbox=off", "--resume", "0000-nope", "x"});
+  EXPECT_EQ(missing.exit_code, 2) << Dump(missing);
 }
 
 }  // namespace
