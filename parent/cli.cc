@@ -1,8 +1,11 @@
 #include "parent/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <cstdlib>
+#include <map>
 #include <sstream>
 
+#include "parent/config_file.h"
 #include "parent/exit_codes.h"
 
 #ifndef FORKBOX_VERSION
@@ -136,6 +139,81 @@ void ApplyFlags(const Flags& f, Options& o) {
   o.persist_session = !f.no_persistence;
 }
 
+std::string WorkdirFromArgv(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    if (arg.starts_with("--workdir=")) return arg.substr(10);
+    if (arg == "--workdir" && i + 1 < argc) return argv[i + 1];
+  }
+  return "";
+}
+
+bool OnCommandLine(int argc, char** argv, const CLI::Option& opt) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    for (const std::string& name : opt.get_lnames()) {
+      if (arg == "--" + name || arg.starts_with("--" + name + "=")) return true;
+    }
+    for (const std::string& name : opt.get_snames()) {
+      if (arg == "-" + name) return true;
+    }
+  }
+  return false;
+}
+
+// The config files' kinds of option; single-valued options take the last value (a flag
+// overrides a config file).
+std::map<std::string, OptionKind> PrepareForConfig(CLI::App& app) {
+  std::map<std::string, OptionKind> kinds;
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_lnames().empty()) continue;
+    const std::string& name = opt->get_lnames()[0];
+    if (name == "help" || name == "version") continue;
+    const std::string type = opt->get_type_name();
+    const bool number =
+        type.starts_with("INT") || type.starts_with("UINT") || type.starts_with("FLOAT");
+    OptionKind kind = opt->get_expected_max() == 0        ? OptionKind::kFlag
+                      : opt->get_items_expected_max() > 1 ? OptionKind::kList
+                      : number                            ? OptionKind::kNumber
+                                                          : OptionKind::kString;
+    if (kind != OptionKind::kList) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
+    kinds[name] = kind;
+  }
+  return kinds;
+}
+
+std::vector<std::pair<std::string, std::string>> Effective(const CLI::App& app, int argc,
+                                                           char** argv, const ConfigArgs& config) {
+  std::vector<std::pair<std::string, std::string>> out;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->get_lnames().empty()) continue;
+    const std::string& name = opt->get_lnames()[0];
+    if (name == "help" || name == "version") continue;
+    std::string value;
+    if (opt->get_items_expected_max() > 1) {
+      for (const std::string& r : opt->results()) value += (value.empty() ? "" : ",") + r;
+    } else if (!opt->results().empty()) {
+      value = opt->results().back();  // The last one given wins.
+    }
+    if (opt->count() == 0) {
+      value = opt->get_expected_max() == 0 ? "false" : opt->get_default_str();
+    }
+    std::string source = "default";
+    const std::string env = EnvironmentFor(name);
+    if (OnCommandLine(argc, argv, *opt)) {
+      source = "flag";
+    } else if (!env.empty() && std::getenv(env.c_str()) != nullptr) {
+      source = "environment (" + env + ")";
+    } else if (auto it = config.sources.find(name); it != config.sources.end()) {
+      source = it->second;
+    }
+    out.emplace_back(name, value + "  (" + source + ")");
+  }
+  return out;
+}
+
 }  // namespace
 
 CliOutcome ParseCommandLine(int argc, char** argv) {
@@ -164,8 +242,20 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
 
   CliOutcome outcome;
   outcome.format = FormatFromArgv(argc, argv);
+  Result<ConfigArgs> config = ReadConfigFiles(PrepareForConfig(app), WorkdirFromArgv(argc, argv));
+  if (!config.ok()) {
+    outcome.err = "forkbox: " + config.status().message() + "\n";
+    outcome.exit_code = kExitUsage;
+    return outcome;
+  }
+  // The config files' arguments first: a flag given again overrides them.
+  std::vector<std::string> args = {argv[0]};
+  args.insert(args.end(), config->args.begin(), config->args.end());
+  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
+  std::vector<char*> pointers;
+  for (std::string& a : args) pointers.push_back(a.data());
   try {
-    app.parse(argc, argv);
+    app.parse(static_cast<int>(pointers.size()), pointers.data());
   } catch (const CLI::ParseError& e) {
     std::ostringstream out, err;
     int code = app.exit(e, out, err);
@@ -177,6 +267,7 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
   }
   o.has_prompt = app.count("prompt") > 0;
   ApplyFlags(flags, o);
+  outcome.effective = Effective(app, argc, argv, *config);
   outcome.options = std::move(o);
   return outcome;
 }

@@ -334,6 +334,20 @@ int SessionsMain() {
   return kExitOk;
 }
 
+// `forkbox config [FLAGS]`: the effective settings and where each came from.
+int ConfigMain(int argc, char** argv) {
+  CliOutcome cli = ParseCommandLine(argc, argv);
+  WriteText(STDERR_FILENO, cli.err);
+  if (!cli.options) {
+    WriteText(STDOUT_FILENO, cli.out);
+    return cli.exit_code;
+  }
+  std::string out;
+  for (const auto& [name, value] : cli.effective) out += name + " = " + value + "\n";
+  WriteText(STDOUT_FILENO, out);
+  return kExitOk;
+}
+
 }  // namespace
 
 int ParentMain(int argc, char** argv) {
@@ -341,6 +355,7 @@ int ParentMain(int argc, char** argv) {
     return sandbox::SandboxCommandMain(argc - 1, argv + 1);
   }
   if (argc == 2 && std::strcmp(argv[1], "sessions") == 0) return SessionsMain();
+  if (argc >= 2 && std::strcmp(argv[1], "config") == 0) return ConfigMain(argc - 1, argv + 1);
   CliOutcome cli = ParseCommandLine(argc, argv);
   if (Status st = HardenProcess(); !st.ok()) return Fail(cli.format, kExitFailure, st.ToString());
   WriteText(STDERR_FILENO, cli.err);

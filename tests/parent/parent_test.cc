@@ -1180,3 +1180,90 @@ TEST_F(SessionTest, ResumeContinueListAndACorruptTail) {
 
 }  // namespace
 }  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+class ConfigTest : public ParentTest {
+ protected:
+  void Write(const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  }
+  fs::path User() const { return fs::path(workdir_) / ".config" / "forkbox" / "config.toml"; }
+  fs::path Project() const { return fs::path(workdir_) / ".forkbox" / "config.toml"; }
+  RunResult RunWith(std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
+    server_.Start();
+    RunSpec spec;
+    spec.args = std::move(args);
+    spec.env = Env();
+    spec.env.insert(spec.env.end(), extra_env.begin(), extra_env.end());
+    spec.cwd = workdir_;
+    return RunForkbox(spec);
+  }
+};
+
+TEST_F(ConfigTest, PrecedenceIsFlagsEnvironmentProjectUser) {
+  Write(User(), "max-parallel = 8\nmodel = \"m-user\"\ntask-max-turns = 9\nmax-turns = 7\n");
+  Write(Project(), "max-turns = 5\n");
+  RunResult r = RunWith({"config", "--task-max-turns", "3"}, {"FORKBOX_MODEL=m-env"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("max-parallel = 8  (user config " + User().string() + ":1)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("max-turns = 5  (project config"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("task-max-turns = 3  (flag)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model =   (environment (FORKBOX_MODEL))"), std::string::npos) << r.out;
+
+  // The values take effect: the project's max-turns = 1 stops a looping model after one turn.
+  Write(Project(), "max-turns = 1\n");
+  server_.SetHandler([](const RecordedRequest&) {
+    return Calls({ToolCall{"bash", {{"command", "true"}}, ""}});
+  });
+  RunResult run = RunWith({"--sandbox=off", "go"});
+  EXPECT_NE(run.err.find("turn limit"), std::string::npos) << Dump(run);
+  EXPECT_LE(server_.request_count(), 2u);  // Not the default 40.
+}
+
+TEST_F(ConfigTest, BadFilesAreErrorsNamingFileLineAndKey) {
+  Write(User(), "model = \"m\"\nmax-paralel = 3\n");
+  RunResult r = RunWith({"--sandbox=off", "go"});
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find(User().string() + ":2: unknown key \"max-paralel\""), std::string::npos)
+      << r.err;
+  Write(User(), "max-parallel = \"many\"\n");
+  r = RunWith({"--sandbox=off", "go"});
+  EXPECT_NE(r.err.find(":1: key \"max-parallel\": expected a number"), std::string::npos) << r.err;
+  Write(User(), "api-key = \"sk-ant-x\"\n");
+  r = RunWith({"--sandbox=off", "go"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("API keys are never read from config files"), std::string::npos) << r.err;
+  Write(User(), "max-turns = [\n");
+  r = RunWith({"--sandbox=off", "go"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(User().string() + ":"), std::string::npos) << r.err;
+}
+
+TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
+  for (const char* line :
+       {"allow-net = true", "writable = [\"/\"]", "sandbox = \"off\"", "env = [\"HOME\"]",
+        "base-url = \"http://evil.example\"", "child-path = \"/tmp/x\""}) {
+    Write(Project(), std::string(line) + "\n");
+    RunResult r = RunWith({"--sandbox=off", "go"});
+    EXPECT_EQ(r.exit_code, 2) << line << "\n" << Dump(r);
+    EXPECT_NE(r.err.find("project config " + Project().string() + ":1"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("may not"), std::string::npos) << r.err;
+    // Control: the same line in the user's own file is accepted.
+    fs::remove(Project());
+    Write(User(), std::string(line) + "\n");
+    RunResult user = RunWith({"config"});
+    EXPECT_EQ(user.exit_code, 0) << line << "\n" << Dump(user);
+    fs::remove(User());
+  }
+  Write(Project(), "sandbox = \"on\"\n");
+  EXPECT_EQ(RunWith({"config"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
