@@ -53,6 +53,9 @@ bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std:
 // The one-shot prompt, or nullopt for an interactive session. Errors are usage errors.
 Result<std::optional<std::string>> ReadPrompt(const Options& o) {
   if (o.has_prompt && o.prompt == "-") {
+    if (isatty(STDIN_FILENO)) {
+      Err("forkbox: reading the prompt from the terminal; end it with Ctrl-D on an empty line\n");
+    }
     auto text = ReadStdin();
     if (!text.ok()) return text.status();
     if (Blank(*text)) return Status::InvalidArgument("the prompt read from stdin is empty");
