@@ -251,7 +251,21 @@ std::string Trim(const std::string& s) {
 namespace {
 
 // A /command. Returns false for /quit.
-bool RunCommand(const Session& session, const std::string& input) {
+std::string TasksText(const SessionStats& s) {
+  if (s.tasks.empty()) return "no tasks yet\n";
+  std::string out;
+  for (const TaskRecord& t : s.tasks) {
+    out += "[task " + std::to_string(t.number) + "] " + t.description + ": " +
+           (t.ok ? "ok" : "failed") + " (" + t.stats.stop_reason + "), " +
+           Plural(t.stats.turns, "turn") + ", " +
+           Plural(t.stats.input_tokens + t.stats.output_tokens, "token") + ", " +
+           FormatSeconds(t.stats.elapsed_ms) + ", " + HumanBytes(t.stats.tool_output_bytes) +
+           " of tool output kept out\n";
+  }
+  return out;
+}
+
+bool RunCommand(Session& session, const std::string& input) {
   if (input == "/quit" || input == "/exit") return false;
   if (input == "/context") {
     const SessionStats& s = session.stats();
@@ -262,8 +276,15 @@ bool RunCommand(const Session& session, const std::string& input) {
                                "\n" + "kept out by subagents: " + Plural(s.KeptOutBytes(), "byte") +
                                " of tool output over " +
                                Plural(static_cast<int64_t>(s.tasks.size()), "task") + "\n");
+  } else if (input == "/tasks") {
+    WriteFd(STDOUT_FILENO, TasksText(session.stats()));
+  } else if (input == "/clear") {
+    session.Restore({});
+    WriteFd(STDOUT_FILENO, "context cleared\n");
   } else if (input == "/help") {
-    WriteFd(STDOUT_FILENO, "/context  parent context size\n/quit     leave\n");
+    WriteFd(STDOUT_FILENO,
+            "/context  parent context size\n/tasks    what each task did and cost\n"
+            "/clear    start a fresh context\n/quit     leave (or Ctrl-D)\n");
   } else {
     WriteFd(STDERR_FILENO, "unknown command " + input + " (try /help)\n");
   }

@@ -30,7 +30,7 @@ class Session {
   Turn Ask(const std::string& prompt, const agent::TextSink& on_text,
            const std::function<void(const agent::Response&)>& on_response = {});
 
-  // A resumed conversation (parent/session_store.h), before the first Ask.
+  // Replaces the conversation: a resumed one (parent/session_store.h), or none (/clear).
   void Restore(std::vector<agent::Message> messages) { messages_ = std::move(messages); }
   // Where each completed prompt is persisted; null: nowhere (--no-session-persistence).
   void set_log(SessionLog* log) { log_ = log; }

@@ -86,7 +86,7 @@ TaskOutcome Present(const TaskSpec& spec, ChildReport report, Progress& progress
   } else {
     why = "child " + exit_text + " without a result";
   }
-  why += " after " + Plural(report.last_turn, "turn");
+  if (report.last_turn > 0) why += " after " + Plural(report.last_turn, "turn");
   TaskOutcome o = FailedOutcome(spec, reason, why);
   o.record.stats.turns = report.last_turn;
   o.record.stats.elapsed_ms = report.elapsed_ms;

@@ -1267,3 +1267,30 @@ TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
 
 }  // namespace
 }  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+TEST_F(InteractiveTest, ClearStartsAFreshContextAndTasksReportsWhatRan) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.LastUserText() == "delegate" && r.view.assistant_turns == 0) {
+      return Calls({Task("look around", "looker")});
+    }
+    return Text("answer after " + std::to_string(r.view.user_texts.size()) + " prompts");
+  });
+  LiveForkbox live(Spec({"--sandbox=off", "--child-path", FakeChild("ok")}));
+  slave_.reset();
+  Type("delegate\n/tasks\n/clear\nagain\n/quit\n");
+  RunResult r = live.Finish();
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("[task 1] looker: ok (completed), 2 turns, 120 tokens"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("context cleared"), std::string::npos) << r.out;
+  // After /clear the model sees one prompt only.
+  const auto last = server_.request(server_.request_count() - 1);
+  EXPECT_EQ(last.view.user_texts.size(), 1u);
+  EXPECT_EQ(last.view.LastUserText(), "again");
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
