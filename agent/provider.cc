@@ -181,6 +181,11 @@ class ProviderImpl : public Provider {
         Log("forkbox: " + config_.name + " attempt " + std::to_string(attempt) + " failed (" +
             Redact(err.message) + "); retrying in " + std::to_string(wait.count()) + " ms");
       }
+      if (hooks_.on_retry) {
+        hooks_.on_retry(RetryNotice{success_status ? 0 : static_cast<int>(http.status),
+                                    Redact(err.message), static_cast<int64_t>(wait.count()),
+                                    server_wait.has_value(), attempt + 1, attempts});
+      }
       hooks_.sleep(wait);
     }
   }

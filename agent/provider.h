@@ -65,6 +65,16 @@ class Provider {
 // refuses return nullptr and set *error (kind kConfig). Not thread-safe: one Provider per thread.
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error);
 
+// A failed attempt about to be retried (for the user: retries must never be silent waits).
+struct RetryNotice {
+  int http_status = 0;        // 0: a transport failure or a broken reply.
+  std::string reason;         // The error, one line, key redacted.
+  int64_t wait_ms = 0;        // How long before the next attempt.
+  bool server_asked = false;  // The wait comes from retry-after / retry-after-ms.
+  int next_attempt = 0;       // 2 for the first retry.
+  int attempts = 0;           // max_retries + 1.
+};
+
 // How the retry backoff waits and draws jitter (default: really sleeps; a test seam), and when to
 // give up.
 struct ProviderHooks {
@@ -75,6 +85,8 @@ struct ProviderHooks {
   // second) and before and during retry waits; true ends the call with Kind::kCancelled. With
   // it and no `sleep`, retry waits end early when it turns true.
   CancelCheck cancelled;
+  // Told before each retry wait; may be empty.
+  std::function<void(const RetryNotice&)> on_retry;
 };
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error,
                                        const ProviderHooks& hooks);

@@ -249,6 +249,31 @@ Status OpenSession(const Options& o, const Settings& s, const std::string& first
   return Status::Ok();
 }
 
+// Always on stderr, whatever --quiet says: a retry is a wait the user must be able to explain.
+void ReportRetry(const agent::RetryNotice& n, EventStream* events) {
+  char wait[32];
+  if (n.wait_ms < 1000) {
+    std::snprintf(wait, sizeof(wait), "%lld ms", static_cast<long long>(n.wait_ms));
+  } else if (n.wait_ms % 1000 == 0) {
+    std::snprintf(wait, sizeof(wait), "%lld s", static_cast<long long>(n.wait_ms / 1000));
+  } else {
+    std::snprintf(wait, sizeof(wait), "%.1f s", static_cast<double>(n.wait_ms) / 1000.0);
+  }
+  const std::string what =
+      n.http_status != 0 ? std::to_string(n.http_status) + " from the model" : n.reason;
+  Err("forkbox: " + what + "; retrying in " + wait + (n.server_asked ? " (retry-after)" : "") +
+      ", attempt " + std::to_string(n.next_attempt) + " of " + std::to_string(n.attempts) + "\n");
+  if (events != nullptr) {
+    events->Emit({{"type", "system"},
+                  {"subtype", "retry"},
+                  {"attempt", n.next_attempt},
+                  {"max_attempts", n.attempts},
+                  {"wait_ms", n.wait_ms},
+                  {"http_status", n.http_status},
+                  {"error", n.reason}});
+  }
+}
+
 nlohmann::json InitEvent(const Options& o, const Settings& s, const sandbox::Report& report,
                          const agent::LoopOptions& loop) {
   nlohmann::json tools = nlohmann::json::array();
@@ -273,13 +298,6 @@ int Run(const Options& o) {
   const Settings& s = *settings;
   SessionSandbox box;
   if (int code = SetUpSandbox(o, s, &box); code != kExitOk) return code;
-
-  agent::ModelError model_error;
-  agent::ProviderHooks hooks;
-  hooks.cancelled = InterruptPending;  // Ctrl-C in interactive mode stops the call in flight.
-  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(s.provider, &model_error, hooks);
-  if (!provider) return Fail(o.output_format, kExitUsage, model_error.ToString());
-
   SessionState state;
   if (Status st = OpenSession(o, s, prompt->value_or(""), &state); !st.ok()) {
     return Fail(o.output_format, kExitUsage, st.message());
@@ -288,6 +306,14 @@ int Run(const Options& o) {
   const bool streaming = o.output_format == OutputFormat::kStreamJson;
   Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0, STDERR_FILENO,
                     streaming ? &events : nullptr);
+  agent::ModelError model_error;
+  agent::ProviderHooks hooks;
+  hooks.cancelled = InterruptPending;  // Ctrl-C in interactive mode stops the call in flight.
+  hooks.on_retry = [&events, streaming](const agent::RetryNotice& n) {
+    ReportRetry(n, streaming ? &events : nullptr);
+  };
+  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(s.provider, &model_error, hooks);
+  if (!provider) return Fail(o.output_format, kExitUsage, model_error.ToString());
   PrintBanner(o, s, box.report);
   agent::ToolContext context = ParentToolContext(o, s, box.policy);
   std::optional<TaskConfig> tasks = TaskConfigOf(o, s, context);

@@ -1294,3 +1294,40 @@ TEST_F(InteractiveTest, ClearStartsAFreshContextAndTasksReportsWhatRan) {
 
 }  // namespace
 }  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+TEST_F(ParentTest, RetriesAreAlwaysVisibleAndStreamedAsEvents) {
+  const json schema = SchemaFromDocs();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  server_.SetHandler([calls](const RecordedRequest&) {
+    if (calls->fetch_add(1) == 0) {
+      Reply reply;
+      reply.fault = mock::Fault{};
+      reply.fault->kind = mock::Fault::Kind::kStatus;
+      reply.fault->status = 429;
+      reply.fault->retry_after_ms = "10";
+      return reply;
+    }
+    return Text("after the retry");
+  });
+  RunResult r = Run({"--sandbox=off", "--quiet", "--output-format", "stream-json", "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.err.find("429 from the model; retrying in 10 ms (retry-after), attempt 2 of 3"),
+            std::string::npos)
+      << Dump(r);
+  int retries = 0;
+  for (const json& e : Lines(r.out)) {
+    EXPECT_EQ(Validate(e, schema, "$"), "") << e.dump();
+    if (e.value("subtype", "") == "retry") {
+      ++retries;
+      EXPECT_EQ(e["http_status"], 429);
+      EXPECT_EQ(e["attempt"], 2);
+    }
+  }
+  EXPECT_EQ(retries, 1) << r.out;
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
