@@ -15,19 +15,20 @@ const char* Env(const char* name) {
 }
 
 // Keys a project file may not set, and why.
-const std::map<std::string, std::string>& ProjectRefused() {
-  static const auto* const refused = new std::map<std::string, std::string>{
-      {"allow-net", "it would give tools the network"},
-      {"writable", "it would make more paths writable"},
-      {"readable", "it would make more paths readable"},
-      {"env", "it would pass environment variables to tools"},
-      {"base-url", "it would send your API key to another server"},
-      {"child-path", "it would choose the binary that runs your tasks"},
-      {"transcript-dir", "it would choose where forkbox writes"},
-      {"workdir", "the project is the workdir"},
-  };
-  return *refused;
-}
+struct Refusal {
+  const char* key;
+  const char* why;
+};
+constexpr Refusal kProjectRefused[] = {
+    {"allow-net", "it would give tools the network"},
+    {"writable", "it would make more paths writable"},
+    {"readable", "it would make more paths readable"},
+    {"env", "it would pass environment variables to tools"},
+    {"base-url", "it would send your API key to another server"},
+    {"child-path", "it would choose the binary that runs your tasks"},
+    {"transcript-dir", "it would choose where forkbox writes"},
+    {"workdir", "the project is the workdir"},
+};
 
 std::string UserConfigPath() {
   if (const char* x = Env("XDG_CONFIG_HOME"); x != nullptr && x[0] == '/') {
@@ -75,15 +76,18 @@ Status CheckProjectKey(const std::string& key, const toml::node& node, const std
   if (key == "sandbox" && node.value<std::string>() == std::optional<std::string>("on")) {
     return Status::Ok();  // Narrowing (or a no-op) is fine.
   }
-  auto it = ProjectRefused().find(key);
   if (key == "sandbox") {
     return Status::InvalidArgument(where +
                                    ": key \"sandbox\": a project file may not turn the "
                                    "sandbox off; pass --sandbox=off yourself");
   }
-  if (it == ProjectRefused().end()) return Status::Ok();
+  const Refusal* refusal = nullptr;
+  for (const Refusal& r : kProjectRefused) {
+    if (key == r.key) refusal = &r;
+  }
+  if (refusal == nullptr) return Status::Ok();
   return Status::InvalidArgument(where + ": key \"" + key + "\": a project file may not set it (" +
-                                 it->second +
+                                 refusal->why +
                                  "); put it in your user config (~/.config/forkbox/config.toml) "
                                  "or pass --" +
                                  key);
