@@ -109,43 +109,16 @@ class ProviderImpl : public Provider {
 
   CallResult Complete(const Request& request, const TextSink& on_text) override {
     std::string body;
-    try {
-      // replace: invalid UTF-8 that slipped past MakeValidUtf8 must not throw here.
-      body = wire_->EncodeRequest(request, config_)
-                 .dump(-1, ' ', false, json::error_handler_t::replace);
-    } catch (const json::exception& e) {
-      ModelError err;
-      err.kind = ModelError::Kind::kConfig;
-      err.message = std::string("cannot encode the request: ") + e.what();
-      return Fail(std::move(err), 0);
-    }
+    if (std::optional<ModelError> err = EncodeBody(request, &body)) return Fail(*err, 0);
     const std::string url = wire_->Url(config_.base_url);
     const std::vector<std::string> headers = wire_->Headers(config_.api_key);
     const int attempts = config_.max_retries + 1;
     for (int attempt = 1;; ++attempt) {
       if (Cancelled()) return Fail(CancelledError(), attempt - 1);
       if (config_.verbose) LogRequest(url, headers, body, attempt, attempts);
-      const auto started = std::chrono::steady_clock::now();
       std::unique_ptr<StreamDecoder> decoder;
-      HttpResult http;
-      if (config_.stream) {
-        decoder = wire_->NewStreamDecoder(on_text);
-        http = http_->Post(url, headers, body,
-                           [&decoder](std::string_view chunk) { return decoder->Feed(chunk); });
-      } else {
-        http = http_->Post(url, headers, body, nullptr);
-      }
+      const HttpResult http = Post(url, headers, body, on_text, &decoder);
       const std::string request_id = RequestIdOf(http.headers);
-      if (config_.verbose) {
-        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::steady_clock::now() - started)
-                            .count();
-        Log("forkbox: " + config_.name + " reply: HTTP " + std::to_string(http.status) +
-            (request_id.empty() ? "" : " request_id " + request_id) + " in " + std::to_string(ms) +
-            " ms, " + (http.reused_connection ? "reused connection" : "new connection") +
-            (http.transport_error.empty() ? "" : " (" + http.transport_error + ")"));
-      }
-
       if (http.cancelled) return Fail(CancelledError(), attempt);
       ModelError err;
       bool retryable = false;
@@ -191,6 +164,48 @@ class ProviderImpl : public Provider {
   }
 
  private:
+  // The request body; a ModelError (kConfig) when it cannot be encoded.
+  std::optional<ModelError> EncodeBody(const Request& request, std::string* body) const {
+    try {
+      // replace: invalid UTF-8 that slipped past MakeValidUtf8 must not throw here.
+      *body = wire_->EncodeRequest(request, config_)
+                  .dump(-1, ' ', false, json::error_handler_t::replace);
+    } catch (const json::exception& e) {
+      ModelError err;
+      err.kind = ModelError::Kind::kConfig;
+      err.message = std::string("cannot encode the request: ") + e.what();
+      return err;
+    }
+    return std::nullopt;
+  }
+
+  // One attempt over HTTP; with streaming, *decoder has consumed the reply.
+  HttpResult Post(const std::string& url, const std::vector<std::string>& headers,
+                  const std::string& body, const TextSink& on_text,
+                  std::unique_ptr<StreamDecoder>* decoder) {
+    const auto started = std::chrono::steady_clock::now();
+    HttpResult http;
+    if (config_.stream) {
+      *decoder = wire_->NewStreamDecoder(on_text);
+      StreamDecoder* d = decoder->get();
+      http =
+          http_->Post(url, headers, body, [d](std::string_view chunk) { return d->Feed(chunk); });
+    } else {
+      http = http_->Post(url, headers, body, nullptr);
+    }
+    if (config_.verbose) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - started)
+                          .count();
+      const std::string request_id = RequestIdOf(http.headers);
+      Log("forkbox: " + config_.name + " reply: HTTP " + std::to_string(http.status) +
+          (request_id.empty() ? "" : " request_id " + request_id) + " in " + std::to_string(ms) +
+          " ms, " + (http.reused_connection ? "reused connection" : "new connection") +
+          (http.transport_error.empty() ? "" : " (" + http.transport_error + ")"));
+    }
+    return http;
+  }
+
   bool Cancelled() const { return hooks_.cancelled && hooks_.cancelled(); }
 
   static ModelError CancelledError() {
