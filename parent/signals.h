@@ -11,6 +11,9 @@
 #pragma once
 
 #include <signal.h>
+#include <sys/types.h>
+
+#include <vector>
 
 #include "base/status.h"
 #include "base/unique_fd.h"
@@ -31,6 +34,9 @@ const char* SignalName(int signo);
 // round after round, until none is left. Async-signal-safe (the exit-mode handler calls it); the
 // session calls it once more when it ends.
 void KillAndReapAllChildren();
+// After one of the parent's own tool commands: kills and reaps every child except `keep` (the
+// standby children), that is, whatever the command left re-parented to us (a `setsid -f` daemon).
+void KillOrphans(const std::vector<pid_t>& keep);
 
 enum class InterruptMode { kExit, kFlag };
 Status InstallInterruptHandler(InterruptMode mode);

@@ -69,6 +69,8 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     const agent::ToolUseBlock& call = calls[i];
     progress_.Note(call.name + ": " + ipc::MakeEventDetail(CallDetail(call)));
     agent::ToolOutput out = agent::RunBaseTool(call, context_);
+    // Nothing the command started outlives it, detached daemons included (we are a subreaper).
+    KillOrphans(standby_ ? standby_->waiting_pids() : std::vector<pid_t>{});
     ++stats_.parent_tool_calls;
     results[i] = agent::ToolResultBlock{call.id, std::move(out.content), out.is_error};
     ++i;

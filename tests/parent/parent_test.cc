@@ -814,12 +814,16 @@ TEST_F(ParentTest, SighupTearsDownTheSessionAndTheDaemonsItsBashStarted) {
   EXPECT_FALSE(GoneOrDying(control_pids[0])) << "the control daemon did not survive its shell";
   kill(control_pids[0], SIGKILL);
 
+  // One command starts the daemon, says so through a FIFO and keeps running: SIGHUP comes while
+  // both live.
+  ASSERT_EQ(mkfifo((fs::path(workdir_) / "ready.fifo").c_str(), 0600), 0);
   server_.SetHandler([](const RecordedRequest& r) {
     if (r.view.assistant_turns == 0) {
-      return Calls({ToolCall{"bash", {{"command", DaemonCommand("daemon.pid")}}, ""}});
-    }
-    if (r.view.assistant_turns == 1) {
-      return Calls({ToolCall{"bash", {{"command", "echo $$ > shell.pid; sleep 1000"}}, ""}});
+      return Calls({ToolCall{"bash",
+                             {{"command", DaemonCommand("daemon.pid") +
+                                              "; echo $$ > shell.pid; echo ready > ready.fifo; "
+                                              "sleep 1000"}},
+                             ""}});
     }
     return Text("never reached");
   });
@@ -829,10 +833,14 @@ TEST_F(ParentTest, SighupTearsDownTheSessionAndTheDaemonsItsBashStarted) {
   spec.env = Env();
   spec.cwd = workdir_;
   LiveForkbox live(spec);
-  ASSERT_TRUE(live.WaitForStderr("bash: echo $$ > shell.pid")) << live.Finish().err;
+  {
+    std::ifstream ready(fs::path(workdir_) / "ready.fifo");  // Blocks until the command writes.
+    std::string word;
+    ASSERT_TRUE(ready >> word);
+  }
   std::vector<pid_t> pids = ReadPids(fs::path(workdir_) / "daemon.pid");
   ASSERT_EQ(pids.size(), 1u);
-  ASSERT_FALSE(GoneOrDying(pids[0]));  // Alive while the session runs.
+  ASSERT_FALSE(GoneOrDying(pids[0]));  // Alive while its command runs.
   live.Signal(SIGHUP);
   RunResult r = live.Finish();
   EXPECT_EQ(r.exit_code, 128 + SIGHUP) << Dump(r);
@@ -1327,6 +1335,35 @@ TEST_F(ParentTest, RetriesAreAlwaysVisibleAndStreamedAsEvents) {
     }
   }
   EXPECT_EQ(retries, 1) << r.out;
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+TEST_F(ParentTest, ADaemonFromTheParentsBashDiesWithItsCommand) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash", {{"command", DaemonCommand("daemon.pid")}}, ""}});
+    }
+    if (r.view.assistant_turns == 1) {
+      return Calls({ToolCall{
+          "bash",
+          {{"command", "kill -0 $(cat daemon.pid) 2>/dev/null && echo ALIVE || echo GONE"}},
+          ""}});
+    }
+    return Text("checked");
+  });
+  RunResult r = Run({"--sandbox=off", "go"});  // The default: standby children are kept.
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 3u);
+  ASSERT_FALSE(parents[2].view.tool_results.empty());
+  EXPECT_NE(parents[2].view.tool_results.back().text.find("GONE"), std::string::npos)
+      << parents[2].view.tool_results.back().text;
+  for (pid_t p : ReadPids(fs::path(workdir_) / "daemon.pid")) EXPECT_TRUE(GoneOrDying(p)) << p;
 }
 
 }  // namespace
