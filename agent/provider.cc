@@ -7,6 +7,7 @@
 #include "agent/anthropic.h"
 #include "agent/http_client.h"
 #include "agent/openai.h"
+#include "agent/provider_settings.h"
 #include "agent/retry.h"
 #include "agent/wire.h"
 
@@ -15,11 +16,6 @@ namespace forkbox::agent {
 namespace {
 
 using nlohmann::json;
-
-std::string Env(const char* name) {
-  const char* v = std::getenv(name);
-  return v == nullptr ? "" : v;
-}
 
 void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
   if (from.empty()) return;
@@ -113,43 +109,16 @@ class ProviderImpl : public Provider {
 
   CallResult Complete(const Request& request, const TextSink& on_text) override {
     std::string body;
-    try {
-      // replace: invalid UTF-8 that slipped past MakeValidUtf8 must not throw here.
-      body = wire_->EncodeRequest(request, config_)
-                 .dump(-1, ' ', false, json::error_handler_t::replace);
-    } catch (const json::exception& e) {
-      ModelError err;
-      err.kind = ModelError::Kind::kConfig;
-      err.message = std::string("cannot encode the request: ") + e.what();
-      return Fail(std::move(err), 0);
-    }
+    if (std::optional<ModelError> err = EncodeBody(request, &body)) return Fail(*err, 0);
     const std::string url = wire_->Url(config_.base_url);
     const std::vector<std::string> headers = wire_->Headers(config_.api_key);
     const int attempts = config_.max_retries + 1;
     for (int attempt = 1;; ++attempt) {
       if (Cancelled()) return Fail(CancelledError(), attempt - 1);
       if (config_.verbose) LogRequest(url, headers, body, attempt, attempts);
-      const auto started = std::chrono::steady_clock::now();
       std::unique_ptr<StreamDecoder> decoder;
-      HttpResult http;
-      if (config_.stream) {
-        decoder = wire_->NewStreamDecoder(on_text);
-        http = http_->Post(url, headers, body,
-                           [&decoder](std::string_view chunk) { return decoder->Feed(chunk); });
-      } else {
-        http = http_->Post(url, headers, body, nullptr);
-      }
+      const HttpResult http = Post(url, headers, body, on_text, &decoder);
       const std::string request_id = RequestIdOf(http.headers);
-      if (config_.verbose) {
-        const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                            std::chrono::steady_clock::now() - started)
-                            .count();
-        Log("forkbox: " + config_.name + " reply: HTTP " + std::to_string(http.status) +
-            (request_id.empty() ? "" : " request_id " + request_id) + " in " + std::to_string(ms) +
-            " ms, " + (http.reused_connection ? "reused connection" : "new connection") +
-            (http.transport_error.empty() ? "" : " (" + http.transport_error + ")"));
-      }
-
       if (http.cancelled) return Fail(CancelledError(), attempt);
       ModelError err;
       bool retryable = false;
@@ -185,11 +154,58 @@ class ProviderImpl : public Provider {
         Log("forkbox: " + config_.name + " attempt " + std::to_string(attempt) + " failed (" +
             Redact(err.message) + "); retrying in " + std::to_string(wait.count()) + " ms");
       }
+      if (hooks_.on_retry) {
+        hooks_.on_retry(RetryNotice{success_status ? 0 : static_cast<int>(http.status),
+                                    Redact(err.message), static_cast<int64_t>(wait.count()),
+                                    server_wait.has_value(), attempt + 1, attempts});
+      }
       hooks_.sleep(wait);
     }
   }
 
  private:
+  // The request body; a ModelError (kConfig) when it cannot be encoded.
+  std::optional<ModelError> EncodeBody(const Request& request, std::string* body) const {
+    try {
+      // replace: invalid UTF-8 that slipped past MakeValidUtf8 must not throw here.
+      *body = wire_->EncodeRequest(request, config_)
+                  .dump(-1, ' ', false, json::error_handler_t::replace);
+    } catch (const json::exception& e) {
+      ModelError err;
+      err.kind = ModelError::Kind::kConfig;
+      err.message = std::string("cannot encode the request: ") + e.what();
+      return err;
+    }
+    return std::nullopt;
+  }
+
+  // One attempt over HTTP; with streaming, *decoder has consumed the reply.
+  HttpResult Post(const std::string& url, const std::vector<std::string>& headers,
+                  const std::string& body, const TextSink& on_text,
+                  std::unique_ptr<StreamDecoder>* decoder) {
+    const auto started = std::chrono::steady_clock::now();
+    HttpResult http;
+    if (config_.stream) {
+      *decoder = wire_->NewStreamDecoder(on_text);
+      StreamDecoder* d = decoder->get();
+      http =
+          http_->Post(url, headers, body, [d](std::string_view chunk) { return d->Feed(chunk); });
+    } else {
+      http = http_->Post(url, headers, body, nullptr);
+    }
+    if (config_.verbose) {
+      const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - started)
+                          .count();
+      const std::string request_id = RequestIdOf(http.headers);
+      Log("forkbox: " + config_.name + " reply: HTTP " + std::to_string(http.status) +
+          (request_id.empty() ? "" : " request_id " + request_id) + " in " + std::to_string(ms) +
+          " ms, " + (http.reused_connection ? "reused connection" : "new connection") +
+          (http.transport_error.empty() ? "" : " (" + http.transport_error + ")"));
+    }
+    return http;
+  }
+
   bool Cancelled() const { return hooks_.cancelled && hooks_.cancelled(); }
 
   static ModelError CancelledError() {
@@ -287,31 +303,6 @@ std::string ModelError::ToString() const {
   return out;
 }
 
-std::string DefaultBaseUrl(const std::string& provider) {
-  if (provider == "openai") return "https://api.openai.com/v1";
-  if (provider == "anthropic" || provider.empty()) return "https://api.anthropic.com";
-  return "";
-}
-
-std::string DefaultModel(const std::string& provider) {
-  if (provider == "openai") return "gpt-4.1";
-  if (provider == "anthropic" || provider.empty()) return "claude-sonnet-4-5";
-  return "";
-}
-
-void ApplyEnvironmentDefaults(ProviderConfig& config) {
-  if (config.name.empty()) config.name = Env("FORKBOX_PROVIDER");
-  if (config.name.empty()) config.name = "anthropic";
-  const bool openai = config.name == "openai";
-  if (config.api_key.empty()) config.api_key = Env(openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
-  if (config.base_url.empty()) {
-    config.base_url = Env(openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL");
-  }
-  if (config.model.empty()) config.model = Env("FORKBOX_MODEL");
-  if (config.base_url.empty()) config.base_url = DefaultBaseUrl(config.name);
-  if (config.model.empty()) config.model = DefaultModel(config.name);
-}
-
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error) {
   return MakeProvider(config, error, ProviderHooks{});
 }
@@ -319,47 +310,16 @@ std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError*
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config_in, ModelError* error,
                                        const ProviderHooks& hooks_in) {
   ProviderConfig config = config_in;
-  if (config.name.empty()) config.name = "anthropic";
   auto fail = [&](std::string message) -> std::unique_ptr<Provider> {
     ModelError e;
     e.kind = ModelError::Kind::kConfig;
     e.provider = config.name;
     e.message = std::move(message);
-    if (config.api_key.size() >= 4) ReplaceAll(e.message, config.api_key, "[REDACTED]");
     if (error != nullptr) *error = std::move(e);
     return nullptr;
   };
-  if (config.name != "anthropic" && config.name != "openai") {
-    return fail("unknown provider \"" + config.name + "\" (expected anthropic or openai)");
-  }
+  if (Status valid = ValidateProviderSettings(config); !valid.ok()) return fail(valid.message());
   const bool anthropic = config.name == "anthropic";
-  if (anthropic && config.api_key.empty()) {
-    return fail("no API key: set ANTHROPIC_API_KEY");
-  }
-  if (config.api_key.find_first_of("\r\n") != std::string::npos) {
-    return fail("the API key contains a line break");
-  }
-  if (config.base_url.empty()) config.base_url = DefaultBaseUrl(config.name);
-  if (config.model.empty()) config.model = DefaultModel(config.name);
-  while (!config.base_url.empty() && config.base_url.back() == '/') config.base_url.pop_back();
-  if (!config.base_url.starts_with("http://") && !config.base_url.starts_with("https://")) {
-    return fail("base URL \"" + config.base_url + "\" must start with http:// or https://");
-  }
-  if (config.base_url.find_first_of(" \t\r\n") != std::string::npos) {
-    return fail("base URL contains whitespace");
-  }
-  if (anthropic && config.base_url.ends_with("/v1")) {
-    return fail("Anthropic base URL \"" + config.base_url +
-                "\" must not end in /v1 (the client adds /v1/messages)");
-  }
-  if (config.max_tokens <= 0) return fail("max_tokens must be positive");
-  if (config.max_retries < 0 || config.max_retries > 100) {
-    return fail("max_retries must be between 0 and 100");
-  }
-  if (config.connect_timeout_ms <= 0 || config.idle_timeout_ms <= 0 ||
-      config.total_timeout_ms <= 0) {
-    return fail("timeouts must be positive");
-  }
   std::string curl_error;
   auto http = HttpClient::Create(
       HttpTimeouts{config.connect_timeout_ms, config.idle_timeout_ms, config.total_timeout_ms},

@@ -10,23 +10,13 @@
 
 #include "agent/cancel.h"
 #include "agent/message.h"
+#include "ipc/messages.h"
 
 namespace forkbox::agent {
 
-struct ProviderConfig {
-  std::string name;  // "anthropic" | "openai"; empty: FORKBOX_PROVIDER, else anthropic.
-  std::string api_key;
-  std::string base_url;  // Empty: the provider's default (see README).
-  std::string model;     // Empty: the provider's default.
-  int64_t max_tokens = 8192;
-  int max_retries = 2;
-  int64_t connect_timeout_ms = 10'000;
-  int64_t idle_timeout_ms = 120'000;
-  int64_t total_timeout_ms = 600'000;
-  bool stream = true;
-  bool prompt_caching = true;  // Anthropic cache_control on system prompt and tools.
-  bool verbose = false;        // Log each request (key redacted) to stderr.
-};
+// The provider settings, one type from the command line to the child's provider
+// (agent/provider_settings.h resolves and validates it).
+using ProviderConfig = ipc::ProviderSettings;
 
 // Why a call failed, after retries.
 struct ModelError {
@@ -70,18 +60,20 @@ class Provider {
   virtual const ProviderConfig& config() const = 0;
 };
 
-// Fills defaults from the environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL, OPENAI_API_KEY,
-// OPENAI_BASE_URL, FORKBOX_PROVIDER, FORKBOX_MODEL) for fields the caller left empty.
-void ApplyEnvironmentDefaults(ProviderConfig& config);
-// Default base URL and model for a provider name.
-std::string DefaultBaseUrl(const std::string& provider);
-std::string DefaultModel(const std::string& provider);
-
-// Creates the provider (one keep-alive connection per Provider object). Validates the config
-// (provider name, key for Anthropic, http(s) base URL, positive timeouts and token limit); on a bad
-// config returns nullptr and sets *error (kind kConfig). Fills an empty base_url/model with the
-// provider's defaults. Not thread-safe: one Provider per thread.
+// Creates the provider (one keep-alive connection per Provider object) for settings taken as they
+// are (resolve them first: agent/provider_settings.h). Settings that ValidateProviderSettings
+// refuses return nullptr and set *error (kind kConfig). Not thread-safe: one Provider per thread.
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error);
+
+// A failed attempt about to be retried (for the user: retries must never be silent waits).
+struct RetryNotice {
+  int http_status = 0;        // 0: a transport failure or a broken reply.
+  std::string reason;         // The error, one line, key redacted.
+  int64_t wait_ms = 0;        // How long before the next attempt.
+  bool server_asked = false;  // The wait comes from retry-after / retry-after-ms.
+  int next_attempt = 0;       // 2 for the first retry.
+  int attempts = 0;           // max_retries + 1.
+};
 
 // How the retry backoff waits and draws jitter (default: really sleeps; a test seam), and when to
 // give up.
@@ -93,6 +85,8 @@ struct ProviderHooks {
   // second) and before and during retry waits; true ends the call with Kind::kCancelled. With
   // it and no `sleep`, retry waits end early when it turns true.
   CancelCheck cancelled;
+  // Told before each retry wait; may be empty.
+  std::function<void(const RetryNotice&)> on_retry;
 };
 std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error,
                                        const ProviderHooks& hooks);

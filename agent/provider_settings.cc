@@ -1,37 +1,84 @@
 #include "agent/provider_settings.h"
 
-namespace forkbox::agent {
+#include <cstdlib>
 
-ipc::ProviderSettings ToProviderSettings(const ProviderConfig& config) {
-  ipc::ProviderSettings s;
-  s.name = config.name;
-  s.api_key = config.api_key;
-  s.base_url = config.base_url;
-  s.model = config.model;
-  s.max_tokens = config.max_tokens;
-  s.max_retries = config.max_retries;
-  s.connect_timeout_ms = config.connect_timeout_ms;
-  s.idle_timeout_ms = config.idle_timeout_ms;
-  s.total_timeout_ms = config.total_timeout_ms;
-  s.stream = config.stream;
-  s.verbose = config.verbose;
-  return s;
+namespace forkbox::agent {
+namespace {
+
+std::string Env(const char* name) {
+  const char* v = std::getenv(name);
+  return v == nullptr ? "" : v;
 }
 
-ProviderConfig FromProviderSettings(const ipc::ProviderSettings& settings) {
-  ProviderConfig c;
-  c.name = settings.name;
-  c.api_key = settings.api_key;
-  c.base_url = settings.base_url;
-  c.model = settings.model;
-  c.max_tokens = settings.max_tokens;
-  c.max_retries = static_cast<int>(settings.max_retries);
-  c.connect_timeout_ms = settings.connect_timeout_ms;
-  c.idle_timeout_ms = settings.idle_timeout_ms;
-  c.total_timeout_ms = settings.total_timeout_ms;
-  c.stream = settings.stream;
-  c.verbose = settings.verbose;
-  return c;
+Status Invalid(const ipc::ProviderSettings& s, std::string message) {
+  // A key pasted into another field must not end up in an error message.
+  if (s.api_key.size() >= 4) {
+    for (size_t pos = message.find(s.api_key); pos != std::string::npos;
+         pos = message.find(s.api_key, pos)) {
+      message.replace(pos, s.api_key.size(), "[REDACTED]");
+    }
+  }
+  return Status::InvalidArgument(std::move(message));
+}
+
+}  // namespace
+
+std::string DefaultBaseUrl(const std::string& provider) {
+  return provider == "openai" ? "https://api.openai.com/v1" : "https://api.anthropic.com";
+}
+
+std::string DefaultModel(const std::string& provider) {
+  return provider == "openai" ? "gpt-4.1" : "claude-sonnet-4-5";
+}
+
+void ApplyEnvironmentDefaults(ipc::ProviderSettings& s) {
+  if (s.name.empty()) s.name = Env("FORKBOX_PROVIDER");
+  if (s.name.empty()) s.name = "anthropic";
+  const bool openai = s.name == "openai";
+  if (s.api_key.empty()) s.api_key = Env(openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
+  if (s.base_url.empty()) s.base_url = Env(openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL");
+  if (s.model.empty()) s.model = Env("FORKBOX_MODEL");
+  if (s.base_url.empty()) s.base_url = DefaultBaseUrl(s.name);
+  if (s.model.empty()) s.model = DefaultModel(s.name);
+}
+
+Status ValidateProviderSettings(const ipc::ProviderSettings& s) {
+  if (s.name != "anthropic" && s.name != "openai") {
+    return Invalid(s, "unknown provider \"" + s.name + "\" (expected anthropic or openai)");
+  }
+  const bool anthropic = s.name == "anthropic";
+  if (anthropic && s.api_key.empty()) {
+    return Invalid(s,
+                   "no API key: set ANTHROPIC_API_KEY (or use --provider openai with "
+                   "OPENAI_BASE_URL)");
+  }
+  if (s.api_key.find_first_of("\r\n") != std::string::npos) {
+    return Invalid(s, "the API key contains a line break");
+  }
+  if (!s.base_url.starts_with("http://") && !s.base_url.starts_with("https://")) {
+    return Invalid(s, "base URL \"" + s.base_url + "\" must start with http:// or https://");
+  }
+  if (s.base_url.find_first_of(" \t\r\n") != std::string::npos) {
+    return Invalid(s, "base URL contains whitespace");
+  }
+  if (anthropic && (s.base_url.ends_with("/v1") || s.base_url.ends_with("/v1/"))) {
+    return Invalid(s, "Anthropic base URL \"" + s.base_url +
+                          "\" must not end in /v1 (the client adds /v1/messages)");
+  }
+  if (s.max_tokens <= 0) return Invalid(s, "max_tokens must be positive");
+  if (s.max_retries < 0 || s.max_retries > 100) {
+    return Invalid(s, "max_retries must be between 0 and 100");
+  }
+  if (s.connect_timeout_ms <= 0 || s.idle_timeout_ms <= 0 || s.total_timeout_ms <= 0) {
+    return Invalid(s, "timeouts must be positive");
+  }
+  return Status::Ok();
+}
+
+Status ResolveProviderSettings(ipc::ProviderSettings& s) {
+  ApplyEnvironmentDefaults(s);
+  while (s.base_url.size() > 1 && s.base_url.back() == '/') s.base_url.pop_back();
+  return ValidateProviderSettings(s);
 }
 
 }  // namespace forkbox::agent

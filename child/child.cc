@@ -18,7 +18,6 @@
 #include "agent/http_client.h"
 #include "agent/loop.h"
 #include "agent/provider.h"
-#include "agent/provider_settings.h"
 #include "agent/tools.h"
 #include "child/reporter.h"
 #include "child/runner.h"
@@ -124,8 +123,6 @@ agent::LoopOptions LoopOptionsFor(const ipc::StartMessage& start, const std::str
 // The provider for the task. The key's copies in the start message and in the config are zeroed
 // here; the provider keeps the one it needs.
 Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& start) {
-  agent::ProviderConfig config = agent::FromProviderSettings(start.provider);
-  Wipe(start.provider.api_key);
   agent::ModelError error;
   agent::ProviderHooks hooks;
   // Polled by curl during every model call: no tool runs then, so orphans are reaped.
@@ -133,8 +130,8 @@ Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& sta
     ReapOrphans();
     return false;
   };
-  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(config, &error, hooks);
-  Wipe(config.api_key);
+  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(start.provider, &error, hooks);
+  Wipe(start.provider.api_key);
   if (!provider) return Status::InvalidArgument(error.ToString());
   return provider;
 }

@@ -9,15 +9,12 @@
 #include <string>
 #include <variant>
 
-#include "agent/provider.h"
 #include "ipc/frame.h"
 
 namespace forkbox::child {
 
 SandboxPlan PlanOf(const ipc::StartMessage& start) {
-  const std::string& url = start.provider.base_url;
-  return {start.workdir, start.sandbox,
-          url.empty() ? agent::DefaultBaseUrl(start.provider.name) : url};
+  return {start.workdir, start.sandbox, start.provider.base_url};
 }
 
 SandboxPlan PlanOf(const ipc::PrepareMessage& prepare) {
@@ -30,7 +27,7 @@ Status CheckStart(const ipc::StartMessage& start) {
     return Status::InvalidArgument("start frame: workdir must be an absolute path, got \"" +
                                    start.workdir + "\"");
   }
-  const ipc::Limits& l = start.limits;
+  const ipc::TaskLimits& l = start.limits;
   if (l.max_turns < 1 || l.tool_timeout_ms < 1 || l.max_tool_output_chars < 1 ||
       l.max_summary_bytes < 1) {
     return Status::InvalidArgument("start frame: every limit must be >= 1");

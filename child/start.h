@@ -19,7 +19,7 @@ inline constexpr int64_t kMaxSummaryBytesCap = 512 * 1024;
 struct SandboxPlan {
   std::string workdir;
   ipc::SandboxSettings sandbox;
-  std::string model_url;  // Effective: the provider's default when the start frame's is empty.
+  std::string model_url;  // The resolved base URL (the parent never sends an empty one).
 };
 SandboxPlan PlanOf(const ipc::StartMessage& start);
 SandboxPlan PlanOf(const ipc::PrepareMessage& prepare);

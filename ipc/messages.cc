@@ -160,10 +160,11 @@ Status ReadProvider(const json& j, ProviderSettings* p) {
   FORKBOX_RETURN_IF_ERROR(r.Int("total_timeout_ms", 1, kInt64Max, &p->total_timeout_ms));
   FORKBOX_RETURN_IF_ERROR(r.Bool("stream", &p->stream));
   FORKBOX_RETURN_IF_ERROR(r.Bool("verbose", &p->verbose));
+  FORKBOX_RETURN_IF_ERROR(r.Bool("prompt_caching", &p->prompt_caching));
   return Status::Ok();
 }
 
-Status ReadLimits(const json& j, Limits* l) {
+Status ReadLimits(const json& j, TaskLimits* l) {
   FieldReader r(j, "limits");
   FORKBOX_RETURN_IF_ERROR(r.Int("max_turns", 1, kInt64Max, &l->max_turns));
   FORKBOX_RETURN_IF_ERROR(r.Int("tool_timeout_ms", 1, kInt64Max, &l->tool_timeout_ms));
@@ -281,7 +282,7 @@ json SandboxJson(const SandboxSettings& s) {
 
 json ToJsonImpl(const StartMessage& m) {
   const ProviderSettings& p = m.provider;
-  const Limits& l = m.limits;
+  const TaskLimits& l = m.limits;
   json j = {
       {"type", "start"},
       {"prompt", m.prompt},
@@ -296,7 +297,8 @@ json ToJsonImpl(const StartMessage& m) {
         {"idle_timeout_ms", p.idle_timeout_ms},
         {"total_timeout_ms", p.total_timeout_ms},
         {"stream", p.stream},
-        {"verbose", p.verbose}}},
+        {"verbose", p.verbose},
+        {"prompt_caching", p.prompt_caching}}},
       {"limits",
        {{"max_turns", l.max_turns},
         {"tool_timeout_ms", l.tool_timeout_ms},

@@ -19,7 +19,10 @@
 
 namespace forkbox::ipc {
 
-// How to reach the model. The API key travels only inside the start frame.
+// How to reach the model: the one provider settings type. The parent resolves it once (flags,
+// environment, defaults, validation: agent/provider_settings.h), sends it in the start frame, and
+// both binaries' providers take it as it is (agent::ProviderConfig names the same type). The API
+// key travels only inside the start frame.
 struct ProviderSettings {
   std::string name;      // "anthropic" or "openai".
   std::string api_key;   // May be empty for local OpenAI-compatible servers.
@@ -31,16 +34,18 @@ struct ProviderSettings {
   int64_t idle_timeout_ms = 120'000;   // No byte for this long stops a stream.
   int64_t total_timeout_ms = 600'000;  // One request, all retries excluded.
   bool stream = true;
-  bool verbose = false;  // Log requests (key redacted) to stderr.
+  bool verbose = false;        // Log requests (key redacted) to stderr.
+  bool prompt_caching = true;  // Anthropic cache_control on the system prompt and tools.
   bool operator==(const ProviderSettings&) const = default;
 };
 
-struct Limits {
+// A child task's limits (not the sandbox's rlimits, which are in SandboxSettings).
+struct TaskLimits {
   int64_t max_turns = 30;
   int64_t tool_timeout_ms = 120'000;
   int64_t max_tool_output_chars = 50'000;
   int64_t max_summary_bytes = 16 * 1024;
-  bool operator==(const Limits&) const = default;
+  bool operator==(const TaskLimits&) const = default;
 };
 
 // One type from the parent's options to the child's Policy (plain data, sandbox/settings.h).
@@ -49,7 +54,7 @@ using SandboxSettings = sandbox::Settings;
 struct StartMessage {
   std::string prompt;
   ProviderSettings provider;
-  Limits limits;
+  TaskLimits limits;
   std::string workdir;  // Absolute.
   SandboxSettings sandbox;
   std::optional<int> transcript_fd;  // An fd number already open in the child (append-only file).

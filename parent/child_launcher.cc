@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <variant>
 
-#include "agent/provider.h"
 #include "ipc/frame.h"
 
 namespace forkbox::parent {
@@ -20,7 +19,7 @@ Result<LaunchedChild> LaunchChild(const TaskConfig& config, const UniqueFd& tran
   int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
   if (devnull < 0) return Status::FromErrno(errno, "open /dev/null");
   UniqueFd null_fd(devnull);
-  const int err_fd = config.verbose ? STDERR_FILENO : null_fd.get();
+  const int err_fd = config.provider.verbose ? STDERR_FILENO : null_fd.get();
 
   SpawnOptions opts;
   opts.argv = {config.child_path};
@@ -49,8 +48,7 @@ ipc::PrepareMessage PrepareFor(const TaskConfig& config) {
   ipc::PrepareMessage m;
   m.workdir = config.workdir;
   m.sandbox = config.sandbox;
-  m.model_url = config.provider.base_url.empty() ? agent::DefaultBaseUrl(config.provider.name)
-                                                 : config.provider.base_url;
+  m.model_url = config.provider.base_url;
   return m;
 }
 

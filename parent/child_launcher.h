@@ -27,7 +27,8 @@ struct LaunchedChild {
 };
 
 // fork + exec of config.child_path with fds 0-4 (stdin /dev/null, stdout and stderr to stderr
-// with config.verbose, else /dev/null), and `transcript` (if valid) on fd kTranscriptChildFd.
+// with config.provider.verbose, else /dev/null), and `transcript` (if valid) on fd
+// kTranscriptChildFd.
 inline constexpr int kTranscriptChildFd = 5;
 Result<LaunchedChild> LaunchChild(const TaskConfig& config, const UniqueFd& transcript);
 
@@ -35,7 +36,7 @@ Result<LaunchedChild> LaunchChild(const TaskConfig& config, const UniqueFd& tran
 ipc::PrepareMessage PrepareFor(const TaskConfig& config);
 
 // Keeps up to `size` standby children, oldest (most likely warm) first. Not thread-safe.
-// `config` must outlive it and must not set a transcript_dir (a transcript fd is mapped at exec
+// `config` must outlive it and must not set a transcript_dir_fd (a transcript fd is mapped at exec
 // time, before the task exists).
 class Standby {
  public:

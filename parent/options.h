@@ -1,9 +1,14 @@
-// The parsed command line of `forkbox` (parent/cli.h fills it).
+// The parsed command line of `forkbox` (parent/cli.h fills it). The provider and sandbox settings
+// are the wire types themselves: the CLI fills them, parent/config.h resolves them once, and they
+// travel to every child as they are.
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
+
+#include "ipc/messages.h"
+#include "parent/events.h"
 
 namespace forkbox::parent {
 
@@ -16,24 +21,20 @@ struct Options {
   int max_parallel = 4;
   double task_timeout_s = 900;
   double tool_timeout_s = 120;
-  bool allow_net = false;
-  std::vector<std::string> writable;
-  std::vector<std::string> env;
   std::string transcript_dir;
   bool quiet = false;
-  bool verbose = false;
-  bool json = false;
-  // Empty: from the environment (agent::ApplyEnvironmentDefaults), then the provider default.
-  std::string provider;
-  std::string model;
-  std::string base_url;
-  int64_t max_tokens = 8192;
-  int max_retries = 2;
+  OutputFormat output_format = OutputFormat::kText;  // --output-format; --json is json.
+  // Unresolved: empty name, key, base URL and model come from the environment and the provider's
+  // defaults (agent::ResolveProviderSettings). --sandbox=off clears sandbox.enabled (and warns
+  // loudly on every run).
+  ipc::ProviderSettings provider;
+  ipc::SandboxSettings sandbox;
   std::string child_path;  // Empty: $FORKBOX_CHILD, else forkbox-child next to /proc/self/exe.
-  bool sandbox = true;     // --sandbox=off clears it (and warns loudly on every run).
   bool subagents = true;   // --no-subagents: the single-agent baseline.
   int standby = 2;         // Children kept sandboxed ahead of tasks; 0: start each on demand.
-  bool stream = true;
+  bool continue_session = false;  // --continue: the latest session of this workdir.
+  std::string resume;             // --resume ID.
+  bool persist_session = true;    // --no-session-persistence clears it.
 };
 
 }  // namespace forkbox::parent

@@ -4,6 +4,8 @@
 
 #include <cstdio>
 #include <cstring>
+#include <ctime>
+#include <filesystem>
 #include <iostream>
 #include <iterator>
 #include <optional>
@@ -16,10 +18,13 @@
 #include "parent/progress.h"
 #include "parent/sandbox_command.h"
 #include "parent/session.h"
+#include "parent/session_store.h"
 #include "parent/signals.h"
 #include "parent/system_prompt.h"
 #include "parent/task_runner.h"
+#include "parent/terminal.h"
 #include "parent/tool_runner.h"
+#include "parent/transcripts.h"
 #include "sandbox/sandbox.h"
 
 extern char** environ;
@@ -27,10 +32,14 @@ extern char** environ;
 namespace forkbox::parent {
 namespace {
 
-void Err(const std::string& s) { std::fputs(s.c_str(), stderr); }
+void Err(const std::string& s) { WriteText(STDERR_FILENO, s); }
 
-int Fail(int code, const std::string& message) {
+// The message on stderr; in json and stream-json modes also the error object on stdout.
+int Fail(OutputFormat format, int code, const std::string& message) {
   Err("forkbox: " + message + "\n");
+  if (format != OutputFormat::kText) {
+    WriteText(STDOUT_FILENO, ErrorResultJson(code, message).dump() + "\n");
+  }
   return code;
 }
 
@@ -40,143 +49,343 @@ Result<std::string> ReadStdin() {
   return text;
 }
 
-int Run(const Options& o) {
-  // The prompt.
-  std::string prompt;
-  bool interactive = false;
-  if (o.has_prompt && o.prompt == "-") {
-    auto text = ReadStdin();
-    if (!text.ok()) return Fail(kExitUsage, text.status().message());
-    prompt = std::move(*text);
-    if (prompt.find_first_not_of(" \t\r\n") == std::string::npos) {
-      return Fail(kExitUsage, "the prompt read from stdin is empty");
-    }
-  } else if (o.has_prompt) {
-    prompt = o.prompt;
-    if (prompt.find_first_not_of(" \t\r\n") == std::string::npos) {
-      return Fail(kExitUsage, "the prompt is empty");
-    }
-  } else if (isatty(STDIN_FILENO)) {
-    interactive = true;
-  } else {
-    return Fail(kExitUsage,
-                "no PROMPT and stdin is not a terminal; pass a prompt, or - to read it from "
-                "stdin (see --help)");
-  }
-  if (interactive && o.json) return Fail(kExitUsage, "--json needs a PROMPT (one-shot mode)");
+bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
-  // Configuration, validated before anything runs.
+// The one-shot prompt, or nullopt for an interactive session. Errors are usage errors.
+Result<std::optional<std::string>> ReadPrompt(const Options& o) {
+  if (o.has_prompt && o.prompt == "-") {
+    if (isatty(STDIN_FILENO)) {
+      Err("forkbox: reading the prompt from the terminal; end it with Ctrl-D on an empty line\n");
+    }
+    auto text = ReadStdin();
+    if (!text.ok()) return text.status();
+    if (Blank(*text)) return Status::InvalidArgument("the prompt read from stdin is empty");
+    return std::optional<std::string>(std::move(*text));
+  }
+  if (o.has_prompt) {
+    if (Blank(o.prompt)) return Status::InvalidArgument("the prompt is empty");
+    return std::optional<std::string>(o.prompt);
+  }
+  if (!isatty(STDIN_FILENO)) {
+    return Status::InvalidArgument(
+        "no PROMPT and stdin is not a terminal; pass a prompt, or - to read it from stdin (see "
+        "--help)");
+  }
+  if (o.output_format != OutputFormat::kText) {
+    return Status::InvalidArgument("--json and --output-format json|stream-json need a PROMPT");
+  }
+  return std::optional<std::string>();
+}
+
+// Everything the command line and the environment decide, resolved and validated once.
+struct Settings {
+  std::string workdir;
+  ipc::ProviderSettings provider;
+  std::string child_path;     // Empty with --no-subagents.
+  TranscriptDir transcripts;  // fd -1: no --transcript-dir.
+};
+
+std::vector<std::string> WritableTrees(const Options& o, const std::string& workdir) {
+  std::vector<std::string> trees = {workdir};
+  for (const std::string& w : o.sandbox.writable) {
+    std::error_code ec;
+    auto canonical = std::filesystem::weakly_canonical(w, ec);
+    trees.push_back(ec ? w : canonical.string());
+  }
+  return trees;
+}
+
+Result<Settings> ResolveSettings(const Options& o) {
+  Settings s;
   auto workdir = ResolveWorkdir(o);
-  if (!workdir.ok()) return Fail(kExitUsage, workdir.status().message());
-  auto provider_config = ResolveProviderConfig(o);
-  if (!provider_config.ok()) return Fail(kExitUsage, provider_config.status().message());
-  std::optional<std::string> child_path;
+  if (!workdir.ok()) return workdir.status();
+  s.workdir = std::move(*workdir);
+  s.provider = o.provider;
+  FORKBOX_RETURN_IF_ERROR(agent::ResolveProviderSettings(s.provider));
   if (o.subagents) {
     auto path = ResolveChildPath(o);
-    if (!path.ok()) return Fail(kExitUsage, path.status().message());
-    child_path = *path;
+    if (!path.ok()) return path.status();
+    s.child_path = std::move(*path);
   }
-  std::string transcript_dir;
   if (!o.transcript_dir.empty()) {
-    auto dir = PrepareTranscriptDir(o.transcript_dir);
-    if (!dir.ok()) return Fail(kExitUsage, dir.status().message());
-    transcript_dir = *dir;
+    auto dir = OpenTranscriptDir(o.transcript_dir, WritableTrees(o, s.workdir));
+    if (!dir.ok()) return dir.status();
+    s.transcripts = std::move(*dir);
   }
+  return s;
+}
 
-  // The sandbox: fail closed.
-  ipc::SandboxSettings sandbox_settings = ToSandboxSettings(o);
-  auto policy = sandbox::ResolvePolicy(sandbox_settings, *workdir);
-  if (!policy.ok()) return Fail(kExitUsage, policy.status().message());
-  sandbox::Report report = sandbox::Check(*policy);
-  if (o.sandbox && !report.enforceable) {
-    std::string why = "sandbox unavailable on kernel " + report.kernel + ":\n";
-    for (const auto& line : report.lines) {
-      if (line.state == "unavailable") {
-        why += "  " + line.protection + ": " + line.detail + "\n";
-      }
-    }
-    why += "refusing to run tools unsandboxed; --sandbox=off overrides (DANGEROUS)";
-    return Fail(kExitSandbox, why);
+std::string UnavailableText(const sandbox::Report& report) {
+  std::string why = "sandbox unavailable on kernel " + report.kernel + ":\n";
+  for (const auto& line : report.lines) {
+    if (line.state == "unavailable") why += "  " + line.protection + ": " + line.detail + "\n";
   }
-  if (o.sandbox) {
+  return why + "refusing to run tools unsandboxed; --sandbox=off overrides (DANGEROUS)";
+}
+
+// The session's tool policy, failing closed. Returns an exit code other than kExitOk on failure
+// (after printing why).
+struct SessionSandbox {
+  sandbox::Policy policy;
+  sandbox::Report report;
+  sandbox::TaskTmpDir tmpdir;  // Removed when the session ends.
+};
+int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
+  auto p = sandbox::ResolvePolicy(o.sandbox, s.workdir);
+  if (!p.ok()) return Fail(o.output_format, kExitUsage, p.status().message());
+  out->report = sandbox::Check(*p);
+  if (o.sandbox.enabled && !out->report.enforceable) {
+    return Fail(o.output_format, kExitSandbox, UnavailableText(out->report));
+  }
+  if (o.sandbox.enabled) {
     // As root, one pids cgroup for the session holds fork bombs; joining it once here spares
     // every task and tool spawn a slow cgroup v1 attach.
-    Status joined = sandbox::JoinSessionProcessLimit(*policy, o.max_parallel);
-    if (!joined.ok()) return Fail(kExitSandbox, joined.ToString());
+    Status joined = sandbox::JoinSessionProcessLimit(*p, o.max_parallel);
+    if (!joined.ok()) return Fail(o.output_format, kExitSandbox, joined.ToString());
   }
-  auto tmpdir = sandbox::TaskTmpDir::Create(*workdir);
-  if (!tmpdir.ok()) return Fail(kExitFailure, "tool temp dir: " + tmpdir.status().ToString());
-  policy->tmpdir = tmpdir->path();
+  auto tmp = sandbox::TaskTmpDir::Create(s.workdir);
+  if (!tmp.ok())
+    return Fail(o.output_format, kExitFailure, "tool temp dir: " + tmp.status().ToString());
+  p->tmpdir = tmp->path();
+  out->tmpdir = std::move(*tmp);
+  out->policy = std::move(*p);
+  return kExitOk;
+}
 
-  agent::ModelError model_error;
-  agent::ProviderHooks hooks;
-  hooks.cancelled = InterruptPending;  // Ctrl-C in interactive mode stops the call in flight.
-  std::unique_ptr<agent::Provider> provider =
-      agent::MakeProvider(*provider_config, &model_error, hooks);
-  if (!provider) return Fail(kExitUsage, model_error.ToString());
-
-  Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0);
-  if (!o.sandbox) {
+void PrintBanner(const Options& o, const Settings& s, const sandbox::Report& report) {
+  if (!o.sandbox.enabled) {
     Err("forkbox: WARNING: --sandbox=off: tool commands run UNSANDBOXED with your full user "
         "rights (files, network, secrets). Use only in a disposable environment.\n");
   }
-  if (!o.quiet) {
-    Err(std::string("forkbox ") + FORKBOX_VERSION_STRING + " · " + provider_config->name + " " +
-        provider_config->model + " @ " + provider_config->base_url + " · " +
-        (o.subagents ? "subagents on (max " + std::to_string(o.max_parallel) + " parallel)"
-                     : "baseline: no subagents") +
-        "\n");
-    Err((o.sandbox ? report.Banner() : std::string("sandbox: OFF")) + "\n");
-  }
+  if (!s.transcripts.warning.empty()) Err("forkbox: warning: " + s.transcripts.warning + "\n");
+  if (o.quiet) return;
+  Err(std::string("forkbox ") + FORKBOX_VERSION_STRING + " · " + s.provider.name + " " +
+      s.provider.model + " @ " + s.provider.base_url + " · " +
+      (o.subagents ? "subagents on (max " + std::to_string(o.max_parallel) + " parallel)"
+                   : "baseline: no subagents") +
+      "\n");
+  Err((o.sandbox.enabled ? report.Banner() : std::string("sandbox: OFF")) + "\n");
+}
 
+Result<agent::ToolContext> ParentToolContext(const Options& o, const Settings& s,
+                                             const sandbox::Policy& policy) {
   agent::ToolContext context;
-  context.workdir = *workdir;
-  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(*workdir);
-  if (!workdir_fd.ok()) return Fail(kExitUsage, workdir_fd.status().ToString());
-  context.workdir_fd = *workdir_fd;  // The file tools resolve beneath it (issue 12).
-  auto tool_sandbox = sandbox::Sandbox::ForTools(*policy);
-  if (!tool_sandbox.ok()) return Fail(kExitSandbox, tool_sandbox.status().ToString());
-  context.sandbox = std::make_shared<const sandbox::Sandbox>(std::move(*tool_sandbox));
-  context.env = sandbox::ToolEnvironment(*policy, environ);
+  context.workdir = s.workdir;
+  // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor.
+  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(s.workdir);
+  if (!workdir_fd.ok()) return workdir_fd.status();
+  context.workdir_fd = std::move(*workdir_fd);
+  Result<sandbox::Sandbox> tools = sandbox::Sandbox::ForTools(policy);
+  if (!tools.ok()) return tools.status();
+  context.sandbox = std::make_shared<const sandbox::Sandbox>(std::move(*tools));
+  context.env = sandbox::ToolEnvironment(policy, environ);
   context.timeout_ms = static_cast<int64_t>(o.tool_timeout_s * 1000.0);
   context.max_output_chars = 50'000;
   context.cancelled = InterruptPending;  // Ctrl-C kills the parent's own running bash command.
+  return context;
+}
 
-  std::optional<TaskConfig> tasks;
-  if (o.subagents) {
-    TaskConfig t;
-    t.child_path = *child_path;
-    t.provider = agent::ToProviderSettings(*provider_config);
-    t.limits.max_turns = o.task_max_turns;
-    t.limits.tool_timeout_ms = context.timeout_ms;
-    t.limits.max_tool_output_chars = context.max_output_chars;
-    t.workdir = *workdir;
-    t.sandbox = sandbox_settings;
-    t.transcript_dir = transcript_dir;
-    t.child_env = context.env;  // Scrubbed: no keys; the key travels in the start frame only.
-    t.verbose = o.verbose;
-    t.max_parallel = o.max_parallel;
-    t.timeout_ms = static_cast<int64_t>(o.task_timeout_s * 1000.0);
-    t.standby = o.standby;
-    tasks = std::move(t);
-  }
+std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
+                                       const agent::ToolContext& context) {
+  if (!o.subagents) return std::nullopt;
+  TaskConfig t;
+  t.child_path = s.child_path;
+  t.provider = s.provider;
+  t.limits.max_turns = o.task_max_turns;
+  t.limits.tool_timeout_ms = context.timeout_ms;
+  t.limits.max_tool_output_chars = context.max_output_chars;
+  t.workdir = s.workdir;
+  t.sandbox = o.sandbox;
+  t.transcript_dir_fd = s.transcripts.fd ? s.transcripts.fd.get() : -1;
+  t.child_env = context.env;  // Scrubbed: no keys; the key travels in the start frame only.
+  t.max_parallel = o.max_parallel;
+  t.timeout_ms = static_cast<int64_t>(o.task_timeout_s * 1000.0);
+  t.standby = o.standby;
+  return t;
+}
 
-  InterruptMode outside = interactive ? InterruptMode::kFlag : InterruptMode::kExit;
-  if (Status st = InstallInterruptHandler(outside); !st.ok()) {
-    return Fail(kExitFailure, st.ToString());
-  }
-  SessionStats stats;
-  ParentToolRunner runner(context, std::move(tasks), progress, stats, outside);
+agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s) {
   agent::LoopOptions loop;
-  loop.system = ParentSystemPrompt(*workdir, o.subagents);
+  loop.system = ParentSystemPrompt(s.workdir, o.subagents);
   loop.tools = agent::BaseToolDefs();
   if (o.subagents) loop.tools.push_back(agent::TaskToolDef());
   loop.max_turns = o.max_turns;
-  loop.max_tokens = o.max_tokens;
-  Session session(*provider, loop, runner, stats);
-  OutputOptions out{o.json, o.stream, o.quiet};
+  loop.max_tokens = s.provider.max_tokens;
+  return loop;
+}
+
+// The session's id, its log and (when resuming) its conversation.
+struct SessionState {
+  std::string id;
+  std::optional<SessionLog> log;
+  std::vector<agent::Message> restored;
+};
+
+Status OpenSession(const Options& o, const Settings& s, const std::string& first_prompt,
+                   SessionState* out) {
+  const bool resume = o.continue_session || !o.resume.empty();
+  if (!resume && !o.persist_session) {
+    out->id = NewSessionId();
+    return Status::Ok();
+  }
+  auto dir = SessionsDir(o.persist_session);
+  if (!dir.ok()) return dir.status();
+  if (!resume) {
+    out->id = NewSessionId();
+    auto log = SessionLog::Create(*dir, out->id, s.workdir, first_prompt);
+    if (!log.ok()) return log.status();
+    out->log.emplace(std::move(*log));
+    return Status::Ok();
+  }
+  std::string id = o.resume;
+  if (id.empty()) {
+    auto latest = LatestSessionFor(*dir, s.workdir);
+    if (!latest.ok()) return latest.status();
+    id = *latest;
+  }
+  auto loaded = LoadSession(*dir, id);
+  if (!loaded.ok()) return loaded.status();
+  if (!loaded->warning.empty()) Err("forkbox: warning: " + loaded->warning + "\n");
+  out->id = id;
+  out->restored = std::move(loaded->messages);
+  if (o.persist_session) {
+    auto log = SessionLog::Append(*dir, *loaded);
+    if (!log.ok()) return log.status();
+    out->log.emplace(std::move(*log));
+  }
+  return Status::Ok();
+}
+
+// Always on stderr, whatever --quiet says: a retry is a wait the user must be able to explain.
+void ReportRetry(const agent::RetryNotice& n, EventStream* events) {
+  char wait[32];
+  if (n.wait_ms < 1000) {
+    std::snprintf(wait, sizeof(wait), "%lld ms", static_cast<long long>(n.wait_ms));
+  } else if (n.wait_ms % 1000 == 0) {
+    std::snprintf(wait, sizeof(wait), "%lld s", static_cast<long long>(n.wait_ms / 1000));
+  } else {
+    std::snprintf(wait, sizeof(wait), "%.1f s", static_cast<double>(n.wait_ms) / 1000.0);
+  }
+  const std::string what =
+      n.http_status != 0 ? std::to_string(n.http_status) + " from the model" : n.reason;
+  Err("forkbox: " + what + "; retrying in " + wait + (n.server_asked ? " (retry-after)" : "") +
+      ", attempt " + std::to_string(n.next_attempt) + " of " + std::to_string(n.attempts) + "\n");
+  if (events != nullptr) {
+    events->Emit({{"type", "system"},
+                  {"subtype", "retry"},
+                  {"attempt", n.next_attempt},
+                  {"max_attempts", n.attempts},
+                  {"wait_ms", n.wait_ms},
+                  {"http_status", n.http_status},
+                  {"error", n.reason}});
+  }
+}
+
+nlohmann::json InitEvent(const Options& o, const Settings& s, const sandbox::Report& report,
+                         const agent::LoopOptions& loop) {
+  nlohmann::json tools = nlohmann::json::array();
+  for (const auto& tool : loop.tools) tools.push_back(tool.name);
+  return {{"type", "system"},
+          {"subtype", "init"},
+          {"model", s.provider.model},
+          {"provider", s.provider.name},
+          {"tools", std::move(tools)},
+          {"sandbox",
+           {{"enabled", o.sandbox.enabled}, {"layer", o.sandbox.enabled ? report.layer : 0}}},
+          {"workdir", s.workdir},
+          {"cwd", s.workdir},
+          {"forkbox_version", FORKBOX_VERSION_STRING}};
+}
+
+int Run(const Options& o) {
+  auto prompt = ReadPrompt(o);
+  if (!prompt.ok()) return Fail(o.output_format, kExitUsage, prompt.status().message());
+  auto settings = ResolveSettings(o);
+  if (!settings.ok()) return Fail(o.output_format, kExitUsage, settings.status().message());
+  const Settings& s = *settings;
+  SessionSandbox box;
+  if (int code = SetUpSandbox(o, s, &box); code != kExitOk) return code;
+  SessionState state;
+  if (Status st = OpenSession(o, s, prompt->value_or(""), &state); !st.ok()) {
+    return Fail(o.output_format, kExitUsage, st.message());
+  }
+  EventStream events(STDOUT_FILENO, state.id);
+  const bool streaming = o.output_format == OutputFormat::kStreamJson;
+  Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0, STDERR_FILENO,
+                    streaming ? &events : nullptr);
+  agent::ModelError model_error;
+  agent::ProviderHooks hooks;
+  hooks.cancelled = InterruptPending;  // Ctrl-C in interactive mode stops the call in flight.
+  hooks.on_retry = [&events, streaming](const agent::RetryNotice& n) {
+    ReportRetry(n, streaming ? &events : nullptr);
+  };
+  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(s.provider, &model_error, hooks);
+  if (!provider) return Fail(o.output_format, kExitUsage, model_error.ToString());
+  PrintBanner(o, s, box.report);
+  Result<agent::ToolContext> tool_context = ParentToolContext(o, s, box.policy);
+  if (!tool_context.ok()) {
+    return Fail(o.output_format, kExitSandbox, tool_context.status().ToString());
+  }
+  agent::ToolContext& context = *tool_context;
+  std::optional<TaskConfig> tasks = TaskConfigOf(o, s, context);
+  const bool interactive = !prompt->has_value();
+  InterruptMode outside = interactive ? InterruptMode::kFlag : InterruptMode::kExit;
+  if (Status st = InstallInterruptHandler(outside); !st.ok()) {
+    return Fail(o.output_format, kExitFailure, st.ToString());
+  }
+  SessionStats stats;
+  ParentToolRunner runner(context, std::move(tasks), progress, stats, outside);
+  TimedProvider timed(*provider, &stats.api_ms);
+  agent::LoopOptions loop = ParentLoopOptions(o, s);
+  if (streaming) events.Emit(InitEvent(o, s, box.report, loop));
+  Session session(timed, std::move(loop), runner, stats);
+  session.Restore(std::move(state.restored));
+  if (state.log) session.set_log(&*state.log);
+  OutputOptions out{o.output_format, s.provider.stream, o.quiet, &events, s.provider.model};
   if (interactive) return RunInteractive(session, out, progress);
-  return RunOneShot(session, prompt, out, progress);
+  return RunOneShot(session, **prompt, out, progress);
+}
+
+std::string Ellipsis(std::string s, size_t max) {
+  for (char& c : s) c = (c == '\n' || c == '\t') ? ' ' : c;
+  if (s.size() <= max) return s;
+  size_t cut = max;
+  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
+  return s.substr(0, cut) + "...";
+}
+
+// `forkbox sessions`: id, time, workdir, turns, tokens and first prompt, most recent first.
+int SessionsMain() {
+  auto dir = SessionsDir(false);
+  if (!dir.ok()) return Fail(OutputFormat::kText, kExitUsage, dir.status().message());
+  std::string out;
+  for (const SessionInfo& info : ListSessions(*dir)) {
+    char when[32];
+    std::time_t t = static_cast<std::time_t>(info.modified);
+    struct tm tm_local;
+    localtime_r(&t, &tm_local);
+    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm_local);
+    out += info.id + "  " + when + "  " + info.workdir + "  " + Plural(info.turns, "turn") + "  " +
+           Plural(info.tokens, "token") + "  " +
+           (info.first_prompt.empty() ? "(interactive)" : Ellipsis(info.first_prompt, 60)) + "\n";
+  }
+  if (out.empty()) out = "no sessions in " + *dir + "\n";
+  WriteText(STDOUT_FILENO, out);
+  return kExitOk;
+}
+
+// `forkbox config [FLAGS]`: the effective settings and where each came from.
+int ConfigMain(int argc, char** argv) {
+  CliOutcome cli = ParseCommandLine(argc, argv);
+  WriteText(STDERR_FILENO, cli.err);
+  if (!cli.options) {
+    WriteText(STDOUT_FILENO, cli.out);
+    return cli.exit_code;
+  }
+  std::string out;
+  for (const auto& [name, value] : cli.effective) out += name + " = " + value + "\n";
+  WriteText(STDOUT_FILENO, out);
+  return kExitOk;
 }
 
 }  // namespace
@@ -185,16 +394,26 @@ int ParentMain(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "sandbox") == 0) {
     return SandboxCommandMain(argc - 1, argv + 1);
   }
-  if (Status st = HardenProcess(); !st.ok()) return Fail(kExitFailure, st.ToString());
+  if (argc == 2 && std::strcmp(argv[1], "sessions") == 0) return SessionsMain();
+  if (argc >= 2 && std::strcmp(argv[1], "config") == 0) return ConfigMain(argc - 1, argv + 1);
   CliOutcome cli = ParseCommandLine(argc, argv);
-  std::fputs(cli.out.c_str(), stdout);
-  std::fputs(cli.err.c_str(), stderr);
-  if (!cli.options) return cli.exit_code;
-  try {
-    return Run(*cli.options);
-  } catch (const std::exception& e) {
-    return Fail(kExitFailure, std::string("internal error: ") + e.what());
+  if (Status st = HardenProcess(); !st.ok()) return Fail(cli.format, kExitFailure, st.ToString());
+  WriteText(STDERR_FILENO, cli.err);
+  if (!cli.options && cli.exit_code != kExitOk && cli.format != OutputFormat::kText) {
+    const std::string first_line = cli.err.substr(0, cli.err.find('\n'));
+    WriteText(STDOUT_FILENO, ErrorResultJson(cli.exit_code, first_line).dump() + "\n");
+    return cli.exit_code;
   }
+  WriteText(STDOUT_FILENO, cli.out);
+  if (!cli.options) return cli.exit_code;
+  int code;
+  try {
+    code = Run(*cli.options);
+  } catch (const std::exception& e) {
+    code = Fail(cli.format, kExitFailure, std::string("internal error: ") + e.what());
+  }
+  KillAndReapAllChildren();  // Whatever a tool left behind dies with the session.
+  return code;
 }
 
 }  // namespace forkbox::parent

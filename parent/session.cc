@@ -3,23 +3,18 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 
 #include "parent/exit_codes.h"
 #include "parent/signals.h"
+#include "parent/terminal.h"
 
 namespace forkbox::parent {
 namespace {
 
-void WriteFd(int fd, std::string_view s) {
-  while (!s.empty()) {
-    ssize_t n = write(fd, s.data(), s.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
-    s.remove_prefix(static_cast<size_t>(n));
-  }
-}
+void WriteFd(int fd, std::string_view s) { WriteText(fd, s); }
 
 // Streams assistant text to stdout and keeps the output line-aligned between turns.
 class StdoutStream {
@@ -47,16 +42,24 @@ class StdoutStream {
   bool turn_ended_ = false;
 };
 
-std::string SignalName(int sig) { return sig == SIGINT ? "Ctrl-C" : "SIGTERM"; }
-
 }  // namespace
+
+agent::CallResult TimedProvider::Complete(const agent::Request& request,
+                                          const agent::TextSink& on_text) {
+  const auto started = std::chrono::steady_clock::now();
+  agent::CallResult result = inner_.Complete(request, on_text);
+  *api_ms_ += std::chrono::duration_cast<std::chrono::milliseconds>(
+                  std::chrono::steady_clock::now() - started)
+                  .count();
+  return result;
+}
 
 Session::Session(agent::Provider& provider, agent::LoopOptions options, ParentToolRunner& runner,
                  SessionStats& stats)
     : provider_(provider), options_(std::move(options)), runner_(runner), stats_(stats) {}
 
 Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_text,
-                           const std::function<void()>& on_response) {
+                           const std::function<void(const agent::Response&)>& on_response) {
   size_t before = messages_.size();
   // After an interrupt the context ends with the user's tool results: the new prompt joins that
   // message, since roles must alternate.
@@ -68,7 +71,9 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
   }
   agent::LoopObserver observer;
   observer.on_text = on_text;
-  if (on_response) observer.on_response = [&](int, const agent::Response&) { on_response(); };
+  if (on_response) {
+    observer.on_response = [&](int, const agent::Response& r) { on_response(r); };
+  }
   Turn turn;
   turn.outcome = agent::RunLoop(provider_, messages_, options_, runner_, observer);
   turn.interrupt_signal = turn.outcome.interrupt_signal;  // Tools interrupted (answered as such).
@@ -97,49 +102,108 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
       messages_.pop_back();
     }
   }
+  if (log_ != nullptr) {
+    if (Status st = log_->AddTurn(messages_, turn.outcome.turns, turn.outcome.usage); !st.ok()) {
+      WriteFd(STDERR_FILENO, "forkbox: warning: session not saved: " + st.ToString() + "\n");
+      log_ = nullptr;  // Said once; the session goes on.
+    }
+  }
   return turn;
 }
 
+namespace {
+
+struct OneShotEnd {
+  int code = kExitOk;
+  std::string problem;  // Empty: a clean answer.
+  const char* subtype = "success";
+};
+
+OneShotEnd Classify(const Session::Turn& turn) {
+  const agent::LoopOutcome& o = turn.outcome;
+  if (turn.interrupt_signal != 0) {
+    return {128 + turn.interrupt_signal,
+            std::string("interrupted by ") + SignalName(turn.interrupt_signal) +
+                "; running tasks were killed",
+            "error_interrupted"};
+  }
+  if (o.error) return {kExitModel, "model error: " + o.error->ToString(), "error_during_execution"};
+  if (o.stop == agent::LoopStop::kRefusal) {
+    return {kExitModel, "the model refused to answer", "error_during_execution"};
+  }
+  if (o.stop == agent::LoopStop::kMaxTurns) {
+    return {kExitOk, "stopped at the parent turn limit (--max-turns)", "error_max_turns"};
+  }
+  if (o.stop == agent::LoopStop::kMaxTokens || o.stop == agent::LoopStop::kContextWindow) {
+    return {kExitOk, "the answer was cut short (" + std::string(agent::LoopStopName(o.stop)) + ")",
+            "error_during_execution"};
+  }
+  return {};
+}
+
+nlohmann::json ResultEvent(const Session& session, const Session::Turn& turn, const OneShotEnd& end,
+                           int64_t duration_ms) {
+  const SessionStats& stats = session.stats();
+  nlohmann::json tasks = StatsJson(stats, "", "", 0)["tasks"];
+  agent::Usage usage = stats.parent_usage;
+  return {{"type", "result"},
+          {"subtype", end.subtype},
+          {"is_error", end.code != kExitOk || !end.problem.empty()},
+          {"result", turn.outcome.final_text},
+          {"duration_ms", duration_ms},
+          {"duration_api_ms", stats.api_ms},
+          {"num_turns", stats.parent_turns},
+          {"usage", UsageJson(usage)},
+          {"tasks", std::move(tasks)},
+          {"exit_code", end.code},
+          {"error", end.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(end.problem)}};
+}
+
+}  // namespace
+
 int RunOneShot(Session& session, const std::string& prompt, const OutputOptions& out,
                Progress& progress) {
-  StdoutStream stream;
-  agent::TextSink sink;
-  if (!out.json && out.stream) sink = [&](std::string_view s) { stream.Write(s); };
-  Session::Turn turn = session.Ask(prompt, sink, [&] { stream.TurnEnded(); });
-  stream.EndLine();
+  const auto started = std::chrono::steady_clock::now();
+  const bool streaming = out.format == OutputFormat::kStreamJson;
+  // Nothing is streamed to stdout: a streamed attempt can still fail and be retried, and the
+  // turns before the last are narration. The answer is known only when the loop ends.
+  Session::Turn turn = session.Ask(prompt, nullptr, [&](const agent::Response& r) {
+    if (streaming) {
+      out.events->Emit({{"type", "assistant"},
+                        {"message", MessageJson(r.message)},
+                        {"parent_tool_use_id", nullptr}});
+    }
+    if (agent::ToolUsesOf(r.message).empty()) return;
+    std::string narration = agent::TextOf(r.message);
+    while (!narration.empty() && narration.back() == '\n') narration.pop_back();
+    if (!narration.empty()) progress.Note(narration);
+  });
   const agent::LoopOutcome& o = turn.outcome;
-  int code = kExitOk;
-  std::string problem;
-  if (turn.interrupt_signal != 0) {
-    code = 128 + turn.interrupt_signal;
-    problem = "interrupted by " + SignalName(turn.interrupt_signal) + "; running tasks were killed";
-  } else if (o.error) {
-    code = kExitModel;
-    problem = "model error: " + o.error->ToString();
-  } else if (o.stop == agent::LoopStop::kRefusal) {
-    code = kExitModel;
-    problem = "the model refused to answer";
-  } else if (o.stop == agent::LoopStop::kMaxTurns) {
-    problem = "stopped at the parent turn limit (--max-turns)";
-  } else if (o.stop == agent::LoopStop::kMaxTokens || o.stop == agent::LoopStop::kContextWindow) {
-    problem = "the answer was cut short (" + std::string(agent::LoopStopName(o.stop)) + ")";
-  }
-  if (out.json) {
-    nlohmann::json j = StatsJson(session.stats(), o.final_text, agent::LoopStopName(o.stop),
-                                 session.context_bytes());
-    j["exit_code"] = code;
-    if (!problem.empty()) j["error"] = problem;
+  const OneShotEnd end = Classify(turn);
+  const int64_t duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - started)
+                                  .count();
+  if (streaming) {
+    out.events->Emit(ResultEvent(session, turn, end, duration_ms));
+  } else if (out.format == OutputFormat::kJson) {
+    nlohmann::json j = StatsJson(session.stats(), o.final_text, agent::LoopStopName(o.stop), session.context_bytes());
+    j["exit_code"] = end.code;
+    j["session_id"] = out.events->session_id();
+    j["model"] = out.model;
+    j["duration_ms"] = duration_ms;
+    j["duration_api_ms"] = session.stats().api_ms;
+    if (!end.problem.empty()) j["error"] = end.problem;
     WriteFd(STDOUT_FILENO, j.dump() + "\n");
-  } else if (!out.stream && code != kExitModel) {
+  } else if (end.code != kExitModel && !o.final_text.empty()) {
     std::string text = o.final_text;
-    if (!text.empty() && text.back() != '\n') text += "\n";
-    WriteFd(STDOUT_FILENO, text);
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    WriteFd(STDOUT_FILENO, text + "\n");
   }
-  if (!problem.empty()) WriteFd(STDERR_FILENO, "forkbox: " + problem + "\n");
-  if (!out.json && !out.quiet) {
+  if (!end.problem.empty()) WriteFd(STDERR_FILENO, "forkbox: " + end.problem + "\n");
+  if (out.format == OutputFormat::kText && !out.quiet) {
     progress.Note("stats: " + StatsLine(session.stats(), session.context_bytes()));
   }
-  return code;
+  return end.code;
 }
 
 namespace {
@@ -172,6 +236,77 @@ std::string Trim(const std::string& s) {
 
 }  // namespace
 
+namespace {
+
+// A /command. Returns false for /quit.
+std::string TasksText(const SessionStats& s) {
+  if (s.tasks.empty()) return "no tasks yet\n";
+  std::string out;
+  for (const TaskRecord& t : s.tasks) {
+    out += "[task " + std::to_string(t.number) + "] " + t.description + ": " +
+           (t.ok ? "ok" : "failed") + " (" + t.stats.stop_reason + "), " +
+           Plural(t.stats.turns, "turn") + ", " +
+           Plural(t.stats.input_tokens + t.stats.output_tokens, "token") + ", " +
+           FormatSeconds(t.stats.elapsed_ms) + ", " + HumanBytes(t.stats.tool_output_bytes) +
+           " of tool output kept out\n";
+  }
+  return out;
+}
+
+bool RunCommand(Session& session, const std::string& input) {
+  if (input == "/quit" || input == "/exit") return false;
+  if (input == "/context") {
+    const SessionStats& s = session.stats();
+    const int64_t bytes = session.context_bytes();
+    WriteFd(STDOUT_FILENO, "parent context: " + Plural(bytes, "byte") + " (~" +
+                               Plural((bytes + 3) / 4, "token") + ") in " +
+                               Plural(static_cast<int64_t>(session.message_count()), "message") +
+                               "\n" + "kept out by subagents: " + Plural(s.KeptOutBytes(), "byte") +
+                               " of tool output over " +
+                               Plural(static_cast<int64_t>(s.tasks.size()), "task") + "\n");
+  } else if (input == "/tasks") {
+    WriteFd(STDOUT_FILENO, TasksText(session.stats()));
+  } else if (input == "/clear") {
+    session.Restore({});
+    WriteFd(STDOUT_FILENO, "context cleared\n");
+  } else if (input == "/help") {
+    WriteFd(STDOUT_FILENO,
+            "/context  parent context size\n/tasks    what each task did and cost\n"
+            "/clear    start a fresh context\n/quit     leave (or Ctrl-D)\n");
+  } else {
+    WriteFd(STDERR_FILENO, "unknown command " + input + " (try /help)\n");
+  }
+  return true;
+}
+
+// One prompt, streamed to the terminal. Returns non-zero to end the session (SIGTERM, SIGHUP).
+int AskInteractively(Session& session, const std::string& input, const OutputOptions& out) {
+  StdoutStream stream;
+  agent::TextSink sink;
+  if (out.stream) sink = [&](std::string_view s) { stream.Write(s); };
+  Session::Turn turn =
+      session.Ask(input, sink, [&](const agent::Response&) { stream.TurnEnded(); });
+  stream.EndLine();
+  if (!out.stream && !turn.outcome.final_text.empty()) {
+    WriteFd(STDOUT_FILENO, turn.outcome.final_text + "\n");
+  }
+  int late = TakeInterrupt();  // Ctrl-C during a model call that then answered without tools.
+  if (turn.interrupt_signal != 0 || late != 0) {
+    int sig = turn.interrupt_signal != 0 ? turn.interrupt_signal : late;
+    if (sig != SIGINT) return 128 + sig;
+    WriteFd(STDERR_FILENO, "(interrupted)\n");
+  } else if (turn.outcome.error) {
+    WriteFd(STDERR_FILENO, "forkbox: model error: " + turn.outcome.error->ToString() + "\n");
+  } else if (turn.outcome.stop == agent::LoopStop::kRefusal) {
+    WriteFd(STDERR_FILENO, "forkbox: the model refused\n");
+  } else if (turn.outcome.stop == agent::LoopStop::kMaxTurns) {
+    WriteFd(STDERR_FILENO, "forkbox: stopped at the parent turn limit (--max-turns)\n");
+  }
+  return 0;
+}
+
+}  // namespace
+
 int RunInteractive(Session& session, const OutputOptions& out, Progress& progress) {
   (void)progress;
   WriteFd(STDERR_FILENO,
@@ -187,52 +322,17 @@ int RunInteractive(Session& session, const OutputOptions& out, Progress& progres
       return kExitOk;
     }
     if (st == LineStatus::kInterrupted) {
-      if (signal == SIGTERM) return 128 + SIGTERM;
+      if (signal != SIGINT) return 128 + signal;
       WriteFd(STDERR_FILENO, "^C (type /quit to leave)\n");
       continue;
     }
     std::string input = Trim(line);
     if (input.empty()) continue;
-    if (input == "/quit" || input == "/exit") return kExitOk;
-    if (input == "/context") {
-      const SessionStats& s = session.stats();
-      int64_t bytes = session.context_bytes();
-      WriteFd(STDOUT_FILENO, "parent context: " + std::to_string(bytes) + " bytes (~" +
-                                 std::to_string((bytes + 3) / 4) + " tokens) in " +
-                                 std::to_string(session.message_count()) + " messages\n" +
-                                 "kept out by subagents: " + std::to_string(s.KeptOutBytes()) +
-                                 " bytes of tool output over " + std::to_string(s.tasks.size()) +
-                                 " tasks\n");
-      continue;
-    }
-    if (input == "/help") {
-      WriteFd(STDOUT_FILENO, "/context  parent context size\n/quit     leave\n");
-      continue;
-    }
     if (input[0] == '/') {
-      WriteFd(STDERR_FILENO, "unknown command " + input + " (try /help)\n");
+      if (!RunCommand(session, input)) return kExitOk;
       continue;
     }
-    StdoutStream stream;
-    agent::TextSink sink;
-    if (out.stream) sink = [&](std::string_view s) { stream.Write(s); };
-    Session::Turn turn = session.Ask(input, sink, [&] { stream.TurnEnded(); });
-    stream.EndLine();
-    if (!out.stream && !turn.outcome.final_text.empty()) {
-      WriteFd(STDOUT_FILENO, turn.outcome.final_text + "\n");
-    }
-    int late = TakeInterrupt();  // Ctrl-C during a model call that then answered without tools.
-    if (turn.interrupt_signal != 0 || late != 0) {
-      int sig = turn.interrupt_signal != 0 ? turn.interrupt_signal : late;
-      if (sig == SIGTERM) return 128 + SIGTERM;
-      WriteFd(STDERR_FILENO, "(interrupted)\n");
-    } else if (turn.outcome.error) {
-      WriteFd(STDERR_FILENO, "forkbox: model error: " + turn.outcome.error->ToString() + "\n");
-    } else if (turn.outcome.stop == agent::LoopStop::kRefusal) {
-      WriteFd(STDERR_FILENO, "forkbox: the model refused\n");
-    } else if (turn.outcome.stop == agent::LoopStop::kMaxTurns) {
-      WriteFd(STDERR_FILENO, "forkbox: stopped at the parent turn limit (--max-turns)\n");
-    }
+    if (int code = AskInteractively(session, input, out); code != 0) return code;
   }
 }
 

@@ -8,7 +8,9 @@
 
 #include "agent/loop.h"
 #include "agent/provider.h"
+#include "parent/events.h"
 #include "parent/progress.h"
+#include "parent/session_store.h"
 #include "parent/stats.h"
 #include "parent/tool_runner.h"
 
@@ -23,11 +25,15 @@ class Session {
     agent::LoopOutcome outcome;
     int interrupt_signal = 0;  // Non-zero: the turn was cancelled.
   };
-  // Runs one user prompt to the end. on_text receives streamed assistant text; on_response runs
-  // after each model reply (to separate the turns' texts).
+  // Runs one user prompt to the end. on_text receives streamed assistant text (fragments of an
+  // attempt that is then retried included); on_response receives each complete model reply.
   Turn Ask(const std::string& prompt, const agent::TextSink& on_text,
-           const std::function<void()>& on_response = {});
+           const std::function<void(const agent::Response&)>& on_response = {});
 
+  // Replaces the conversation: a resumed one (parent/session_store.h), or none (/clear).
+  void Restore(std::vector<agent::Message> messages) { messages_ = std::move(messages); }
+  // Where each completed prompt is persisted; null: nowhere (--no-session-persistence).
+  void set_log(SessionLog* log) { log_ = log; }
   int64_t context_bytes() const { return ContextBytes(messages_); }
   size_t message_count() const { return messages_.size(); }
   const SessionStats& stats() const { return stats_; }
@@ -38,15 +44,34 @@ class Session {
   ParentToolRunner& runner_;
   SessionStats& stats_;
   std::vector<agent::Message> messages_;
+  SessionLog* log_ = nullptr;
 };
 
 struct OutputOptions {
-  bool json = false;
-  bool stream = true;
+  OutputFormat format = OutputFormat::kText;
+  bool stream = true;  // Interactive mode streams the model's text to the terminal.
   bool quiet = false;
+  EventStream* events = nullptr;  // The session id; the stream-json events.
+  std::string model;
 };
 
-// Returns the exit code (parent/exit_codes.h).
+// Adds the wall time of every model call to *api_ms (duration_api_ms).
+class TimedProvider : public agent::Provider {
+ public:
+  TimedProvider(agent::Provider& inner, int64_t* api_ms) : inner_(inner), api_ms_(api_ms) {}
+  agent::CallResult Complete(const agent::Request& request,
+                             const agent::TextSink& on_text) override;
+  const agent::ProviderConfig& config() const override { return inner_.config(); }
+
+ private:
+  agent::Provider& inner_;
+  int64_t* api_ms_;
+};
+
+// Returns the exit code (parent/exit_codes.h). One-shot stdout carries exactly the final answer
+// (the same bytes with or without streaming, ending in one newline; nothing of a failed attempt),
+// or the --json object; the text of the turns that call tools is narration and goes to stderr
+// as progress.
 int RunOneShot(Session& session, const std::string& prompt, const OutputOptions& out,
                Progress& progress);
 int RunInteractive(Session& session, const OutputOptions& out, Progress& progress);

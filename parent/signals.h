@@ -7,18 +7,36 @@
 //    (interactive, or while a base tool runs) it only records the signal; a model call in flight
 //    and the parent's own bash command poll it (InterruptPending) and stop, and the session then
 //    treats the turn as interrupted.
-//  - During a task batch both signals are blocked and read from a signalfd in the event loop.
+//  - During a task batch the signals are blocked and read from a signalfd in the event loop.
 #pragma once
 
 #include <signal.h>
+#include <sys/types.h>
+
+#include <vector>
 
 #include "base/status.h"
 #include "base/unique_fd.h"
 
 namespace forkbox::parent {
 
-// Non-dumpable (no ptrace/core of the parent's memory, which holds the API key), SIGPIPE ignored.
+// Non-dumpable (no ptrace/core of the parent's memory, which holds the API key), SIGPIPE ignored,
+// a child subreaper (orphans of our tools are re-parented to us, not to init).
 Status HardenProcess();
+
+// SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed) all stop the session: running work
+// is killed, every process forkbox started is killed, and it exits 128 + the signal number.
+inline constexpr int kInterruptSignals[] = {SIGINT, SIGTERM, SIGHUP};
+// "Ctrl-C", "SIGTERM", "SIGHUP".
+const char* SignalName(int signo);
+
+// SIGKILLs every child of this process (whatever was re-parented to it included) and reaps them,
+// round after round, until none is left. Async-signal-safe (the exit-mode handler calls it); the
+// session calls it once more when it ends.
+void KillAndReapAllChildren();
+// After one of the parent's own tool commands: kills and reaps every child except `keep` (the
+// standby children), that is, whatever the command left re-parented to us (a `setsid -f` daemon).
+void KillOrphans(const std::vector<pid_t>& keep);
 
 enum class InterruptMode { kExit, kFlag };
 Status InstallInterruptHandler(InterruptMode mode);

@@ -7,19 +7,19 @@ namespace forkbox::parent {
 
 int64_t SessionStats::KeptOutBytes() const {
   int64_t sum = 0;
-  for (const auto& t : tasks) sum += t.tool_output_bytes;
+  for (const auto& t : tasks) sum += t.stats.tool_output_bytes;
   return sum;
 }
 
 int64_t SessionStats::ChildInputTokens() const {
   int64_t sum = 0;
-  for (const auto& t : tasks) sum += t.input_tokens;
+  for (const auto& t : tasks) sum += t.stats.input_tokens;
   return sum;
 }
 
 int64_t SessionStats::ChildOutputTokens() const {
   int64_t sum = 0;
-  for (const auto& t : tasks) sum += t.output_tokens;
+  for (const auto& t : tasks) sum += t.stats.output_tokens;
   return sum;
 }
 
@@ -50,16 +50,17 @@ nlohmann::json StatsJson(const SessionStats& stats, const std::string& answer,
                          const std::string& stop, int64_t context_bytes) {
   nlohmann::json tasks = nlohmann::json::array();
   for (const auto& t : stats.tasks) {
-    nlohmann::json j = {{"number", t.number},
-                        {"description", t.description},
-                        {"ok", t.ok},
-                        {"stop", t.stop},
-                        {"turns", t.turns},
-                        {"tokens", {{"input", t.input_tokens}, {"output", t.output_tokens}}},
-                        {"tool_calls", t.tool_calls},
-                        {"tool_output_bytes", t.tool_output_bytes},
-                        {"summary_bytes", t.summary_bytes},
-                        {"elapsed_ms", t.elapsed_ms}};
+    nlohmann::json j = {
+        {"number", t.number},
+        {"description", t.description},
+        {"ok", t.ok},
+        {"stop", t.stats.stop_reason},
+        {"turns", t.stats.turns},
+        {"tokens", {{"input", t.stats.input_tokens}, {"output", t.stats.output_tokens}}},
+        {"tool_calls", t.stats.tool_calls},
+        {"tool_output_bytes", t.stats.tool_output_bytes},
+        {"summary_bytes", t.summary_bytes},
+        {"elapsed_ms", t.stats.elapsed_ms}};
     if (!t.ok) j["error"] = t.error;
     tasks.push_back(std::move(j));
   }
@@ -96,16 +97,26 @@ std::string HumanBytes(int64_t bytes) {
   return buf;
 }
 
+std::string FormatSeconds(int64_t ms) {
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1fs", static_cast<double>(ms) / 1000.0);
+  return buf;
+}
+
+std::string Plural(int64_t n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
 std::string StatsLine(const SessionStats& stats, int64_t context_bytes) {
-  std::string line =
-      "parent context " + HumanBytes(context_bytes) + " (~" +
-      std::to_string((context_bytes + 3) / 4) + " tokens), " + std::to_string(stats.parent_turns) +
-      " parent turns, " +
-      std::to_string(stats.parent_usage.input_tokens + stats.parent_usage.output_tokens) +
-      " parent tokens; " + std::to_string(stats.tasks.size()) + " tasks, " +
-      std::to_string(stats.ChildInputTokens() + stats.ChildOutputTokens()) + " child tokens; " +
-      HumanBytes(stats.KeptOutBytes()) + " of child tool output kept out of the parent's context";
-  return line;
+  const int64_t parent_tokens = stats.parent_usage.input_tokens + stats.parent_usage.output_tokens;
+  return "parent context " + HumanBytes(context_bytes) + " (~" +
+         Plural((context_bytes + 3) / 4, "token") + "), " +
+         Plural(stats.parent_turns, "parent turn") + ", " + Plural(parent_tokens, "parent token") +
+         "; " + Plural(static_cast<int64_t>(stats.tasks.size()), "task") + ", " +
+         Plural(stats.ChildInputTokens() + stats.ChildOutputTokens(), "child token") + "; " +
+         HumanBytes(stats.KeptOutBytes()) +
+         " of child tool output kept out of the parent's context";
 }
 
 }  // namespace forkbox::parent

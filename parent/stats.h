@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/message.h"
+#include "ipc/messages.h"
 
 namespace forkbox::parent {
 
@@ -15,13 +16,9 @@ struct TaskRecord {
   std::string description;
   bool ok = false;
   std::string error;  // The is_error text when !ok.
-  int64_t turns = 0;
-  int64_t input_tokens = 0;
-  int64_t output_tokens = 0;
-  int64_t tool_calls = 0;
-  int64_t tool_output_bytes = 0;  // Seen by the child, kept out of the parent's context.
-  int64_t elapsed_ms = 0;
-  std::string stop;  // The child's stop reason, or "error" / "timeout" / "cancelled".
+  // The child's own figures as its result frame reported them. Without a result: the turns seen
+  // in its events, the elapsed time, and stop_reason "error", "timeout" or "cancelled".
+  ipc::ResultStats stats;
   int64_t summary_bytes = 0;
 };
 
@@ -29,6 +26,7 @@ struct SessionStats {
   int64_t parent_turns = 0;
   int64_t parent_tool_calls = 0;
   agent::Usage parent_usage;
+  int64_t api_ms = 0;  // Wall time spent in the parent's model calls.
   std::vector<TaskRecord> tasks;
 
   int64_t KeptOutBytes() const;
@@ -45,5 +43,9 @@ nlohmann::json StatsJson(const SessionStats& stats, const std::string& answer,
 // One human line: "stats: parent context 4.1 KB (~1.0k tokens) · 2 tasks ...".
 std::string StatsLine(const SessionStats& stats, int64_t context_bytes);
 std::string HumanBytes(int64_t bytes);
+// "1.5s", "900s".
+std::string FormatSeconds(int64_t ms);
+// "1 turn", "3 turns".
+std::string Plural(int64_t n, const std::string& word);
 
 }  // namespace forkbox::parent

@@ -19,18 +19,17 @@
 namespace forkbox::parent {
 
 struct TaskConfig {
-  std::string child_path;  // Absolute.
-  ipc::ProviderSettings provider;
-  ipc::Limits limits;
+  std::string child_path;          // Absolute.
+  ipc::ProviderSettings provider;  // Resolved; with verbose the child's stderr goes to ours.
+  ipc::TaskLimits limits;
   std::string workdir;
   ipc::SandboxSettings sandbox;
-  std::string transcript_dir;          // Empty: no transcripts.
+  int transcript_dir_fd = -1;          // Borrowed (parent/transcripts.h); -1: no transcripts.
   std::vector<std::string> child_env;  // The child's complete environment (no secrets).
-  bool verbose = false;                // The child's stderr goes to ours; otherwise to /dev/null.
   int max_parallel = 4;
   int64_t timeout_ms = 900'000;
   // Children kept started and sandboxed ahead of tasks (parent/child_launcher.h); 0: none.
-  // Ignored with a transcript_dir.
+  // Ignored with transcripts.
   int standby = 2;
 };
 
@@ -38,6 +37,7 @@ struct TaskSpec {
   int number = 0;  // Session-wide task number (progress, transcript names).
   std::string description;
   std::string prompt;
+  std::string tool_use_id;  // The parent's `task` call (the stream-json events' key).
 };
 
 struct TaskOutcome {

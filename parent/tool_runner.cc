@@ -48,9 +48,9 @@ ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<Tas
       progress_(progress),
       stats_(stats),
       outside_mode_(outside_mode) {
-  if (tasks_ && tasks_->standby > 0 && tasks_->transcript_dir.empty()) {
+  if (tasks_ && tasks_->standby > 0 && tasks_->transcript_dir_fd < 0) {
     standby_ = std::make_unique<Standby>(*tasks_, static_cast<size_t>(tasks_->standby));
-    if (Status st = standby_->Refill(); !st.ok() && tasks_->verbose) {
+    if (Status st = standby_->Refill(); !st.ok() && tasks_->provider.verbose) {
       progress_.Note("starting children on demand: " + st.ToString());
     }
   }
@@ -75,12 +75,15 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     const agent::ToolUseBlock& call = calls[i];
     progress_.Note(call.name + ": " + ipc::MakeEventDetail(CallDetail(call)));
     agent::ToolOutput out = agent::RunBaseTool(call, context_);
+    // Nothing the command started outlives it, detached daemons included (we are a subreaper).
+    KillOrphans(standby_ ? standby_->waiting_pids() : std::vector<pid_t>{});
     ++stats_.parent_tool_calls;
     results[i] = agent::ToolResultBlock{call.id, std::move(out.content), out.is_error};
     ++i;
     interrupt_signal_ = TakeInterrupt();
   }
   if (interrupt_signal_ != 0) AnswerInterrupted(calls, results);
+  progress_.ToolResults(results);
   return results;
 }
 
@@ -100,6 +103,7 @@ void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& call
     TaskSpec spec;
     spec.number = next_task_number_++;
     spec.prompt = prompt->get<std::string>();
+    spec.tool_use_id = calls[i].id;
     auto description = input.find("description");
     if (description != input.end() && description->is_string()) {
       spec.description = ipc::MakeEventDetail(description->get<std::string>());

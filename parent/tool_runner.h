@@ -22,7 +22,7 @@ class ParentToolRunner : public agent::ToolRunner {
  public:
   // tasks: nullopt for the --no-subagents baseline (a `task` call is then an unknown tool).
   // outside_mode: the interrupt mode to restore after the tool phase.
-  // With tasks, tasks->standby > 0 and no transcript_dir it starts the standby children right
+  // With tasks, tasks->standby > 0 and no transcripts it starts the standby children right
   // away, so the first task does not wait for fork + exec + sandbox set-up.
   ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks, Progress& progress,
                    SessionStats& stats, InterruptMode outside_mode);

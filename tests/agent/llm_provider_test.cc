@@ -4,6 +4,7 @@
 #include <stdlib.h>
 
 #include "agent/provider.h"
+#include "agent/provider_settings.h"
 
 namespace forkbox::agent {
 namespace {
@@ -94,7 +95,7 @@ TEST(ProviderConfig, BadConfigurationIsAClearError) {
   EXPECT_THAT(MakeError(c).message, HasSubstr("http://"));
   c.base_url = "http://127.0.0.1:1/v1";
   EXPECT_THAT(MakeError(c).message, HasSubstr("must not end in /v1"));
-  c.base_url = "";
+  c.base_url = "https://api.anthropic.com";
   c.max_tokens = 0;
   EXPECT_THAT(MakeError(c).message, HasSubstr("max_tokens"));
   c.max_tokens = 10;
@@ -110,15 +111,15 @@ TEST(ProviderConfig, BadConfigurationIsAClearError) {
   EXPECT_THAT(e.ToString(), Not(HasSubstr("X-Evil")));
 }
 
-TEST(ProviderConfig, OpenAiNeedsNoKeyAndDefaultsAreFilled) {
+TEST(ProviderConfig, OpenAiNeedsNoKeyAndSettingsAreTakenAsTheyAre) {
   ProviderConfig c;
   c.name = "openai";
-  c.base_url = "http://127.0.0.1:8080/v1/";
+  c.base_url = "http://127.0.0.1:8080/v1";
+  c.model = "m";
   ModelError error;
   auto p = MakeProvider(c, &error);
   ASSERT_NE(p, nullptr) << error.ToString();
-  EXPECT_EQ(p->config().base_url, "http://127.0.0.1:8080/v1");  // Trailing slash dropped.
-  EXPECT_FALSE(p->config().model.empty());
+  EXPECT_EQ(p->config(), c);
 }
 
 TEST(ModelError, ToStringSaysWhatHappened) {

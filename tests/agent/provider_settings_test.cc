@@ -1,50 +1,71 @@
+// The provider settings are resolved once (flags, then environment, then defaults, then one
+// validation) and then travel unchanged: through the start frame into the child's provider.
 #include "agent/provider_settings.h"
 
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <nlohmann/json.hpp>
+
+#include "agent/provider.h"
 
 namespace forkbox::agent {
 namespace {
 
-// Every field set away from its default, so a field dropped in either direction shows up.
-TEST(ProviderSettings, EveryFieldSurvivesTheStartFrameBothWays) {
-  ProviderConfig config;
-  config.name = "openai";
-  config.api_key = "sk-test";
-  config.base_url = "http://127.0.0.1:9/v1";
-  config.model = "local-model";
-  config.max_tokens = 123;
-  config.max_retries = 7;
-  config.connect_timeout_ms = 11;
-  config.idle_timeout_ms = 22;
-  config.total_timeout_ms = 33;
-  config.stream = false;
-  config.verbose = true;
+using testing::HasSubstr;
 
-  ipc::ProviderSettings wire = ToProviderSettings(config);
-  EXPECT_EQ(wire.name, "openai");
-  EXPECT_EQ(wire.api_key, "sk-test");
-  EXPECT_EQ(wire.base_url, "http://127.0.0.1:9/v1");
-  EXPECT_EQ(wire.model, "local-model");
-  EXPECT_EQ(wire.max_tokens, 123);
-  EXPECT_EQ(wire.max_retries, 7);
-  EXPECT_EQ(wire.connect_timeout_ms, 11);
-  EXPECT_EQ(wire.idle_timeout_ms, 22);
-  EXPECT_EQ(wire.total_timeout_ms, 33);
-  EXPECT_FALSE(wire.stream);
-  EXPECT_TRUE(wire.verbose);
+// Every field set away from its default, so a field the start frame drops shows up.
+TEST(ProviderSettings, EveryFieldSurvivesTheStartFrame) {
+  ipc::StartMessage start;
+  start.prompt = "p";
+  start.workdir = "/w";
+  ProviderConfig& c = start.provider;
+  c.name = "openai";
+  c.api_key = "sk-test";
+  c.base_url = "http://127.0.0.1:9/v1";
+  c.model = "local-model";
+  c.max_tokens = 123;
+  c.max_retries = 7;
+  c.connect_timeout_ms = 11;
+  c.idle_timeout_ms = 22;
+  c.total_timeout_ms = 33;
+  c.stream = false;
+  c.verbose = true;
+  c.prompt_caching = false;
+  Result<ipc::Message> back = ipc::FromJson(ipc::ToJson(start));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(std::get<ipc::StartMessage>(*back).provider, c);
+}
 
-  ProviderConfig back = FromProviderSettings(wire);
-  EXPECT_EQ(back.name, config.name);
-  EXPECT_EQ(back.api_key, config.api_key);
-  EXPECT_EQ(back.base_url, config.base_url);
-  EXPECT_EQ(back.model, config.model);
-  EXPECT_EQ(back.max_tokens, config.max_tokens);
-  EXPECT_EQ(back.max_retries, config.max_retries);
-  EXPECT_EQ(back.connect_timeout_ms, config.connect_timeout_ms);
-  EXPECT_EQ(back.idle_timeout_ms, config.idle_timeout_ms);
-  EXPECT_EQ(back.total_timeout_ms, config.total_timeout_ms);
-  EXPECT_EQ(back.stream, config.stream);
-  EXPECT_EQ(back.verbose, config.verbose);
+TEST(ProviderSettings, ResolveTrimsTheUrlAndValidatesOnce) {
+  unsetenv("FORKBOX_PROVIDER");
+  unsetenv("FORKBOX_MODEL");
+  ProviderConfig c;
+  c.name = "openai";
+  c.base_url = "http://127.0.0.1:8080/v1/";
+  ASSERT_TRUE(ResolveProviderSettings(c).ok());
+  EXPECT_EQ(c.base_url, "http://127.0.0.1:8080/v1");
+  EXPECT_EQ(c.model, DefaultModel("openai"));
+
+  ProviderConfig bad;
+  bad.name = "gemini";
+  Status st = ResolveProviderSettings(bad);
+  EXPECT_THAT(st.message(), HasSubstr("unknown provider \"gemini\""));
+  // MakeProvider refuses exactly what the resolution refuses: one validation.
+  ModelError error;
+  EXPECT_EQ(MakeProvider(bad, &error), nullptr);
+  EXPECT_EQ(error.message, ValidateProviderSettings(bad).message());
+}
+
+TEST(ProviderSettings, ErrorsNeverCarryTheKey) {
+  ProviderConfig c;
+  c.name = "openai";
+  c.api_key = "sk-secret-1234";
+  c.base_url = "sk-secret-1234";  // A key pasted into the wrong place.
+  Status st = ValidateProviderSettings(c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), testing::Not(HasSubstr("sk-secret-1234")));
 }
 
 }  // namespace

@@ -127,7 +127,7 @@ int main() {
   result.stats.tool_calls = 1;
   result.stats.tool_output_bytes = 1234;
   result.stats.elapsed_ms = 5;
-  result.stats.stop_reason = "completed";
+  result.stats.stop_reason = mode == "overflow" ? "context_window" : "completed";
   Send(result);
   return 0;
 }

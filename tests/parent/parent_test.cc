@@ -2,17 +2,21 @@
 // server, with the real forkbox-child or fake children (fake_child.cc) that misbehave on purpose.
 // No sleeps: ordering comes from pipes, waitpid and the mock's recorded timestamps.
 #include <dirent.h>
+#include <fcntl.h>
 #include <gtest/gtest.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -779,6 +783,587 @@ TEST_F(RealChildTest, NoSubagentsBaselineUsesBaseToolsOnly) {
   }
   // Without subagents the tool output lands in the parent's own context.
   EXPECT_NE(requests[1].body.find("BASE" + token), std::string::npos);
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+// Starts `setsid -f` daemon that records its pid in `pid_file` and waits until it has; the
+// daemon leaves the caller's session and process group, so only a subreaper can catch it.
+std::string DaemonCommand(const std::string& pid_file) {
+  return "setsid -f sh -c 'echo $$ > " + pid_file + ".tmp; mv " + pid_file + ".tmp " + pid_file +
+         "; exec sleep 1000'; while [ ! -s " + pid_file + " ]; do :; done";
+}
+
+TEST_F(ParentTest, SighupTearsDownTheSessionAndTheDaemonsItsBashStarted) {
+  // Control: the same daemon started outside forkbox outlives the shell that started it.
+  {
+    SpawnOptions opts;
+    opts.argv = {"/bin/sh", "-c", DaemonCommand("control.pid")};
+    opts.env = Env();
+    opts.cwd = workdir_;
+    Result<ChildProcess> sh = Spawn(opts);
+    ASSERT_TRUE(sh.ok()) << sh.status().ToString();
+    ASSERT_TRUE(sh->Wait().ok());
+  }
+  std::vector<pid_t> control_pids = ReadPids(fs::path(workdir_) / "control.pid");
+  ASSERT_EQ(control_pids.size(), 1u);
+  EXPECT_FALSE(GoneOrDying(control_pids[0])) << "the control daemon did not survive its shell";
+  kill(control_pids[0], SIGKILL);
+
+  // One command starts the daemon, says so through a FIFO and keeps running: SIGHUP comes while
+  // both live.
+  ASSERT_EQ(mkfifo((fs::path(workdir_) / "ready.fifo").c_str(), 0600), 0);
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash",
+                             {{"command", DaemonCommand("daemon.pid") +
+                                              "; echo $$ > shell.pid; echo ready > ready.fifo; "
+                                              "sleep 1000"}},
+                             ""}});
+    }
+    return Text("never reached");
+  });
+  server_.Start();
+  RunSpec spec;
+  spec.args = {"--sandbox=off", "--standby=0", "go"};
+  spec.env = Env();
+  spec.cwd = workdir_;
+  LiveForkbox live(spec);
+  {
+    std::ifstream ready(fs::path(workdir_) / "ready.fifo");  // Blocks until the command writes.
+    std::string word;
+    ASSERT_TRUE(ready >> word);
+  }
+  std::vector<pid_t> pids = ReadPids(fs::path(workdir_) / "daemon.pid");
+  ASSERT_EQ(pids.size(), 1u);
+  ASSERT_FALSE(GoneOrDying(pids[0]));  // Alive while its command runs.
+  live.Signal(SIGHUP);
+  RunResult r = live.Finish();
+  EXPECT_EQ(r.exit_code, 128 + SIGHUP) << Dump(r);
+  for (pid_t p : ReadPids(fs::path(workdir_) / "shell.pid")) pids.push_back(p);
+  int survivors = 0;
+  for (pid_t p : pids) {
+    if (!GoneOrDying(p)) {
+      ++survivors;
+      kill(p, SIGKILL);
+    }
+  }
+  EXPECT_EQ(survivors, 0) << "processes of the session outlived SIGHUP";
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+// Narration, then a final turn whose first stream is cut mid-way and retried.
+void ScriptNarrationAndACutFinalStream(MockServer& server) {
+  auto cuts = std::make_shared<std::atomic<int>>(0);
+  server.SetHandler([cuts](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      Reply reply = Calls({ToolCall{"bash", {{"command", "true"}}, ""}});
+      reply.text = "I'll look first.";
+      return reply;
+    }
+    if (cuts->fetch_add(1) == 0) {
+      Reply reply = Text("partial text that gets cut off in the middle of the stream");
+      reply.fault = mock::Fault{};
+      reply.fault->kind = mock::Fault::Kind::kCutStream;
+      return reply;
+    }
+    return Text("parent ok after fault");
+  });
+}
+
+TEST_F(ParentTest, StdoutIsExactlyTheAnswerWithOrWithoutStreaming) {
+  for (bool stream : {true, false}) {
+    ScriptNarrationAndACutFinalStream(server_);
+    std::vector<std::string> args = {"--sandbox=off", "--standby=0", "go"};
+    if (!stream) args.insert(args.begin(), "--no-stream");
+    RunResult r = Run(args);
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    // Neither the narration nor the cut attempt's text: the answer and one newline.
+    EXPECT_EQ(r.out, "parent ok after fault\n") << "stream " << stream << "\n" << Dump(r);
+    EXPECT_NE(r.err.find("I'll look first."), std::string::npos) << Dump(r);
+    EXPECT_EQ(r.err.find("partial text"), std::string::npos) << Dump(r);
+  }
+  int cut = 0;
+  for (const auto& req : server_.requests()) cut += req.outcome == "fault:cut_stream" ? 1 : 0;
+  EXPECT_EQ(cut, 2);  // One cut attempt per run really happened.
+}
+
+// Runs forkbox with its stdout on a pseudo-terminal; returns what the terminal received.
+std::string RunWithStdoutOnPty(const std::vector<std::string>& args,
+                               const std::vector<std::string>& env, const std::string& cwd) {
+  int master = -1, slave = -1;
+  if (openpty(&master, &slave, nullptr, nullptr, nullptr) != 0) return "openpty failed";
+  UniqueFd m(master), s(slave);
+  int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+  UniqueFd null_fd(devnull);
+  SpawnOptions opts;
+  opts.argv = {ForkboxPath()};
+  opts.argv.insert(opts.argv.end(), args.begin(), args.end());
+  opts.env = env;
+  opts.cwd = cwd;
+  opts.fds = {{null_fd.get(), 0}, {s.get(), 1}, {null_fd.get(), 2}};
+  Result<ChildProcess> child = Spawn(opts);
+  if (!child.ok()) return child.status().ToString();
+  s.reset();
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  // EIO once the last slave descriptor closes.
+  while ((n = read(m.get(), buf, sizeof(buf))) > 0 || (n < 0 && errno == EINTR)) {
+    if (n > 0) out.append(buf, static_cast<size_t>(n));
+  }
+  (void)child->Wait();
+  return out;
+}
+
+TEST_F(ParentTest, ControlSequencesReachATerminalEscapedAndAPipeUnchanged) {
+  const std::string evil = "clip\x1b]52;c;ZXZpbA==\x07 red\x1b[31m c1\xc2\x9b end";
+  server_.SetHandler([evil](const RecordedRequest&) { return Text(evil); });
+  server_.Start();
+  std::string tty = RunWithStdoutOnPty({"--sandbox=off", "--quiet", "go"}, Env(), workdir_);
+  EXPECT_EQ(tty.find('\x1b'), std::string::npos) << tty;
+  EXPECT_EQ(tty.find("\xc2\x9b"), std::string::npos) << tty;
+  EXPECT_NE(tty.find("clip\\x1b]52;c;ZXZpbA==\\x07 red\\x1b[31m c1\\u009b end"), std::string::npos)
+      << tty;
+  // Control: piped stdout is data and keeps the model's bytes.
+  RunResult piped = Run({"--sandbox=off", "--quiet", "go"});
+  EXPECT_EQ(piped.out, evil + "\n") << Dump(piped);
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+using nlohmann::json;
+
+// The JSON Schema subset docs/events.md uses: type, enum, required, properties, items, oneOf.
+std::string Validate(const json& v, const json& schema, const std::string& path) {
+  if (schema.contains("oneOf")) {
+    int matches = 0;
+    std::string why;
+    for (const json& alternative : schema["oneOf"]) {
+      std::string e = Validate(v, alternative, path);
+      if (e.empty()) {
+        ++matches;
+      } else {
+        why += "\n  " + e;
+      }
+    }
+    if (matches != 1) return path + ": matches " + std::to_string(matches) + " of oneOf" + why;
+  }
+  if (schema.contains("type")) {
+    json types = schema["type"].is_array() ? schema["type"] : json::array({schema["type"]});
+    bool ok = false;
+    for (const json& t : types) {
+      const std::string name = t;
+      ok |= (name == "string" && v.is_string()) || (name == "integer" && v.is_number_integer()) ||
+            (name == "boolean" && v.is_boolean()) || (name == "object" && v.is_object()) ||
+            (name == "array" && v.is_array()) || (name == "null" && v.is_null());
+    }
+    if (!ok) return path + ": expected " + types.dump() + ", got " + v.dump();
+  }
+  if (schema.contains("enum") &&
+      std::find(schema["enum"].begin(), schema["enum"].end(), v) == schema["enum"].end()) {
+    return path + ": " + v.dump() + " not in " + schema["enum"].dump();
+  }
+  if (schema.contains("required")) {
+    if (!v.is_object()) return path + ": not an object";
+    for (const json& key : schema["required"]) {
+      if (!v.contains(key.get<std::string>())) return path + ": missing " + key.dump();
+    }
+  }
+  if (schema.contains("properties") && v.is_object()) {
+    for (const auto& [key, sub] : schema["properties"].items()) {
+      if (!v.contains(key)) continue;
+      if (std::string e = Validate(v[key], sub, path + "." + key); !e.empty()) return e;
+    }
+  }
+  if (schema.contains("items") && v.is_array()) {
+    for (size_t i = 0; i < v.size(); ++i) {
+      std::string e = Validate(v[i], schema["items"], path + "[" + std::to_string(i) + "]");
+      if (!e.empty()) return e;
+    }
+  }
+  return "";
+}
+
+json SchemaFromDocs() {
+  std::ifstream in(std::string(FORKBOX_SOURCE_DIR) + "/docs/events.md");
+  std::string doc((std::istreambuf_iterator<char>(in)), {});
+  const std::string open = "```json schema\n";
+  size_t begin = doc.find(open);
+  if (begin == std::string::npos) return nullptr;
+  begin += open.size();
+  return json::parse(doc.substr(begin, doc.find("\n```", begin) - begin));
+}
+
+std::vector<json> Lines(const std::string& out) {
+  std::vector<json> events;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) events.push_back(json::parse(line));
+  return events;
+}
+
+TEST_F(ParentTest, StreamJsonMatchesTheSchemaInDocsEventsMd) {
+  const json schema = SchemaFromDocs();
+  ASSERT_TRUE(schema.is_object()) << "no ```json schema block in docs/events.md";
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      Reply reply = Calls({Task("inspect the project", "inspect")}, 1000, 40);
+      reply.text = "Delegating.";
+      return reply;
+    }
+    return Text("all done", 1500, 7);
+  });
+  RunResult r = Run(
+      {"--sandbox=off", "--output-format", "stream-json", "--child-path", FakeChild("ok"), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  std::vector<json> events = Lines(r.out);  // Throws (fails) unless every line is one object.
+  ASSERT_GE(events.size(), 6u) << r.out;
+  for (const json& e : events) EXPECT_EQ(Validate(e, schema, "$"), "") << e.dump();
+  EXPECT_EQ(events.front()["subtype"], "init");
+  EXPECT_EQ(events.back()["type"], "result");
+  EXPECT_EQ(events.back()["result"], "all done");
+  EXPECT_EQ(events.back()["usage"]["input_tokens"], 2500);
+  const std::string session = events.front()["session_id"];
+  std::string task_id;
+  std::vector<std::string> kinds;
+  for (const json& e : events) {
+    EXPECT_EQ(e["session_id"], session);
+    kinds.push_back(e.value("subtype", e["type"].get<std::string>()));
+    if (e["type"] == "assistant" && task_id.empty()) {
+      task_id = e["message"]["content"][1]["id"];
+    }
+    if (e.contains("task_id")) EXPECT_EQ(e["task_id"], task_id) << e.dump();
+  }
+  const std::vector<std::string> expected = {
+      "init", "assistant", "task_started", "task_progress", "task_notification",
+      "user", "assistant", "success"};
+  EXPECT_EQ(kinds, expected) << r.out;
+
+  // A usage error in this mode is one JSON object too, and exit 2.
+  RunResult bad = Run({"--output-format", "stream-json", "--max-turns", "0", "go"});
+  EXPECT_EQ(bad.exit_code, 2);
+  std::vector<json> error = Lines(bad.out);
+  ASSERT_EQ(error.size(), 1u) << bad.out;
+  EXPECT_EQ(Validate(error[0], schema, "$"), "") << error[0].dump();
+  EXPECT_EQ(error[0]["subtype"], "error_usage");
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+TEST_F(ParentTest, ATaskStoppedByTheContextWindowIsNotOk) {
+  ScriptOneTaskThenAnswer("noted");
+  RunResult r = Run({"--sandbox=off", "--json", "--child-path", FakeChild("overflow"), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 2u);
+  ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+  const auto& result = parents[1].view.tool_results[0];
+  EXPECT_TRUE(result.is_error) << result.text;
+  EXPECT_NE(result.text.find("[subagent stopped: context_window after 2 turns]"), std::string::npos)
+      << result.text;
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["tasks"][0]["ok"], false);
+  EXPECT_EQ(j["tasks"][0]["stop"], "context_window");
+  EXPECT_EQ(j["tasks"][0]["tokens"]["input"], 100);  // Its tokens still count.
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+TEST_F(ParentTest, IdleTimeoutIsAnOption) {
+  server_.SetHandler([](const RecordedRequest&) {
+    Reply reply = Text("slow words arriving one by one");
+    reply.fault = mock::Fault{};
+    reply.fault->kind = mock::Fault::Kind::kSlowStream;
+    reply.fault->event_delay_ms = 3000;
+    return reply;
+  });
+  // Control: the default idle timeout (120 s) would wait; 0.2 s gives up at the first pause.
+  RunResult r = Run({"--sandbox=off", "--idle-timeout", "0.2", "--max-retries", "0", "go"});
+  EXPECT_EQ(r.exit_code, 3) << Dump(r);
+  EXPECT_EQ(r.out, "") << Dump(r);
+  EXPECT_EQ(server_.request_count(), 1u);
+  RunResult bad = Run({"--sandbox=off", "--request-timeout", "0", "go"});
+  EXPECT_EQ(bad.exit_code, 2) << Dump(bad);
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+class SessionTest : public ParentTest {
+ protected:
+  fs::path Dir() const { return fs::path(workdir_) / "state" / "forkbox" / "sessions"; }
+  RunResult RunIn(std::vector<std::string> args) {
+    server_.Start();
+    RunSpec spec;
+    spec.args = std::move(args);
+    spec.env = Env();
+    spec.env.push_back("XDG_STATE_HOME=" + workdir_ + "/state");
+    spec.cwd = workdir_;
+    return RunForkbox(spec);
+  }
+  std::vector<fs::path> Files() const {
+    std::vector<fs::path> files;
+    if (fs::exists(Dir())) {
+      for (const auto& e : fs::directory_iterator(Dir())) files.push_back(e.path());
+    }
+    return files;
+  }
+};
+
+TEST_F(SessionTest, ResumeContinueListAndACorruptTail) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    return Text("answer " + std::to_string(r.view.user_texts.size()));
+  });
+  RunResult first = RunIn({"--sandbox=off", "--json", "remember the word PLUM"});
+  ASSERT_EQ(first.exit_code, 0) << Dump(first);
+  const std::string id = nlohmann::json::parse(first.out)["session_id"];
+  ASSERT_EQ(Files().size(), 1u);
+  struct stat st;
+  ASSERT_EQ(stat(Dir().c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0700u);
+  ASSERT_EQ(stat(Files()[0].c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(Files()[0].filename(), id + ".jsonl");
+
+  // --resume ID: the model sees the earlier exchange.
+  RunResult second = RunIn({"--sandbox=off", "--resume", id, "which word?"});
+  ASSERT_EQ(second.exit_code, 0) << Dump(second);
+  auto req = server_.request(server_.request_count() - 1);
+  ASSERT_EQ(req.view.user_texts.size(), 2u);
+  EXPECT_EQ(req.view.user_texts[0], "remember the word PLUM");
+  EXPECT_EQ(second.out, "answer 2\n");
+
+  // --continue: the latest session of this workdir, three prompts now.
+  RunResult third = RunIn({"--sandbox=off", "--continue", "again?"});
+  ASSERT_EQ(third.exit_code, 0) << Dump(third);
+  EXPECT_EQ(third.out, "answer 3\n");
+
+  RunResult list = RunIn({"sessions"});
+  ASSERT_EQ(list.exit_code, 0) << Dump(list);
+  EXPECT_NE(list.out.find(id), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("3 turns"), std::string::npos) << list.out;
+  EXPECT_NE(list.out.find("remember the word PLUM"), std::string::npos) << list.out;
+
+  // A cut last line: resumed up to the last complete turn, with a warning, no crash.
+  {
+    std::ofstream append(Files()[0], std::ios::app);
+    append << "{\"type\":\"turn\",\"messages\":[{\"role\":\"user\",\"cont";
+  }
+  RunResult fourth = RunIn({"--sandbox=off", "--resume", id, "still there?"});
+  ASSERT_EQ(fourth.exit_code, 0) << Dump(fourth);
+  EXPECT_NE(fourth.err.find("corrupt or truncated"), std::string::npos) << Dump(fourth);
+  EXPECT_EQ(fourth.out, "answer 4\n");
+
+  // --no-session-persistence keeps nothing.
+  RunResult none = RunIn({"--sandbox=off", "--no-session-persistence", "forget me"});
+  ASSERT_EQ(none.exit_code, 0) << Dump(none);
+  EXPECT_EQ(Files().size(), 1u);
+  RunResult missing = RunIn({"--sandbox=off", "--resume", "0000-nope", "x"});
+  EXPECT_EQ(missing.exit_code, 2) << Dump(missing);
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+class ConfigTest : public ParentTest {
+ protected:
+  void Write(const fs::path& path, const std::string& text) {
+    fs::create_directories(path.parent_path());
+    std::ofstream(path) << text;
+  }
+  fs::path User() const { return fs::path(workdir_) / ".config" / "forkbox" / "config.toml"; }
+  fs::path Project() const { return fs::path(workdir_) / ".forkbox" / "config.toml"; }
+  RunResult RunWith(std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
+    server_.Start();
+    RunSpec spec;
+    spec.args = std::move(args);
+    spec.env = Env();
+    spec.env.insert(spec.env.end(), extra_env.begin(), extra_env.end());
+    spec.cwd = workdir_;
+    return RunForkbox(spec);
+  }
+};
+
+TEST_F(ConfigTest, PrecedenceIsFlagsEnvironmentProjectUser) {
+  Write(User(), "max-parallel = 8\nmodel = \"m-user\"\ntask-max-turns = 9\nmax-turns = 7\n");
+  Write(Project(), "max-turns = 5\n");
+  RunResult r = RunWith({"config", "--task-max-turns", "3"}, {"FORKBOX_MODEL=m-env"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("max-parallel = 8  (user config " + User().string() + ":1)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("max-turns = 5  (project config"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("task-max-turns = 3  (flag)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model =   (environment (FORKBOX_MODEL))"), std::string::npos) << r.out;
+
+  // The values take effect: the project's max-turns = 1 stops a looping model after one turn.
+  Write(Project(), "max-turns = 1\n");
+  server_.SetHandler([](const RecordedRequest&) {
+    return Calls({ToolCall{"bash", {{"command", "true"}}, ""}});
+  });
+  RunResult run = RunWith({"--sandbox=off", "go"});
+  EXPECT_NE(run.err.find("turn limit"), std::string::npos) << Dump(run);
+  EXPECT_LE(server_.request_count(), 2u);  // Not the default 40.
+}
+
+TEST_F(ConfigTest, BadFilesAreErrorsNamingFileLineAndKey) {
+  Write(User(), "model = \"m\"\nmax-paralel = 3\n");
+  RunResult r = RunWith({"--sandbox=off", "go"});
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find(User().string() + ":2: unknown key \"max-paralel\""), std::string::npos)
+      << r.err;
+  Write(User(), "max-parallel = \"many\"\n");
+  r = RunWith({"--sandbox=off", "go"});
+  EXPECT_NE(r.err.find(":1: key \"max-parallel\": expected a number"), std::string::npos) << r.err;
+  Write(User(), "api-key = \"sk-ant-x\"\n");
+  r = RunWith({"--sandbox=off", "go"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("API keys are never read from config files"), std::string::npos) << r.err;
+  Write(User(), "max-turns = [\n");
+  r = RunWith({"--sandbox=off", "go"});
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find(User().string() + ":"), std::string::npos) << r.err;
+}
+
+TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
+  for (const char* line :
+       {"allow-net = true", "writable = [\"/\"]", "sandbox = \"off\"", "env = [\"HOME\"]",
+        "base-url = \"http://evil.example\"", "child-path = \"/tmp/x\""}) {
+    Write(Project(), std::string(line) + "\n");
+    RunResult r = RunWith({"--sandbox=off", "go"});
+    EXPECT_EQ(r.exit_code, 2) << line << "\n" << Dump(r);
+    EXPECT_NE(r.err.find("project config " + Project().string() + ":1"), std::string::npos)
+        << r.err;
+    EXPECT_NE(r.err.find("may not"), std::string::npos) << r.err;
+    // Control: the same line in the user's own file is accepted.
+    fs::remove(Project());
+    Write(User(), std::string(line) + "\n");
+    RunResult user = RunWith({"config"});
+    EXPECT_EQ(user.exit_code, 0) << line << "\n" << Dump(user);
+    fs::remove(User());
+  }
+  Write(Project(), "sandbox = \"on\"\n");
+  EXPECT_EQ(RunWith({"config"}).exit_code, 0);
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+TEST_F(InteractiveTest, ClearStartsAFreshContextAndTasksReportsWhatRan) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.LastUserText() == "delegate" && r.view.assistant_turns == 0) {
+      return Calls({Task("look around", "looker")});
+    }
+    return Text("answer after " + std::to_string(r.view.user_texts.size()) + " prompts");
+  });
+  LiveForkbox live(Spec({"--sandbox=off", "--child-path", FakeChild("ok")}));
+  slave_.reset();
+  Type("delegate\n/tasks\n/clear\nagain\n/quit\n");
+  RunResult r = live.Finish();
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("[task 1] looker: ok (completed), 2 turns, 120 tokens"), std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("context cleared"), std::string::npos) << r.out;
+  // After /clear the model sees one prompt only.
+  const auto last = server_.request(server_.request_count() - 1);
+  EXPECT_EQ(last.view.user_texts.size(), 1u);
+  EXPECT_EQ(last.view.LastUserText(), "again");
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+TEST_F(ParentTest, RetriesAreAlwaysVisibleAndStreamedAsEvents) {
+  const json schema = SchemaFromDocs();
+  auto calls = std::make_shared<std::atomic<int>>(0);
+  server_.SetHandler([calls](const RecordedRequest&) {
+    if (calls->fetch_add(1) == 0) {
+      Reply reply;
+      reply.fault = mock::Fault{};
+      reply.fault->kind = mock::Fault::Kind::kStatus;
+      reply.fault->status = 429;
+      reply.fault->retry_after_ms = "10";
+      return reply;
+    }
+    return Text("after the retry");
+  });
+  RunResult r = Run({"--sandbox=off", "--quiet", "--output-format", "stream-json", "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.err.find("429 from the model; retrying in 10 ms (retry-after), attempt 2 of 3"),
+            std::string::npos)
+      << Dump(r);
+  int retries = 0;
+  for (const json& e : Lines(r.out)) {
+    EXPECT_EQ(Validate(e, schema, "$"), "") << e.dump();
+    if (e.value("subtype", "") == "retry") {
+      ++retries;
+      EXPECT_EQ(e["http_status"], 429);
+      EXPECT_EQ(e["attempt"], 2);
+    }
+  }
+  EXPECT_EQ(retries, 1) << r.out;
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+namespace forkbox::parent_test {
+namespace {
+
+TEST_F(ParentTest, ADaemonFromTheParentsBashDiesWithItsCommand) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash", {{"command", DaemonCommand("daemon.pid")}}, ""}});
+    }
+    if (r.view.assistant_turns == 1) {
+      return Calls({ToolCall{
+          "bash",
+          {{"command", "kill -0 $(cat daemon.pid) 2>/dev/null && echo ALIVE || echo GONE"}},
+          ""}});
+    }
+    return Text("checked");
+  });
+  RunResult r = Run({"--sandbox=off", "go"});  // The default: standby children are kept.
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 3u);
+  ASSERT_FALSE(parents[2].view.tool_results.empty());
+  EXPECT_NE(parents[2].view.tool_results.back().text.find("GONE"), std::string::npos)
+      << parents[2].view.tool_results.back().text;
+  for (pid_t p : ReadPids(fs::path(workdir_) / "daemon.pid")) EXPECT_TRUE(GoneOrDying(p)) << p;
 }
 
 }  // namespace

@@ -31,6 +31,7 @@ class StandbyTest : public ::testing::Test {
     config_.child_env = {"PATH=/usr/bin:/bin"};
     config_.provider.name = "anthropic";
     config_.provider.api_key = "sk-standby-test";
+    config_.provider.base_url = "https://api.anthropic.com";  // Resolved, as the parent sends it.
     config_.sandbox.enabled = false;
   }
   void TearDown() override { std::filesystem::remove_all(config_.workdir); }
@@ -54,13 +55,11 @@ class StandbyTest : public ::testing::Test {
 };
 
 TEST_F(StandbyTest, PrepareFrameCarriesTheSandboxAndNoSecret) {
-  config_.provider.base_url = "";
+  config_.provider.base_url = "http://127.0.0.1:9/v1";  // Resolved once by the parent.
   ipc::PrepareMessage m = PrepareFor(config_);
   EXPECT_EQ(m.workdir, config_.workdir);
   EXPECT_EQ(m.sandbox, config_.sandbox);
-  EXPECT_EQ(m.model_url, "https://api.anthropic.com");  // The default, spelled out.
-  config_.provider.base_url = "http://127.0.0.1:9/v1";
-  EXPECT_EQ(PrepareFor(config_).model_url, "http://127.0.0.1:9/v1");
+  EXPECT_EQ(m.model_url, "http://127.0.0.1:9/v1");
   Result<std::string> frame = ipc::EncodeMessage(PrepareFor(config_));
   ASSERT_TRUE(frame.ok());
   EXPECT_EQ(frame->find("sk-standby-test"), std::string::npos);

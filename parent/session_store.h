@@ -1,0 +1,66 @@
+// Session persistence: the parent's conversation in $XDG_STATE_HOME/forkbox/sessions/<id>.jsonl
+// (default ~/.local/state; the directory 0700, each file 0600, created O_EXCL|O_NOFOLLOW). Line 1
+// is a header {"type":"session", id, workdir, created, first_prompt}; then one line per completed
+// prompt {"type":"turn", messages (the whole conversation after it: the parent's context is small
+// by design), turns, input_tokens, output_tokens}, appended when the prompt ends, so a crash loses
+// at most the prompt in flight. Only the parent's
+// conversation is kept: children's contexts are never persisted (only --transcript-dir records
+// them).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "agent/message.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
+
+namespace forkbox::parent {
+
+struct SessionInfo {
+  std::string id;
+  std::string workdir;
+  int64_t created = 0;   // Unix seconds.
+  int64_t modified = 0;  // Unix seconds (the file's mtime).
+  std::string first_prompt;
+  int64_t turns = 0;  // Completed prompts.
+  int64_t tokens = 0;
+};
+
+struct LoadedSession {
+  SessionInfo info;
+  std::vector<agent::Message> messages;
+  std::string warning;     // Non-empty when a corrupt or truncated tail was skipped.
+  int64_t good_bytes = 0;  // Length of the file up to the last complete line.
+};
+
+// $XDG_STATE_HOME/forkbox/sessions (or $HOME/.local/state/...), created 0700 when missing.
+Result<std::string> SessionsDir(bool create);
+
+// Every readable session, most recent first.
+std::vector<SessionInfo> ListSessions(const std::string& dir);
+
+// Reads up to the last complete turn. A missing or headerless file is an error.
+Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id);
+// The most recently modified session of `workdir`.
+Result<std::string> LatestSessionFor(const std::string& dir, const std::string& workdir);
+
+class SessionLog {
+ public:
+  // Creates <dir>/<id>.jsonl with its header, or (resume) opens the existing one for appending.
+  static Result<SessionLog> Create(const std::string& dir, const std::string& id,
+                                   const std::string& workdir, const std::string& first_prompt);
+  // Opens a loaded session for appending, cutting a corrupt tail off first.
+  static Result<SessionLog> Append(const std::string& dir, const LoadedSession& loaded);
+  // Appends one completed prompt: the conversation after it, and what the prompt cost.
+  Status AddTurn(const std::vector<agent::Message>& conversation, int64_t turns,
+                 const agent::Usage& usage);
+
+ private:
+  explicit SessionLog(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;
+};
+
+}  // namespace forkbox::parent

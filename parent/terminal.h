@@ -1,0 +1,20 @@
+// Terminal hygiene. Text that reaches a terminal may come from the model (answers, tool names,
+// error messages quoting it): escape sequences in it could retitle the window, write the
+// clipboard (OSC 52) or fake output. Everything forkbox writes to a terminal goes through
+// NeutraliseControls; what goes to a pipe or file keeps the model's bytes.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+namespace forkbox::parent {
+
+// C0 controls except \n and \t, DEL, and the C1 controls (U+0080..U+009F) become visible escapes
+// ("\x1b", "\u009b"); bytes that are not valid UTF-8 become "\xNN" (a terminal may read a lone
+// 0x9b as CSI). Everything else is unchanged.
+std::string NeutraliseControls(std::string_view text);
+
+// Writes all of `text` to `fd` (retrying EINTR, best effort), neutralised when `fd` is a terminal.
+void WriteText(int fd, std::string_view text);
+
+}  // namespace forkbox::parent

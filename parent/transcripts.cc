@@ -1,0 +1,79 @@
+#include "parent/transcripts.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <sys/random.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <system_error>
+
+namespace forkbox::parent {
+namespace {
+
+bool Inside(const std::string& path, const std::string& tree) {
+  if (tree == "/") return true;
+  return path == tree || (path.starts_with(tree) && path[tree.size()] == '/');
+}
+
+Result<std::string> RandomHex64() {
+  uint64_t bits = 0;
+  ssize_t n = getrandom(&bits, sizeof(bits), 0);
+  if (n < 0) return Status::FromErrno(errno, "getrandom");
+  if (n != static_cast<ssize_t>(sizeof(bits))) return Status::Internal("getrandom: short read");
+  char buf[17];
+  std::snprintf(buf, sizeof(buf), "%016llx", static_cast<unsigned long long>(bits));
+  return std::string(buf);
+}
+
+}  // namespace
+
+Result<TranscriptDir> OpenTranscriptDir(const std::string& dir,
+                                        const std::vector<std::string>& writable_trees) {
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) return Status::InvalidArgument("--transcript-dir '" + dir + "': " + ec.message());
+  TranscriptDir out;
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "--transcript-dir '" + dir + "'");
+  out.fd = UniqueFd(fd);
+  // The path of what we opened, not a second resolution of the name.
+  char buf[PATH_MAX];
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = ::readlink(self.c_str(), buf, sizeof(buf) - 1);
+  if (n < 0) return Status::FromErrno(errno, "readlink " + self);
+  out.path.assign(buf, static_cast<size_t>(n));
+  if (::faccessat(fd, ".", W_OK, AT_EACCESS) != 0) {
+    return Status::FromErrno(errno, "--transcript-dir '" + out.path + "'");
+  }
+  for (const std::string& tree : writable_trees) {
+    if (Inside(out.path, tree)) {
+      out.warning = "--transcript-dir '" + out.path + "' is inside the writable tree '" + tree +
+                    "': tools can plant files there and read other tasks' transcripts";
+      break;
+    }
+  }
+  return out;
+}
+
+Result<UniqueFd> OpenTranscriptFile(int dir_fd, int number) {
+  char stamp[32];
+  std::time_t now = std::time(nullptr);
+  struct tm tm_utc;
+  gmtime_r(&now, &tm_utc);
+  std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm_utc);
+  Result<std::string> random = RandomHex64();
+  if (!random.ok()) return random.status();
+  const std::string name =
+      "task-" + std::to_string(number) + "-" + stamp + "-" + *random + ".jsonl";
+  int fd = ::openat(dir_fd, name.c_str(),
+                    O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::FromErrno(errno, "create transcript " + name);
+  return UniqueFd(fd);
+}
+
+}  // namespace forkbox::parent

@@ -1,0 +1,163 @@
+// Parent pieces on their own: the start-frame writer wipes the key, transcripts are created
+// beneath their directory's descriptor and never follow a planted link.
+#include <dirent.h>
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "base/unique_fd.h"
+#include "parent/child_supervisor.h"
+#include "parent/transcripts.h"
+
+namespace forkbox::parent {
+namespace {
+
+namespace fs = std::filesystem;
+
+TEST(StartFrameWriter, WipesTheFrameOnceWritten) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+  UniqueFd r(p[0]), w(p[1]);
+  const std::string frame = "{\"api_key\":\"sk-secret-start-frame\"}" + std::string(1000, 'x');
+  StartFrameWriter writer(frame);
+  const char* storage = writer.storage();
+  ASSERT_EQ(std::string(storage, frame.size()), frame);  // Control: the key is there before.
+  ASSERT_TRUE(writer.WriteSome(w.get()));
+  std::string got(frame.size(), '\0');
+  ASSERT_EQ(read(r.get(), got.data(), got.size()), static_cast<ssize_t>(frame.size()));
+  EXPECT_EQ(got, frame);
+  // Same storage, every byte zero.
+  ASSERT_EQ(writer.storage(), storage);
+  EXPECT_EQ(std::string(storage, frame.size()), std::string(frame.size(), '\0'));
+}
+
+TEST(StartFrameWriter, WipesAFrameTheChildNeverRead) {
+  int p[2];
+  ASSERT_EQ(pipe2(p, O_CLOEXEC | O_NONBLOCK), 0);
+  UniqueFd r(p[0]), w(p[1]);
+  const std::string frame(1 << 20, 'k');  // Larger than the pipe: the write stops at EAGAIN.
+  StartFrameWriter writer(frame);
+  const char* storage = writer.storage();
+  EXPECT_FALSE(writer.WriteSome(w.get()));
+  writer.Wipe();  // What the supervisor does when the child dies first.
+  EXPECT_EQ(std::string(storage, 4096), std::string(4096, '\0'));
+}
+
+class TranscriptTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/forkbox-transcript-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    dir_ = root_ / "transcripts";
+    fs::create_directories(dir_);
+    outside_ = root_ / "outside.txt";
+    std::ofstream(outside_) << "precious\n";
+  }
+  void TearDown() override { fs::remove_all(root_); }
+
+  // Symlinks at every name the old scheme (task-N-<UTC second>.jsonl) would use soon.
+  void PlantLinks(int number) {
+    for (int ahead = 0; ahead < 5; ++ahead) {
+      std::time_t t = std::time(nullptr) + ahead;
+      struct tm tm_utc;
+      gmtime_r(&t, &tm_utc);
+      char stamp[32];
+      std::strftime(stamp, sizeof(stamp), "%Y%m%dT%H%M%SZ", &tm_utc);
+      fs::path link = dir_ / ("task-" + std::to_string(number) + "-" + stamp + ".jsonl");
+      std::error_code ec;
+      fs::create_symlink(outside_, link, ec);
+      planted_.push_back(link);
+    }
+  }
+  std::string Outside() const {
+    std::ifstream in(outside_);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  }
+
+  fs::path root_, dir_, outside_;
+  std::vector<fs::path> planted_;
+};
+
+TEST_F(TranscriptTest, APlantedLinkAtAPredictableNameIsNotFollowed) {
+  PlantLinks(1);
+  // Control: the old open (by the predictable name, following links) writes outside.
+  {
+    int fd = open(planted_[0].c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0600);
+    ASSERT_GE(fd, 0);
+    UniqueFd f(fd);
+    ASSERT_EQ(write(f.get(), "x", 1), 1);
+  }
+  ASSERT_EQ(Outside(), "precious\nx");
+
+  Result<TranscriptDir> dir = OpenTranscriptDir(dir_.string(), {});
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  Result<UniqueFd> a = OpenTranscriptFile(dir->fd.get(), 1);
+  Result<UniqueFd> b = OpenTranscriptFile(dir->fd.get(), 1);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ(write(a->get(), "{}\n", 3), 3);
+  EXPECT_EQ(Outside(), "precious\nx");  // Untouched by the transcripts.
+  int regular = 0;
+  for (const auto& e : fs::directory_iterator(dir_)) {
+    if (!e.is_symlink() && e.is_regular_file()) {
+      ++regular;
+      struct stat st;
+      ASSERT_EQ(stat(e.path().c_str(), &st), 0);
+      EXPECT_EQ(st.st_mode & 07777, 0600u);
+      EXPECT_TRUE(e.path().filename().string().starts_with("task-1-"));
+    }
+  }
+  EXPECT_EQ(regular, 2);  // Two calls, two unpredictable names.
+}
+
+TEST_F(TranscriptTest, TheDirectoryIsUsedByDescriptorNotByName) {
+  Result<TranscriptDir> dir = OpenTranscriptDir(dir_.string(), {});
+  ASSERT_TRUE(dir.ok());
+  // Swap the name for a link to elsewhere: the descriptor still points to the original.
+  fs::rename(dir_, root_ / "moved");
+  fs::create_directories(root_ / "elsewhere");
+  fs::create_directory_symlink(root_ / "elsewhere", dir_);
+  ASSERT_TRUE(OpenTranscriptFile(dir->fd.get(), 2).ok());
+  EXPECT_TRUE(fs::is_empty(root_ / "elsewhere"));
+  EXPECT_FALSE(fs::is_empty(root_ / "moved"));
+}
+
+TEST_F(TranscriptTest, ADirectoryInsideAWritableTreeIsWarnedAbout) {
+  Result<TranscriptDir> inside = OpenTranscriptDir(dir_.string(), {root_.string()});
+  ASSERT_TRUE(inside.ok());
+  EXPECT_NE(inside->warning.find("inside the writable tree"), std::string::npos);
+  Result<TranscriptDir> outside = OpenTranscriptDir(dir_.string(), {"/nonexistent-tree"});
+  ASSERT_TRUE(outside.ok());
+  EXPECT_EQ(outside->warning, "");
+}
+
+}  // namespace
+}  // namespace forkbox::parent
+
+#include "parent/terminal.h"
+
+namespace forkbox::parent {
+namespace {
+
+TEST(NeutraliseControls, EscapesC0C1AndInvalidBytesButKeepsNewlineTabAndText) {
+  EXPECT_EQ(NeutraliseControls("a\tb\nc"), "a\tb\nc");
+  EXPECT_EQ(NeutraliseControls("\x1b[2J\x07\r\x7f"), "\\x1b[2J\\x07\\x0d\\x7f");
+  EXPECT_EQ(NeutraliseControls("\xc2\x9b"
+                               "1m"),
+            "\\u009b1m");  // C1 CSI as UTF-8.
+  EXPECT_EQ(NeutraliseControls("\x9b"
+                               "1m"),
+            "\\x9b1m");  // A lone 8-bit CSI.
+  EXPECT_EQ(NeutraliseControls("h\xc3\xa9 \xe2\x82\xac"), "h\xc3\xa9 \xe2\x82\xac");  // é €
+}
+
+}  // namespace
+}  // namespace forkbox::parent
