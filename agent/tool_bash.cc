@@ -90,7 +90,7 @@ Result<Started> StartCommand(const std::string& command, const ToolContext& ctx)
   opts.cwd = ctx.workdir;
   opts.fds = {{devnull.get(), 0}, {pipe->write.get(), 1}, {err_write.get(), 2}};
   opts.new_session = true;
-  if (!ctx.sandbox) return Error("bash: no sandbox configured for tool commands");
+  if (!ctx.sandbox) return Status::Internal("no sandbox configured for tool commands");
   Result<ChildProcess> spawned = ctx.sandbox->Spawn(std::move(opts));
   // Our copies of the write end must go, or EOF never comes.
   pipe->write.reset();
