@@ -19,6 +19,7 @@
 #include "agent/provider.h"
 #include "agent/provider_settings.h"
 #include "agent/tools.h"
+#include "child/agent_profile.h"
 #include "child/reporter.h"
 #include "child/runner.h"
 #include "child/start.h"
@@ -71,7 +72,12 @@ nlohmann::json StartRecord(const ipc::StartMessage& s) {
            {{"enabled", s.sandbox.enabled},
             {"allow_net", s.sandbox.allow_net},
             {"writable", s.sandbox.writable},
-            {"env", s.sandbox.env}}}};
+            {"env", s.sandbox.env}}},
+          {"agent",
+           {{"type", s.agent.type},
+            {"tools", s.agent.tools},
+            {"write", s.agent.write},
+            {"network", s.agent.network}}}};
 }
 
 // Closes every descriptor above 2 except fd 4, the transcript fd, and fd 3 while a standby child
@@ -168,12 +174,22 @@ int Task::Run() {
     if (!task.ok()) return Fail("bad_start", task.status().ToString(), kExitBadStart);
     start = std::move(*task);
   }
-  transcript_.Write({{"type", "sandbox"}, {"banner", banner}});
+  transcript_.Write({{"type", "sandbox"}, {"banner", banner}, {"agent", start->agent.type}});
+  Result<std::vector<agent::ToolDef>> tool_defs = AgentToolDefs(start->agent);
+  if (!tool_defs.ok()) return Fail("bad_start", tool_defs.status().ToString(), kExitBadStart);
+  if (Status st = NarrowSandbox(start->agent, &*policy); !st.ok()) {
+    return Fail("sandbox", "cannot narrow the sandbox to the agent: " + st.ToString(),
+                kExitSandbox);
+  }
   // The task's temp dir, created inside the sandbox (the workdir is writable): a standby that is
-  // killed unused leaves nothing behind.
-  Result<sandbox::TaskTmpDir> tmp = sandbox::TaskTmpDir::Create(policy->workdir);
-  if (!tmp.ok()) return Fail("sandbox", tmp.status().ToString(), kExitSandbox);
-  policy->tmpdir = tmp->path();
+  // killed unused leaves nothing behind. A write: none agent gets none (it could not write it).
+  sandbox::TaskTmpDir tmp;
+  if (start->agent.write != "none") {
+    Result<sandbox::TaskTmpDir> created = sandbox::TaskTmpDir::Create(policy->workdir);
+    if (!created.ok()) return Fail("sandbox", created.status().ToString(), kExitSandbox);
+    tmp = std::move(*created);
+    policy->tmpdir = tmp.path();
+  }
 
   agent::ProviderConfig config = agent::FromProviderSettings(start->provider);
   Wipe(start->provider.api_key);
@@ -205,9 +221,11 @@ int Task::Run() {
     send_event(turn, call.name, DescribeCall(call));
   });
 
+  AllowedToolsRunner allowed_runner(runner, start->agent.tools);
+
   agent::LoopOptions options;
-  options.system = SystemPrompt(policy->workdir);
-  options.tools = agent::BaseToolDefs();  // Never `task`: no recursion.
+  options.system = AgentSystemPrompt(SystemPrompt(policy->workdir), start->agent);
+  options.tools = std::move(*tool_defs);  // Never `task`: no recursion.
   options.max_turns = static_cast<int>(start->limits.max_turns);
   options.max_tokens = start->provider.max_tokens;
   options.force_final_summary = true;
@@ -224,7 +242,8 @@ int Task::Run() {
 
   std::vector<agent::Message> messages;
   messages.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{start->prompt}}});
-  agent::LoopOutcome outcome = agent::RunLoop(*provider, messages, options, runner, observer);
+  agent::LoopOutcome outcome =
+      agent::RunLoop(*provider, messages, options, allowed_runner, observer);
   provider.reset();
   sandbox::KillAllDescendants();
 

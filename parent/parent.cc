@@ -10,6 +10,7 @@
 
 #include "agent/provider_settings.h"
 #include "agent/tools.h"
+#include "parent/agents_command.h"
 #include "parent/cli.h"
 #include "parent/config.h"
 #include "parent/exit_codes.h"
@@ -152,6 +153,8 @@ int Run(const Options& o) {
     t.max_parallel = o.max_parallel;
     t.timeout_ms = static_cast<int64_t>(o.task_timeout_s * 1000.0);
     t.standby = o.standby;
+    t.agents = LoadAgents(*workdir);
+    for (const std::string& w : t.agents.warnings) Err("forkbox: warning: agent file " + w + "\n");
     tasks = std::move(t);
   }
 
@@ -160,11 +163,13 @@ int Run(const Options& o) {
     return Fail(kExitFailure, st.ToString());
   }
   SessionStats stats;
+  std::optional<agent::ToolDef> task_tool;
+  if (tasks) task_tool = agent::TaskToolDefFor(tasks->agents);
   ParentToolRunner runner(context, std::move(tasks), progress, stats, outside);
   agent::LoopOptions loop;
   loop.system = ParentSystemPrompt(*workdir, o.subagents);
   loop.tools = agent::BaseToolDefs();
-  if (o.subagents) loop.tools.push_back(agent::TaskToolDef());
+  if (task_tool) loop.tools.push_back(std::move(*task_tool));
   loop.max_turns = o.max_turns;
   loop.max_tokens = o.max_tokens;
   Session session(*provider, loop, runner, stats);
@@ -178,6 +183,9 @@ int Run(const Options& o) {
 int ParentMain(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "sandbox") == 0) {
     return sandbox::SandboxCommandMain(argc - 1, argv + 1);
+  }
+  if (argc >= 2 && std::strcmp(argv[1], "agents") == 0) {
+    return AgentsCommandMain(argc - 1, argv + 1);
   }
   if (Status st = HardenProcess(); !st.ok()) return Fail(kExitFailure, st.ToString());
   CliOutcome cli = ParseCommandLine(argc, argv);

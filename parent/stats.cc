@@ -52,6 +52,7 @@ nlohmann::json StatsJson(const SessionStats& stats, const std::string& answer,
   for (const auto& t : stats.tasks) {
     nlohmann::json j = {{"number", t.number},
                         {"description", t.description},
+                        {"agent_type", t.agent_type},
                         {"ok", t.ok},
                         {"stop", t.stop},
                         {"turns", t.turns},

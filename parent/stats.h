@@ -13,6 +13,7 @@ namespace forkbox::parent {
 struct TaskRecord {
   int number = 0;  // 1-based over the session.
   std::string description;
+  std::string agent_type;  // The `subagent_type` that ran it.
   bool ok = false;
   std::string error;  // The is_error text when !ok.
   int64_t turns = 0;

@@ -113,6 +113,7 @@ class Batch {
     TaskRecord r;
     r.number = specs_[i].number;
     r.description = specs_[i].description;
+    r.agent_type = specs_[i].agent.name.empty() ? agent::kDefaultAgentType : specs_[i].agent.name;
     return r;
   }
 
@@ -141,11 +142,13 @@ class Batch {
 
   void StartTask(size_t i) {
     const TaskSpec& spec = specs_[i];
-    progress_.TaskStarted(spec.number, spec.description);
+    progress_.TaskStarted(spec.number, BaseRecord(i).agent_type + ": " + spec.description);
     auto r = std::make_unique<Running>();
     r->index = i;
     r->started = Clock::now();
-    r->deadline = r->started + std::chrono::milliseconds(config_.timeout_ms);
+    const int64_t timeout_ms =
+        spec.agent.timeout_ms > 0 ? spec.agent.timeout_ms : config_.timeout_ms;
+    r->deadline = r->started + std::chrono::milliseconds(timeout_ms);
 
     ipc::StartMessage start;
     start.prompt = spec.prompt;
@@ -153,6 +156,7 @@ class Batch {
     start.limits = config_.limits;
     start.workdir = config_.workdir;
     start.sandbox = config_.sandbox;
+    if (!spec.agent.name.empty()) agent::ApplyAgentType(spec.agent, &start);
 
     std::optional<LaunchedChild> child;
     if (standby_ != nullptr) {
@@ -408,8 +412,11 @@ class Batch {
     auto now = Clock::now();
     for (auto& r : running_) {
       if (!r->done && r->failure.empty() && now >= r->deadline) {
-        Fail(*r, "timed out after " + Seconds(config_.timeout_ms) + " (--task-timeout); killed",
-             "timeout");
+        const agent::AgentType& type = specs_[r->index].agent;
+        std::string limit = type.timeout_ms > 0 ? Seconds(type.timeout_ms) + " (the " + type.name +
+                                                      " agent's timeout)"
+                                                : Seconds(config_.timeout_ms) + " (--task-timeout)";
+        Fail(*r, "timed out after " + limit + "; killed", "timeout");
       }
     }
   }

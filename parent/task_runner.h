@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent_types.h"
 #include "ipc/messages.h"
 #include "parent/progress.h"
 #include "parent/stats.h"
@@ -32,12 +33,14 @@ struct TaskConfig {
   // Children kept started and sandboxed ahead of tasks (parent/child_launcher.h); 0: none.
   // Ignored with a transcript_dir.
   int standby = 2;
+  agent::AgentCatalog agents;  // What `subagent_type` may name (agent/agent_types.h).
 };
 
 struct TaskSpec {
   int number = 0;  // Session-wide task number (progress, transcript names).
   std::string description;
   std::string prompt;
+  agent::AgentType agent;  // Empty name: the start frame's default (`general`).
 };
 
 struct TaskOutcome {
