@@ -78,11 +78,12 @@ std::vector<agent::ToolResultBlock> AllowedToolsRunner::Run(
     }
     std::string list;
     for (const std::string& name : allowed_) list += (list.empty() ? "" : ", ") + name;
-    results[i] = agent::ToolResultBlock{calls[i].id,
-                                        "tool '" + calls[i].name +
-                                            "' is not available to this agent; its tools are: " +
-                                            (list.empty() ? std::string("none") : list),
-                                        true};
+    bool base_tool = false;
+    for (const agent::ToolDef& def : agent::BaseToolDefs()) base_tool |= def.name == calls[i].name;
+    std::string why = base_tool ? "tool '" + calls[i].name + "' is not available to this agent"
+                                : "unknown tool '" + calls[i].name + "'";
+    why += "; its tools are: " + (list.empty() ? std::string("none") : list);
+    results[i] = agent::ToolResultBlock{calls[i].id, std::move(why), true};
   }
   if (allowed.empty()) return results;
   std::vector<agent::ToolResultBlock> ran = inner_.Run(allowed, turn);

@@ -260,6 +260,29 @@ TEST(AgentTypesTest, StartFrameCarriesToolsPromptModelAndSandbox) {
   EXPECT_EQ(start.provider.model, "local-7b");
 }
 
+TEST(AgentTypesTest, StartFrameAgentRoundTripsAndIsValidated) {
+  ipc::StartMessage start;
+  start.prompt = "p";
+  start.provider.name = "anthropic";
+  start.workdir = "/w";
+  ApplyAgentType(BuiltinAgentTypes()[1], &start);
+  nlohmann::json j = ipc::ToJson(start);
+  Result<ipc::Message> back = ipc::FromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(std::get<ipc::StartMessage>(*back).agent, start.agent);
+  j.erase("agent");  // An older parent: the general agent.
+  back = ipc::FromJson(j);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(std::get<ipc::StartMessage>(*back).agent, ipc::AgentSettings{});
+  for (const char* field : {"write", "network"}) {
+    nlohmann::json bad = ipc::ToJson(start);
+    bad["agent"][field] = "everything";
+    back = ipc::FromJson(bad);
+    ASSERT_FALSE(back.ok()) << field;
+    EXPECT_THAT(back.status().message(), HasSubstr(std::string("agent.") + field));
+  }
+}
+
 TEST(AgentTypesTest, NetworkOnlyNarrowsTheUsersFlag) {
   AgentType t;
   t.network = NetworkAccess::kInherit;

@@ -2,9 +2,11 @@
 // request offers subagent_type as an enum; each child's request carries only its agent's tools,
 // model and prompt; and the kernel, not the tool list, keeps a `write: none` agent from writing
 // (bash and every file tool), with the `general` agent writing the same way as the control.
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -13,6 +15,8 @@
 #include <nlohmann/json.hpp>
 #include <sstream>
 
+#include "base/process.h"
+#include "base/unique_fd.h"
 #include "tests/mock/mock_server.h"
 #include "tests/parent/run_forkbox.h"
 
@@ -115,6 +119,36 @@ class AgentTypesE2eTest : public ::testing::TestWithParam<int> {
     spec.env = Env();
     spec.cwd = workdir_;
     return RunForkbox(spec);
+  }
+
+  // The same as Run, as uid/gid 65534 (setpriv) on a tree it owns: the unprivileged case.
+  RunResult RunUnprivileged(std::vector<std::string> args) {
+    for (const auto& e : fs::recursive_directory_iterator(root_)) {
+      EXPECT_EQ(::lchown(e.path().c_str(), 65534, 65534), 0) << e.path();
+    }
+    EXPECT_EQ(::chown(root_.c_str(), 65534, 65534), 0);
+    const std::string out_path = root_ + "/.stdout", err_path = root_ + "/.stderr";
+    UniqueFd null_fd(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    UniqueFd out(::open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    UniqueFd err(::open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    SpawnOptions opts;
+    opts.argv = {
+        "/usr/bin/setpriv", "--reuid=65534", "--regid=65534",           "--clear-groups", "--",
+        ForkboxPath(),      "--standby",     std::to_string(GetParam())};
+    opts.argv.insert(opts.argv.end(), args.begin(), args.end());
+    opts.env = Env();
+    opts.cwd = workdir_;
+    opts.fds = {{null_fd.get(), 0}, {out.get(), 1}, {err.get(), 2}};
+    RunResult result;
+    Result<ChildProcess> child = Spawn(opts);
+    EXPECT_TRUE(child.ok()) << child.status().ToString();
+    if (!child.ok()) return result;
+    Result<int> status = child->Wait();
+    EXPECT_TRUE(status.ok());
+    if (status.ok()) result.exit_code = ExitCodeFromWaitStatus(*status);
+    result.out = ReadFile(out_path);
+    result.err = ReadFile(err_path);
+    return result;
   }
 
   // The child requests, by the marker in their task prompt.
@@ -235,7 +269,22 @@ TEST_P(AgentTypesE2eTest, UnknownSubagentTypeIsAnErrorResultNamingTheAgents) {
 // The kernel refuses every write of a write: none agent (bash, write_file, edit_file, in the
 // workdir and in a --writable path) and its network (network: off beats --allow-net); the general
 // agent doing the same things is the control that must succeed.
-TEST_P(AgentTypesE2eTest, WriteNoneIsEnforcedByTheKernelAndGeneralIsTheControl) {
+class WriteNoneTest : public AgentTypesE2eTest {
+ protected:
+  void Check(bool unprivileged);
+};
+
+TEST_P(WriteNoneTest, AsRoot) {
+  if (::getuid() != 0) GTEST_SKIP() << "not root";
+  Check(false);
+}
+
+TEST_P(WriteNoneTest, AsAnUnprivilegedUser) {
+  if (::getuid() != 0) GTEST_SKIP() << "setpriv to another user needs root";
+  Check(true);
+}
+
+void WriteNoneTest::Check(bool unprivileged) {
   if (!sandbox_ok_) GTEST_SKIP() << "the sandbox cannot be enforced here";
   WriteFile(workdir_ + "/lk_edit.txt", "old\n");
   WriteFile(workdir_ + "/gen_edit.txt", "old\n");
@@ -260,7 +309,8 @@ TEST_P(AgentTypesE2eTest, WriteNoneIsEnforcedByTheKernelAndGeneralIsTheControl) 
         ToolCall{"read_file", {{"path", p + "_edit.txt"}}, ""},
     });
   });
-  RunResult r = Run({"--allow-net", "--writable", writable_, "go"});
+  std::vector<std::string> args = {"--allow-net", "--writable", writable_, "go"};
+  RunResult r = unprivileged ? RunUnprivileged(args) : Run(args);
   ASSERT_EQ(r.exit_code, 0) << Dump(r);
 
   // From outside: nothing of the lockdown agent landed; everything of the general agent did.
@@ -272,6 +322,9 @@ TEST_P(AgentTypesE2eTest, WriteNoneIsEnforcedByTheKernelAndGeneralIsTheControl) 
   EXPECT_TRUE(fs::exists(writable_ + "/gen_extra.txt"));
   EXPECT_EQ(ReadFile(workdir_ + "/gen_write.txt"), "x");
   EXPECT_EQ(ReadFile(workdir_ + "/gen_edit.txt"), "new\n");
+  struct stat st {};
+  ASSERT_EQ(::stat((workdir_ + "/gen_bash.txt").c_str(), &st), 0);
+  EXPECT_EQ(st.st_uid, unprivileged ? 65534u : 0u);  // The run really was (un)privileged.
 
   auto children = ChildRequests();
   ASSERT_EQ(children["LK"].size(), 2u) << Dump(r);
@@ -327,7 +380,33 @@ TEST_P(AgentTypesE2eTest, AgentsCommandListsSourcesSandboxNotesAndWarnings) {
   EXPECT_THAT(s.err, HasSubstr("warning: agent file " + workdir_ + "/.claude/agents/broken.md:3"));
 }
 
+TEST_P(AgentTypesE2eTest, TranscriptNamesTheAgentType) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.HasTool("task")) {
+      if (r.view.assistant_turns == 0) return Calls({Task("explore", "EXPLORE find it")});
+      return Text("found");
+    }
+    return Text("SUMMARY");
+  });
+  const std::string dir = root_ + "/transcripts";
+  RunResult r = Run({"--transcript-dir", dir, "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  std::vector<nlohmann::json> records;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    std::istringstream lines(ReadFile(e.path().string()));
+    for (std::string line; std::getline(lines, line);)
+      records.push_back(nlohmann::json::parse(line));
+  }
+  ASSERT_FALSE(records.empty());
+  EXPECT_EQ(records[0]["type"], "start");
+  EXPECT_EQ(records[0]["agent"]["type"], "explore");
+  EXPECT_EQ(records[0]["agent"]["write"], "none");
+  EXPECT_EQ(records[0]["agent"]["tools"], nlohmann::json({"bash", "read_file"}));
+}
+
 INSTANTIATE_TEST_SUITE_P(Standby, AgentTypesE2eTest, ::testing::Values(0, 2),
+                         [](const auto& info) { return "standby" + std::to_string(info.param); });
+INSTANTIATE_TEST_SUITE_P(Standby, WriteNoneTest, ::testing::Values(0, 2),
                          [](const auto& info) { return "standby" + std::to_string(info.param); });
 
 }  // namespace
