@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <exception>
 #include <map>
+#include <memory>
 #include <set>
 
 #include "agent/tools.h"
@@ -297,18 +298,17 @@ std::string Stem(const std::string& path) {
 // The *.md files of `dir`, sorted; nonexistent directories are empty.
 Result<std::vector<std::string>> ListAgentFiles(const std::string& dir) {
   std::vector<std::string> files;
-  DIR* d = ::opendir(dir.c_str());
+  std::unique_ptr<DIR, int (*)(DIR*)> d(::opendir(dir.c_str()), ::closedir);
   if (d == nullptr) {
     if (errno == ENOENT || errno == ENOTDIR) return files;
     return Status::FromErrno(errno, dir);
   }
-  while (dirent* e = ::readdir(d)) {
+  while (dirent* e = ::readdir(d.get())) {
     std::string name = e->d_name;
     if (name.size() > 3 && name.compare(name.size() - 3, 3, ".md") == 0 && name[0] != '.') {
       files.push_back(dir + "/" + name);
     }
   }
-  ::closedir(d);
   std::sort(files.begin(), files.end());
   return files;
 }
