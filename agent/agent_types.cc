@@ -96,6 +96,13 @@ Result<Split> SplitFrontmatter(const std::string& path, std::string_view text) {
   return Status::InvalidArgument(path + ":1: the frontmatter is not closed by a --- line");
 }
 
+bool IsAgentName(const std::string& name) {
+  return !name.empty() && name.size() <= 64 &&
+         name.find_first_not_of(
+             "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") ==
+             std::string::npos;
+}
+
 // Builds one AgentType from a parsed frontmatter map; every error and note names FILE:LINE.
 class FrontmatterReader {
  public:
@@ -234,10 +241,7 @@ Status FrontmatterReader::Key(const std::string& key, const YAML::Node& value) {
     Result<std::string> v = Scalar(value, key);
     if (!v.ok()) return v.status();
     const std::string& name = *v;
-    if (name.empty() || name.size() > 64 ||
-        name.find_first_not_of(
-            "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-") !=
-            std::string::npos) {
+    if (!IsAgentName(name)) {
       return Bad(value, key, "must be 1-64 letters, digits, - or _, got \"" + name + "\"");
     }
     out_->name = name;
@@ -384,6 +388,10 @@ Result<AgentType> ParseAgentFile(const std::string& path, std::string_view text)
     return Status::InvalidArgument(path + ":1: " + e.what());
   }
   if (type.name.empty()) {
+    if (!IsAgentName(Stem(path))) {
+      return Status::InvalidArgument(path + ":1: no name, and the file name is not one (1-64 " +
+                                     "letters, digits, - or _)");
+    }
     type.name = Stem(path);
     type.notes.push_back(path + ":1: no name; named after the file: " + type.name);
   }

@@ -133,6 +133,7 @@ TEST(AgentTypesTest, BadFilesNameTheFileAndLine) {
   struct Case {
     const char* text;
     const char* expect;
+    const char* path = "/x/bad.md";
   } cases[] = {
       {"no frontmatter\n", "/x/bad.md:1: no YAML frontmatter"},
       {"---\nname: a\n", "/x/bad.md:1: the frontmatter is not closed"},
@@ -145,9 +146,11 @@ TEST(AgentTypesTest, BadFilesNameTheFileAndLine) {
       {"---\nname: ../../etc\n---\n", "/x/bad.md:2: name"},
       {"---\n- a list\n---\n", "/x/bad.md:2: the frontmatter must be a YAML map"},
       {"---\nname: a\ntimeout: 100000\n---\n", "/x/bad.md:3: timeout"},
+      {"---\ndescription: no name\n---\n", "/x/bad name.md:1: no name, and the file name",
+       "/x/bad name.md"},
   };
   for (const Case& c : cases) {
-    Result<AgentType> t = ParseAgentFile("/x/bad.md", c.text);
+    Result<AgentType> t = ParseAgentFile(c.path, c.text);
     ASSERT_FALSE(t.ok()) << c.text;
     EXPECT_THAT(t.status().message(), HasSubstr(c.expect)) << c.text;
   }
