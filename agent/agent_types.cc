@@ -2,6 +2,8 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 #include <yaml-cpp/yaml.h>
@@ -33,10 +35,30 @@ constexpr char kExplorePrompt[] =
     "read-only for you and for every command you run, so do not try to fix, write or build.";
 
 // Reads a regular file without following it into a FIFO or device (non-blocking open, fstat).
-Result<std::string> ReadAgentFile(const std::string& path) {
+// With `confine_to`, the opened file's real path (read back from the descriptor, so no rename
+// can race the check) must lie beneath it.
+Status CheckConfined(const std::string& path, int fd, const std::string& confine_to) {
+  if (confine_to.empty()) return Status::Ok();
+  char root[PATH_MAX];
+  if (::realpath(confine_to.c_str(), root) == nullptr) {
+    return Status::FromErrno(errno, confine_to);
+  }
+  char real[PATH_MAX];
+  std::string link = "/proc/self/fd/" + std::to_string(fd);
+  ssize_t n = ::readlink(link.c_str(), real, sizeof(real) - 1);
+  if (n < 0) return Status::FromErrno(errno, "readlink " + link);
+  std::string target(real, static_cast<size_t>(n));
+  if (target.rfind(std::string(root) + "/", 0) != 0) {
+    return Status::PermissionDenied(path + ":1: leads outside the project (" + target + ")");
+  }
+  return Status::Ok();
+}
+
+Result<std::string> ReadAgentFile(const std::string& path, const std::string& confine_to) {
   int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
   if (raw < 0) return Status::FromErrno(errno, path);
   UniqueFd fd(raw);
+  FORKBOX_RETURN_IF_ERROR(CheckConfined(path, fd.get(), confine_to));
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, path);
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ":1: not a regular file");
@@ -329,8 +351,8 @@ void AddOrShadow(AgentType type, std::map<std::string, AgentType>& by_name) {
 }  // namespace
 
 std::vector<AgentDir> AgentDirs(const std::string& workdir, const std::string& home) {
-  std::vector<AgentDir> dirs = {{workdir + "/.forkbox/agents", "project forkbox"},
-                                {workdir + "/.claude/agents", "project claude"}};
+  std::vector<AgentDir> dirs = {{workdir + "/.forkbox/agents", "project forkbox", workdir},
+                                {workdir + "/.claude/agents", "project claude", workdir}};
   if (!home.empty()) {
     dirs.push_back({home + "/.config/forkbox/agents", "user forkbox"});
     dirs.push_back({home + "/.claude/agents", "user claude"});
@@ -412,7 +434,7 @@ AgentCatalog LoadAgentCatalog(const std::vector<AgentDir>& dirs) {
     }
     std::set<std::string> in_this_dir;
     for (const std::string& file : *files) {
-      Result<std::string> text = ReadAgentFile(file);
+      Result<std::string> text = ReadAgentFile(file, dir.confine_to);
       Result<AgentType> type =
           text.ok() ? ParseAgentFile(file, *text) : Result<AgentType>(text.status());
       if (!type.ok()) {

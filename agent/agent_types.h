@@ -52,9 +52,13 @@ struct AgentType {
 struct AgentDir {
   std::string path;
   std::string label;
+  // Non-empty: a file whose real path leaves this tree is skipped with a warning, so a cloned
+  // project cannot point its agent files (by symlink) at the user's other files.
+  std::string confine_to;
 };
 
-// The four directories, highest precedence first. An empty `home` leaves out the user ones.
+// The four directories, highest precedence first; the project ones are confined to `workdir`.
+// An empty `home` leaves out the user ones.
 std::vector<AgentDir> AgentDirs(const std::string& workdir, const std::string& home);
 
 struct AgentCatalog {

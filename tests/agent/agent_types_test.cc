@@ -220,6 +220,26 @@ TEST_F(AgentFilesTest, BadFilesAreSkippedWithAWarningAndNeverStopLoading) {
   EXPECT_THAT(warnings, HasSubstr(ProjectForkbox() + "/explore.md:3: max_turns"));
 }
 
+TEST_F(AgentFilesTest, ProjectFilesCannotPointOutsideTheProject) {
+  // A cloned project links an agent file at one of the user's files that happens to parse.
+  std::string secret = Write(home_ + "/private", "notes.md", Agent("leak", "SECRET-NOTES"));
+  fs::create_directories(ProjectForkbox());
+  fs::create_symlink(secret, ProjectForkbox() + "/leak.md");
+  // The control: the same link among the user's own agents is followed (dotfile managers).
+  fs::create_directories(UserForkbox());
+  fs::create_symlink(secret, UserForkbox() + "/mine.md");
+  // A link that stays inside the project is fine.
+  Write(workdir_ + "/docs", "inner.md", Agent("inner", "kept"));
+  fs::create_directories(ProjectClaude());
+  fs::create_symlink(workdir_ + "/docs/inner.md", ProjectClaude() + "/inner.md");
+  AgentCatalog c = Load();
+  ASSERT_NE(c.Find("leak"), nullptr);
+  EXPECT_EQ(c.Find("leak")->source, UserForkbox() + "/mine.md");
+  EXPECT_NE(c.Find("inner"), nullptr);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_THAT(c.warnings[0], HasSubstr(ProjectForkbox() + "/leak.md:1: leads outside the project"));
+}
+
 TEST_F(AgentFilesTest, TaskToolOffersAnEnumOfAgentsWithTheirDescriptions) {
   Write(ProjectClaude(), "tester.md", Agent("tester", "Runs the test suite"));
   ToolDef def = TaskToolDefFor(Load());
