@@ -432,6 +432,12 @@ AgentCatalog LoadAgentCatalog(const std::vector<AgentDir>& dirs) {
       catalog.warnings.push_back(files.status().ToString() + " (" + dir.label + " agents)");
       continue;
     }
+    if (files->size() > kMaxAgentFilesPerDir) {
+      catalog.warnings.push_back(dir.path + ": more than " + std::to_string(kMaxAgentFilesPerDir) +
+                                 " agent files; only the first " +
+                                 std::to_string(kMaxAgentFilesPerDir) + " by name are read");
+      files->resize(kMaxAgentFilesPerDir);
+    }
     std::set<std::string> in_this_dir;
     for (const std::string& file : *files) {
       Result<std::string> text = ReadAgentFile(file, dir.confine_to);

@@ -29,6 +29,7 @@ namespace forkbox::agent {
 
 inline constexpr char kDefaultAgentType[] = "general";
 inline constexpr int64_t kMaxAgentFileBytes = 256 * 1024;
+inline constexpr size_t kMaxAgentFilesPerDir = 64;  // Each one grows every parent request.
 
 enum class WriteAccess { kWorkdir, kNone };
 enum class NetworkAccess { kOff, kInherit };

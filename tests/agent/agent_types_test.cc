@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 
+#include <cstdio>
 #include <filesystem>
 #include <fstream>
 
@@ -238,6 +239,20 @@ TEST_F(AgentFilesTest, ProjectFilesCannotPointOutsideTheProject) {
   EXPECT_NE(c.Find("inner"), nullptr);
   ASSERT_EQ(c.warnings.size(), 1u);
   EXPECT_THAT(c.warnings[0], HasSubstr(ProjectForkbox() + "/leak.md:1: leads outside the project"));
+}
+
+TEST_F(AgentFilesTest, AtMost64FilesPerDirectoryAreRead) {
+  for (int i = 0; i < 70; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof(name), "a%02d", i);
+    Write(ProjectForkbox(), std::string(name) + ".md", Agent(name, "one of many"));
+  }
+  AgentCatalog c = Load();
+  EXPECT_EQ(c.agents.size(), 2u + kMaxAgentFilesPerDir);
+  EXPECT_NE(c.Find("a63"), nullptr);
+  EXPECT_EQ(c.Find("a64"), nullptr);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_THAT(c.warnings[0], HasSubstr("more than 64 agent files"));
 }
 
 TEST_F(AgentFilesTest, TaskToolOffersAnEnumOfAgentsWithTheirDescriptions) {
