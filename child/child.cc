@@ -19,6 +19,7 @@
 #include "agent/loop.h"
 #include "agent/provider.h"
 #include "agent/tools.h"
+#include "child/agent_profile.h"
 #include "child/reporter.h"
 #include "child/runner.h"
 #include "child/start.h"
@@ -71,7 +72,12 @@ nlohmann::json StartRecord(const ipc::StartMessage& s) {
            {{"enabled", s.sandbox.enabled},
             {"allow_net", s.sandbox.allow_net},
             {"writable", s.sandbox.writable},
-            {"env", s.sandbox.env}}}};
+            {"env", s.sandbox.env}}},
+          {"agent",
+           {{"type", s.agent.type},
+            {"tools", s.agent.tools},
+            {"write", s.agent.write},
+            {"network", s.agent.network}}}};
 }
 
 // Closes every descriptor above 2 except fd 4, the transcript fd, and fd 3 while a standby child
@@ -109,10 +115,11 @@ struct Failure {
   int exit_code;
 };
 
-agent::LoopOptions LoopOptionsFor(const ipc::StartMessage& start, const std::string& workdir) {
+agent::LoopOptions LoopOptionsFor(const ipc::StartMessage& start, const std::string& workdir,
+                                  std::vector<agent::ToolDef> tools) {
   agent::LoopOptions options;
-  options.system = SystemPrompt(workdir);
-  options.tools = agent::BaseToolDefs();  // Never `task`: no recursion.
+  options.system = AgentSystemPrompt(SystemPrompt(workdir), start.agent);
+  options.tools = std::move(tools);  // The agent's base tools; never `task`: no recursion.
   options.max_turns = static_cast<int>(start.limits.max_turns);
   options.max_tokens = start.provider.max_tokens;
   options.force_final_summary = true;
@@ -258,17 +265,28 @@ int Task::Run() {
       return Fail({"bad_start", st.ToString(), kExitBadStart});
     }
   }
-  transcript_.Write({{"type", "sandbox"}, {"banner", banner_}});
+  transcript_.Write({{"type", "sandbox"}, {"banner", banner_}, {"agent", start_->agent.type}});
+  if (Status st = NarrowSandbox(start_->agent, sandbox_.get()); !st.ok()) {
+    return Fail({"sandbox", "cannot narrow the sandbox to the agent: " + st.ToString(),
+                 kExitSandbox});
+  }
   return RunTask();
 }
 
 int Task::RunTask() {
   // The task's temp dir, created inside the sandbox (the workdir is writable): a standby that is
   // killed unused leaves nothing behind. Every return below runs its destructor.
-  Result<sandbox::TaskTmpDir> tmp = sandbox::TaskTmpDir::Create(policy_.workdir);
-  if (!tmp.ok()) return Fail({"sandbox", tmp.status().ToString(), kExitSandbox});
-  policy_.tmpdir = tmp->path();
-  sandbox_->set_tmpdir(tmp->path());
+  // A write: none agent gets none (it could not write it).
+  Result<std::vector<agent::ToolDef>> tool_defs = AgentToolDefs(start_->agent);
+  if (!tool_defs.ok()) return Fail({"bad_start", tool_defs.status().ToString(), kExitBadStart});
+  sandbox::TaskTmpDir tmp;
+  if (start_->agent.write != "none") {
+    Result<sandbox::TaskTmpDir> created = sandbox::TaskTmpDir::Create(policy_.workdir);
+    if (!created.ok()) return Fail({"sandbox", created.status().ToString(), kExitSandbox});
+    tmp = std::move(*created);
+    policy_.tmpdir = tmp.path();
+    sandbox_->set_tmpdir(tmp.path());
+  }
   Result<std::unique_ptr<agent::Provider>> provider = MakeTaskProvider(*start_);
   if (!provider.ok()) return Fail({"model", provider.status().message(), kExitModel});
 
@@ -295,8 +313,11 @@ int Task::RunTask() {
 
   std::vector<agent::Message> messages;
   messages.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{start_->prompt}}});
-  agent::LoopOutcome outcome = agent::RunLoop(
-      **provider, messages, LoopOptionsFor(*start_, policy_.workdir), runner, observer);
+  AllowedToolsRunner allowed_runner(runner, start_->agent.tools);
+  agent::LoopOutcome outcome =
+      agent::RunLoop(**provider, messages,
+                     LoopOptionsFor(*start_, policy_.workdir, std::move(*tool_defs)),
+                     allowed_runner, observer);
   provider->reset();
   sandbox::KillAllDescendants();
   if (parent_gone_) return kExitParentGone;

@@ -200,6 +200,22 @@ Status ReadWorkdir(const FieldReader& r, std::string* workdir) {
   return CheckPath(r, "workdir", *workdir);
 }
 
+Status ReadAgent(const json& j, AgentSettings* a) {
+  FieldReader r(j, "agent");
+  FORKBOX_RETURN_IF_ERROR(r.String("type", &a->type, /*allow_empty=*/false));
+  FORKBOX_RETURN_IF_ERROR(r.StringList("tools", &a->tools));
+  FORKBOX_RETURN_IF_ERROR(r.String("prompt", &a->prompt));
+  FORKBOX_RETURN_IF_ERROR(r.String("write", &a->write));
+  if (a->write != "workdir" && a->write != "none") {
+    return r.Bad("write", "must be \"workdir\" or \"none\", got \"" + a->write + "\"");
+  }
+  FORKBOX_RETURN_IF_ERROR(r.String("network", &a->network));
+  if (a->network != "inherit" && a->network != "off") {
+    return r.Bad("network", "must be \"inherit\" or \"off\", got \"" + a->network + "\"");
+  }
+  return Status::Ok();
+}
+
 Result<Message> ReadStart(const FieldReader& r) {
   StartMessage m;
   const json* sub = nullptr;
@@ -216,6 +232,10 @@ Result<Message> ReadStart(const FieldReader& r) {
     int64_t fd = 0;
     FORKBOX_RETURN_IF_ERROR(r.Int("transcript_fd", kMinTranscriptFd, kMaxTranscriptFd, &fd));
     m.transcript_fd = static_cast<int>(fd);
+  }
+  if (r.Has("agent")) {  // Absent: the built-in `general` agent.
+    FORKBOX_RETURN_IF_ERROR(r.Object("agent", &sub));
+    FORKBOX_RETURN_IF_ERROR(ReadAgent(*sub, &m.agent));
   }
   return Message(std::move(m));
 }
@@ -308,6 +328,11 @@ json ToJsonImpl(const StartMessage& m) {
       {"sandbox", SandboxJson(m.sandbox)},
   };
   if (m.transcript_fd) j["transcript_fd"] = *m.transcript_fd;
+  j["agent"] = {{"type", m.agent.type},
+                {"tools", m.agent.tools},
+                {"prompt", m.agent.prompt},
+                {"write", m.agent.write},
+                {"network", m.agent.network}};
   return j;
 }
 

@@ -51,6 +51,17 @@ struct TaskLimits {
 // One type from the parent's options to the child's Policy (plain data, sandbox/settings.h).
 using SandboxSettings = sandbox::Settings;
 
+// Which agent type runs the task (agent/agent_types.h), as the child enforces it. Absent from a
+// start frame: the built-in `general` agent (all four tools, workdir writable, --allow-net).
+struct AgentSettings {
+  std::string type = "general";
+  std::vector<std::string> tools = {"bash", "read_file", "write_file", "edit_file"};
+  std::string prompt;               // Appended to the subagent's base system prompt.
+  std::string write = "workdir";    // "workdir" | "none" (no Landlock write right anywhere).
+  std::string network = "inherit";  // "inherit" (sandbox.allow_net applies) | "off".
+  bool operator==(const AgentSettings&) const = default;
+};
+
 struct StartMessage {
   std::string prompt;
   ProviderSettings provider;
@@ -58,6 +69,7 @@ struct StartMessage {
   std::string workdir;  // Absolute.
   SandboxSettings sandbox;
   std::optional<int> transcript_fd;  // An fd number already open in the child (append-only file).
+  AgentSettings agent;
   bool operator==(const StartMessage&) const = default;
 };
 

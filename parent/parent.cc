@@ -12,6 +12,7 @@
 
 #include "agent/provider_settings.h"
 #include "agent/tools.h"
+#include "parent/agents_command.h"
 #include "parent/cli.h"
 #include "parent/config.h"
 #include "parent/exit_codes.h"
@@ -201,14 +202,17 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   t.max_parallel = o.max_parallel;
   t.timeout_ms = static_cast<int64_t>(o.task_timeout_s * 1000.0);
   t.standby = o.standby;
+  t.agents = LoadAgents(s.workdir);
+  for (const std::string& w : t.agents.warnings) Err("forkbox: warning: agent file " + w + "\n");
   return t;
 }
 
-agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s) {
+agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s,
+                                     const std::optional<TaskConfig>& tasks) {
   agent::LoopOptions loop;
   loop.system = ParentSystemPrompt(s.workdir, o.subagents);
   loop.tools = agent::BaseToolDefs();
-  if (o.subagents) loop.tools.push_back(agent::TaskToolDef());
+  if (tasks) loop.tools.push_back(agent::TaskToolDefFor(tasks->agents));
   loop.max_turns = o.max_turns;
   loop.max_tokens = s.provider.max_tokens;
   return loop;
@@ -334,9 +338,9 @@ int Run(const Options& o) {
     return Fail(o.output_format, kExitFailure, st.ToString());
   }
   SessionStats stats;
+  agent::LoopOptions loop = ParentLoopOptions(o, s, tasks);
   ParentToolRunner runner(context, std::move(tasks), progress, stats, outside);
   TimedProvider timed(*provider, &stats.api_ms);
-  agent::LoopOptions loop = ParentLoopOptions(o, s);
   if (streaming) events.Emit(InitEvent(o, s, box.report, loop));
   Session session(timed, std::move(loop), runner, stats);
   session.Restore(std::move(state.restored));
@@ -395,6 +399,7 @@ int ParentMain(int argc, char** argv) {
     return SandboxCommandMain(argc - 1, argv + 1);
   }
   if (argc == 2 && std::strcmp(argv[1], "sessions") == 0) return SessionsMain();
+  if (argc >= 2 && std::strcmp(argv[1], "agents") == 0) return AgentsCommandMain(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "config") == 0) return ConfigMain(argc - 1, argv + 1);
   CliOutcome cli = ParseCommandLine(argc, argv);
   if (Status st = HardenProcess(); !st.ok()) return Fail(cli.format, kExitFailure, st.ToString());

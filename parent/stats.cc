@@ -53,6 +53,7 @@ nlohmann::json StatsJson(const SessionStats& stats, const std::string& answer,
     nlohmann::json j = {
         {"number", t.number},
         {"description", t.description},
+        {"agent_type", t.agent_type},
         {"ok", t.ok},
         {"stop", t.stats.stop_reason},
         {"turns", t.stats.turns},

@@ -14,6 +14,7 @@ namespace forkbox::parent {
 struct TaskRecord {
   int number = 0;  // 1-based over the session.
   std::string description;
+  std::string agent_type;  // The `subagent_type` that ran it.
   bool ok = false;
   std::string error;  // The is_error text when !ok.
   // The child's own figures as its result frame reported them. Without a result: the turns seen

@@ -11,7 +11,8 @@ std::string ParentSystemPrompt(const std::string& workdir, bool with_subagents) 
       "done, answer the user directly and concisely: what you did, and the facts they asked for.\n";
   if (!with_subagents) return p;
   p += "\nYou can delegate with the `task` tool. Each task starts a fresh subagent in its own "
-       "sandboxed process with the same four tools and an EMPTY context; it works on its own and "
+       "sandboxed process with its agent's tools (general: the same four) and an EMPTY context; it "
+       "works on its own and "
        "returns only a short summary. Your own context stays small, so delegate:\n"
        "- exploration: finding where something is, reading many files, surveying a codebase;\n"
        "- multi-step subtasks: implement a piece, write and run tests, fix a failing build;\n"
@@ -22,6 +23,8 @@ std::string ParentSystemPrompt(const std::string& workdir, bool with_subagents) 
        "the goal, the relevant files and facts you know, constraints, and exactly what the summary "
        "must report (e.g. file names written, commands run and their results, pass/fail counts).\n"
        "- Give each task a short description (3-6 words); it is shown to the user.\n"
+       "- Pick the agent with subagent_type (the task tool lists them): explore for read-only "
+       "searching and reporting, general (the default) when the task changes files or builds.\n"
        "- Independent tasks run in parallel when you issue several task calls in ONE response; do "
        "that whenever the subtasks do not depend on each other. Do not give two parallel tasks the "
        "same files to edit.\n"

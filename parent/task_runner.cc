@@ -34,10 +34,15 @@ const char* StopName(KillReason reason) {
   return "error";
 }
 
+std::string AgentTypeOf(const TaskSpec& spec) {
+  return spec.agent.name.empty() ? std::string(agent::kDefaultAgentType) : spec.agent.name;
+}
+
 TaskOutcome FailedOutcome(const TaskSpec& spec, KillReason reason, const std::string& why) {
   TaskOutcome o;
   o.record.number = spec.number;
   o.record.description = spec.description;
+  o.record.agent_type = AgentTypeOf(spec);
   o.record.stats.stop_reason = StopName(reason);
   o.content = (reason == KillReason::kCancelled ? "task cancelled: " : "task failed: ") + why;
   o.record.error = o.content;
@@ -51,6 +56,7 @@ TaskOutcome Present(const TaskSpec& spec, ChildReport report, Progress& progress
     o.ok = true;
     o.record.number = spec.number;
     o.record.description = spec.description;
+    o.record.agent_type = AgentTypeOf(spec);
     o.record.ok = true;
     o.record.stats = report.result->stats;
     o.record.stats.elapsed_ms = report.elapsed_ms;
@@ -167,19 +173,22 @@ class Batch {
 
   void StartTask(size_t i) {
     const TaskSpec& spec = specs_[i];
-    progress_.TaskStarted(spec.number, spec.description, spec.tool_use_id);
+    progress_.TaskStarted(spec.number, AgentTypeOf(spec) + ": " + spec.description,
+                          spec.tool_use_id);
     ipc::StartMessage start;
     start.prompt = spec.prompt;
     start.provider = config_.provider;
     start.limits = config_.limits;
     start.workdir = config_.workdir;
     start.sandbox = config_.sandbox;
+    if (!spec.agent.name.empty()) agent::ApplyAgentType(spec.agent, &start);
     Result<LaunchedChild> child = ChildFor(i, start);
     if (!child.ok()) return FailWithoutStart(i, child.status().ToString());
     auto frame = ipc::EncodeMessage(start);
     explicit_bzero(start.provider.api_key.data(), start.provider.api_key.size());
     if (!frame.ok()) return FailWithoutStart(i, "start frame: " + frame.status().ToString());
-    supervisor_.Add(i, std::move(*child), std::move(*frame), config_.timeout_ms);
+    const int64_t timeout_ms = spec.agent.timeout_ms > 0 ? spec.agent.timeout_ms : config_.timeout_ms;
+    supervisor_.Add(i, std::move(*child), std::move(*frame), timeout_ms);
   }
 
   // After the starts (a fork must not delay a start frame): the next task finds a child waiting.

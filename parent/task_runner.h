@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/agent_types.h"
 #include "ipc/messages.h"
 #include "parent/progress.h"
 #include "parent/stats.h"
@@ -31,6 +32,7 @@ struct TaskConfig {
   // Children kept started and sandboxed ahead of tasks (parent/child_launcher.h); 0: none.
   // Ignored with transcripts.
   int standby = 2;
+  agent::AgentCatalog agents;  // What `subagent_type` may name (agent/agent_types.h).
 };
 
 struct TaskSpec {
@@ -38,6 +40,7 @@ struct TaskSpec {
   std::string description;
   std::string prompt;
   std::string tool_use_id;  // The parent's `task` call (the stream-json events' key).
+  agent::AgentType agent;  // Empty name: the start frame's default (`general`).
 };
 
 struct TaskOutcome {

@@ -1,6 +1,7 @@
 #include "parent/tool_runner.h"
 
 #include "ipc/messages.h"
+#include "parent/agents_command.h"
 #include "parent/child_launcher.h"
 
 namespace forkbox::parent {
@@ -100,7 +101,13 @@ void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& call
           calls[i].id, "task: invalid input: 'prompt' must be a non-empty string", true};
       continue;
     }
+    Result<agent::AgentType> type = ResolveSubagentType(tasks_->agents, input);
+    if (!type.ok()) {
+      results[i] = agent::ToolResultBlock{calls[i].id, type.status().message(), true};
+      continue;
+    }
     TaskSpec spec;
+    spec.agent = std::move(*type);
     spec.number = next_task_number_++;
     spec.prompt = prompt->get<std::string>();
     spec.tool_use_id = calls[i].id;

@@ -133,6 +133,9 @@ class Sandbox {
   const Policy& policy() const { return policy_; }
   // The per-task temp dir handed to tools (TMPDIR), set once it exists.
   void set_tmpdir(std::string tmpdir) { policy_.tmpdir = std::move(tmpdir); }
+  // Narrows only: commands spawned afterwards get no network whatever the policy allowed (an
+  // agent type with network: off).
+  void DisallowNetwork() { policy_.allow_net = false; }
   // What is in force: Check() before entering, for banners and --check.
   const Report& report() const { return report_; }
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The forkbox demo: the parent delegates a login feature to two sandboxed subagents running in
-# parallel, which really write the files and really run the tests, then answers from their
-# summaries alone.
+# parallel, which really write the files and really run the tests, beside a read-only `explore`
+# subagent that finds how passwords are stored; then it answers from their summaries alone.
 #
 #   scripts/demo.sh                  scripted stand-in model (the bundled mock server)
 #   ANTHROPIC_API_KEY=... scripts/demo.sh
@@ -117,7 +117,7 @@ print(f"parent: {p['turns']} turns, {p['tokens']['input']} input + {p['tokens'][
       f" context {kib(p['context_bytes'])} (~{(p['context_bytes'] + 3) // 4} tokens)")
 for t in r["tasks"]:
     state = "ok" if t["ok"] else "FAILED: " + t.get("error", "")
-    print(f"  task {t['number']} \"{t['description']}\": {t['turns']} turns, "
+    print(f"  task {t['number']} ({t.get('agent_type', 'general')}) \"{t['description']}\": {t['turns']} turns, "
           f"{t['tokens']['input'] + t['tokens']['output']} tokens, {t['elapsed_ms'] / 1000:.1f}s, "
           f"stop {t['stop']}, saw {kib(t['tool_output_bytes'])} of tool output, returned a "
           f"{kib(t['summary_bytes'])} summary -- {state}")
@@ -126,7 +126,13 @@ print(f"children saw {kib(r['kept_out_bytes'])} of tool output that never entere
 PY
 
 say "what the subagents left in the project"
-ls -la "$work" | grep -E 'login|test_' >&2 || true
+ls -la "$work" | grep -E 'login|test_|explore' >&2 || true
+if [ -e "$work/explore-probe.txt" ]; then
+  echo "demo: the read-only explore agent wrote explore-probe.txt" >&2
+  exit 1
+elif [ "$mode" = mock ]; then
+  echo "no explore-probe.txt: the explore agent's write was refused by the kernel" >&2
+fi
 if (cd "$work" && python3 -m unittest -q test_login >"$tmp/check.log" 2>&1); then
   echo "python3 -m unittest test_login in the project copy: $(tail -n 1 "$tmp/check.log")" >&2
 else
@@ -140,9 +146,10 @@ if [ "$mode" = mock ]; then
 
 NOTE: the model in this run is a SCRIPTED STAND-IN (the bundled mock server replaying
 examples/scenarios/demo.json): its replies, including the summaries, are canned text. Everything
-else was real: forkbox fork+exec'ed two forkbox-child processes, which sandboxed themselves,
-ran in parallel, wrote login.py and test_login.py with real tool calls and ran the tests with bash
-under the sandbox. To drive a real model with the same command:
+else was real: forkbox fork+exec'ed three forkbox-child processes, which sandboxed themselves and
+ran in parallel: two general agents wrote login.py and test_login.py with real tool calls and ran
+the tests with bash under the sandbox; the explore agent (write: none) searched with bash and its
+write was refused by Landlock. To drive a real model with the same command:
   ANTHROPIC_API_KEY=sk-ant-... scripts/demo.sh
   OPENAI_BASE_URL=http://localhost:8000/v1 OPENAI_API_KEY=... scripts/demo.sh   # OpenAI-compatible
 NOTE

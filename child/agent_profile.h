@@ -1,0 +1,46 @@
+// A task's agent type (ipc::AgentSettings, agent/agent_types.h) applied inside forkbox-child,
+// once the start frame is in and the agent sandbox is entered (a standby child sandboxed itself
+// before it knew the agent type; everything here only narrows that sandbox further).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "agent/loop.h"
+#include "agent/message.h"
+#include "base/status.h"
+#include "ipc/messages.h"
+#include "sandbox/sandbox.h"
+
+namespace forkbox::child {
+
+// The base tool definitions named in agent.tools (in BaseToolDefs order). A name that is not a
+// base tool is an error: the parent only sends names it knows.
+Result<std::vector<agent::ToolDef>> AgentToolDefs(const ipc::AgentSettings& agent);
+
+// `base` plus the agent's prompt, and for write "none" a sentence saying every file is read-only.
+std::string AgentSystemPrompt(const std::string& base, const ipc::AgentSettings& agent);
+
+// network "off": tool commands get no network whatever sandbox.allow_net says (the handle's
+// allow_net cleared: seccomp refuses socket(), Landlock refuses TCP). write "none": stacks a Landlock domain
+// with no write right anywhere (only /dev/null, /dev/zero and /dev/full stay writable) on this
+// process, so the agent and every tool it starts can write nothing, the workdir included; the
+// caller must then not give tools a temp dir. Fails when Landlock cannot be applied. With
+// the policy disabled nothing is enforced and this only clears allow_net.
+Status NarrowSandbox(const ipc::AgentSettings& agent, sandbox::Sandbox* tools);
+
+// Refuses calls to tools outside the agent's list (an is_error result naming the allowed tools)
+// and hands the others, in order, to `inner`.
+class AllowedToolsRunner : public agent::ToolRunner {
+ public:
+  AllowedToolsRunner(agent::ToolRunner& inner, std::vector<std::string> allowed)
+      : inner_(inner), allowed_(std::move(allowed)) {}
+  std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
+                                          int turn) override;
+
+ private:
+  agent::ToolRunner& inner_;
+  std::vector<std::string> allowed_;
+};
+
+}  // namespace forkbox::child

@@ -1,0 +1,98 @@
+#include "parent/agents_command.h"
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <cstdlib>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "parent/config.h"
+#include "parent/exit_codes.h"
+
+namespace forkbox::parent {
+namespace {
+
+std::string Join(const std::vector<std::string>& items, const std::string& empty) {
+  std::string out;
+  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
+  return out.empty() ? empty : out;
+}
+
+std::string DescribeAgent(const agent::AgentType& a, bool allow_net, bool sandbox) {
+  std::string out = a.name + "  (" + a.source + ")\n";
+  out += "  " + (a.description.empty() ? std::string("(no description)") : a.description) + "\n";
+  out += "  tools:     " + Join(a.tools, "none") + "\n";
+  std::string model = a.model.empty() || a.model == "inherit" ? "the session's" : a.model;
+  out += "  model:     " + model + "\n";
+  if (a.max_turns > 0) out += "  max turns: " + std::to_string(a.max_turns) + "\n";
+  if (a.timeout_ms > 0) out += "  timeout:   " + std::to_string(a.timeout_ms / 1000) + " s\n";
+  out += "  sandbox:   " + agent::DescribeSandbox(a, allow_net, sandbox) + "\n";
+  for (const std::string& o : a.overrides) out += "  overrides: " + o + "\n";
+  for (const std::string& n : a.notes) out += "  note: " + n + "\n";
+  return out;
+}
+
+}  // namespace
+
+agent::AgentCatalog LoadAgents(const std::string& workdir) {
+  const char* home = std::getenv("HOME");
+  return agent::LoadAgentCatalog(agent::AgentDirs(workdir, home != nullptr ? home : ""));
+}
+
+Result<agent::AgentType> ResolveSubagentType(const agent::AgentCatalog& catalog,
+                                             const nlohmann::json& input) {
+  std::string name = agent::kDefaultAgentType;
+  auto it = input.find("subagent_type");
+  if (it != input.end() && !it->is_null()) {
+    if (!it->is_string()) {
+      return Status::InvalidArgument("task: invalid input: 'subagent_type' must be a string");
+    }
+    name = it->get<std::string>();
+  }
+  const agent::AgentType* type = catalog.Find(name);
+  if (type == nullptr) {
+    return Status::InvalidArgument("task: unknown subagent_type '" + name +
+                                   "'; the available agents are: " + Join(catalog.Names(), ""));
+  }
+  return *type;
+}
+
+int AgentsCommandMain(int argc, char** argv) {
+  CLI::App app{
+      "forkbox agents: the agent types a task can run, where each is defined, and what "
+      "its sandbox is",
+      "forkbox agents"};
+  Options o;
+  std::string sandbox_mode = "on";
+  app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)");
+  app.add_flag("--allow-net", o.sandbox.allow_net,
+               "Show the sandbox as a session with --allow-net gets it");
+  app.add_option("--sandbox", sandbox_mode, "on|off")->check(CLI::IsMember({"on", "off"}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    std::ostringstream out, err;
+    int code = app.exit(e, out, err);
+    std::fputs(out.str().c_str(), stdout);
+    std::fputs(err.str().c_str(), stderr);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+  Result<std::string> workdir = ResolveWorkdir(o);
+  if (!workdir.ok()) {
+    std::fprintf(stderr, "forkbox agents: %s\n", workdir.status().message().c_str());
+    return kExitUsage;
+  }
+  agent::AgentCatalog catalog = LoadAgents(*workdir);
+  std::string out = "Agents for " + *workdir +
+                    " (precedence: project forkbox > project claude > user forkbox > user "
+                    "claude > built-in; a task names one with subagent_type, default general)\n";
+  for (const agent::AgentType& a : catalog.agents) {
+    out += "\n" + DescribeAgent(a, o.sandbox.allow_net, sandbox_mode == "on");
+  }
+  if (!catalog.warnings.empty()) out += "\nwarnings:\n";
+  for (const std::string& w : catalog.warnings) out += "  " + w + "\n";
+  std::fputs(out.c_str(), stdout);
+  return kExitOk;
+}
+
+}  // namespace forkbox::parent

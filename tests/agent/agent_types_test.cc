@@ -1,0 +1,334 @@
+// Agent types (agent/agent_types.h): the frontmatter parser, the four directories and their
+// precedence, bad files, and the task tool's subagent_type enum.
+#include "agent/agent_types.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+namespace forkbox::agent {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class AgentFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/forkbox-agents-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    workdir_ = root_ + "/project";
+    home_ = root_ + "/home";
+    fs::create_directories(workdir_);
+    fs::create_directories(home_);
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  std::string Write(const std::string& dir, const std::string& file, const std::string& text) {
+    fs::create_directories(dir);
+    std::string path = dir + "/" + file;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  std::string ProjectForkbox() const { return workdir_ + "/.forkbox/agents"; }
+  std::string ProjectClaude() const { return workdir_ + "/.claude/agents"; }
+  std::string UserForkbox() const { return home_ + "/.config/forkbox/agents"; }
+  std::string UserClaude() const { return home_ + "/.claude/agents"; }
+  AgentCatalog Load() const { return LoadAgentCatalog(AgentDirs(workdir_, home_)); }
+
+  std::string root_, workdir_, home_;
+};
+
+std::string Agent(const std::string& name, const std::string& description,
+                  const std::string& extra = "", const std::string& body = "Be brief.") {
+  return "---\nname: " + name + "\ndescription: " + description + "\n" + extra + "---\n" + body +
+         "\n";
+}
+
+TEST(AgentTypesTest, BuiltinsAreGeneralAndReadOnlyExplore) {
+  std::vector<AgentType> builtins = BuiltinAgentTypes();
+  ASSERT_EQ(builtins.size(), 2u);
+  EXPECT_EQ(builtins[0].name, "general");
+  EXPECT_THAT(builtins[0].tools, ElementsAre("bash", "read_file", "write_file", "edit_file"));
+  EXPECT_EQ(builtins[0].write, WriteAccess::kWorkdir);
+  EXPECT_EQ(builtins[0].network, NetworkAccess::kInherit);
+  EXPECT_EQ(builtins[1].name, "explore");
+  EXPECT_THAT(builtins[1].tools, ElementsAre("bash", "read_file"));
+  EXPECT_EQ(builtins[1].write, WriteAccess::kNone);
+  EXPECT_EQ(builtins[1].network, NetworkAccess::kOff);
+  EXPECT_THAT(builtins[1].prompt, HasSubstr("line number"));
+}
+
+TEST(AgentTypesTest, ParsesEveryField) {
+  Result<AgentType> t = ParseAgentFile("/x/reviewer.md",
+                                       "---\n"
+                                       "name: reviewer\n"
+                                       "description: Reviews diffs\n"
+                                       "tools: [read_file, bash]\n"
+                                       "model: claude-haiku-4-5\n"
+                                       "max_turns: 7\n"
+                                       "timeout: 90\n"
+                                       "sandbox:\n"
+                                       "  write: none\n"
+                                       "  network: inherit\n"
+                                       "---\n\n"
+                                       "You review code.\nSay what is wrong.\n\n");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_EQ(t->name, "reviewer");
+  EXPECT_EQ(t->description, "Reviews diffs");
+  EXPECT_THAT(t->tools, ElementsAre("bash", "read_file"));  // Canonical order.
+  EXPECT_EQ(t->model, "claude-haiku-4-5");
+  EXPECT_EQ(t->max_turns, 7);
+  EXPECT_EQ(t->timeout_ms, 90'000);
+  EXPECT_EQ(t->write, WriteAccess::kNone);
+  EXPECT_EQ(t->network, NetworkAccess::kInherit);
+  EXPECT_EQ(t->prompt, "You review code.\nSay what is wrong.");
+  EXPECT_TRUE(t->notes.empty());
+}
+
+TEST(AgentTypesTest, ClaudeCodeFileWorksUnchanged) {
+  Result<AgentType> t = ParseAgentFile("/x/finder.md",
+                                       "---\r\n"
+                                       "name: finder\r\n"
+                                       "description: Finds things\r\n"
+                                       "tools: Read, Grep, Bash\r\n"
+                                       "maxTurns: 3\r\n"
+                                       "color: blue\r\n"
+                                       "---\r\n"
+                                       "Find it.\r\n");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_THAT(t->tools, ElementsAre("bash", "read_file"));
+  EXPECT_EQ(t->max_turns, 3);
+  // Defaults of a file: workdir writes, no network.
+  EXPECT_EQ(t->write, WriteAccess::kWorkdir);
+  EXPECT_EQ(t->network, NetworkAccess::kOff);
+  std::string notes;
+  for (const auto& n : t->notes) notes += n + "\n";
+  EXPECT_THAT(notes, HasSubstr("/x/finder.md:4: tools: 'Grep' is not a forkbox tool"));
+  EXPECT_THAT(notes, HasSubstr("Claude Code's Read is forkbox's read_file"));
+  EXPECT_THAT(notes, HasSubstr("/x/finder.md:6: color: unknown key, ignored"));
+}
+
+TEST(AgentTypesTest, AbsentToolsMeanAllAndDisallowedToolsNarrow) {
+  Result<AgentType> t = ParseAgentFile(
+      "/x/a.md", "---\nname: a\ndescription: d\ndisallowedTools: Write, Edit\n---\nbody\n");
+  ASSERT_TRUE(t.ok()) << t.status().ToString();
+  EXPECT_THAT(t->tools, ElementsAre("bash", "read_file"));
+  Result<AgentType> all = ParseAgentFile("/x/b.md", "---\ndescription: d\n---\n");
+  ASSERT_TRUE(all.ok());
+  EXPECT_EQ(all->name, "b");  // Named after the file, with a note.
+  EXPECT_EQ(all->tools.size(), 4u);
+  EXPECT_FALSE(all->notes.empty());
+}
+
+TEST(AgentTypesTest, BadFilesNameTheFileAndLine) {
+  struct Case {
+    const char* text;
+    const char* expect;
+    const char* path = "/x/bad.md";
+  } cases[] = {
+      {"no frontmatter\n", "/x/bad.md:1: no YAML frontmatter"},
+      {"---\nname: a\n", "/x/bad.md:1: the frontmatter is not closed"},
+      {"---\nname: a\ndescription: [unclosed\n---\n", "/x/bad.md:"},
+      {"---\nname: a\nmax_turns: lots\n---\n", "/x/bad.md:3: max_turns: must be an integer"},
+      {"---\nname: a\nmax_turns: 0\n---\n", "/x/bad.md:3: max_turns"},
+      {"---\nname: a\nsandbox:\n  write: everywhere\n---\n", "/x/bad.md:4: sandbox.write"},
+      {"---\nname: a\nsandbox:\n  network: on\n---\n", "/x/bad.md:4: sandbox.network"},
+      {"---\nname: a\nsandbox: open\n---\n", "/x/bad.md:3: sandbox: must be a map"},
+      {"---\nname: ../../etc\n---\n", "/x/bad.md:2: name"},
+      {"---\n- a list\n---\n", "/x/bad.md:2: the frontmatter must be a YAML map"},
+      {"---\nname: a\ntimeout: 100000\n---\n", "/x/bad.md:3: timeout"},
+      {"---\ndescription: no name\n---\n", "/x/bad name.md:1: no name, and the file name",
+       "/x/bad name.md"},
+  };
+  for (const Case& c : cases) {
+    Result<AgentType> t = ParseAgentFile(c.path, c.text);
+    ASSERT_FALSE(t.ok()) << c.text;
+    EXPECT_THAT(t.status().message(), HasSubstr(c.expect)) << c.text;
+  }
+  // The YAML syntax error carries the line of the broken value.
+  Result<AgentType> t =
+      ParseAgentFile("/x/bad.md", "---\nname: a\ndescription: x: y\nmodel: m\n---\nbody\n");
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(t.status().message(), HasSubstr("/x/bad.md:3: "));
+}
+
+TEST_F(AgentFilesTest, BothLayoutsInProjectAndUserAreRead) {
+  Write(ProjectForkbox(), "pf.md", Agent("pf", "project forkbox agent"));
+  Write(ProjectClaude(), "pc.md", Agent("pc", "project claude agent"));
+  Write(UserForkbox(), "uf.md", Agent("uf", "user forkbox agent"));
+  Write(UserClaude(), "uc.md", Agent("uc", "user claude agent"));
+  Write(UserClaude(), "README.txt", "not an agent");
+  AgentCatalog c = Load();
+  EXPECT_TRUE(c.warnings.empty());
+  EXPECT_THAT(c.Names(), ElementsAre("general", "explore", "pc", "pf", "uc", "uf"));
+  EXPECT_EQ(c.Find("pf")->source, ProjectForkbox() + "/pf.md");
+  EXPECT_EQ(c.Find("uc")->source, UserClaude() + "/uc.md");
+  EXPECT_EQ(c.Find("uc")->prompt, "Be brief.");
+}
+
+TEST_F(AgentFilesTest, PrecedenceProjectForkboxProjectClaudeUserForkboxUserClaude) {
+  Write(UserClaude(), "x.md", Agent("x", "from user claude"));
+  Write(UserForkbox(), "x.md", Agent("x", "from user forkbox"));
+  EXPECT_EQ(Load().Find("x")->description, "from user forkbox");
+  Write(ProjectClaude(), "x.md", Agent("x", "from project claude"));
+  EXPECT_EQ(Load().Find("x")->description, "from project claude");
+  Write(ProjectForkbox(), "other-file-name.md", Agent("x", "from project forkbox"));
+  AgentCatalog c = Load();
+  const AgentType* x = c.Find("x");
+  EXPECT_EQ(x->description, "from project forkbox");
+  EXPECT_THAT(x->overrides, ElementsAre(ProjectClaude() + "/x.md", UserForkbox() + "/x.md",
+                                        UserClaude() + "/x.md"));
+}
+
+TEST_F(AgentFilesTest, FilesOverrideBuiltins) {
+  Write(UserClaude(), "explore.md",
+        Agent("explore", "my explorer", "tools: Read\nsandbox:\n  write: none\n", "Look."));
+  AgentCatalog c = Load();
+  const AgentType* e = c.Find("explore");
+  EXPECT_EQ(e->description, "my explorer");
+  EXPECT_THAT(e->tools, ElementsAre("read_file"));
+  EXPECT_EQ(e->prompt, "Look.");
+  EXPECT_THAT(e->overrides, ElementsAre("built-in"));
+}
+
+TEST_F(AgentFilesTest, BadFilesAreSkippedWithAWarningAndNeverStopLoading) {
+  Write(ProjectForkbox(), "broken.md", "---\nname: broken\ndescription: x: y\nmodel: m\n---\n");
+  Write(ProjectForkbox(), "good.md", Agent("good", "fine"));
+  Write(ProjectForkbox(), "netgrab.md", Agent("netgrab", "d", "sandbox:\n  network: on\n"));
+  // A FIFO must not hang the loader.
+  ASSERT_EQ(::mkfifo((ProjectForkbox() + "/fifo.md").c_str(), 0600), 0);
+  // A lower-precedence good file keeps its place when the higher one is broken.
+  Write(ProjectForkbox(), "explore.md", "---\nname: explore\nmax_turns: many\n---\n");
+  AgentCatalog c = Load();
+  EXPECT_THAT(c.Names(), ElementsAre("general", "explore", "good"));
+  EXPECT_EQ(c.Find("explore")->source, "built-in");
+  std::string warnings;
+  for (const auto& w : c.warnings) warnings += w + "\n";
+  EXPECT_EQ(c.warnings.size(), 4u) << warnings;
+  EXPECT_THAT(warnings, HasSubstr(ProjectForkbox() + "/broken.md:3:"));
+  EXPECT_THAT(warnings, HasSubstr(ProjectForkbox() + "/netgrab.md:5: sandbox.network"));
+  EXPECT_THAT(warnings, HasSubstr(ProjectForkbox() + "/fifo.md:1: not a regular file"));
+  EXPECT_THAT(warnings, HasSubstr(ProjectForkbox() + "/explore.md:3: max_turns"));
+}
+
+TEST_F(AgentFilesTest, ProjectFilesCannotPointOutsideTheProject) {
+  // A cloned project links an agent file at one of the user's files that happens to parse.
+  std::string secret = Write(home_ + "/private", "notes.md", Agent("leak", "SECRET-NOTES"));
+  fs::create_directories(ProjectForkbox());
+  fs::create_symlink(secret, ProjectForkbox() + "/leak.md");
+  // The control: the same link among the user's own agents is followed (dotfile managers).
+  fs::create_directories(UserForkbox());
+  fs::create_symlink(secret, UserForkbox() + "/mine.md");
+  // A link that stays inside the project is fine.
+  Write(workdir_ + "/docs", "inner.md", Agent("inner", "kept"));
+  fs::create_directories(ProjectClaude());
+  fs::create_symlink(workdir_ + "/docs/inner.md", ProjectClaude() + "/inner.md");
+  AgentCatalog c = Load();
+  ASSERT_NE(c.Find("leak"), nullptr);
+  EXPECT_EQ(c.Find("leak")->source, UserForkbox() + "/mine.md");
+  EXPECT_NE(c.Find("inner"), nullptr);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_THAT(c.warnings[0], HasSubstr(ProjectForkbox() + "/leak.md:1: leads outside the project"));
+}
+
+TEST_F(AgentFilesTest, AtMost64FilesPerDirectoryAreRead) {
+  for (int i = 0; i < 70; ++i) {
+    char name[16];
+    std::snprintf(name, sizeof(name), "a%02d", i);
+    Write(ProjectForkbox(), std::string(name) + ".md", Agent(name, "one of many"));
+  }
+  AgentCatalog c = Load();
+  EXPECT_EQ(c.agents.size(), 2u + kMaxAgentFilesPerDir);
+  EXPECT_NE(c.Find("a63"), nullptr);
+  EXPECT_EQ(c.Find("a64"), nullptr);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_THAT(c.warnings[0], HasSubstr("more than 64 agent files"));
+}
+
+TEST_F(AgentFilesTest, TaskToolOffersAnEnumOfAgentsWithTheirDescriptions) {
+  Write(ProjectClaude(), "tester.md", Agent("tester", "Runs the test suite"));
+  ToolDef def = TaskToolDefFor(Load());
+  EXPECT_EQ(def.name, "task");
+  const auto& prop = def.input_schema["properties"]["subagent_type"];
+  EXPECT_EQ(prop["type"], "string");
+  EXPECT_EQ(prop["enum"], nlohmann::json({"general", "explore", "tester"}));
+  EXPECT_THAT(def.description, HasSubstr("- tester: Runs the test suite"));
+  EXPECT_THAT(def.description, HasSubstr("- explore: Read-only explorer"));
+  // Not required: the default is general.
+  for (const auto& r : def.input_schema["required"]) EXPECT_NE(r, "subagent_type");
+}
+
+TEST(AgentTypesTest, StartFrameCarriesToolsPromptModelAndSandbox) {
+  AgentType t;
+  t.name = "narrow";
+  t.tools = {"read_file"};
+  t.prompt = "P";
+  t.model = "sonnet";
+  t.max_turns = 5;
+  t.write = WriteAccess::kNone;
+  t.network = NetworkAccess::kOff;
+  ipc::StartMessage start;
+  start.provider.name = "anthropic";
+  start.provider.model = "session-model";
+  ApplyAgentType(t, &start);
+  EXPECT_EQ(start.agent.type, "narrow");
+  EXPECT_THAT(start.agent.tools, ElementsAre("read_file"));
+  EXPECT_EQ(start.agent.prompt, "P");
+  EXPECT_EQ(start.agent.write, "none");
+  EXPECT_EQ(start.agent.network, "off");
+  EXPECT_EQ(start.provider.model, "claude-sonnet-4-5");
+  EXPECT_EQ(start.limits.max_turns, 5);
+  // Another provider keeps its own model for a Claude alias; a plain name is used as is.
+  start.provider.name = "openai";
+  start.provider.model = "gpt-x";
+  ApplyAgentType(t, &start);
+  EXPECT_EQ(start.provider.model, "gpt-x");
+  t.model = "local-7b";
+  ApplyAgentType(t, &start);
+  EXPECT_EQ(start.provider.model, "local-7b");
+}
+
+TEST(AgentTypesTest, StartFrameAgentRoundTripsAndIsValidated) {
+  ipc::StartMessage start;
+  start.prompt = "p";
+  start.provider.name = "anthropic";
+  start.workdir = "/w";
+  ApplyAgentType(BuiltinAgentTypes()[1], &start);
+  nlohmann::json j = ipc::ToJson(start);
+  Result<ipc::Message> back = ipc::FromJson(j);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(std::get<ipc::StartMessage>(*back).agent, start.agent);
+  j.erase("agent");  // An older parent: the general agent.
+  back = ipc::FromJson(j);
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(std::get<ipc::StartMessage>(*back).agent, ipc::AgentSettings{});
+  for (const char* field : {"write", "network"}) {
+    nlohmann::json bad = ipc::ToJson(start);
+    bad["agent"][field] = "everything";
+    back = ipc::FromJson(bad);
+    ASSERT_FALSE(back.ok()) << field;
+    EXPECT_THAT(back.status().message(), HasSubstr(std::string("agent.") + field));
+  }
+}
+
+TEST(AgentTypesTest, NetworkOnlyNarrowsTheUsersFlag) {
+  AgentType t;
+  t.network = NetworkAccess::kInherit;
+  EXPECT_TRUE(EffectiveAllowNet(t, true));
+  EXPECT_FALSE(EffectiveAllowNet(t, false));
+  t.network = NetworkAccess::kOff;
+  EXPECT_FALSE(EffectiveAllowNet(t, true));
+}
+
+}  // namespace
+}  // namespace forkbox::agent
