@@ -22,11 +22,11 @@ Result<std::vector<agent::ToolDef>> AgentToolDefs(const ipc::AgentSettings& agen
 std::string AgentSystemPrompt(const std::string& base, const ipc::AgentSettings& agent);
 
 // network "off": tool commands get no network whatever sandbox.allow_net says (the handle's
-// allow_net cleared: seccomp refuses socket(), Landlock refuses TCP). write "none": stacks a Landlock domain
-// with no write right anywhere (only /dev/null, /dev/zero and /dev/full stay writable) on this
-// process, so the agent and every tool it starts can write nothing, the workdir included; the
-// caller must then not give tools a temp dir. Fails when Landlock cannot be applied. With
-// the policy disabled nothing is enforced and this only clears allow_net.
+// allow_net cleared: seccomp refuses socket(), Landlock refuses TCP). write "none": stacks a
+// Landlock domain with no write right anywhere (only /dev/null, /dev/zero and /dev/full stay
+// writable) on this process, so the agent and every tool it starts can write nothing, the workdir
+// included; the caller must then not give tools a temp dir. Fails when Landlock cannot be applied.
+// With the policy disabled nothing is enforced and this only clears allow_net.
 Status NarrowSandbox(const ipc::AgentSettings& agent, sandbox::Sandbox* tools);
 
 // Refuses calls to tools outside the agent's list (an is_error result naming the allowed tools)

@@ -267,8 +267,8 @@ int Task::Run() {
   }
   transcript_.Write({{"type", "sandbox"}, {"banner", banner_}, {"agent", start_->agent.type}});
   if (Status st = NarrowSandbox(start_->agent, sandbox_.get()); !st.ok()) {
-    return Fail({"sandbox", "cannot narrow the sandbox to the agent: " + st.ToString(),
-                 kExitSandbox});
+    return Fail(
+        {"sandbox", "cannot narrow the sandbox to the agent: " + st.ToString(), kExitSandbox});
   }
   return RunTask();
 }
@@ -314,10 +314,9 @@ int Task::RunTask() {
   std::vector<agent::Message> messages;
   messages.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{start_->prompt}}});
   AllowedToolsRunner allowed_runner(runner, start_->agent.tools);
-  agent::LoopOutcome outcome =
-      agent::RunLoop(**provider, messages,
-                     LoopOptionsFor(*start_, policy_.workdir, std::move(*tool_defs)),
-                     allowed_runner, observer);
+  agent::LoopOutcome outcome = agent::RunLoop(
+      **provider, messages, LoopOptionsFor(*start_, policy_.workdir, std::move(*tool_defs)),
+      allowed_runner, observer);
   provider->reset();
   sandbox::KillAllDescendants();
   if (parent_gone_) return kExitParentGone;

@@ -399,7 +399,8 @@ int ParentMain(int argc, char** argv) {
     return SandboxCommandMain(argc - 1, argv + 1);
   }
   if (argc == 2 && std::strcmp(argv[1], "sessions") == 0) return SessionsMain();
-  if (argc >= 2 && std::strcmp(argv[1], "agents") == 0) return AgentsCommandMain(argc - 1, argv + 1);
+  if (argc >= 2 && std::strcmp(argv[1], "agents") == 0)
+    return AgentsCommandMain(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "config") == 0) return ConfigMain(argc - 1, argv + 1);
   CliOutcome cli = ParseCommandLine(argc, argv);
   if (Status st = HardenProcess(); !st.ok()) return Fail(cli.format, kExitFailure, st.ToString());

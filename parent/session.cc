@@ -186,7 +186,8 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
   if (streaming) {
     out.events->Emit(ResultEvent(session, turn, end, duration_ms));
   } else if (out.format == OutputFormat::kJson) {
-    nlohmann::json j = StatsJson(session.stats(), o.final_text, agent::LoopStopName(o.stop), session.context_bytes());
+    nlohmann::json j = StatsJson(session.stats(), o.final_text, agent::LoopStopName(o.stop),
+                                 session.context_bytes());
     j["exit_code"] = end.code;
     j["session_id"] = out.events->session_id();
     j["model"] = out.model;

@@ -187,7 +187,8 @@ class Batch {
     auto frame = ipc::EncodeMessage(start);
     explicit_bzero(start.provider.api_key.data(), start.provider.api_key.size());
     if (!frame.ok()) return FailWithoutStart(i, "start frame: " + frame.status().ToString());
-    const int64_t timeout_ms = spec.agent.timeout_ms > 0 ? spec.agent.timeout_ms : config_.timeout_ms;
+    const int64_t timeout_ms =
+        spec.agent.timeout_ms > 0 ? spec.agent.timeout_ms : config_.timeout_ms;
     supervisor_.Add(i, std::move(*child), std::move(*frame), timeout_ms);
   }
 

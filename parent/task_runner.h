@@ -40,7 +40,7 @@ struct TaskSpec {
   std::string description;
   std::string prompt;
   std::string tool_use_id;  // The parent's `task` call (the stream-json events' key).
-  agent::AgentType agent;  // Empty name: the start frame's default (`general`).
+  agent::AgentType agent;   // Empty name: the start frame's default (`general`).
 };
 
 struct TaskOutcome {

@@ -13,8 +13,8 @@
 #include <sstream>
 #include <string>
 
-#include "ipc/frame.h"
 #include "base/process.h"
+#include "ipc/frame.h"
 #include "tests/base/test_util.h"
 
 extern char** environ;
