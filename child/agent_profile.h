@@ -37,6 +37,8 @@ class AllowedToolsRunner : public agent::ToolRunner {
       : inner_(inner), allowed_(std::move(allowed)) {}
   std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
                                           int turn) override;
+  // The inner runner's stop (the parent gone) must still reach the loop.
+  int interrupt_signal() const override { return inner_.interrupt_signal(); }
 
  private:
   agent::ToolRunner& inner_;
