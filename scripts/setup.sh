@@ -10,7 +10,7 @@ PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
   libcurl4-openssl-dev nlohmann-json3-dev libseccomp-dev libcli11-dev
   libgtest-dev libgmock-dev libcpp-httplib-dev
-  libyaml-cpp-dev
+  libyaml-cpp-dev libtomlplusplus-dev
   clang libclang-rt-14-dev clang-format
   python3 make procps util-linux
   bubblewrap
