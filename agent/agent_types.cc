@@ -354,8 +354,8 @@ std::vector<AgentDir> AgentDirs(const std::string& workdir, const std::string& h
   std::vector<AgentDir> dirs = {{workdir + "/.forkbox/agents", "project forkbox", workdir},
                                 {workdir + "/.claude/agents", "project claude", workdir}};
   if (!home.empty()) {
-    dirs.push_back({home + "/.config/forkbox/agents", "user forkbox"});
-    dirs.push_back({home + "/.claude/agents", "user claude"});
+    dirs.push_back({home + "/.config/forkbox/agents", "user forkbox", ""});
+    dirs.push_back({home + "/.claude/agents", "user claude", ""});
   }
   return dirs;
 }
@@ -517,7 +517,10 @@ void ApplyAgentType(const AgentType& type, ipc::StartMessage* start) {
   start->agent.network = type.network == NetworkAccess::kInherit ? "inherit" : "off";
   start->provider.model =
       ResolveAgentModel(type, start->provider.name, start->provider.model, nullptr);
-  if (type.max_turns > 0) start->limits.max_turns = type.max_turns;
+  // An agent file only narrows: it can lower the user's --task-max-turns, never raise it.
+  if (type.max_turns > 0 && type.max_turns < start->limits.max_turns) {
+    start->limits.max_turns = type.max_turns;
+  }
 }
 
 }  // namespace forkbox::agent

@@ -39,8 +39,8 @@ struct AgentType {
   std::string description;
   std::vector<std::string> tools;  // Base tool names, in BaseToolDefs() order.
   std::string model;               // As written; empty or "inherit": the session's model.
-  int64_t max_turns = 0;           // 0: --task-max-turns.
-  int64_t timeout_ms = 0;          // 0: --task-timeout.
+  int64_t max_turns = 0;           // 0: --task-max-turns. Only ever lowers it.
+  int64_t timeout_ms = 0;          // 0: --task-timeout. Only ever lowers it.
   WriteAccess write = WriteAccess::kWorkdir;
   NetworkAccess network = NetworkAccess::kOff;
   std::string prompt;                  // Added to the subagent's base system prompt.

@@ -229,7 +229,9 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
                  "it opens an interactive session (/context, /quit).\n\n"
                  "forkbox sandbox -- CMD runs any command under the tool policy;\n"
                  "forkbox sandbox --check prints what the sandbox enforces here.\n"
-                 "forkbox sessions lists the saved sessions (--continue, --resume ID).\n\n"
+                 "forkbox sessions lists the saved sessions (--continue, --resume ID).\n"
+                 "forkbox agents lists the subagent types (`subagent_type`) and their sandbox.\n"
+                 "forkbox config prints the effective settings and where each came from.\n\n"
                  "Provider settings: flags > environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,\n"
                  "OPENAI_API_KEY, OPENAI_BASE_URL, FORKBOX_PROVIDER, FORKBOX_MODEL). API keys are\n"
                  "only read from the environment, never from the command line.\n\n") +

@@ -85,8 +85,12 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
     turn.outcome.stop = agent::LoopStop::kInterrupted;
     turn.outcome.error.reset();
     if (!messages_.empty() && messages_.back().role == agent::Role::kUser) {
+      // GCC 12 reports a false maybe-uninitialized inside nlohmann's move for the variant here.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
       messages_.back().content.push_back(
           agent::TextBlock{"[interrupted by the user before the model answered]"});
+#pragma GCC diagnostic pop
     }
   }
   stats_.parent_turns += turn.outcome.turns;

@@ -36,7 +36,7 @@ struct LinuxDirent64 {
   off64_t d_off;
   unsigned short d_reclen;
   unsigned char d_type;
-  char d_name[];
+  char d_name[1];  // Really d_reclen - 19 bytes, NUL-terminated (no flexible arrays in ISO C++).
 };
 
 // Parses a decimal number; -1 when `s` is not one.

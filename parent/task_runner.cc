@@ -4,6 +4,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <csignal>
 #include <deque>
@@ -187,8 +188,10 @@ class Batch {
     auto frame = ipc::EncodeMessage(start);
     explicit_bzero(start.provider.api_key.data(), start.provider.api_key.size());
     if (!frame.ok()) return FailWithoutStart(i, "start frame: " + frame.status().ToString());
-    const int64_t timeout_ms =
-        spec.agent.timeout_ms > 0 ? spec.agent.timeout_ms : config_.timeout_ms;
+    // An agent type's timeout only narrows the user's --task-timeout.
+    const int64_t timeout_ms = spec.agent.timeout_ms > 0
+                                   ? std::min(spec.agent.timeout_ms, config_.timeout_ms)
+                                   : config_.timeout_ms;
     supervisor_.Add(i, std::move(*child), std::move(*frame), timeout_ms);
   }
 

@@ -330,5 +330,19 @@ TEST(AgentTypesTest, NetworkOnlyNarrowsTheUsersFlag) {
   EXPECT_FALSE(EffectiveAllowNet(t, true));
 }
 
+TEST(AgentTypesTest, AnAgentFileOnlyLowersTheTurnLimit) {
+  AgentType t;
+  t.name = "greedy";
+  t.tools = {"read_file"};
+  ipc::StartMessage start;
+  start.limits.max_turns = 10;  // The user's --task-max-turns.
+  t.max_turns = 500;
+  ApplyAgentType(t, &start);
+  EXPECT_EQ(start.limits.max_turns, 10);
+  t.max_turns = 4;
+  ApplyAgentType(t, &start);
+  EXPECT_EQ(start.limits.max_turns, 4);
+}
+
 }  // namespace
 }  // namespace forkbox::agent

@@ -1045,7 +1045,9 @@ TEST_F(ParentTest, StreamJsonMatchesTheSchemaInDocsEventsMd) {
     if (e["type"] == "assistant" && task_id.empty()) {
       task_id = e["message"]["content"][1]["id"];
     }
-    if (e.contains("task_id")) EXPECT_EQ(e["task_id"], task_id) << e.dump();
+    if (e.contains("task_id")) {
+      EXPECT_EQ(e["task_id"], task_id) << e.dump();
+    }
   }
   const std::vector<std::string> expected = {
       "init", "assistant", "task_started", "task_progress", "task_notification",
