@@ -4,7 +4,6 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -101,12 +100,9 @@ void CloseUnexpectedFds(std::optional<int> transcript_fd, bool keep_control) {
 }
 
 // Reaps exited processes re-parented to this agent (it is their subreaper or PID-namespace init)
-// without blocking. Called only while no tool process is running, so every child it can find is
-// an orphan nobody else waits for: between tool calls and while a model call is in flight.
-void ReapOrphans() {
-  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-  }
-}
+// without blocking. Called only while no tool process is running (between tool calls and while a
+// model call is in flight), so no ChildProcess handle owns any of them.
+void ReapOrphans() { sandbox::ReapOrphans(); }
 
 // What a task reports when it cannot run: the error frame's code, its text, the exit code.
 struct Failure {
