@@ -231,7 +231,7 @@ Status FrontmatterReader::Sandbox(const YAML::Node& node) {
   if (!node.IsMap()) return Bad(node, "sandbox", "must be a map with write and network");
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string key = it->first.Scalar();
-    const YAML::Node& value = it->second;
+    const YAML::Node value = it->second;  // A copy: *it is a temporary proxy.
     if (key == "write") {
       Result<std::string> v = Scalar(value, "sandbox.write");
       if (!v.ok()) return v.status();
