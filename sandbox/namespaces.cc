@@ -15,8 +15,8 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <mutex>
+#include <string_view>
 
 namespace forkbox::sandbox {
 namespace {
@@ -80,10 +80,24 @@ void AddAbsent(const fs::path& p, MountPlan& plan) {
   }
 }
 
+// The first line of a small regular file a tool may have planted, or "" for anything else: opened
+// non-blocking and checked with fstat, so a FIFO or a device can never stall a spawn.
+std::string FirstLineOfRegularFile(const fs::path& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  if (fd < 0) return "";
+  struct stat st;
+  char buf[4096];
+  ssize_t n = -1;
+  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = read(fd, buf, sizeof(buf));
+  close(fd);
+  if (n <= 0) return "";
+  std::string_view text(buf, static_cast<size_t>(n));
+  return std::string(text.substr(0, text.find('\n')));
+}
+
 fs::path CommonDirOf(const fs::path& gitdir) {
-  std::ifstream commondir(gitdir / "commondir");
-  std::string rel;
-  if (!commondir || !std::getline(commondir, rel) || rel.empty()) return gitdir;
+  const std::string rel = FirstLineOfRegularFile(gitdir / "commondir");
+  if (rel.empty()) return gitdir;
   std::error_code ec;
   fs::path c = fs::path(rel).is_absolute() ? fs::path(rel) : gitdir / rel;
   fs::path common = fs::weakly_canonical(c, ec);
@@ -144,9 +158,7 @@ void AddDotGit(const fs::path& dotgit, MountPlan& plan) {
     AddGitDir(dotgit, plan);
     return;
   }
-  std::ifstream in(dotgit);
-  std::string line;
-  std::getline(in, line);
+  const std::string line = FirstLineOfRegularFile(dotgit);
   const std::string prefix = "gitdir: ";
   if (line.rfind(prefix, 0) == 0) {
     fs::path gd = line.substr(prefix.size());

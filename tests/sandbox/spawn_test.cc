@@ -243,6 +243,33 @@ TEST(SpawnSandboxed, Layer2KeepsGitsTrustSurfaceAndTheControlDoesNot) {
   EXPECT_TRUE(FileExists(control + "/PWNED")) << "the control must escape";
 }
 
+// A tool can plant FIFOs where the git scan reads (a `.git` file, a `commondir`): the next spawn
+// must neither block on them nor fail. The spawn runs in a forked child with a deadline, so a
+// regression fails the test instead of hanging the suite.
+TEST(SpawnSandboxed, Layer2GitScanIsNotStalledByPlantedFifos) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  std::string work = MakeTempDir("spawn-gitfifo");
+  ASSERT_EQ(mkdir((work + "/.git").c_str(), 0755), 0);
+  ASSERT_EQ(mkfifo((work + "/.git/commondir").c_str(), 0600), 0);
+  ASSERT_EQ(mkdir((work + "/nested").c_str(), 0755), 0);
+  ASSERT_EQ(mkfifo((work + "/nested/.git").c_str(), 0600), 0);
+  pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    Result<RunOutput> r = RunSandboxed(MakePolicy(work), "echo ran");
+    _exit(r.ok() && r->out == "ran\n" && r->exit_code == 0 ? 0 : 1);
+  }
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
+  ASSERT_TRUE(pidfd) << "pidfd_open: " << errno;
+  pollfd p{pidfd.get(), POLLIN, 0};
+  const int ready = poll(&p, 1, 60'000);
+  if (ready != 1) kill(pid, SIGKILL);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_EQ(ready, 1) << "the spawn blocked on a planted FIFO";
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
 // What real work needs from git inside layer 2 still works.
 TEST(SpawnSandboxed, Layer2GitStillWorks) {
   if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
