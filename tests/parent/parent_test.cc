@@ -1188,6 +1188,35 @@ TEST_F(SessionTest, ResumeContinueListAndACorruptTail) {
   EXPECT_EQ(missing.exit_code, 2) << Dump(missing);
 }
 
+// The state dir is within the tools' reach when the workdir covers it (a workdir of $HOME): a
+// planted FIFO or symlink among the session files must neither hang nor be followed.
+TEST_F(SessionTest, PlantedFifosAndSymlinksAreRefusedNotFollowed) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  RunResult first = RunIn({"--sandbox=off", "--json", "a real session"});
+  ASSERT_EQ(first.exit_code, 0) << Dump(first);
+  const std::string id = nlohmann::json::parse(first.out)["session_id"];
+  ASSERT_EQ(mkfifo((Dir() / "aaaa.jsonl").c_str(), 0600), 0);
+  const fs::path outside = fs::path(workdir_) / "outside.jsonl";
+  fs::copy_file(Dir() / (id + ".jsonl"), outside);
+  fs::create_symlink(outside, Dir() / "bbbb.jsonl");
+
+  RunResult list = RunIn({"sessions"});
+  ASSERT_EQ(list.exit_code, 0) << Dump(list);
+  EXPECT_NE(list.out.find(id), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find("aaaa"), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find("bbbb"), std::string::npos) << list.out;
+  RunResult fifo = RunIn({"--sandbox=off", "--resume", "aaaa", "x"});
+  EXPECT_EQ(fifo.exit_code, 2) << Dump(fifo);
+  EXPECT_NE(fifo.err.find("not a regular file"), std::string::npos) << Dump(fifo);
+  RunResult link = RunIn({"--sandbox=off", "--resume", "bbbb", "x"});
+  EXPECT_EQ(link.exit_code, 2) << Dump(link);
+  // The control: the same symlinked file is a valid session when read through the link.
+  std::ifstream through(Dir() / "bbbb.jsonl");
+  std::string header;
+  ASSERT_TRUE(std::getline(through, header));
+  EXPECT_NE(header.find("\"type\":\"session\""), std::string::npos) << header;
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
 
