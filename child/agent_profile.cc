@@ -65,30 +65,4 @@ Status NarrowSandbox(const ipc::AgentSettings& agent, sandbox::Sandbox* tools) {
   return RestrictToReadOnly();
 }
 
-std::vector<agent::ToolResultBlock> AllowedToolsRunner::Run(
-    const std::vector<agent::ToolUseBlock>& calls, int turn) {
-  std::vector<agent::ToolResultBlock> results(calls.size());
-  std::vector<agent::ToolUseBlock> allowed;
-  std::vector<size_t> where;  // allowed[k] answers calls[where[k]].
-  for (size_t i = 0; i < calls.size(); ++i) {
-    if (Contains(allowed_, calls[i].name)) {
-      allowed.push_back(calls[i]);
-      where.push_back(i);
-      continue;
-    }
-    std::string list;
-    for (const std::string& name : allowed_) list += (list.empty() ? "" : ", ") + name;
-    bool base_tool = false;
-    for (const agent::ToolDef& def : agent::BaseToolDefs()) base_tool |= def.name == calls[i].name;
-    std::string why = base_tool ? "tool '" + calls[i].name + "' is not available to this agent"
-                                : "unknown tool '" + calls[i].name + "'";
-    why += "; its tools are: " + (list.empty() ? std::string("none") : list);
-    results[i] = agent::ToolResultBlock{calls[i].id, std::move(why), true};
-  }
-  if (allowed.empty()) return results;
-  std::vector<agent::ToolResultBlock> ran = inner_.Run(allowed, turn);
-  for (size_t k = 0; k < ran.size() && k < where.size(); ++k) results[where[k]] = std::move(ran[k]);
-  return results;
-}
-
 }  // namespace forkbox::child

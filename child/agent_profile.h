@@ -15,7 +15,8 @@
 namespace forkbox::child {
 
 // The base tool definitions named in agent.tools (in BaseToolDefs order). A name that is not a
-// base tool is an error: the parent only sends names it knows.
+// base tool is an error: the parent only sends names it knows. These are the loop's whole tool
+// list, so a call to any other tool is refused by the loop (agent::CheckToolCall) before it runs.
 Result<std::vector<agent::ToolDef>> AgentToolDefs(const ipc::AgentSettings& agent);
 
 // `base` plus the agent's prompt, and for write "none" a sentence saying every file is read-only.
@@ -28,21 +29,5 @@ std::string AgentSystemPrompt(const std::string& base, const ipc::AgentSettings&
 // included; the caller must then not give tools a temp dir. Fails when Landlock cannot be applied.
 // With the policy disabled nothing is enforced and this only clears allow_net.
 Status NarrowSandbox(const ipc::AgentSettings& agent, sandbox::Sandbox* tools);
-
-// Refuses calls to tools outside the agent's list (an is_error result naming the allowed tools)
-// and hands the others, in order, to `inner`.
-class AllowedToolsRunner : public agent::ToolRunner {
- public:
-  AllowedToolsRunner(agent::ToolRunner& inner, std::vector<std::string> allowed)
-      : inner_(inner), allowed_(std::move(allowed)) {}
-  std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
-                                          int turn) override;
-  // The inner runner's stop (the parent gone) must still reach the loop.
-  int interrupt_signal() const override { return inner_.interrupt_signal(); }
-
- private:
-  agent::ToolRunner& inner_;
-  std::vector<std::string> allowed_;
-};
 
 }  // namespace forkbox::child

@@ -309,10 +309,9 @@ int Task::RunTask() {
 
   std::vector<agent::Message> messages;
   messages.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{start_->prompt}}});
-  AllowedToolsRunner allowed_runner(runner, start_->agent.tools);
   agent::LoopOutcome outcome = agent::RunLoop(
-      **provider, messages, LoopOptionsFor(*start_, policy_.workdir, std::move(*tool_defs)),
-      allowed_runner, observer);
+      **provider, messages, LoopOptionsFor(*start_, policy_.workdir, std::move(*tool_defs)), runner,
+      observer);
   provider->reset();
   sandbox::KillAllDescendants();
   if (parent_gone_) return kExitParentGone;
