@@ -16,6 +16,7 @@
 #include <set>
 
 #include "agent/tools.h"
+#include "base/file.h"
 #include "base/unique_fd.h"
 
 namespace forkbox::agent {
@@ -34,7 +35,6 @@ constexpr char kExplorePrompt[] =
     "something is not there. You cannot change anything: every file, the project included, is "
     "read-only for you and for every command you run, so do not try to fix, write or build.";
 
-// Reads a regular file without following it into a FIFO or device (non-blocking open, fstat).
 // With `confine_to`, the opened file's real path (read back from the descriptor, so no rename
 // can race the check) must lie beneath it.
 Status CheckConfined(const std::string& path, int fd, const std::string& confine_to) {
@@ -55,30 +55,19 @@ Status CheckConfined(const std::string& path, int fd, const std::string& confine
 }
 
 Result<std::string> ReadAgentFile(const std::string& path, const std::string& confine_to) {
-  int raw = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
-  if (raw < 0) return Status::FromErrno(errno, path);
-  UniqueFd fd(raw);
-  FORKBOX_RETURN_IF_ERROR(CheckConfined(path, fd.get(), confine_to));
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, path);
-  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ":1: not a regular file");
-  if (st.st_size > kMaxAgentFileBytes) {
-    return Status::InvalidArgument(path + ":1: larger than " + std::to_string(kMaxAgentFileBytes) +
-                                   " bytes");
-  }
-  std::string text;
-  char buf[8192];
-  for (;;) {
-    ssize_t n = ::read(fd.get(), buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno(errno, path);
-    if (n == 0) break;
-    text.append(buf, static_cast<size_t>(n));
-    if (static_cast<int64_t>(text.size()) > kMaxAgentFileBytes) {
-      return Status::InvalidArgument(path + ":1: larger than " +
-                                     std::to_string(kMaxAgentFileBytes) + " bytes");
+  // Errors read "<file>:1: why", like every other problem with an agent file.
+  auto at_line_1 = [&](const Status& st) {
+    std::string why = st.message();
+    for (const std::string& prefix : {path + ": ", "open " + path + ": "}) {
+      if (why.rfind(prefix, 0) == 0) why = why.substr(prefix.size());
     }
-  }
+    return Status::Error(st.code(), path + ":1: " + why);
+  };
+  Result<UniqueFd> fd = OpenRegularFile(path);
+  if (!fd.ok()) return at_line_1(fd.status());
+  FORKBOX_RETURN_IF_ERROR(CheckConfined(path, fd->get(), confine_to));
+  Result<std::string> text = ReadToEnd(fd->get(), static_cast<size_t>(kMaxAgentFileBytes), path);
+  if (!text.ok()) return at_line_1(text.status());
   return text;
 }
 

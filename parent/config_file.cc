@@ -1,13 +1,18 @@
 #include "parent/config_file.h"
 
+#include <fcntl.h>
 #include <toml++/toml.h>
 
 #include <cstdlib>
 #include <filesystem>
 #include <set>
 
+#include "base/file.h"
+
 namespace forkbox::parent {
 namespace {
+
+constexpr size_t kMaxConfigFileBytes = 1 << 20;
 
 const char* Env(const char* name) {
   const char* v = std::getenv(name);
@@ -96,10 +101,18 @@ Status CheckProjectKey(const std::string& key, const toml::node& node, const std
 Status ReadOne(const std::string& path, bool project,
                const std::map<std::string, OptionKind>& options, ConfigArgs* out) {
   std::error_code ec;
-  if (path.empty() || !std::filesystem::exists(path, ec)) return Status::Ok();
+  if (path.empty() || !std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
+    return Status::Ok();
+  }
+  // A cloned project's file is never followed through a link; neither file may be a FIFO, a
+  // device or bigger than any real config.
+  Result<std::string> text = ReadRegularFile(path, kMaxConfigFileBytes, project ? O_NOFOLLOW : 0);
+  if (!text.ok()) {
+    return text.status().WithContext(std::string(project ? "project" : "user") + " config");
+  }
   toml::table table;
   try {
-    table = toml::parse_file(path);
+    table = toml::parse(*text, path);
   } catch (const toml::parse_error& e) {
     return Status::InvalidArgument(std::string(project ? "project" : "user") + " config " + path +
                                    ":" + std::to_string(e.source().begin.line) + ": " +

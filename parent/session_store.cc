@@ -13,8 +13,14 @@
 #include <sstream>
 #include <type_traits>
 
+#include "base/file.h"
+
 namespace forkbox::parent {
 namespace {
+
+// Session files are opened without following a link and only when regular (base/file.h): a
+// workdir of $HOME puts the state dir within the tools' reach.
+constexpr size_t kMaxSessionFileBytes = size_t{1} << 30;
 
 using nlohmann::json;
 
@@ -114,40 +120,13 @@ Result<std::string> SessionsDir(bool create) {
   return dir;
 }
 
-namespace {
-
-// Opens an existing session file: never through a symlink, never blocking on a FIFO (a workdir of
-// $HOME puts the state dir within the tools' reach), and only when it is a regular file.
-Result<UniqueFd> OpenSessionFile(const std::string& path, int flags, struct stat* st) {
-  UniqueFd fd(::open(path.c_str(), flags | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
-  if (!fd) return Status::FromErrno(errno, "open " + path);
-  if (::fstat(fd.get(), st) != 0) return Status::FromErrno(errno, "fstat " + path);
-  if (!S_ISREG(st->st_mode)) return Status::InvalidArgument(path + " is not a regular file");
-  return fd;
-}
-
-Result<std::string> ReadSessionFile(const std::string& path, time_t* modified) {
-  struct stat st;
-  Result<UniqueFd> fd = OpenSessionFile(path, O_RDONLY, &st);
-  if (!fd.ok()) return fd.status();
-  *modified = st.st_mtime;
-  std::string text;
-  char buf[65536];
-  for (;;) {
-    ssize_t n = ::read(fd->get(), buf, sizeof(buf));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return Status::FromErrno(errno, "read " + path);
-    if (n == 0) return text;
-    text.append(buf, static_cast<size_t>(n));
-  }
-}
-
-}  // namespace
-
 Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id) {
   if (!ValidId(id)) return Status::InvalidArgument("not a session id: '" + id + "'");
-  time_t modified = 0;
-  Result<std::string> text = ReadSessionFile(PathOf(dir, id), &modified);
+  const std::string path = PathOf(dir, id);
+  struct stat st;
+  Result<UniqueFd> fd = OpenRegularFile(path, O_NOFOLLOW, &st);
+  Result<std::string> text =
+      fd.ok() ? ReadToEnd(fd->get(), kMaxSessionFileBytes, path) : Result<std::string>(fd.status());
   if (!text.ok() && text.status().code() == Status::Code::kNotFound) {
     return Status::Error(Status::Code::kNotFound, "no session " + id + " in " + dir);
   }
@@ -186,7 +165,7 @@ Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id)
     }
   }
   if (number == 0) return Status::InvalidArgument("session " + id + " is empty");
-  out.info.modified = modified;
+  out.info.modified = st.st_mtime;
   return out;
 }
 
@@ -230,8 +209,7 @@ Result<SessionLog> SessionLog::Create(const std::string& dir, const std::string&
 
 Result<SessionLog> SessionLog::Append(const std::string& dir, const LoadedSession& loaded) {
   const std::string path = PathOf(dir, loaded.info.id);
-  struct stat st;
-  Result<UniqueFd> fd = OpenSessionFile(path, O_WRONLY | O_APPEND, &st);
+  Result<UniqueFd> fd = OpenRegularFile(path, O_WRONLY | O_APPEND | O_NOFOLLOW);
   if (!fd.ok()) return fd.status();
   SessionLog log{std::move(*fd)};
   if (::ftruncate(log.fd_.get(), loaded.good_bytes) != 0) {

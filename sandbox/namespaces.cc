@@ -16,7 +16,8 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
-#include <string_view>
+
+#include "base/file.h"
 
 namespace forkbox::sandbox {
 namespace {
@@ -80,19 +81,12 @@ void AddAbsent(const fs::path& p, MountPlan& plan) {
   }
 }
 
-// The first line of a small regular file a tool may have planted, or "" for anything else: opened
-// non-blocking and checked with fstat, so a FIFO or a device can never stall a spawn.
+// The first line of a small regular file a tool may have planted, or "" for anything else (a
+// FIFO or a device never stalls a spawn: base/file.h).
 std::string FirstLineOfRegularFile(const fs::path& path) {
-  int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  if (fd < 0) return "";
-  struct stat st;
-  char buf[4096];
-  ssize_t n = -1;
-  if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode)) n = read(fd, buf, sizeof(buf));
-  close(fd);
-  if (n <= 0) return "";
-  std::string_view text(buf, static_cast<size_t>(n));
-  return std::string(text.substr(0, text.find('\n')));
+  Result<std::string> text = ReadRegularFile(path.string(), 4096);
+  if (!text.ok()) return "";
+  return text->substr(0, text->find('\n'));
 }
 
 fs::path CommonDirOf(const fs::path& gitdir) {

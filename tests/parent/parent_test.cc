@@ -1304,6 +1304,30 @@ TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
   EXPECT_EQ(RunWith({"config"}).exit_code, 0);
 }
 
+// A cloned project (or a tool) controls <workdir>/.forkbox: its config file as a FIFO must not
+// hang start-up, and as a symlink it is not followed. The user's own file may be a link.
+TEST_F(ConfigTest, APlantedProjectFifoOrLinkIsRefusedNotFollowed) {
+  fs::create_directories(Project().parent_path());
+  ASSERT_EQ(mkfifo(Project().c_str(), 0600), 0);
+  RunResult fifo = RunWith({"config"});
+  EXPECT_EQ(fifo.exit_code, 2) << Dump(fifo);
+  EXPECT_NE(fifo.err.find("not a regular file"), std::string::npos) << Dump(fifo);
+  fs::remove(Project());
+  const fs::path elsewhere = fs::path(workdir_) / "elsewhere.toml";
+  Write(elsewhere, "max-parallel = 3\n");
+  fs::create_symlink(elsewhere, Project());
+  RunResult link = RunWith({"config"});
+  EXPECT_EQ(link.exit_code, 2) << Dump(link);
+  EXPECT_NE(link.err.find("project config"), std::string::npos) << Dump(link);
+  // The control: the user's file as the same link is read.
+  fs::remove(Project());
+  fs::create_directories(User().parent_path());
+  fs::create_symlink(elsewhere, User());
+  RunResult user = RunWith({"config"});
+  EXPECT_EQ(user.exit_code, 0) << Dump(user);
+  EXPECT_NE(user.out.find("3"), std::string::npos) << Dump(user);
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
 

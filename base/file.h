@@ -1,0 +1,29 @@
+// Reading files a tool may have planted: a FIFO must not block the reader, a device or a huge file
+// must not be read without end, and only regular files count.
+#pragma once
+
+#include <sys/stat.h>
+
+#include <cstddef>
+#include <string>
+
+#include "base/status.h"
+#include "base/unique_fd.h"
+
+namespace forkbox {
+
+// Opens `path` with O_RDONLY (or the access mode in `extra_flags`, e.g. O_WRONLY | O_APPEND) plus
+// O_NONBLOCK | O_NOCTTY | O_CLOEXEC and `extra_flags` (O_NOFOLLOW where a symlink must not be
+// followed), then checks with fstat that it is a regular file ("<path>: not a regular file"
+// otherwise). The stat is returned through `st` when given.
+Result<UniqueFd> OpenRegularFile(const std::string& path, int extra_flags = 0,
+                                 struct stat* st = nullptr);
+
+// Reads `fd` to its end; more than `max_bytes` is kResourceExhausted ("<what>: larger than N
+// bytes"). Retries EINTR.
+Result<std::string> ReadToEnd(int fd, size_t max_bytes, const std::string& what);
+
+// OpenRegularFile + ReadToEnd.
+Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, int extra_flags = 0);
+
+}  // namespace forkbox

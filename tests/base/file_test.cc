@@ -1,0 +1,90 @@
+#include "base/file.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <filesystem>
+#include <fstream>
+#include <string>
+
+namespace forkbox {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FileTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/forkbox-file-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+  std::string Write(const std::string& name, const std::string& text) {
+    std::string path = dir_ + "/" + name;
+    std::ofstream(path, std::ios::binary) << text;
+    return path;
+  }
+  std::string dir_;
+};
+
+TEST_F(FileTest, ReadsARegularFile) {
+  Result<std::string> text = ReadRegularFile(Write("a", "one\ntwo\n"), 100);
+  ASSERT_TRUE(text.ok()) << text.status().ToString();
+  EXPECT_EQ(*text, "one\ntwo\n");
+}
+
+// A FIFO with no writer would block a plain open forever; here it is refused at once.
+TEST_F(FileTest, AFifoIsRefusedWithoutBlocking) {
+  const std::string fifo = dir_ + "/fifo";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  Result<std::string> text = ReadRegularFile(fifo, 100);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().message(), fifo + ": not a regular file");
+}
+
+TEST_F(FileTest, ADeviceIsRefused) {
+  Result<std::string> text = ReadRegularFile("/dev/zero", 100);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().code(), Status::Code::kInvalidArgument);
+}
+
+TEST_F(FileTest, ALinkIsRefusedWithNoFollowAndFollowedWithout) {
+  const std::string target = Write("target", "secret");
+  const std::string link = dir_ + "/link";
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  Result<std::string> refused = ReadRegularFile(link, 100, O_NOFOLLOW);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Status::Code::kInternal) << refused.status().ToString();
+  EXPECT_NE(refused.status().message().find("(errno " + std::to_string(ELOOP) + ")"),
+            std::string::npos)
+      << refused.status().ToString();
+  Result<std::string> followed = ReadRegularFile(link, 100);  // The control.
+  ASSERT_TRUE(followed.ok()) << followed.status().ToString();
+  EXPECT_EQ(*followed, "secret");
+}
+
+TEST_F(FileTest, MoreThanTheCapIsResourceExhausted) {
+  const std::string path = Write("big", std::string(101, 'x'));
+  Result<std::string> text = ReadRegularFile(path, 100);
+  ASSERT_FALSE(text.ok());
+  EXPECT_EQ(text.status().code(), Status::Code::kResourceExhausted);
+  ASSERT_TRUE(ReadRegularFile(path, 101).ok());
+}
+
+TEST_F(FileTest, OpenForAppendKeepsTheStat) {
+  const std::string path = Write("log", "x");
+  struct stat st;
+  Result<UniqueFd> fd = OpenRegularFile(path, O_WRONLY | O_APPEND | O_NOFOLLOW, &st);
+  ASSERT_TRUE(fd.ok()) << fd.status().ToString();
+  EXPECT_EQ(st.st_size, 1);
+  ASSERT_EQ(write(fd->get(), "y", 1), 1);
+  EXPECT_EQ(*ReadRegularFile(path, 10), "xy");
+}
+
+}  // namespace
+}  // namespace forkbox
