@@ -1,7 +1,9 @@
 // The file tools cannot be raced out of the workdir: a racer swaps a directory and a symbolic
 // link to an outside directory (renameat2 RENAME_EXCHANGE) thousands of times while write_file
 // writes through that path. openat2(RESOLVE_BENEATH) beneath the workdir descriptor never lands
-// outside. The control, a path-checked open (resolve, check the prefix, then open by name), does.
+// outside. The control, a path-checked open (resolve, check the prefix, then open by name), does
+// when the swap falls between its check and its open; the control makes that swap itself, so it
+// escapes on every run instead of only when the scheduler happens to cooperate.
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <limits.h>
@@ -52,13 +54,16 @@ class Racer {
 
 bool Exists(const std::string& path) { return ::access(path.c_str(), F_OK) == 0; }
 
-// The old way: resolve the parent by name, check it is inside, then open by name.
-bool PathCheckedWrite(const std::string& workdir, const std::string& rel) {
+// The old way: resolve the parent by name, check it is inside, then open by name. `between` runs
+// in the window a racer would hit.
+template <typename Between>
+bool PathCheckedWrite(const std::string& workdir, const std::string& rel, Between between) {
   char resolved[PATH_MAX];
   const std::string full = workdir + "/" + rel;
   const std::string parent = full.substr(0, full.rfind('/'));
   if (::realpath(parent.c_str(), resolved) == nullptr) return false;
   if (std::string(resolved).rfind(workdir, 0) != 0) return false;  // Refused: outside.
+  between();
   UniqueFd fd(::open(full.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644));
   return static_cast<bool>(fd);
 }
@@ -67,14 +72,16 @@ constexpr int kAttempts = 20000;
 
 TEST(FileToolRaceTest, ControlPathCheckedOpenEscapes) {
   TempDir work, outside;
-  Racer racer(work.path(), outside.path());
-  bool escaped = false;
-  for (int i = 0; i < kAttempts && !escaped; ++i) {
-    PathCheckedWrite(work.path(), "d/x");
-    escaped = Exists(outside.Join("x"));
-  }
-  EXPECT_TRUE(escaped) << "the racer never won against a path-checked open (" << racer.swaps()
-                       << " swaps)";
+  std::filesystem::create_directory(work.Join("d"));
+  std::filesystem::create_directory_symlink(outside.path(), work.Join("l"));
+  UniqueFd dir(::open(work.path().c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir);
+  // The check sees d as a directory inside; the racer's one swap lands before the open.
+  const bool opened = PathCheckedWrite(work.path(), "d/x", [&] {
+    ASSERT_EQ(::renameat2(dir.get(), "d", dir.get(), "l", RENAME_EXCHANGE), 0);
+  });
+  EXPECT_TRUE(opened);
+  EXPECT_TRUE(Exists(outside.Join("x"))) << "a swap between check and open must escape";
 }
 
 TEST(FileToolRaceTest, WriteFileNeverLandsOutside) {
