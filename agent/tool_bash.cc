@@ -13,6 +13,7 @@
 
 #include "agent/cancel.h"
 #include "agent/tool_output.h"
+#include "base/format.h"
 #include "base/process.h"
 #include "base/unique_fd.h"
 #include "sandbox/sandbox.h"
@@ -27,13 +28,6 @@ using Clock = std::chrono::steady_clock;
 constexpr auto kDrainDeadline = std::chrono::seconds(2);
 
 ToolOutput Error(std::string message) { return ToolOutput{std::move(message), true, 0}; }
-
-std::string Seconds(int64_t ms) {
-  if (ms % 1000 == 0) return std::to_string(ms / 1000) + " s";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
-  return buf;
-}
 
 int PollTimeoutMs(Clock::time_point deadline) {
   auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
@@ -57,14 +51,10 @@ bool ReadAvailable(int fd, BoundedOutput& out) {
   }
 }
 
+// The model sees "exit code N"; signals read as everywhere else (base/process.h).
 std::string DescribeStatus(int status) {
   if (WIFEXITED(status)) return "exit code " + std::to_string(WEXITSTATUS(status));
-  if (WIFSIGNALED(status)) {
-    int sig = WTERMSIG(status);
-    const char* name = ::strsignal(sig);
-    return "killed by signal " + std::to_string(sig) + " (" + (name ? name : "?") + ")";
-  }
-  return "ended with wait status " + std::to_string(status);
+  return DescribeWaitStatus(status);
 }
 
 // The command's process (its pid is its process group) and the read end of its output.
@@ -162,7 +152,8 @@ ToolOutput Describe(const Finished& f, BoundedOutput& out, const ToolContext& ct
         "open]\n";
   }
   if (f.timed_out) {
-    result.content += "[timed out after " + Seconds(ctx.timeout_ms) + "; process group killed]";
+    result.content +=
+        "[timed out after " + FormatSeconds(ctx.timeout_ms) + "; process group killed]";
     result.is_error = true;
   } else if (f.interrupted) {
     result.content += "[interrupted by the user; process group killed]";

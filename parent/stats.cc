@@ -98,13 +98,6 @@ std::string HumanBytes(int64_t bytes) {
   return buf;
 }
 
-std::string FormatSeconds(int64_t ms) {
-  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
-  char buf[32];
-  std::snprintf(buf, sizeof(buf), "%.1fs", static_cast<double>(ms) / 1000.0);
-  return buf;
-}
-
 std::string Plural(int64_t n, const std::string& word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }

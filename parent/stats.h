@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "agent/message.h"
+#include "base/format.h"
 #include "ipc/messages.h"
 
 namespace forkbox::parent {
@@ -45,7 +46,6 @@ nlohmann::json StatsJson(const SessionStats& stats, const std::string& answer,
 std::string StatsLine(const SessionStats& stats, int64_t context_bytes);
 std::string HumanBytes(int64_t bytes);
 // "1.5s", "900s".
-std::string FormatSeconds(int64_t ms);
 // "1 turn", "3 turns".
 std::string Plural(int64_t n, const std::string& word);
 

@@ -154,7 +154,7 @@ TEST_F(BashToolTest, TimeoutKillsTheWholeProcessGroup) {
   ToolOutput out = Bash("sleep 1000 & echo $! > gc.pid; echo started; wait");
   EXPECT_TRUE(out.is_error);
   EXPECT_THAT(out.content, HasSubstr("started\n"));
-  EXPECT_THAT(out.content, EndsWith("[timed out after 1.5 s; process group killed]"));
+  EXPECT_THAT(out.content, EndsWith("[timed out after 1.5s; process group killed]"));
   pid_t grandchild = std::stoi(testing::ReadFile(dir_.Join("gc.pid")));
   ExpectKilled(grandchild);
   EXPECT_EQ(::kill(grandchild, 0), -1);

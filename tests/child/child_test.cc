@@ -373,7 +373,7 @@ TEST_F(ChildTest, TimeoutKillsTheProcessGroupAndNothingOutlivesTheChild) {
   auto results = ResultsIn(1);
   ASSERT_EQ(results.size(), 2u);
   EXPECT_TRUE(results[1].is_error);
-  EXPECT_THAT(results[1].text, HasSubstr("timed out after 1.5 s; process group killed"));
+  EXPECT_THAT(results[1].text, HasSubstr("timed out after 1.5s; process group killed"));
   // The child has exited (Run reaped it): neither the grandchild nor the escaped one survives.
   EXPECT_THAT(ProcessesWithMarker(grandchild), ::testing::IsEmpty());
   EXPECT_THAT(ProcessesWithMarker(escaped), ::testing::IsEmpty());

@@ -1,0 +1,14 @@
+#include "base/format.h"
+
+#include <cstdio>
+
+namespace forkbox {
+
+std::string FormatSeconds(int64_t ms) {
+  if (ms % 1000 == 0) return std::to_string(ms / 1000) + "s";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1fs", static_cast<double>(ms) / 1000.0);
+  return buf;
+}
+
+}  // namespace forkbox

@@ -1,0 +1,12 @@
+// Human-readable figures shared by every message forkbox prints or shows the model.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace forkbox {
+
+// "2s" for whole seconds, else one decimal: "1.5s".
+std::string FormatSeconds(int64_t ms);
+
+}  // namespace forkbox

@@ -1,0 +1,19 @@
+#include "base/format.h"
+
+#include <gtest/gtest.h>
+
+namespace forkbox {
+namespace {
+
+TEST(FormatSecondsTest, WholeSecondsHaveNoDecimal) {
+  EXPECT_EQ(FormatSeconds(0), "0s");
+  EXPECT_EQ(FormatSeconds(120000), "120s");
+}
+
+TEST(FormatSecondsTest, FractionsKeepOneDecimal) {
+  EXPECT_EQ(FormatSeconds(1500), "1.5s");
+  EXPECT_EQ(FormatSeconds(250), "0.2s");
+}
+
+}  // namespace
+}  // namespace forkbox
