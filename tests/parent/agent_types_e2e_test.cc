@@ -18,6 +18,7 @@
 #include "base/process.h"
 #include "base/unique_fd.h"
 #include "tests/mock/mock_server.h"
+#include "tests/parent/replies.h"
 #include "tests/parent/run_forkbox.h"
 
 namespace forkbox::parent_test {
@@ -50,18 +51,6 @@ ToolCall Task(const std::string& type, const std::string& prompt) {
 }
 
 ToolCall Bash(const std::string& command) { return ToolCall{"bash", {{"command", command}}, ""}; }
-
-Reply Calls(std::vector<ToolCall> calls) {
-  Reply r;
-  r.tool_calls = std::move(calls);
-  return r;
-}
-
-Reply Text(const std::string& text) {
-  Reply r;
-  r.text = text;
-  return r;
-}
 
 // A write: none agent with all four tools: whatever fails for it is refused by the kernel.
 constexpr char kLockdownAgent[] =

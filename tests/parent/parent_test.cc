@@ -22,6 +22,7 @@
 #include <sstream>
 
 #include "tests/mock/mock_server.h"
+#include "tests/parent/replies.h"
 #include "tests/parent/run_forkbox.h"
 
 namespace forkbox::parent_test {
@@ -39,22 +40,6 @@ std::string FakeChild(const std::string& mode) {
 
 bool IsParent(const RecordedRequest& r) { return r.format && r.view.HasTool("task"); }
 bool IsChild(const RecordedRequest& r) { return r.format && !r.view.HasTool("task"); }
-
-Reply Text(const std::string& text, int64_t in = 0, int64_t out = 0) {
-  Reply r;
-  r.text = text;
-  r.usage.input_tokens = in;
-  r.usage.output_tokens = out;
-  return r;
-}
-
-Reply Calls(std::vector<ToolCall> calls, int64_t in = 0, int64_t out = 0) {
-  Reply r;
-  r.tool_calls = std::move(calls);
-  r.usage.input_tokens = in;
-  r.usage.output_tokens = out;
-  return r;
-}
 
 ToolCall Task(const std::string& prompt, const std::string& description) {
   return ToolCall{"task", {{"prompt", prompt}, {"description", description}}, ""};
