@@ -17,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::sandbox {
@@ -168,6 +169,8 @@ bool PidsCgroup::InForkboxCgroup() {
 
 Status JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks) {
   if (!policy.enabled || PidsCgroup::Hierarchy().empty()) return Status::Ok();
+  // Every task and tool then gets a PID namespace capped by its pid_max: no cgroup is needed.
+  if (RootPidNamespaceMax(Layer2Available(), policy.rlimit_nproc) > 0) return Status::Ok();
   const int64_t tasks = concurrent_tasks < 1 ? 1 : concurrent_tasks;
   return PidsCgroup::JoinSession(policy.rlimit_nproc * (tasks + 1))
       .WithContext("fork-bomb limit for uid 0");
@@ -186,6 +189,10 @@ int64_t PidNamespaceMaxFor(int64_t max_pids) {
   if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2) return 0;
   if (major < 6 || (major == 6 && minor < 14)) return 0;
   return max_pids + 1;
+}
+
+int64_t RootPidNamespaceMax(bool layer2, int64_t max_pids) {
+  return layer2 && geteuid() == 0 ? PidNamespaceMaxFor(max_pids) : 0;
 }
 
 int LimitPidNamespaceRaw(int64_t pid_max, const char** step) {

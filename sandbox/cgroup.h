@@ -56,6 +56,10 @@ int JoinCgroupRaw(int procs_fd);
 // under /proc/sys. Returns the pid_max to write, or 0 when a pids cgroup is needed instead.
 int64_t PidNamespaceMaxFor(int64_t max_pids);
 
+// PidNamespaceMaxFor for a process that gets a fresh PID namespace (`layer2`) as uid 0, where
+// RLIMIT_NPROC does not apply; 0 otherwise (a non-root user is held by RLIMIT_NPROC).
+int64_t RootPidNamespaceMax(bool layer2, int64_t max_pids);
+
 // Async-signal-safe: writes `pid_max` to /proc/sys/kernel/pid_max of the calling process's PID
 // namespace (its owner, before dropping capabilities). 0 or errno; `*step` names the call.
 int LimitPidNamespaceRaw(int64_t pid_max, const char** step);

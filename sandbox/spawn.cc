@@ -11,14 +11,6 @@
 #include "sandbox/sandbox.h"
 
 namespace forkbox::sandbox {
-namespace {
-
-// uid 0 in a fresh PID namespace: the namespace's pid_max caps the command (0: not usable here).
-int64_t PidNamespaceMax(bool layer2, const Policy& policy) {
-  return layer2 && geteuid() == 0 ? PidNamespaceMaxFor(policy.rlimit_nproc) : 0;
-}
-
-}  // namespace
 
 Sandbox::Sandbox(Policy policy, Report report, bool inside_agent)
     : policy_(std::move(policy)), report_(std::move(report)), inside_agent_(inside_agent) {}
@@ -41,7 +33,7 @@ Result<Sandbox> Sandbox::ForTools(Policy policy) {
   // uid 0: RLIMIT_NPROC does not apply; one pids cgroup holds every command of this handle,
   // unless each command's own PID namespace caps it (no cgroup attach per command). A launcher
   // that joined a session cgroup (the parent) is capped already.
-  if (PidNamespaceMax(sandbox.report_.layer == 2, sandbox.policy_) == 0 &&
+  if (RootPidNamespaceMax(sandbox.report_.layer == 2, sandbox.policy_.rlimit_nproc) == 0 &&
       !PidsCgroup::Hierarchy().empty() && !PidsCgroup::InForkboxCgroup()) {
     Result<PidsCgroup> created = PidsCgroup::Create(sandbox.policy_.rlimit_nproc);
     if (!created.ok()) return created.status().WithContext("fork-bomb limit for uid 0");
@@ -70,7 +62,7 @@ Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
   }
   options.carry_fds.push_back(&plan->ruleset_fd);
   if (plan->cgroup_procs_fd >= 0) options.carry_fds.push_back(&plan->cgroup_procs_fd);
-  plan->pid_max = PidNamespaceMax(plan->layer2, policy_);
+  plan->pid_max = RootPidNamespaceMax(plan->layer2, policy_.rlimit_nproc);
   options.clone_flags = CloneFlags(*plan);
   options.steps.push_back(ContainStep(*plan));
   return forkbox::Spawn(options);

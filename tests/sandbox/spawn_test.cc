@@ -418,6 +418,12 @@ TEST(JoinSessionProcessLimit, RootSpawnsInheritTheSessionCgroup) {
   if (PidsCgroup::Hierarchy().empty()) GTEST_SKIP() << "needs uid 0 and a writable pids cgroup";
   Policy policy = MakePolicy(MakeTempDir("spawn-session"));
   ASSERT_FALSE(PidsCgroup::InForkboxCgroup());
+  if (RootPidNamespaceMax(Layer2Available(), policy.rlimit_nproc) > 0) {
+    // Every task and tool gets its own capped PID namespace: the session needs no cgroup.
+    ASSERT_TRUE(JoinSessionProcessLimit(policy, 2).ok());
+    EXPECT_FALSE(PidsCgroup::InForkboxCgroup());
+    policy.rlimit_nproc = 100;  // Below what a pid_max can express: the cgroup it is.
+  }
   ASSERT_TRUE(JoinSessionProcessLimit(policy, 2).ok());
   ASSERT_TRUE(PidsCgroup::InForkboxCgroup());
   std::string mine = ReadFile("/proc/self/cgroup");
