@@ -64,6 +64,7 @@ Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
   if (plan->cgroup_procs_fd >= 0) options.carry_fds.push_back(&plan->cgroup_procs_fd);
   plan->pid_max = RootPidNamespaceMax(plan->layer2, policy_.rlimit_nproc);
   options.clone_flags = CloneFlags(*plan);
+  options.keeper_step = plan->layer2;  // The namespace init waits for the command.
   options.steps.push_back(ContainStep(*plan));
   return forkbox::Spawn(options);
 }
