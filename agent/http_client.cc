@@ -30,8 +30,9 @@ Result<std::string> ModulePath() {
 Result<const http_module::Api*> Open() {
   Result<std::string> path = ModulePath();
   if (!path.ok()) return path.status();
-  // RTLD_LOCAL: curl's symbols stay out of the global scope; RTLD_NOW: fail here, not mid-call.
-  void* handle = dlopen(path->c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_LOCAL: curl's symbols stay out of the global scope. RTLD_LAZY, as a linked libcurl
+  // was: resolving every function of curl's ~35 libraries up front (RTLD_NOW) costs milliseconds.
+  void* handle = dlopen(path->c_str(), RTLD_LAZY | RTLD_LOCAL);
   if (handle == nullptr) {
     std::string why = dlerror();
     if (why.rfind(*path + ": ", 0) == 0) why.erase(0, path->size() + 2);
