@@ -31,7 +31,7 @@ USER agent
 FROM debian:12
 COPY scripts/setup.sh /tmp/setup.sh
 RUN /tmp/setup.sh --runtime && rm -rf /var/lib/apt/lists/* /tmp/setup.sh
-COPY --from=build /opt/forkbox/bin/ /usr/local/bin/
+COPY --from=build /opt/forkbox/ /usr/local/
 RUN useradd --create-home agent
 USER agent
 ENTRYPOINT ["/usr/local/bin/forkbox"]

@@ -1,221 +1,92 @@
+// The loader side of the HTTP client: finds the HTTP module next to the executable, dlopens it
+// once and forwards every call through its table (agent/http_module.h).
 #include "agent/http_client.h"
 
-#include <curl/curl.h>
-#include <strings.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <unistd.h>
 
-#include <cstring>
-#include <mutex>
+#include <cerrno>
+
+#include "agent/http_module.h"
+
+#ifndef FORKBOX_HTTP_MODULE_RELPATH
+#error "FORKBOX_HTTP_MODULE_RELPATH (the module's path relative to the executable's dir) is unset"
+#endif
 
 namespace forkbox::agent {
-
 namespace {
 
-// curl_global_init is not thread-safe and must run once per process.
-bool GlobalInit(std::string* error) {
-  static std::once_flag once;
-  static CURLcode rc = CURLE_OK;
-  std::call_once(once, [] { rc = curl_global_init(CURL_GLOBAL_DEFAULT); });
-  if (rc != CURLE_OK) {
-    *error = std::string("curl_global_init: ") + curl_easy_strerror(rc);
+// The module's absolute path: the directory of /proc/self/exe plus the configured relative path.
+Result<std::string> ModulePath() {
+  char exe[PATH_MAX];
+  ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
+  if (n < 0) return Status::FromErrno(errno, "readlink /proc/self/exe (to find the HTTP module)");
+  std::string path(exe, static_cast<size_t>(n));
+  path.resize(path.rfind('/') + 1);
+  return path + FORKBOX_HTTP_MODULE_RELPATH;
+}
+
+Result<const http_module::Api*> Open() {
+  Result<std::string> path = ModulePath();
+  if (!path.ok()) return path.status();
+  // RTLD_LOCAL: curl's symbols stay out of the global scope. RTLD_LAZY, as a linked libcurl
+  // was: resolving every function of curl's ~35 libraries up front (RTLD_NOW) costs milliseconds.
+  void* handle = dlopen(path->c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (handle == nullptr) {
+    std::string why = dlerror();
+    if (why.rfind(*path + ": ", 0) == 0) why.erase(0, path->size() + 2);
+    return Status::Unavailable("cannot load the HTTP module " + *path + " (" + why +
+                               "; cmake --install puts it there)");
+  }
+  auto entry = reinterpret_cast<http_module::EntryPoint>(dlsym(handle, http_module::kEntryPoint));
+  const http_module::Api* api = entry != nullptr ? entry() : nullptr;
+  if (api == nullptr || api->abi_version != http_module::kAbiVersion) {
+    dlclose(handle);
+    return Status::Unavailable("the HTTP module " + *path + " is not this build's (" +
+                               http_module::kEntryPoint + " missing or of another version)");
+  }
+  return api;  // Never unloaded: curl's global state lives until exit.
+}
+
+// The module, loaded on first use; the process-wide dlopen handle is inherent to dlopen.
+const Result<const http_module::Api*>& Module() {
+  static const Result<const http_module::Api*> module = Open();
+  return module;
+}
+
+}  // namespace
+
+Status LoadHttp() { return Module().status(); }
+
+bool WarmUpHttp(std::string* error) {
+  const Result<const http_module::Api*>& api = Module();
+  if (!api.ok()) {
+    *error = api.status().message();
     return false;
   }
-  return true;
+  return (*api)->global_init(error);
 }
 
-}  // namespace
+HttpClient::HttpClient(const http_module::Api* api, void* curl, const HttpTimeouts& timeouts)
+    : api_(api), curl_(curl), timeouts_(timeouts) {}
 
-bool WarmUpHttp(std::string* error) { return GlobalInit(error); }
-
-namespace {
-
-// Frees a header list after zeroing every string in it: the list holds the API key.
-struct SlistDeleter {
-  void operator()(curl_slist* list) const {
-    for (curl_slist* item = list; item != nullptr; item = item->next) {
-      if (item->data != nullptr) ::explicit_bzero(item->data, std::strlen(item->data));
-    }
-    curl_slist_free_all(list);
-  }
-};
-using Slist = std::unique_ptr<curl_slist, SlistDeleter>;
-
-// The response headers the model clients read (provider.cc); curl parses them.
-constexpr const char* kResponseHeaders[] = {"content-type",   "request-id",     "x-request-id",
-                                            "x-should-retry", "retry-after-ms", "retry-after"};
-
-void CollectHeaders(CURL* curl, HttpResult* result) {
-  for (const char* name : kResponseHeaders) {
-    curl_header* h = nullptr;
-    // -1: the last request of the transfer, i.e. the final response (after 100 Continue).
-    if (curl_easy_header(curl, name, 0, CURLH_HEADER, -1, &h) == CURLHE_OK && h != nullptr) {
-      result->headers[name] = h->value;
-    }
-  }
-  curl_off_t retry_after = 0;
-  if (curl_easy_getinfo(curl, CURLINFO_RETRY_AFTER, &retry_after) == CURLE_OK && retry_after > 0) {
-    result->retry_after = std::chrono::seconds(retry_after);
-  }
-}
-
-}  // namespace
-
-struct HttpClient::Transfer {
-  CURL* curl = nullptr;
-  const BodySink* sink = nullptr;
-  const CancelCheck* cancelled = nullptr;
-  HttpResult* result = nullptr;
-  int64_t idle_ms = 0;
-  std::chrono::steady_clock::time_point last_byte;
-  bool streaming_body = false;  // Decided once the status is known.
-  bool status_seen = false;
-
-  // Headers are parsed by curl (CollectHeaders); a header byte is activity all the same.
-  static size_t OnHeader(char*, size_t size, size_t n, void* user) {
-    static_cast<Transfer*>(user)->last_byte = std::chrono::steady_clock::now();
-    return size * n;
-  }
-
-  static size_t OnBody(char* data, size_t size, size_t n, void* user) {
-    auto* t = static_cast<Transfer*>(user);
-    const size_t len = size * n;
-    t->last_byte = std::chrono::steady_clock::now();
-    if (!t->status_seen) {
-      t->status_seen = true;
-      long status = 0;
-      if (curl_easy_getinfo(t->curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK) {
-        t->result->status = status;
-      }
-      t->streaming_body =
-          t->sink != nullptr && *t->sink && t->result->status >= 200 && t->result->status < 300;
-    }
-    if (t->streaming_body) {
-      if (!(*t->sink)(std::string_view(data, len))) {
-        t->result->aborted_by_caller = true;
-        return CURL_WRITEFUNC_ERROR;
-      }
-      return len;
-    }
-    // Error bodies are small; cap them anyway so a hostile server cannot exhaust memory.
-    constexpr size_t kMaxBody = 256 * 1024 * 1024;
-    if (t->result->body.size() + len > kMaxBody) return CURL_WRITEFUNC_ERROR;
-    t->result->body.append(data, len);
-    return len;
-  }
-
-  // Called by curl often (at least once per second) while the transfer runs.
-  static int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
-    auto* t = static_cast<Transfer*>(user);
-    if (t->cancelled != nullptr && *t->cancelled && (*t->cancelled)()) {
-      t->result->cancelled = true;
-      return 1;  // Aborts with CURLE_ABORTED_BY_CALLBACK.
-    }
-    const auto silent = std::chrono::steady_clock::now() - t->last_byte;
-    if (silent > std::chrono::milliseconds(t->idle_ms)) {
-      t->result->idle_timeout = true;
-      return 1;  // Aborts with CURLE_ABORTED_BY_CALLBACK.
-    }
-    return 0;
-  }
-};
-
-HttpClient::HttpClient(void* curl, const HttpTimeouts& timeouts)
-    : curl_(curl), timeouts_(timeouts) {}
-
-HttpClient::~HttpClient() { curl_easy_cleanup(static_cast<CURL*>(curl_)); }
+HttpClient::~HttpClient() { api_->destroy(curl_); }
 
 std::unique_ptr<HttpClient> HttpClient::Create(const HttpTimeouts& timeouts, std::string* error) {
-  if (!GlobalInit(error)) return nullptr;
-  CURL* curl = curl_easy_init();
-  if (curl == nullptr) {
-    *error = "curl_easy_init failed";
+  const Result<const http_module::Api*>& api = Module();
+  if (!api.ok()) {
+    *error = api.status().message();
     return nullptr;
   }
-  return std::unique_ptr<HttpClient>(new HttpClient(curl, timeouts));
+  void* curl = (*api)->create(error);
+  if (curl == nullptr) return nullptr;
+  return std::unique_ptr<HttpClient>(new HttpClient(*api, curl, timeouts));
 }
 
 HttpResult HttpClient::Post(const std::string& url, const std::vector<std::string>& headers,
                             const std::string& body, const BodySink& sink) {
-  CURL* curl = static_cast<CURL*>(curl_);
-  HttpResult result;
-  Transfer transfer;
-  transfer.curl = curl;
-  transfer.sink = &sink;
-  transfer.cancelled = &cancelled_;
-  transfer.result = &result;
-  transfer.idle_ms = timeouts_.idle_ms;
-  transfer.last_byte = std::chrono::steady_clock::now();
-
-  Slist list;
-  for (const std::string& h : headers) {
-    curl_slist* next = curl_slist_append(list.get(), h.c_str());
-    if (next == nullptr) {
-      result.transport_error = "curl_slist_append: out of memory";
-      return result;
-    }
-    (void)list.release();
-    list.reset(next);
-  }
-  // Large bodies must not wait for a 100-continue round trip.
-  if (curl_slist* next = curl_slist_append(list.get(), "Expect:")) {
-    (void)list.release();
-    list.reset(next);
-  }
-
-  char errbuf[CURL_ERROR_SIZE] = {};
-  CURLcode rc = CURLE_OK;
-  auto set = [&](CURLoption option, auto value) {
-    if (rc == CURLE_OK) rc = curl_easy_setopt(curl, option, value);
-  };
-  set(CURLOPT_URL, url.c_str());
-  set(CURLOPT_POST, 1L);
-  set(CURLOPT_POSTFIELDS, body.data());
-  set(CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(body.size()));
-  set(CURLOPT_HTTPHEADER, list.get());
-  set(CURLOPT_NOSIGNAL, 1L);  // Threads: no SIGALRM-based DNS timeouts.
-  set(CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(timeouts_.connect_ms));
-  set(CURLOPT_TIMEOUT_MS, static_cast<long>(timeouts_.total_ms));
-  set(CURLOPT_TCP_KEEPALIVE, 1L);
-  set(CURLOPT_FOLLOWLOCATION, 0L);  // A POST must not silently become a GET elsewhere.
-  set(CURLOPT_PROTOCOLS_STR, "http,https");
-  set(CURLOPT_HEADERFUNCTION, &Transfer::OnHeader);
-  set(CURLOPT_HEADERDATA, &transfer);
-  set(CURLOPT_WRITEFUNCTION, &Transfer::OnBody);
-  set(CURLOPT_WRITEDATA, &transfer);
-  set(CURLOPT_XFERINFOFUNCTION, &Transfer::OnProgress);
-  set(CURLOPT_XFERINFODATA, &transfer);
-  set(CURLOPT_NOPROGRESS, 0L);
-  set(CURLOPT_ERRORBUFFER, errbuf);
-  if (rc != CURLE_OK) {
-    result.curl_code = rc;
-    result.transport_error = std::string("curl_easy_setopt: ") + curl_easy_strerror(rc);
-    return result;
-  }
-
-  rc = curl_easy_perform(curl);
-  long status = 0;
-  if (curl_easy_getinfo(curl, CURLINFO_RESPONSE_CODE, &status) == CURLE_OK && status != 0) {
-    result.status = status;
-  }
-  CollectHeaders(curl, &result);
-  long connects = 0;
-  if (curl_easy_getinfo(curl, CURLINFO_NUM_CONNECTS, &connects) == CURLE_OK) {
-    result.reused_connection = connects == 0 && rc == CURLE_OK;
-  }
-  if (rc != CURLE_OK) {
-    result.curl_code = rc;
-    if (result.idle_timeout) {
-      result.transport_error =
-          "idle timeout: no data from the server for " + std::to_string(timeouts_.idle_ms) + " ms";
-    } else {
-      result.transport_error = curl_easy_strerror(rc);
-      if (errbuf[0] != '\0') result.transport_error += std::string(": ") + errbuf;
-    }
-  }
-  // Drop references to this call's buffers so the handle holds nothing dangling.
-  curl_easy_setopt(curl, CURLOPT_HTTPHEADER, nullptr);
-  curl_easy_setopt(curl, CURLOPT_POSTFIELDS, nullptr);
-  curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, nullptr);
-  return result;
+  return api_->post(curl_, timeouts_, url, headers, body, sink, cancelled_);
 }
 
 }  // namespace forkbox::agent

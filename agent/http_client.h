@@ -1,5 +1,8 @@
 // A blocking HTTP POST client over one reused libcurl easy handle (keep-alive across calls).
 // Not thread-safe: one HttpClient per thread (each Provider owns one).
+// libcurl lives in the HTTP module, <executable's dir>/FORKBOX_HTTP_MODULE_RELPATH (the build and
+// `cmake --install` lay it out so; never searched on LD_LIBRARY_PATH or in the cwd), loaded the
+// first time a process needs HTTP: binaries that never talk to a model do not pay for libcurl.
 #pragma once
 
 #include <chrono>
@@ -13,8 +16,13 @@
 
 #include "agent/cancel.h"
 #include "agent/retry.h"
+#include "base/status.h"
 
 namespace forkbox::agent {
+
+namespace http_module {
+struct Api;
+}
 
 struct HttpTimeouts {
   int64_t connect_ms = 10'000;
@@ -40,8 +48,14 @@ struct HttpResult {
   std::string body;  // The body, unless it was handed to the body callback.
 };
 
-// Runs curl_global_init (TLS library set-up, several milliseconds) once per process. A standby
-// child calls it while it waits for a task; HttpClient::Create calls it too. False sets *error.
+// Loads the HTTP module once per process (dlopen of the module and libcurl's libraries, a few
+// milliseconds). Call it before confining the process if the confinement might refuse the load;
+// WarmUpHttp and HttpClient::Create call it too. The error names the module file.
+Status LoadHttp();
+
+// Loads the module and runs curl_global_init (TLS library set-up, several milliseconds) once per
+// process. A standby child calls it while it waits for a task; HttpClient::Create calls it too.
+// False sets *error.
 bool WarmUpHttp(std::string* error);
 
 class HttpClient {
@@ -53,7 +67,7 @@ class HttpClient {
   HttpClient& operator=(const HttpClient&) = delete;
   ~HttpClient();
 
-  // Returns nullptr and sets *error if curl cannot be initialised.
+  // Returns nullptr and sets *error if the module cannot be loaded or curl initialised.
   static std::unique_ptr<HttpClient> Create(const HttpTimeouts& timeouts, std::string* error);
 
   // POSTs `body` to `url` with `headers` ("Name: value"). With a `sink`, a 2xx body streams into
@@ -67,9 +81,9 @@ class HttpClient {
   void SetCancelCheck(CancelCheck cancelled) { cancelled_ = std::move(cancelled); }
 
  private:
-  struct Transfer;
-  explicit HttpClient(void* curl, const HttpTimeouts& timeouts);
-  void* curl_;  // CURL*; kept opaque so curl.h stays out of the header.
+  HttpClient(const http_module::Api* api, void* curl, const HttpTimeouts& timeouts);
+  const http_module::Api* api_;
+  void* curl_;  // CURL*, owned; opaque: curl lives in the module.
   HttpTimeouts timeouts_;
   CancelCheck cancelled_;
 };

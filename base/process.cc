@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -143,6 +144,40 @@ struct ChildPlan {
   ::sigprocmask(SIG_SETMASK, &none, nullptr);
   ::execve(plan.argv[0], plan.argv, plan.envp);
   Fail(err_fd, Stage::kExec, errno);
+}
+
+struct SharedChild {
+  const ChildPlan* plan;
+  int err_fd;
+};
+
+int RunSharedChild(void* arg) {
+  const auto* c = static_cast<const SharedChild*>(arg);
+  RunChild(*c->plan, c->err_fd);
+}
+
+// clone(CLONE_VM | CLONE_VFORK) on a stack of its own (posix_spawn's way): the child borrows the
+// caller's memory until execve, while the calling thread is suspended, so nothing is copied. The
+// child's writes (errno, the carried fd numbers) land in the caller's memory, which is why
+// RunChild only makes raw, async-signal-safe calls. Returns the pid or -1 with errno.
+long CloneSharingMemory(const ChildPlan& plan, int err_fd, int* pidfd) {
+  constexpr size_t kGuard = 4096, kStack = 256 * 1024;
+  void* map = ::mmap(nullptr, kGuard + kStack, PROT_READ | PROT_WRITE,
+                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (map == MAP_FAILED) return -1;
+  if (::mprotect(map, kGuard, PROT_NONE) != 0) {  // An overflow faults instead of corrupting.
+    int err = errno;
+    ::munmap(map, kGuard + kStack);
+    errno = err;
+    return -1;
+  }
+  SharedChild child{&plan, err_fd};
+  long pid = ::clone(RunSharedChild, static_cast<char*>(map) + kGuard + kStack,
+                     CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &child, pidfd);
+  int err = errno;
+  ::munmap(map, kGuard + kStack);  // The child has exec'ed or exited: the stack is free again.
+  errno = err;
+  return pid;
 }
 
 Status CheckNoNul(const std::string& s, const std::string& what) {
@@ -364,9 +399,14 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
   // Raw clone: glibc's fork() takes no namespace flags. The child only makes async-signal-safe
   // calls, so skipping the atfork handlers is fine.
   int pidfd = -1;
-  long pid = ::syscall(SYS_clone, options.clone_flags | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd,
-                       nullptr, nullptr);
-  if (pid == 0) RunChild(plan, err_pipe->write.get());
+  long pid = -1;
+  if (options.clone_flags == 0 && !options.keeper_step) {
+    pid = CloneSharingMemory(plan, err_pipe->write.get(), &pidfd);
+  } else {
+    pid = ::syscall(SYS_clone, options.clone_flags | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd,
+                    nullptr, nullptr);
+    if (pid == 0) RunChild(plan, err_pipe->write.get());
+  }
   int clone_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) return Status::FromErrno(clone_errno, "clone");

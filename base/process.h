@@ -69,12 +69,19 @@ struct SpawnOptions {
   // Everything else above 2 that is not a target is closed (close_range) before the steps.
   std::vector<std::pair<int, int>> fds;
   // Descriptors the steps need (e.g. a Landlock ruleset): kept open, close-on-exec, above every
-  // target; in the child *p is updated to the descriptor's new number before the steps run.
+  // target; in the child *p is updated to the descriptor's new number before the steps run (when
+  // the child shares the caller's memory, the caller's *p is that number after Spawn returns).
   std::vector<int*> carry_fds;
   bool new_session = false;  // setsid(): the child leads its own session and process group.
   // Extra clone(2) flags, e.g. CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID: the child starts in
-  // fresh namespaces. 0: a plain fork.
+  // fresh namespaces. 0 (and no keeper step): the child shares the caller's memory until execve
+  // (CLONE_VM | CLONE_VFORK on a stack of its own, like posix_spawn): no page tables of a large
+  // caller are copied, and the calling thread waits until execve (it would wait for the error
+  // pipe anyway).
   unsigned long clone_flags = 0;
+  // A step forks and the spawned process itself never execs (a namespace init that waits for the
+  // command): its memory must be its own, so no CLONE_VM.
+  bool keeper_step = false;
   std::vector<SpawnStep> steps;
 };
 

@@ -207,6 +207,8 @@ Status Task::EnterSandbox() {
   Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(policy_.workdir);
   if (!workdir_fd.ok()) return workdir_fd.status();
   workdir_fd_ = std::move(*workdir_fd);
+  // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may read.
+  FORKBOX_RETURN_IF_ERROR(agent::LoadHttp());
   std::vector<int> keep = {ipc::kChildReportWriteFd, workdir_fd_->get()};
   if (transcript_fd_) keep.push_back(*transcript_fd_);
   if (standby_) keep.push_back(ipc::kChildControlReadFd);

@@ -4,10 +4,12 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/utsname.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <mutex>
@@ -15,6 +17,7 @@
 #include <string>
 #include <utility>
 
+#include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::sandbox {
@@ -166,6 +169,8 @@ bool PidsCgroup::InForkboxCgroup() {
 
 Status JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks) {
   if (!policy.enabled || PidsCgroup::Hierarchy().empty()) return Status::Ok();
+  // Every task and tool then gets a PID namespace capped by its pid_max: no cgroup is needed.
+  if (RootPidNamespaceMax(Layer2Available(), policy.rlimit_nproc) > 0) return Status::Ok();
   const int64_t tasks = concurrent_tasks < 1 ? 1 : concurrent_tasks;
   return PidsCgroup::JoinSession(policy.rlimit_nproc * (tasks + 1))
       .WithContext("fork-bomb limit for uid 0");
@@ -174,6 +179,37 @@ Status JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks) {
 int JoinCgroupRaw(int procs_fd) {
   if (write(procs_fd, "0", 1) != 1) return errno;
   return 0;
+}
+
+int64_t PidNamespaceMaxFor(int64_t max_pids) {
+  constexpr int64_t kMinPidMax = 301;  // RESERVED_PIDS + 1, the kernel's floor for pid_max.
+  if (max_pids <= 0 || max_pids + 1 < kMinPidMax) return 0;
+  utsname u{};
+  int major = 0, minor = 0;
+  if (uname(&u) != 0 || std::sscanf(u.release, "%d.%d", &major, &minor) != 2) return 0;
+  if (major < 6 || (major == 6 && minor < 14)) return 0;
+  return max_pids + 1;
+}
+
+int64_t RootPidNamespaceMax(bool layer2, int64_t max_pids) {
+  return layer2 && geteuid() == 0 ? PidNamespaceMaxFor(max_pids) : 0;
+}
+
+int LimitPidNamespaceRaw(int64_t pid_max, const char** step) {
+  *step = "open /proc/sys/kernel/pid_max of the command's PID namespace";
+  int fd = open("/proc/sys/kernel/pid_max", O_WRONLY | O_CLOEXEC);
+  if (fd < 0) return errno;
+  char digits[24];
+  char* end = digits + sizeof(digits);
+  char* p = end;
+  for (uint64_t v = static_cast<uint64_t>(pid_max); p == end || v != 0; v /= 10) {
+    *--p = static_cast<char>('0' + v % 10);
+  }
+  *step = "write /proc/sys/kernel/pid_max of the command's PID namespace";
+  ssize_t n = write(fd, p, static_cast<size_t>(end - p));
+  int err = n == end - p ? 0 : (n < 0 ? errno : EIO);
+  close(fd);
+  return err;
 }
 
 }  // namespace forkbox::sandbox

@@ -47,4 +47,21 @@ class PidsCgroup {
 // 0 or errno.
 int JoinCgroupRaw(int procs_fd);
 
+// The other fork-bomb limit for uid 0, without a cgroup attach (a cgroup v1 attach waits for an
+// RCU grace period, 5-20 ms per command): the pid_max of a tool's own PID namespace, which the
+// kernel keeps per namespace since Linux 6.14. With pid_max = max_pids + 1 at most max_pids
+// processes live in the namespace (the kernel never hands out a pid at or above it; nested
+// namespaces take a pid here too). Usable when the kernel is >= 6.14 and max_pids + 1 is at
+// least the kernel's minimum pid_max (301). The tools cannot raise it: Landlock refuses writes
+// under /proc/sys. Returns the pid_max to write, or 0 when a pids cgroup is needed instead.
+int64_t PidNamespaceMaxFor(int64_t max_pids);
+
+// PidNamespaceMaxFor for a process that gets a fresh PID namespace (`layer2`) as uid 0, where
+// RLIMIT_NPROC does not apply; 0 otherwise (a non-root user is held by RLIMIT_NPROC).
+int64_t RootPidNamespaceMax(bool layer2, int64_t max_pids);
+
+// Async-signal-safe: writes `pid_max` to /proc/sys/kernel/pid_max of the calling process's PID
+// namespace (its owner, before dropping capabilities). 0 or errno; `*step` names the call.
+int LimitPidNamespaceRaw(int64_t pid_max, const char** step);
+
 }  // namespace forkbox::sandbox

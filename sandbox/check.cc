@@ -145,10 +145,17 @@ void AddPrivileges(const Policy& policy, Report& r) {
           std::to_string(policy.rlimit_as_bytes) + ", nofile " +
           std::to_string(policy.rlimit_nofile) + ", nproc " + std::to_string(policy.rlimit_nproc));
   const std::string cgroup = PidsCgroup::Hierarchy();
+  const int64_t pid_max = RootPidNamespaceMax(layer2, policy.rlimit_nproc);
   if (!root) {
     Add(r, "fork bomb", "active",
         "RLIMIT_NPROC " + std::to_string(policy.rlimit_nproc) + " (non-root)" +
             (layer2 ? ", counted inside the task's user namespace" : ""));
+  } else if (pid_max > 0) {
+    Add(r, "fork bomb", "active",
+        "uid 0: RLIMIT_NPROC does not apply; each task's and each tool command's PID namespace "
+        "holds at most " +
+            std::to_string(policy.rlimit_nproc) + " processes (pid_max " + std::to_string(pid_max) +
+            ")");
   } else if (!cgroup.empty()) {
     Add(r, "fork bomb", "active",
         "uid 0: RLIMIT_NPROC does not apply; held by a pids cgroup (" + cgroup +

@@ -145,7 +145,8 @@ int EnterNamespacesRaw(ContainPlan& p, const char** step) {
   *step = "namespace keeper already exited";
   if (poll(&pfd, 1, 0) != 0) return ESRCH;
   close(keeper);
-  return SetUpMountsRaw(p.mounts, step);
+  if (int err = SetUpMountsRaw(p.mounts, step)) return err;
+  return p.pid_max > 0 ? LimitPidNamespaceRaw(p.pid_max, step) : 0;
 }
 
 int RestrictRaw(const ContainPlan& p, const char** step) {

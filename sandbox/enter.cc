@@ -38,8 +38,9 @@ Status CloseAllExcept(std::vector<int> keep) {
 
 // uid 0: RLIMIT_NPROC does not apply, a pids cgroup holds the fork bomb (agent and tools). A
 // launcher that joined a session cgroup (the parent) already caps us: skip the slow attach.
-Result<PidsCgroup> AgentCgroup(const Policy& policy) {
+Result<PidsCgroup> AgentCgroup(const Policy& policy, bool layer2) {
   if (PidsCgroup::Hierarchy().empty() || PidsCgroup::InForkboxCgroup()) return PidsCgroup();
+  if (RootPidNamespaceMax(layer2, policy.rlimit_nproc) > 0) return PidsCgroup();  // pid_max.
   Result<PidsCgroup> created = PidsCgroup::Create(policy.rlimit_nproc);
   if (!created.ok()) return created.status().WithContext("fork-bomb limit for uid 0");
   return created;
@@ -60,10 +61,11 @@ Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> kee
   // What is in force, probed now: the layer-2 probe clones namespaces, which the agent's own
   // filter refuses afterwards.
   Report report = Check(policy);
-  Result<PidsCgroup> cgroup = AgentCgroup(policy);
+  Result<PidsCgroup> cgroup = AgentCgroup(policy, report.layer == 2);
   if (!cgroup.ok()) return cgroup.status();
   Result<ContainPlan> plan = PrepareAgent(policy, abi, report.layer == 2, cgroup->procs_fd());
   if (!plan.ok()) return plan.status();
+  plan->pid_max = RootPidNamespaceMax(report.layer == 2, policy.rlimit_nproc);
 
   std::vector<int> keep(keep_fds.begin(), keep_fds.end());
   keep.push_back(plan->ruleset_fd);

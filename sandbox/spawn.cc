@@ -30,9 +30,11 @@ Result<Sandbox> Sandbox::ForTools(Policy policy) {
   FORKBOX_RETURN_IF_ERROR(CheckEnforceable(&abi));
   Report report = Check(policy);
   Sandbox sandbox(std::move(policy), std::move(report), false);
-  // uid 0: RLIMIT_NPROC does not apply; one pids cgroup holds every command of this handle. A
-  // launcher that joined a session cgroup (the parent) is capped already.
-  if (!PidsCgroup::Hierarchy().empty() && !PidsCgroup::InForkboxCgroup()) {
+  // uid 0: RLIMIT_NPROC does not apply; one pids cgroup holds every command of this handle,
+  // unless each command's own PID namespace caps it (no cgroup attach per command). A launcher
+  // that joined a session cgroup (the parent) is capped already.
+  if (RootPidNamespaceMax(sandbox.report_.layer == 2, sandbox.policy_.rlimit_nproc) == 0 &&
+      !PidsCgroup::Hierarchy().empty() && !PidsCgroup::InForkboxCgroup()) {
     Result<PidsCgroup> created = PidsCgroup::Create(sandbox.policy_.rlimit_nproc);
     if (!created.ok()) return created.status().WithContext("fork-bomb limit for uid 0");
     sandbox.cgroup_ = std::make_unique<PidsCgroup>(std::move(*created));
@@ -60,7 +62,9 @@ Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
   }
   options.carry_fds.push_back(&plan->ruleset_fd);
   if (plan->cgroup_procs_fd >= 0) options.carry_fds.push_back(&plan->cgroup_procs_fd);
+  plan->pid_max = RootPidNamespaceMax(plan->layer2, policy_.rlimit_nproc);
   options.clone_flags = CloneFlags(*plan);
+  options.keeper_step = plan->layer2;  // The namespace init waits for the command.
   options.steps.push_back(ContainStep(*plan));
   return forkbox::Spawn(options);
 }

@@ -22,6 +22,8 @@
 #include "base/unique_fd.h"
 #include "ipc/frame.h"
 #include "ipc/messages.h"
+#include "sandbox/cgroup.h"
+#include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 #include "tests/mock/mock_server.h"
 
@@ -541,6 +543,46 @@ TEST_F(ChildTest, StandbyRunsTheTaskUnderTheSandboxItPrepared) {
   for (; !ec && it != std::filesystem::directory_iterator(); ++it) {
     EXPECT_EQ(it->path().filename(), ".gitignore") << it->path();
   }
+}
+
+// Issue 18: as root in layer 2 the task's own PID namespace holds a fork bomb (pid_max), with no
+// pids cgroup attach on the task's clock.
+TEST_F(ChildTest, RootTaskIsCappedByItsPidNamespace) {
+  const int64_t pid_max = sandbox::RootPidNamespaceMax(sandbox::Layer2Available(), 512);
+  if (!SandboxAvailable(workdir_) || pid_max == 0 || sandbox::PidsCgroup::InForkboxCgroup()) {
+    GTEST_SKIP() << "needs uid 0, layer 2 and Linux >= 6.14, outside a forkbox cgroup";
+  }
+  Scenario(
+      {{"rules",
+        {{{"when", {{"turn", 0}}},
+          {"reply",
+           {{"tool_calls",
+             {ToolCall("bash",
+                       {{"command",
+                         "cat /proc/sys/kernel/pid_max; grep :pids: /proc/self/cgroup; "
+                         "sh -c 'i=0; while [ $i -lt 700 ]; do sleep 100000 >/dev/null & echo ok; "
+                         "i=$((i+1)); done' 2>/dev/null | grep -c ok"}})}}}}},
+         {{"when", {{"turn", 1}}}, {"reply", {{"text", "bomb done"}}}}}}});
+  ChildRun run = Run(Start("fork bomb"));
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  const std::string out = ResultsIn(1).at(0).text;
+  // Control: the host's pid_max is not the task's.
+  std::ifstream host("/proc/sys/kernel/pid_max");
+  int64_t host_max = 0;
+  host >> host_max;
+  EXPECT_NE(host_max, pid_max);
+  EXPECT_EQ(out.rfind(std::to_string(pid_max) + "\n", 0), 0u) << out;
+  EXPECT_THAT(out, Not(HasSubstr("/forkbox/task-"))) << "a pids cgroup was attached";
+  std::istringstream lines(out);
+  std::string line;
+  int64_t started = -1;
+  while (std::getline(lines, line)) {
+    if (!line.empty() && line.find_first_not_of("0123456789") == std::string::npos) {
+      started = std::stoll(line);
+    }
+  }
+  EXPECT_GE(started, 1);
+  EXPECT_LT(started, 512) << out;
 }
 
 TEST_F(ChildTest, RetiredStandbyExitsQuietlyAndLeavesNothing) {

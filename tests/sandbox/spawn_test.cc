@@ -418,6 +418,12 @@ TEST(JoinSessionProcessLimit, RootSpawnsInheritTheSessionCgroup) {
   if (PidsCgroup::Hierarchy().empty()) GTEST_SKIP() << "needs uid 0 and a writable pids cgroup";
   Policy policy = MakePolicy(MakeTempDir("spawn-session"));
   ASSERT_FALSE(PidsCgroup::InForkboxCgroup());
+  if (RootPidNamespaceMax(Layer2Available(), policy.rlimit_nproc) > 0) {
+    // Every task and tool gets its own capped PID namespace: the session needs no cgroup.
+    ASSERT_TRUE(JoinSessionProcessLimit(policy, 2).ok());
+    EXPECT_FALSE(PidsCgroup::InForkboxCgroup());
+    policy.rlimit_nproc = 100;  // Below what a pid_max can express: the cgroup it is.
+  }
   ASSERT_TRUE(JoinSessionProcessLimit(policy, 2).ok());
   ASSERT_TRUE(PidsCgroup::InForkboxCgroup());
   std::string mine = ReadFile("/proc/self/cgroup");
@@ -535,6 +541,34 @@ TEST(SpawnSandboxed, HoldsAForkBombForRootToo) {
   EXPECT_GE(started, 1u);
   EXPECT_LT(started, 64u) << "the process limit did not hold";
   EXPECT_NE(r->exit_code, 0);
+}
+
+TEST(SpawnSandboxed, RootInLayer2IsCappedByItsPidNamespaceWithoutACgroupAttach) {
+  Policy policy = MakePolicy(MakeTempDir("spawn-pidmax"));
+  policy.rlimit_nproc = 300;  // The smallest cap a pid_max can express (kernel floor 301).
+  if (geteuid() != 0 || !Layer2Available() || PidNamespaceMaxFor(policy.rlimit_nproc) == 0) {
+    GTEST_SKIP() << "needs uid 0, layer 2 and Linux >= 6.14 (per-namespace pid_max)";
+  }
+  // Control: the cap is real; the same probe unsandboxed sees the host's pid_max.
+  EXPECT_NE(ReadFile("/proc/sys/kernel/pid_max"), "301\n");
+  std::string mine = ReadFile("/proc/self/cgroup");
+  Result<RunOutput> r = RunSandboxed(
+      policy,
+      "cat /proc/sys/kernel/pid_max; grep :pids: /proc/self/cgroup; "
+      "i=0; while [ $i -lt 400 ]; do sleep 100000 & echo ok; i=$((i+1)); done 2>/dev/null");
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->out.rfind("301\n", 0), 0u) << r->out.substr(0, 200);
+  // No cgroup of its own: the command sits in the caller's pids cgroup.
+  size_t at = mine.find(":pids:");
+  if (at != std::string::npos) {
+    std::string line = mine.substr(mine.rfind('\n', at) + 1);
+    line = line.substr(0, line.find('\n'));
+    EXPECT_NE(r->out.find(line.substr(line.find(':')) + "\n"), std::string::npos) << r->out;
+  }
+  size_t started = 0;
+  for (size_t pos = 0; (pos = r->out.find("ok\n", pos)) != std::string::npos; pos += 3) ++started;
+  EXPECT_GE(started, 1u);
+  EXPECT_LT(started, 300u) << "the PID namespace's pid_max did not hold";
 }
 
 TEST(KillAllDescendants, KillsSetsidAndDoubleForkedDaemons) {

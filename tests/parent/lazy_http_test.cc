@@ -1,0 +1,101 @@
+// Issue 18, "pay only for what you use": the forkbox binary does not link libcurl; the HTTP
+// module is loaded from <executable's dir>/FORKBOX_HTTP_MODULE_RELPATH the first time a model is
+// called. A copy of the binary without the module beside it still runs `--version` and
+// `forkbox sandbox`, and a model call fails with an error naming the missing file.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Outcome {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string Slurp(const fs::path& path) {
+  std::ifstream in(path);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class LazyHttp : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/forkbox-lazy-http-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    fs::create_directory(dir_ / "bin");
+    fs::create_directory(dir_ / "work");
+    fs::copy_file(fs::path(FORKBOX_BIN_DIR) / "forkbox", dir_ / "bin" / "forkbox");
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Runs `command` through the shell with stdout and stderr captured in files.
+  Outcome Shell(const std::string& command) {
+    Outcome r;
+    const fs::path out = dir_ / "out", err = dir_ / "err";
+    int status = std::system((command + " >" + out.string() + " 2>" + err.string()).c_str());
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    r.out = Slurp(out);
+    r.err = Slurp(err);
+    return r;
+  }
+
+  // A one-shot run against a port nobody listens on: it stops at its first model call.
+  Outcome ModelCall(const fs::path& forkbox) {
+    return Shell("cd " + (dir_ / "work").string() + " && ANTHROPIC_API_KEY=not-a-key " +
+                 forkbox.string() + " --provider anthropic --base-url http://127.0.0.1:9 " +
+                 "--child-path " + FORKBOX_BIN_DIR + "/forkbox-child --standby 0 --max-retries 0" +
+                 " --workdir " + (dir_ / "work").string() + " --quiet hello");
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(LazyHttp, TheBinaryDoesNotLinkLibcurl) {
+  Outcome r = Shell("ldd " + std::string(FORKBOX_BIN_DIR) + "/forkbox");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("libcurl"), std::string::npos) << r.out;
+  // Control: the module is what carries libcurl.
+  Outcome module = Shell("ldd " + std::string(FORKBOX_BIN_DIR) + "/" + FORKBOX_HTTP_MODULE_RELPATH);
+  EXPECT_NE(module.out.find("libcurl"), std::string::npos) << module.out << module.err;
+}
+
+TEST_F(LazyHttp, VersionAndSandboxRunWithoutTheModule) {
+  const std::string forkbox = (dir_ / "bin" / "forkbox").string();
+  Outcome version = Shell(forkbox + " --version");
+  EXPECT_EQ(version.exit_code, 0) << version.err;
+  EXPECT_NE(version.out.find("forkbox "), std::string::npos) << version.out;
+  Outcome check = Shell(forkbox + " sandbox --check");
+  if (check.exit_code != 0) GTEST_SKIP() << "the sandbox cannot be enforced here: " << check.out;
+  Outcome sandboxed = Shell(forkbox + " sandbox --workdir " + (dir_ / "work").string() +
+                            " -- /bin/sh -c 'echo ran'");
+  EXPECT_EQ(sandboxed.exit_code, 0) << sandboxed.err;
+  EXPECT_EQ(sandboxed.out, "ran\n");
+}
+
+TEST_F(LazyHttp, AModelCallWithoutTheModuleNamesTheMissingFile) {
+  Outcome r = ModelCall(dir_ / "bin" / "forkbox");
+  EXPECT_NE(r.exit_code, 0);
+  const std::string expected =
+      "cannot load the HTTP module " + (dir_ / "bin").string() + "/" + FORKBOX_HTTP_MODULE_RELPATH;
+  EXPECT_NE(r.err.find(expected), std::string::npos) << r.err;
+  // Control: the built binary finds its module and gets as far as the connection.
+  Outcome control = ModelCall(fs::path(FORKBOX_BIN_DIR) / "forkbox");
+  EXPECT_NE(control.exit_code, 0);
+  EXPECT_EQ(control.err.find("cannot load the HTTP module"), std::string::npos) << control.err;
+  EXPECT_NE(control.err.find("onnect"), std::string::npos) << control.err;
+}
+
+}  // namespace
