@@ -96,6 +96,8 @@ TaskOutcome Present(const TaskSpec& spec, ChildReport report, Progress& progress
   if (report.last_turn > 0) why += " after " + Plural(report.last_turn, "turn");
   TaskOutcome o = FailedOutcome(spec, reason, why);
   o.record.stats.turns = report.last_turn;
+  o.record.stats.input_tokens = report.input_tokens;
+  o.record.stats.output_tokens = report.output_tokens;
   o.record.stats.elapsed_ms = report.elapsed_ms;
   progress.TaskFinished(spec.number, o.content, o.record);
   return o;
