@@ -345,7 +345,8 @@ int Run(const Options& o) {
   Session session(timed, std::move(loop), runner, stats);
   session.Restore(std::move(state.restored));
   if (state.log) session.set_log(&*state.log);
-  OutputOptions out{o.output_format, s.provider.stream, o.quiet, &events, s.provider.model};
+  OutputOptions out{o.output_format, s.provider.stream, o.quiet,
+                    &events,         s.provider.model,  o.persist_session};
   if (interactive) return RunInteractive(session, out, progress);
   return RunOneShot(session, **prompt, out, progress);
 }

@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "parent/exit_codes.h"
+#include "parent/line_editor.h"
 #include "parent/signals.h"
 #include "parent/terminal.h"
 
@@ -31,8 +32,11 @@ class StdoutStream {
   }
   // The next text starts a new paragraph (a new model turn).
   void TurnEnded() { turn_ended_ = wrote_; }
+  // Ends the last line; no paragraph break (Write would add one after TurnEnded).
   void EndLine() {
-    if (wrote_ && !at_line_start_) Write("\n");
+    if (wrote_ && !at_line_start_) WriteFd(STDOUT_FILENO, "\n");
+    at_line_start_ = true;
+    turn_ended_ = false;
   }
   bool wrote() const { return wrote_; }
 
@@ -106,13 +110,20 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
       messages_.pop_back();
     }
   }
-  if (log_ != nullptr) {
-    if (Status st = log_->AddTurn(messages_, turn.outcome.turns, turn.outcome.usage); !st.ok()) {
-      WriteFd(STDERR_FILENO, "forkbox: warning: session not saved: " + st.ToString() + "\n");
-      log_ = nullptr;  // Said once; the session goes on.
-    }
-  }
+  if (log_ != nullptr)
+    Saved(log_->AddTurn(prompt, messages_, turn.outcome.turns, turn.outcome.usage));
   return turn;
+}
+
+void Session::Clear() {
+  messages_.clear();
+  if (log_ != nullptr) Saved(log_->AddClear());
+}
+
+void Session::Saved(const Status& st) {
+  if (st.ok()) return;
+  WriteFd(STDERR_FILENO, "forkbox: warning: session not saved: " + st.ToString() + "\n");
+  log_ = nullptr;  // Said once; the session goes on.
 }
 
 namespace {
@@ -213,37 +224,14 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
 
 namespace {
 
-enum class LineStatus { kLine, kInterrupted, kEof };
-
-// Reads one line from stdin with read(2), so Ctrl-C (EINTR) can cancel the line being typed.
-// *signal receives the interrupting signal.
-LineStatus ReadLine(std::string* line, int* signal) {
-  line->clear();
-  while (true) {
-    char c;
-    ssize_t n = read(STDIN_FILENO, &c, 1);
-    if (n < 0 && errno == EINTR) {
-      if ((*signal = TakeInterrupt()) != 0) return LineStatus::kInterrupted;
-      continue;
-    }
-    if (n <= 0) return line->empty() ? LineStatus::kEof : LineStatus::kLine;
-    if (c == '\n') return LineStatus::kLine;
-    line->push_back(c);
-  }
-}
-
 std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r");
+  size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r");
+  size_t e = s.find_last_not_of(" \t\r\n");
   return s.substr(b, e - b + 1);
 }
 
-}  // namespace
-
-namespace {
-
-// A /command. Returns false for /quit.
+// What /tasks prints.
 std::string TasksText(const SessionStats& s) {
   if (s.tasks.empty()) return "no tasks yet\n";
   std::string out;
@@ -258,6 +246,7 @@ std::string TasksText(const SessionStats& s) {
   return out;
 }
 
+// A /command. Returns false for /quit.
 bool RunCommand(Session& session, const std::string& input) {
   if (input == "/quit" || input == "/exit") return false;
   if (input == "/context") {
@@ -272,7 +261,7 @@ bool RunCommand(Session& session, const std::string& input) {
   } else if (input == "/tasks") {
     WriteFd(STDOUT_FILENO, TasksText(session.stats()));
   } else if (input == "/clear") {
-    session.Restore({});
+    session.Clear();
     WriteFd(STDOUT_FILENO, "context cleared\n");
   } else if (input == "/help") {
     WriteFd(STDOUT_FILENO,
@@ -310,30 +299,37 @@ int AskInteractively(Session& session, const std::string& input, const OutputOpt
   return 0;
 }
 
+// The line editor's options: the prompt history next to the sessions.
+LineEditorOptions EditorOptions(const OutputOptions& out) {
+  LineEditorOptions options;
+  options.in_fd = STDIN_FILENO;
+  options.out_fd = STDERR_FILENO;
+  options.save_history = out.save_history;
+  Result<std::string> dir = StateDir(out.save_history);
+  if (dir.ok()) {
+    options.history_path = *dir + "/history";
+  } else {
+    WriteFd(STDERR_FILENO,
+            "forkbox: warning: no prompt history: " + dir.status().ToString() + "\n");
+  }
+  return options;
+}
+
 }  // namespace
 
 int RunInteractive(Session& session, const OutputOptions& out, Progress& progress) {
   (void)progress;
   WriteFd(STDERR_FILENO,
-          "forkbox: interactive session. /context shows the context size, /quit leaves. "
+          "forkbox: interactive session. /help lists the commands, /quit or Ctrl-D leaves. "
           "Ctrl-C cancels running work.\n");
-  std::string line;
+  std::unique_ptr<LineEditor> editor = MakeLineEditor(EditorOptions(out));
   while (true) {
-    WriteFd(STDERR_FILENO, "forkbox> ");
-    int signal = 0;
-    LineStatus st = ReadLine(&line, &signal);
-    if (st == LineStatus::kEof) {
-      WriteFd(STDERR_FILENO, "\n");
-      return kExitOk;
-    }
-    if (st == LineStatus::kInterrupted) {
-      if (signal != SIGINT) return 128 + signal;
-      WriteFd(STDERR_FILENO, "^C (type /quit to leave)\n");
-      continue;
-    }
-    std::string input = Trim(line);
+    PromptInput in = editor->Read();
+    if (in.kind == PromptInput::Kind::kEof) return kExitOk;
+    if (in.kind == PromptInput::Kind::kInterrupted) return 128 + in.signal;
+    std::string input = Trim(in.text);
     if (input.empty()) continue;
-    if (input[0] == '/') {
+    if (input[0] == '/' && input.find('\n') == std::string::npos) {
       if (!RunCommand(session, input)) return kExitOk;
       continue;
     }

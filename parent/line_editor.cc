@@ -1,0 +1,348 @@
+#include "parent/line_editor.h"
+
+#include <fcntl.h>
+#include <histedit.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <clocale>
+#include <csignal>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "base/file.h"
+#include "parent/signals.h"
+#include "parent/terminal.h"
+
+namespace forkbox::parent {
+namespace {
+
+constexpr size_t kMaxHistoryFileBytes = size_t{64} << 20;
+constexpr char kPrompt[] = "forkbox> ";
+constexpr char kContinuation[] = "     ... ";
+constexpr char kPasteStart[] = "\x1b[200~";
+constexpr char kPasteEnd[] = "\x1b[201~";
+
+void WriteRaw(int fd, std::string_view s) {
+  while (!s.empty()) {
+    ssize_t n = ::write(fd, s.data(), s.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // The terminal is gone: the next read says so.
+    s.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// A line ending in an unescaped `\` continues: true, with the backslash removed.
+bool TakeContinuation(std::string* line) {
+  if (line->empty() || line->back() != '\\') return false;
+  line->pop_back();
+  return true;
+}
+
+// ---- without a terminal: today's plain lines
+
+class PlainReader : public LineEditor {
+ public:
+  PlainReader(int in_fd, int out_fd) : in_fd_(in_fd), out_fd_(out_fd) {}
+  PromptInput Read() override;
+
+ private:
+  int in_fd_;
+  int out_fd_;
+};
+
+PromptInput PlainReader::Read() {
+  std::string line;
+  WriteText(out_fd_, kPrompt);
+  while (true) {
+    char c;
+    ssize_t n = ::read(in_fd_, &c, 1);
+    if (n < 0 && errno == EINTR) {
+      const int sig = TakeInterrupt();
+      if (sig == 0) continue;
+      if (sig != SIGINT) return {PromptInput::Kind::kInterrupted, "", sig};
+      WriteText(out_fd_, line.empty() ? std::string("^C ") + kQuitHint + "\n" : "^C\n");
+      line.clear();
+      WriteText(out_fd_, kPrompt);
+      continue;
+    }
+    if (n <= 0) {
+      if (!line.empty()) return {PromptInput::Kind::kPrompt, line, 0};
+      WriteText(out_fd_, "\n");
+      return {};
+    }
+    if (c == '\n') return {PromptInput::Kind::kPrompt, line, 0};
+    line.push_back(c);
+  }
+}
+
+// ---- on a terminal: libedit
+
+// Pasted text as the prompt takes it: CR and CRLF become LF (terminals send Enter as CR), other
+// control bytes but tab are dropped (a paste must not carry escape sequences into the prompt).
+std::string CleanPaste(const std::string& raw) {
+  std::string out;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    if (c == '\r') {
+      out.push_back('\n');
+      if (i + 1 < raw.size() && raw[i + 1] == '\n') ++i;
+    } else if (c >= 0x20 || c == '\n' || c == '\t') {
+      if (c != 0x7f) out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+class EditlineEditor : public LineEditor {
+ public:
+  EditlineEditor(int in_fd, int out_fd) : in_fd_(in_fd), out_fd_(out_fd) {}
+  ~EditlineEditor() override;
+  // Sets up libedit and the terminal; false when libedit cannot run here.
+  bool Init(std::vector<std::string> history, std::optional<HistoryFile> file);
+  PromptInput Read() override;
+
+ private:
+  static char* PromptOf(EditLine* el);
+  static unsigned char OnPaste(EditLine* el, int ch);
+  unsigned char Paste();
+  void Remember(const std::string& prompt);
+  // After a prompt is taken: no echo while the session works (see the header).
+  void QuietTerminal();
+
+  int in_fd_;
+  int out_fd_;
+  EditLine* el_ = nullptr;
+  History* history_ = nullptr;
+  std::optional<HistoryFile> file_;
+  std::optional<termios> saved_;
+  bool continuing_ = false;            // The prompt shown is the continuation prompt.
+  std::optional<std::string> pasted_;  // A paste with newlines ended the current line.
+};
+
+EditlineEditor::~EditlineEditor() {
+  WriteRaw(out_fd_, "\x1b[?2004l");  // Bracketed paste off.
+  if (saved_) ::tcsetattr(in_fd_, TCSANOW, &*saved_);
+  if (el_ != nullptr) el_end(el_);
+  if (history_ != nullptr) history_end(history_);
+}
+
+char* EditlineEditor::PromptOf(EditLine* el) {
+  void* self = nullptr;
+  el_get(el, EL_CLIENTDATA, &self);
+  const bool cont = self != nullptr && static_cast<EditlineEditor*>(self)->continuing_;
+  return const_cast<char*>(cont ? kContinuation : kPrompt);
+}
+
+unsigned char EditlineEditor::OnPaste(EditLine* el, int) {
+  void* self = nullptr;
+  el_get(el, EL_CLIENTDATA, &self);
+  return self == nullptr ? CC_ERROR : static_cast<EditlineEditor*>(self)->Paste();
+}
+
+// Bound to the paste-start sequence: reads the pasted bytes up to the end marker straight from
+// the terminal (libedit reads one byte at a time, so nothing of them is buffered elsewhere).
+unsigned char EditlineEditor::Paste() {
+  std::string raw;
+  const std::string end = kPasteEnd;
+  while (raw.size() < end.size() || raw.compare(raw.size() - end.size(), end.size(), end) != 0) {
+    char c;
+    ssize_t n = ::read(in_fd_, &c, 1);
+    if (n < 0 && errno == EINTR) continue;  // A Ctrl-C is seen when the line is read.
+    if (n <= 0) break;
+    raw.push_back(c);
+  }
+  if (raw.size() >= end.size() && raw.compare(raw.size() - end.size(), end.size(), end) == 0) {
+    raw.resize(raw.size() - end.size());
+  }
+  const std::string text = CleanPaste(raw);
+  if (text.find('\n') == std::string::npos) {
+    el_insertstr(el_, text.c_str());
+    return CC_REFRESH;
+  }
+  const LineInfo* li = el_line(el_);
+  pasted_ = std::string(li->buffer, li->cursor) + text + std::string(li->cursor, li->lastchar);
+  return CC_NEWLINE;
+}
+
+bool EditlineEditor::Init(std::vector<std::string> entries, std::optional<HistoryFile> file) {
+  // libedit decodes input with the locale's multibyte functions: UTF-8 needs LC_CTYPE set.
+  std::setlocale(LC_CTYPE, "");
+  termios t;
+  if (::tcgetattr(in_fd_, &t) == 0) saved_ = t;
+  history_ = history_init();
+  el_ = el_init("forkbox", stdin, stderr, stderr);
+  if (history_ == nullptr || el_ == nullptr) return false;
+  HistEvent ev;
+  history(history_, &ev, H_SETSIZE, static_cast<int>(HistoryFile::kMaxEntries));
+  history(history_, &ev, H_SETUNIQUE, 1);
+  for (const std::string& e : entries) history(history_, &ev, H_ENTER, e.c_str());
+  file_ = std::move(file);
+  el_set(el_, EL_CLIENTDATA, this);
+  el_set(el_, EL_EDITOR, "emacs");
+  el_set(el_, EL_SIGNAL, 0);  // The parent's own handlers stay in charge (parent/signals.h).
+  el_set(el_, EL_PROMPT, &EditlineEditor::PromptOf);
+  el_set(el_, EL_HIST, history, history_);
+  el_set(el_, EL_ADDFN, "forkbox-paste", "take a bracketed paste as text", &OnPaste);
+  el_set(el_, EL_BIND, kPasteStart, "forkbox-paste", nullptr);
+  el_set(el_, EL_BIND, "^R", "em-inc-search-prev", nullptr);
+  WriteRaw(out_fd_, "\x1b[?2004h");  // Bracketed paste on.
+  return true;
+}
+
+void EditlineEditor::Remember(const std::string& prompt) {
+  HistEvent ev;
+  history(history_, &ev, H_ENTER, prompt.c_str());
+  if (!file_) return;
+  if (Status st = file_->Append(prompt); !st.ok()) {
+    WriteText(out_fd_, "forkbox: warning: history not saved: " + st.ToString() + "\n");
+    file_.reset();  // Said once.
+  }
+}
+
+void EditlineEditor::QuietTerminal() {
+  termios t;
+  if (::tcgetattr(in_fd_, &t) != 0) return;
+  t.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+  ::tcsetattr(in_fd_, TCSANOW, &t);
+}
+
+PromptInput EditlineEditor::Read() {
+  std::string text;
+  continuing_ = false;
+  while (true) {
+    pasted_.reset();
+    int count = 0;
+    const char* got = el_gets(el_, &count);
+    if (pasted_) {
+      // Shown as pasted; the prompt goes on below it.
+      std::string shown = *pasted_;
+      if (!shown.empty() && shown.back() == '\n') shown.pop_back();
+      std::string screen = continuing_ ? kContinuation : kPrompt;
+      for (char c : shown)
+        screen += c == '\n' ? std::string("\n") + kContinuation : std::string(1, c);
+      WriteRaw(out_fd_, "\r\x1b[J");
+      WriteText(out_fd_, screen + "\n");
+      text += shown + "\n";
+      continuing_ = true;
+      continue;
+    }
+    if (got == nullptr && count == -1) {
+      const int err = errno;
+      const int sig = TakeInterrupt();
+      if (sig == 0 && err != EINTR && err != 0) return {};  // The terminal is gone: the end.
+      if (sig == 0) continue;
+      if (sig != SIGINT) return {PromptInput::Kind::kInterrupted, "", sig};
+      const LineInfo* li = el_line(el_);
+      const bool empty = text.empty() && li->lastchar == li->buffer;
+      WriteText(out_fd_, empty ? std::string("\n") + kQuitHint + "\n" : "\n");
+      text.clear();
+      continuing_ = false;
+      continue;
+    }
+    if (got == nullptr) {
+      WriteText(out_fd_, "\n");
+      return {};
+    }
+    std::string line = got;
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    const bool more = TakeContinuation(&line);
+    text += line;
+    if (more) {
+      text += "\n";
+      continuing_ = true;
+      continue;
+    }
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    if (text.find_first_not_of(" \t\n") != std::string::npos) Remember(text);
+    QuietTerminal();
+    return {PromptInput::Kind::kPrompt, text, 0};
+  }
+}
+
+// The entries of a history file's text; unreadable lines are skipped.
+std::vector<std::string> ParseHistory(const std::string& text) {
+  std::vector<std::string> entries;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_string()) entries.push_back(j.get<std::string>());
+  }
+  return entries;
+}
+
+Status WriteEntries(int fd, const std::vector<std::string>& entries, size_t from) {
+  std::string out;
+  for (size_t i = from; i < entries.size(); ++i) {
+    out +=
+        nlohmann::json(entries[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+        "\n";
+  }
+  size_t off = 0;
+  while (off < out.size()) {
+    ssize_t n = ::write(fd, out.data() + off, out.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, "writing the history file");
+    off += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<HistoryFile> HistoryFile::Open(const std::string& path, bool writable,
+                                      std::vector<std::string>* entries) {
+  // O_NOFOLLOW: a link planted here must not redirect the writes; O_NONBLOCK: nor a FIFO stall us.
+  const int mode = writable ? O_RDWR | O_APPEND | O_CREAT : O_RDONLY;
+  UniqueFd fd(::open(path.c_str(), mode | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600));
+  if (!fd && !writable && errno == ENOENT) return HistoryFile(std::move(fd));
+  if (!fd) return Status::FromErrno(errno, "open " + path);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + path);
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
+  if (writable && (st.st_mode & 0777) != 0600 && ::fchmod(fd.get(), 0600) != 0) {
+    return Status::FromErrno(errno, "chmod " + path);
+  }
+  Result<std::string> text = ReadToEnd(fd.get(), kMaxHistoryFileBytes, path);
+  if (!text.ok()) return text.status();
+  *entries = ParseHistory(*text);
+  if (writable && entries->size() > 2 * kMaxEntries) {
+    entries->erase(entries->begin(), entries->end() - static_cast<std::ptrdiff_t>(kMaxEntries));
+    if (::ftruncate(fd.get(), 0) != 0) return Status::FromErrno(errno, "truncate " + path);
+    FORKBOX_RETURN_IF_ERROR(WriteEntries(fd.get(), *entries, 0));
+  }
+  return HistoryFile(std::move(fd));
+}
+
+Status HistoryFile::Append(const std::string& entry) { return WriteEntries(fd_.get(), {entry}, 0); }
+
+std::unique_ptr<LineEditor> MakeLineEditor(const LineEditorOptions& options) {
+  if (!::isatty(options.in_fd) || !::isatty(options.out_fd)) {
+    return std::make_unique<PlainReader>(options.in_fd, options.out_fd);
+  }
+  std::vector<std::string> entries;
+  std::optional<HistoryFile> file;
+  if (!options.history_path.empty()) {
+    Result<HistoryFile> opened =
+        HistoryFile::Open(options.history_path, options.save_history, &entries);
+    if (opened.ok()) {
+      if (options.save_history) file.emplace(std::move(*opened));
+    } else {
+      WriteText(options.out_fd,
+                "forkbox: warning: no prompt history: " + opened.status().ToString() + "\n");
+    }
+  }
+  auto editor = std::make_unique<EditlineEditor>(options.in_fd, options.out_fd);
+  if (!editor->Init(std::move(entries), std::move(file))) {
+    WriteText(options.out_fd, "forkbox: warning: the line editor is unavailable\n");
+    return std::make_unique<PlainReader>(options.in_fd, options.out_fd);
+  }
+  return editor;
+}
+
+}  // namespace forkbox::parent
