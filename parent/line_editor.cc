@@ -207,7 +207,11 @@ void EditlineEditor::Remember(const std::string& prompt) {
 void EditlineEditor::QuietTerminal() {
   termios t;
   if (::tcgetattr(in_fd_, &t) != 0) return;
-  t.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+  // Non-canonical too: what is typed ahead (Ctrl-D and Ctrl-U included) waits untouched for the
+  // editor instead of being line-edited by the kernel. ISIG stays: Ctrl-C still interrupts.
+  t.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON);
+  t.c_cc[VMIN] = 1;
+  t.c_cc[VTIME] = 0;
   ::tcsetattr(in_fd_, TCSANOW, &t);
 }
 

@@ -6,8 +6,9 @@
 // bracketed paste (the terminal's `\e[200~` ... `\e[201~`, enabled while the editor lives) is
 // taken as text, newlines included, never as separate prompts: a paste with newlines is shown and
 // the prompt continues on a new line, Enter on it sends everything. The history is kept in a file
-// (see HistoryFile) when one is given. While the session works on a prompt, the terminal does not
-// echo (type-ahead appears in the editor at the next prompt instead of inside the output).
+// (see HistoryFile) when one is given. While the session works on a prompt, the terminal neither
+// echoes nor line-edits (type-ahead appears in the editor at the next prompt instead of inside
+// the output or the progress block).
 // Without a terminal: plain lines read with read(2), as typed or piped.
 //
 // Ctrl-C (SIGINT, recorded by the parent's handler; parent/signals.h) while reading drops the

@@ -278,8 +278,12 @@ int AskInteractively(Session& session, const std::string& input, const OutputOpt
   StdoutStream stream;
   agent::TextSink sink;
   if (out.stream) sink = [&](std::string_view s) { stream.Write(s); };
-  Session::Turn turn =
-      session.Ask(input, sink, [&](const agent::Response&) { stream.TurnEnded(); });
+  // A reply ends its line: the progress block of the tasks it starts begins on a line of its own
+  // (parent/progress.h), and never erases the end of the text.
+  Session::Turn turn = session.Ask(input, sink, [&](const agent::Response&) {
+    stream.EndLine();
+    stream.TurnEnded();
+  });
   stream.EndLine();
   if (!out.stream && !turn.outcome.final_text.empty()) {
     WriteFd(STDOUT_FILENO, turn.outcome.final_text + "\n");

@@ -158,7 +158,7 @@ class CliTest : public ::testing::Test {
     return env;
   }
   std::unique_ptr<PtyForkbox> Start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--sandbox=off", "--standby=0", "--quiet"};
+    std::vector<std::string> args = {"--sandbox=off", "--standby=0"};
     args.insert(args.end(), extra.begin(), extra.end());
     return std::make_unique<PtyForkbox>(args, Env(), workdir_.string());
   }
@@ -225,6 +225,7 @@ TEST_F(CliTest, AHistoryFileThatIsALinkIsNotFollowed) {
   ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
   run->Type("a prompt\r");
   ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
   run->Type("\x04");
   EXPECT_EQ(run->Finish(), 0) << Screen(*run);
   std::ifstream in(target);
@@ -315,6 +316,31 @@ TEST_F(CliTest, ClearIsPersistedAndTheInteractiveFirstPromptIsListed) {
   const RecordedRequest last = server_.request(server_.request_count() - 1);
   ASSERT_EQ(last.view.user_texts.size(), 1u) << last.body;
   EXPECT_EQ(last.view.LastUserText(), "after the clear");
+}
+
+// On a terminal, the live block shows each running task with its turn and current tool.
+TEST_F(CliTest, TheLiveBlockShowsARunningTasksTurnAndTool) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.LastUserText() == "delegate" && r.view.assistant_turns == 0) {
+      Reply reply;
+      reply.text = "Delegating now";
+      reply.tool_calls = {
+          ToolCall{"task", {{"prompt", "hang"}, {"description", "hanging job"}}, ""}};
+      return reply;
+    }
+    return Text("after the interrupt");
+  });
+  auto run = Start({"--child-path", std::string(FAKE_CHILD_DIR) + "/fake_child_hang"});
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("delegate\r");
+  ASSERT_TRUE(run->Expect("Delegating now\r\n")) << Screen(*run);  // The line ends first.
+  ASSERT_TRUE(run->Expect("[task 1] general: hanging job · turn 1 · ")) << Screen(*run);
+  ASSERT_TRUE(run->Expect(" · bash: fake tool call")) << Screen(*run);
+  run->Type("\x03");  // Ctrl-C cancels the task.
+  ASSERT_TRUE(run->Expect("(interrupted)")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
 }
 
 // Holds a mock reply until released (at most 60 s): a model call that hangs.
