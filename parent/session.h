@@ -59,6 +59,9 @@ struct OutputOptions {
   EventStream* events = nullptr;  // The session id; the stream-json events.
   std::string model;
   bool save_history = true;  // Interactive prompts are appended to the history file.
+  // Called by the provider's retry hook before it announces a retry; the session points it at
+  // its live stdout stream while one runs. May be null.
+  std::function<void()>* stream_restarted = nullptr;
 };
 
 // Adds the wall time of every model call to *api_ms (duration_api_ms).

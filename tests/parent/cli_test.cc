@@ -343,6 +343,30 @@ TEST_F(CliTest, TheLiveBlockShowsARunningTasksTurnAndTool) {
   EXPECT_EQ(run->Finish(), 0) << Screen(*run);
 }
 
+// One-shot on a terminal streams as the text comes; a stream cut and retried is announced on
+// stderr and printed again from the start on a fresh line, never glued to the cut text.
+TEST_F(CliTest, OnATerminalARetriedStreamIsAnnouncedAndPrintedAgain) {
+  auto cuts = std::make_shared<std::atomic<int>>(0);
+  server_.SetHandler([cuts](const RecordedRequest&) {
+    Reply reply = Text("partial text that gets cut off in the middle of the stream");
+    if (cuts->fetch_add(1) == 0) {
+      reply.fault = mock::Fault{};
+      reply.fault->kind = mock::Fault::Kind::kCutStream;
+      return reply;
+    }
+    return Text("the whole answer");
+  });
+  auto run = Start({"go"});
+  ASSERT_TRUE(run->Expect("partial")) << Screen(*run);  // Streamed before the cut.
+  ASSERT_TRUE(run->Expect("\r\nforkbox: the reply above was cut off; it starts again below\r\n"))
+      << Screen(*run);
+  ASSERT_TRUE(run->Expect("retrying")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("\r\nthe whole answer\r\n")) << Screen(*run);
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  const std::string& s = run->screen();
+  EXPECT_EQ(s.find("the whole answer"), s.rfind("the whole answer")) << "printed twice\n" << s;
+}
+
 // Holds a mock reply until released (at most 60 s): a model call that hangs.
 struct Gate {
   std::mutex mu;
