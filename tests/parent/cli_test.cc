@@ -214,6 +214,24 @@ TEST_F(CliTest, HistoryPersistsAcrossRunsAndTheUpArrowRecallsIt) {
   EXPECT_EQ(server_.request(1).view.LastUserText(), "remember-this-prompt");
 }
 
+TEST_F(CliTest, CtrlRSearchesTheHistoryBackwards) {
+  AnswerWithCount();
+  fs::create_directories(HistoryPath().parent_path());
+  { std::ofstream(HistoryPath()) << "\"alpha one\"\n\"beta two\"\n\"gamma three\"\n"; }
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x12");  // Ctrl-R
+  run->Type("bet");
+  ASSERT_TRUE(run->Expect("beta two")) << Screen(*run);
+  run->Type("\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request(0).view.LastUserText(), "beta two");
+}
+
 TEST_F(CliTest, AHistoryFileThatIsALinkIsNotFollowed) {
   AnswerWithCount();
   fs::create_directories(HistoryPath().parent_path());
