@@ -26,6 +26,7 @@ constexpr char kPrompt[] = "forkbox> ";
 constexpr char kContinuation[] = "     ... ";
 constexpr char kPasteStart[] = "\x1b[200~";
 constexpr char kPasteEnd[] = "\x1b[201~";
+constexpr size_t kMaxPasteBytes = size_t{4} << 20;
 
 void WriteRaw(int fd, std::string_view s) {
   while (!s.empty()) {
@@ -125,8 +126,8 @@ class EditlineEditor : public LineEditor {
 };
 
 EditlineEditor::~EditlineEditor() {
-  WriteRaw(out_fd_, "\x1b[?2004l");  // Bracketed paste off.
-  if (saved_) ::tcsetattr(in_fd_, TCSANOW, &*saved_);
+  WriteRaw(out_fd_, "\x1b[?2004l");                          // Bracketed paste off.
+  if (saved_) (void)::tcsetattr(in_fd_, TCSANOW, &*saved_);  // Best effort: we are leaving.
   if (el_ != nullptr) el_end(el_);
   if (history_ != nullptr) history_end(history_);
 }
@@ -149,12 +150,21 @@ unsigned char EditlineEditor::OnPaste(EditLine* el, int) {
 unsigned char EditlineEditor::Paste() {
   std::string raw;
   const std::string end = kPasteEnd;
+  size_t dropped = 0;  // Beyond kMaxPasteBytes: read to the end marker, but not kept.
   while (raw.size() < end.size() || raw.compare(raw.size() - end.size(), end.size(), end) != 0) {
     char c;
     ssize_t n = ::read(in_fd_, &c, 1);
     if (n < 0 && errno == EINTR) continue;  // A Ctrl-C is seen when the line is read.
     if (n <= 0) break;
     raw.push_back(c);
+    if (raw.size() > kMaxPasteBytes + end.size()) {
+      raw.erase(kMaxPasteBytes, 1);
+      ++dropped;
+    }
+  }
+  if (dropped > 0) {
+    WriteText(out_fd_,
+              "\nforkbox: the paste was cut to " + std::to_string(kMaxPasteBytes) + " bytes\n");
   }
   if (raw.size() >= end.size() && raw.compare(raw.size() - end.size(), end.size(), end) == 0) {
     raw.resize(raw.size() - end.size());
@@ -182,14 +192,15 @@ bool EditlineEditor::Init(std::vector<std::string> entries, std::optional<Histor
   history(history_, &ev, H_SETUNIQUE, 1);
   for (const std::string& e : entries) history(history_, &ev, H_ENTER, e.c_str());
   file_ = std::move(file);
-  el_set(el_, EL_CLIENTDATA, this);
-  el_set(el_, EL_EDITOR, "emacs");
-  el_set(el_, EL_SIGNAL, 0);  // The parent's own handlers stay in charge (parent/signals.h).
-  el_set(el_, EL_PROMPT, &EditlineEditor::PromptOf);
-  el_set(el_, EL_HIST, history, history_);
-  el_set(el_, EL_ADDFN, "forkbox-paste", "take a bracketed paste as text", &OnPaste);
-  el_set(el_, EL_BIND, kPasteStart, "forkbox-paste", nullptr);
-  el_set(el_, EL_BIND, "^R", "em-inc-search-prev", nullptr);
+  const bool set =
+      el_set(el_, EL_CLIENTDATA, this) == 0 && el_set(el_, EL_EDITOR, "emacs") == 0 &&
+      // The parent's own handlers stay in charge (parent/signals.h).
+      el_set(el_, EL_SIGNAL, 0) == 0 && el_set(el_, EL_PROMPT, &EditlineEditor::PromptOf) == 0 &&
+      el_set(el_, EL_HIST, history, history_) == 0 &&
+      el_set(el_, EL_ADDFN, "forkbox-paste", "take a bracketed paste as text", &OnPaste) == 0 &&
+      el_set(el_, EL_BIND, kPasteStart, "forkbox-paste", nullptr) == 0 &&
+      el_set(el_, EL_BIND, "^R", "em-inc-search-prev", nullptr) == 0;
+  if (!set) return false;
   WriteRaw(out_fd_, "\x1b[?2004h");  // Bracketed paste on.
   return true;
 }
@@ -212,7 +223,8 @@ void EditlineEditor::QuietTerminal() {
   t.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON);
   t.c_cc[VMIN] = 1;
   t.c_cc[VTIME] = 0;
-  ::tcsetattr(in_fd_, TCSANOW, &t);
+  // Best effort: if the terminal refuses, type-ahead is merely echoed as before.
+  (void)::tcsetattr(in_fd_, TCSANOW, &t);
 }
 
 PromptInput EditlineEditor::Read() {
@@ -222,6 +234,13 @@ PromptInput EditlineEditor::Read() {
     pasted_.reset();
     int count = 0;
     const char* got = el_gets(el_, &count);
+    if (const int sig = pasted_ ? TakeInterrupt() : 0; sig != 0) {
+      if (sig != SIGINT) return {PromptInput::Kind::kInterrupted, "", sig};
+      WriteText(out_fd_, "\n");  // Ctrl-C during the paste: it is dropped with the line.
+      text.clear();
+      continuing_ = false;
+      continue;
+    }
     if (pasted_) {
       // Shown as pasted; the prompt goes on below it.
       std::string shown = *pasted_;
