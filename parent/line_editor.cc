@@ -2,14 +2,18 @@
 
 #include <fcntl.h>
 #include <histedit.h>
+#include <poll.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <termios.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <clocale>
 #include <csignal>
 #include <cstdio>
+#include <cwchar>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <sstream>
@@ -109,10 +113,13 @@ class EditlineEditor : public LineEditor {
 
  private:
   static char* PromptOf(EditLine* el);
+  static int GetChar(EditLine* el, wchar_t* out);
+  int ReadChar(wchar_t* out);
+  bool WaitReadable();
   static unsigned char OnPaste(EditLine* el, int ch);
   unsigned char Paste();
   void Remember(const std::string& prompt);
-  // After a prompt is taken: no echo while the session works (see the header).
+  // Outside libedit's reads: no echo and no kernel line editing (see the header).
   void QuietTerminal();
 
   int in_fd_;
@@ -137,6 +144,60 @@ char* EditlineEditor::PromptOf(EditLine* el) {
   el_get(el, EL_CLIENTDATA, &self);
   const bool cont = self != nullptr && static_cast<EditlineEditor*>(self)->continuing_;
   return const_cast<char*>(cont ? kContinuation : kPrompt);
+}
+
+int EditlineEditor::GetChar(EditLine* el, wchar_t* out) {
+  void* self = nullptr;
+  el_get(el, EL_CLIENTDATA, &self);
+  return static_cast<EditlineEditor*>(self)->ReadChar(out);
+}
+
+// Waits until the terminal has a byte; false when an interrupt is pending. Race-free: the
+// interrupt signals are blocked between the check and the wait, which ppoll unblocks atomically
+// (a Ctrl-C just before a plain read() would be seen only at the next keystroke).
+bool EditlineEditor::WaitReadable() {
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (int sig : kInterruptSignals) sigaddset(&block, sig);
+  if (::sigprocmask(SIG_BLOCK, &block, &old) != 0) return !InterruptPending();
+  bool readable = true;
+  while (true) {
+    if (InterruptPending()) {
+      readable = false;
+      break;
+    }
+    struct pollfd p = {in_fd_, POLLIN, 0};
+    const int n = ::ppoll(&p, 1, nullptr, &old);
+    if (n > 0 || (n < 0 && errno != EINTR)) break;  // The read says what it is.
+  }
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  return readable;
+}
+
+// libedit's read function: one character, decoded with the locale (as libedit's own does).
+// -1 with EINTR when an interrupt is pending, 0 at the end of input.
+int EditlineEditor::ReadChar(wchar_t* out) {
+  char buf[MB_LEN_MAX];
+  size_t len = 0;
+  *out = L'\0';
+  while (true) {
+    if (!WaitReadable()) {
+      errno = EINTR;
+      return -1;
+    }
+    const ssize_t n = ::read(in_fd_, buf + len, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0 ? 0 : -1;
+    ++len;
+    mbstate_t state = {};
+    const size_t r = std::mbrtowc(out, buf, len, &state);
+    if (r == static_cast<size_t>(-2) && len < sizeof(buf)) continue;  // More bytes to come.
+    if (r == static_cast<size_t>(-1) || r == static_cast<size_t>(-2)) {
+      len = 0;  // Not a character: dropped, as libedit does.
+      continue;
+    }
+    return 1;
+  }
 }
 
 unsigned char EditlineEditor::OnPaste(EditLine* el, int) {
@@ -196,11 +257,15 @@ bool EditlineEditor::Init(std::vector<std::string> entries, std::optional<Histor
       el_set(el_, EL_CLIENTDATA, this) == 0 && el_set(el_, EL_EDITOR, "emacs") == 0 &&
       // The parent's own handlers stay in charge (parent/signals.h).
       el_set(el_, EL_SIGNAL, 0) == 0 && el_set(el_, EL_PROMPT, &EditlineEditor::PromptOf) == 0 &&
+      el_set(el_, EL_GETCFN, &EditlineEditor::GetChar) == 0 &&
       el_set(el_, EL_HIST, history, history_) == 0 &&
       el_set(el_, EL_ADDFN, "forkbox-paste", "take a bracketed paste as text", &OnPaste) == 0 &&
       el_set(el_, EL_BIND, kPasteStart, "forkbox-paste", nullptr) == 0 &&
       el_set(el_, EL_BIND, "^R", "em-inc-search-prev", nullptr) == 0;
   if (!set) return false;
+  // From now on keystrokes wait raw for the editor: the kernel's line editing never sees them
+  // (libedit enters its own mode only when it reads, after it drew the prompt).
+  QuietTerminal();
   WriteRaw(out_fd_, "\x1b[?2004h");  // Bracketed paste on.
   return true;
 }
@@ -234,6 +299,7 @@ PromptInput EditlineEditor::Read() {
     pasted_.reset();
     int count = 0;
     const char* got = el_gets(el_, &count);
+    QuietTerminal();  // libedit restored the cooked mode; keystrokes must wait for it, unedited.
     if (const int sig = pasted_ ? TakeInterrupt() : 0; sig != 0) {
       if (sig != SIGINT) return {PromptInput::Kind::kInterrupted, "", sig};
       WriteText(out_fd_, "\n");  // Ctrl-C during the paste: it is dropped with the line.
@@ -282,7 +348,6 @@ PromptInput EditlineEditor::Read() {
     }
     while (!text.empty() && text.back() == '\n') text.pop_back();
     if (text.find_first_not_of(" \t\n") != std::string::npos) Remember(text);
-    QuietTerminal();
     return {PromptInput::Kind::kPrompt, text, 0};
   }
 }

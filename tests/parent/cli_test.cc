@@ -475,5 +475,34 @@ TEST_F(KilledTaskTest, ATimedOutTaskReportsTheTokensItSpentInTheStreamResult) {
   EXPECT_EQ(notification["usage"]["output_tokens"], 22) << notification.dump();
 }
 
+// What is typed while the model works is neither echoed into the output nor lost: it waits for
+// the editor and appears at the next prompt.
+TEST_F(CliTest, TypeAheadWaitsForTheNextPrompt) {
+  auto gate = std::make_shared<Gate>();
+  server_.SetHandler([gate](const RecordedRequest& r) {
+    if (r.view.LastUserText() == "slow question") {
+      gate->Wait();
+      return Text("slow answer");
+    }
+    return Text("answer to " + r.view.LastUserText());
+  });
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("slow question\r");
+  ASSERT_TRUE(server_.WaitForRequests(1, kDeadline));
+  run->Type("typed ahead");
+  gate->Open();
+  ASSERT_TRUE(run->Expect("slow answer\r\n")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> typed ahead")) << Screen(*run);
+  run->Type("\r");
+  ASSERT_TRUE(run->Expect("answer to typed ahead")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  const std::string& s = run->screen();
+  // Not echoed while the model worked: the first time it shows is at the prompt.
+  EXPECT_EQ(s.find("typed ahead"), s.find("forkbox> typed ahead") + 9) << s;
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
