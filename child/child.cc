@@ -302,6 +302,7 @@ int Task::RunTask() {
   });
   agent::LoopObserver observer;
   observer.on_response = [&](int turn, const agent::Response& r) {
+    reporter_.CountUsage(r.usage);
     size_t calls = agent::ToolUsesOf(r.message).size();
     SendEvent(turn, "",
               calls > 0 ? "model turn: " + std::to_string(calls) + " tool call(s)"

@@ -9,8 +9,20 @@
 
 namespace forkbox::child {
 
+void Reporter::CountUsage(const agent::Usage& usage) {
+  input_tokens_ +=
+      usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
+  output_tokens_ += usage.output_tokens;
+}
+
 Status Reporter::Event(int64_t turn, const std::string& tool, std::string_view detail) {
-  return ipc::WriteMessage(fd_, ipc::EventMessage{turn, tool, ipc::MakeEventDetail(detail)});
+  ipc::EventMessage event;
+  event.turn = turn;
+  event.tool = tool;
+  event.detail = ipc::MakeEventDetail(detail);
+  event.input_tokens = input_tokens_;
+  event.output_tokens = output_tokens_;
+  return ipc::WriteMessage(fd_, event);
 }
 
 Status Reporter::Result(const ipc::ResultMessage& result) { return ipc::WriteMessage(fd_, result); }

@@ -4,15 +4,20 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "agent/message.h"
 #include "base/status.h"
 #include "ipc/messages.h"
 
 namespace forkbox::child {
 
 // Frames to the parent. A failed write means the parent is gone; the caller decides to stop.
+// Every event frame carries the task's usage so far (CountUsage after each model call), so the
+// parent can charge a task that dies before its result frame.
 class Reporter {
  public:
   explicit Reporter(int fd) : fd_(fd) {}
+  // Adds one model call's usage (input counts cache reads and writes too, as ResultStats does).
+  void CountUsage(const agent::Usage& usage);
   Status Event(int64_t turn, const std::string& tool, std::string_view detail);
   Status Result(const ipc::ResultMessage& result);
   // Best effort: also echoed to stderr, so a failure is never silent even without a parent.
@@ -20,6 +25,8 @@ class Reporter {
 
  private:
   int fd_;
+  int64_t input_tokens_ = 0;
+  int64_t output_tokens_ = 0;
 };
 
 // JSONL records to a descriptor the parent opened append-only. The parent never reads it back.

@@ -262,6 +262,8 @@ Result<Message> ReadEvent(const FieldReader& r) {
   if (m.detail.find_first_of("\r\n") != std::string::npos) {
     return r.Bad("detail", "must be a single line");
   }
+  FORKBOX_RETURN_IF_ERROR(r.Int("input_tokens", 0, kInt64Max, &m.input_tokens));
+  FORKBOX_RETURN_IF_ERROR(r.Int("output_tokens", 0, kInt64Max, &m.output_tokens));
   return Message(std::move(m));
 }
 
@@ -344,7 +346,12 @@ json ToJsonImpl(const PrepareMessage& m) {
 }
 
 json ToJsonImpl(const EventMessage& m) {
-  return {{"type", "event"}, {"turn", m.turn}, {"tool", m.tool}, {"detail", m.detail}};
+  return {{"type", "event"},
+          {"turn", m.turn},
+          {"tool", m.tool},
+          {"detail", m.detail},
+          {"input_tokens", m.input_tokens},
+          {"output_tokens", m.output_tokens}};
 }
 
 json ToJsonImpl(const ResultMessage& m) {

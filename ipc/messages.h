@@ -88,6 +88,10 @@ struct EventMessage {
   int64_t turn = 0;
   std::string tool;    // Tool name, or "" for a model turn without tools.
   std::string detail;  // One line, at most kMaxEventDetailBytes bytes (truncated on construction).
+  // The task's model usage so far, cumulative (input counts cache tokens too, as ResultStats
+  // does), so a task that dies before its result frame still reports what it spent.
+  int64_t input_tokens = 0;
+  int64_t output_tokens = 0;
   bool operator==(const EventMessage&) const = default;
 };
 inline constexpr size_t kMaxEventDetailBytes = 200;

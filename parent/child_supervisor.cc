@@ -178,6 +178,8 @@ bool ChildSupervisor::Handle(Child& c, ipc::Message message) {
       return false;
     }
     c.out.last_turn = std::max(c.out.last_turn, ev->turn);
+    c.out.input_tokens = std::max(c.out.input_tokens, ev->input_tokens);
+    c.out.output_tokens = std::max(c.out.output_tokens, ev->output_tokens);
     on_event_(c.id, *ev);
     return true;
   }

@@ -39,6 +39,8 @@ struct ChildReport {
   std::string kill_text;           // Why, with killed != kNone.
   std::optional<int> wait_status;  // Unknown when waiting failed.
   int64_t last_turn = 0;           // From the events.
+  int64_t input_tokens = 0;        // The usage of the last event (cumulative): a child that dies
+  int64_t output_tokens = 0;       // before its result is charged what it spent.
   int64_t elapsed_ms = 0;
 };
 

@@ -319,8 +319,10 @@ int Run(const Options& o) {
                     streaming ? &events : nullptr);
   agent::ModelError model_error;
   agent::ProviderHooks hooks;
-  hooks.cancelled = InterruptPending;  // Ctrl-C in interactive mode stops the call in flight.
-  hooks.on_retry = [&events, streaming](const agent::RetryNotice& n) {
+  hooks.cancelled = InterruptPending;      // Ctrl-C in interactive mode stops the call in flight.
+  std::function<void()> stream_restarted;  // The session's live stdout stream, if any.
+  hooks.on_retry = [&events, &stream_restarted, streaming](const agent::RetryNotice& n) {
+    if (stream_restarted) stream_restarted();
     ReportRetry(n, streaming ? &events : nullptr);
   };
   std::unique_ptr<agent::Provider> provider = agent::MakeProvider(s.provider, &model_error, hooks);
@@ -345,7 +347,8 @@ int Run(const Options& o) {
   Session session(timed, std::move(loop), runner, stats);
   session.Restore(std::move(state.restored));
   if (state.log) session.set_log(&*state.log);
-  OutputOptions out{o.output_format, s.provider.stream, o.quiet, &events, s.provider.model};
+  OutputOptions out{o.output_format,  s.provider.stream, o.quiet,          &events,
+                    s.provider.model, o.persist_session, &stream_restarted};
   if (interactive) return RunInteractive(session, out, progress);
   return RunOneShot(session, **prompt, out, progress);
 }

@@ -3,23 +3,78 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <cstdio>
 
 #include "parent/terminal.h"
 
 namespace forkbox::parent {
 namespace {
 
-// Cuts to at most `width` bytes without splitting a UTF-8 sequence.
-std::string Fit(std::string s, size_t width) {
-  if (s.size() <= width) return s;
-  size_t cut = width;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  s.resize(cut);
+using Clock = std::chrono::steady_clock;
+
+// Cuts to at most `width` code points (one column each, as far as the block is concerned).
+std::string Fit(const std::string& s, size_t width) {
+  size_t columns = 0;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if ((static_cast<unsigned char>(s[i]) & 0xC0) == 0x80) continue;  // A continuation byte.
+    if (columns == width) return s.substr(0, i);
+    ++columns;
+  }
   return s;
 }
 
+size_t Columns(const std::string& s) {
+  size_t columns = 0;
+  for (char c : s) columns += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
+  return columns;
+}
+
+// "14s", "2m05s".
+std::string Elapsed(int64_t ms) {
+  const int64_t s = ms / 1000;
+  if (s < 60) return std::to_string(s) + "s";
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%lldm%02llds", static_cast<long long>(s / 60),
+                static_cast<long long>(s % 60));
+  return buf;
+}
+
+// "950 tokens", "12.3k tokens".
+std::string Tokens(int64_t n) {
+  if (n < 1000) return Plural(n, "token");
+  char buf[32];
+  std::snprintf(buf, sizeof(buf), "%.1fk tokens", static_cast<double>(n) / 1000.0);
+  return buf;
+}
+
+std::string RenderTaskLine(const TaskLine& t, size_t width) {
+  const std::string head = "[task " + std::to_string(t.number) + "] ";
+  std::string figures = " · turn " + std::to_string(t.turn) + " · " + Elapsed(t.elapsed_ms) +
+                        " · " + Tokens(t.tokens);
+  std::string activity;
+  if (!t.tool.empty()) activity = " · " + t.tool + (t.detail.empty() ? "" : ": " + t.detail);
+  std::string description = NeutraliseControls(t.description);
+  activity = NeutraliseControls(activity);
+  // The description gives way first (down to a few columns), then the activity is cut at the end.
+  const size_t fixed = Columns(head) + Columns(figures) + Columns(Fit(activity, 20));
+  const size_t room = width > fixed ? width - fixed : 0;
+  if (Columns(description) > std::max<size_t>(room, 12)) {
+    description = Fit(description, std::max<size_t>(room, 12) - 1) + "…";
+  }
+  return Fit(head + description + figures + activity, width);
+}
+
 }  // namespace
+
+std::vector<std::string> RenderProgressBlock(const std::vector<TaskLine>& tasks, int64_t queued,
+                                             size_t width) {
+  std::vector<std::string> lines;
+  for (const TaskLine& t : tasks) lines.push_back(RenderTaskLine(t, width));
+  if (queued > 0) lines.push_back(Fit(Plural(queued, "task") + " queued", width));
+  return lines;
+}
 
 Progress::Progress(bool enabled, bool tty, int fd, EventStream* events)
     : enabled_(enabled), tty_(tty), fd_(fd), events_(events) {}
@@ -53,11 +108,27 @@ void Progress::Redraw(const std::string& permanent) {
   size_t width = 100;
   struct winsize ws = {};
   if (ioctl(fd_, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 1) width = ws.ws_col - 1;
+  std::vector<TaskLine> tasks;
+  const auto now = Clock::now();
   for (const auto& [number, live] : live_) {
-    out += Fit(NeutraliseControls(LiveLine(number, live)), width) + "\n";
+    const auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - live.started).count();
+    tasks.push_back({number, live.description, live.turn, live.tool, live.detail, ms, live.tokens});
   }
-  drawn_ = static_cast<int>(live_.size());
+  const std::vector<std::string> lines = RenderProgressBlock(tasks, queued_, width);
+  for (const std::string& line : lines) out += line + "\n";
+  drawn_ = static_cast<int>(lines.size());
   WriteRaw(out);
+}
+
+void Progress::SetQueued(int64_t queued) {
+  if (queued == queued_) return;
+  queued_ = queued;
+  if (live_block()) Redraw("");
+}
+
+void Progress::Tick() {
+  if (live_block() && !live_.empty()) Redraw("");
 }
 
 void Progress::Note(const std::string& line) {
@@ -71,7 +142,7 @@ void Progress::Note(const std::string& line) {
 
 void Progress::TaskStarted(int number, const std::string& description,
                            const std::string& tool_use_id) {
-  live_[number] = Live{description, 0, "", "", tool_use_id, std::chrono::steady_clock::now()};
+  live_[number] = Live{description, 0, "", "", tool_use_id, Clock::now(), 0};
   if (events_ != nullptr) {
     events_->Emit({{"type", "system"},
                    {"subtype", "task_started"},
@@ -88,24 +159,26 @@ void Progress::TaskStarted(int number, const std::string& description,
   }
 }
 
-void Progress::TaskUpdate(int number, int64_t turn, const std::string& tool,
-                          const std::string& detail) {
+void Progress::TaskUpdate(int number, const ipc::EventMessage& event) {
   auto it = live_.find(number);
   if (it == live_.end()) return;
-  it->second.turn = turn;
-  it->second.tool = tool;
-  it->second.detail = detail;
+  it->second.turn = event.turn;
+  it->second.tool = event.tool;
+  it->second.detail = event.detail;
+  it->second.tokens = event.input_tokens + event.output_tokens;
   if (events_ != nullptr) {
-    const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(
-        std::chrono::steady_clock::now() - it->second.started);
-    events_->Emit({{"type", "system"},
-                   {"subtype", "task_progress"},
-                   {"task_id", it->second.tool_use_id},
-                   {"parent_tool_use_id", it->second.tool_use_id},
-                   {"turn", turn},
-                   {"tool", tool},
-                   {"detail", detail},
-                   {"elapsed_ms", elapsed.count()}});
+    const auto elapsed =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - it->second.started);
+    events_->Emit(
+        {{"type", "system"},
+         {"subtype", "task_progress"},
+         {"task_id", it->second.tool_use_id},
+         {"parent_tool_use_id", it->second.tool_use_id},
+         {"turn", event.turn},
+         {"tool", event.tool},
+         {"detail", event.detail},
+         {"usage", {{"input_tokens", event.input_tokens}, {"output_tokens", event.output_tokens}}},
+         {"elapsed_ms", elapsed.count()}});
   }
   if (!enabled_) return;
   if (tty_) {

@@ -6,8 +6,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <utility>
 
 #include "parent/exit_codes.h"
+#include "parent/line_editor.h"
 #include "parent/signals.h"
 #include "parent/terminal.h"
 
@@ -16,29 +18,73 @@ namespace {
 
 void WriteFd(int fd, std::string_view s) { WriteText(fd, s); }
 
-// Streams assistant text to stdout and keeps the output line-aligned between turns.
+// Length of an incomplete UTF-8 sequence at the end of `s` (0 when it ends complete): held back
+// so a character split between two stream fragments is neutralised whole on a terminal.
+size_t IncompleteTail(std::string_view s) {
+  for (size_t back = 1; back <= 3 && back <= s.size(); ++back) {
+    const auto c = static_cast<unsigned char>(s[s.size() - back]);
+    if ((c & 0xC0) == 0x80) continue;  // A continuation byte: look further back.
+    const size_t need = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
+    return need > back ? back : 0;
+  }
+  return 0;
+}
+
+// Streams assistant text to stdout and keeps the output line-aligned between turns. While it
+// lives, `restart_hook` (OutputOptions::stream_restarted) is its Restart: a retried attempt
+// starts on a fresh line, after the retry notice, instead of being glued to the cut text.
 class StdoutStream {
  public:
-  void Write(std::string_view s) {
-    if (s.empty()) return;
+  explicit StdoutStream(std::function<void()>* restart_hook) : hook_(restart_hook) {
+    if (hook_ != nullptr) *hook_ = [this] { Restart(); };
+  }
+  ~StdoutStream() {
+    if (hook_ != nullptr) *hook_ = nullptr;
+  }
+  StdoutStream(const StdoutStream&) = delete;
+  StdoutStream& operator=(const StdoutStream&) = delete;
+
+  void Write(std::string_view fragment) {
+    pending_.append(fragment);
+    const std::string_view ready(pending_.data(), pending_.size() - IncompleteTail(pending_));
+    if (ready.empty()) return;
     if (turn_ended_) {
       turn_ended_ = false;
       WriteFd(STDOUT_FILENO, at_line_start_ ? "\n" : "\n\n");
     }
-    WriteFd(STDOUT_FILENO, s);
-    at_line_start_ = s.back() == '\n';
-    wrote_ = true;
+    WriteFd(STDOUT_FILENO, ready);
+    at_line_start_ = ready.back() == '\n';
+    wrote_ = in_attempt_ = true;
+    pending_.erase(0, ready.size());
   }
   // The next text starts a new paragraph (a new model turn).
-  void TurnEnded() { turn_ended_ = wrote_; }
+  void TurnEnded() {
+    turn_ended_ = wrote_;
+    in_attempt_ = false;
+  }
+  // Ends the last line; no paragraph break (Write would add one after TurnEnded).
   void EndLine() {
-    if (wrote_ && !at_line_start_) Write("\n");
+    if (!pending_.empty()) WriteFd(STDOUT_FILENO, std::exchange(pending_, ""));
+    if (wrote_ && !at_line_start_) WriteFd(STDOUT_FILENO, "\n");
+    at_line_start_ = true;
+    turn_ended_ = false;
+  }
+  // The provider retries: what this attempt printed is void; the new attempt starts below.
+  void Restart() {
+    pending_.clear();
+    if (!in_attempt_) return;
+    EndLine();
+    in_attempt_ = false;
+    WriteFd(STDERR_FILENO, "forkbox: the reply above was cut off; it starts again below\n");
   }
   bool wrote() const { return wrote_; }
 
  private:
+  std::function<void()>* hook_;
+  std::string pending_;  // An incomplete UTF-8 sequence.
   bool at_line_start_ = true;
   bool wrote_ = false;
+  bool in_attempt_ = false;  // Text of the current model call is on screen.
   bool turn_ended_ = false;
 };
 
@@ -106,13 +152,20 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
       messages_.pop_back();
     }
   }
-  if (log_ != nullptr) {
-    if (Status st = log_->AddTurn(messages_, turn.outcome.turns, turn.outcome.usage); !st.ok()) {
-      WriteFd(STDERR_FILENO, "forkbox: warning: session not saved: " + st.ToString() + "\n");
-      log_ = nullptr;  // Said once; the session goes on.
-    }
-  }
+  if (log_ != nullptr)
+    Saved(log_->AddTurn(prompt, messages_, turn.outcome.turns, turn.outcome.usage));
   return turn;
+}
+
+void Session::Clear() {
+  messages_.clear();
+  if (log_ != nullptr) Saved(log_->AddClear());
+}
+
+void Session::Saved(const Status& st) {
+  if (st.ok()) return;
+  WriteFd(STDERR_FILENO, "forkbox: warning: session not saved: " + st.ToString() + "\n");
+  log_ = nullptr;  // Said once; the session goes on.
 }
 
 namespace {
@@ -169,19 +222,32 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
                Progress& progress) {
   const auto started = std::chrono::steady_clock::now();
   const bool streaming = out.format == OutputFormat::kStreamJson;
-  // Nothing is streamed to stdout: a streamed attempt can still fail and be retried, and the
-  // turns before the last are narration. The answer is known only when the loop ends.
-  Session::Turn turn = session.Ask(prompt, nullptr, [&](const agent::Response& r) {
+  // Piped, nothing is streamed to stdout: a streamed attempt can still fail and be retried, and
+  // the turns before the last are narration; the answer is known only when the loop ends. On a
+  // terminal (text format, streaming, not --quiet) every turn streams as it comes, narration
+  // included, and a retried attempt is announced and printed again (StdoutStream::Restart).
+  const bool live =
+      out.format == OutputFormat::kText && out.stream && !out.quiet && ::isatty(STDOUT_FILENO) != 0;
+  StdoutStream stream(live ? out.stream_restarted : nullptr);
+  agent::TextSink sink;
+  if (live) sink = [&](std::string_view s) { stream.Write(s); };
+  Session::Turn turn = session.Ask(prompt, sink, [&](const agent::Response& r) {
     if (streaming) {
       out.events->Emit({{"type", "assistant"},
                         {"message", MessageJson(r.message)},
                         {"parent_tool_use_id", nullptr}});
+    }
+    if (live) {
+      stream.EndLine();  // The progress block starts on a line of its own.
+      stream.TurnEnded();
+      return;  // The narration is on the screen already.
     }
     if (agent::ToolUsesOf(r.message).empty()) return;
     std::string narration = agent::TextOf(r.message);
     while (!narration.empty() && narration.back() == '\n') narration.pop_back();
     if (!narration.empty()) progress.Note(narration);
   });
+  stream.EndLine();
   const agent::LoopOutcome& o = turn.outcome;
   const OneShotEnd end = Classify(turn);
   const int64_t duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -199,7 +265,7 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
     j["duration_api_ms"] = session.stats().api_ms;
     if (!end.problem.empty()) j["error"] = end.problem;
     WriteFd(STDOUT_FILENO, j.dump() + "\n");
-  } else if (end.code != kExitModel && !o.final_text.empty()) {
+  } else if (end.code != kExitModel && !o.final_text.empty() && !live) {
     std::string text = o.final_text;
     while (!text.empty() && text.back() == '\n') text.pop_back();
     WriteFd(STDOUT_FILENO, text + "\n");
@@ -213,37 +279,14 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
 
 namespace {
 
-enum class LineStatus { kLine, kInterrupted, kEof };
-
-// Reads one line from stdin with read(2), so Ctrl-C (EINTR) can cancel the line being typed.
-// *signal receives the interrupting signal.
-LineStatus ReadLine(std::string* line, int* signal) {
-  line->clear();
-  while (true) {
-    char c;
-    ssize_t n = read(STDIN_FILENO, &c, 1);
-    if (n < 0 && errno == EINTR) {
-      if ((*signal = TakeInterrupt()) != 0) return LineStatus::kInterrupted;
-      continue;
-    }
-    if (n <= 0) return line->empty() ? LineStatus::kEof : LineStatus::kLine;
-    if (c == '\n') return LineStatus::kLine;
-    line->push_back(c);
-  }
-}
-
 std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r");
+  size_t b = s.find_first_not_of(" \t\r\n");
   if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r");
+  size_t e = s.find_last_not_of(" \t\r\n");
   return s.substr(b, e - b + 1);
 }
 
-}  // namespace
-
-namespace {
-
-// A /command. Returns false for /quit.
+// What /tasks prints.
 std::string TasksText(const SessionStats& s) {
   if (s.tasks.empty()) return "no tasks yet\n";
   std::string out;
@@ -258,6 +301,7 @@ std::string TasksText(const SessionStats& s) {
   return out;
 }
 
+// A /command. Returns false for /quit.
 bool RunCommand(Session& session, const std::string& input) {
   if (input == "/quit" || input == "/exit") return false;
   if (input == "/context") {
@@ -272,7 +316,7 @@ bool RunCommand(Session& session, const std::string& input) {
   } else if (input == "/tasks") {
     WriteFd(STDOUT_FILENO, TasksText(session.stats()));
   } else if (input == "/clear") {
-    session.Restore({});
+    session.Clear();
     WriteFd(STDOUT_FILENO, "context cleared\n");
   } else if (input == "/help") {
     WriteFd(STDOUT_FILENO,
@@ -286,11 +330,15 @@ bool RunCommand(Session& session, const std::string& input) {
 
 // One prompt, streamed to the terminal. Returns non-zero to end the session (SIGTERM, SIGHUP).
 int AskInteractively(Session& session, const std::string& input, const OutputOptions& out) {
-  StdoutStream stream;
+  StdoutStream stream(out.stream_restarted);
   agent::TextSink sink;
   if (out.stream) sink = [&](std::string_view s) { stream.Write(s); };
-  Session::Turn turn =
-      session.Ask(input, sink, [&](const agent::Response&) { stream.TurnEnded(); });
+  // A reply ends its line: the progress block of the tasks it starts begins on a line of its own
+  // (parent/progress.h), and never erases the end of the text.
+  Session::Turn turn = session.Ask(input, sink, [&](const agent::Response&) {
+    stream.EndLine();
+    stream.TurnEnded();
+  });
   stream.EndLine();
   if (!out.stream && !turn.outcome.final_text.empty()) {
     WriteFd(STDOUT_FILENO, turn.outcome.final_text + "\n");
@@ -310,30 +358,37 @@ int AskInteractively(Session& session, const std::string& input, const OutputOpt
   return 0;
 }
 
+// The line editor's options: the prompt history next to the sessions.
+LineEditorOptions EditorOptions(const OutputOptions& out) {
+  LineEditorOptions options;
+  options.in_fd = STDIN_FILENO;
+  options.out_fd = STDERR_FILENO;
+  options.save_history = out.save_history;
+  Result<std::string> dir = StateDir(out.save_history);
+  if (dir.ok()) {
+    options.history_path = *dir + "/history";
+  } else {
+    WriteFd(STDERR_FILENO,
+            "forkbox: warning: no prompt history: " + dir.status().ToString() + "\n");
+  }
+  return options;
+}
+
 }  // namespace
 
 int RunInteractive(Session& session, const OutputOptions& out, Progress& progress) {
   (void)progress;
   WriteFd(STDERR_FILENO,
-          "forkbox: interactive session. /context shows the context size, /quit leaves. "
+          "forkbox: interactive session. /help lists the commands, /quit or Ctrl-D leaves. "
           "Ctrl-C cancels running work.\n");
-  std::string line;
+  std::unique_ptr<LineEditor> editor = MakeLineEditor(EditorOptions(out));
   while (true) {
-    WriteFd(STDERR_FILENO, "forkbox> ");
-    int signal = 0;
-    LineStatus st = ReadLine(&line, &signal);
-    if (st == LineStatus::kEof) {
-      WriteFd(STDERR_FILENO, "\n");
-      return kExitOk;
-    }
-    if (st == LineStatus::kInterrupted) {
-      if (signal != SIGINT) return 128 + signal;
-      WriteFd(STDERR_FILENO, "^C (type /quit to leave)\n");
-      continue;
-    }
-    std::string input = Trim(line);
+    PromptInput in = editor->Read();
+    if (in.kind == PromptInput::Kind::kEof) return kExitOk;
+    if (in.kind == PromptInput::Kind::kInterrupted) return 128 + in.signal;
+    std::string input = Trim(in.text);
     if (input.empty()) continue;
-    if (input[0] == '/') {
+    if (input[0] == '/' && input.find('\n') == std::string::npos) {
       if (!RunCommand(session, input)) return kExitOk;
       continue;
     }

@@ -30,8 +30,10 @@ class Session {
   Turn Ask(const std::string& prompt, const agent::TextSink& on_text,
            const std::function<void(const agent::Response&)>& on_response = {});
 
-  // Replaces the conversation: a resumed one (parent/session_store.h), or none (/clear).
+  // Replaces the conversation with a resumed one (parent/session_store.h).
   void Restore(std::vector<agent::Message> messages) { messages_ = std::move(messages); }
+  // Empties the conversation (/clear), in the session file too: a resumed session starts fresh.
+  void Clear();
   // Where each completed prompt is persisted; null: nowhere (--no-session-persistence).
   void set_log(SessionLog* log) { log_ = log; }
   int64_t context_bytes() const { return ContextBytes(messages_); }
@@ -39,6 +41,9 @@ class Session {
   const SessionStats& stats() const { return stats_; }
 
  private:
+  // A failed write is said once; the session goes on without its file.
+  void Saved(const Status& st);
+
   agent::Provider& provider_;
   agent::LoopOptions options_;
   ParentToolRunner& runner_;
@@ -53,6 +58,10 @@ struct OutputOptions {
   bool quiet = false;
   EventStream* events = nullptr;  // The session id; the stream-json events.
   std::string model;
+  bool save_history = true;  // Interactive prompts are appended to the history file.
+  // Called by the provider's retry hook before it announces a retry; the session points it at
+  // its live stdout stream while one runs. May be null.
+  std::function<void()>* stream_restarted = nullptr;
 };
 
 // Adds the wall time of every model call to *api_ms (duration_api_ms).

@@ -97,24 +97,33 @@ std::string PathOf(const std::string& dir, const std::string& id) {
 
 }  // namespace
 
-Result<std::string> SessionsDir(bool create) {
+Result<std::string> StateDir(bool create) {
   std::string base;
   if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && x[0] == '/') {
     base = x;
   } else if (const char* home = std::getenv("HOME"); home != nullptr && home[0] == '/') {
     base = std::string(home) + "/.local/state";
   } else {
-    return Status::InvalidArgument("no session directory: set XDG_STATE_HOME or HOME");
+    return Status::InvalidArgument("no state directory: set XDG_STATE_HOME or HOME");
   }
-  std::string dir = base + "/forkbox/sessions";
+  std::string dir = base + "/forkbox";
   if (!create) return dir;
   std::error_code ec;
   std::filesystem::create_directories(base, ec);  // The user's state directory: usual modes.
   if (ec) return Status::InvalidArgument("mkdir " + base + ": " + ec.message());
-  for (const std::string& path : {base + "/forkbox", dir}) {
-    if (::mkdir(path.c_str(), 0700) != 0 && errno != EEXIST) {
-      return Status::FromErrno(errno, "mkdir " + path);
-    }
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "mkdir " + dir);
+  }
+  return dir;
+}
+
+Result<std::string> SessionsDir(bool create) {
+  Result<std::string> state = StateDir(create);
+  if (!state.ok()) return state.status();
+  std::string dir = *state + "/sessions";
+  if (!create) return dir;
+  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "mkdir " + dir);
   }
   if (::chmod(dir.c_str(), 0700) != 0) return Status::FromErrno(errno, "chmod " + dir);
   return dir;
@@ -150,8 +159,16 @@ Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id)
         out.good_bytes += static_cast<int64_t>(line.size()) + 1;
         continue;
       }
+      if (j.at("type") == "clear") {
+        out.messages.clear();
+        out.good_bytes += static_cast<int64_t>(line.size()) + 1;
+        continue;
+      }
       std::vector<agent::Message> conversation;
       for (const json& m : j.at("messages")) conversation.push_back(MessageFromJson(m));
+      if (out.info.first_prompt.empty() && j.contains("prompt")) {
+        out.info.first_prompt = j.at("prompt").get<std::string>();
+      }
       out.info.turns += 1;
       out.info.tokens += j.at("input_tokens").get<int64_t>() + j.at("output_tokens").get<int64_t>();
       out.messages = std::move(conversation);
@@ -218,15 +235,19 @@ Result<SessionLog> SessionLog::Append(const std::string& dir, const LoadedSessio
   return log;
 }
 
-Status SessionLog::AddTurn(const std::vector<agent::Message>& conversation, int64_t turns,
+Status SessionLog::AddTurn(const std::string& prompt,
+                           const std::vector<agent::Message>& conversation, int64_t turns,
                            const agent::Usage& usage) {
   json messages = json::array();
   for (const auto& m : conversation) messages.push_back(MessageToJson(m));
   return WriteLine(fd_.get(), {{"type", "turn"},
+                               {"prompt", prompt},
                                {"messages", std::move(messages)},
                                {"turns", turns},
                                {"input_tokens", usage.input_tokens},
                                {"output_tokens", usage.output_tokens}});
 }
+
+Status SessionLog::AddClear() { return WriteLine(fd_.get(), {{"type", "clear"}}); }
 
 }  // namespace forkbox::parent

@@ -1,9 +1,11 @@
 // Session persistence: the parent's conversation in $XDG_STATE_HOME/forkbox/sessions/<id>.jsonl
 // (default ~/.local/state; the directory 0700, each file 0600, created O_EXCL|O_NOFOLLOW). Line 1
 // is a header {"type":"session", id, workdir, created, first_prompt}; then one line per completed
-// prompt {"type":"turn", messages (the whole conversation after it: the parent's context is small
-// by design), turns, input_tokens, output_tokens}, appended when the prompt ends, so a crash loses
-// at most the prompt in flight. Only the parent's
+// prompt {"type":"turn", prompt, messages (the whole conversation after it: the parent's context
+// is small by design), turns, input_tokens, output_tokens}, appended when the prompt ends, so a
+// crash loses at most the prompt in flight, and {"type":"clear"} when /clear emptied the context
+// (a resumed session starts from there). An interactive session's header has no first prompt: its
+// first turn's `prompt` is the session's first prompt. Only the parent's
 // conversation is kept: children's contexts are never persisted (only --transcript-dir records
 // them).
 #pragma once
@@ -36,7 +38,10 @@ struct LoadedSession {
   int64_t good_bytes = 0;  // Length of the file up to the last complete line.
 };
 
-// $XDG_STATE_HOME/forkbox/sessions (or $HOME/.local/state/...), created 0700 when missing.
+// $XDG_STATE_HOME/forkbox (or $HOME/.local/state/forkbox), created 0700 when missing: the
+// sessions and the prompt history (parent/line_editor.h).
+Result<std::string> StateDir(bool create);
+// StateDir()/sessions, created 0700 when missing.
 Result<std::string> SessionsDir(bool create);
 
 // Every readable session, most recent first.
@@ -54,9 +59,11 @@ class SessionLog {
                                    const std::string& workdir, const std::string& first_prompt);
   // Opens a loaded session for appending, cutting a corrupt tail off first.
   static Result<SessionLog> Append(const std::string& dir, const LoadedSession& loaded);
-  // Appends one completed prompt: the conversation after it, and what the prompt cost.
-  Status AddTurn(const std::vector<agent::Message>& conversation, int64_t turns,
-                 const agent::Usage& usage);
+  // Appends one completed prompt: the prompt, the conversation after it, and what it cost.
+  Status AddTurn(const std::string& prompt, const std::vector<agent::Message>& conversation,
+                 int64_t turns, const agent::Usage& usage);
+  // Records that the conversation was emptied (/clear).
+  Status AddClear();
 
  private:
   explicit SessionLog(UniqueFd fd) : fd_(std::move(fd)) {}

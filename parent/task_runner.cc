@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -96,6 +98,8 @@ TaskOutcome Present(const TaskSpec& spec, ChildReport report, Progress& progress
   if (report.last_turn > 0) why += " after " + Plural(report.last_turn, "turn");
   TaskOutcome o = FailedOutcome(spec, reason, why);
   o.record.stats.turns = report.last_turn;
+  o.record.stats.input_tokens = report.input_tokens;
+  o.record.stats.output_tokens = report.output_tokens;
   o.record.stats.elapsed_ms = report.elapsed_ms;
   progress.TaskFinished(spec.number, o.content, o.record);
   return o;
@@ -109,11 +113,12 @@ class Batch {
       : config_(config),
         specs_(specs),
         progress_(progress),
+        loop_(loop),
         standby_(standby),
         supervisor_(
             loop, signals,
             [this](size_t i, const ipc::EventMessage& ev) {
-              progress_.TaskUpdate(specs_[i].number, ev.turn, ev.tool, ev.detail);
+              progress_.TaskUpdate(specs_[i].number, ev);
             },
             [this](size_t i, ChildReport report) {
               result_.outcomes[i] = Present(specs_[i], std::move(report), progress_);
@@ -127,6 +132,7 @@ class Batch {
       for (size_t i : queue_) FailWithoutStart(i, "event loop: " + st.ToString());
       return std::move(result_);
     }
+    UniqueFd ticker = StartTicker();
     while (true) {
       while (!queue_.empty() && supervisor_.running() < static_cast<size_t>(config_.max_parallel) &&
              supervisor_.interrupt_signal() == 0) {
@@ -134,10 +140,13 @@ class Batch {
         queue_.pop_front();
         StartTask(i);
       }
+      progress_.SetQueued(static_cast<int64_t>(queue_.size()));
       RefillStandby();
       if (supervisor_.running() == 0) break;
       supervisor_.RunOnce();
     }
+    if (ticker) loop_.Remove(ticker.get());
+    progress_.SetQueued(0);
     for (size_t i : queue_) {
       result_.outcomes[i] =
           FailedOutcome(specs_[i], KillReason::kCancelled, "interrupted before it started");
@@ -195,6 +204,23 @@ class Batch {
     supervisor_.Add(i, std::move(*child), std::move(*frame), timeout_ms);
   }
 
+  // A one-second timerfd in the loop that moves the live block's elapsed times; none without a
+  // live block (or when it cannot be had: the block then moves with the events only).
+  UniqueFd StartTicker() {
+    if (!progress_.live_block()) return UniqueFd();
+    UniqueFd fd(timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC));
+    const itimerspec every_second = {{1, 0}, {1, 0}};
+    if (!fd || timerfd_settime(fd.get(), 0, &every_second, nullptr) != 0) return UniqueFd();
+    const int raw = fd.get();
+    Status st = loop_.Add(raw, EPOLLIN, [this, raw](uint32_t) {
+      uint64_t expirations;
+      while (::read(raw, &expirations, sizeof(expirations)) > 0) {
+      }
+      progress_.Tick();
+    });
+    return st.ok() ? std::move(fd) : UniqueFd();
+  }
+
   // After the starts (a fork must not delay a start frame): the next task finds a child waiting.
   void RefillStandby() {
     if (standby_ == nullptr || supervisor_.interrupt_signal() != 0) return;
@@ -206,6 +232,7 @@ class Batch {
   const TaskConfig& config_;
   const std::vector<TaskSpec>& specs_;
   Progress& progress_;
+  EventLoop& loop_;
   Standby* standby_;
   std::deque<size_t> queue_;
   BatchResult result_;

@@ -1,0 +1,436 @@
+#include "parent/line_editor.h"
+
+#include <fcntl.h>
+#include <histedit.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <climits>
+#include <clocale>
+#include <csignal>
+#include <cstdio>
+#include <cwchar>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <sstream>
+
+#include "base/file.h"
+#include "parent/signals.h"
+#include "parent/terminal.h"
+
+namespace forkbox::parent {
+namespace {
+
+constexpr size_t kMaxHistoryFileBytes = size_t{64} << 20;
+constexpr char kPrompt[] = "forkbox> ";
+constexpr char kContinuation[] = "     ... ";
+constexpr char kPasteStart[] = "\x1b[200~";
+constexpr char kPasteEnd[] = "\x1b[201~";
+constexpr size_t kMaxPasteBytes = size_t{4} << 20;
+
+void WriteRaw(int fd, std::string_view s) {
+  while (!s.empty()) {
+    ssize_t n = ::write(fd, s.data(), s.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // The terminal is gone: the next read says so.
+    s.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+// A line ending in an unescaped `\` continues: true, with the backslash removed.
+bool TakeContinuation(std::string* line) {
+  if (line->empty() || line->back() != '\\') return false;
+  line->pop_back();
+  return true;
+}
+
+// ---- without a terminal: today's plain lines
+
+class PlainReader : public LineEditor {
+ public:
+  PlainReader(int in_fd, int out_fd) : in_fd_(in_fd), out_fd_(out_fd) {}
+  PromptInput Read() override;
+
+ private:
+  int in_fd_;
+  int out_fd_;
+};
+
+PromptInput PlainReader::Read() {
+  std::string line;
+  WriteText(out_fd_, kPrompt);
+  while (true) {
+    char c;
+    ssize_t n = ::read(in_fd_, &c, 1);
+    if (n < 0 && errno == EINTR) {
+      const int sig = TakeInterrupt();
+      if (sig == 0) continue;
+      if (sig != SIGINT) return {PromptInput::Kind::kInterrupted, "", sig};
+      WriteText(out_fd_, line.empty() ? std::string("^C ") + kQuitHint + "\n" : "^C\n");
+      line.clear();
+      WriteText(out_fd_, kPrompt);
+      continue;
+    }
+    if (n <= 0) {
+      if (!line.empty()) return {PromptInput::Kind::kPrompt, line, 0};
+      WriteText(out_fd_, "\n");
+      return {};
+    }
+    if (c == '\n') return {PromptInput::Kind::kPrompt, line, 0};
+    line.push_back(c);
+  }
+}
+
+// ---- on a terminal: libedit
+
+// Pasted text as the prompt takes it: CR and CRLF become LF (terminals send Enter as CR), other
+// control bytes but tab are dropped (a paste must not carry escape sequences into the prompt).
+std::string CleanPaste(const std::string& raw) {
+  std::string out;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const auto c = static_cast<unsigned char>(raw[i]);
+    if (c == '\r') {
+      out.push_back('\n');
+      if (i + 1 < raw.size() && raw[i + 1] == '\n') ++i;
+    } else if (c >= 0x20 || c == '\n' || c == '\t') {
+      if (c != 0x7f) out.push_back(static_cast<char>(c));
+    }
+  }
+  return out;
+}
+
+class EditlineEditor : public LineEditor {
+ public:
+  EditlineEditor(int in_fd, int out_fd) : in_fd_(in_fd), out_fd_(out_fd) {}
+  ~EditlineEditor() override;
+  // Sets up libedit and the terminal; false when libedit cannot run here.
+  bool Init(std::vector<std::string> history, std::optional<HistoryFile> file);
+  PromptInput Read() override;
+
+ private:
+  static char* PromptOf(EditLine* el);
+  static int GetChar(EditLine* el, wchar_t* out);
+  int ReadChar(wchar_t* out);
+  bool WaitReadable();
+  static unsigned char OnPaste(EditLine* el, int ch);
+  unsigned char Paste();
+  void Remember(const std::string& prompt);
+  // Outside libedit's reads: no echo and no kernel line editing (see the header).
+  void QuietTerminal();
+
+  int in_fd_;
+  int out_fd_;
+  EditLine* el_ = nullptr;
+  History* history_ = nullptr;
+  std::optional<HistoryFile> file_;
+  std::optional<termios> saved_;
+  bool continuing_ = false;            // The prompt shown is the continuation prompt.
+  std::optional<std::string> pasted_;  // A paste with newlines ended the current line.
+};
+
+EditlineEditor::~EditlineEditor() {
+  WriteRaw(out_fd_, "\x1b[?2004l");                          // Bracketed paste off.
+  if (saved_) (void)::tcsetattr(in_fd_, TCSANOW, &*saved_);  // Best effort: we are leaving.
+  if (el_ != nullptr) el_end(el_);
+  if (history_ != nullptr) history_end(history_);
+}
+
+char* EditlineEditor::PromptOf(EditLine* el) {
+  void* self = nullptr;
+  el_get(el, EL_CLIENTDATA, &self);
+  const bool cont = self != nullptr && static_cast<EditlineEditor*>(self)->continuing_;
+  return const_cast<char*>(cont ? kContinuation : kPrompt);
+}
+
+int EditlineEditor::GetChar(EditLine* el, wchar_t* out) {
+  void* self = nullptr;
+  el_get(el, EL_CLIENTDATA, &self);
+  return static_cast<EditlineEditor*>(self)->ReadChar(out);
+}
+
+// Waits until the terminal has a byte; false when an interrupt is pending. Race-free: the
+// interrupt signals are blocked between the check and the wait, which ppoll unblocks atomically
+// (a Ctrl-C just before a plain read() would be seen only at the next keystroke).
+bool EditlineEditor::WaitReadable() {
+  sigset_t block, old;
+  sigemptyset(&block);
+  for (int sig : kInterruptSignals) sigaddset(&block, sig);
+  if (::sigprocmask(SIG_BLOCK, &block, &old) != 0) return !InterruptPending();
+  bool readable = true;
+  while (true) {
+    if (InterruptPending()) {
+      readable = false;
+      break;
+    }
+    struct pollfd p = {in_fd_, POLLIN, 0};
+    const int n = ::ppoll(&p, 1, nullptr, &old);
+    if (n > 0 || (n < 0 && errno != EINTR)) break;  // The read says what it is.
+  }
+  ::sigprocmask(SIG_SETMASK, &old, nullptr);
+  return readable;
+}
+
+// libedit's read function: one character, decoded with the locale (as libedit's own does).
+// -1 with EINTR when an interrupt is pending, 0 at the end of input.
+int EditlineEditor::ReadChar(wchar_t* out) {
+  char buf[MB_LEN_MAX];
+  size_t len = 0;
+  *out = L'\0';
+  while (true) {
+    if (!WaitReadable()) {
+      errno = EINTR;
+      return -1;
+    }
+    const ssize_t n = ::read(in_fd_, buf + len, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return n == 0 ? 0 : -1;
+    ++len;
+    mbstate_t state = {};
+    const size_t r = std::mbrtowc(out, buf, len, &state);
+    if (r == static_cast<size_t>(-2) && len < sizeof(buf)) continue;  // More bytes to come.
+    if (r == static_cast<size_t>(-1) || r == static_cast<size_t>(-2)) {
+      len = 0;  // Not a character: dropped, as libedit does.
+      continue;
+    }
+    return 1;
+  }
+}
+
+unsigned char EditlineEditor::OnPaste(EditLine* el, int) {
+  void* self = nullptr;
+  el_get(el, EL_CLIENTDATA, &self);
+  return self == nullptr ? CC_ERROR : static_cast<EditlineEditor*>(self)->Paste();
+}
+
+// Bound to the paste-start sequence: reads the pasted bytes up to the end marker straight from
+// the terminal (libedit reads one byte at a time, so nothing of them is buffered elsewhere).
+unsigned char EditlineEditor::Paste() {
+  std::string raw;
+  const std::string end = kPasteEnd;
+  size_t dropped = 0;  // Beyond kMaxPasteBytes: read to the end marker, but not kept.
+  while (raw.size() < end.size() || raw.compare(raw.size() - end.size(), end.size(), end) != 0) {
+    char c;
+    ssize_t n = ::read(in_fd_, &c, 1);
+    if (n < 0 && errno == EINTR) continue;  // A Ctrl-C is seen when the line is read.
+    if (n <= 0) break;
+    raw.push_back(c);
+    if (raw.size() > kMaxPasteBytes + end.size()) {
+      raw.erase(kMaxPasteBytes, 1);
+      ++dropped;
+    }
+  }
+  if (dropped > 0) {
+    WriteText(out_fd_,
+              "\nforkbox: the paste was cut to " + std::to_string(kMaxPasteBytes) + " bytes\n");
+  }
+  if (raw.size() >= end.size() && raw.compare(raw.size() - end.size(), end.size(), end) == 0) {
+    raw.resize(raw.size() - end.size());
+  }
+  const std::string text = CleanPaste(raw);
+  if (text.find('\n') == std::string::npos) {
+    el_insertstr(el_, text.c_str());
+    return CC_REFRESH;
+  }
+  const LineInfo* li = el_line(el_);
+  pasted_ = std::string(li->buffer, li->cursor) + text + std::string(li->cursor, li->lastchar);
+  return CC_NEWLINE;
+}
+
+bool EditlineEditor::Init(std::vector<std::string> entries, std::optional<HistoryFile> file) {
+  // libedit decodes input with the locale's multibyte functions: UTF-8 needs LC_CTYPE set.
+  std::setlocale(LC_CTYPE, "");
+  termios t;
+  if (::tcgetattr(in_fd_, &t) == 0) saved_ = t;
+  history_ = history_init();
+  el_ = el_init("forkbox", stdin, stderr, stderr);
+  if (history_ == nullptr || el_ == nullptr) return false;
+  HistEvent ev;
+  history(history_, &ev, H_SETSIZE, static_cast<int>(HistoryFile::kMaxEntries));
+  history(history_, &ev, H_SETUNIQUE, 1);
+  for (const std::string& e : entries) history(history_, &ev, H_ENTER, e.c_str());
+  file_ = std::move(file);
+  const bool set =
+      el_set(el_, EL_CLIENTDATA, this) == 0 && el_set(el_, EL_EDITOR, "emacs") == 0 &&
+      // The parent's own handlers stay in charge (parent/signals.h).
+      el_set(el_, EL_SIGNAL, 0) == 0 && el_set(el_, EL_PROMPT, &EditlineEditor::PromptOf) == 0 &&
+      el_set(el_, EL_GETCFN, &EditlineEditor::GetChar) == 0 &&
+      el_set(el_, EL_HIST, history, history_) == 0 &&
+      el_set(el_, EL_ADDFN, "forkbox-paste", "take a bracketed paste as text", &OnPaste) == 0 &&
+      el_set(el_, EL_BIND, kPasteStart, "forkbox-paste", nullptr) == 0 &&
+      el_set(el_, EL_BIND, "^R", "em-inc-search-prev", nullptr) == 0;
+  if (!set) return false;
+  // From now on keystrokes wait raw for the editor: the kernel's line editing never sees them
+  // (libedit enters its own mode only when it reads, after it drew the prompt).
+  QuietTerminal();
+  WriteRaw(out_fd_, "\x1b[?2004h");  // Bracketed paste on.
+  return true;
+}
+
+void EditlineEditor::Remember(const std::string& prompt) {
+  HistEvent ev;
+  history(history_, &ev, H_ENTER, prompt.c_str());
+  if (!file_) return;
+  if (Status st = file_->Append(prompt); !st.ok()) {
+    WriteText(out_fd_, "forkbox: warning: history not saved: " + st.ToString() + "\n");
+    file_.reset();  // Said once.
+  }
+}
+
+void EditlineEditor::QuietTerminal() {
+  termios t;
+  if (::tcgetattr(in_fd_, &t) != 0) return;
+  // Non-canonical too: what is typed ahead (Ctrl-D and Ctrl-U included) waits untouched for the
+  // editor instead of being line-edited by the kernel. ISIG stays: Ctrl-C still interrupts.
+  t.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON);
+  t.c_cc[VMIN] = 1;
+  t.c_cc[VTIME] = 0;
+  // Best effort: if the terminal refuses, type-ahead is merely echoed as before.
+  (void)::tcsetattr(in_fd_, TCSANOW, &t);
+}
+
+PromptInput EditlineEditor::Read() {
+  std::string text;
+  continuing_ = false;
+  while (true) {
+    pasted_.reset();
+    int count = 0;
+    const char* got = el_gets(el_, &count);
+    QuietTerminal();  // libedit restored the cooked mode; keystrokes must wait for it, unedited.
+    if (const int sig = pasted_ ? TakeInterrupt() : 0; sig != 0) {
+      if (sig != SIGINT) return {PromptInput::Kind::kInterrupted, "", sig};
+      WriteText(out_fd_, "\n");  // Ctrl-C during the paste: it is dropped with the line.
+      text.clear();
+      continuing_ = false;
+      continue;
+    }
+    if (pasted_) {
+      // Shown as pasted; the prompt goes on below it.
+      std::string shown = *pasted_;
+      if (!shown.empty() && shown.back() == '\n') shown.pop_back();
+      std::string screen = continuing_ ? kContinuation : kPrompt;
+      for (char c : shown)
+        screen += c == '\n' ? std::string("\n") + kContinuation : std::string(1, c);
+      WriteRaw(out_fd_, "\r\x1b[J");
+      WriteText(out_fd_, screen + "\n");
+      text += shown + "\n";
+      continuing_ = true;
+      continue;
+    }
+    if (got == nullptr && count == -1) {
+      const int err = errno;
+      const int sig = TakeInterrupt();
+      if (sig == 0 && err != EINTR && err != 0) return {};  // The terminal is gone: the end.
+      if (sig == 0) continue;
+      if (sig != SIGINT) return {PromptInput::Kind::kInterrupted, "", sig};
+      const LineInfo* li = el_line(el_);
+      const bool empty = text.empty() && li->lastchar == li->buffer;
+      WriteText(out_fd_, empty ? std::string("\n") + kQuitHint + "\n" : "\n");
+      text.clear();
+      continuing_ = false;
+      continue;
+    }
+    if (got == nullptr) {
+      WriteText(out_fd_, "\n");
+      return {};
+    }
+    std::string line = got;
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    const bool more = TakeContinuation(&line);
+    text += line;
+    if (more) {
+      text += "\n";
+      continuing_ = true;
+      continue;
+    }
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    if (text.find_first_not_of(" \t\n") != std::string::npos) Remember(text);
+    return {PromptInput::Kind::kPrompt, text, 0};
+  }
+}
+
+// The entries of a history file's text; unreadable lines are skipped.
+std::vector<std::string> ParseHistory(const std::string& text) {
+  std::vector<std::string> entries;
+  std::istringstream in(text);
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+    if (j.is_string()) entries.push_back(j.get<std::string>());
+  }
+  return entries;
+}
+
+Status WriteEntries(int fd, const std::vector<std::string>& entries, size_t from) {
+  std::string out;
+  for (size_t i = from; i < entries.size(); ++i) {
+    out +=
+        nlohmann::json(entries[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+        "\n";
+  }
+  size_t off = 0;
+  while (off < out.size()) {
+    ssize_t n = ::write(fd, out.data() + off, out.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) return Status::FromErrno(errno, "writing the history file");
+    off += static_cast<size_t>(n);
+  }
+  return Status::Ok();
+}
+
+}  // namespace
+
+Result<HistoryFile> HistoryFile::Open(const std::string& path, bool writable,
+                                      std::vector<std::string>* entries) {
+  // O_NOFOLLOW: a link planted here must not redirect the writes; O_NONBLOCK: nor a FIFO stall us.
+  const int mode = writable ? O_RDWR | O_APPEND | O_CREAT : O_RDONLY;
+  UniqueFd fd(::open(path.c_str(), mode | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600));
+  if (!fd && !writable && errno == ENOENT) return HistoryFile(std::move(fd));
+  if (!fd) return Status::FromErrno(errno, "open " + path);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + path);
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
+  if (writable && (st.st_mode & 0777) != 0600 && ::fchmod(fd.get(), 0600) != 0) {
+    return Status::FromErrno(errno, "chmod " + path);
+  }
+  Result<std::string> text = ReadToEnd(fd.get(), kMaxHistoryFileBytes, path);
+  if (!text.ok()) return text.status();
+  *entries = ParseHistory(*text);
+  if (writable && entries->size() > 2 * kMaxEntries) {
+    entries->erase(entries->begin(), entries->end() - static_cast<std::ptrdiff_t>(kMaxEntries));
+    if (::ftruncate(fd.get(), 0) != 0) return Status::FromErrno(errno, "truncate " + path);
+    FORKBOX_RETURN_IF_ERROR(WriteEntries(fd.get(), *entries, 0));
+  }
+  return HistoryFile(std::move(fd));
+}
+
+Status HistoryFile::Append(const std::string& entry) { return WriteEntries(fd_.get(), {entry}, 0); }
+
+std::unique_ptr<LineEditor> MakeLineEditor(const LineEditorOptions& options) {
+  if (!::isatty(options.in_fd) || !::isatty(options.out_fd)) {
+    return std::make_unique<PlainReader>(options.in_fd, options.out_fd);
+  }
+  std::vector<std::string> entries;
+  std::optional<HistoryFile> file;
+  if (!options.history_path.empty()) {
+    Result<HistoryFile> opened =
+        HistoryFile::Open(options.history_path, options.save_history, &entries);
+    if (opened.ok()) {
+      if (options.save_history) file.emplace(std::move(*opened));
+    } else {
+      WriteText(options.out_fd,
+                "forkbox: warning: no prompt history: " + opened.status().ToString() + "\n");
+    }
+  }
+  auto editor = std::make_unique<EditlineEditor>(options.in_fd, options.out_fd);
+  if (!editor->Init(std::move(entries), std::move(file))) {
+    WriteText(options.out_fd, "forkbox: warning: the line editor is unavailable\n");
+    return std::make_unique<PlainReader>(options.in_fd, options.out_fd);
+  }
+  return editor;
+}
+
+}  // namespace forkbox::parent

@@ -1,0 +1,508 @@
+// Issue 14's REPL, progress and accounting, end to end: the real forkbox binary on a
+// pseudo-terminal (stdin, stdout and stderr; the pty is its controlling terminal, so Ctrl-C is
+// the byte 0x03 through the line discipline) against the in-process mock model. No sleeps: every
+// wait polls the screen or the mock for what it expects, with a deadline.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <pty.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <memory>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <sstream>
+
+#include "base/process.h"
+#include "base/unique_fd.h"
+#include "tests/mock/mock_server.h"
+#include "tests/parent/run_forkbox.h"
+
+namespace forkbox::parent_test {
+namespace {
+
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+using mock::MockServer;
+using mock::RecordedRequest;
+using mock::Reply;
+using mock::ToolCall;
+
+constexpr auto kDeadline = std::chrono::seconds(30);
+
+Reply Text(const std::string& text, int64_t in = 0, int64_t out = 0) {
+  Reply r;
+  r.text = text;
+  r.usage.input_tokens = in;
+  r.usage.output_tokens = out;
+  return r;
+}
+
+// forkbox on a fresh pseudo-terminal, as its controlling terminal.
+class PtyForkbox {
+ public:
+  PtyForkbox(const std::vector<std::string>& args, const std::vector<std::string>& env,
+             const std::string& cwd) {
+    int master = -1, slave = -1;
+    struct winsize ws = {};
+    ws.ws_row = 30;
+    ws.ws_col = 120;
+    if (openpty(&master, &slave, nullptr, nullptr, &ws) != 0) throw std::runtime_error("openpty");
+    master_.reset(master);
+    UniqueFd slave_fd(slave);
+    fcntl(master, F_SETFD, FD_CLOEXEC);
+    SpawnOptions opts;
+    opts.argv.push_back(ForkboxPath());
+    for (const auto& a : args) opts.argv.push_back(a);
+    opts.env = env;
+    opts.cwd = cwd;
+    opts.fds = {{slave_fd.get(), 0}, {slave_fd.get(), 1}, {slave_fd.get(), 2}};
+    opts.new_session = true;
+    opts.steps.push_back(
+        {"TIOCSCTTY", [](const char**) { return ioctl(0, TIOCSCTTY, 0) == 0 ? 0 : errno; }});
+    auto child = Spawn(opts);
+    if (!child.ok()) throw std::runtime_error("spawn: " + child.status().ToString());
+    process_ = std::move(*child);
+  }
+
+  // Waits until `needle` appears on the screen after everything matched so far.
+  bool Expect(const std::string& needle) {
+    const auto deadline = Clock::now() + kDeadline;
+    while (true) {
+      size_t at = screen_.find(needle, seen_);
+      if (at != std::string::npos) {
+        seen_ = at + needle.size();
+        return true;
+      }
+      if (!Pump(deadline)) return false;
+    }
+  }
+  void Type(const std::string& bytes) {
+    ASSERT_EQ(write(master_.get(), bytes.data(), bytes.size()), static_cast<ssize_t>(bytes.size()));
+  }
+  // Waits for the exit (the pidfd) and returns the exit code; -1 past the deadline.
+  int Finish() {
+    const auto deadline = Clock::now() + kDeadline;
+    while (Clock::now() < deadline) {
+      struct pollfd p = {process_.pidfd(), POLLIN, 0};
+      if (poll(&p, 1, 0) == 1) {
+        while (Pump(Clock::now())) {
+        }
+        auto status = process_.Wait();
+        return status.ok() ? ExitCodeFromWaitStatus(*status) : -1;
+      }
+      Pump(std::min(deadline, Clock::now() + std::chrono::milliseconds(200)));
+    }
+    return -1;
+  }
+  const std::string& screen() const { return screen_; }
+  bool running() {
+    auto waited = process_.TryWait();
+    return waited.ok() && !waited->has_value();
+  }
+
+ private:
+  // Reads what the terminal shows until `until`; false when nothing came.
+  bool Pump(Clock::time_point until) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(until - Clock::now());
+    struct pollfd p = {master_.get(), POLLIN, 0};
+    int n = poll(&p, 1, static_cast<int>(std::max<int64_t>(0, left.count())));
+    if (n <= 0) return false;
+    char buf[4096];
+    ssize_t got = read(master_.get(), buf, sizeof(buf));
+    if (got <= 0) return false;  // EIO: the terminal's last user is gone.
+    screen_.append(buf, static_cast<size_t>(got));
+    return true;
+  }
+
+  UniqueFd master_;
+  ChildProcess process_;
+  std::string screen_;
+  size_t seen_ = 0;
+};
+
+class CliTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/forkbox-cli-test-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    workdir_ = root_ / "work";
+    fs::create_directories(workdir_);
+    key_ = "sk-test-" + RandomToken();
+  }
+  void TearDown() override {
+    server_.Stop();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+  std::vector<std::string> Env() {
+    server_.Start();
+    std::vector<std::string> env = {"PATH=/usr/local/bin:/usr/bin:/bin",
+                                    "HOME=" + root_.string(),
+                                    "LANG=C.UTF-8",
+                                    "TERM=xterm",
+                                    "XDG_STATE_HOME=" + (root_ / "state").string(),
+                                    "ANTHROPIC_API_KEY=" + key_,
+                                    "ANTHROPIC_BASE_URL=" + server_.anthropic_base_url()};
+    for (const char* name : {"ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS"}) {
+      if (const char* v = getenv(name)) env.push_back(std::string(name) + "=" + v);
+    }
+    return env;
+  }
+  std::unique_ptr<PtyForkbox> Start(std::vector<std::string> extra = {}) {
+    std::vector<std::string> args = {"--sandbox=off", "--standby=0"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    return std::make_unique<PtyForkbox>(args, Env(), workdir_.string());
+  }
+  RunResult Plain(std::vector<std::string> args) {
+    RunSpec spec;
+    spec.args = std::move(args);
+    spec.env = Env();
+    spec.cwd = workdir_.string();
+    return RunForkbox(spec);
+  }
+  // Every request answers "answer N" (N: requests so far, this one included).
+  void AnswerWithCount() {
+    auto n = std::make_shared<std::atomic<int>>(0);
+    server_.SetHandler(
+        [n](const RecordedRequest&) { return Text("answer " + std::to_string(++*n)); });
+  }
+  fs::path HistoryPath() const { return root_ / "state" / "forkbox" / "history"; }
+
+  fs::path root_;
+  fs::path workdir_;
+  std::string key_;
+  MockServer server_;
+};
+
+std::string Screen(const PtyForkbox& p) { return "--- screen\n" + p.screen(); }
+
+TEST_F(CliTest, HistoryPersistsAcrossRunsAndTheUpArrowRecallsIt) {
+  AnswerWithCount();
+  {
+    auto first = Start();
+    ASSERT_TRUE(first->Expect("forkbox> ")) << Screen(*first);
+    first->Type("remember-this-prompt\r");
+    ASSERT_TRUE(first->Expect("answer 1")) << Screen(*first);
+    ASSERT_TRUE(first->Expect("forkbox> ")) << Screen(*first);
+    first->Type("\x04");  // Ctrl-D quits.
+    EXPECT_EQ(first->Finish(), 0) << Screen(*first);
+  }
+  struct stat st;
+  ASSERT_EQ(lstat(HistoryPath().c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+
+  auto second = Start();
+  ASSERT_TRUE(second->Expect("forkbox> ")) << Screen(*second);
+  second->Type("\x1b[A");  // Up: the previous run's prompt.
+  ASSERT_TRUE(second->Expect("remember-this-prompt")) << Screen(*second);
+  second->Type("\r");
+  ASSERT_TRUE(second->Expect("answer 2")) << Screen(*second);
+  ASSERT_TRUE(second->Expect("forkbox> ")) << Screen(*second);
+  second->Type("\x04");
+  EXPECT_EQ(second->Finish(), 0) << Screen(*second);
+  ASSERT_EQ(server_.request_count(), 2u);
+  EXPECT_EQ(server_.request(1).view.LastUserText(), "remember-this-prompt");
+}
+
+TEST_F(CliTest, CtrlRSearchesTheHistoryBackwards) {
+  AnswerWithCount();
+  fs::create_directories(HistoryPath().parent_path());
+  { std::ofstream(HistoryPath()) << "\"alpha one\"\n\"beta two\"\n\"gamma three\"\n"; }
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x12");  // Ctrl-R
+  run->Type("bet");
+  ASSERT_TRUE(run->Expect("beta two")) << Screen(*run);
+  run->Type("\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request(0).view.LastUserText(), "beta two");
+}
+
+TEST_F(CliTest, AHistoryFileThatIsALinkIsNotFollowed) {
+  AnswerWithCount();
+  fs::create_directories(HistoryPath().parent_path());
+  const fs::path target = root_ / "elsewhere";
+  { std::ofstream(target) << "untouched\n"; }
+  fs::create_symlink(target, HistoryPath());
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("no prompt history")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("a prompt\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  std::ifstream in(target);
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_EQ(text, "untouched\n");
+}
+
+TEST_F(CliTest, ABracketedPasteOfThreeLinesIsOnePrompt) {
+  AnswerWithCount();
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  // Terminals send a pasted newline as CR, exactly like Enter: only the brackets tell them apart.
+  run->Type("\x1b[200~line one\rline two\rline three\x1b[201~");
+  ASSERT_TRUE(run->Expect("line three")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("...")) << Screen(*run);  // The prompt continues below the paste.
+  EXPECT_EQ(server_.request_count(), 0u);
+  run->Type("\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request(0).view.LastUserText(), "line one\nline two\nline three");
+}
+
+TEST_F(CliTest, ATrailingBackslashContinuesThePrompt) {
+  AnswerWithCount();
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("first half \\\r");
+  ASSERT_TRUE(run->Expect("...")) << Screen(*run);
+  run->Type("second half\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request(0).view.LastUserText(), "first half \nsecond half");
+}
+
+TEST_F(CliTest, CtrlCOnAnEmptyLineSaysHowToQuitAndDoesNotQuit) {
+  AnswerWithCount();
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x03");
+  ASSERT_TRUE(run->Expect("press Ctrl-D or type /quit")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  EXPECT_TRUE(run->running());
+  // A line being typed is dropped by Ctrl-C, without the hint.
+  run->Type("dropped words");
+  ASSERT_TRUE(run->Expect("dropped words")) << Screen(*run);
+  run->Type("\x03");
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("still here\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("/quit\r");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request(0).view.LastUserText(), "still here");
+  const std::string& s = run->screen();
+  EXPECT_EQ(s.find("press Ctrl-D"), s.rfind("press Ctrl-D")) << "the hint twice\n" << s;
+}
+
+// /clear is in the session file (a resumed session does not bring the cleared turns back), and
+// an interactive session's first prompt is listed.
+TEST_F(CliTest, ClearIsPersistedAndTheInteractiveFirstPromptIsListed) {
+  AnswerWithCount();
+  {
+    auto run = Start();
+    ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+    run->Type("alpha-first-prompt\r");
+    ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+    ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+    run->Type("/clear\r");
+    ASSERT_TRUE(run->Expect("context cleared")) << Screen(*run);
+    ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+    run->Type("\x04");
+    EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  }
+  RunResult list = Plain({"sessions"});
+  ASSERT_EQ(list.exit_code, 0) << list.err;
+  EXPECT_NE(list.out.find("alpha-first-prompt"), std::string::npos) << list.out;
+  EXPECT_EQ(list.out.find("(interactive)"), std::string::npos) << list.out;
+
+  RunResult resumed = Plain({"--sandbox=off", "--standby=0", "--continue", "after the clear"});
+  ASSERT_EQ(resumed.exit_code, 0) << resumed.err;
+  const RecordedRequest last = server_.request(server_.request_count() - 1);
+  ASSERT_EQ(last.view.user_texts.size(), 1u) << last.body;
+  EXPECT_EQ(last.view.LastUserText(), "after the clear");
+}
+
+// On a terminal, the live block shows each running task with its turn and current tool.
+TEST_F(CliTest, TheLiveBlockShowsARunningTasksTurnAndTool) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.LastUserText() == "delegate" && r.view.assistant_turns == 0) {
+      Reply reply;
+      reply.text = "Delegating now";
+      reply.tool_calls = {
+          ToolCall{"task", {{"prompt", "hang"}, {"description", "hanging job"}}, ""}};
+      return reply;
+    }
+    return Text("after the interrupt");
+  });
+  auto run = Start({"--child-path", std::string(FAKE_CHILD_DIR) + "/fake_child_hang"});
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("delegate\r");
+  ASSERT_TRUE(run->Expect("Delegating now\r\n")) << Screen(*run);  // The line ends first.
+  ASSERT_TRUE(run->Expect("[task 1] general: hanging job · turn 1 · ")) << Screen(*run);
+  ASSERT_TRUE(run->Expect(" · bash: fake tool call")) << Screen(*run);
+  run->Type("\x03");  // Ctrl-C cancels the task.
+  ASSERT_TRUE(run->Expect("(interrupted)")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+}
+
+// One-shot on a terminal streams as the text comes; a stream cut and retried is announced on
+// stderr and printed again from the start on a fresh line, never glued to the cut text.
+TEST_F(CliTest, OnATerminalARetriedStreamIsAnnouncedAndPrintedAgain) {
+  auto cuts = std::make_shared<std::atomic<int>>(0);
+  server_.SetHandler([cuts](const RecordedRequest&) {
+    Reply reply = Text("partial text that gets cut off in the middle of the stream");
+    if (cuts->fetch_add(1) == 0) {
+      reply.fault = mock::Fault{};
+      reply.fault->kind = mock::Fault::Kind::kCutStream;
+      return reply;
+    }
+    return Text("the whole answer");
+  });
+  auto run = Start({"go"});
+  ASSERT_TRUE(run->Expect("partial")) << Screen(*run);  // Streamed before the cut.
+  ASSERT_TRUE(run->Expect("\r\nforkbox: the reply above was cut off; it starts again below\r\n"))
+      << Screen(*run);
+  ASSERT_TRUE(run->Expect("retrying")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("\r\nthe whole answer\r\n")) << Screen(*run);
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  const std::string& s = run->screen();
+  EXPECT_EQ(s.find("the whole answer"), s.rfind("the whole answer")) << "printed twice\n" << s;
+}
+
+// Holds a mock reply until released (at most 60 s): a model call that hangs.
+struct Gate {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool open = false;
+  void Wait() {
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait_for(lock, std::chrono::seconds(60), [&] { return open; });
+  }
+  void Open() {
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      open = true;
+    }
+    cv.notify_all();
+  }
+};
+
+// The child's first model call costs 111 + 22 tokens and asks for a tool; its second hangs until
+// --task-timeout kills the child. The parent still charges the task the first call's tokens.
+class KilledTaskTest : public CliTest {
+ protected:
+  void SetUp() override {
+    CliTest::SetUp();
+    gate_ = std::make_shared<Gate>();
+    server_.SetHandler([gate = gate_](const RecordedRequest& r) {
+      if (r.view.HasTool("task")) {
+        if (r.view.assistant_turns == 0) {
+          Reply reply;
+          reply.tool_calls = {
+              ToolCall{"task", {{"prompt", "look"}, {"description", "slow job"}}, ""}};
+          return reply;
+        }
+        return Text("the task timed out");
+      }
+      if (r.view.assistant_turns == 0) {
+        Reply reply;
+        reply.tool_calls = {ToolCall{"bash", {{"command", "true"}}, ""}};
+        reply.usage.input_tokens = 111;
+        reply.usage.output_tokens = 22;
+        return reply;
+      }
+      gate->Wait();
+      return Text("too late");
+    });
+  }
+  void TearDown() override {
+    gate_->Open();
+    CliTest::TearDown();
+  }
+  RunResult RunKilled(const std::string& format) {
+    return Plain(
+        {"--sandbox=off", "--standby=0", "--task-timeout", "2", "--output-format", format, "go"});
+  }
+  std::shared_ptr<Gate> gate_;
+};
+
+TEST_F(KilledTaskTest, ATimedOutTaskReportsTheTokensItSpentInJson) {
+  RunResult r = RunKilled("json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["tasks"].size(), 1u) << j.dump(2);
+  const nlohmann::json& task = j["tasks"][0];
+  EXPECT_FALSE(task["ok"].get<bool>());
+  EXPECT_EQ(task["stop"], "timeout") << task.dump();
+  EXPECT_EQ(task["tokens"]["input"], 111) << task.dump();
+  EXPECT_EQ(task["tokens"]["output"], 22) << task.dump();
+}
+
+TEST_F(KilledTaskTest, ATimedOutTaskReportsTheTokensItSpentInTheStreamResult) {
+  RunResult r = RunKilled("stream-json");
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  nlohmann::json result, notification;
+  std::istringstream lines(r.out);
+  std::string line;
+  while (std::getline(lines, line)) {
+    nlohmann::json e = nlohmann::json::parse(line);
+    if (e["type"] == "result") result = e;
+    if (e.value("subtype", "") == "task_notification") notification = e;
+  }
+  ASSERT_TRUE(result.is_object()) << r.out;
+  ASSERT_EQ(result["tasks"].size(), 1u) << result.dump(2);
+  EXPECT_EQ(result["tasks"][0]["tokens"]["input"], 111) << result.dump();
+  EXPECT_EQ(result["tasks"][0]["tokens"]["output"], 22) << result.dump();
+  ASSERT_TRUE(notification.is_object()) << r.out;
+  EXPECT_EQ(notification["status"], "failed");
+  EXPECT_EQ(notification["usage"]["input_tokens"], 111) << notification.dump();
+  EXPECT_EQ(notification["usage"]["output_tokens"], 22) << notification.dump();
+}
+
+// What is typed while the model works is neither echoed into the output nor lost: it waits for
+// the editor and appears at the next prompt.
+TEST_F(CliTest, TypeAheadWaitsForTheNextPrompt) {
+  auto gate = std::make_shared<Gate>();
+  server_.SetHandler([gate](const RecordedRequest& r) {
+    if (r.view.LastUserText() == "slow question") {
+      gate->Wait();
+      return Text("slow answer");
+    }
+    return Text("answer to " + r.view.LastUserText());
+  });
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("slow question\r");
+  ASSERT_TRUE(server_.WaitForRequests(1, kDeadline));
+  run->Type("typed ahead");
+  gate->Open();
+  ASSERT_TRUE(run->Expect("slow answer\r\n")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> typed ahead")) << Screen(*run);
+  run->Type("\r");
+  ASSERT_TRUE(run->Expect("answer to typed ahead")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  const std::string& s = run->screen();
+  // Not echoed while the model worked: the first time it shows is at the prompt.
+  EXPECT_EQ(s.find("typed ahead"), s.find("forkbox> typed ahead") + 9) << s;
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
