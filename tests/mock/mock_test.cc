@@ -413,6 +413,78 @@ TEST_F(MockServerTest, GivenUsageIsSentAsIs) {
   EXPECT_EQ(o["usage"]["prompt_tokens_details"]["cached_tokens"], 20);
 }
 
+// A conversation of `turns` user/assistant exchanges, each user text ~`bytes` long, with a
+// cache_control breakpoint on the last message (Anthropic) when `breakpoint`.
+json Conversation(int turns, size_t bytes, bool breakpoint) {
+  json messages = json::array();
+  for (int i = 0; i < turns; ++i) {
+    if (i > 0) messages.push_back({{"role", "assistant"}, {"content", "ok " + std::to_string(i)}});
+    messages.push_back(
+        {{"role", "user"},
+         {"content", {{{"type", "text"}, {"text", std::to_string(i) + std::string(bytes, 'x')}}}}});
+  }
+  if (breakpoint) messages.back()["content"].back()["cache_control"] = {{"type", "ephemeral"}};
+  return messages;
+}
+
+TEST_F(MockServerTest, AnthropicBillsCacheReadsAtBreakpoints) {
+  Reply reply;
+  reply.text = "t";
+  Serve(reply);
+  auto usage_of = [&](int turns, bool breakpoint) {
+    json req = AnthropicRequest("x");
+    req["messages"] = Conversation(turns, 8000, breakpoint);
+    return json::parse(PostAnthropic(server_, req).body)["usage"];
+  };
+  // First turn: ~2000 tokens written, nothing read.
+  const json u1 = usage_of(1, true);
+  EXPECT_EQ(u1["cache_read_input_tokens"], 0);
+  EXPECT_GT(u1["cache_creation_input_tokens"].get<int64_t>(), 1900);
+  // Second turn: the first turn's prefix (its breakpoint moved on) is read, the new turn written.
+  const json u2 = usage_of(2, true);
+  EXPECT_EQ(u2["cache_read_input_tokens"], u1["cache_creation_input_tokens"]);
+  EXPECT_GT(u2["cache_creation_input_tokens"].get<int64_t>(), 1900);
+  EXPECT_LT(u2["input_tokens"].get<int64_t>(), 100);
+  // Control: without a breakpoint nothing is read or written.
+  const json u3 = usage_of(3, false);
+  EXPECT_EQ(u3["cache_read_input_tokens"], 0);
+  EXPECT_EQ(u3["cache_creation_input_tokens"], 0);
+  EXPECT_GT(u3["input_tokens"].get<int64_t>(), 6000);
+  // A prefix under 1024 tokens is never cached.
+  const json small = usage_of(1, true);
+  json req = AnthropicRequest("short");
+  req["messages"][0]["content"] = {
+      {{"type", "text"}, {"text", "short"}, {"cache_control", {{"type", "ephemeral"}}}}};
+  const json u4 = json::parse(PostAnthropic(server_, req).body)["usage"];
+  EXPECT_EQ(u4["cache_creation_input_tokens"], 0);
+  EXPECT_EQ(small["cache_read_input_tokens"], u1["cache_creation_input_tokens"]);
+}
+
+TEST_F(MockServerTest, OpenAiBillsTheLongestSeenPrefix) {
+  Reply reply;
+  reply.text = "t";
+  Serve(reply);
+  auto usage_of = [&](int turns) {
+    json req = OpenAiRequest("x");
+    req["messages"] = Conversation(turns, 8000, false);
+    return json::parse(PostOpenAi(server_, req).body)["usage"];
+  };
+  const json u1 = usage_of(1);
+  EXPECT_EQ(u1["prompt_tokens_details"]["cached_tokens"], 0);
+  const json u2 = usage_of(2);
+  const int64_t cached = u2["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+  EXPECT_GE(cached, 1024);
+  EXPECT_EQ((cached - 1024) % 128, 0);
+  EXPECT_LE(cached, u1["prompt_tokens"].get<int64_t>());
+  EXPECT_GT(cached, u1["prompt_tokens"].get<int64_t>() - 128);
+  // Control: a different first message shares no prefix.
+  json req = OpenAiRequest("x");
+  req["messages"] = Conversation(2, 8000, false);
+  req["messages"][0]["content"][0]["text"] = "changed" + std::string(8000, 'y');
+  const json u3 = json::parse(PostOpenAi(server_, req).body)["usage"];
+  EXPECT_EQ(u3["prompt_tokens_details"]["cached_tokens"], 0);
+}
+
 // ---- Validation ----
 
 void ExpectAnthropicError(const RawResponse& r, int status, const std::string& type,
