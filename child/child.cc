@@ -337,6 +337,8 @@ ipc::ResultMessage Task::ResultOf(agent::LoopOutcome& outcome, const ChildToolRu
   result.stats.input_tokens = outcome.usage.input_tokens + outcome.usage.cache_read_input_tokens +
                               outcome.usage.cache_creation_input_tokens;
   result.stats.output_tokens = outcome.usage.output_tokens;
+  result.stats.cache_read_input_tokens = outcome.usage.cache_read_input_tokens;
+  result.stats.cache_creation_input_tokens = outcome.usage.cache_creation_input_tokens;
   result.stats.tool_calls = outcome.tool_calls;
   result.stats.tool_output_bytes = runner.tool_output_bytes();
   result.stats.elapsed_ms =
