@@ -120,6 +120,7 @@ agent::LoopOptions LoopOptionsFor(const ipc::StartMessage& start, const std::str
   options.max_tokens = start.provider.max_tokens;
   options.force_final_summary = true;
   options.max_final_text_bytes = start.limits.max_summary_bytes;
+  options.max_total_tokens = start.limits.max_tokens;
   return options;
 }
 
