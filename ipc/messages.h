@@ -103,13 +103,13 @@ struct ResultStats {
   int64_t turns = 0;
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
-  // The shares of input_tokens read from and written to the prompt cache (optional in frames).
-  int64_t cache_read_input_tokens = 0;
-  int64_t cache_creation_input_tokens = 0;
   int64_t tool_calls = 0;
   int64_t tool_output_bytes = 0;  // Bytes of tool output the child saw (kept out of the parent).
   int64_t elapsed_ms = 0;
   std::string stop_reason;  // "completed", "max_turns", "refusal", "max_tokens", ...
+  // The shares of input_tokens read from and written to the prompt cache (optional in frames).
+  int64_t cache_read_input_tokens = 0;
+  int64_t cache_creation_input_tokens = 0;
   bool operator==(const ResultStats&) const = default;
 };
 

@@ -412,7 +412,9 @@ TEST_F(ContextTest, OldestToolResultsAreFoldedBeforeTheWindowIsPassed) {
     int64_t bytes = 0;
     for (const std::string& r : results) bytes += static_cast<int64_t>(r.size());
     EXPECT_LE(bytes / 4, 8'000) << "request " << i;
-    if (!results.empty()) EXPECT_EQ(results.back().size(), 8'000u) << "request " << i;
+    if (!results.empty()) {
+      EXPECT_EQ(results.back().size(), 8'000u) << "request " << i;
+    }
     if (i == 0) continue;
     const std::vector<std::string> before = ResultsOf(provider_.requests[i - 1]);
     for (size_t k = 0; k < before.size(); ++k) {

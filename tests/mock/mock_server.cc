@@ -331,6 +331,7 @@ struct MockServer::Impl {
     const bool bill_cache = reply.usage.input_tokens == 0 &&
                             reply.usage.cache_read_input_tokens == 0 &&
                             reply.usage.cache_creation_input_tokens == 0;
+    if (view.thinking_budget == 0) reply.thinking.clear();  // The API thinks only when asked.
     Reply resolved = ResolveReply(std::move(reply), wire, seq, req.body.size());
     if (bill_cache) ApplyCacheSplit(split, &resolved.usage);
     WireContext ctx;

@@ -511,6 +511,36 @@ void ExpectOpenAiError(const RawResponse& r, int status, const std::string& mess
       << body.dump();
 }
 
+// The mock thinks only when asked, signs its thinking, and holds a client to the API's rules.
+TEST_F(MockServerTest, ThinkingBlocksAreSignedAndChecked) {
+  Reply reply = TextAndBash();
+  reply.thinking = "plan";
+  Serve(reply);
+  EXPECT_EQ(json::parse(PostAnthropic(server_, AnthropicRequest("x")).body)["content"][0]["type"],
+            "text");  // Not enabled: no thinking block.
+  json req = AnthropicRequest("x");
+  req["max_tokens"] = 4096;
+  req["thinking"] = {{"type", "enabled"}, {"budget_tokens", 1024}};
+  const json first = json::parse(PostAnthropic(server_, req).body);
+  ASSERT_EQ(first["content"][0]["type"], "thinking");
+  EXPECT_EQ(first["content"][0]["signature"], ThinkingSignature("plan"));
+  json content = first["content"];
+  const std::string id = content.back()["id"];
+  req["messages"].push_back({{"role", "assistant"}, {"content", content}});
+  req["messages"].push_back(
+      {{"role", "user"},
+       {"content", {{{"type", "tool_result"}, {"tool_use_id", id}, {"content", "ok"}}}}});
+  EXPECT_EQ(PostAnthropic(server_, req).status, 200);
+  json changed = req;
+  changed["messages"][1]["content"][0]["thinking"] = "edited";
+  ExpectAnthropicError(PostAnthropic(server_, changed), 400, "invalid_request_error",
+                       "Invalid `signature`");
+  json dropped = req;
+  dropped["messages"][1]["content"].erase(0);
+  ExpectAnthropicError(PostAnthropic(server_, dropped), 400, "invalid_request_error",
+                       "must start with a thinking block");
+}
+
 TEST_F(MockServerTest, AnthropicNeedsKeyAndVersion) {
   Serve(TextAndBash());
   ExpectAnthropicError(
