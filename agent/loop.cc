@@ -282,25 +282,33 @@ class Loop {
 
   int64_t Spent() const { return InputTokens(out_.usage) + out_.usage.output_tokens; }
 
+  // Tokens left under the loop's own budget and the shared one; nullopt: no budget.
+  std::optional<int64_t> BudgetLeft() const {
+    std::optional<int64_t> left;
+    if (options_.max_total_tokens > 0) left = options_.max_total_tokens - Spent();
+    if (options_.shared_budget) {
+      const int64_t shared = options_.shared_budget->Remaining();
+      left = left ? std::min(*left, shared) : shared;
+    }
+    return left;
+  }
+
   // True when the next turn plus a wind-up summary would not fit in the budget.
   bool BudgetReached() const {
-    if (options_.max_total_tokens <= 0) return false;
+    const std::optional<int64_t> left = BudgetLeft();
+    if (!left) return false;
     const int64_t next = PromptEstimate();
-    return Spent() + (next + options_.max_tokens) + (next + SummaryMaxTokens()) >
-           options_.max_total_tokens;
+    return (next + options_.max_tokens) + (next + SummaryMaxTokens()) > *left;
   }
 
   int64_t SummaryMaxTokens() const { return std::min(options_.max_tokens, kSummaryMaxTokens); }
 
   void WindUp() {
-    if (Spent() + PromptEstimate() + SummaryMaxTokens() > options_.max_total_tokens) {
+    if (PromptEstimate() + SummaryMaxTokens() > BudgetLeft().value_or(0)) {
       out_.stop = LoopStop::kBudget;  // Not even a summary fits: the fallback summary stands.
       return;
     }
-    FinalSummary(
-        LoopStop::kBudget,
-        "The token budget (" + std::to_string(options_.max_total_tokens) + " tokens) is used up",
-        SummaryMaxTokens());
+    FinalSummary(LoopStop::kBudget, "The token budget is used up", SummaryMaxTokens());
   }
 
   CallResult Call(const std::vector<ToolDef>& tools, int64_t max_tokens) {
@@ -324,6 +332,10 @@ class Loop {
     CallResult r = provider_.Complete(request, observer_.on_text ? observer_.on_text : TextSink());
     if (r.ok()) {
       AddUsage(out_.usage, r.response.usage);
+      if (options_.shared_budget) {
+        options_.shared_budget->Spend(InputTokens(r.response.usage) +
+                                      r.response.usage.output_tokens);
+      }
       // A server that reports no usage leaves the estimate to the byte count.
       if (InputTokens(r.response.usage) > 0) {
         measured_tokens_ = InputTokens(r.response.usage);

@@ -3,10 +3,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/budget.h"
 #include "agent/message.h"
 #include "agent/provider.h"
 
@@ -65,6 +67,9 @@ struct LoopOptions {
   // results are folded down to half of it; a "too long" answer folds all but the latest and
   // retries once, then stops with kContextWindow. Results of these tools are never folded.
   std::vector<std::string> keep_results_of;
+  // A budget shared with others (the session's, agent/budget.h): every call is spent on it and
+  // the wind-up above also happens when what is left of it would be passed. May be null.
+  std::shared_ptr<TokenBudget> shared_budget;
 };
 
 struct LoopObserver {

@@ -530,5 +530,31 @@ TEST_F(ContextTest, NoBudgetNoWindUp) {  // Control of the test above.
   EXPECT_EQ(provider_.requests.size(), 6u);
 }
 
+// --max-tokens-total: the loop spends on the shared budget and winds up from what is left of it.
+TEST_F(ContextTest, SharedBudgetIsSpentAndWindsUp) {
+  options_.shared_budget = std::make_shared<TokenBudget>(10'000);
+  options_.max_tokens = 100;
+  const int64_t reserved = options_.shared_budget->Reserve(7'700);  // Held by running tasks.
+  EXPECT_EQ(reserved, 7'700);
+  BigRunner runner(8);
+  for (int i = 0; i < 3; ++i) {
+    provider_.Reply("", StopReason::kToolUse,
+                    {ToolUseBlock{"t" + std::to_string(i), "bash", {{"command", "ls"}}}},
+                    {500, 100});
+  }
+  provider_.script[2].response.message.content = {TextBlock{"from what I have"}};
+  provider_.script[2].response.stop_reason = StopReason::kEndTurn;
+  LoopOutcome out = Run(runner);
+  EXPECT_STREQ(LoopStopName(out.stop), "budget");
+  EXPECT_EQ(out.final_text, "from what I have");
+  ASSERT_EQ(provider_.requests.size(), 3u);
+  EXPECT_TRUE(provider_.requests[2].tools.empty());
+  EXPECT_EQ(options_.shared_budget->Remaining(), 2'300 - 3 * 600);
+  options_.shared_budget->Release(reserved, 1'000);
+  EXPECT_EQ(options_.shared_budget->Remaining(), 10'000 - 1'800 - 1'000);
+  EXPECT_EQ(options_.shared_budget->Reserve(1'000'000), 10'000 - 2'800);  // Never more than left.
+  EXPECT_EQ(options_.shared_budget->Reserve(5), 1);                       // Never 0 ("unlimited").
+}
+
 }  // namespace
 }  // namespace forkbox::agent

@@ -1421,5 +1421,34 @@ TEST_F(ParentTest, ADaemonFromTheParentsBashDiesWithItsCommand) {
   for (pid_t p : ReadPids(fs::path(workdir_) / "daemon.pid")) EXPECT_TRUE(GoneOrDying(p)) << p;
 }
 
+// --max-tokens-total (issue 15): three parallel tasks whose children would call tools for all of
+// their 30 turns are each given a share of what is left, wind up with a summary (stop `budget`),
+// and the parent still answers; the session never passes its budget. Control: without the flag
+// the same session spends far more.
+TEST_F(RealChildTest, SessionBudgetWindsUpParallelTasks) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.HasTool("task")) {
+      if (r.view.assistant_turns == 0) {
+        return Calls({Task("loop a", "a"), Task("loop b", "b"), Task("loop c", "c")}, 1000, 100);
+      }
+      return Text("final answer from the summaries", 1000, 100);
+    }
+    if (r.view.tool_names.empty()) return Text("task summary", 1000, 100);
+    return Calls({ToolCall{"bash", {{"command", "echo step"}}, ""}}, 1000, 100);
+  });
+  auto spent = [&] { return static_cast<int64_t>(server_.request_count()) * 1100; };
+  RunResult r = Run(Args({"--json", "--max-tokens", "500", "--max-tokens-total", "60000", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["answer"], "final answer from the summaries");
+  ASSERT_EQ(j["tasks"].size(), 3u);
+  for (const auto& t : j["tasks"]) EXPECT_EQ(t["stop"], "budget") << t.dump();
+  EXPECT_LE(spent(), 60'000);
+  server_.ClearRequests();
+  RunResult control = Run(Args({"--json", "--max-tokens", "500", "go"}));
+  ASSERT_EQ(control.exit_code, 0) << Dump(control);
+  EXPECT_GT(spent(), 60'000);
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
