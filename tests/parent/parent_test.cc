@@ -1450,5 +1450,35 @@ TEST_F(RealChildTest, SessionBudgetWindsUpParallelTasks) {
   EXPECT_GT(spent(), 60'000);
 }
 
+// --thinking (issue 15): thinking goes to the task's transcript, never to stdout.
+TEST_F(RealChildTest, ThinkingReachesTheTranscriptNotStdout) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    Reply reply;
+    if (r.view.HasTool("task")) {
+      reply = r.view.assistant_turns == 0 ? Calls({Task("think and answer", "think")})
+                                          : Text("the answer");
+      reply.thinking = "PARENT-THOUGHT";
+    } else {
+      reply = Text("child summary");
+      reply.thinking = "CHILD-THOUGHT";
+    }
+    return reply;
+  });
+  fs::path transcripts = fs::path(workdir_) / "transcripts";
+  RunResult r = Run(Args({"--thinking", "1024", "--max-tokens", "4096", "--transcript-dir",
+                          transcripts.string(), "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("the answer"), std::string::npos) << Dump(r);
+  EXPECT_EQ(r.out.find("THOUGHT"), std::string::npos) << Dump(r);
+  EXPECT_EQ(r.err.find("THOUGHT"), std::string::npos) << Dump(r);
+  std::string transcript;
+  for (const auto& e : fs::directory_iterator(transcripts)) {
+    std::ifstream in(e.path());
+    transcript += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_NE(transcript.find("CHILD-THOUGHT"), std::string::npos);
+  for (const auto& req : server_.requests()) EXPECT_FALSE(req.rejected.has_value()) << req.body;
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
