@@ -1480,5 +1480,29 @@ TEST_F(RealChildTest, ThinkingReachesTheTranscriptNotStdout) {
   for (const auto& req : server_.requests()) EXPECT_FALSE(req.rejected.has_value()) << req.body;
 }
 
+// --context-window in the parent (issue 15): its own old tool results are folded, oldest first;
+// task summaries stay whole.
+TEST_F(RealChildTest, ParentFoldsOldToolResultsButKeepsTaskSummaries) {
+  const std::string summary = "TASK-SUMMARY " + std::string(6000, 's');
+  server_.SetHandler([summary](const RecordedRequest& r) {
+    if (!r.view.HasTool("task")) return Text(summary);
+    if (r.view.assistant_turns == 0) return Calls({Task("summarise", "sum")});
+    if (r.view.assistant_turns < 8) {
+      return Calls({ToolCall{"bash", {{"command", "head -c 20000 /dev/zero | tr '\\0' p"}}, ""}});
+    }
+    return Text("parent done");
+  });
+  RunResult r = Run(Args({"--json", "--context-window", "20000", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 9u) << Dump(r);
+  const auto& last = parents.back();
+  EXPECT_LT(last.body.size() / 4, 20'000u);
+  ASSERT_EQ(last.view.tool_results.size(), 8u);
+  EXPECT_EQ(last.view.tool_results[0].text, summary);  // The task summary stayed.
+  EXPECT_NE(last.view.tool_results[1].text.find("tool result folded"), std::string::npos);
+  EXPECT_GE(last.view.tool_results[7].text.size(), 20'000u);  // The latest stays whole.
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
