@@ -330,6 +330,12 @@ json AnthropicEncodeRequest(const Request& request, const ProviderConfig& config
   if (request.max_tokens > 0 && config.max_tokens > 0) {
     max_tokens = std::min(request.max_tokens, config.max_tokens);
   }
+  if (config.thinking_budget_tokens > 0) {
+    // Extended thinking: the budget counts toward max_tokens, which must stay above it (a capped
+    // summary call gets its cap on top of the budget).
+    body["thinking"] = {{"type", "enabled"}, {"budget_tokens", config.thinking_budget_tokens}};
+    if (max_tokens <= config.thinking_budget_tokens) max_tokens += config.thinking_budget_tokens;
+  }
   body["max_tokens"] = max_tokens;
   if (!request.system.empty()) {
     if (config.prompt_caching) {

@@ -1,8 +1,11 @@
 #include "agent/loop.h"
 
 #include <algorithm>
+#include <limits>
 #include <utility>
 #include <variant>
+
+#include "agent/context.h"
 
 namespace forkbox::agent {
 namespace {
@@ -35,6 +38,14 @@ json UsageToJson(const Usage& u) {
           {"cache_creation_input_tokens", u.cache_creation_input_tokens},
           {"cache_read_input_tokens", u.cache_read_input_tokens}};
 }
+
+// Every input token the provider counted (cached or not).
+int64_t InputTokens(const Usage& u) {
+  return u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+}
+
+// Output tokens a wind-up summary may use (a budget keeps room for one such call).
+constexpr int64_t kSummaryMaxTokens = 4096;
 
 void AddUsage(Usage& sum, const Usage& u) {
   sum.input_tokens += u.input_tokens;
@@ -166,17 +177,27 @@ class Loop {
         runner_(runner),
         observer_(observer),
         first_new_(messages.size()),
-        recorded_(FirstUnrecorded(messages)) {}
+        recorded_(FirstUnrecorded(messages)),
+        window_(provider.config().context_window > 0 ? provider.config().context_window
+                                                     : KnownContextWindow(provider.config().model)),
+        fixed_bytes_(FixedBytes(options)) {}
 
   LoopOutcome Run() {
     const int max_turns = std::max(options_.max_turns, 1);
     for (;;) {
       if (out_.turns >= max_turns) {
-        FinalSummary();
+        FinalSummary(LoopStop::kMaxTurns,
+                     "You have reached the limit of " + std::to_string(out_.turns) + " turns",
+                     options_.max_tokens);
+        break;
+      }
+      if (BudgetReached()) {
+        WindUp();
         break;
       }
       ++out_.turns;
-      CallResult r = Call(options_.tools);
+      MaybeCompact();
+      CallResult r = CallFitting(options_.tools, options_.max_tokens);
       if (!r.ok()) {
         Fail(std::move(*r.error));
         break;
@@ -201,8 +222,97 @@ class Loop {
     if (observer_.on_transcript) observer_.on_transcript(j);
   }
 
-  CallResult Call(const std::vector<ToolDef>& tools) {
-    Request request{options_.system, messages_, tools, options_.max_tokens};
+  static int64_t FixedBytes(const LoopOptions& options) {
+    int64_t bytes = static_cast<int64_t>(options.system.size());
+    for (const ToolDef& t : options.tools) {
+      bytes +=
+          static_cast<int64_t>(t.name.size() + t.description.size() + t.input_schema.dump().size());
+    }
+    return bytes;
+  }
+
+  // The next request's input tokens: the provider's count of the last request plus an estimate
+  // of what was added since (everything estimated before the first count or after a fold).
+  int64_t PromptEstimate() const {
+    int64_t tokens = EstimateTokens(fixed_bytes_);
+    size_t from = 0;
+    if (measured_tokens_ >= 0) {
+      tokens = measured_tokens_;
+      from = measured_upto_;
+    }
+    for (size_t i = from; i < messages_.size(); ++i) {
+      tokens += EstimateTokens(MessageBytes(messages_[i]));
+    }
+    return tokens;
+  }
+
+  // Folds the oldest tool results when the next request would pass 80% of the window, down to
+  // half of it, so that the rewritten prefix then stays stable for many turns.
+  void MaybeCompact() {
+    if (window_ <= 0) return;
+    const int64_t estimate = PromptEstimate();
+    if (estimate <= window_ * 8 / 10) return;
+    Fold("near_window", (estimate - window_ / 2) * 4, estimate);
+  }
+
+  int64_t Fold(const char* reason, int64_t bytes, int64_t estimate) {
+    const int64_t freed = FoldOldToolResults(messages_, bytes, options_.keep_results_of);
+    if (freed > 0) measured_tokens_ = -1;  // The counted prefix changed: estimate it anew.
+    Record({{"type", "compaction"},
+            {"turn", out_.turns},
+            {"reason", reason},
+            {"estimated_tokens", estimate},
+            {"context_window", window_},
+            {"freed_bytes", freed}});
+    return freed;
+  }
+
+  static bool TooLong(const CallResult& r) {
+    return r.ok() ? r.response.stop_reason == StopReason::kContextWindow
+                  : r.error->kind == ModelError::Kind::kContextOverflow;
+  }
+
+  // A "too long" answer folds every tool result but the latest and retries once.
+  CallResult CallFitting(const std::vector<ToolDef>& tools, int64_t max_tokens) {
+    CallResult r = Call(tools, max_tokens);
+    if (!TooLong(r)) return r;
+    if (Fold("too_long", std::numeric_limits<int64_t>::max(), PromptEstimate()) == 0) return r;
+    return Call(tools, max_tokens);
+  }
+
+  int64_t Spent() const { return InputTokens(out_.usage) + out_.usage.output_tokens; }
+
+  // Tokens left under the loop's own budget and the shared one; nullopt: no budget.
+  std::optional<int64_t> BudgetLeft() const {
+    std::optional<int64_t> left;
+    if (options_.max_total_tokens > 0) left = options_.max_total_tokens - Spent();
+    if (options_.shared_budget) {
+      const int64_t shared = options_.shared_budget->Remaining();
+      left = left ? std::min(*left, shared) : shared;
+    }
+    return left;
+  }
+
+  // True when the next turn plus a wind-up summary would not fit in the budget.
+  bool BudgetReached() const {
+    const std::optional<int64_t> left = BudgetLeft();
+    if (!left) return false;
+    const int64_t next = PromptEstimate();
+    return (next + options_.max_tokens) + (next + SummaryMaxTokens()) > *left;
+  }
+
+  int64_t SummaryMaxTokens() const { return std::min(options_.max_tokens, kSummaryMaxTokens); }
+
+  void WindUp() {
+    if (PromptEstimate() + SummaryMaxTokens() > BudgetLeft().value_or(0)) {
+      out_.stop = LoopStop::kBudget;  // Not even a summary fits: the fallback summary stands.
+      return;
+    }
+    FinalSummary(LoopStop::kBudget, "The token budget is used up", SummaryMaxTokens());
+  }
+
+  CallResult Call(const std::vector<ToolDef>& tools, int64_t max_tokens) {
+    Request request{options_.system, messages_, tools, max_tokens};
     json delta = json::array();
     for (size_t i = recorded_; i < messages_.size(); ++i)
       delta.push_back(MessageToJson(messages_[i]));
@@ -212,7 +322,7 @@ class Loop {
     json rec = {{"type", "request"},
                 {"turn", out_.turns},
                 {"tools", std::move(names)},
-                {"max_tokens", options_.max_tokens},
+                {"max_tokens", max_tokens},
                 {"messages_delta", std::move(delta)}};
     if (!system_recorded_) {
       rec["system"] = options_.system;
@@ -222,6 +332,15 @@ class Loop {
     CallResult r = provider_.Complete(request, observer_.on_text ? observer_.on_text : TextSink());
     if (r.ok()) {
       AddUsage(out_.usage, r.response.usage);
+      if (options_.shared_budget) {
+        options_.shared_budget->Spend(InputTokens(r.response.usage) +
+                                      r.response.usage.output_tokens);
+      }
+      // A server that reports no usage leaves the estimate to the byte count.
+      if (InputTokens(r.response.usage) > 0) {
+        measured_tokens_ = InputTokens(r.response.usage);
+        measured_upto_ = request.messages.size();
+      }
       Record({{"type", "response"},
               {"turn", out_.turns},
               {"stop_reason", StopReasonName(r.response.stop_reason)},
@@ -355,12 +474,13 @@ class Loop {
     return results;
   }
 
-  void FinalSummary() {
-    out_.stop = LoopStop::kMaxTurns;
+  // One last request without tools asking for a summary; `why` starts the ask.
+  void FinalSummary(LoopStop stop, const std::string& why, int64_t max_tokens) {
+    out_.stop = stop;
     if (!options_.force_final_summary) return;
     const std::string ask =
-        "You have reached the limit of " + std::to_string(out_.turns) +
-        " turns, so no more tools can be used. Reply now, without calling any tools, with your "
+        why +
+        ", so no more tools can be used. Reply now, without calling any tools, with your "
         "final summary: what you did, what you found, and what is left undone.";
     // Merged into the tool results' user message so roles keep alternating.
     if (!messages_.empty() && messages_.back().role == Role::kUser) {
@@ -369,7 +489,8 @@ class Loop {
       messages_.push_back(Message{Role::kUser, {TextBlock{ask}}});
     }
     ++out_.turns;
-    CallResult r = Call({});
+    MaybeCompact();
+    CallResult r = CallFitting({}, max_tokens);
     if (!r.ok()) {
       Fail(std::move(*r.error));
       return;
@@ -388,7 +509,11 @@ class Loop {
   const size_t first_new_;
   size_t recorded_;
   bool system_recorded_ = false;
-  int malformed_turns_ = 0;  // Consecutive turns whose every tool call was malformed.
+  int malformed_turns_ = 0;       // Consecutive turns whose every tool call was malformed.
+  const int64_t window_;          // Context window in tokens; 0: unknown.
+  const int64_t fixed_bytes_;     // System prompt and tool definitions.
+  int64_t measured_tokens_ = -1;  // The provider's input count of the last request; -1: none.
+  size_t measured_upto_ = 0;      // Messages that count covered.
   LoopOutcome out_;
 };
 
@@ -430,6 +555,8 @@ const char* LoopStopName(LoopStop stop) {
       return "interrupted";
     case LoopStop::kMalformedToolCalls:
       return "malformed_tool_calls";
+    case LoopStop::kBudget:
+      return "budget";
   }
   return "unknown";
 }

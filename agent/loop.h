@@ -3,10 +3,12 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
 
+#include "agent/budget.h"
 #include "agent/message.h"
 #include "agent/provider.h"
 
@@ -34,9 +36,10 @@ enum class LoopStop {
   kModelError,          // A model call failed after retries (LoopOutcome::error says why).
   kInterrupted,         // The user interrupted (a model call cancelled, or ToolRunner said so).
   kMalformedToolCalls,  // kMaxMalformedTurns consecutive turns of only malformed tool calls.
+  kBudget,              // LoopOptions::max_total_tokens reached (a final summary was asked for).
 };
 // "completed", "max_turns", "refusal", "max_tokens", "context_window", "model_error",
-// "interrupted", "malformed_tool_calls" (the names in transcripts and result frames).
+// "interrupted", "malformed_tool_calls", "budget" (the names in transcripts and result frames).
 const char* LoopStopName(LoopStop stop);
 
 // Consecutive turns whose tool calls were all malformed before the loop gives up.
@@ -55,6 +58,18 @@ struct LoopOptions {
   // When the turn limit is hit: one last request without tools asking for a summary.
   bool force_final_summary = true;
   int64_t max_final_text_bytes = 0;  // 0: no cap. Cut with a marker otherwise.
+  // Input + output tokens the loop's model calls may use in all; 0: no budget. The loop winds up
+  // (a last no-tools summary call, stop kBudget) before a turn whose request, plus that summary,
+  // would pass it by the estimate; without room even for the summary it stops without a call.
+  int64_t max_total_tokens = 0;
+  // Context management: the window is ProviderConfig::context_window, else KnownContextWindow of
+  // the model (agent/context.h). Before a request estimated past 80% of it, the oldest tool
+  // results are folded down to half of it; a "too long" answer folds all but the latest and
+  // retries once, then stops with kContextWindow. Results of these tools are never folded.
+  std::vector<std::string> keep_results_of;
+  // A budget shared with others (the session's, agent/budget.h): every call is spent on it and
+  // the wind-up above also happens when what is left of it would be passed. May be null.
+  std::shared_ptr<TokenBudget> shared_budget;
 };
 
 struct LoopObserver {

@@ -72,6 +72,17 @@ Status ValidateProviderSettings(const ipc::ProviderSettings& s) {
   if (s.connect_timeout_ms <= 0 || s.idle_timeout_ms <= 0 || s.total_timeout_ms <= 0) {
     return Invalid(s, "timeouts must be positive");
   }
+  if (s.context_window < 0) return Invalid(s, "the context window must be positive");
+  if (s.thinking_budget_tokens != 0) {
+    // The Messages API's own rules for extended thinking.
+    if (!anthropic) return Invalid(s, "--thinking needs the anthropic provider");
+    if (s.thinking_budget_tokens < 1024 || s.thinking_budget_tokens >= s.max_tokens) {
+      return Invalid(s,
+                     "the thinking budget must be at least 1024 tokens and less than "
+                     "max_tokens (" +
+                         std::to_string(s.max_tokens) + ")");
+    }
+  }
   return Status::Ok();
 }
 

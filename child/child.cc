@@ -120,6 +120,7 @@ agent::LoopOptions LoopOptionsFor(const ipc::StartMessage& start, const std::str
   options.max_tokens = start.provider.max_tokens;
   options.force_final_summary = true;
   options.max_final_text_bytes = start.limits.max_summary_bytes;
+  options.max_total_tokens = start.limits.max_tokens;
   return options;
 }
 
@@ -340,6 +341,8 @@ ipc::ResultMessage Task::ResultOf(agent::LoopOutcome& outcome, const ChildToolRu
   result.stats.input_tokens = outcome.usage.input_tokens + outcome.usage.cache_read_input_tokens +
                               outcome.usage.cache_creation_input_tokens;
   result.stats.output_tokens = outcome.usage.output_tokens;
+  result.stats.cache_read_input_tokens = outcome.usage.cache_read_input_tokens;
+  result.stats.cache_creation_input_tokens = outcome.usage.cache_creation_input_tokens;
   result.stats.tool_calls = outcome.tool_calls;
   result.stats.tool_output_bytes = runner.tool_output_bytes();
   result.stats.elapsed_ms =

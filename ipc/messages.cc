@@ -75,6 +75,11 @@ class FieldReader {
     return Status::Ok();
   }
 
+  // Int for a field newer frames carry: absent leaves *out as it is.
+  Status OptionalInt(const char* key, int64_t min, int64_t max, int64_t* out) const {
+    return Has(key) ? Int(key, min, max, out) : Status::Ok();
+  }
+
   Status Bool(const char* key, bool* out) const {
     const json* v = nullptr;
     FORKBOX_RETURN_IF_ERROR(Get(key, json::value_t::boolean, "a boolean", &v));
@@ -161,6 +166,9 @@ Status ReadProvider(const json& j, ProviderSettings* p) {
   FORKBOX_RETURN_IF_ERROR(r.Bool("stream", &p->stream));
   FORKBOX_RETURN_IF_ERROR(r.Bool("verbose", &p->verbose));
   FORKBOX_RETURN_IF_ERROR(r.Bool("prompt_caching", &p->prompt_caching));
+  FORKBOX_RETURN_IF_ERROR(r.OptionalInt("context_window", 0, kInt64Max, &p->context_window));
+  FORKBOX_RETURN_IF_ERROR(
+      r.OptionalInt("thinking_budget_tokens", 0, kInt64Max, &p->thinking_budget_tokens));
   return Status::Ok();
 }
 
@@ -170,6 +178,7 @@ Status ReadLimits(const json& j, TaskLimits* l) {
   FORKBOX_RETURN_IF_ERROR(r.Int("tool_timeout_ms", 1, kInt64Max, &l->tool_timeout_ms));
   FORKBOX_RETURN_IF_ERROR(r.Int("max_tool_output_chars", 1, kInt64Max, &l->max_tool_output_chars));
   FORKBOX_RETURN_IF_ERROR(r.Int("max_summary_bytes", 1, kInt64Max, &l->max_summary_bytes));
+  FORKBOX_RETURN_IF_ERROR(r.OptionalInt("max_tokens", 0, kInt64Max, &l->max_tokens));
   return Status::Ok();
 }
 
@@ -277,6 +286,10 @@ Result<Message> ReadResult(const FieldReader& r) {
   FORKBOX_RETURN_IF_ERROR(s.Int("turns", 0, kInt64Max, &st.turns));
   FORKBOX_RETURN_IF_ERROR(s.Int("input_tokens", 0, kInt64Max, &st.input_tokens));
   FORKBOX_RETURN_IF_ERROR(s.Int("output_tokens", 0, kInt64Max, &st.output_tokens));
+  FORKBOX_RETURN_IF_ERROR(
+      s.OptionalInt("cache_read_input_tokens", 0, kInt64Max, &st.cache_read_input_tokens));
+  FORKBOX_RETURN_IF_ERROR(
+      s.OptionalInt("cache_creation_input_tokens", 0, kInt64Max, &st.cache_creation_input_tokens));
   FORKBOX_RETURN_IF_ERROR(s.Int("tool_calls", 0, kInt64Max, &st.tool_calls));
   FORKBOX_RETURN_IF_ERROR(s.Int("tool_output_bytes", 0, kInt64Max, &st.tool_output_bytes));
   FORKBOX_RETURN_IF_ERROR(s.Int("elapsed_ms", 0, kInt64Max, &st.elapsed_ms));
@@ -320,12 +333,15 @@ json ToJsonImpl(const StartMessage& m) {
         {"total_timeout_ms", p.total_timeout_ms},
         {"stream", p.stream},
         {"verbose", p.verbose},
-        {"prompt_caching", p.prompt_caching}}},
+        {"prompt_caching", p.prompt_caching},
+        {"context_window", p.context_window},
+        {"thinking_budget_tokens", p.thinking_budget_tokens}}},
       {"limits",
        {{"max_turns", l.max_turns},
         {"tool_timeout_ms", l.tool_timeout_ms},
         {"max_tool_output_chars", l.max_tool_output_chars},
-        {"max_summary_bytes", l.max_summary_bytes}}},
+        {"max_summary_bytes", l.max_summary_bytes},
+        {"max_tokens", l.max_tokens}}},
       {"workdir", m.workdir},
       {"sandbox", SandboxJson(m.sandbox)},
   };
@@ -362,6 +378,8 @@ json ToJsonImpl(const ResultMessage& m) {
            {{"turns", s.turns},
             {"input_tokens", s.input_tokens},
             {"output_tokens", s.output_tokens},
+            {"cache_read_input_tokens", s.cache_read_input_tokens},
+            {"cache_creation_input_tokens", s.cache_creation_input_tokens},
             {"tool_calls", s.tool_calls},
             {"tool_output_bytes", s.tool_output_bytes},
             {"elapsed_ms", s.elapsed_ms},

@@ -36,6 +36,10 @@ struct ProviderSettings {
   bool stream = true;
   bool verbose = false;        // Log requests (key redacted) to stderr.
   bool prompt_caching = true;  // Anthropic cache_control on the system prompt and tools.
+  // Optional in frames (absent: 0). The model's context window in tokens; 0: the built-in table
+  // (agent/context.h). Anthropic extended thinking budget in tokens; 0: off.
+  int64_t context_window = 0;
+  int64_t thinking_budget_tokens = 0;
   bool operator==(const ProviderSettings&) const = default;
 };
 
@@ -45,6 +49,9 @@ struct TaskLimits {
   int64_t tool_timeout_ms = 120'000;
   int64_t max_tool_output_chars = 50'000;
   int64_t max_summary_bytes = 16 * 1024;
+  // Input + output tokens over the task's model calls (--task-max-tokens); 0: no budget. Optional
+  // in frames (absent: 0).
+  int64_t max_tokens = 0;
   bool operator==(const TaskLimits&) const = default;
 };
 
@@ -104,6 +111,9 @@ struct ResultStats {
   int64_t tool_output_bytes = 0;  // Bytes of tool output the child saw (kept out of the parent).
   int64_t elapsed_ms = 0;
   std::string stop_reason;  // "completed", "max_turns", "refusal", "max_tokens", ...
+  // The shares of input_tokens read from and written to the prompt cache (optional in frames).
+  int64_t cache_read_input_tokens = 0;
+  int64_t cache_creation_input_tokens = 0;
   bool operator==(const ResultStats&) const = default;
 };
 

@@ -107,6 +107,23 @@ void AddOutputOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_flag("--no-stream", f.no_stream, "Do not stream model replies");
 }
 
+// Issue 15: context window, extended thinking and token budgets.
+void AddBudgetOptions(CLI::App& app, Options& o) {
+  app.add_option("--context-window", o.provider.context_window,
+                 "The model's context window in tokens (default: known models' own; old tool "
+                 "results are folded before a request passes 80% of it)")
+      ->check(CLI::Range(int64_t{1000}, int64_t{1} << 40));
+  app.add_option("--thinking", o.provider.thinking_budget_tokens,
+                 "Anthropic extended thinking with this token budget (at least 1024)")
+      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30));
+  app.add_option("--task-max-tokens", o.task_max_tokens,
+                 "Input + output tokens one task may use; then it summarises and stops")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
+  app.add_option("--max-tokens-total", o.max_tokens_total,
+                 "Input + output tokens the whole session (parent and tasks) may use")
+      ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
+}
+
 void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("--provider", o.provider.name, "anthropic or openai");
   app.add_option("--model", o.provider.model, "Model name (default: the provider's)");
@@ -127,6 +144,7 @@ void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
                  "Seconds a model reply may stay silent before it is abandoned")
       ->check(CLI::Range(0.001, 86400.0))
       ->capture_default_str();
+  AddBudgetOptions(app, o);
 }
 
 void ApplyFlags(const Flags& f, Options& o) {

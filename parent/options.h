@@ -35,6 +35,8 @@ struct Options {
   bool continue_session = false;  // --continue: the latest session of this workdir.
   std::string resume;             // --resume ID.
   bool persist_session = true;    // --no-session-persistence clears it.
+  int64_t task_max_tokens = 0;    // --task-max-tokens: each task's budget; 0: none.
+  int64_t max_tokens_total = 0;   // --max-tokens-total: the session's budget; 0: none.
 };
 
 }  // namespace forkbox::parent

@@ -193,6 +193,10 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   t.child_path = s.child_path;
   t.provider = s.provider;
   t.limits.max_turns = o.task_max_turns;
+  t.limits.max_tokens = o.task_max_tokens;
+  if (o.max_tokens_total > 0) {
+    t.session_budget = std::make_shared<agent::TokenBudget>(o.max_tokens_total);
+  }
   t.limits.tool_timeout_ms = context.timeout_ms;
   t.limits.max_tool_output_chars = context.max_output_chars;
   t.workdir = s.workdir;
@@ -215,6 +219,11 @@ agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s,
   if (tasks) loop.tools.push_back(agent::TaskToolDefFor(tasks->agents));
   loop.max_turns = o.max_turns;
   loop.max_tokens = s.provider.max_tokens;
+  loop.keep_results_of = {"task"};  // Task summaries stay when old tool results are folded.
+  if (tasks) loop.shared_budget = tasks->session_budget;
+  if (!loop.shared_budget && o.max_tokens_total > 0) {
+    loop.shared_budget = std::make_shared<agent::TokenBudget>(o.max_tokens_total);
+  }
   return loop;
 }
 

@@ -192,18 +192,21 @@ void Progress::TaskFinished(int number, const std::string& line, const TaskRecor
   auto it = live_.find(number);
   if (events_ != nullptr && it != live_.end()) {
     const ipc::ResultStats& s = record.stats;
-    events_->Emit(
-        {{"type", "system"},
-         {"subtype", "task_notification"},
-         {"task_id", it->second.tool_use_id},
-         {"parent_tool_use_id", it->second.tool_use_id},
-         {"status", record.ok ? "completed" : "failed"},
-         {"stop_reason", s.stop_reason},
-         {"summary", line},
-         {"num_turns", s.turns},
-         {"duration_ms", s.elapsed_ms},
-         {"usage", {{"input_tokens", s.input_tokens}, {"output_tokens", s.output_tokens}}},
-         {"tool_output_bytes", s.tool_output_bytes}});
+    events_->Emit({{"type", "system"},
+                   {"subtype", "task_notification"},
+                   {"task_id", it->second.tool_use_id},
+                   {"parent_tool_use_id", it->second.tool_use_id},
+                   {"status", record.ok ? "completed" : "failed"},
+                   {"stop_reason", s.stop_reason},
+                   {"summary", line},
+                   {"num_turns", s.turns},
+                   {"duration_ms", s.elapsed_ms},
+                   {"usage",
+                    {{"input_tokens", s.input_tokens},
+                     {"output_tokens", s.output_tokens},
+                     {"cache_read_input_tokens", s.cache_read_input_tokens},
+                     {"cache_creation_input_tokens", s.cache_creation_input_tokens}}},
+                   {"tool_output_bytes", s.tool_output_bytes}});
   }
   if (it != live_.end()) live_.erase(it);
   if (!enabled_) return;

@@ -17,6 +17,18 @@ int64_t SessionStats::ChildInputTokens() const {
   return sum;
 }
 
+int64_t SessionStats::ChildCacheReadTokens() const {
+  int64_t sum = 0;
+  for (const auto& t : tasks) sum += t.stats.cache_read_input_tokens;
+  return sum;
+}
+
+int64_t SessionStats::ChildCacheCreationTokens() const {
+  int64_t sum = 0;
+  for (const auto& t : tasks) sum += t.stats.cache_creation_input_tokens;
+  return sum;
+}
+
 int64_t SessionStats::ChildOutputTokens() const {
   int64_t sum = 0;
   for (const auto& t : tasks) sum += t.stats.output_tokens;
@@ -50,18 +62,21 @@ nlohmann::json StatsJson(const SessionStats& stats, const std::string& answer,
                          const std::string& stop, int64_t context_bytes) {
   nlohmann::json tasks = nlohmann::json::array();
   for (const auto& t : stats.tasks) {
-    nlohmann::json j = {
-        {"number", t.number},
-        {"description", t.description},
-        {"agent_type", t.agent_type},
-        {"ok", t.ok},
-        {"stop", t.stats.stop_reason},
-        {"turns", t.stats.turns},
-        {"tokens", {{"input", t.stats.input_tokens}, {"output", t.stats.output_tokens}}},
-        {"tool_calls", t.stats.tool_calls},
-        {"tool_output_bytes", t.stats.tool_output_bytes},
-        {"summary_bytes", t.summary_bytes},
-        {"elapsed_ms", t.stats.elapsed_ms}};
+    nlohmann::json j = {{"number", t.number},
+                        {"description", t.description},
+                        {"agent_type", t.agent_type},
+                        {"ok", t.ok},
+                        {"stop", t.stats.stop_reason},
+                        {"turns", t.stats.turns},
+                        {"tokens",
+                         {{"input", t.stats.input_tokens},
+                          {"output", t.stats.output_tokens},
+                          {"cache_read_input", t.stats.cache_read_input_tokens},
+                          {"cache_creation_input", t.stats.cache_creation_input_tokens}}},
+                        {"tool_calls", t.stats.tool_calls},
+                        {"tool_output_bytes", t.stats.tool_output_bytes},
+                        {"summary_bytes", t.summary_bytes},
+                        {"elapsed_ms", t.stats.elapsed_ms}};
     if (!t.ok) j["error"] = t.error;
     tasks.push_back(std::move(j));
   }
@@ -78,7 +93,11 @@ nlohmann::json StatsJson(const SessionStats& stats, const std::string& answer,
           {"cache_read_input", stats.parent_usage.cache_read_input_tokens},
           {"cache_creation_input", stats.parent_usage.cache_creation_input_tokens}}}}},
       {"children",
-       {{"tokens", {{"input", stats.ChildInputTokens()}, {"output", stats.ChildOutputTokens()}}},
+       {{"tokens",
+         {{"input", stats.ChildInputTokens()},
+          {"output", stats.ChildOutputTokens()},
+          {"cache_read_input", stats.ChildCacheReadTokens()},
+          {"cache_creation_input", stats.ChildCacheCreationTokens()}}},
         {"tool_output_bytes_kept_out", stats.KeptOutBytes()}}},
       {"task_count", stats.tasks.size()},
       {"tasks", std::move(tasks)},
@@ -102,6 +121,19 @@ std::string Plural(int64_t n, const std::string& word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
+// Cache reads and writes over the whole session (parent and children).
+std::string CacheLine(const SessionStats& stats) {
+  const agent::Usage& p = stats.parent_usage;
+  const int64_t read = p.cache_read_input_tokens + stats.ChildCacheReadTokens();
+  const int64_t written = p.cache_creation_input_tokens + stats.ChildCacheCreationTokens();
+  // The children's input_tokens include their cache shares; the parent's do not.
+  const int64_t input = p.input_tokens + p.cache_read_input_tokens + p.cache_creation_input_tokens +
+                        stats.ChildInputTokens();
+  const int64_t percent = input > 0 ? read * 100 / input : 0;
+  return "cache: " + Plural(read, "input token") + " read (" + std::to_string(percent) +
+         "% of input), " + std::to_string(written) + " written";
+}
+
 std::string StatsLine(const SessionStats& stats, int64_t context_bytes) {
   const int64_t parent_tokens = stats.parent_usage.input_tokens + stats.parent_usage.output_tokens;
   return "parent context " + HumanBytes(context_bytes) + " (~" +
@@ -110,7 +142,7 @@ std::string StatsLine(const SessionStats& stats, int64_t context_bytes) {
          "; " + Plural(static_cast<int64_t>(stats.tasks.size()), "task") + ", " +
          Plural(stats.ChildInputTokens() + stats.ChildOutputTokens(), "child token") + "; " +
          HumanBytes(stats.KeptOutBytes()) +
-         " of child tool output kept out of the parent's context";
+         " of child tool output kept out of the parent's context; " + CacheLine(stats);
 }
 
 }  // namespace forkbox::parent

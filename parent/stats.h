@@ -34,6 +34,8 @@ struct SessionStats {
   int64_t KeptOutBytes() const;
   int64_t ChildInputTokens() const;
   int64_t ChildOutputTokens() const;
+  int64_t ChildCacheReadTokens() const;  // Shares of ChildInputTokens.
+  int64_t ChildCacheCreationTokens() const;
 };
 
 // Bytes of the conversation as the model sees it (text, tool inputs, tool results).

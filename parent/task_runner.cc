@@ -189,6 +189,7 @@ class Batch {
     start.prompt = spec.prompt;
     start.provider = config_.provider;
     start.limits = config_.limits;
+    if (spec.max_tokens > 0) start.limits.max_tokens = spec.max_tokens;
     start.workdir = config_.workdir;
     start.sandbox = config_.sandbox;
     if (!spec.agent.name.empty()) agent::ApplyAgentType(spec.agent, &start);

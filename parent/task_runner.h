@@ -9,10 +9,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/agent_types.h"
+#include "agent/budget.h"
 #include "ipc/messages.h"
 #include "parent/progress.h"
 #include "parent/stats.h"
@@ -33,6 +35,8 @@ struct TaskConfig {
   // Ignored with transcripts.
   int standby = 2;
   agent::AgentCatalog agents;  // What `subagent_type` may name (agent/agent_types.h).
+  // --max-tokens-total (agent/budget.h), shared with the parent's loop; null: none.
+  std::shared_ptr<agent::TokenBudget> session_budget;
 };
 
 struct TaskSpec {
@@ -41,6 +45,7 @@ struct TaskSpec {
   std::string prompt;
   std::string tool_use_id;  // The parent's `task` call (the stream-json events' key).
   agent::AgentType agent;   // Empty name: the start frame's default (`general`).
+  int64_t max_tokens = 0;   // > 0: this task's budget instead of limits.max_tokens.
 };
 
 struct TaskOutcome {

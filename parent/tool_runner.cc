@@ -120,9 +120,23 @@ void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& call
     where.push_back(i);
   }
   if (specs.empty()) return;
+  agent::TokenBudget* budget = tasks_->session_budget.get();
+  if (budget != nullptr) {
+    // Half of what is left, shared by the batch: the parent keeps room to answer afterwards.
+    const int64_t share = budget->Remaining() / (2 * static_cast<int64_t>(specs.size()));
+    const int64_t cap = tasks_->limits.max_tokens;
+    for (TaskSpec& spec : specs) {
+      spec.max_tokens = budget->Reserve(cap > 0 ? std::min(cap, share) : share);
+    }
+  }
   BatchResult batch = RunTasks(*tasks_, specs, progress_, standby_.get());
   for (size_t k = 0; k < batch.outcomes.size(); ++k) {
     TaskOutcome& o = batch.outcomes[k];
+    if (budget != nullptr) {
+      const int64_t used = o.record.stats.input_tokens + o.record.stats.output_tokens;
+      // A child that died without reporting may have spent all of its share.
+      budget->Release(specs[k].max_tokens, o.ok || used > 0 ? used : specs[k].max_tokens);
+    }
     stats_.tasks.push_back(o.record);
     results[where[k]] = agent::ToolResultBlock{calls[where[k]].id, std::move(o.content), !o.ok};
   }

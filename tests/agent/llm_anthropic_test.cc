@@ -41,6 +41,24 @@ std::string Sse(const std::vector<std::pair<std::string, std::string>>& events) 
   return out;
 }
 
+// --thinking: the request enables it; a capped call (the wind-up summary) keeps max_tokens above
+// the budget, as the API requires.
+TEST(AnthropicEncode, ThinkingIsEnabledAboveItsBudget) {
+  ProviderConfig c = Config();
+  c.max_tokens = 8192;
+  c.thinking_budget_tokens = 2048;
+  Request r;
+  r.messages = {Message{Role::kUser, {TextBlock{"hi"}}}};
+  r.max_tokens = 8192;
+  json body = AnthropicEncodeRequest(r, c);
+  EXPECT_EQ(body["thinking"], json({{"type", "enabled"}, {"budget_tokens", 2048}}));
+  EXPECT_EQ(body["max_tokens"], 8192);
+  r.max_tokens = 1000;
+  body = AnthropicEncodeRequest(r, c);
+  EXPECT_EQ(body["max_tokens"], 3048);
+  EXPECT_FALSE(AnthropicEncodeRequest(r, Config()).contains("thinking"));
+}
+
 TEST(AnthropicEncode, MatchesTheDocumentedToolUseConversation) {
   Request r;
   r.system = "You are a helpful assistant.";

@@ -33,6 +33,7 @@ class FakeProvider : public Provider {
     return r;
   }
   const ProviderConfig& config() const override { return config_; }
+  ProviderConfig& mutable_config() { return config_; }
 
   void Reply(std::string text, StopReason stop, std::vector<ToolUseBlock> calls = {},
              Usage usage = {}) {
@@ -74,6 +75,31 @@ class RecordingRunner : public ToolRunner {
   std::vector<std::string> seen;
   int interrupt_after_run = 0;  // What interrupt_signal() reports after a Run.
 };
+
+// Answers every call with `bytes` bytes of output.
+class BigRunner : public ToolRunner {
+ public:
+  explicit BigRunner(size_t bytes) : bytes_(bytes) {}
+  std::vector<ToolResultBlock> Run(const std::vector<ToolUseBlock>& calls, int) override {
+    std::vector<ToolResultBlock> out;
+    for (const ToolUseBlock& c : calls) out.push_back({c.id, std::string(bytes_, 'x'), false});
+    return out;
+  }
+
+ private:
+  size_t bytes_;
+};
+
+// The tool results of a request, in order.
+std::vector<std::string> ResultsOf(const Request& request) {
+  std::vector<std::string> out;
+  for (const Message& m : request.messages) {
+    for (const ContentBlock& b : m.content) {
+      if (const auto* r = std::get_if<ToolResultBlock>(&b)) out.push_back(r->content);
+    }
+  }
+  return out;
+}
 
 ToolUseBlock Call(std::string id, std::string name = "bash") {
   return ToolUseBlock{std::move(id), std::move(name), {{"command", "ls"}}};
@@ -340,6 +366,194 @@ TEST_F(LoopTest, TranscriptRecordsEveryStep) {
   EXPECT_EQ(records[4]["messages_delta"].size(), 2u);
   EXPECT_EQ(records[3]["content"], "result of a");
   EXPECT_EQ(calls_seen, 1);
+}
+
+}  // namespace
+}  // namespace forkbox::agent
+
+namespace forkbox::agent {
+namespace {
+
+class ContextTest : public ::testing::Test {
+ protected:
+  LoopOutcome Run(ToolRunner& runner) {
+    options_.tools = {ToolDef{"bash", "d", {{"type", "object"}}}};
+    observer_.on_transcript = [&](const nlohmann::json& j) {
+      if (j["type"] == "compaction") compactions_.push_back(j);
+    };
+    return RunLoop(provider_, messages_, options_, runner, observer_);
+  }
+  void ToolTurns(int n) {
+    for (int i = 0; i < n; ++i) {
+      provider_.Reply("", StopReason::kToolUse,
+                      {ToolUseBlock{"t" + std::to_string(i), "bash", {{"command", "cat big"}}}});
+    }
+  }
+  FakeProvider provider_;
+  std::vector<Message> messages_ = Prompt("do it");
+  LoopOptions options_;
+  LoopObserver observer_;
+  std::vector<nlohmann::json> compactions_;
+};
+
+// Requests stay under 80% of the window; the latest result stays whole; each compaction changes
+// the prefix once (every other request extends the one before it).
+TEST_F(ContextTest, OldestToolResultsAreFoldedBeforeTheWindowIsPassed) {
+  provider_.mutable_config().context_window = 10'000;
+  BigRunner runner(8'000);  // ~2,000 tokens per result.
+  ToolTurns(12);
+  provider_.Reply("done", StopReason::kEndTurn);
+  LoopOutcome out = Run(runner);
+  EXPECT_STREQ(LoopStopName(out.stop), "completed");
+  ASSERT_EQ(provider_.requests.size(), 13u);
+  int rewrites = 0;
+  for (size_t i = 0; i < provider_.requests.size(); ++i) {
+    const std::vector<std::string> results = ResultsOf(provider_.requests[i]);
+    int64_t bytes = 0;
+    for (const std::string& r : results) bytes += static_cast<int64_t>(r.size());
+    EXPECT_LE(bytes / 4, 8'000) << "request " << i;
+    if (!results.empty()) {
+      EXPECT_EQ(results.back().size(), 8'000u) << "request " << i;
+    }
+    if (i == 0) continue;
+    const std::vector<std::string> before = ResultsOf(provider_.requests[i - 1]);
+    for (size_t k = 0; k < before.size(); ++k) {
+      if (results[k] != before[k]) {
+        ++rewrites;
+        break;
+      }
+    }
+  }
+  ASSERT_FALSE(compactions_.empty());
+  EXPECT_EQ(rewrites, static_cast<int>(compactions_.size()));
+  // Folding to half the window leaves room for turns: not a rewrite every turn.
+  EXPECT_LE(compactions_.size() * 2, provider_.requests.size());
+  const std::string first = ResultsOf(provider_.requests.back())[0];
+  EXPECT_THAT(first, HasSubstr("folded"));
+  EXPECT_THAT(first, HasSubstr("bash {\"command\":\"cat big\"}"));
+  EXPECT_THAT(first, HasSubstr("originally 8000 bytes"));
+}
+
+TEST_F(ContextTest, WithoutAKnownWindowNothingIsFolded) {  // Control of the test above.
+  BigRunner runner(8'000);
+  ToolTurns(12);
+  provider_.Reply("done", StopReason::kEndTurn);
+  Run(runner);
+  for (const std::string& r : ResultsOf(provider_.requests.back())) EXPECT_EQ(r.size(), 8'000u);
+  EXPECT_TRUE(compactions_.empty());
+}
+
+TEST_F(ContextTest, ParentKeepsTheResultsOfNamedTools) {
+  provider_.mutable_config().context_window = 10'000;
+  options_.keep_results_of = {"bash"};
+  BigRunner runner(8'000);
+  ToolTurns(3);
+  provider_.Reply("done", StopReason::kEndTurn);
+  Run(runner);
+  for (const std::string& r : ResultsOf(provider_.requests.back())) EXPECT_EQ(r.size(), 8'000u);
+}
+
+void TooLong(FakeProvider& provider) {
+  provider.Error("prompt is too long: 250000 tokens > 200000 maximum");
+  provider.script.back().error->kind = ModelError::Kind::kContextOverflow;
+  provider.script.back().error->http_status = 400;
+}
+
+TEST_F(ContextTest, TooLongFoldsAllButTheLatestAndRetriesOnce) {
+  BigRunner runner(8'000);
+  ToolTurns(3);
+  TooLong(provider_);
+  provider_.Reply("done", StopReason::kEndTurn);
+  LoopOutcome out = Run(runner);
+  EXPECT_STREQ(LoopStopName(out.stop), "completed");
+  ASSERT_EQ(provider_.requests.size(), 5u);
+  EXPECT_EQ(out.turns, 4);  // The retry is the same turn.
+  const std::vector<std::string> results = ResultsOf(provider_.requests.back());
+  ASSERT_EQ(results.size(), 3u);
+  EXPECT_THAT(results[0], HasSubstr("folded"));
+  EXPECT_THAT(results[1], HasSubstr("folded"));
+  EXPECT_EQ(results[2].size(), 8'000u);
+}
+
+TEST_F(ContextTest, TooLongAgainEndsWithContextWindow) {
+  BigRunner runner(8'000);
+  ToolTurns(3);
+  TooLong(provider_);
+  provider_.Reply("", StopReason::kContextWindow);  // model_context_window_exceeded
+  provider_.Reply("never sent", StopReason::kEndTurn);
+  LoopOutcome out = Run(runner);
+  EXPECT_STREQ(LoopStopName(out.stop), "context_window");
+  EXPECT_EQ(provider_.requests.size(), 5u);
+}
+
+TEST_F(ContextTest, TooLongStopReasonIsRetriedToo) {
+  BigRunner runner(8'000);
+  ToolTurns(2);
+  provider_.Reply("", StopReason::kContextWindow);
+  provider_.Reply("done", StopReason::kEndTurn);
+  LoopOutcome out = Run(runner);
+  EXPECT_STREQ(LoopStopName(out.stop), "completed");
+  EXPECT_EQ(out.final_text, "done");
+  EXPECT_THAT(ResultsOf(provider_.requests.back())[0], HasSubstr("folded"));
+}
+
+// The budget is never passed: before a turn that, with a summary after it, would not fit, the
+// loop asks for the summary without tools and stops with `budget`.
+TEST_F(ContextTest, TaskBudgetWindsUpWithASummary) {
+  options_.max_total_tokens = 3'000;
+  options_.max_tokens = 100;
+  BigRunner runner(8);
+  for (int i = 0; i < 6; ++i) {
+    provider_.Reply("", StopReason::kToolUse,
+                    {ToolUseBlock{"t" + std::to_string(i), "bash", {{"command", "ls"}}}},
+                    {500, 100});
+  }
+  provider_.script[3] = provider_.script[5];
+  provider_.script[3].response.message.content = {TextBlock{"summary so far"}};
+  provider_.script[3].response.stop_reason = StopReason::kEndTurn;
+  LoopOutcome out = Run(runner);
+  EXPECT_STREQ(LoopStopName(out.stop), "budget");
+  EXPECT_EQ(out.final_text, "summary so far");
+  ASSERT_EQ(provider_.requests.size(), 4u);
+  EXPECT_TRUE(provider_.requests[3].tools.empty());
+  EXPECT_FALSE(provider_.requests[2].tools.empty());
+  EXPECT_EQ(provider_.requests[3].max_tokens, 100);
+  EXPECT_LE(out.usage.input_tokens + out.usage.output_tokens, options_.max_total_tokens);
+}
+
+TEST_F(ContextTest, NoBudgetNoWindUp) {  // Control of the test above.
+  BigRunner runner(8);
+  ToolTurns(5);
+  provider_.Reply("done", StopReason::kEndTurn);
+  LoopOutcome out = Run(runner);
+  EXPECT_STREQ(LoopStopName(out.stop), "completed");
+  EXPECT_EQ(provider_.requests.size(), 6u);
+}
+
+// --max-tokens-total: the loop spends on the shared budget and winds up from what is left of it.
+TEST_F(ContextTest, SharedBudgetIsSpentAndWindsUp) {
+  options_.shared_budget = std::make_shared<TokenBudget>(10'000);
+  options_.max_tokens = 100;
+  const int64_t reserved = options_.shared_budget->Reserve(7'700);  // Held by running tasks.
+  EXPECT_EQ(reserved, 7'700);
+  BigRunner runner(8);
+  for (int i = 0; i < 3; ++i) {
+    provider_.Reply("", StopReason::kToolUse,
+                    {ToolUseBlock{"t" + std::to_string(i), "bash", {{"command", "ls"}}}},
+                    {500, 100});
+  }
+  provider_.script[2].response.message.content = {TextBlock{"from what I have"}};
+  provider_.script[2].response.stop_reason = StopReason::kEndTurn;
+  LoopOutcome out = Run(runner);
+  EXPECT_STREQ(LoopStopName(out.stop), "budget");
+  EXPECT_EQ(out.final_text, "from what I have");
+  ASSERT_EQ(provider_.requests.size(), 3u);
+  EXPECT_TRUE(provider_.requests[2].tools.empty());
+  EXPECT_EQ(options_.shared_budget->Remaining(), 2'300 - 3 * 600);
+  options_.shared_budget->Release(reserved, 1'000);
+  EXPECT_EQ(options_.shared_budget->Remaining(), 10'000 - 1'800 - 1'000);
+  EXPECT_EQ(options_.shared_budget->Reserve(1'000'000), 10'000 - 2'800);  // Never more than left.
+  EXPECT_EQ(options_.shared_budget->Reserve(5), 1);                       // Never 0 ("unlimited").
 }
 
 }  // namespace

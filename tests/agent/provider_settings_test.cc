@@ -33,6 +33,8 @@ TEST(ProviderSettings, EveryFieldSurvivesTheStartFrame) {
   c.stream = false;
   c.verbose = true;
   c.prompt_caching = false;
+  c.context_window = 44'000;
+  c.thinking_budget_tokens = 2048;
   Result<ipc::Message> back = ipc::FromJson(ipc::ToJson(start));
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(std::get<ipc::StartMessage>(*back).provider, c);
@@ -56,6 +58,25 @@ TEST(ProviderSettings, ResolveTrimsTheUrlAndValidatesOnce) {
   ModelError error;
   EXPECT_EQ(MakeProvider(bad, &error), nullptr);
   EXPECT_EQ(error.message, ValidateProviderSettings(bad).message());
+}
+
+// --thinking follows the Messages API's rules: Anthropic only, >= 1024, below max_tokens.
+TEST(ProviderSettings, ThinkingBudgetIsChecked) {
+  ProviderConfig c;
+  c.name = "anthropic";
+  c.api_key = "k";
+  c.base_url = "https://api.anthropic.com";
+  c.model = "claude-sonnet-4-5";
+  c.max_tokens = 4096;
+  c.thinking_budget_tokens = 1024;
+  EXPECT_TRUE(ValidateProviderSettings(c).ok());
+  c.thinking_budget_tokens = 4096;
+  EXPECT_THAT(ValidateProviderSettings(c).message(), HasSubstr("less than max_tokens"));
+  c.thinking_budget_tokens = 512;
+  EXPECT_THAT(ValidateProviderSettings(c).message(), HasSubstr("at least 1024"));
+  c.thinking_budget_tokens = 1024;
+  c.name = "openai";
+  EXPECT_THAT(ValidateProviderSettings(c).message(), HasSubstr("anthropic"));
 }
 
 TEST(ProviderSettings, ErrorsNeverCarryTheKey) {

@@ -836,5 +836,178 @@ TEST_F(ChildTest, OrphanedZombiesAreReapedWhileTheTaskRuns) {
   EXPECT_THAT(ResultsIn(2).back().text, HasSubstr("left 0"));
 }
 
+// Issue 15: rules for `turns` turns of a bash `command`, then a text answer.
+json BashTurns(int turns, const std::string& command) {
+  json rules = json::array();
+  for (int t = 0; t < turns; ++t) {
+    rules.push_back({{"when", {{"turn", t}}},
+                     {"reply", {{"tool_calls", {ToolCall("bash", {{"command", command}})}}}}});
+  }
+  rules.push_back({{"reply", {{"text", "done"}}}});
+  return rules;
+}
+
+// The mock bills prompt caching like the API: the moving breakpoint makes each turn read the
+// previous prefix, and the result frame reports reads and writes.
+TEST_F(ChildTest, CacheReadsAndWritesAreReported) {
+  Scenario({{"rules", BashTurns(5, "seq 1 2000")}});
+  ChildRun run = Run(Start("cache"));
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  const ipc::ResultStats& s = run.result()->stats;
+  EXPECT_EQ(s.stop_reason, "completed");
+  EXPECT_GT(s.cache_read_input_tokens, s.input_tokens / 2);
+  EXPECT_GT(s.cache_creation_input_tokens, 0);
+  EXPECT_LE(s.cache_read_input_tokens + s.cache_creation_input_tokens, s.input_tokens);
+  // Control: without prompt caching nothing is read or written.
+  server_.ClearRequests();
+  ipc::StartMessage start = Start("no cache");
+  start.provider.prompt_caching = false;
+  ChildRun plain = Run(start);
+  ASSERT_NE(plain.result(), nullptr) << plain.stderr_text;
+  EXPECT_EQ(plain.result()->stats.cache_read_input_tokens, 0);
+  EXPECT_EQ(plain.result()->stats.cache_creation_input_tokens, 0);
+}
+
+// Tools printing 20,000 characters each (~5,000 tokens) under a 20,000-token window: old results
+// are folded, every request stays inside the window, and the task completes.
+TEST_F(ChildTest, LongTaskStaysInsideItsContextWindow) {
+  Scenario({{"rules", BashTurns(10, "head -c 20000 /dev/zero | tr '\\0' x")}});
+  ipc::StartMessage start = Start("long");
+  start.provider.context_window = 20'000;
+  ChildRun run = Run(start);
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.result()->stats.stop_reason, "completed");
+  ASSERT_EQ(server_.request_count(), 11u);
+  size_t peak = 0;
+  for (const mock::RecordedRequest& r : server_.requests()) peak = std::max(peak, r.body.size());
+  EXPECT_LT(peak / 4, 20'000u);
+  EXPECT_THAT(server_.request(10).body, HasSubstr("tool result folded to save context: bash"));
+  // Control: the same task without a window this small sends it all.
+  server_.ClearRequests();
+  ChildRun wide = Run(Start("long"));
+  ASSERT_NE(wide.result(), nullptr) << wide.stderr_text;
+  EXPECT_GT(server_.request(10).body.size() / 4, 20'000u);
+}
+
+json TooLongFault(int times) {
+  json rule = {{"when", {{"turn", 2}}},
+               {"fault",
+                {{"kind", "status"},
+                 {"status", 400},
+                 {"message", "prompt is too long: 250000 tokens > 200000 maximum"}}}};
+  if (times > 0) rule["times"] = times;
+  return rule;
+}
+
+TEST_F(ChildTest, TooLongIsCompactedAndRetriedOnce) {
+  json rules = BashTurns(2, "head -c 20000 /dev/zero | tr '\\0' x");
+  rules.insert(rules.begin(), TooLongFault(1));
+  Scenario({{"rules", rules}});
+  ChildRun run = Run(Start("too long once"));
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.result()->stats.stop_reason, "completed");
+  ASSERT_EQ(server_.request_count(), 4u);
+  EXPECT_THAT(server_.request(3).body, HasSubstr("tool result folded to save context"));
+  EXPECT_THAT(server_.request(2).body, Not(HasSubstr("tool result folded to save context")));
+}
+
+TEST_F(ChildTest, TooLongTwiceEndsWithStopContextWindow) {
+  json rules = BashTurns(2, "head -c 20000 /dev/zero | tr '\\0' x");
+  rules.insert(rules.begin(), TooLongFault(0));
+  Scenario({{"rules", rules}});
+  ChildRun run = Run(Start("too long"));
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.result()->stats.stop_reason, "context_window");
+  EXPECT_EQ(server_.request_count(), 4u);
+}
+
+// --task-max-tokens: before a turn that would not fit, one last call without tools asks for the
+// summary, and the task stops with `budget` inside its budget.
+TEST_F(ChildTest, TaskBudgetEndsWithASummary) {
+  json rules = json::array();
+  rules.push_back({{"when", {{"no_tools", true}}}, {"reply", {{"text", "budget summary"}}}});
+  rules.push_back({{"reply",
+                    {{"tool_calls", {ToolCall("bash", {{"command", "echo step"}})}},
+                     {"usage", {{"input_tokens", 500}, {"output_tokens", 100}}}}}});
+  Scenario({{"rules", rules}});
+  ipc::StartMessage start = Start("budget");
+  start.provider.max_tokens = 100;
+  start.limits.max_tokens = 3'000;
+  ChildRun run = Run(start);
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  const ipc::ResultStats& s = run.result()->stats;
+  EXPECT_EQ(s.stop_reason, "budget");
+  EXPECT_EQ(run.result()->summary, "budget summary");
+  EXPECT_LE(s.input_tokens + s.output_tokens, 3'000);
+  EXPECT_TRUE(server_.requests().back().view.tool_names.empty());
+  EXPECT_GE(server_.request_count(), 3u);
+}
+
+// More local-server quirks (OpenAI format, streaming and not), each completing with the tool
+// really run: arguments as a JSON object (llama.cpp --tool-args-object), no usage at all even
+// with stream_options.include_usage, reasoning_content deltas (the mock rejects them sent back).
+TEST_F(ChildTest, MoreLocalServerQuirksComplete) {
+  const std::pair<const char*, json> quirks[] = {
+      {"arguments_object", true}, {"no_usage", true}, {"reasoning", "Let me think about it."}};
+  for (const auto& [key, value] : quirks) {
+    for (const bool stream : {true, false}) {
+      server_.ClearRequests();
+      json first = {{"tool_calls", {ToolCall("bash", {{"command", "echo quirk-ran"}})}}};
+      first[key] = value;
+      json last = {{"text", "done"}};
+      last[key] = value;
+      Scenario({{"require_key", false},
+                {"rules",
+                 {{{"when", {{"turn", 0}}}, {"reply", first}},
+                  {{"when", {{"turn", 1}}}, {"reply", last}}}}});
+      ipc::StartMessage start = Start("quirk");
+      start.provider.name = "openai";
+      start.provider.base_url = server_.openai_base_url();
+      start.provider.model = "local";
+      start.provider.stream = stream;
+      ChildRun run = Run(start);
+      ASSERT_NE(run.result(), nullptr) << key << ": " << run.stderr_text;
+      EXPECT_EQ(run.result()->stats.stop_reason, "completed") << key;
+      EXPECT_EQ(run.result()->summary, "done") << key;
+      ASSERT_EQ(server_.request_count(), 2u) << key << " stream " << stream;
+      ASSERT_EQ(ResultsIn(1).size(), 1u) << key;
+      EXPECT_THAT(ResultsIn(1)[0].text, HasSubstr("quirk-ran")) << key;
+      if (stream) {  // The client asks for usage where the server supports it.
+        EXPECT_THAT(server_.request(0).body, HasSubstr("\"include_usage\":true")) << key;
+      }
+    }
+  }
+}
+
+// --thinking: the request enables it, each thinking block goes back unchanged (the mock checks
+// its signature and that the tool loop's assistant message starts with it), and the thinking
+// text never reaches the summary.
+TEST_F(ChildTest, ExtendedThinkingBlocksGoBackSigned) {
+  for (const bool stream : {true, false}) {
+    server_.ClearRequests();
+    Scenario({{"rules",
+               {{{"when", {{"turn", 0}}},
+                 {"reply",
+                  {{"thinking", "secret plan: list the files"},
+                   {"tool_calls", {ToolCall("bash", {{"command", "echo thought"}})}}}}},
+                {{"when", {{"turn", 1}}},
+                 {"reply", {{"thinking", "secret: wrap up"}, {"text", "done"}}}}}}});
+    ipc::StartMessage start = Start("think");
+    start.provider.thinking_budget_tokens = 1024;
+    start.provider.max_tokens = 4096;
+    start.provider.stream = stream;
+    ChildRun run = Run(start);
+    ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+    EXPECT_EQ(run.result()->stats.stop_reason, "completed");
+    EXPECT_EQ(run.result()->summary, "done");
+    ASSERT_EQ(server_.request_count(), 2u);
+    EXPECT_FALSE(server_.request(1).rejected.has_value());
+    EXPECT_EQ(server_.request(0).json["thinking"],
+              json({{"type", "enabled"}, {"budget_tokens", 1024}}));
+    EXPECT_THAT(server_.request(1).body, HasSubstr("secret plan: list the files"));
+    EXPECT_THAT(run.result()->summary, Not(HasSubstr("secret")));
+  }
+}
+
 }  // namespace
 }  // namespace forkbox

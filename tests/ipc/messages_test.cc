@@ -89,6 +89,15 @@ TEST(MessagesTest, EveryMissingFieldIsNamed) {
     CollectPaths(j, "", json::json_pointer(), &paths);
     for (const auto& [dotted, ptr] : paths) {
       if (dotted == "transcript_fd" || dotted == "agent") continue;  // Optional.
+      // Optional: added by issue 15, absent from older frames.
+      if (dotted == "provider.context_window" || dotted == "provider.thinking_budget_tokens" ||
+          dotted == "limits.max_tokens" || dotted == "stats.cache_read_input_tokens" ||
+          dotted == "stats.cache_creation_input_tokens") {
+        json older = j;
+        older[ptr.parent_pointer()].erase(ptr.back());
+        EXPECT_TRUE(FromJson(older).ok()) << dotted;
+        continue;
+      }
       json broken = j;
       broken[ptr.parent_pointer()].erase(ptr.back());
       Result<Message> r = FromJson(broken);

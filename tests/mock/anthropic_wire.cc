@@ -37,6 +37,11 @@ ojson MessageJson(const Reply& r, const WireContext& ctx, bool stream_start) {
   m["model"] = ctx.model;
   m["content"] = ojson::array();
   if (!stream_start) {
+    if (!r.thinking.empty()) {
+      m["content"].push_back({{"type", "thinking"},
+                              {"thinking", r.thinking},
+                              {"signature", ThinkingSignature(r.thinking)}});
+    }
     if (!r.text.empty()) m["content"].push_back({{"type", "text"}, {"text", r.text}});
     for (const ToolCall& c : r.tool_calls) {
       m["content"].push_back(
@@ -72,6 +77,7 @@ class Anthropic final : public WireFormat {
     events.push_back(Event("message_start",
                            {{"type", "message_start"}, {"message", MessageJson(r, ctx, true)}}));
     int index = 0;
+    if (!r.thinking.empty()) AddThinking(r.thinking, index++, events);
     if (!r.text.empty()) {
       events.push_back(
           Event("content_block_start", {{"type", "content_block_start"},
@@ -188,6 +194,29 @@ class Anthropic final : public WireFormat {
   }
 
  private:
+  // A thinking block as the API streams it: thinking_delta pieces, then one signature_delta.
+  static void AddThinking(const std::string& thinking, int index,
+                          std::vector<std::string>& events) {
+    events.push_back(
+        Event("content_block_start",
+              {{"type", "content_block_start"},
+               {"index", index},
+               {"content_block", {{"type", "thinking"}, {"thinking", ""}, {"signature", ""}}}}));
+    for (const std::string& piece : SplitUtf8(thinking, (thinking.size() + 2) / 3)) {
+      events.push_back(Event("content_block_delta",
+                             {{"type", "content_block_delta"},
+                              {"index", index},
+                              {"delta", {{"type", "thinking_delta"}, {"thinking", piece}}}}));
+    }
+    events.push_back(Event(
+        "content_block_delta",
+        {{"type", "content_block_delta"},
+         {"index", index},
+         {"delta", {{"type", "signature_delta"}, {"signature", ThinkingSignature(thinking)}}}}));
+    events.push_back(
+        Event("content_block_stop", {{"type", "content_block_stop"}, {"index", index}}));
+  }
+
   static std::string Id(const char* prefix, uint64_t seq) {
     char buf[64];
     std::snprintf(buf, sizeof buf, "%s%014llu", prefix, static_cast<unsigned long long>(seq));

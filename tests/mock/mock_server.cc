@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "tests/mock/connections.h"
+#include "tests/mock/prompt_cache.h"
 #include "tests/mock/transmission.h"
 #include "tests/mock/wire.h"
 
@@ -154,6 +155,7 @@ struct MockServer::Impl {
   std::thread thread;
   std::atomic<bool> started{false};
   std::atomic<bool> listen_returned{false};
+  PromptCache cache;  // Its own lock: billing a long prompt must not hold up the request log.
 
   mutable std::mutex mu;  // Guards everything below.
   mutable std::condition_variable cv;
@@ -324,7 +326,14 @@ struct MockServer::Impl {
       res.status = 503;
       return;
     }
-    const Reply resolved = ResolveReply(std::move(reply), wire, seq, req.body.size());
+    // Every valid request feeds the cache; only a computed input total is split by it.
+    const CacheSplit split = cache.Bill(format, snapshot.json);
+    const bool bill_cache = reply.usage.input_tokens == 0 &&
+                            reply.usage.cache_read_input_tokens == 0 &&
+                            reply.usage.cache_creation_input_tokens == 0;
+    if (view.thinking_budget == 0) reply.thinking.clear();  // The API thinks only when asked.
+    Reply resolved = ResolveReply(std::move(reply), wire, seq, req.body.size());
+    if (bill_cache) ApplyCacheSplit(split, &resolved.usage);
     WireContext ctx;
     ctx.model = view.model;
     ctx.message_id = wire.MessageId(seq);

@@ -413,6 +413,78 @@ TEST_F(MockServerTest, GivenUsageIsSentAsIs) {
   EXPECT_EQ(o["usage"]["prompt_tokens_details"]["cached_tokens"], 20);
 }
 
+// A conversation of `turns` user/assistant exchanges, each user text ~`bytes` long, with a
+// cache_control breakpoint on the last message (Anthropic) when `breakpoint`.
+json Conversation(int turns, size_t bytes, bool breakpoint) {
+  json messages = json::array();
+  for (int i = 0; i < turns; ++i) {
+    if (i > 0) messages.push_back({{"role", "assistant"}, {"content", "ok " + std::to_string(i)}});
+    messages.push_back(
+        {{"role", "user"},
+         {"content", {{{"type", "text"}, {"text", std::to_string(i) + std::string(bytes, 'x')}}}}});
+  }
+  if (breakpoint) messages.back()["content"].back()["cache_control"] = {{"type", "ephemeral"}};
+  return messages;
+}
+
+TEST_F(MockServerTest, AnthropicBillsCacheReadsAtBreakpoints) {
+  Reply reply;
+  reply.text = "t";
+  Serve(reply);
+  auto usage_of = [&](int turns, bool breakpoint) {
+    json req = AnthropicRequest("x");
+    req["messages"] = Conversation(turns, 8000, breakpoint);
+    return json::parse(PostAnthropic(server_, req).body)["usage"];
+  };
+  // First turn: ~2000 tokens written, nothing read.
+  const json u1 = usage_of(1, true);
+  EXPECT_EQ(u1["cache_read_input_tokens"], 0);
+  EXPECT_GT(u1["cache_creation_input_tokens"].get<int64_t>(), 1900);
+  // Second turn: the first turn's prefix (its breakpoint moved on) is read, the new turn written.
+  const json u2 = usage_of(2, true);
+  EXPECT_EQ(u2["cache_read_input_tokens"], u1["cache_creation_input_tokens"]);
+  EXPECT_GT(u2["cache_creation_input_tokens"].get<int64_t>(), 1900);
+  EXPECT_LT(u2["input_tokens"].get<int64_t>(), 100);
+  // Control: without a breakpoint nothing is read or written.
+  const json u3 = usage_of(3, false);
+  EXPECT_EQ(u3["cache_read_input_tokens"], 0);
+  EXPECT_EQ(u3["cache_creation_input_tokens"], 0);
+  EXPECT_GT(u3["input_tokens"].get<int64_t>(), 6000);
+  // A prefix under 1024 tokens is never cached.
+  const json small = usage_of(1, true);
+  json req = AnthropicRequest("short");
+  req["messages"][0]["content"] = {
+      {{"type", "text"}, {"text", "short"}, {"cache_control", {{"type", "ephemeral"}}}}};
+  const json u4 = json::parse(PostAnthropic(server_, req).body)["usage"];
+  EXPECT_EQ(u4["cache_creation_input_tokens"], 0);
+  EXPECT_EQ(small["cache_read_input_tokens"], u1["cache_creation_input_tokens"]);
+}
+
+TEST_F(MockServerTest, OpenAiBillsTheLongestSeenPrefix) {
+  Reply reply;
+  reply.text = "t";
+  Serve(reply);
+  auto usage_of = [&](int turns) {
+    json req = OpenAiRequest("x");
+    req["messages"] = Conversation(turns, 8000, false);
+    return json::parse(PostOpenAi(server_, req).body)["usage"];
+  };
+  const json u1 = usage_of(1);
+  EXPECT_EQ(u1["prompt_tokens_details"]["cached_tokens"], 0);
+  const json u2 = usage_of(2);
+  const int64_t cached = u2["prompt_tokens_details"]["cached_tokens"].get<int64_t>();
+  EXPECT_GE(cached, 1024);
+  EXPECT_EQ((cached - 1024) % 128, 0);
+  EXPECT_LE(cached, u1["prompt_tokens"].get<int64_t>());
+  EXPECT_GT(cached, u1["prompt_tokens"].get<int64_t>() - 128);
+  // Control: a different first message shares no prefix.
+  json req = OpenAiRequest("x");
+  req["messages"] = Conversation(2, 8000, false);
+  req["messages"][0]["content"][0]["text"] = "changed" + std::string(8000, 'y');
+  const json u3 = json::parse(PostOpenAi(server_, req).body)["usage"];
+  EXPECT_EQ(u3["prompt_tokens_details"]["cached_tokens"], 0);
+}
+
 // ---- Validation ----
 
 void ExpectAnthropicError(const RawResponse& r, int status, const std::string& type,
@@ -437,6 +509,36 @@ void ExpectOpenAiError(const RawResponse& r, int status, const std::string& mess
   }
   EXPECT_NE(body["error"]["message"].get<std::string>().find(message_part), std::string::npos)
       << body.dump();
+}
+
+// The mock thinks only when asked, signs its thinking, and holds a client to the API's rules.
+TEST_F(MockServerTest, ThinkingBlocksAreSignedAndChecked) {
+  Reply reply = TextAndBash();
+  reply.thinking = "plan";
+  Serve(reply);
+  EXPECT_EQ(json::parse(PostAnthropic(server_, AnthropicRequest("x")).body)["content"][0]["type"],
+            "text");  // Not enabled: no thinking block.
+  json req = AnthropicRequest("x");
+  req["max_tokens"] = 4096;
+  req["thinking"] = {{"type", "enabled"}, {"budget_tokens", 1024}};
+  const json first = json::parse(PostAnthropic(server_, req).body);
+  ASSERT_EQ(first["content"][0]["type"], "thinking");
+  EXPECT_EQ(first["content"][0]["signature"], ThinkingSignature("plan"));
+  json content = first["content"];
+  const std::string id = content.back()["id"];
+  req["messages"].push_back({{"role", "assistant"}, {"content", content}});
+  req["messages"].push_back(
+      {{"role", "user"},
+       {"content", {{{"type", "tool_result"}, {"tool_use_id", id}, {"content", "ok"}}}}});
+  EXPECT_EQ(PostAnthropic(server_, req).status, 200);
+  json changed = req;
+  changed["messages"][1]["content"][0]["thinking"] = "edited";
+  ExpectAnthropicError(PostAnthropic(server_, changed), 400, "invalid_request_error",
+                       "Invalid `signature`");
+  json dropped = req;
+  dropped["messages"][1]["content"].erase(0);
+  ExpectAnthropicError(PostAnthropic(server_, dropped), 400, "invalid_request_error",
+                       "must start with a thinking block");
 }
 
 TEST_F(MockServerTest, AnthropicNeedsKeyAndVersion) {

@@ -56,9 +56,11 @@ class OpenAi final : public WireFormat {
         message["tool_calls"].push_back(
             {{"id", c.id},
              {"type", "function"},
-             {"function", {{"name", c.name}, {"arguments", ArgumentsText(c)}}}});
+             {"function",
+              {{"name", c.name}, {"arguments", ArgumentsValue(c, r.arguments_object)}}}});
       }
     }
+    if (!r.reasoning.empty()) message["reasoning_content"] = r.reasoning;
     message["refusal"] = nullptr;
     message["annotations"] = ojson::array();
     ojson body = Head(ctx, "chat.completion");
@@ -66,7 +68,7 @@ class OpenAi final : public WireFormat {
                                      {"message", message},
                                      {"logprobs", nullptr},
                                      {"finish_reason", FinishReason(r.stop_reason)}}});
-    body["usage"] = UsageJson(r.usage);
+    if (!r.no_usage) body["usage"] = UsageJson(r.usage);
     body["service_tier"] = "default";
     body["system_fingerprint"] = "fp_mock";
     return Dump(body);
@@ -78,12 +80,27 @@ class OpenAi final : public WireFormat {
                   {"content", r.text.empty() ? ojson(nullptr) : ojson("")},
                   {"refusal", nullptr}};
     events.push_back(Chunk(ctx, role, nullptr));
+    for (const std::string& piece : SplitUtf8(r.reasoning, (r.reasoning.size() + 2) / 3)) {
+      events.push_back(Chunk(ctx, {{"reasoning_content", piece}}, nullptr));
+    }
     for (const std::string& piece :
          SplitUtf8(r.text, std::max<size_t>(16, (r.text.size() + 31) / 32))) {
       events.push_back(Chunk(ctx, {{"content", piece}}, nullptr));
     }
     for (size_t k = 0; k < r.tool_calls.size(); ++k) {
       const ToolCall& c = r.tool_calls[k];
+      if (r.arguments_object) {  // llama.cpp --tool-args-object: the whole call in one chunk.
+        events.push_back(Chunk(
+            ctx,
+            {{"tool_calls",
+              ojson::array(
+                  {{{"index", k},
+                    {"id", c.id},
+                    {"type", "function"},
+                    {"function", {{"name", c.name}, {"arguments", ArgumentsValue(c, true)}}}}})}},
+            nullptr));
+        continue;
+      }
       events.push_back(Chunk(
           ctx,
           {{"tool_calls", ojson::array({{{"index", k},
@@ -100,7 +117,7 @@ class OpenAi final : public WireFormat {
       }
     }
     events.push_back(Chunk(ctx, ojson::object(), FinishReason(r.stop_reason)));
-    if (ctx.include_usage) {
+    if (ctx.include_usage && !r.no_usage) {
       ojson usage = Head(ctx, "chat.completion.chunk");
       usage["system_fingerprint"] = "fp_mock";
       usage["choices"] = ojson::array();

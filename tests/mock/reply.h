@@ -57,9 +57,15 @@ struct Reply {
   std::string stop_reason;
   std::string stop_sequence;  // Sent with stop_reason stop_sequence.
   Usage usage;
-  int delay_ms = 0;            // Pause before the first byte of the response.
-  int event_delay_ms = 0;      // Pause between stream events.
-  std::optional<Fault> fault;  // When set, sent instead of the reply.
+  // Anthropic: a thinking block (signed with ThinkingSignature) first, sent only when the request
+  // enabled thinking. OpenAI: `reasoning_content` deltas / message field (local servers).
+  std::string thinking;
+  std::string reasoning;
+  bool arguments_object = false;  // OpenAI: `arguments` as a JSON object (llama.cpp).
+  bool no_usage = false;          // OpenAI: no usage at all, even when asked for.
+  int delay_ms = 0;               // Pause before the first byte of the response.
+  int event_delay_ms = 0;         // Pause between stream events.
+  std::optional<Fault> fault;     // When set, sent instead of the reply.
 };
 
 }  // namespace forkbox::mock

@@ -3,6 +3,8 @@
 #include <set>
 #include <utility>
 
+#include "tests/mock/wire.h"
+
 namespace forkbox::mock {
 namespace {
 
@@ -96,12 +98,50 @@ std::optional<ApiError> CheckAnthropicBlock(const json& block, const std::string
     if (block.contains("is_error") && !block["is_error"].is_boolean()) {
       return Invalid(where + ".is_error: Input should be a valid boolean");
     }
-  } else if (type != "image" && type != "document" && type != "thinking" &&
-             type != "redacted_thinking" && type != "search_result") {
+  } else if (type == "thinking") {
+    // Thinking blocks must come back exactly as the API sent them.
+    if (StringField(block, "signature") != ThinkingSignature(StringField(block, "thinking"))) {
+      return Invalid(where + ".signature: Invalid `signature` in `thinking` block");
+    }
+  } else if (type != "image" && type != "document" && type != "redacted_thinking" &&
+             type != "search_result") {
     return Invalid(where + ".type: Input tag '" + type +
                    "' does not match any of the expected tags");
   }
   return std::nullopt;
+}
+
+// Extended thinking: a valid config, and in a tool loop the last assistant message must start
+// with its (signed) thinking block.
+std::optional<ApiError> CheckThinking(const json& body, const json& messages, RequestView* view) {
+  if (!body.contains("thinking")) return std::nullopt;
+  const json& t = body["thinking"];
+  if (!t.is_object() || StringField(t, "type") == "disabled") return std::nullopt;
+  if (StringField(t, "type") != "enabled") return Invalid("thinking.type: Input tag mismatch");
+  if (!t.contains("budget_tokens") || !t["budget_tokens"].is_number_integer() ||
+      t["budget_tokens"].get<int64_t>() < 1024) {
+    return Invalid("thinking.enabled.budget_tokens: Input should be greater than or equal to 1024");
+  }
+  view->thinking_budget = t["budget_tokens"].get<int64_t>();
+  if (body["max_tokens"].get<int64_t>() <= view->thinking_budget) {
+    return Invalid("`max_tokens` must be greater than `thinking.budget_tokens`");
+  }
+  const json& last = messages.back();
+  if (StringField(last, "role") != "user" || !last.contains("content") ||
+      !last["content"].is_array() || last["content"].empty() ||
+      StringField(last["content"][0], "type") != "tool_result" || messages.size() < 2) {
+    return std::nullopt;
+  }
+  const json& assistant = messages[messages.size() - 2];
+  const json content = assistant.value("content", json());
+  const std::string first = content.is_array() && !content.empty() ? StringField(content[0], "type")
+                                                                   : std::string("text");
+  if (first == "thinking" || first == "redacted_thinking") return std::nullopt;
+  return Invalid("messages." + std::to_string(messages.size() - 2) +
+                 ".content.0.type: Expected `thinking` or `redacted_thinking`, but found `" +
+                 first +
+                 "`. When `thinking` is enabled, a final `assistant` message must start with a "
+                 "thinking block.");
 }
 
 std::optional<ApiError> BuildAnthropic(const json& body, RequestView* view) {
@@ -152,6 +192,7 @@ std::optional<ApiError> BuildAnthropic(const json& body, RequestView* view) {
   const json& messages = body["messages"];
   if (!messages.is_array()) return Invalid("messages: Input should be a valid list");
   if (messages.empty()) return Invalid("messages: at least one message is required");
+  if (auto e = CheckThinking(body, messages, view)) return e;
 
   std::vector<std::string> pending_tool_use_ids;  // From the previous assistant message.
   for (size_t i = 0; i < messages.size(); ++i) {
@@ -346,6 +387,13 @@ std::optional<ApiError> BuildOpenAi(const json& body, RequestView* view) {
     }
     if (role != "tool") {
       if (auto e = unanswered()) return e;
+    }
+    // Like the local servers that reject them: reasoning is never sent back.
+    for (const char* key : {"reasoning_content", "reasoning"}) {
+      if (role == "assistant" && m.contains(key)) {
+        return Invalid("Unrecognized request argument supplied: " + where + "." + key,
+                       where + "." + key, "unknown_parameter");
+      }
     }
     const bool has_content = m.contains("content") && !m["content"].is_null();
     if (has_content && !m["content"].is_string() && !m["content"].is_array()) {

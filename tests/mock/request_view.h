@@ -32,7 +32,8 @@ struct RequestView {
   Format format = Format::kAnthropic;
   std::string model;
   bool stream = false;
-  bool include_usage = false;  // OpenAI stream_options.include_usage.
+  bool include_usage = false;   // OpenAI stream_options.include_usage.
+  int64_t thinking_budget = 0;  // Anthropic thinking.budget_tokens; 0: thinking not enabled.
   std::vector<std::string> tool_names;
   std::string system;  // All system text, joined with "\n".
   // One entry per user turn: its text and the text of its tool results, joined with "\n".

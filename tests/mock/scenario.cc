@@ -90,8 +90,20 @@ const std::set<std::string> kStopReasons = {"end_turn",      "tool_use",   "max_
                                             "context_window"};
 
 void ParseReply(const json& j, const std::string& path, Reply* reply) {
-  CheckKeys(j, path, {"text", "tool_calls", "stop_reason", "stop_sequence", "usage"});
+  CheckKeys(j, path,
+            {"text", "tool_calls", "stop_reason", "stop_sequence", "usage", "thinking", "reasoning",
+             "arguments_object", "no_usage"});
   if (j.contains("text")) reply->text = GetString(j, "text", path);
+  if (j.contains("thinking")) reply->thinking = GetString(j, "thinking", path);
+  if (j.contains("reasoning")) reply->reasoning = GetString(j, "reasoning", path);
+  if (j.contains("arguments_object")) {
+    if (!j["arguments_object"].is_boolean()) Fail(path + ".arguments_object", "must be a boolean");
+    reply->arguments_object = j["arguments_object"].get<bool>();
+  }
+  if (j.contains("no_usage")) {
+    if (!j["no_usage"].is_boolean()) Fail(path + ".no_usage", "must be a boolean");
+    reply->no_usage = j["no_usage"].get<bool>();
+  }
   if (j.contains("tool_calls")) {
     const json& calls = j["tool_calls"];
     if (!calls.is_array()) Fail(path + ".tool_calls", "must be an array");

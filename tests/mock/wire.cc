@@ -1,6 +1,7 @@
 #include "tests/mock/wire.h"
 
 #include <algorithm>
+#include <cstdio>
 
 #include "base/utf8.h"
 
@@ -32,6 +33,19 @@ std::string ArgumentsText(const ToolCall& call) {
   // Key order as given (ordered_json), like the wire formats' own dumps.
   return nlohmann::ordered_json(call.input)
       .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+nlohmann::ordered_json ArgumentsValue(const ToolCall& call, bool as_object) {
+  if (as_object && call.input.is_object()) return nlohmann::ordered_json(call.input);
+  return ArgumentsText(call);
+}
+
+std::string ThinkingSignature(const std::string& thinking) {
+  uint64_t h = 1469598103934665603ull;
+  for (unsigned char c : thinking) h = (h ^ c) * 1099511628211ull;
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "EqMockSig%016llx", static_cast<unsigned long long>(h));
+  return buf;
 }
 
 }  // namespace forkbox::mock

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
@@ -48,5 +49,11 @@ std::vector<std::string> SplitUtf8(const std::string& text, size_t max_bytes);
 // A tool call's arguments as sent: the compact JSON of an object input, or a string input
 // verbatim (a model's broken JSON, e.g. llama.cpp's cut `{"command": "ls`).
 std::string ArgumentsText(const ToolCall& call);
+// The arguments as sent: ArgumentsText, or the object itself with Reply::arguments_object.
+nlohmann::ordered_json ArgumentsValue(const ToolCall& call, bool as_object);
+
+// The signature the mock gives a thinking block: a hash of its text, so that a client that sends
+// the block back changed (or unsigned) is caught.
+std::string ThinkingSignature(const std::string& thinking);
 
 }  // namespace forkbox::mock

@@ -1406,5 +1406,88 @@ TEST_F(ParentTest, ADaemonFromTheParentsBashDiesWithItsCommand) {
   for (pid_t p : ReadPids(fs::path(workdir_) / "daemon.pid")) EXPECT_TRUE(GoneOrDying(p)) << p;
 }
 
+// --max-tokens-total (issue 15): three parallel tasks whose children would call tools for all of
+// their 30 turns are each given a share of what is left, wind up with a summary (stop `budget`),
+// and the parent still answers; the session never passes its budget. Control: without the flag
+// the same session spends far more.
+TEST_F(RealChildTest, SessionBudgetWindsUpParallelTasks) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.HasTool("task")) {
+      if (r.view.assistant_turns == 0) {
+        return Calls({Task("loop a", "a"), Task("loop b", "b"), Task("loop c", "c")}, 1000, 100);
+      }
+      return Text("final answer from the summaries", 1000, 100);
+    }
+    if (r.view.tool_names.empty()) return Text("task summary", 1000, 100);
+    return Calls({ToolCall{"bash", {{"command", "echo step"}}, ""}}, 1000, 100);
+  });
+  auto spent = [&] { return static_cast<int64_t>(server_.request_count()) * 1100; };
+  RunResult r = Run(Args({"--json", "--max-tokens", "500", "--max-tokens-total", "60000", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  EXPECT_EQ(j["answer"], "final answer from the summaries");
+  ASSERT_EQ(j["tasks"].size(), 3u);
+  for (const auto& t : j["tasks"]) EXPECT_EQ(t["stop"], "budget") << t.dump();
+  EXPECT_LE(spent(), 60'000);
+  server_.ClearRequests();
+  RunResult control = Run(Args({"--json", "--max-tokens", "500", "go"}));
+  ASSERT_EQ(control.exit_code, 0) << Dump(control);
+  EXPECT_GT(spent(), 60'000);
+}
+
+// --thinking (issue 15): thinking goes to the task's transcript, never to stdout.
+TEST_F(RealChildTest, ThinkingReachesTheTranscriptNotStdout) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    Reply reply;
+    if (r.view.HasTool("task")) {
+      reply = r.view.assistant_turns == 0 ? Calls({Task("think and answer", "think")})
+                                          : Text("the answer");
+      reply.thinking = "PARENT-THOUGHT";
+    } else {
+      reply = Text("child summary");
+      reply.thinking = "CHILD-THOUGHT";
+    }
+    return reply;
+  });
+  fs::path transcripts = fs::path(workdir_) / "transcripts";
+  RunResult r = Run(Args({"--thinking", "1024", "--max-tokens", "4096", "--transcript-dir",
+                          transcripts.string(), "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("the answer"), std::string::npos) << Dump(r);
+  EXPECT_EQ(r.out.find("THOUGHT"), std::string::npos) << Dump(r);
+  EXPECT_EQ(r.err.find("THOUGHT"), std::string::npos) << Dump(r);
+  std::string transcript;
+  for (const auto& e : fs::directory_iterator(transcripts)) {
+    std::ifstream in(e.path());
+    transcript += std::string(std::istreambuf_iterator<char>(in), {});
+  }
+  EXPECT_NE(transcript.find("CHILD-THOUGHT"), std::string::npos);
+  for (const auto& req : server_.requests()) EXPECT_FALSE(req.rejected.has_value()) << req.body;
+}
+
+// --context-window in the parent (issue 15): its own old tool results are folded, oldest first;
+// task summaries stay whole.
+TEST_F(RealChildTest, ParentFoldsOldToolResultsButKeepsTaskSummaries) {
+  const std::string summary = "TASK-SUMMARY " + std::string(6000, 's');
+  server_.SetHandler([summary](const RecordedRequest& r) {
+    if (!r.view.HasTool("task")) return Text(summary);
+    if (r.view.assistant_turns == 0) return Calls({Task("summarise", "sum")});
+    if (r.view.assistant_turns < 8) {
+      return Calls({ToolCall{"bash", {{"command", "head -c 20000 /dev/zero | tr '\\0' p"}}, ""}});
+    }
+    return Text("parent done");
+  });
+  RunResult r = Run(Args({"--json", "--context-window", "20000", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 9u) << Dump(r);
+  const auto& last = parents.back();
+  EXPECT_LT(last.body.size() / 4, 20'000u);
+  ASSERT_EQ(last.view.tool_results.size(), 8u);
+  EXPECT_EQ(last.view.tool_results[0].text, summary);  // The task summary stayed.
+  EXPECT_NE(last.view.tool_results[1].text.find("tool result folded"), std::string::npos);
+  EXPECT_GE(last.view.tool_results[7].text.size(), 20'000u);  // The latest stays whole.
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
