@@ -19,6 +19,8 @@
 
 namespace forkbox::parent {
 
+class Spawner;  // parent/spawner.h
+
 struct TaskConfig {
   std::string child_path;          // Absolute.
   ipc::ProviderSettings provider;  // Resolved; with verbose the child's stderr goes to ours.
@@ -33,6 +35,9 @@ struct TaskConfig {
   // Ignored with transcripts.
   int standby = 2;
   agent::AgentCatalog agents;  // What `subagent_type` may name (agent/agent_types.h).
+  // Starts the children once the parent is confined (parent/spawner.h). Null: this process
+  // spawns them itself (tests that run unconfined).
+  const Spawner* spawner = nullptr;
 };
 
 struct TaskSpec {
