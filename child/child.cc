@@ -253,6 +253,10 @@ Status Task::EnterSandbox() {
                  "it can.\n");
   }
   sandbox_ = std::make_shared<sandbox::Sandbox>(std::move(*entered));
+  // The file tools go through the sandbox's mounts (a read-only .git/config in layer 2).
+  Result<UniqueFd> inside = sandbox::ReopenInside(*workdir_fd_, policy_.workdir);
+  if (!inside.ok()) return inside.status().WithContext("cannot sandbox the subagent");
+  workdir_fd_ = std::make_shared<const UniqueFd>(std::move(*inside));
   return Status::Ok();
 }
 

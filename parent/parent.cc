@@ -362,9 +362,12 @@ int Run(const Options& o) {
     return Fail(o.output_format, kExitSandbox,
                 "cannot sandbox the parent: " + confined.status().ToString());
   }
+  // The file tools go through the parent's own mounts from now on (a read-only .git/config).
+  Result<UniqueFd> inside = sandbox::ReopenInside(**workdir_fd, s.workdir);
+  if (!inside.ok()) return Fail(o.output_format, kExitSandbox, inside.status().ToString());
   PrintBanner(o, s, confined->report());
-  agent::ToolContext context =
-      ParentToolContext(o, s, box.policy, std::move(*workdir_fd), std::move(*confined));
+  agent::ToolContext context = ParentToolContext(
+      o, s, box.policy, std::make_shared<const UniqueFd>(std::move(*inside)), std::move(*confined));
   std::optional<TaskConfig> tasks = TaskConfigOf(o, s, context, *spawner ? &**spawner : nullptr);
   const bool interactive = !prompt->has_value();
   InterruptMode outside = interactive ? InterruptMode::kFlag : InterruptMode::kExit;

@@ -174,11 +174,19 @@ Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> kee
 Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
                                      const std::vector<std::string>& own_writable);
 
+// A directory descriptor opened before entering a sandbox still reaches the mounts of the old
+// mount namespace (a writable .git/config in layer 2). Once inside, this opens `path` again
+// (O_PATH) and checks that it is the same directory as `held` (device and inode), so the
+// identity fixed at start-up is kept and only the mounts change. Fails when the name now names
+// something else.
+Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path);
+
 // The parent's spawner (parent/spawner.h) confines itself before it serves a request: every fd
-// but 0-2 and `keep_fds` closed, non-dumpable, every capability dropped, no_new_privs and the
-// seccomp program kSpawner. A filter is inherited across execve by the children it starts, so it
-// refuses only what no task child needs (sandbox/seccomp_policy.h); what it runs is fixed by the
-// spawner's code, not by a request. Single-threaded callers only.
+// but 0-2 and `keep_fds` closed, non-dumpable, no_new_privs and the seccomp program kSpawner.
+// Filters and capability bounds are inherited across execve by the children it starts, so it
+// refuses only what no task child needs (sandbox/seccomp_policy.h) and keeps its capabilities
+// (as root, a child without them cannot set up its layer-2 mounts); what it runs is fixed by
+// the spawner's code, not by a request. Single-threaded callers only.
 Status ConfineSpawner(std::span<const int> keep_fds);
 
 // Reaps, without blocking, every exited child of the calling process that is not in `owned`
