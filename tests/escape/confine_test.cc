@@ -19,12 +19,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <mutex>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/process.h"
@@ -256,6 +258,73 @@ TEST_P(ConfineTest, ATaskAfterTheWorkdirWasSwappedWritesIntoTheRealOne) {
     EXPECT_FALSE(fs::exists(outside_ + "/planted"));
   } else {
     EXPECT_TRUE(fs::exists(outside_ + "/planted")) << "control: the name-resolved child escapes";
+  }
+}
+
+// bash processes whose command line contains `token` (not the setsid that starts one, whose
+// argv holds it too until it exits).
+std::vector<pid_t> ProcessesWith(const std::string& token) {
+  std::vector<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadAll(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(token) == std::string::npos) continue;
+    if (ReadAll(entry.path().string() + "/comm") != "bash\n") continue;
+    out.push_back(std::stoi(name));
+  }
+  // A fork of the daemon on its way to exec sleep still looks like it: keep the topmost.
+  std::vector<pid_t> top;
+  for (pid_t pid : out) {
+    const std::string ppid = StatusField(pid, "PPid");
+    if (std::find(out.begin(), out.end(), std::atoi(ppid.c_str())) == out.end()) top.push_back(pid);
+  }
+  return top;
+}
+
+// SIGKILL of forkbox while a task's bash command runs and has detached a setsid daemon. Layer 2:
+// the agent is pid 1 of the task's PID namespace and dies by PDEATHSIG, so nothing survives.
+// Layer 1 has no PID namespace and no cgroup to take the daemon down: this measures that it
+// survives (the gap README.md and `forkbox sandbox --check` state). The unsandboxed control
+// survives too. Survivors are counted from outside after forkbox and its agent are reaped.
+TEST_P(ConfineTest, SigkillOfForkboxLeavesNoTaskProcessInLayer2) {
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);  // Orphans come to us: we reap.
+  const std::string suffix = "ivor" + std::to_string(::getpid()) + root_.substr(root_.size() - 6);
+  const std::string token = "fbsurv" + suffix;  // Only the daemon's command line holds it whole.
+  const std::string fifo = work_ + "/ready";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  const std::string command =
+      "t=fbsurv; setsid -f bash -c \"echo up > ready; sleep 600; true ${t}" + suffix +
+      "\"; exec sleep 600";
+  server_.SetHandler([&](const RecordedRequest& r) {
+    if (IsParent(r)) return Calls({ToolCall{"task", {{"prompt", "d"}, {"description", "d"}}, ""}});
+    return Calls({ToolCall{"bash", {{"command", command}}, ""}});
+  });
+  pid_t forkbox = 0;
+  std::thread session([&] { Run({"--standby", "0"}, &forkbox); });
+  {
+    std::ifstream ready(fifo);  // Blocks until the daemon runs.
+    std::string line;
+    std::getline(ready, line);
+  }
+  const std::vector<pid_t> daemons = ProcessesWith(token);
+  EXPECT_EQ(::kill(pid_.load(), SIGKILL), 0);
+  session.join();
+  ASSERT_EQ(daemons.size(), 1U);
+  // Reap everything that dies with it (the agent by PDEATHSIG, its namespace with it); what is
+  // left after every death has been collected survived.
+  UniqueFd daemon(static_cast<int>(::syscall(SYS_pidfd_open, daemons[0], 0)));
+  pollfd pfd{daemon.get(), POLLIN, 0};
+  const bool died =
+      daemon && ::poll(&pfd, 1, GetParam().sandboxed && Layer2() ? 30'000 : 2'000) == 1;
+  for (pid_t pid : ProcessesWith(token)) ::kill(pid, SIGKILL);
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  if (GetParam().sandboxed && Layer2()) {
+    EXPECT_TRUE(died) << "a task's daemon survived SIGKILL of forkbox in layer 2";
+  } else {
+    EXPECT_FALSE(died) << "measured gap: without a PID namespace the daemon survives";
   }
 }
 
