@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <linux/bpf.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -78,14 +79,16 @@ struct Session {
   std::string err;
 };
 
-enum class Where { kLayer2, kLayer1Jail };
+enum class Where { kLayer2, kLayer1Jail, kUserLayer2 };
 struct Param {
   Where where;
   bool sandboxed;  // false: --sandbox=off, the control that must escape.
 };
 std::string NameOf(const ::testing::TestParamInfo<Param>& info) {
-  return std::string(info.param.where == Where::kLayer2 ? "Root" : "RootNoUserns") +
-         (info.param.sandboxed ? "" : "Unsandboxed");
+  const char* where = info.param.where == Where::kLayer2       ? "Root"
+                      : info.param.where == Where::kLayer1Jail ? "RootNoUserns"
+                                                               : "User";
+  return std::string(where) + (info.param.sandboxed ? "" : "Unsandboxed");
 }
 
 class ConfineTest : public ::testing::TestWithParam<Param> {
@@ -98,6 +101,14 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
     outside_ = root_ + "/outside";
     fs::create_directories(work_);
     fs::create_directories(outside_);
+    if (GetParam().where == Where::kUserLayer2) {
+      // The escape suite's unprivileged account (tests/escape/fixture.cc creates it).
+      const passwd* pw = ::getpwnam("forkbox-escape");
+      if (pw == nullptr) GTEST_SKIP() << "no forkbox-escape user (run escape_test once)";
+      uid_ = pw->pw_uid;
+      gid_ = pw->pw_gid;
+      ::chmod(root_.c_str(), 0755);
+    }
   }
   void TearDown() override {
     server_.Stop();
@@ -111,6 +122,14 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
     server_.Start();
     SpawnOptions opts;
     if (GetParam().where == Where::kLayer1Jail) opts.argv.push_back(FORKBOX_ESCAPE_NO_USERNS);
+    if (GetParam().where == Where::kUserLayer2) {
+      opts.argv.insert(opts.argv.end(),
+                       {FORKBOX_ESCAPE_RUN_AS, std::to_string(uid_), std::to_string(gid_)});
+      for (const auto& entry : fs::recursive_directory_iterator(root_)) {
+        (void)::lchown(entry.path().c_str(), uid_, gid_);
+      }
+      (void)::lchown(root_.c_str(), uid_, gid_);
+    }
     opts.argv.push_back(std::string(FORKBOX_BIN_DIR) + "/forkbox");
     opts.argv.insert(opts.argv.end(), flags.begin(), flags.end());
     if (!GetParam().sandboxed) opts.argv.push_back("--sandbox=off");
@@ -138,9 +157,11 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
     return s;
   }
 
-  bool Layer2() const { return GetParam().where == Where::kLayer2; }
+  bool Layer2() const { return GetParam().where != Where::kLayer1Jail; }
 
   std::string root_, work_, outside_;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
   std::atomic<pid_t> pid_{0};
   MockServer server_;
 };
@@ -328,12 +349,12 @@ TEST_P(ConfineTest, SigkillOfForkboxLeavesNoTaskProcessInLayer2) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, ConfineTest,
-                         ::testing::Values(Param{Where::kLayer2, true},
-                                           Param{Where::kLayer2, false},
-                                           Param{Where::kLayer1Jail, true},
-                                           Param{Where::kLayer1Jail, false}),
-                         NameOf);
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ConfineTest,
+    ::testing::Values(Param{Where::kLayer2, true}, Param{Where::kLayer2, false},
+                      Param{Where::kLayer1Jail, true}, Param{Where::kLayer1Jail, false},
+                      Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false}),
+    NameOf);
 
 // ---- The spawner.
 
