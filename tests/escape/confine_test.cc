@@ -330,12 +330,13 @@ TEST_P(ConfineTest, SigkillOfForkboxLeavesNoTaskProcessInLayer2) {
     std::getline(ready, line);
   }
   const std::vector<pid_t> daemons = ProcessesWith(token);
+  // Held before the kill, so that a quick death cannot be mistaken for a missing process.
+  UniqueFd daemon(daemons.size() == 1 ? static_cast<int>(::syscall(SYS_pidfd_open, daemons[0], 0))
+                                      : -1);
   EXPECT_EQ(::kill(pid_.load(), SIGKILL), 0);
   session.join();
   ASSERT_EQ(daemons.size(), 1U);
-  // Reap everything that dies with it (the agent by PDEATHSIG, its namespace with it); what is
-  // left after every death has been collected survived.
-  UniqueFd daemon(static_cast<int>(::syscall(SYS_pidfd_open, daemons[0], 0)));
+  ASSERT_TRUE(daemon) << std::strerror(errno);
   pollfd pfd{daemon.get(), POLLIN, 0};
   const bool died =
       daemon && ::poll(&pfd, 1, GetParam().sandboxed && Layer2() ? 30'000 : 2'000) == 1;
