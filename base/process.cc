@@ -309,6 +309,12 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
   return *this;
 }
 
+UniqueFd ChildProcess::Release() {
+  pid_ = -1;
+  reaped_ = false;
+  return std::move(pidfd_);
+}
+
 void ChildProcess::KillAndReap() {
   if (!running()) return;
   (void)Signal(SIGKILL);

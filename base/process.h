@@ -40,6 +40,9 @@ class ChildProcess {
   // Signals the process (via its pidfd) or, when own_group, its whole process group. Fails once
   // the process was reaped.
   Status Signal(int sig);
+  // Gives the process up without killing or reaping it and returns its pidfd: for a spawner
+  // whose child (clone CLONE_PARENT) is another process's to wait for.
+  UniqueFd Release();
 
  private:
   void KillAndReap();

@@ -1,16 +1,20 @@
 #include "child/child.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -79,16 +83,18 @@ nlohmann::json StartRecord(const ipc::StartMessage& s) {
             {"network", s.agent.network}}}};
 }
 
-// Closes every descriptor above 2 except fd 4, the transcript fd, and fd 3 while a standby child
-// still waits on it for its start frame.
+// Closes every descriptor above 2 except fd 4, the transcript fd, the workdir fd
+// (ipc::kChildWorkdirFd) and fd 3 while a standby child still waits on it for its start frame.
 void CloseUnexpectedFds(std::optional<int> transcript_fd, bool keep_control) {
-  const int first = ipc::kChildReportWriteFd + 1;
-  if (transcript_fd && *transcript_fd >= first) {
-    if (*transcript_fd > first) ::close_range(first, *transcript_fd - 1, 0);
-    ::close_range(*transcript_fd + 1, ~0U, 0);
-  } else {
-    ::close_range(first, ~0U, 0);
+  std::vector<int> keep = {ipc::kChildWorkdirFd};
+  if (transcript_fd && *transcript_fd > ipc::kChildReportWriteFd) keep.push_back(*transcript_fd);
+  std::sort(keep.begin(), keep.end());
+  unsigned next = ipc::kChildReportWriteFd + 1;
+  for (int fd : keep) {
+    if (static_cast<unsigned>(fd) > next) ::close_range(next, fd - 1, 0);
+    next = std::max(next, static_cast<unsigned>(fd) + 1);
   }
+  ::close_range(next, ~0U, 0);
   if (keep_control) {
     ::fcntl(ipc::kChildControlReadFd, F_SETFD, FD_CLOEXEC);
   } else {
@@ -96,7 +102,33 @@ void CloseUnexpectedFds(std::optional<int> transcript_fd, bool keep_control) {
   }
   // Tools must not inherit them (Spawn closes them too; this is belt and braces).
   ::fcntl(ipc::kChildReportWriteFd, F_SETFD, FD_CLOEXEC);
+  ::fcntl(ipc::kChildWorkdirFd, F_SETFD, FD_CLOEXEC);
   if (transcript_fd) ::fcntl(*transcript_fd, F_SETFD, FD_CLOEXEC);
+}
+
+// The workdir the parent fixed at its start-up (ipc::kChildWorkdirFd), never re-resolved by
+// name: its current path (for the sandbox rules, built by path) is read off the descriptor and
+// checked to name the same directory. Started by hand, without that fd: `name`, opened once here.
+Result<std::pair<std::string, UniqueFd>> InheritedWorkdir(const std::string& name) {
+  struct stat held;
+  if (::fstat(ipc::kChildWorkdirFd, &held) != 0) {
+    if (errno != EBADF) return Status::FromErrno(errno, "fstat(workdir fd)");
+    Result<std::shared_ptr<const UniqueFd>> opened = agent::OpenWorkdir(name);
+    if (!opened.ok()) return opened.status();
+    return std::make_pair(name, UniqueFd(::fcntl((*opened)->get(), F_DUPFD_CLOEXEC, 3)));
+  }
+  if (!S_ISDIR(held.st_mode)) return Status::InvalidArgument("fd 6 is not the workdir");
+  char buf[PATH_MAX];
+  const std::string link = "/proc/self/fd/" + std::to_string(ipc::kChildWorkdirFd);
+  ssize_t n = ::readlink(link.c_str(), buf, sizeof(buf) - 1);
+  if (n <= 0) return Status::FromErrno(errno, "readlink " + link);
+  std::string path(buf, static_cast<size_t>(n));
+  struct stat named;
+  if (path[0] != '/' || ::stat(path.c_str(), &named) != 0 || named.st_dev != held.st_dev ||
+      named.st_ino != held.st_ino) {
+    return Status::PermissionDenied("the workdir moved while the child resolved it: " + path);
+  }
+  return std::make_pair(path, UniqueFd(ipc::kChildWorkdirFd));
 }
 
 // Reaps exited processes re-parented to this agent (it is their subreaper or PID-namespace init)
@@ -199,15 +231,15 @@ Status Task::ReadFirst(ControlReader& control) {
 }
 
 Status Task::EnterSandbox() {
-  Result<sandbox::Policy> policy = sandbox::ResolvePolicy(plan_.sandbox, plan_.workdir);
+  Result<std::pair<std::string, UniqueFd>> workdir = InheritedWorkdir(plan_.workdir);
+  if (!workdir.ok()) return workdir.status();
+  Result<sandbox::Policy> policy = sandbox::ResolvePolicy(plan_.sandbox, workdir->first);
   if (!policy.ok()) return policy.status();
   policy_ = std::move(*policy);
   policy_.enabled = plan_.sandbox.enabled;
   policy_.model_port = PortFromUrl(plan_.model_url);
-  // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor.
-  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(policy_.workdir);
-  if (!workdir_fd.ok()) return workdir_fd.status();
-  workdir_fd_ = std::move(*workdir_fd);
+  // The file tools resolve beneath this descriptor.
+  workdir_fd_ = std::make_shared<const UniqueFd>(std::move(workdir->second));
   // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may read.
   FORKBOX_RETURN_IF_ERROR(agent::LoadHttp());
   std::vector<int> keep = {ipc::kChildReportWriteFd, workdir_fd_->get()};
@@ -224,6 +256,10 @@ Status Task::EnterSandbox() {
                  "it can.\n");
   }
   sandbox_ = std::make_shared<sandbox::Sandbox>(std::move(*entered));
+  // The file tools go through the sandbox's mounts (a read-only .git/config in layer 2).
+  Result<UniqueFd> inside = sandbox::ReopenInside(*workdir_fd_, policy_.workdir);
+  if (!inside.ok()) return inside.status().WithContext("cannot sandbox the subagent");
+  workdir_fd_ = std::make_shared<const UniqueFd>(std::move(*inside));
   return Status::Ok();
 }
 

@@ -35,6 +35,9 @@ namespace forkbox::ipc {
 
 inline constexpr int kChildControlReadFd = 3;  // parent -> child
 inline constexpr int kChildReportWriteFd = 4;  // child -> parent
+// The workdir (O_PATH), opened once by the parent at start-up: the child's tools resolve beneath
+// it and its sandbox is built on the directory it names now, never on the workdir's name.
+inline constexpr int kChildWorkdirFd = 6;
 inline constexpr size_t kFrameHeaderBytes = 4;
 inline constexpr size_t kDefaultMaxFrameBytes = 1 << 20;
 inline constexpr size_t kDefaultMaxTotalBytes = 64 << 20;

@@ -8,19 +8,20 @@
 #include <variant>
 
 #include "ipc/frame.h"
+#include "parent/spawner.h"
 
 namespace forkbox::parent {
 
-Result<LaunchedChild> LaunchChild(const TaskConfig& config, const UniqueFd& transcript) {
-  Result<Pipe> control = MakePipe();
-  if (!control.ok()) return control.status().WithContext("pipe");
-  Result<Pipe> report = MakePipe();
-  if (!report.ok()) return report.status().WithContext("pipe");
-  int devnull = ::open("/dev/null", O_RDWR | O_CLOEXEC);
-  if (devnull < 0) return Status::FromErrno(errno, "open /dev/null");
-  UniqueFd null_fd(devnull);
-  const int err_fd = config.provider.verbose ? STDERR_FILENO : null_fd.get();
+namespace {
 
+// Without a spawner (an unconfined caller): the same fds, the workdir opened here.
+Result<ChildProcess> SpawnDirectly(const TaskConfig& config, int control_read, int report_write,
+                                   const UniqueFd& transcript) {
+  UniqueFd null_fd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+  if (!null_fd) return Status::FromErrno(errno, "open /dev/null");
+  UniqueFd workdir(::open(config.workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!workdir) return Status::FromErrno(errno, "open " + config.workdir);
+  const int err_fd = config.provider.verbose ? STDERR_FILENO : null_fd.get();
   SpawnOptions opts;
   opts.argv = {config.child_path};
   opts.env = config.child_env;
@@ -29,10 +30,25 @@ Result<LaunchedChild> LaunchChild(const TaskConfig& config, const UniqueFd& tran
   opts.fds = {{null_fd.get(), 0},
               {err_fd, 1},
               {err_fd, 2},
-              {control->read.get(), ipc::kChildControlReadFd},
-              {report->write.get(), ipc::kChildReportWriteFd}};
+              {control_read, ipc::kChildControlReadFd},
+              {report_write, ipc::kChildReportWriteFd},
+              {workdir.get(), ipc::kChildWorkdirFd}};
   if (transcript) opts.fds.push_back({transcript.get(), kTranscriptChildFd});
-  Result<ChildProcess> child = Spawn(opts);
+  return Spawn(opts);
+}
+
+}  // namespace
+
+Result<LaunchedChild> LaunchChild(const TaskConfig& config, const UniqueFd& transcript) {
+  Result<Pipe> control = MakePipe();
+  if (!control.ok()) return control.status().WithContext("pipe");
+  Result<Pipe> report = MakePipe();
+  if (!report.ok()) return report.status().WithContext("pipe");
+  Result<ChildProcess> child =
+      config.spawner != nullptr
+          ? config.spawner->Launch(control->read.get(), report->write.get(),
+                                   transcript ? transcript.get() : -1)
+          : SpawnDirectly(config, control->read.get(), report->write.get(), transcript);
   if (!child.ok()) {
     return child.status().WithContext("could not start " + config.child_path);
   }

@@ -1,5 +1,6 @@
 #include "parent/parent.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include <iterator>
 #include <optional>
 
+#include "agent/http_client.h"
 #include "agent/provider_settings.h"
 #include "agent/tools.h"
 #include "parent/agents_command.h"
@@ -21,6 +23,7 @@
 #include "parent/session.h"
 #include "parent/session_store.h"
 #include "parent/signals.h"
+#include "parent/spawner.h"
 #include "parent/system_prompt.h"
 #include "parent/task_runner.h"
 #include "parent/terminal.h"
@@ -29,6 +32,14 @@
 #include "sandbox/sandbox.h"
 
 extern char** environ;
+
+#if defined(FORKBOX_SANITIZE)
+#include <sanitizer/lsan_interface.h>
+#include <sys/prctl.h>
+// LeakSanitizer stops the world with ptrace, which a confined forkbox refuses (seccomp): its
+// at-exit check would turn every exit code into 1. It stays on for unconfined runs.
+extern "C" int __lsan_is_turned_off() { return prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1; }
+#endif
 
 namespace forkbox::parent {
 namespace {
@@ -168,17 +179,15 @@ void PrintBanner(const Options& o, const Settings& s, const sandbox::Report& rep
   Err((o.sandbox.enabled ? report.Banner() : std::string("sandbox: OFF")) + "\n");
 }
 
-Result<agent::ToolContext> ParentToolContext(const Options& o, const Settings& s,
-                                             const sandbox::Policy& policy) {
+// The parent's own tools: `tools` is the handle the parent's confinement returned.
+agent::ToolContext ParentToolContext(const Options& o, const Settings& s,
+                                     const sandbox::Policy& policy,
+                                     std::shared_ptr<const UniqueFd> workdir_fd,
+                                     sandbox::Sandbox tools) {
   agent::ToolContext context;
   context.workdir = s.workdir;
-  // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor.
-  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(s.workdir);
-  if (!workdir_fd.ok()) return workdir_fd.status();
-  context.workdir_fd = std::move(*workdir_fd);
-  Result<sandbox::Sandbox> tools = sandbox::Sandbox::ForTools(policy);
-  if (!tools.ok()) return tools.status();
-  context.sandbox = std::make_shared<const sandbox::Sandbox>(std::move(*tools));
+  context.workdir_fd = std::move(workdir_fd);
+  context.sandbox = std::make_shared<const sandbox::Sandbox>(std::move(tools));
   context.env = sandbox::ToolEnvironment(policy, environ);
   context.timeout_ms = static_cast<int64_t>(o.tool_timeout_s * 1000.0);
   context.max_output_chars = 50'000;
@@ -186,10 +195,35 @@ Result<agent::ToolContext> ParentToolContext(const Options& o, const Settings& s
   return context;
 }
 
+// The spawner, forked while this process still has every right it started with: only with
+// subagents and the sandbox on (with --sandbox=off nothing is confined, and children start here).
+Result<std::optional<Spawner>> StartSpawner(const Options& o, const Settings& s,
+                                            const sandbox::Policy& policy,
+                                            const UniqueFd& workdir) {
+  if (!o.subagents || !o.sandbox.enabled) return std::optional<Spawner>();
+  SpawnerConfig config;
+  config.child_path = s.child_path;
+  config.child_env = sandbox::ToolEnvironment(policy, environ);
+  config.workdir = UniqueFd(::fcntl(workdir.get(), F_DUPFD_CLOEXEC, 3));
+  if (!config.workdir) return Status::FromErrno(errno, "dup(workdir)");
+  config.verbose = s.provider.verbose;
+  Result<Spawner> spawner = Spawner::Start(std::move(config));
+  if (!spawner.ok()) return spawner.status();
+  return std::optional<Spawner>(std::move(*spawner));
+}
+
+// What the parent itself may write besides the policy's trees: its transcript directory (the
+// session file and the rest are open descriptors already).
+std::vector<std::string> OwnWritable(const Settings& s) {
+  if (!s.transcripts.fd) return {};
+  return {s.transcripts.path};
+}
+
 std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
-                                       const agent::ToolContext& context) {
+                                       const agent::ToolContext& context, const Spawner* spawner) {
   if (!o.subagents) return std::nullopt;
   TaskConfig t;
+  t.spawner = spawner;
   t.child_path = s.child_path;
   t.provider = s.provider;
   t.limits.max_turns = o.task_max_turns;
@@ -336,13 +370,29 @@ int Run(const Options& o) {
   };
   std::unique_ptr<agent::Provider> provider = agent::MakeProvider(s.provider, &model_error, hooks);
   if (!provider) return Fail(o.output_format, kExitUsage, model_error.ToString());
-  PrintBanner(o, s, box.report);
-  Result<agent::ToolContext> tool_context = ParentToolContext(o, s, box.policy);
-  if (!tool_context.ok()) {
-    return Fail(o.output_format, kExitSandbox, tool_context.status().ToString());
+  // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor
+  // and every child gets it (ipc::kChildWorkdirFd).
+  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(s.workdir);
+  if (!workdir_fd.ok()) return Fail(o.output_format, kExitUsage, workdir_fd.status().message());
+  Result<std::optional<Spawner>> spawner = StartSpawner(o, s, box.policy, **workdir_fd);
+  if (!spawner.ok()) return Fail(o.output_format, kExitSandbox, spawner.status().ToString());
+  // Mapped before confinement, which might refuse the load (agent/http_client.h).
+  if (Status st = agent::LoadHttp(); !st.ok()) {
+    return Fail(o.output_format, kExitFailure, st.ToString());
   }
-  agent::ToolContext& context = *tool_context;
-  std::optional<TaskConfig> tasks = TaskConfigOf(o, s, context);
+  // From here on the parent runs confined, like a task child (docs/architecture.md).
+  Result<sandbox::Sandbox> confined = sandbox::EnterLauncherSandbox(box.policy, OwnWritable(s));
+  if (!confined.ok()) {
+    return Fail(o.output_format, kExitSandbox,
+                "cannot sandbox the parent: " + confined.status().ToString());
+  }
+  // The file tools go through the parent's own mounts from now on (a read-only .git/config).
+  Result<UniqueFd> inside = sandbox::ReopenInside(**workdir_fd, s.workdir);
+  if (!inside.ok()) return Fail(o.output_format, kExitSandbox, inside.status().ToString());
+  PrintBanner(o, s, confined->report());
+  agent::ToolContext context = ParentToolContext(
+      o, s, box.policy, std::make_shared<const UniqueFd>(std::move(*inside)), std::move(*confined));
+  std::optional<TaskConfig> tasks = TaskConfigOf(o, s, context, *spawner ? &**spawner : nullptr);
   const bool interactive = !prompt->has_value();
   InterruptMode outside = interactive ? InterruptMode::kFlag : InterruptMode::kExit;
   if (Status st = InstallInterruptHandler(outside); !st.ok()) {
@@ -352,7 +402,7 @@ int Run(const Options& o) {
   agent::LoopOptions loop = ParentLoopOptions(o, s, tasks);
   ParentToolRunner runner(context, std::move(tasks), progress, stats, outside);
   TimedProvider timed(*provider, &stats.api_ms);
-  if (streaming) events.Emit(InitEvent(o, s, box.report, loop));
+  if (streaming) events.Emit(InitEvent(o, s, context.sandbox->report(), loop));
   Session session(timed, std::move(loop), runner, stats);
   session.Restore(std::move(state.restored));
   if (state.log) session.set_log(&*state.log);

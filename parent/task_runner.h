@@ -21,6 +21,8 @@
 
 namespace forkbox::parent {
 
+class Spawner;  // parent/spawner.h
+
 struct TaskConfig {
   std::string child_path;          // Absolute.
   ipc::ProviderSettings provider;  // Resolved; with verbose the child's stderr goes to ours.
@@ -37,6 +39,9 @@ struct TaskConfig {
   agent::AgentCatalog agents;  // What `subagent_type` may name (agent/agent_types.h).
   // --max-tokens-total (agent/budget.h), shared with the parent's loop; null: none.
   std::shared_ptr<agent::TokenBudget> session_budget;
+  // Starts the children once the parent is confined (parent/spawner.h). Null: this process
+  // spawns them itself (tests that run unconfined).
+  const Spawner* spawner = nullptr;
 };
 
 struct TaskSpec {

@@ -104,6 +104,14 @@ void AddNamespaces(Report& r) {
   Add(r, "pid namespace", layer2 ? "active" : "weaker",
       layer2 ? "tools see only the task's processes; the tree dies with the task"
              : "tools can list your processes; descendants are killed via the subreaper");
+  // Measured by tests/escape/confine_test.cc (SigkillOfForkbox...): SIGTERM, SIGHUP and Ctrl-C
+  // tear everything down in both layers; SIGKILL gives forkbox no chance to.
+  Add(r, "SIGKILL of forkbox", layer2 ? "active" : "weaker",
+      layer2 ? "every task tree dies with it (PDEATHSIG on each task's PID-namespace init); a "
+               "daemon detached by the parent's own still-running bash command survives"
+             : "a daemon (setsid) detached by a still-running tool command survives: no PID "
+               "namespace and no cgroup to take it down (" +
+                   reason + ")");
 }
 
 void AddNetwork(const Policy& policy, Report& r) {

@@ -124,6 +124,12 @@ int EnterNamespacesRaw(ContainPlan& p, const char** step) {
     *step = "the spawner already exited";
     if (poll(&spawner, 1, 0) != 0) return ESRCH;
   }
+  if (p.keeper == Keeper::kNone) {
+    *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS)";
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return errno;
+    if (int err = WriteIdMapsRaw(p.mounts, step)) return err;
+    return SetUpMountsRaw(p.mounts, step);
+  }
   *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)";
   if (p.unshare && unshare(static_cast<int>(kNamespaces)) != 0) return errno;
   if (int err = WriteIdMapsRaw(p.mounts, step)) return err;
@@ -179,11 +185,14 @@ Status AddFilter(seccomp::Program program, ContainPlan& p) {
   return Status::Ok();
 }
 
-Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p) {
+Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p,
+                    const std::vector<std::string>& own_writable = {}, bool scope_signals = true) {
   landlock::RulesetSpec spec;
   spec.abi = p.abi;
   spec.mode = mode;
   spec.writable = WritableTrees(policy);
+  spec.writable.insert(spec.writable.end(), own_writable.begin(), own_writable.end());
+  spec.scope_signals = scope_signals;
   spec.allow_net = policy.allow_net;
   spec.model_port = mode == landlock::Mode::kAgent ? policy.model_port : 0;
   Result<UniqueFd> ruleset = landlock::BuildRuleset(spec);
@@ -283,6 +292,31 @@ Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int
   return p;
 }
 
+Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
+                                    const std::vector<std::string>& own_writable) {
+  ContainPlan p;
+  p.abi = abi;
+  p.limits = LimitsOf(policy);
+#if defined(FORKBOX_SANITIZE)
+  p.limits.as_bytes = 0;
+#endif
+  p.layer2 = layer2;
+  p.private_tmp = layer2;
+  p.unshare = layer2;
+  p.subreaper = true;
+  p.keeper = Keeper::kNone;
+  p.all_threads = true;
+  if (layer2) {
+    FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p));
+    p.mounts.mount_proc = false;
+  }
+  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
+  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentNet, p));
+  FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kAgent, p, own_writable,
+                                       /*scope_signals=*/false));
+  return p;
+}
+
 int ContainRaw(ContainPlan& p, const char** step) {
   if (p.cgroup_procs_fd >= 0) {
     *step = "join pids cgroup";
@@ -291,7 +325,8 @@ int ContainRaw(ContainPlan& p, const char** step) {
   if (int err = ApplyLimitsRaw(p.limits, step)) return err;
   if (p.layer2) {
     if (int err = EnterNamespacesRaw(p, step)) return err;
-  } else if (p.subreaper) {
+  }
+  if (p.subreaper) {
     *step = "prctl(PR_SET_CHILD_SUBREAPER)";
     if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return errno;
   }

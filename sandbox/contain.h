@@ -28,6 +28,8 @@ enum class Keeper {
             // command's status (its exit kills every leftover process).
   kWaiter,  // The agent: the keeper stays outside the PID namespace and relays the agent's exit
             // status to forkbox (SIGTERM/SIGINT/SIGHUP/SIGQUIT become SIGKILL of the agent).
+  kNone,    // The parent: no fork and no PID namespace (user + mount only), so it keeps its pid,
+            // its terminal, its signals and its children; it is a subreaper instead.
 };
 
 // Everything the pipeline needs, prepared before fork.
@@ -63,6 +65,13 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
 
 // The contain plan for the agent itself (in-process, Keeper::kWaiter).
 Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int cgroup_procs_fd);
+
+// The contain plan for the parent itself (in-process, Keeper::kNone, after its set-up): the
+// agent's filters and Landlock domain plus `own_writable` (its transcript directory), which its
+// tools do not get (they stack their own domain). Signals are not scoped: the parent kills the
+// task children its spawner started outside its domain.
+Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
+                                    const std::vector<std::string>& own_writable);
 
 // Runs the pipeline on the calling process. Async-signal-safe. 0 or errno; `*step` names the
 // failing call. In layer 2 this forks: the keeper never returns.

@@ -2,6 +2,9 @@
 // In layer 2 the process forks once more so that the agent is pid 1 of its PID namespace (the
 // whole tree dies with it); the original process stays behind as a waiter that relays the agent's
 // exit status to forkbox.
+#include <fcntl.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -14,6 +17,7 @@
 #include "sandbox/contain.h"
 #include "sandbox/hygiene.h"
 #include "sandbox/sandbox.h"
+#include "sandbox/seccomp_policy.h"
 
 namespace forkbox::sandbox {
 namespace {
@@ -75,6 +79,47 @@ Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> kee
   if (int err = SetNonDumpableAndDeathSignalRaw(getppid(), &step)) {
     return Status::FromErrno(err, step);
   }
+  if (int err = ContainRaw(*plan, &step)) return Status::FromErrno(err, step);
+  return Sandbox(policy, std::move(report), /*inside_agent=*/true);
+}
+
+Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path) {
+  struct stat before;
+  if (::fstat(held.get(), &before) != 0) return Status::FromErrno(errno, "fstat(workdir)");
+  UniqueFd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd) return Status::FromErrno(errno, "open " + path + " inside the sandbox");
+  struct stat now;
+  if (::fstat(fd.get(), &now) != 0) return Status::FromErrno(errno, "fstat(workdir)");
+  if (now.st_dev != before.st_dev || now.st_ino != before.st_ino) {
+    return Status::PermissionDenied(path + " no longer names the workdir fixed at start-up");
+  }
+  return fd;
+}
+
+Status ConfineSpawner(std::span<const int> keep_fds) {
+  FORKBOX_RETURN_IF_ERROR(CloseAllExcept(std::vector<int>(keep_fds.begin(), keep_fds.end())));
+  Result<std::span<const sock_filter>> filter = seccomp::Compiled(seccomp::Program::kSpawner);
+  if (!filter.ok()) return filter.status();
+  const char* step = "prctl(PR_SET_DUMPABLE, 0)";
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return Status::FromErrno(errno, step);
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+    return Status::FromErrno(errno, "prctl(PR_SET_NO_NEW_PRIVS)");
+  }
+  if (int err = seccomp::InstallRaw(*filter, /*all_threads=*/true)) {
+    return Status::FromErrno(err, "seccomp(spawner filter)");
+  }
+  return Status::Ok();
+}
+
+Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
+                                     const std::vector<std::string>& own_writable) {
+  if (!policy.enabled) return Sandbox::ForTools(policy);
+  int abi = 0;
+  FORKBOX_RETURN_IF_ERROR(CheckEnforceable(&abi));
+  Report report = Check(policy);  // Probed now: the filter refuses the layer-2 probe afterwards.
+  Result<ContainPlan> plan = PrepareLauncher(policy, abi, report.layer == 2, own_writable);
+  if (!plan.ok()) return plan.status();
+  const char* step = "";
   if (int err = ContainRaw(*plan, &step)) return Status::FromErrno(err, step);
   return Sandbox(policy, std::move(report), /*inside_agent=*/true);
 }

@@ -87,7 +87,7 @@ Result<UniqueFd> BuildRuleset(const RulesetSpec& spec) {
     if (spec.mode == Mode::kAgent && !spec.allow_net && spec.model_port != 0) restrict_net = true;
   }
   if (restrict_net) attr.handled_access_net = kNetBindTcp | kNetConnectTcp;
-  if (spec.abi >= 6) attr.scoped = kScopeAbstractUnix | kScopeSignal;
+  if (spec.abi >= 6) attr.scoped = kScopeAbstractUnix | (spec.scope_signals ? kScopeSignal : 0);
   // Older kernels reject a struct larger than they know unless the tail is zero; pass only the
   // fields the ABI has.
   size_t size = spec.abi >= 6   ? sizeof(RulesetAttr)

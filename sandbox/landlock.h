@@ -54,6 +54,9 @@ struct RulesetSpec {
   std::vector<std::string> writable;  // Workdir plus --writable paths: every right beneath.
   bool allow_net = false;
   uint16_t model_port = 0;  // kAgent only; 0 = no TCP restriction.
+  // ABI 6+: no signal outside the domain. Off only for the parent, which must still kill the
+  // task children its spawner started outside its domain (its tools stack a scoped domain).
+  bool scope_signals = true;
 };
 
 // Creates the ruleset fd with all rules added (read+execute on "/", full rights beneath each

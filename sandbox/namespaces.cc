@@ -358,7 +358,8 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
   if (int err = BindGitRaw(plan, step)) return err;
   if (int err = HideCredentialsRaw(plan, step)) return err;
   *step = "mount proc /proc";
-  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
+  if (plan.mount_proc &&
+      mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     return errno;
   }
   return 0;

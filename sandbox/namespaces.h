@@ -32,6 +32,9 @@ struct MountPlan {
   // tmpfs, e.g. a test binary in a build tree there. visible_dirs[i] is visible[i]'s directory.
   std::vector<std::string> visible;
   std::vector<std::string> visible_dirs;
+  // A fresh /proc for the new PID namespace. False for the parent, which enters user and mount
+  // namespaces only (proc can only be mounted from inside the PID namespace it shows).
+  bool mount_proc = true;
   std::string uid_map;  // "<uid> <uid> 1": the same ids inside.
   std::string gid_map;
 };

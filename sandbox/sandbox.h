@@ -141,6 +141,8 @@ class Sandbox {
 
  private:
   friend Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
+  friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
+                                              const std::vector<std::string>& own_writable);
   Sandbox(Policy policy, Report report, bool inside_agent);
   Policy policy_;
   Report report_;
@@ -159,6 +161,33 @@ class Sandbox {
 // The agent's seccomp filter allows inet sockets (it must reach the model); the returned handle's
 // Spawn stacks the tool layer (no network, tool Landlock rules) on top.
 Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
+
+// The parent (forkbox) confines itself once its set-up is done and before its first model call:
+// the agent's seccomp filters and Landlock domain (writable: the policy's trees plus
+// `own_writable`, e.g. its transcript directory, which its tools do not get), no_new_privs, every
+// capability dropped, rlimits, subreaper; in layer 2 also new user + mount namespaces with the
+// same read-only mounts as a task (no PID namespace and no fork: it keeps its pid, terminal,
+// signals and children). Signals are not scoped, so it can still kill the task children its
+// spawner starts outside its domain. Must be called single-threaded, once, after the spawner
+// was forked (the filter refuses namespace creation). The returned handle stacks the tool layer
+// for its own bash. With policy.enabled == false: Sandbox::ForTools (unconfined).
+Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
+                                     const std::vector<std::string>& own_writable);
+
+// A directory descriptor opened before entering a sandbox still reaches the mounts of the old
+// mount namespace (a writable .git/config in layer 2). Once inside, this opens `path` again
+// (O_PATH) and checks that it is the same directory as `held` (device and inode), so the
+// identity fixed at start-up is kept and only the mounts change. Fails when the name now names
+// something else.
+Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path);
+
+// The parent's spawner (parent/spawner.h) confines itself before it serves a request: every fd
+// but 0-2 and `keep_fds` closed, non-dumpable, no_new_privs and the seccomp program kSpawner.
+// Filters and capability bounds are inherited across execve by the children it starts, so it
+// refuses only what no task child needs (sandbox/seccomp_policy.h) and keeps its capabilities
+// (as root, a child without them cannot set up its layer-2 mounts); what it runs is fixed by
+// the spawner's code, not by a request. Single-threaded callers only.
+Status ConfineSpawner(std::span<const int> keep_fds);
 
 // Reaps, without blocking, every exited child of the calling process that is not in `owned`
 // (processes that ChildProcess handles still own): the zombies of orphans re-parented to an agent

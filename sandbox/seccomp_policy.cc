@@ -186,6 +186,20 @@ std::vector<RuleSet> ToolNoNetTable() {
                   "connect() to a daemon (socketpair stays allowed)")}}};
 }
 
+// The base table minus what a task child's own layer-2 set-up calls after the spawner's exec
+// (unshare, clone with CLONE_NEW*, mount, the new mount API): one table, filtered, not a copy.
+std::vector<RuleSet> SpawnerTable() {
+  std::vector<RuleSet> out;
+  for (RuleSet& set : BaseTable()) {
+    if (set.name == "namespaces and mounts") continue;
+    if (set.name == "calls libc must fall back from") {
+      std::erase_if(set.rules, [](const Rule& r) { return r.syscall != "clone3"; });
+    }
+    out.push_back(std::move(set));
+  }
+  return out;
+}
+
 uint32_t ErrnoOf(Action action) { return action == Action::kEnosys ? ENOSYS : EPERM; }
 
 sock_filter Stmt(uint16_t code, uint32_t k) { return sock_filter{code, 0, 0, k}; }
@@ -309,6 +323,7 @@ const std::vector<RuleSet>& Table(Program program) {
   static const std::vector<RuleSet> base = BaseTable();
   static const std::vector<RuleSet> agent = AgentNetTable();
   static const std::vector<RuleSet> tool = ToolNoNetTable();
+  static const std::vector<RuleSet> spawner = SpawnerTable();
   switch (program) {
     case Program::kBase:
       return base;
@@ -316,6 +331,8 @@ const std::vector<RuleSet>& Table(Program program) {
       return agent;
     case Program::kToolNoNet:
       return tool;
+    case Program::kSpawner:
+      return spawner;
   }
   return base;
 }
@@ -331,7 +348,7 @@ const Rule* FindRule(Program program, const std::string& syscall) {
 
 Result<std::span<const sock_filter>> Compiled(Program program) {
   static std::mutex mu;
-  static std::array<std::optional<Result<std::vector<sock_filter>>>, 3> cache;
+  static std::array<std::optional<Result<std::vector<sock_filter>>>, 4> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[static_cast<size_t>(program)];
   if (!slot.has_value()) slot.emplace(Compile(program));

@@ -42,8 +42,11 @@ struct RuleSet {
 };
 
 // Which program: the base set every sandboxed process gets, the agent's network set (inet
-// sockets only) and the tool network set (no socket() at all), stacked on top.
-enum class Program { kBase, kAgentNet, kToolNoNet };
+// sockets only) and the tool network set (no socket() at all), stacked on top. kSpawner is the
+// parent's spawner (parent/spawner.h): a filter is inherited across execve, so it can refuse only
+// what no task child ever needs: the base set without the namespace and mount rules a layer-2
+// child's own set-up uses.
+enum class Program { kBase, kAgentNet, kToolNoNet, kSpawner };
 
 // The table for one program. Stable data, for the tests and `--check`.
 const std::vector<RuleSet>& Table(Program program);

@@ -1,0 +1,526 @@
+// Issue 12, "every forkbox process runs sandboxed": the parent confines itself before its first
+// model call, and a spawner forked before that starts the task children.
+//   - Mock-driven sessions of the real binaries, as root in layer 2 and inside the escape suite's
+//     jail refusing user namespaces (layer 1); each attack also runs with --sandbox=off, the
+//     unconfined path, which must escape (the control).
+//   - The spawner itself: its requests, its seccomp filter (forked probes with a control), its
+//     death with the parent.
+// No sleeps: the mock's handler runs the outside step while forkbox waits for its reply.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <linux/bpf.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/process.h"
+#include "parent/spawner.h"
+#include "sandbox/sandbox.h"
+#include "tests/mock/mock_server.h"
+
+namespace forkbox::escape {
+namespace {
+
+namespace fs = std::filesystem;
+using mock::MockServer;
+using mock::RecordedRequest;
+using mock::Reply;
+using mock::ToolCall;
+
+std::string ReadAll(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+Reply Calls(std::vector<ToolCall> calls) {
+  Reply r;
+  r.tool_calls = std::move(calls);
+  return r;
+}
+Reply Text(const std::string& text) {
+  Reply r;
+  r.text = text;
+  return r;
+}
+bool IsParent(const RecordedRequest& r) { return r.view.HasTool("task"); }
+
+// The "Name:\tvalue" line of /proc/<pid>/status.
+std::string StatusField(pid_t pid, const std::string& name) {
+  std::istringstream in(ReadAll("/proc/" + std::to_string(pid) + "/status"));
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + ":", 0) == 0)
+      return line.substr(line.find_first_not_of(" \t", name.size() + 1));
+  }
+  return "";
+}
+
+struct Session {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+enum class Where { kLayer2, kLayer1Jail, kUserLayer2 };
+struct Param {
+  Where where;
+  bool sandboxed;  // false: --sandbox=off, the control that must escape.
+};
+std::string NameOf(const ::testing::TestParamInfo<Param>& info) {
+  const char* where = info.param.where == Where::kLayer2       ? "Root"
+                      : info.param.where == Where::kLayer1Jail ? "RootNoUserns"
+                                                               : "User";
+  return std::string(where) + (info.param.sandboxed ? "" : "Unsandboxed");
+}
+
+class ConfineTest : public ::testing::TestWithParam<Param> {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/forkbox-confine-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    root_ = tmpl;
+    work_ = root_ + "/proj";
+    outside_ = root_ + "/outside";
+    fs::create_directories(work_);
+    fs::create_directories(outside_);
+    if (GetParam().where == Where::kUserLayer2) {
+      // The escape suite's unprivileged account (tests/escape/fixture.cc creates it).
+      const passwd* pw = ::getpwnam("forkbox-escape");
+      if (pw == nullptr) GTEST_SKIP() << "no forkbox-escape user (run escape_test once)";
+      uid_ = pw->pw_uid;
+      gid_ = pw->pw_gid;
+      ::chmod(root_.c_str(), 0755);
+    }
+  }
+  void TearDown() override {
+    server_.Stop();
+    std::error_code ec;
+    fs::remove_all(root_, ec);
+  }
+
+  // forkbox one-shot in work_ with `flags`, in this mode; stdout and stderr through files (no
+  // pipe to pump), reaped before returning. `pid` gets forkbox's pid as soon as it runs.
+  Session Run(std::vector<std::string> flags, pid_t* pid = nullptr) {
+    server_.Start();
+    SpawnOptions opts;
+    if (GetParam().where == Where::kLayer1Jail) opts.argv.push_back(FORKBOX_ESCAPE_NO_USERNS);
+    if (GetParam().where == Where::kUserLayer2) {
+      opts.argv.insert(opts.argv.end(),
+                       {FORKBOX_ESCAPE_RUN_AS, std::to_string(uid_), std::to_string(gid_)});
+      for (const auto& entry : fs::recursive_directory_iterator(root_)) {
+        (void)::lchown(entry.path().c_str(), uid_, gid_);
+      }
+      (void)::lchown(root_.c_str(), uid_, gid_);
+    }
+    opts.argv.push_back(std::string(FORKBOX_BIN_DIR) + "/forkbox");
+    opts.argv.insert(opts.argv.end(), flags.begin(), flags.end());
+    if (!GetParam().sandboxed) opts.argv.push_back("--sandbox=off");
+    opts.argv.insert(opts.argv.end(), {"--quiet", "--no-session-persistence", "go"});
+    opts.env = {"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + root_, "LANG=C.UTF-8",
+                "ANTHROPIC_API_KEY=sk-confine",
+                "ANTHROPIC_BASE_URL=" + server_.anthropic_base_url()};
+    opts.cwd = work_;
+    UniqueFd out(::open((root_ + "/out").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    UniqueFd err(::open((root_ + "/err").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
+    UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+    opts.fds = {{in.get(), 0}, {out.get(), 1}, {err.get(), 2}};
+    Session s;
+    Result<ChildProcess> child = Spawn(opts);
+    if (!child.ok()) {
+      s.err = child.status().ToString();
+      return s;
+    }
+    if (pid != nullptr) *pid = child->pid();
+    pid_.store(child->pid());
+    Result<int> status = child->Wait();
+    s.exit_code = status.ok() ? ExitCodeFromWaitStatus(*status) : -1;
+    s.out = ReadAll(root_ + "/out");
+    s.err = ReadAll(root_ + "/err");
+    return s;
+  }
+
+  bool Layer2() const { return GetParam().where != Where::kLayer1Jail; }
+
+  std::string root_, work_, outside_;
+  uid_t uid_ = 0;
+  gid_t gid_ = 0;
+  std::atomic<pid_t> pid_{0};
+  MockServer server_;
+};
+
+// The parent's own file tool edits git's trust surface: kernel-refused in layer 2 (the parent's
+// mount namespace binds .git/config read-only), written by the unconfined parent.
+TEST_P(ConfineTest, ParentFileToolCannotPlantAGitFsmonitor) {
+  if (!Layer2()) GTEST_SKIP() << "layer 1 has no read-only .git (a documented layer-1 gap)";
+  ASSERT_EQ(std::system(("git init -q " + work_).c_str()), 0);
+  const std::string config = work_ + "/.git/config";
+  const std::string before = ReadAll(config);
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"write_file",
+                             {{"path", ".git/config"}, {"content", "[core]\n\tfsmonitor = evil\n"}},
+                             ""}});
+    }
+    return Text("done");
+  });
+  Session s = Run({"--no-subagents"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  if (GetParam().sandboxed) {
+    EXPECT_EQ(ReadAll(config), before) << "the parent's write_file changed .git/config";
+  } else {
+    EXPECT_NE(ReadAll(config).find("fsmonitor"), std::string::npos) << "control did not escape";
+  }
+}
+
+// The same from a task child's write_file: it resolves beneath the workdir as its sandbox mounts
+// it, not through a descriptor of the mounts outside.
+TEST_P(ConfineTest, ChildFileToolCannotPlantAGitFsmonitor) {
+  if (!Layer2()) GTEST_SKIP() << "layer 1 has no read-only .git (a documented layer-1 gap)";
+  ASSERT_EQ(std::system(("git init -q " + work_).c_str()), 0);
+  const std::string config = work_ + "/.git/config";
+  const std::string before = ReadAll(config);
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (IsParent(r) && r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"task", {{"prompt", "plant"}, {"description", "plant"}}, ""}});
+    }
+    if (!IsParent(r) && r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"write_file",
+                             {{"path", ".git/config"}, {"content", "[core]\n\tfsmonitor = evil\n"}},
+                             ""}});
+    }
+    return Text("done");
+  });
+  Session s = Run({});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  if (GetParam().sandboxed) {
+    EXPECT_EQ(ReadAll(config), before) << "the child's write_file changed .git/config";
+  } else {
+    EXPECT_NE(ReadAll(config).find("fsmonitor"), std::string::npos) << "control did not escape";
+  }
+}
+
+// The parent process itself runs under no_new_privs and seccomp while it talks to the model
+// (read from outside, in the mock's handler, while forkbox waits for the reply).
+TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
+  std::mutex mu;
+  std::string nnp, filters;
+  server_.SetHandler([&](const RecordedRequest&) {
+    std::lock_guard<std::mutex> lock(mu);
+    if (nnp.empty()) {
+      nnp = StatusField(pid_.load(), "NoNewPrivs");
+      filters = StatusField(pid_.load(), "Seccomp_filters");
+    }
+    return Text("done");
+  });
+  Session s = Run({"--no-subagents"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  const int jail = Layer2() ? 0 : 1;  // The jail installs one filter of its own.
+  if (GetParam().sandboxed) {
+    EXPECT_EQ(nnp, "1");
+    EXPECT_EQ(filters, std::to_string(jail + 2)) << "base + agent network programs";
+  } else {
+    EXPECT_EQ(filters, std::to_string(jail)) << "control: the unconfined parent has no filter";
+  }
+}
+
+// The parent's bash and its file tools cannot write outside the workdir.
+TEST_P(ConfineTest, ParentToolsCannotWriteOutside) {
+  const std::string target = outside_ + "/pwned";
+  server_.SetHandler([target](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash", {{"command", "echo x > " + target}}, ""},
+                    ToolCall{"write_file", {{"path", target + ".2"}, {"content", "x"}}, ""}});
+    }
+    return Text("done");
+  });
+  Session s = Run({"--no-subagents"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_FALSE(fs::exists(target + ".2")) << "write_file outside the workdir, in every mode";
+  EXPECT_EQ(fs::exists(target), !GetParam().sandboxed);
+}
+
+// The workdir is swapped for a link to the outside after start-up; the next task (--standby 0,
+// started after the swap) still writes into the real workdir, which it got as a descriptor.
+TEST_P(ConfineTest, ATaskAfterTheWorkdirWasSwappedWritesIntoTheRealOne) {
+  const std::string real = root_ + "/proj.real";
+  server_.SetHandler([&](const RecordedRequest& r) {
+    if (IsParent(r) && r.view.assistant_turns == 0) {
+      fs::rename(work_, real);
+      fs::create_directory_symlink(outside_, work_);
+      return Calls({ToolCall{"task", {{"prompt", "plant"}, {"description", "plant"}}, ""}});
+    }
+    if (!IsParent(r) && r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"write_file", {{"path", "planted"}, {"content", "x"}}, ""}});
+    }
+    return Text("done");
+  });
+  Session s = Run({"--standby", "0"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  if (GetParam().sandboxed) {
+    EXPECT_TRUE(fs::exists(real + "/planted")) << s.err;
+    EXPECT_FALSE(fs::exists(outside_ + "/planted"));
+  } else {
+    EXPECT_TRUE(fs::exists(outside_ + "/planted")) << "control: the name-resolved child escapes";
+  }
+}
+
+// bash processes whose command line contains `token` (not the setsid that starts one, whose
+// argv holds it too until it exits).
+std::vector<pid_t> ProcessesWith(const std::string& token) {
+  std::vector<pid_t> out;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::string cmdline = ReadAll(entry.path().string() + "/cmdline");
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(token) == std::string::npos) continue;
+    if (ReadAll(entry.path().string() + "/comm") != "bash\n") continue;
+    out.push_back(std::stoi(name));
+  }
+  // A fork of the daemon on its way to exec sleep still looks like it: keep the topmost.
+  std::vector<pid_t> top;
+  for (pid_t pid : out) {
+    const std::string ppid = StatusField(pid, "PPid");
+    if (std::find(out.begin(), out.end(), std::atoi(ppid.c_str())) == out.end()) top.push_back(pid);
+  }
+  return top;
+}
+
+// SIGKILL of forkbox while a task's bash command runs and has detached a setsid daemon. Layer 2:
+// the agent is pid 1 of the task's PID namespace and dies by PDEATHSIG, so nothing survives.
+// Layer 1 has no PID namespace and no cgroup to take the daemon down: this measures that it
+// survives (the gap README.md and `forkbox sandbox --check` state). The unsandboxed control
+// survives too. Survivors are counted from outside after forkbox and its agent are reaped.
+TEST_P(ConfineTest, SigkillOfForkboxLeavesNoTaskProcessInLayer2) {
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);  // Orphans come to us: we reap.
+  const std::string suffix = "ivor" + std::to_string(::getpid()) + root_.substr(root_.size() - 6);
+  const std::string token = "fbsurv" + suffix;  // Only the daemon's command line holds it whole.
+  const std::string fifo = work_ + "/ready";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  const std::string command =
+      "t=fbsurv; setsid -f bash -c \"echo up > ready; sleep 600; true ${t}" + suffix +
+      "\"; exec sleep 600";
+  server_.SetHandler([&](const RecordedRequest& r) {
+    if (IsParent(r)) return Calls({ToolCall{"task", {{"prompt", "d"}, {"description", "d"}}, ""}});
+    return Calls({ToolCall{"bash", {{"command", command}}, ""}});
+  });
+  pid_t forkbox = 0;
+  std::thread session([&] { Run({"--standby", "0"}, &forkbox); });
+  {
+    std::ifstream ready(fifo);  // Blocks until the daemon runs.
+    std::string line;
+    std::getline(ready, line);
+  }
+  const std::vector<pid_t> daemons = ProcessesWith(token);
+  // Held before the kill, so that a quick death cannot be mistaken for a missing process.
+  UniqueFd daemon(daemons.size() == 1 ? static_cast<int>(::syscall(SYS_pidfd_open, daemons[0], 0))
+                                      : -1);
+  EXPECT_EQ(::kill(pid_.load(), SIGKILL), 0);
+  session.join();
+  ASSERT_EQ(daemons.size(), 1U);
+  ASSERT_TRUE(daemon) << std::strerror(errno);
+  pollfd pfd{daemon.get(), POLLIN, 0};
+  const bool died =
+      daemon && ::poll(&pfd, 1, GetParam().sandboxed && Layer2() ? 30'000 : 2'000) == 1;
+  for (pid_t pid : ProcessesWith(token)) ::kill(pid, SIGKILL);
+  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
+  }
+  if (GetParam().sandboxed && Layer2()) {
+    EXPECT_TRUE(died) << "a task's daemon survived SIGKILL of forkbox in layer 2";
+  } else {
+    EXPECT_FALSE(died) << "measured gap: without a PID namespace the daemon survives";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ConfineTest,
+    ::testing::Values(Param{Where::kLayer2, true}, Param{Where::kLayer2, false},
+                      Param{Where::kLayer1Jail, true}, Param{Where::kLayer1Jail, false},
+                      Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false}),
+    NameOf);
+
+// ---- The spawner.
+
+class SpawnerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char tmpl[] = "/tmp/forkbox-spawner-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(dir_, ec);
+  }
+  parent::Spawner Start(const std::string& program) {
+    parent::SpawnerConfig config;
+    config.child_path = program;
+    config.workdir = UniqueFd(::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    Result<parent::Spawner> spawner = parent::Spawner::Start(std::move(config));
+    EXPECT_TRUE(spawner.ok()) << spawner.status().ToString();
+    return std::move(*spawner);
+  }
+  std::string dir_;
+};
+
+// A raw request and the spawner's reply.
+parent::SpawnReply Ask(const parent::Spawner& s, const void* data, size_t size,
+                       std::vector<int> fds) {
+  iovec iov{const_cast<void*>(data), size};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
+  if (!fds.empty()) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  EXPECT_EQ(::sendmsg(s.socket_fd(), &msg, 0), static_cast<ssize_t>(size));
+  parent::SpawnReply reply;
+  EXPECT_EQ(::recv(s.socket_fd(), &reply, sizeof(reply), 0), static_cast<ssize_t>(sizeof(reply)));
+  return reply;
+}
+
+// The children of this process other than the spawner (none may appear for a refused request).
+std::vector<std::string> OurChildren() {
+  std::istringstream in(ReadAll("/proc/self/task/" + std::to_string(::getpid()) + "/children"));
+  std::vector<std::string> out;
+  for (std::string pid; in >> pid;) out.push_back(pid);
+  return out;
+}
+
+TEST_F(SpawnerTest, StartsTheChildAsOursWithItsPipes) {
+  parent::Spawner spawner = Start("/bin/true");
+  Result<Pipe> control = MakePipe();
+  Result<Pipe> report = MakePipe();
+  ASSERT_TRUE(control.ok() && report.ok());
+  Result<ChildProcess> child = spawner.Launch(control->read.get(), report->write.get(), -1);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  Result<int> status = child->Wait();  // waitid works: CLONE_PARENT made it our child.
+  ASSERT_TRUE(status.ok()) << status.status().ToString();
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
+}
+
+TEST_F(SpawnerTest, RefusesMalformedRequestsAndAnyOtherKindStartingNothing) {
+  parent::Spawner spawner = Start("/bin/true");
+  Result<Pipe> control = MakePipe();
+  Result<Pipe> report = MakePipe();
+  ASSERT_TRUE(control.ok() && report.ok());
+  const std::vector<std::string> before = OurChildren();
+  const std::vector<int> pipes = {control->read.get(), report->write.get()};
+
+  EXPECT_NE(Ask(spawner, "xyz", 3, pipes).error, 0) << "garbage";
+  parent::SpawnRequest bad_magic;
+  bad_magic.magic = 0x12345678;
+  EXPECT_NE(Ask(spawner, &bad_magic, sizeof(bad_magic), pipes).error, 0);
+  // "Run another binary": a kind the spawner does not have, with a path after the header.
+  struct {
+    parent::SpawnRequest header;
+    char path[16] = "/bin/sh";
+  } other_binary;
+  other_binary.header.kind = 2;
+  parent::SpawnReply reply = Ask(spawner, &other_binary, sizeof(other_binary), pipes);
+  EXPECT_NE(reply.error, 0);
+  EXPECT_NE(std::string(reply.message).find("spawner refused"), std::string::npos);
+  other_binary.header.kind = parent::kSpawnLaunchChild;
+  EXPECT_NE(Ask(spawner, &other_binary, sizeof(other_binary), pipes).error, 0) << "oversized";
+  parent::SpawnRequest good;
+  EXPECT_NE(Ask(spawner, &good, sizeof(good), {pipes[0]}).error, 0) << "one fd missing";
+  EXPECT_NE(Ask(spawner, &good, sizeof(good), {pipes[1], pipes[0]}).error, 0) << "swapped pipes";
+  UniqueFd file(::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  EXPECT_NE(Ask(spawner, &good, sizeof(good), {file.get(), pipes[1]}).error, 0) << "not a pipe";
+  good.flags = 0x80;
+  EXPECT_NE(Ask(spawner, &good, sizeof(good), pipes).error, 0) << "unknown flag";
+  EXPECT_EQ(OurChildren(), before) << "a refused request started a process";
+
+  // It is still serving, and a valid request works.
+  Result<ChildProcess> child = spawner.Launch(control->read.get(), report->write.get(), -1);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  EXPECT_TRUE(child->Wait().ok());
+}
+
+TEST_F(SpawnerTest, DiesWithItsParent) {
+  Result<Pipe> pid_pipe = MakePipe();
+  Result<Pipe> go = MakePipe();
+  ASSERT_TRUE(pid_pipe.ok() && go.ok());
+  pid_t helper = ::fork();
+  ASSERT_GE(helper, 0);
+  if (helper == 0) {
+    parent::SpawnerConfig config;
+    config.child_path = "/bin/true";
+    config.workdir = UniqueFd(::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    Result<parent::Spawner> spawner = parent::Spawner::Start(std::move(config));
+    pid_t pid = spawner.ok() ? spawner->pid() : -1;
+    (void)!::write(pid_pipe->write.get(), &pid, sizeof(pid));
+    char byte;
+    (void)!::read(go->read.get(), &byte, 1);
+    ::_exit(0);  // No destructor: only PDEATHSIG and the socket's EOF end the spawner.
+  }
+  pid_t spawner = -1;
+  ASSERT_EQ(::read(pid_pipe->read.get(), &spawner, sizeof(spawner)),
+            static_cast<ssize_t>(sizeof(spawner)));
+  ASSERT_GT(spawner, 0);
+  UniqueFd pidfd(static_cast<int>(::syscall(SYS_pidfd_open, spawner, 0)));
+  ASSERT_TRUE(pidfd) << std::strerror(errno);
+  ASSERT_EQ(::write(go->write.get(), "x", 1), 1);
+  int status = 0;
+  ASSERT_EQ(::waitpid(helper, &status, 0), helper);
+  pollfd pfd{pidfd.get(), POLLIN, 0};
+  EXPECT_EQ(::poll(&pfd, 1, 30'000), 1) << "the spawner outlived its parent";
+}
+
+// Forked probes of the spawner's seccomp filter, each with its unconfined control. The filter is
+// inherited by every task child across execve, so it leaves alone what a child's own set-up
+// needs (a user namespace); it refuses the kernel attack surface no child needs.
+int ProbeExitCode(bool confined) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    if (confined && !sandbox::ConfineSpawner({}).ok()) ::_exit(100);
+    int refused = 0;
+    errno = 0;
+    if (::ptrace(PTRACE_TRACEME, 0, nullptr, nullptr) != 0 && errno == EPERM) refused |= 1;
+    union bpf_attr attr = {};
+    errno = 0;
+    if (::syscall(SYS_bpf, BPF_PROG_LOAD, &attr, sizeof(attr)) != 0 && errno == EPERM) {
+      refused |= 2;
+    }
+    if (::prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1) refused |= 4;
+    ::_exit(refused);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(SpawnerSeccomp, RefusesPtraceAndBpfUnderNoNewPrivs) {
+  EXPECT_EQ(ProbeExitCode(true), 1 | 2 | 4);
+  // Control: the same probe unconfined gets past ptrace (bpf: EINVAL for an empty program, or
+  // EPERM without privileges, so only ptrace and no_new_privs are compared).
+  EXPECT_EQ(ProbeExitCode(false) & (1 | 4), 0);
+}
+
+}  // namespace
+}  // namespace forkbox::escape
