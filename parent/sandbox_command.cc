@@ -29,7 +29,6 @@ struct CommandLine {
   sandbox::Settings settings;
   std::string workdir;
   bool check = false;
-  std::vector<std::string> readable;  // --readable PATH, made absolute by ResolvePolicy's caller.
   std::vector<std::string> command;
 };
 
@@ -121,9 +120,11 @@ std::optional<CommandLine> Parse(int argc, char** argv, int* exit_code) {
       ->allow_extra_args(false);
   app.add_option("--env", cl.settings.env, "Pass this environment variable through (repeatable)")
       ->allow_extra_args(false);
-  app.add_option("--readable", cl.readable,
+  app.add_option("--readable", cl.settings.readable,
                  "Let the command read this credential store, hidden by default (repeatable)")
       ->allow_extra_args(false);
+  app.add_flag("--allow-broad-workdir", cl.settings.allow_broad_workdir,
+               "Accept a workdir of /, $HOME or an ancestor of a credential store");
   app.add_option("--sandbox", mode, "on (default) or off: run WITHOUT any sandbox")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--check", cl.check, "Print what the sandbox enforces here and exit");
@@ -214,20 +215,14 @@ int SandboxCommandMain(int argc, char** argv) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", policy.status().message().c_str());
     return 2;
   }
-  for (const std::string& path : cl->readable) {
-    std::error_code ec;
-    std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
-    if (ec) {
-      std::fprintf(stderr, "forkbox sandbox: --readable %s: %s\n", path.c_str(),
-                   ec.message().c_str());
-      return 2;
-    }
-    policy->readable.push_back(canonical.string());
-  }
   if (cl->check) {
     sandbox::Report report = sandbox::Check(*policy);
     PrintCheck(report);
     return report.enforceable ? 0 : 1;
+  }
+  if (Status scope = sandbox::CheckWorkdirScope(*policy); !scope.ok()) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n", scope.message().c_str());
+    return 2;
   }
   if (cl->command.empty()) {
     std::fprintf(stderr,

@@ -96,14 +96,41 @@ void AddNamespaces(Report& r) {
                "commondir, other worktrees, submodules, nested repos); a planted commondir or "
                "config.worktree is removed when the command ends"
              : "a tool could plant a hook that runs at your next commit");
-  Add(r, "credential stores", layer2 ? "active" : missing,
-      layer2
-          ? "~/.ssh, ~/.aws, ~/.netrc, shell histories... (and /etc/shadow as root) hidden "
-            "from tools; --readable PATH opts back in"
-          : "reads are not confined: tools can read ~/.ssh, ~/.aws, ~/.netrc... (" + reason + ")");
   Add(r, "pid namespace", layer2 ? "active" : "weaker",
       layer2 ? "tools see only the task's processes; the tree dies with the task"
              : "tools can list your processes; descendants are killed via the subreaper");
+}
+
+// The read scope (Landlock, both layers) and whether the workdir itself would defeat it.
+void AddReadScope(const Policy& policy, Report& r) {
+  const std::vector<std::string> denied = DeniedReadPaths(policy);
+  std::string carved;
+  for (const std::string& dir : landlock::CarvedDirs(denied)) {
+    if (dir != "/") carved += (carved.empty() ? "" : ", ") + dir;
+  }
+  std::string readable;
+  for (const std::string& path : policy.readable) readable += " " + path;
+  if (r.landlock_abi == 0) {
+    Add(r, "read scope", "unavailable", "without Landlock, tools can read ~/.ssh, ~/.aws...");
+  } else {
+    Add(r, "read scope", "active",
+        "tools cannot read the credential stores (~/.ssh, ~/.gnupg, ~/.aws, ~/.netrc, "
+        "~/.config/gh, shell histories...; " +
+            std::string(geteuid() == 0 ? "/etc/shadow, /etc/gshadow, /etc/ssh/*_key; " : "") +
+            std::to_string(denied.size()) +
+            " paths), now or created later: a Landlock read allow-list of what existed at "
+            "start; not listable: / and " +
+            carved + (readable.empty() ? "" : "; --readable:" + readable) +
+            (r.layer == 2 ? "; layer 2 also hides the existing stores with mounts" : ""));
+  }
+  Status scope = CheckWorkdirScope(policy);
+  if (!scope.ok()) {
+    Add(r, "workdir scope", "refused", scope.message());
+  } else if (policy.allow_broad_workdir) {
+    Add(r, "workdir scope", "weaker",
+        "--allow-broad-workdir: a workdir containing a credential store makes it readable and "
+        "writable");
+  }
 }
 
 void AddNetwork(const Policy& policy, Report& r) {
@@ -175,6 +202,7 @@ Report Check(const Policy& policy) {
   }
   AddFilters(policy, r);
   AddNamespaces(r);
+  AddReadScope(policy, r);
   AddNetwork(policy, r);
   AddPrivileges(policy, r);
   Add(r, "hygiene", "active",
@@ -201,6 +229,11 @@ std::string Report::Banner() const {
   }
   s += seccomp ? ", seccomp" : ", NO seccomp";
   s += net_off ? ", no net" : ", net allowed";
+  for (const Line& line : lines) {
+    if (line.protection == "read scope") {
+      s += line.state == "active" ? ", credential stores unreadable" : ", reads NOT confined";
+    }
+  }
   if (!missing.empty()) {
     s += " (no namespaces; missing:";
     for (size_t i = 0; i < missing.size(); ++i) s += (i ? ", " : " ") + missing[i];

@@ -183,6 +183,8 @@ Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p) {
   spec.abi = p.abi;
   spec.mode = mode;
   spec.writable = WritableTrees(policy);
+  spec.denied_reads = DeniedReadPaths(policy);
+  spec.readable = policy.readable;
   spec.allow_net = policy.allow_net;
   spec.model_port = mode == landlock::Mode::kAgent ? policy.model_port : 0;
   Result<UniqueFd> ruleset = landlock::BuildRuleset(spec);

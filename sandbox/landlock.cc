@@ -6,8 +6,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <filesystem>
+#include <set>
 
 namespace forkbox::sandbox::landlock {
 namespace {
@@ -58,7 +61,65 @@ int AddPathRule(int ruleset_fd, const char* path, uint64_t access) {
   return err;
 }
 
+// Read+execute on every entry of the carved directory `dir` but the denied ones and symlinks;
+// carved entries recurse. An entry that vanished meanwhile is skipped.
+Status GrantCarved(int ruleset_fd, const std::string& dir, const std::set<std::string>& carved,
+                   const std::set<std::string>& denied) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  // An unlistable carved directory (EACCES) gets nothing beneath it: denied, which fails closed.
+  if (ec) return Status::Ok();
+  for (const auto& entry : it) {
+    const std::string child = (dir == "/" ? "/" : dir + "/") + entry.path().filename().string();
+    if (denied.count(child) > 0) continue;
+    if (carved.count(child) > 0) {
+      FORKBOX_RETURN_IF_ERROR(GrantCarved(ruleset_fd, child, carved, denied));
+      continue;
+    }
+    std::error_code lec;
+    if (entry.is_symlink(lec)) continue;
+    int err = AddPathRule(ruleset_fd, child.c_str(), kReadRights);
+    if (err != 0 && err != ENOENT) {
+      return Status::FromErrno(err, "landlock_add_rule(" + child + ", read)");
+    }
+  }
+  return Status::Ok();
+}
+
+Status AddReadScope(int ruleset_fd, const RulesetSpec& spec) {
+  const std::vector<std::string> carved_list = CarvedDirs(spec.denied_reads);
+  if (carved_list.empty()) {
+    if (int err = AddPathRule(ruleset_fd, "/", kReadRights); err != 0) {
+      return Status::FromErrno(err, "landlock_add_rule(/, read+execute)");
+    }
+  } else {
+    const std::set<std::string> carved(carved_list.begin(), carved_list.end());
+    const std::set<std::string> denied(spec.denied_reads.begin(), spec.denied_reads.end());
+    FORKBOX_RETURN_IF_ERROR(GrantCarved(ruleset_fd, "/", carved, denied));
+  }
+  for (const std::string& path : spec.readable) {
+    int err = AddPathRule(ruleset_fd, path.c_str(), kReadRights);
+    if (err != 0 && err != ENOENT) {
+      return Status::FromErrno(err, "landlock_add_rule(" + path + ", --readable)");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+std::vector<std::string> CarvedDirs(const std::vector<std::string>& denied) {
+  std::vector<std::string> out;
+  for (const std::string& path : denied) {
+    if (path.size() < 2 || path[0] != '/') continue;
+    for (size_t slash = path.find('/'); slash != std::string::npos && slash < path.size();
+         slash = path.find('/', slash + 1)) {
+      std::string ancestor = slash == 0 ? "/" : path.substr(0, slash);
+      if (std::find(out.begin(), out.end(), ancestor) == out.end()) out.push_back(ancestor);
+    }
+  }
+  return out;
+}
 
 uint64_t FsRightsForAbi(int abi) {
   uint64_t rights = (1ULL << 13) - 1;  // ABI 1: bits 0..12.
@@ -97,9 +158,7 @@ Result<UniqueFd> BuildRuleset(const RulesetSpec& spec) {
   if (raw < 0) return Status::FromErrno(errno, "landlock_create_ruleset");
   UniqueFd ruleset(raw);
 
-  if (int err = AddPathRule(ruleset.get(), "/", kReadRights); err != 0) {
-    return Status::FromErrno(err, "landlock_add_rule(/, read+execute)");
-  }
+  FORKBOX_RETURN_IF_ERROR(AddReadScope(ruleset.get(), spec));
   for (const std::string& path : spec.writable) {
     if (int err = AddPathRule(ruleset.get(), path.c_str(), attr.handled_access_fs); err != 0) {
       return Status::FromErrno(err, "landlock_add_rule(" + path + ", write)");

@@ -52,14 +52,28 @@ struct RulesetSpec {
   int abi = 0;
   Mode mode = Mode::kTool;
   std::vector<std::string> writable;  // Workdir plus --writable paths: every right beneath.
+  // The read scope: read+execute everywhere except beneath these (canonical) paths, whether they
+  // exist now or appear later; `readable` paths are granted read+execute whatever their place.
+  std::vector<std::string> denied_reads;
+  std::vector<std::string> readable;
   bool allow_net = false;
   uint16_t model_port = 0;  // kAgent only; 0 = no TCP restriction.
 };
 
-// Creates the ruleset fd with all rules added (read+execute on "/", full rights beneath each
-// writable path, write on /dev/null, /dev/zero, /dev/full). Any failure is an error: a
-// partially built ruleset is never enforced.
+// Creates the ruleset fd with all rules added (the read scope, full rights beneath each writable
+// path, write on /dev/null, /dev/zero, /dev/full). Any failure is an error: a partially built
+// ruleset is never enforced.
+//
+// The read scope is an allow-list (Landlock cannot carve a denied path out of an allowed tree):
+// every proper ancestor of a denied path is "carved": it gets no rule itself, and each of its
+// entries that exists now gets read+execute, except the denied ones and the symlinks (access is
+// checked where a link leads), while carved entries are carved in turn. So a carved directory
+// cannot be listed, a denied path is unreadable, and so is anything created later directly in a
+// carved directory (a new ~/.netrc, ~/.aws): only what existed at build time was granted.
 Result<UniqueFd> BuildRuleset(const RulesetSpec& spec);
+
+// The directories the read scope carves for `denied` (every proper ancestor), for --check.
+std::vector<std::string> CarvedDirs(const std::vector<std::string>& denied);
 
 // Async-signal-safe: grants every handled right beneath `path` (e.g. a fresh private /tmp).
 // Returns 0 or an errno value.
