@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/git_surface.h"
 #include "sandbox/sandbox.h"
 
 extern char** environ;
@@ -170,6 +171,13 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     return kSandboxError;
   }
   sandbox->set_tmpdir(tmp->path());
+  // Git's trust surface, recorded before the command and put back after it (layer 1 has no
+  // read-only binds; in layer 2 it also catches what the binds cannot).
+  Result<sandbox::GitSurfaceGuard> git = sandbox::GitSurfaceGuard::Take(policy.workdir);
+  if (policy.enabled && !git.ok()) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n", git.status().message().c_str());
+    return kSandboxError;
+  }
   // Collect re-parented daemons so they can be killed when the command ends.
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   SpawnOptions options;
@@ -188,6 +196,10 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   }
   Result<int> status = WaitForwardingSignals(*child);
   sandbox::KillAllDescendants();
+  for (const std::string& line : policy.enabled ? git->Restore() : std::vector<std::string>{}) {
+    std::fprintf(stderr, "forkbox sandbox: git trust surface changed by the command: %s\n",
+                 line.c_str());
+  }
   if (!status.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", status.status().message().c_str());
     return kSandboxError;
