@@ -88,9 +88,11 @@ void AddNamespaces(Report& r) {
   Add(r, "read-only root", layer2 ? "active" : missing,
       layer2 ? "closes chmod/utime/xattr outside the workdir"
              : "chmod, utime and xattr outside the workdir are not blocked (" + reason + ")");
-  Add(r, "private /tmp and /dev/shm", layer2 ? "active" : missing,
-      layer2 ? "tmpfs; Python multiprocessing works"
-             : "TMPDIR is inside the workdir; /dev/shm is read-only");
+  Add(r, "private /tmp and /dev/shm", layer2 ? "active" : "weaker",
+      layer2 ? "tmpfs; Python multiprocessing works (fork, spawn, forkserver)"
+             : "TMPDIR is inside the workdir; /dev/shm is writable for SemLock and shared "
+               "memory, and shared with your other processes (a container's own in Docker); "
+               "multiprocessing fork and spawn work, forkserver does not (no AF_UNIX)");
   Add(r, ".git/hooks read-only", layer2 ? "active" : missing,
       layer2 ? "git's trust surface is read-only (hooks, info, config, config.worktree, "
                "commondir, other worktrees, submodules, nested repos); a planted commondir or "
@@ -140,11 +142,25 @@ void AddNetwork(const Policy& policy, Report& r) {
   } else {
     Add(r, "scopes", abi == 0 ? "unavailable" : "weaker", "needs Landlock ABI 6");
   }
+  if (r.layer == 2) {
+    Add(r, "local daemons", "active",
+        "AF_UNIX allowed for tools, but /run and /var/run are empty, /tmp and /dev/shm "
+        "private, and /dev/null covers every other pathname socket bound at start "
+        "(/proc/net/unix) outside the writable trees: the Docker daemon, ssh-agent and D-Bus "
+        "are unreachable, with or without --allow-net");
+  } else {
+    Add(r, "local daemons", "active",
+        "socket(AF_UNIX) refused for tools even with --allow-net: layer 1 has no mount "
+        "namespace and Landlock ABI " +
+            std::to_string(abi) +
+            " does not restrict connect() to a pathname socket (socketpair stays allowed)");
+  }
   if (policy.allow_net) {
-    Add(r, "network", "off", "--allow-net: tools may open sockets");
+    Add(r, "network", "off", "--allow-net: tools may open inet sockets");
   } else {
     Add(r, "network", "active",
-        std::string("tools: socket() refused for every family") +
+        std::string(r.layer == 2 ? "tools: socket() refused for every family but AF_UNIX"
+                                 : "tools: socket() refused for every family") +
             (abi >= 4 ? "; TCP bind/connect refused by Landlock; agent TCP limited to the model "
                         "port"
                       : "; Landlock TCP rules need ABI 4"));

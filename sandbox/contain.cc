@@ -156,6 +156,19 @@ int RestrictRaw(const ContainPlan& p, const char** step) {
       int err = landlock::AddWritablePathRaw(p.ruleset_fd, p.abi, tmp);
       if (err != 0 && err != ENOENT) return err;
     }
+    // Fresh mounts the read scope built before them cannot know: the PID namespace's /proc and
+    // the emptied /run (only what is bound back there, e.g. resolv.conf).
+    for (const char* fresh : {"/proc", "/run"}) {
+      *step = "landlock_add_rule(fresh mount, read)";
+      int err = landlock::AddReadPathRaw(p.ruleset_fd, fresh);
+      if (err != 0 && err != ENOENT) return err;
+    }
+  } else {
+    // Layer 1: POSIX semaphores and shared memory (multiprocessing's SemLock) live only in
+    // /dev/shm, so it is writable, shared with the user's other processes (a container's own).
+    *step = "landlock_add_rule(/dev/shm, layer 1)";
+    int err = landlock::AddWritablePathRaw(p.ruleset_fd, p.abi, "/dev/shm");
+    if (err != 0 && err != ENOENT) return err;
   }
   *step = "landlock_restrict_self";
   if (int err = landlock::RestrictSelfRaw(p.ruleset_fd)) return err;
@@ -258,7 +271,13 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
   }
   // Inside an agent sandbox the base filter is inherited; the tool layer stacks on top.
   if (!inside_agent) FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
-  if (!policy.allow_net) FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kToolNoNet, p));
+  // AF_UNIX only where layer 2's mounts hide the daemons' sockets (see namespaces.h).
+  if (!policy.allow_net) {
+    FORKBOX_RETURN_IF_ERROR(
+        AddFilter(layer2 ? seccomp::Program::kToolUnixOnly : seccomp::Program::kToolNoNet, p));
+  } else if (!layer2) {
+    FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kToolNoUnix, p));
+  }
   FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kTool, p));
   return p;
 }
@@ -279,7 +298,8 @@ Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int
   p.all_threads = true;
   if (layer2) FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p));
   FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
-  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentNet, p));
+  FORKBOX_RETURN_IF_ERROR(
+      AddFilter(layer2 ? seccomp::Program::kAgentNetUnix : seccomp::Program::kAgentNet, p));
   FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kAgent, p));
   return p;
 }

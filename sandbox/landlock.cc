@@ -185,6 +185,10 @@ int AddWritablePathRaw(int ruleset_fd, int abi, const char* path) {
   return AddPathRule(ruleset_fd, path, FsRightsForAbi(abi));
 }
 
+int AddReadPathRaw(int ruleset_fd, const char* path) {
+  return AddPathRule(ruleset_fd, path, kReadRights);
+}
+
 int RestrictSelfRaw(int ruleset_fd) {
   if (syscall(SYS_landlock_restrict_self, ruleset_fd, 0) != 0) return errno;
   return 0;

@@ -79,6 +79,10 @@ std::vector<std::string> CarvedDirs(const std::vector<std::string>& denied);
 // Returns 0 or an errno value.
 int AddWritablePathRaw(int ruleset_fd, int abi, const char* path);
 
+// Async-signal-safe: grants read+execute beneath `path` (a fresh mount: /proc, the emptied /run).
+// Returns 0 or an errno value.
+int AddReadPathRaw(int ruleset_fd, const char* path);
+
 // Async-signal-safe: landlock_restrict_self. no_new_privs must already be set. 0 or errno.
 int RestrictSelfRaw(int ruleset_fd);
 

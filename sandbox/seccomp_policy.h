@@ -42,8 +42,12 @@ struct RuleSet {
 };
 
 // Which program: the base set every sandboxed process gets, the agent's network set (inet
-// sockets only) and the tool network set (no socket() at all), stacked on top.
-enum class Program { kBase, kAgentNet, kToolNoNet };
+// sockets only; kAgentNetUnix: and AF_UNIX, layer 2) and the tool network sets, stacked on top:
+// kToolNoNet (no socket() at all, layer 1), kToolUnixOnly (AF_UNIX only, layer 2, where the
+// mounts hide every daemon's socket), kToolNoUnix (--allow-net in layer 1: no AF_UNIX, since
+// nothing there stops connect() to a pathname socket outside the workdir).
+enum class Program { kBase, kAgentNet, kToolNoNet, kAgentNetUnix, kToolUnixOnly, kToolNoUnix };
+inline constexpr size_t kProgramCount = 6;
 
 // The table for one program. Stable data, for the tests and `--check`.
 const std::vector<RuleSet>& Table(Program program);
