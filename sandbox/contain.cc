@@ -198,6 +198,7 @@ Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p) {
   spec.writable = WritableTrees(policy);
   spec.denied_reads = DeniedReadPaths(policy);
   spec.readable = policy.readable;
+  spec.read_grants = policy.read_grants;
   spec.allow_net = policy.allow_net;
   spec.model_port = mode == landlock::Mode::kAgent ? policy.model_port : 0;
   Result<UniqueFd> ruleset = landlock::BuildRuleset(spec);

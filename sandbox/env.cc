@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "sandbox/landlock.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::sandbox {
@@ -106,6 +107,7 @@ Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdi
     }
     r = c.string();
   }
+  if (policy.enabled) policy.read_grants = landlock::ReadScopeGrants(DeniedReadPaths(policy));
   for (const std::string& name : policy.env) {
     if (!ValidName(name)) return Status::InvalidArgument("--env " + name + ": not a variable name");
   }

@@ -61,52 +61,50 @@ int AddPathRule(int ruleset_fd, const char* path, uint64_t access) {
   return err;
 }
 
-// Read+execute on every entry of the carved directory `dir` but the denied ones and symlinks;
-// carved entries recurse. An entry that vanished meanwhile is skipped.
-Status GrantCarved(int ruleset_fd, const std::string& dir, const std::set<std::string>& carved,
-                   const std::set<std::string>& denied) {
+// Every entry of the carved directory `dir` but the denied ones and symlinks; carved entries
+// recurse. An unlistable carved directory (EACCES) yields nothing beneath it: fails closed.
+void ListGrants(const std::string& dir, const std::set<std::string>& carved,
+                const std::set<std::string>& denied, std::vector<std::string>& out) {
   std::error_code ec;
   std::filesystem::directory_iterator it(dir, ec);
-  // An unlistable carved directory (EACCES) gets nothing beneath it: denied, which fails closed.
-  if (ec) return Status::Ok();
+  if (ec) return;
   for (const auto& entry : it) {
     const std::string child = (dir == "/" ? "/" : dir + "/") + entry.path().filename().string();
+    std::error_code lec;
     if (denied.count(child) > 0) continue;
     if (carved.count(child) > 0) {
-      FORKBOX_RETURN_IF_ERROR(GrantCarved(ruleset_fd, child, carved, denied));
-      continue;
-    }
-    std::error_code lec;
-    if (entry.is_symlink(lec)) continue;
-    int err = AddPathRule(ruleset_fd, child.c_str(), kReadRights);
-    if (err != 0 && err != ENOENT) {
-      return Status::FromErrno(err, "landlock_add_rule(" + child + ", read)");
+      ListGrants(child, carved, denied, out);
+    } else if (!entry.is_symlink(lec)) {
+      out.push_back(child);
     }
   }
-  return Status::Ok();
 }
 
 Status AddReadScope(int ruleset_fd, const RulesetSpec& spec) {
-  const std::vector<std::string> carved_list = CarvedDirs(spec.denied_reads);
-  if (carved_list.empty()) {
-    if (int err = AddPathRule(ruleset_fd, "/", kReadRights); err != 0) {
-      return Status::FromErrno(err, "landlock_add_rule(/, read+execute)");
-    }
-  } else {
-    const std::set<std::string> carved(carved_list.begin(), carved_list.end());
-    const std::set<std::string> denied(spec.denied_reads.begin(), spec.denied_reads.end());
-    FORKBOX_RETURN_IF_ERROR(GrantCarved(ruleset_fd, "/", carved, denied));
+  std::vector<std::string> grants = {"/"};
+  if (!spec.denied_reads.empty()) {
+    grants = spec.read_grants.empty() ? ReadScopeGrants(spec.denied_reads) : spec.read_grants;
   }
-  for (const std::string& path : spec.readable) {
+  grants.insert(grants.end(), spec.readable.begin(), spec.readable.end());
+  for (const std::string& path : grants) {
     int err = AddPathRule(ruleset_fd, path.c_str(), kReadRights);
-    if (err != 0 && err != ENOENT) {
-      return Status::FromErrno(err, "landlock_add_rule(" + path + ", --readable)");
+    if (err != 0 && err != ENOENT) {  // ENOENT: gone since the list was made.
+      return Status::FromErrno(err, "landlock_add_rule(" + path + ", read)");
     }
   }
   return Status::Ok();
 }
 
 }  // namespace
+
+std::vector<std::string> ReadScopeGrants(const std::vector<std::string>& denied) {
+  const std::vector<std::string> carved_list = CarvedDirs(denied);
+  const std::set<std::string> carved(carved_list.begin(), carved_list.end());
+  const std::set<std::string> denied_set(denied.begin(), denied.end());
+  std::vector<std::string> out;
+  ListGrants("/", carved, denied_set, out);
+  return out;
+}
 
 std::vector<std::string> CarvedDirs(const std::vector<std::string>& denied) {
   std::vector<std::string> out;

@@ -52,12 +52,15 @@ struct RulesetSpec {
   int abi = 0;
   Mode mode = Mode::kTool;
   std::vector<std::string> writable;  // Workdir plus --writable paths: every right beneath.
+  bool allow_net = false;
+  uint16_t model_port = 0;  // kAgent only; 0 = no TCP restriction.
   // The read scope: read+execute everywhere except beneath these (canonical) paths, whether they
   // exist now or appear later; `readable` paths are granted read+execute whatever their place.
   std::vector<std::string> denied_reads;
   std::vector<std::string> readable;
-  bool allow_net = false;
-  uint16_t model_port = 0;  // kAgent only; 0 = no TCP restriction.
+  // ReadScopeGrants(denied_reads), listed earlier (empty: listed now). A confined agent cannot
+  // list the carved directories any more, so its tools' rulesets use the list made at start.
+  std::vector<std::string> read_grants;
 };
 
 // Creates the ruleset fd with all rules added (the read scope, full rights beneath each writable
@@ -71,6 +74,9 @@ struct RulesetSpec {
 // cannot be listed, a denied path is unreadable, and so is anything created later directly in a
 // carved directory (a new ~/.netrc, ~/.aws): only what existed at build time was granted.
 Result<UniqueFd> BuildRuleset(const RulesetSpec& spec);
+
+// The entries of the carved directories that get read+execute (see BuildRuleset).
+std::vector<std::string> ReadScopeGrants(const std::vector<std::string>& denied);
 
 // The directories the read scope carves for `denied` (every proper ancestor), for --check.
 std::vector<std::string> CarvedDirs(const std::vector<std::string>& denied);

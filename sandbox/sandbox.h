@@ -32,6 +32,9 @@ struct Policy : Settings {
   // and, as root, /etc/shadow, /etc/gshadow, /etc/ssh/*_key) are outside the read scope: see
   // DeniedReadPaths. Empty: $HOME. `readable` (Settings, --readable PATH) opts paths back in.
   std::string home;
+  // The read scope's grants (landlock::ReadScopeGrants of DeniedReadPaths), listed by
+  // ResolvePolicy while nothing restricts listing; empty: listed at each ruleset.
+  std::vector<std::string> read_grants;
   // Per-task temp dir (TMPDIR/TMP/TEMP for tools). Empty: tools get the workdir's
   // .forkbox-tmp/<random> created by MakeTaskTmpDir.
   std::string tmpdir;
