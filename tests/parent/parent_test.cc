@@ -87,6 +87,10 @@ class ParentTest : public ::testing::Test {
   RunResult Run(std::vector<std::string> args, std::optional<std::string> stdin_text = {}) {
     server_.Start();
     RunSpec spec;
+    // HOME is the workdir here (isolation), which forkbox refuses under the sandbox without it.
+    if (std::find(args.begin(), args.end(), "--sandbox=off") == args.end()) {
+      args.insert(args.begin(), "--allow-broad-workdir");
+    }
     spec.args = std::move(args);
     spec.env = Env();
     spec.stdin_text = std::move(stdin_text);
