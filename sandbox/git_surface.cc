@@ -303,34 +303,46 @@ void CleanNewPath(int root, const std::string& rel, std::vector<std::string>& li
 
 }  // namespace
 
-std::vector<std::string> GitSurfaceGuard::Restore() {
-  std::vector<std::string> lines;
-  const int root = root_.get();
-  auto note = [&lines](int err, const std::string& what, const std::string& path) {
-    lines.push_back((err == 0 ? what + " " : "could NOT " + what + " ") + path);
-  };
-  // A deleted repository is forgotten; a .git directory replaced by anything else loses it.
+namespace {
+
+void Note(std::vector<std::string>& lines, int err, const std::string& what,
+          const std::string& path) {
+  lines.push_back((err == 0 ? what + " " : "could NOT " + what + " ") + path);
+}
+
+bool InAny(const std::vector<std::string>& roots, const std::string& path) {
+  return std::any_of(roots.begin(), roots.end(),
+                     [&path](const std::string& r) { return Beneath(path, r); });
+}
+
+}  // namespace
+
+std::vector<std::string> GitSurfaceGuard::ForgetGoneRepos(std::vector<std::string>& lines) const {
   std::vector<std::string> gone;
   for (const std::string& g : git_dirs_) {
-    const Entry now = ReadEntry(root, g);
+    const Entry now = ReadEntry(root_.get(), g);
     if (now.kind == Kind::kDir) continue;
     gone.push_back(g);
-    if (now.kind != Kind::kAbsent)
-      note(RemoveAt(root, g), "remove", g + " (it replaced a .git directory)");
+    if (now.kind != Kind::kAbsent) {
+      Note(lines, RemoveAt(root_.get(), g), "remove", g + " (it replaced a .git directory)");
+    }
   }
-  auto in_gone = [&gone](const std::string& path) {
-    return std::any_of(gone.begin(), gone.end(),
-                       [&path](const std::string& g) { return Beneath(path, g); });
-  };
+  return gone;
+}
+
+void GitSurfaceGuard::RestoreRecorded(const std::vector<std::string>& gone,
+                                      std::vector<std::string>& lines) const {
+  const int root = root_.get();
   std::map<std::string, Entry> current;
   for (const std::string& r : roots_) {
-    if (!in_gone(r)) Walk(root, r, 0, current);
+    if (!InAny(gone, r)) Walk(root, r, 0, current);
   }
   for (auto it = current.rbegin(); it != current.rend(); ++it) {
-    if (entries_.count(it->first) == 0) note(RemoveAt(root, it->first), "remove", it->first);
+    if (entries_.count(it->first) == 0) Note(lines, RemoveAt(root, it->first), "remove", it->first);
   }
   for (const auto& [path, recorded] : entries_) {
-    if (in_gone(path) || std::find(git_dirs_.begin(), git_dirs_.end(), path) != git_dirs_.end()) {
+    if (InAny(gone, path) ||
+        std::find(git_dirs_.begin(), git_dirs_.end(), path) != git_dirs_.end()) {
       continue;
     }
     auto it = current.find(path);
@@ -338,30 +350,38 @@ std::vector<std::string> GitSurfaceGuard::Restore() {
     if (now == recorded) continue;
     if (recorded.kind == Kind::kDir && now.kind == Kind::kDir) {
       Result<UniqueFd> parent = OpenDirBeneath(root, DirOf(path), O_PATH);
-      int err = parent.ok() && fchmodat(parent->get(), NameOf(path).c_str(), recorded.mode, 0) == 0
-                    ? 0
-                    : EPERM;
-      note(err, "restore the mode of", path);
+      const bool ok =
+          parent.ok() && fchmodat(parent->get(), NameOf(path).c_str(), recorded.mode, 0) == 0;
+      Note(lines, ok ? 0 : EPERM, "restore the mode of", path);
       continue;
     }
-    note(WriteAt(root, path, recorded), recorded.kind == Kind::kAbsent ? "remove" : "restore",
-         path);
+    Note(lines, WriteAt(root, path, recorded),
+         recorded.kind == Kind::kAbsent ? "remove" : "restore", path);
   }
-  // What appeared since: new repositories (git init), submodules, worktrees, `.git` files.
-  if (Result<MountPlan> plan = PlanMounts(workdir_, {}); plan.ok()) {
-    auto covered = [this, &gone](const std::string& rel) {
-      return std::any_of(roots_.begin(), roots_.end(), [&rel, &gone](const std::string& r) {
-        return Beneath(rel, r) && std::find(gone.begin(), gone.end(), r) == gone.end();
+}
+
+void GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
+                                      std::vector<std::string>& lines) const {
+  Result<MountPlan> plan = PlanMounts(workdir_, {});
+  if (!plan.ok()) return;
+  for (const auto* list : {&plan->readonly, &plan->absent}) {
+    for (const std::string& p : *list) {
+      if (p == workdir_ || !Beneath(p, workdir_)) continue;
+      const std::string rel = p.substr(workdir_.size() + 1);
+      const bool recorded = std::any_of(roots_.begin(), roots_.end(), [&](const std::string& r) {
+        return Beneath(rel, r) && !InAny(gone, r);
       });
-    };
-    for (const auto* list : {&plan->readonly, &plan->absent}) {
-      for (const std::string& p : *list) {
-        if (p == workdir_ || !Beneath(p, workdir_)) continue;
-        const std::string rel = p.substr(workdir_.size() + 1);
-        if (!covered(rel) || in_gone(rel)) CleanNewPath(root, rel, lines);
-      }
+      if (!recorded) CleanNewPath(root_.get(), rel, lines);
     }
   }
+}
+
+std::vector<std::string> GitSurfaceGuard::Restore() {
+  std::vector<std::string> lines;
+  const std::vector<std::string> gone = ForgetGoneRepos(lines);
+  RestoreRecorded(gone, lines);
+  // What appeared since: new repositories (git init), submodules, worktrees, `.git` files.
+  CleanNewSurface(gone, lines);
   if (Result<GitSurfaceGuard> fresh = Take(workdir_); fresh.ok()) *this = std::move(*fresh);
   return lines;
 }
