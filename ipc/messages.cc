@@ -188,6 +188,8 @@ Status ReadSandbox(const json& j, SandboxSettings* s) {
   FORKBOX_RETURN_IF_ERROR(r.Bool("allow_net", &s->allow_net));
   FORKBOX_RETURN_IF_ERROR(r.StringList("writable", &s->writable));
   for (const auto& path : s->writable) FORKBOX_RETURN_IF_ERROR(CheckPath(r, "writable", path));
+  FORKBOX_RETURN_IF_ERROR(r.StringList("readable", &s->readable));
+  for (const auto& path : s->readable) FORKBOX_RETURN_IF_ERROR(CheckPath(r, "readable", path));
   FORKBOX_RETURN_IF_ERROR(r.StringList("env", &s->env));
   for (const auto& name : s->env) {
     if (name.empty() || name.find_first_of("=\0", 0, 2) != std::string::npos) {
@@ -308,6 +310,7 @@ json SandboxJson(const SandboxSettings& s) {
   return {{"enabled", s.enabled},
           {"allow_net", s.allow_net},
           {"writable", s.writable},
+          {"readable", s.readable},
           {"env", s.env},
           {"rlimit_fsize_bytes", s.rlimit_fsize_bytes},
           {"rlimit_as_bytes", s.rlimit_as_bytes},

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <sstream>
 
@@ -88,6 +89,12 @@ void AddSandboxOptions(CLI::App& app, Options& o, Flags& f) {
       ->allow_extra_args(false);
   app.add_option("--env", o.sandbox.env, "Pass environment variable NAME to tools (repeatable)")
       ->allow_extra_args(false);
+  app.add_option("--readable", o.sandbox.readable,
+                 "Let tools read this credential store, outside the read scope by default "
+                 "(repeatable)")
+      ->allow_extra_args(false);
+  app.add_flag("--allow-broad-workdir", o.sandbox.allow_broad_workdir,
+               "Accept a workdir of /, $HOME or an ancestor of a credential store");
   app.add_option("--sandbox", f.sandbox_mode, "on|off; off runs tools UNSANDBOXED")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
@@ -155,6 +162,12 @@ void ApplyFlags(const Flags& f, Options& o) {
   o.provider.idle_timeout_ms = static_cast<int64_t>(f.idle_timeout_s * 1000.0);
   o.output_format = f.json ? OutputFormat::kJson : FormatNamed(f.output_format);
   o.persist_session = !f.no_persistence;
+  // Absolute once, here: the children resolve them in another cwd.
+  for (std::string& r : o.sandbox.readable) {
+    std::error_code ec;
+    std::filesystem::path abs = std::filesystem::absolute(r, ec);
+    if (!ec) r = abs.lexically_normal().string();
+  }
 }
 
 std::string WorkdirFromArgv(int argc, char** argv) {

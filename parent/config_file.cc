@@ -28,6 +28,7 @@ constexpr Refusal kProjectRefused[] = {
     {"allow-net", "it would give tools the network"},
     {"writable", "it would make more paths writable"},
     {"readable", "it would make more paths readable"},
+    {"allow-broad-workdir", "it would let the workdir cover your credential stores"},
     {"env", "it would pass environment variables to tools"},
     {"base-url", "it would send your API key to another server"},
     {"child-path", "it would choose the binary that runs your tasks"},

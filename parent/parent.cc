@@ -145,6 +145,9 @@ struct SessionSandbox {
 int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
   auto p = sandbox::ResolvePolicy(o.sandbox, s.workdir);
   if (!p.ok()) return Fail(o.output_format, kExitUsage, p.status().message());
+  if (Status scope = sandbox::CheckWorkdirScope(*p); !scope.ok()) {
+    return Fail(o.output_format, kExitUsage, scope.message());
+  }
   out->report = sandbox::Check(*p);
   if (o.sandbox.enabled && !out->report.enforceable) {
     return Fail(o.output_format, kExitSandbox, UnavailableText(out->report));

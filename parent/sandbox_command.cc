@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "sandbox/git_surface.h"
 #include "sandbox/sandbox.h"
 
 extern char** environ;
@@ -29,7 +30,6 @@ struct CommandLine {
   sandbox::Settings settings;
   std::string workdir;
   bool check = false;
-  std::vector<std::string> readable;  // --readable PATH, made absolute by ResolvePolicy's caller.
   std::vector<std::string> command;
 };
 
@@ -121,9 +121,11 @@ std::optional<CommandLine> Parse(int argc, char** argv, int* exit_code) {
       ->allow_extra_args(false);
   app.add_option("--env", cl.settings.env, "Pass this environment variable through (repeatable)")
       ->allow_extra_args(false);
-  app.add_option("--readable", cl.readable,
+  app.add_option("--readable", cl.settings.readable,
                  "Let the command read this credential store, hidden by default (repeatable)")
       ->allow_extra_args(false);
+  app.add_flag("--allow-broad-workdir", cl.settings.allow_broad_workdir,
+               "Accept a workdir of /, $HOME or an ancestor of a credential store");
   app.add_option("--sandbox", mode, "on (default) or off: run WITHOUT any sandbox")
       ->check(CLI::IsMember({"on", "off"}));
   app.add_flag("--check", cl.check, "Print what the sandbox enforces here and exit");
@@ -169,6 +171,13 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     return kSandboxError;
   }
   sandbox->set_tmpdir(tmp->path());
+  // Git's trust surface, recorded before the command and put back after it (layer 1 has no
+  // read-only binds; in layer 2 it also catches what the binds cannot).
+  Result<sandbox::GitSurfaceGuard> git = sandbox::GitSurfaceGuard::Take(policy.workdir);
+  if (policy.enabled && !git.ok()) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n", git.status().message().c_str());
+    return kSandboxError;
+  }
   // Collect re-parented daemons so they can be killed when the command ends.
   prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
   SpawnOptions options;
@@ -187,6 +196,10 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   }
   Result<int> status = WaitForwardingSignals(*child);
   sandbox::KillAllDescendants();
+  for (const std::string& line : policy.enabled ? git->Restore() : std::vector<std::string>{}) {
+    std::fprintf(stderr, "forkbox sandbox: git trust surface changed by the command: %s\n",
+                 line.c_str());
+  }
   if (!status.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", status.status().message().c_str());
     return kSandboxError;
@@ -214,20 +227,14 @@ int SandboxCommandMain(int argc, char** argv) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", policy.status().message().c_str());
     return 2;
   }
-  for (const std::string& path : cl->readable) {
-    std::error_code ec;
-    std::filesystem::path canonical = std::filesystem::weakly_canonical(path, ec);
-    if (ec) {
-      std::fprintf(stderr, "forkbox sandbox: --readable %s: %s\n", path.c_str(),
-                   ec.message().c_str());
-      return 2;
-    }
-    policy->readable.push_back(canonical.string());
-  }
   if (cl->check) {
     sandbox::Report report = sandbox::Check(*policy);
     PrintCheck(report);
     return report.enforceable ? 0 : 1;
+  }
+  if (Status scope = sandbox::CheckWorkdirScope(*policy); !scope.ok()) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n", scope.message().c_str());
+    return 2;
   }
   if (cl->command.empty()) {
     std::fprintf(stderr,

@@ -1,5 +1,6 @@
 #include "parent/tool_runner.h"
 
+#include "base/utf8.h"
 #include "ipc/messages.h"
 #include "parent/agents_command.h"
 #include "parent/child_launcher.h"
@@ -49,6 +50,12 @@ ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<Tas
       progress_(progress),
       stats_(stats),
       outside_mode_(outside_mode) {
+  if (context_.sandbox && context_.sandbox->policy().enabled) {
+    Result<sandbox::GitSurfaceGuard> guard =
+        sandbox::GitSurfaceGuard::Take(context_.sandbox->policy().workdir);
+    if (guard.ok()) git_guard_.emplace(std::move(*guard));
+    if (!guard.ok()) progress_.Note("git trust surface NOT guarded: " + guard.status().message());
+  }
   if (tasks_ && tasks_->standby > 0 && tasks_->transcript_dir_fd < 0) {
     standby_ = std::make_unique<Standby>(*tasks_, static_cast<size_t>(tasks_->standby));
     if (Status st = standby_->Refill(); !st.ok() && tasks_->provider.verbose) {
@@ -70,6 +77,7 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
       size_t end = i;
       while (end < calls.size() && calls[end].name == "task") ++end;
       RunTaskBatch(calls, i, end, results);
+      GuardGitSurface(results, end);
       i = end;
       continue;
     }
@@ -80,12 +88,29 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     KillOrphans(standby_ ? standby_->waiting_pids() : std::vector<pid_t>{});
     ++stats_.parent_tool_calls;
     results[i] = agent::ToolResultBlock{call.id, std::move(out.content), out.is_error};
+    GuardGitSurface(results, i + 1);
     ++i;
     interrupt_signal_ = TakeInterrupt();
   }
   if (interrupt_signal_ != 0) AnswerInterrupted(calls, results);
   progress_.ToolResults(results);
   return results;
+}
+
+void ParentToolRunner::GuardGitSurface(std::vector<agent::ToolResultBlock>& results, size_t end) {
+  if (!git_guard_ || end == 0) return;
+  std::vector<std::string> undone = git_guard_->Restore();
+  if (undone.empty()) return;
+  std::string text =
+      "\n[forkbox: this changed git's trust surface (hooks, config, commondir...: code git "
+      "would run outside the sandbox); undone:";
+  for (std::string& line : undone) {
+    MakeValidUtf8(line);
+    text += "\n  " + line;
+    progress_.Note("git trust surface: " + ipc::MakeEventDetail(line));
+  }
+  agent::ToolResultBlock& last = results[end - 1];
+  if (!last.tool_use_id.empty()) last.content += text + "]";
 }
 
 void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& calls, size_t begin,

@@ -15,6 +15,7 @@
 #include "parent/signals.h"
 #include "parent/stats.h"
 #include "parent/task_runner.h"
+#include "sandbox/git_surface.h"
 
 namespace forkbox::parent {
 
@@ -32,6 +33,9 @@ class ParentToolRunner : public agent::ToolRunner {
   int interrupt_signal() const override { return interrupt_signal_; }
 
  private:
+  // Undoes what the calls [begin, end) left in git's trust surface and says so in the last result
+  // and on the progress line.
+  void GuardGitSurface(std::vector<agent::ToolResultBlock>& results, size_t end);
   void RunTaskBatch(const std::vector<agent::ToolUseBlock>& calls, size_t begin, size_t end,
                     std::vector<agent::ToolResultBlock>& results);
 
@@ -43,6 +47,7 @@ class ParentToolRunner : public agent::ToolRunner {
   SessionStats& stats_;
   InterruptMode outside_mode_;
   int next_task_number_ = 1;
+  std::optional<sandbox::GitSurfaceGuard> git_guard_;  // With the sandbox on: the record.
 };
 
 }  // namespace forkbox::parent

@@ -88,19 +88,16 @@ void AddNamespaces(Report& r) {
   Add(r, "read-only root", layer2 ? "active" : missing,
       layer2 ? "closes chmod/utime/xattr outside the workdir"
              : "chmod, utime and xattr outside the workdir are not blocked (" + reason + ")");
-  Add(r, "private /tmp and /dev/shm", layer2 ? "active" : missing,
-      layer2 ? "tmpfs; Python multiprocessing works"
-             : "TMPDIR is inside the workdir; /dev/shm is read-only");
+  Add(r, "private /tmp and /dev/shm", layer2 ? "active" : "weaker",
+      layer2 ? "tmpfs; Python multiprocessing works (fork, spawn, forkserver)"
+             : "TMPDIR is inside the workdir; /dev/shm is writable for SemLock and shared "
+               "memory, and shared with your other processes (a container's own in Docker); "
+               "multiprocessing fork and spawn work, forkserver does not (no AF_UNIX)");
   Add(r, ".git/hooks read-only", layer2 ? "active" : missing,
       layer2 ? "git's trust surface is read-only (hooks, info, config, config.worktree, "
                "commondir, other worktrees, submodules, nested repos); a planted commondir or "
                "config.worktree is removed when the command ends"
              : "a tool could plant a hook that runs at your next commit");
-  Add(r, "credential stores", layer2 ? "active" : missing,
-      layer2
-          ? "~/.ssh, ~/.aws, ~/.netrc, shell histories... (and /etc/shadow as root) hidden "
-            "from tools; --readable PATH opts back in"
-          : "reads are not confined: tools can read ~/.ssh, ~/.aws, ~/.netrc... (" + reason + ")");
   Add(r, "pid namespace", layer2 ? "active" : "weaker",
       layer2 ? "tools see only the task's processes; the tree dies with the task"
              : "tools can list your processes; descendants are killed via the subreaper");
@@ -114,6 +111,38 @@ void AddNamespaces(Report& r) {
                    reason + ")");
 }
 
+// The read scope (Landlock, both layers) and whether the workdir itself would defeat it.
+void AddReadScope(const Policy& policy, Report& r) {
+  const std::vector<std::string> denied = DeniedReadPaths(policy);
+  std::string carved;
+  for (const std::string& dir : landlock::CarvedDirs(denied)) {
+    if (dir != "/") carved += (carved.empty() ? "" : ", ") + dir;
+  }
+  std::string readable;
+  for (const std::string& path : policy.readable) readable += " " + path;
+  if (r.landlock_abi == 0) {
+    Add(r, "read scope", "unavailable", "without Landlock, tools can read ~/.ssh, ~/.aws...");
+  } else {
+    Add(r, "read scope", "active",
+        "tools cannot read the credential stores (~/.ssh, ~/.gnupg, ~/.aws, ~/.netrc, "
+        "~/.config/gh, shell histories...; " +
+            std::string(geteuid() == 0 ? "/etc/shadow, /etc/gshadow, /etc/ssh/*_key; " : "") +
+            std::to_string(denied.size()) +
+            " paths), now or created later: a Landlock read allow-list of what existed at "
+            "start; not listable: / and " +
+            carved + (readable.empty() ? "" : "; --readable:" + readable) +
+            (r.layer == 2 ? "; layer 2 also hides the existing stores with mounts" : ""));
+  }
+  Status scope = CheckWorkdirScope(policy);
+  if (!scope.ok()) {
+    Add(r, "workdir scope", "refused", scope.message());
+  } else if (policy.allow_broad_workdir) {
+    Add(r, "workdir scope", "weaker",
+        "--allow-broad-workdir: a workdir containing a credential store makes it readable and "
+        "writable");
+  }
+}
+
 void AddNetwork(const Policy& policy, Report& r) {
   const int abi = r.landlock_abi;
   if (abi >= 6) {
@@ -121,11 +150,25 @@ void AddNetwork(const Policy& policy, Report& r) {
   } else {
     Add(r, "scopes", abi == 0 ? "unavailable" : "weaker", "needs Landlock ABI 6");
   }
+  if (r.layer == 2) {
+    Add(r, "local daemons", "active",
+        "AF_UNIX allowed for tools, but /run and /var/run are empty, /tmp and /dev/shm "
+        "private, and /dev/null covers every other pathname socket bound at start "
+        "(/proc/net/unix) outside the writable trees: the Docker daemon, ssh-agent and D-Bus "
+        "are unreachable, with or without --allow-net");
+  } else {
+    Add(r, "local daemons", "active",
+        "socket(AF_UNIX) refused for tools even with --allow-net: layer 1 has no mount "
+        "namespace and Landlock ABI " +
+            std::to_string(abi) +
+            " does not restrict connect() to a pathname socket (socketpair stays allowed)");
+  }
   if (policy.allow_net) {
-    Add(r, "network", "off", "--allow-net: tools may open sockets");
+    Add(r, "network", "off", "--allow-net: tools may open inet sockets");
   } else {
     Add(r, "network", "active",
-        std::string("tools: socket() refused for every family") +
+        std::string(r.layer == 2 ? "tools: socket() refused for every family but AF_UNIX"
+                                 : "tools: socket() refused for every family") +
             (abi >= 4 ? "; TCP bind/connect refused by Landlock; agent TCP limited to the model "
                         "port"
                       : "; Landlock TCP rules need ABI 4"));
@@ -190,6 +233,7 @@ Report Check(const Policy& policy) {
   }
   AddFilters(policy, r);
   AddNamespaces(r);
+  AddReadScope(policy, r);
   AddNetwork(policy, r);
   AddPrivileges(policy, r);
   Add(r, "hygiene", "active",
@@ -216,6 +260,11 @@ std::string Report::Banner() const {
   }
   s += seccomp ? ", seccomp" : ", NO seccomp";
   s += net_off ? ", no net" : ", net allowed";
+  for (const Line& line : lines) {
+    if (line.protection == "read scope") {
+      s += line.state == "active" ? ", credential stores unreadable" : ", reads NOT confined";
+    }
+  }
   if (!missing.empty()) {
     s += " (no namespaces; missing:";
     for (size_t i = 0; i < missing.size(); ++i) s += (i ? ", " : " ") + missing[i];

@@ -163,6 +163,19 @@ int RestrictRaw(const ContainPlan& p, const char** step) {
       int err = landlock::AddWritablePathRaw(p.ruleset_fd, p.abi, tmp);
       if (err != 0 && err != ENOENT) return err;
     }
+    // Fresh mounts the read scope built before them cannot know: the PID namespace's /proc and
+    // the emptied /run (only what is bound back there, e.g. resolv.conf).
+    for (const char* fresh : {"/proc", "/run"}) {
+      *step = "landlock_add_rule(fresh mount, read)";
+      int err = landlock::AddReadPathRaw(p.ruleset_fd, fresh);
+      if (err != 0 && err != ENOENT) return err;
+    }
+  } else {
+    // Layer 1: POSIX semaphores and shared memory (multiprocessing's SemLock) live only in
+    // /dev/shm, so it is writable, shared with the user's other processes (a container's own).
+    *step = "landlock_add_rule(/dev/shm, layer 1)";
+    int err = landlock::AddWritablePathRaw(p.ruleset_fd, p.abi, "/dev/shm");
+    if (err != 0 && err != ENOENT) return err;
   }
   *step = "landlock_restrict_self";
   if (int err = landlock::RestrictSelfRaw(p.ruleset_fd)) return err;
@@ -193,6 +206,9 @@ Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p,
   spec.writable = WritableTrees(policy);
   spec.writable.insert(spec.writable.end(), own_writable.begin(), own_writable.end());
   spec.scope_signals = scope_signals;
+  spec.denied_reads = DeniedReadPaths(policy);
+  spec.readable = policy.readable;
+  spec.read_grants = policy.read_grants;
   spec.allow_net = policy.allow_net;
   spec.model_port = mode == landlock::Mode::kAgent ? policy.model_port : 0;
   Result<UniqueFd> ruleset = landlock::BuildRuleset(spec);
@@ -266,7 +282,13 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
   }
   // Inside an agent sandbox the base filter is inherited; the tool layer stacks on top.
   if (!inside_agent) FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
-  if (!policy.allow_net) FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kToolNoNet, p));
+  // AF_UNIX only where layer 2's mounts hide the daemons' sockets (see namespaces.h).
+  if (!policy.allow_net) {
+    FORKBOX_RETURN_IF_ERROR(
+        AddFilter(layer2 ? seccomp::Program::kToolUnixOnly : seccomp::Program::kToolNoNet, p));
+  } else if (!layer2) {
+    FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kToolNoUnix, p));
+  }
   FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kTool, p));
   return p;
 }
@@ -287,7 +309,8 @@ Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int
   p.all_threads = true;
   if (layer2) FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p));
   FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
-  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentNet, p));
+  FORKBOX_RETURN_IF_ERROR(
+      AddFilter(layer2 ? seccomp::Program::kAgentNetUnix : seccomp::Program::kAgentNet, p));
   FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kAgent, p));
   return p;
 }
@@ -311,7 +334,9 @@ Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
     p.mounts.mount_proc = false;
   }
   FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
-  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentNet, p));
+  // As an agent: AF_UNIX only where layer 2's mounts hide the daemons' sockets.
+  FORKBOX_RETURN_IF_ERROR(
+      AddFilter(layer2 ? seccomp::Program::kAgentNetUnix : seccomp::Program::kAgentNet, p));
   FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kAgent, p, own_writable,
                                        /*scope_signals=*/false));
   return p;

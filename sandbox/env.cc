@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <set>
 
+#include "sandbox/landlock.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::sandbox {
@@ -97,6 +98,16 @@ Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdi
     if (!c.ok()) return c.status();
     w = *c;
   }
+  for (std::string& r : policy.readable) {
+    std::error_code ec;
+    std::filesystem::path c = std::filesystem::weakly_canonical(r, ec);
+    if (r.empty() || ec || !c.is_absolute()) {
+      return Status::InvalidArgument("--readable " + r + ": " +
+                                     (ec ? ec.message() : std::string("not a path")));
+    }
+    r = c.string();
+  }
+  if (policy.enabled) policy.read_grants = landlock::ReadScopeGrants(DeniedReadPaths(policy));
   for (const std::string& name : policy.env) {
     if (!ValidName(name)) return Status::InvalidArgument("--env " + name + ": not a variable name");
   }
@@ -116,63 +127,122 @@ bool Beneath(const std::string& path, const std::string& root) {
                           (root == "/" || path[root.size()] == '/'));
 }
 
-std::string HomeOf(const Policy& policy) {
-  if (!policy.home.empty()) return policy.home;
+// Every home whose credential stores are denied: policy.home (default $HOME, which tools see as
+// ~) and the password database's home for this uid (where the user's stores really are under
+// sudo -E or a changed $HOME).
+std::vector<std::string> HomesOf(const Policy& policy) {
+  std::vector<std::string> homes;
+  std::string home = policy.home;
+  if (home.empty()) {
+    const char* env = std::getenv("HOME");
+    if (env != nullptr && env[0] == '/') home = env;
+  }
+  if (!home.empty()) homes.push_back(home);
   const passwd* pw = getpwuid(geteuid());
-  return pw != nullptr && pw->pw_dir != nullptr ? pw->pw_dir : "";
+  if (pw != nullptr && pw->pw_dir != nullptr && pw->pw_dir[0] == '/') homes.push_back(pw->pw_dir);
+  std::vector<std::string> out;
+  for (const std::string& h : homes) {
+    std::error_code ec;
+    std::string c = std::filesystem::weakly_canonical(h, ec).string();
+    if (ec || c == "/" || c.empty()) continue;
+    if (std::find(out.begin(), out.end(), c) == out.end()) out.push_back(c);
+  }
+  return out;
 }
 
-}  // namespace
+constexpr const char* kHomeStores[] = {".ssh",
+                                       ".gnupg",
+                                       ".aws",
+                                       ".azure",
+                                       ".config/gcloud",
+                                       ".kube",
+                                       ".docker/config.json",
+                                       ".netrc",
+                                       ".git-credentials",
+                                       ".config/gh",
+                                       ".npmrc",
+                                       ".pypirc",
+                                       ".cargo/credentials",
+                                       ".cargo/credentials.toml",
+                                       ".password-store",
+                                       ".local/share/keyrings",
+                                       ".mozilla",
+                                       ".config/google-chrome",
+                                       ".config/chromium",
+                                       ".config/BraveSoftware",
+                                       ".bash_history",
+                                       ".zsh_history",
+                                       ".python_history",
+                                       ".psql_history",
+                                       ".mysql_history",
+                                       ".local/share/fish/fish_history"};
 
-std::vector<std::string> CredentialPaths(const Policy& policy) {
+// Every store, existing or not, as spelled (not canonical).
+std::vector<std::string> CandidatePaths(const Policy& policy) {
   std::vector<std::string> candidates;
-  const std::string home = HomeOf(policy);
-  if (!home.empty() && home != "/") {
-    for (const char* rel : {".ssh",
-                            ".gnupg",
-                            ".aws",
-                            ".azure",
-                            ".config/gcloud",
-                            ".kube",
-                            ".docker/config.json",
-                            ".netrc",
-                            ".git-credentials",
-                            ".config/gh",
-                            ".npmrc",
-                            ".pypirc",
-                            ".cargo/credentials",
-                            ".cargo/credentials.toml",
-                            ".password-store",
-                            ".local/share/keyrings",
-                            ".mozilla",
-                            ".config/google-chrome",
-                            ".config/chromium",
-                            ".config/BraveSoftware",
-                            ".bash_history",
-                            ".zsh_history",
-                            ".python_history",
-                            ".psql_history",
-                            ".mysql_history"}) {
-      candidates.push_back(home + "/" + rel);
-    }
+  for (const std::string& home : HomesOf(policy)) {
+    for (const char* rel : kHomeStores) candidates.push_back(home + "/" + rel);
   }
   if (geteuid() == 0) {
-    candidates.push_back("/etc/shadow");
-    candidates.push_back("/etc/gshadow");
+    for (const char* f : {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"}) {
+      candidates.push_back(f);
+    }
     std::error_code ec;
     for (const auto& entry : std::filesystem::directory_iterator("/etc/ssh", ec)) {
       const std::string name = entry.path().filename().string();
       if (EndsWith(name, "_key")) candidates.push_back(entry.path().string());
     }
   }
+  return candidates;
+}
+
+bool OptedIn(const Policy& policy, const std::string& path) {
+  return std::any_of(policy.readable.begin(), policy.readable.end(),
+                     [&path](const std::string& r) { return Beneath(path, r); });
+}
+
+}  // namespace
+
+std::vector<std::string> DeniedReadPaths(const Policy& policy) {
   std::vector<std::string> out;
-  for (const std::string& candidate : candidates) {
+  for (const std::string& candidate : CandidatePaths(policy)) {
+    std::error_code ec;
+    std::string path = std::filesystem::weakly_canonical(candidate, ec).string();
+    if (ec) path = candidate;
+    if (OptedIn(policy, path) || OptedIn(policy, candidate)) continue;
+    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+  }
+  return out;
+}
+
+Status CheckWorkdirScope(const Policy& policy) {
+  if (!policy.enabled || policy.allow_broad_workdir) return Status::Ok();
+  const std::string& wd = policy.workdir;
+  std::string why;
+  if (wd == "/") why = "it is /";
+  for (const std::string& home : HomesOf(policy)) {
+    if (why.empty() && Beneath(home, wd)) why = "it is your home directory or contains it";
+  }
+  for (const std::string& denied : DeniedReadPaths(policy)) {
+    if (!why.empty()) break;
+    if (Beneath(denied, wd)) why = "it contains " + denied + ", a credential store";
+    if (Beneath(wd, denied)) why = "it is inside " + denied + ", a credential store";
+  }
+  if (why.empty()) return Status::Ok();
+  return Status::InvalidArgument("workdir " + wd + ": refused, " + why +
+                                 "; tools may write anywhere in the workdir, so it would put your "
+                                 "credentials and startup files within their reach. Choose a "
+                                 "project directory, or pass --allow-broad-workdir");
+}
+
+std::vector<std::string> CredentialPaths(const Policy& policy) {
+  std::vector<std::string> out;
+  for (const std::string& candidate : CandidatePaths(policy)) {
     // A symlinked store is hidden where it really is (a mount follows the link anyway).
     std::error_code ec;
     const std::string path = std::filesystem::canonical(candidate, ec).string();
     if (ec) continue;  // Does not exist.
-    auto opted_in = [&path](const std::string& r) { return Beneath(path, r); };
-    if (std::any_of(policy.readable.begin(), policy.readable.end(), opted_in)) continue;
+    if (OptedIn(policy, path)) continue;
     if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
   }
   return out;

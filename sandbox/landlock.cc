@@ -6,8 +6,11 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
+#include <filesystem>
+#include <set>
 
 namespace forkbox::sandbox::landlock {
 namespace {
@@ -58,7 +61,63 @@ int AddPathRule(int ruleset_fd, const char* path, uint64_t access) {
   return err;
 }
 
+// Every entry of the carved directory `dir` but the denied ones and symlinks; carved entries
+// recurse. An unlistable carved directory (EACCES) yields nothing beneath it: fails closed.
+void ListGrants(const std::string& dir, const std::set<std::string>& carved,
+                const std::set<std::string>& denied, std::vector<std::string>& out) {
+  std::error_code ec;
+  std::filesystem::directory_iterator it(dir, ec);
+  if (ec) return;
+  for (const auto& entry : it) {
+    const std::string child = (dir == "/" ? "/" : dir + "/") + entry.path().filename().string();
+    std::error_code lec;
+    if (denied.count(child) > 0) continue;
+    if (carved.count(child) > 0) {
+      ListGrants(child, carved, denied, out);
+    } else if (!entry.is_symlink(lec)) {
+      out.push_back(child);
+    }
+  }
+}
+
+Status AddReadScope(int ruleset_fd, const RulesetSpec& spec) {
+  std::vector<std::string> grants = {"/"};
+  if (!spec.denied_reads.empty()) {
+    grants = spec.read_grants.empty() ? ReadScopeGrants(spec.denied_reads) : spec.read_grants;
+  }
+  grants.insert(grants.end(), spec.readable.begin(), spec.readable.end());
+  for (const std::string& path : grants) {
+    int err = AddPathRule(ruleset_fd, path.c_str(), kReadRights);
+    if (err != 0 && err != ENOENT) {  // ENOENT: gone since the list was made.
+      return Status::FromErrno(err, "landlock_add_rule(" + path + ", read)");
+    }
+  }
+  return Status::Ok();
+}
+
 }  // namespace
+
+std::vector<std::string> ReadScopeGrants(const std::vector<std::string>& denied) {
+  const std::vector<std::string> carved_list = CarvedDirs(denied);
+  const std::set<std::string> carved(carved_list.begin(), carved_list.end());
+  const std::set<std::string> denied_set(denied.begin(), denied.end());
+  std::vector<std::string> out;
+  ListGrants("/", carved, denied_set, out);
+  return out;
+}
+
+std::vector<std::string> CarvedDirs(const std::vector<std::string>& denied) {
+  std::vector<std::string> out;
+  for (const std::string& path : denied) {
+    if (path.size() < 2 || path[0] != '/') continue;
+    for (size_t slash = path.find('/'); slash != std::string::npos && slash < path.size();
+         slash = path.find('/', slash + 1)) {
+      std::string ancestor = slash == 0 ? "/" : path.substr(0, slash);
+      if (std::find(out.begin(), out.end(), ancestor) == out.end()) out.push_back(ancestor);
+    }
+  }
+  return out;
+}
 
 uint64_t FsRightsForAbi(int abi) {
   uint64_t rights = (1ULL << 13) - 1;  // ABI 1: bits 0..12.
@@ -97,9 +156,7 @@ Result<UniqueFd> BuildRuleset(const RulesetSpec& spec) {
   if (raw < 0) return Status::FromErrno(errno, "landlock_create_ruleset");
   UniqueFd ruleset(raw);
 
-  if (int err = AddPathRule(ruleset.get(), "/", kReadRights); err != 0) {
-    return Status::FromErrno(err, "landlock_add_rule(/, read+execute)");
-  }
+  FORKBOX_RETURN_IF_ERROR(AddReadScope(ruleset.get(), spec));
   for (const std::string& path : spec.writable) {
     if (int err = AddPathRule(ruleset.get(), path.c_str(), attr.handled_access_fs); err != 0) {
       return Status::FromErrno(err, "landlock_add_rule(" + path + ", write)");
@@ -124,6 +181,10 @@ Result<UniqueFd> BuildRuleset(const RulesetSpec& spec) {
 
 int AddWritablePathRaw(int ruleset_fd, int abi, const char* path) {
   return AddPathRule(ruleset_fd, path, FsRightsForAbi(abi));
+}
+
+int AddReadPathRaw(int ruleset_fd, const char* path) {
+  return AddPathRule(ruleset_fd, path, kReadRights);
 }
 
 int RestrictSelfRaw(int ruleset_fd) {

@@ -57,16 +57,40 @@ struct RulesetSpec {
   // ABI 6+: no signal outside the domain. Off only for the parent, which must still kill the
   // task children its spawner started outside its domain (its tools stack a scoped domain).
   bool scope_signals = true;
+  // The read scope: read+execute everywhere except beneath these (canonical) paths, whether they
+  // exist now or appear later; `readable` paths are granted read+execute whatever their place.
+  std::vector<std::string> denied_reads;
+  std::vector<std::string> readable;
+  // ReadScopeGrants(denied_reads), listed earlier (empty: listed now). A confined agent cannot
+  // list the carved directories any more, so its tools' rulesets use the list made at start.
+  std::vector<std::string> read_grants;
 };
 
-// Creates the ruleset fd with all rules added (read+execute on "/", full rights beneath each
-// writable path, write on /dev/null, /dev/zero, /dev/full). Any failure is an error: a
-// partially built ruleset is never enforced.
+// Creates the ruleset fd with all rules added (the read scope, full rights beneath each writable
+// path, write on /dev/null, /dev/zero, /dev/full). Any failure is an error: a partially built
+// ruleset is never enforced.
+//
+// The read scope is an allow-list (Landlock cannot carve a denied path out of an allowed tree):
+// every proper ancestor of a denied path is "carved": it gets no rule itself, and each of its
+// entries that exists now gets read+execute, except the denied ones and the symlinks (access is
+// checked where a link leads), while carved entries are carved in turn. So a carved directory
+// cannot be listed, a denied path is unreadable, and so is anything created later directly in a
+// carved directory (a new ~/.netrc, ~/.aws): only what existed at build time was granted.
 Result<UniqueFd> BuildRuleset(const RulesetSpec& spec);
+
+// The entries of the carved directories that get read+execute (see BuildRuleset).
+std::vector<std::string> ReadScopeGrants(const std::vector<std::string>& denied);
+
+// The directories the read scope carves for `denied` (every proper ancestor), for --check.
+std::vector<std::string> CarvedDirs(const std::vector<std::string>& denied);
 
 // Async-signal-safe: grants every handled right beneath `path` (e.g. a fresh private /tmp).
 // Returns 0 or an errno value.
 int AddWritablePathRaw(int ruleset_fd, int abi, const char* path);
+
+// Async-signal-safe: grants read+execute beneath `path` (a fresh mount: /proc, the emptied /run).
+// Returns 0 or an errno value.
+int AddReadPathRaw(int ruleset_fd, const char* path);
 
 // Async-signal-safe: landlock_restrict_self. no_new_privs must already be set. 0 or errno.
 int RestrictSelfRaw(int ruleset_fd);

@@ -180,6 +180,58 @@ void AddNestedRepos(const fs::path& dir, MountPlan& plan, int depth) {
   }
 }
 
+bool Under(const std::string& path, const std::string& root) {
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          path[root.size()] == '/');
+}
+
+// Every pathname socket bound in this network namespace right now (/proc/net/unix), outside the
+// writable trees and the emptied directories: /dev/null is bound over each.
+void AddBoundSockets(MountPlan& plan) {
+  Result<std::string> table = ReadRegularFile("/proc/net/unix", 8 << 20);
+  if (!table.ok()) return;
+  std::vector<std::string> skip = plan.writable;
+  skip.insert(skip.end(), plan.socket_dirs.begin(), plan.socket_dirs.end());
+  skip.insert(skip.end(), {"/tmp", "/dev/shm"});
+  size_t start = table->find('\n');  // The header.
+  while (start != std::string::npos && plan.hidden_files.size() < kMaxHiddenSockets) {
+    size_t end = table->find('\n', start + 1);
+    const std::string line =
+        table->substr(start + 1, end == std::string::npos ? end : end - start - 1);
+    start = end;
+    size_t at = line.find(" /");  // The path, the last field, is absolute for a bound socket.
+    if (at == std::string::npos) continue;
+    const std::string path = line.substr(at + 1);
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    if (std::any_of(skip.begin(), skip.end(),
+                    [&path](const std::string& root) { return Under(path, root); }) ||
+        std::find(plan.hidden_files.begin(), plan.hidden_files.end(), path) !=
+            plan.hidden_files.end()) {
+      continue;
+    }
+    plan.hidden_files.push_back(path);
+  }
+}
+
+// /run and a real /var/run are emptied; what /etc/resolv.conf names there stays (DNS with
+// --allow-net), one file, read-only. Sockets elsewhere are covered one by one.
+void AddSocketDirs(MountPlan& plan) {
+  for (const char* dir : {"/run", "/var/run"}) {
+    if (IsDir(dir)) plan.socket_dirs.push_back(dir);
+  }
+  std::error_code ec;
+  const std::string resolv = fs::canonical("/etc/resolv.conf", ec).string();
+  if (ec) return;
+  for (const std::string& dir : plan.socket_dirs) {
+    if (resolv.rfind(dir + "/", 0) == 0) {
+      plan.visible.push_back(resolv);
+      plan.visible_dirs.push_back(resolv.substr(0, resolv.rfind('/')));
+    }
+  }
+  AddBoundSockets(plan);
+}
+
 }  // namespace
 
 Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable) {
@@ -190,6 +242,7 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
     return Status::InvalidArgument("sandbox: at most " + std::to_string(kMaxWritablePaths - 1) +
                                    " --writable paths");
   }
+  AddSocketDirs(plan);
   fs::path dotgit = fs::path(workdir) / ".git";
   if (Exists(dotgit)) AddDotGit(dotgit, plan);
   AddNestedRepos(workdir, plan, 0);
@@ -261,6 +314,24 @@ int AttachRaw(int tree, const char* path) {
   if (syscall(SYS_move_mount, tree, "", AT_FDCWD, path, MOVE_MOUNT_F_EMPTY_PATH) != 0) err = errno;
   close(tree);
   return err;
+}
+
+int MountSocketDirsRaw(const MountPlan& plan, const char** step) {
+  for (const std::string& dir : plan.socket_dirs) {
+    *step = "mount empty tmpfs over a socket directory";
+    if (mount("tmpfs", dir.c_str(), "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=0755") != 0) {
+      return errno;
+    }
+  }
+  return 0;
+}
+
+int SealSocketDirsRaw(const MountPlan& plan, const char** step) {
+  for (const std::string& dir : plan.socket_dirs) {
+    *step = "mount_setattr(socket directory, RDONLY)";
+    if (int err = SetAttrRaw(AT_FDCWD, dir.c_str(), 0, MOUNT_ATTR_RDONLY)) return err;
+  }
+  return 0;
 }
 
 int MountPrivateTmpfsRaw(const char** step) {
@@ -344,6 +415,7 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
     return err;
   }
   if (int err = MountPrivateTmpfsRaw(step)) return err;
+  if (int err = MountSocketDirsRaw(plan, step)) return err;
   // Programs first: a writable tree may sit above one of their directories.
   for (size_t i = 0; i < visible_count; ++i) {
     if (int err = PlaceVisibleRaw(plan, i, visible[i], step)) return err;
@@ -355,6 +427,8 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
     *step = "move_mount(writable tree)";
     if (int err = AttachRaw(trees[i], plan.writable[i].c_str())) return err;
   }
+  // Writable trees below /run needed their mount points on its tmpfs first.
+  if (int err = SealSocketDirsRaw(plan, step)) return err;
   if (int err = BindGitRaw(plan, step)) return err;
   if (int err = HideCredentialsRaw(plan, step)) return err;
   *step = "mount proc /proc";

@@ -25,9 +25,14 @@ struct MountPlan {
   // process it left behind are dead, and says so on stderr.
   std::vector<std::string> absent;
   // Credential stores hidden from the command: an empty read-only tmpfs over each directory,
-  // /dev/null over each file.
+  // /dev/null over each file; and /dev/null over every pathname socket bound when the plan was
+  // made (/proc/net/unix) outside the writable trees and the emptied socket_dirs.
   std::vector<std::string> hidden_dirs;
   std::vector<std::string> hidden_files;
+  // Where the daemons' pathname sockets live (/run, and /var/run when it is not a link to it):
+  // each gets an empty read-only tmpfs, so connect() finds no socket there (tools may create
+  // AF_UNIX sockets in layer 2). /etc/resolv.conf's target under them is bound back (visible).
+  std::vector<std::string> socket_dirs;
   // Programs under /tmp that stay runnable (bound read-only, one file each) above the private
   // tmpfs, e.g. a test binary in a build tree there. visible_dirs[i] is visible[i]'s directory.
   std::vector<std::string> visible;
@@ -41,6 +46,7 @@ struct MountPlan {
 
 inline constexpr size_t kMaxWritablePaths = 32;
 inline constexpr size_t kMaxAbsentPaths = 64;
+inline constexpr size_t kMaxHiddenSockets = 512;
 
 // Resolves the git paths (a worktree's `.git` file included). Creates a missing .git/hooks so
 // that it can be protected.

@@ -28,11 +28,13 @@ namespace forkbox::sandbox {
 // rlimits positive (ResolvePolicy checks all of it).
 struct Policy : Settings {
   std::string workdir;  // Absolute, canonical. The only writable tree (plus `writable`).
-  // Layer 2 hides the credential stores below `home` (and, as root, /etc/shadow, /etc/gshadow,
-  // /etc/ssh/*_key) from tools: see CredentialPaths. Empty: the user's home from the password
-  // database. `readable` (--readable PATH, absolute) opts paths back in.
+  // The credential stores below `home` (and below the password database's home for this uid,
+  // and, as root, /etc/shadow, /etc/gshadow, /etc/ssh/*_key) are outside the read scope: see
+  // DeniedReadPaths. Empty: $HOME. `readable` (Settings, --readable PATH) opts paths back in.
   std::string home;
-  std::vector<std::string> readable;
+  // The read scope's grants (landlock::ReadScopeGrants of DeniedReadPaths), listed by
+  // ResolvePolicy while nothing restricts listing; empty: listed at each ruleset.
+  std::vector<std::string> read_grants;
   // Per-task temp dir (TMPDIR/TMP/TEMP for tools). Empty: tools get the workdir's
   // .forkbox-tmp/<random> created by MakeTaskTmpDir.
   std::string tmpdir;
@@ -44,6 +46,17 @@ struct Policy : Settings {
 // Settings plus what only this process knows). Fails on a workdir or --writable path that does
 // not exist, an invalid --env name or a non-positive rlimit.
 Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdir);
+
+// The credential stores tools must not read, whether they exist now or are created later, canonical
+// where they exist: the same list as CredentialPaths, below every home (policy.home and the
+// password database's), minus policy.readable and anything inside it. The Landlock read scope
+// (both layers) is built around them.
+std::vector<std::string> DeniedReadPaths(const Policy& policy);
+
+// Refuses (kInvalidArgument, a clear message) a workdir that is "/", a home, an ancestor of a
+// denied read path or inside one: its write rights would cover the credential stores. OK with
+// policy.allow_broad_workdir.
+Status CheckWorkdirScope(const Policy& policy);
 
 // The credential stores tools must not read (what exists of them now): ~/.ssh, ~/.gnupg,
 // ~/.aws, ~/.azure, ~/.config/gcloud, ~/.kube, ~/.docker/config.json, ~/.netrc,

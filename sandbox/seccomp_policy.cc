@@ -200,6 +200,36 @@ std::vector<RuleSet> SpawnerTable() {
   return out;
 }
 
+std::vector<RuleSet> AgentNetUnixTable() {
+  return {{"agent network (layer 2)",
+           {Rule{"socket",
+                 Action::kEperm,
+                 {},
+                 {AF_INET, AF_INET6, AF_UNIX},
+                 "the agent reaches the model over TCP; AF_UNIX for its tools, whose mount "
+                 "namespace hides every daemon's socket; no netlink, raw or vsock"}}}};
+}
+
+std::vector<RuleSet> ToolUnixOnlyTable() {
+  return {{"tool network (layer 2)",
+           {Rule{"socket",
+                 Action::kEperm,
+                 {},
+                 {AF_UNIX},
+                 "no network for tools; AF_UNIX stays (multiprocessing forkserver) because the "
+                 "mounts hide /run, /tmp, /dev/shm and the sockets under $HOME"}}}};
+}
+
+std::vector<RuleSet> ToolNoUnixTable() {
+  return {{"tool network (layer 1, --allow-net)",
+           {Rule{"socket",
+                 Action::kEperm,
+                 {ArgMatch{0, 0xffffffff, AF_UNIX}},
+                 {},
+                 "layer 1 has no mount namespace: connect() would reach the Docker daemon, "
+                 "ssh-agent, D-Bus (Landlock ABI 7 does not restrict it)"}}}};
+}
+
 uint32_t ErrnoOf(Action action) { return action == Action::kEnosys ? ENOSYS : EPERM; }
 
 sock_filter Stmt(uint16_t code, uint32_t k) { return sock_filter{code, 0, 0, k}; }
@@ -324,7 +354,16 @@ const std::vector<RuleSet>& Table(Program program) {
   static const std::vector<RuleSet> agent = AgentNetTable();
   static const std::vector<RuleSet> tool = ToolNoNetTable();
   static const std::vector<RuleSet> spawner = SpawnerTable();
+  static const std::vector<RuleSet> agent_unix = AgentNetUnixTable();
+  static const std::vector<RuleSet> tool_unix_only = ToolUnixOnlyTable();
+  static const std::vector<RuleSet> tool_no_unix = ToolNoUnixTable();
   switch (program) {
+    case Program::kAgentNetUnix:
+      return agent_unix;
+    case Program::kToolUnixOnly:
+      return tool_unix_only;
+    case Program::kToolNoUnix:
+      return tool_no_unix;
     case Program::kBase:
       return base;
     case Program::kAgentNet:
@@ -348,7 +387,7 @@ const Rule* FindRule(Program program, const std::string& syscall) {
 
 Result<std::span<const sock_filter>> Compiled(Program program) {
   static std::mutex mu;
-  static std::array<std::optional<Result<std::vector<sock_filter>>>, 4> cache;
+  static std::array<std::optional<Result<std::vector<sock_filter>>>, kProgramCount> cache;
   std::lock_guard<std::mutex> lock(mu);
   auto& slot = cache[static_cast<size_t>(program)];
   if (!slot.has_value()) slot.emplace(Compile(program));

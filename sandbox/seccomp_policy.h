@@ -42,11 +42,23 @@ struct RuleSet {
 };
 
 // Which program: the base set every sandboxed process gets, the agent's network set (inet
-// sockets only) and the tool network set (no socket() at all), stacked on top. kSpawner is the
+// sockets only; kAgentNetUnix: and AF_UNIX, layer 2) and the tool network sets, stacked on top:
+// kToolNoNet (no socket() at all, layer 1), kToolUnixOnly (AF_UNIX only, layer 2, where the
+// mounts hide every daemon's socket), kToolNoUnix (--allow-net in layer 1: no AF_UNIX, since
+// nothing there stops connect() to a pathname socket outside the workdir). kSpawner is the
 // parent's spawner (parent/spawner.h): a filter is inherited across execve, so it can refuse only
 // what no task child ever needs: the base set without the namespace and mount rules a layer-2
 // child's own set-up uses.
-enum class Program { kBase, kAgentNet, kToolNoNet, kSpawner };
+enum class Program {
+  kBase,
+  kAgentNet,
+  kToolNoNet,
+  kAgentNetUnix,
+  kToolUnixOnly,
+  kToolNoUnix,
+  kSpawner
+};
+inline constexpr size_t kProgramCount = 7;
 
 // The table for one program. Stable data, for the tests and `--check`.
 const std::vector<RuleSet>& Table(Program program);

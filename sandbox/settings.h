@@ -15,6 +15,11 @@ struct Settings {
   bool allow_net = false;
   std::vector<std::string> writable;  // Extra writable paths (--writable).
   std::vector<std::string> env;       // Extra environment variable names passed to tools (--env).
+  // Paths tools may read although the read scope denies them (--readable; absolute).
+  std::vector<std::string> readable;
+  // --allow-broad-workdir: a workdir of "/", $HOME or an ancestor of a credential store is
+  // accepted (see CheckWorkdirScope). The parent's decision; not sent to children.
+  bool allow_broad_workdir = false;
   int64_t rlimit_fsize_bytes = 1LL << 30;
   int64_t rlimit_as_bytes = 8LL << 30;
   int64_t rlimit_nofile = 1024;

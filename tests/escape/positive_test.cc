@@ -79,8 +79,6 @@ TEST_P(SandboxWorks, PythonTempfile) {
 }
 
 TEST_P(SandboxWorks, PythonMultiprocessingPool) {
-  FORKBOX_SKIP_UNLESS_LAYER2(
-      "multiprocessing needs a writable /dev/shm, which only layer 2 provides");
   RunResult r = Shell(
       "/usr/bin/python3 -c 'from multiprocessing import Pool\n"
       "if __name__ == \"__main__\":\n"

@@ -72,6 +72,10 @@ class ParentTest : public ::testing::Test {
   RunResult Run(std::vector<std::string> args, std::optional<std::string> stdin_text = {}) {
     server_.Start();
     RunSpec spec;
+    // HOME is the workdir here (isolation), which forkbox refuses under the sandbox without it.
+    if (std::find(args.begin(), args.end(), "--sandbox=off") == args.end()) {
+      args.insert(args.begin(), "--allow-broad-workdir");
+    }
     spec.args = std::move(args);
     spec.env = Env();
     spec.stdin_text = std::move(stdin_text);
@@ -768,6 +772,28 @@ TEST_F(RealChildTest, NoSubagentsBaselineUsesBaseToolsOnly) {
   }
   // Without subagents the tool output lands in the parent's own context.
   EXPECT_NE(requests[1].body.find("BASE" + token), std::string::npos);
+}
+
+// A repository the parent's bash creates with core.fsmonitor (which would run at the user's next
+// git status) loses that config after the call, and the model is told in the tool result.
+TEST_F(RealChildTest, GitSurfaceChangeIsUndoneAndReportedToTheModel) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{
+          "bash",
+          {{"command", "git init -q evil && git -C evil config core.fsmonitor 'touch x'"}},
+          ""}});
+    }
+    return Text("planted");
+  });
+  RunResult r = Run(Args({"--no-subagents", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_FALSE(fs::exists(fs::path(workdir_) / "evil" / ".git" / "config")) << Dump(r);
+  auto requests = server_.requests();
+  ASSERT_EQ(requests.size(), 2u);
+  EXPECT_NE(requests[1].body.find("git's trust surface"), std::string::npos) << requests[1].body;
+  EXPECT_NE(requests[1].body.find("evil/.git/config"), std::string::npos) << requests[1].body;
+  EXPECT_NE(r.err.find("git trust surface"), std::string::npos) << Dump(r);
 }
 
 }  // namespace

@@ -194,6 +194,22 @@ static int ProbeRenameExchange(int argc, char** argv) {
                   "renameat2(RENAME_EXCHANGE)");
 }
 
+// PATH MARKER: reads a file; escaped when its content holds MARKER (an empty file, e.g. /dev/null
+// bound over it, or a refused open is blocked).
+static int ProbeReadSecret(int argc, char** argv) {
+  (void)argc;
+  int fd = open(argv[1], O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0) return Blocked("open %s: %s (errno %d)", argv[1], strerror(errno), errno);
+  char buf[4096];
+  ssize_t len = read(fd, buf, sizeof(buf) - 1);
+  int saved = errno;
+  close(fd);
+  if (len < 0) return Blocked("read %s: %s (errno %d)", argv[1], strerror(saved), saved);
+  buf[len] = 0;
+  if (strstr(buf, argv[2]) != NULL) return Escaped("read the secret in %s", argv[1]);
+  return Blocked("%s opened but holds no secret (%zd bytes)", argv[1], len);
+}
+
 // A character device node (1:3, /dev/null's numbers: harmless even when it works).
 static int ProbeMknodChar(int argc, char** argv) {
   (void)argc;
@@ -325,6 +341,7 @@ const struct Probe kFsProbes[] = {
     {"rename_exchange", "A B", 2, ProbeRenameExchange},
     {"mknod_char", "PATH", 1, ProbeMknodChar},
     {"rewrite", "PATH [@SELF@]", 1, ProbeRewrite},
+    {"read_secret", "PATH MARKER", 2, ProbeReadSecret},
     {"truncate", "PATH", 1, ProbeTruncate},
     {"chmod", "PATH", 1, ProbeChmod},
     {"chown", "PATH", 1, ProbeChown},

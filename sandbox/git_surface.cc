@@ -1,0 +1,389 @@
+#include "sandbox/git_surface.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <set>
+
+#include "base/file.h"
+#include "sandbox/namespaces.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+using Entry = GitSurfaceGuard::Entry;
+using Kind = Entry::Kind;
+
+constexpr size_t kMaxFileBytes = 16 << 20;
+constexpr size_t kMaxEntries = 20000;
+constexpr int kMaxDepth = 8;
+
+// A directory beneath `root` (rel "" is the root itself), never through a symlink or "..".
+Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags) {
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags | O_DIRECTORY | O_CLOEXEC);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const char* path = rel.empty() ? "." : rel.c_str();
+  for (;;) {
+    long fd = syscall(SYS_openat2, root, path, &how, sizeof(how));
+    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+    if (errno != EAGAIN && errno != EINTR) return Status::FromErrno(errno, "openat2(" + rel + ")");
+  }
+}
+
+std::string DirOf(const std::string& rel) {
+  size_t slash = rel.rfind('/');
+  return slash == std::string::npos ? "" : rel.substr(0, slash);
+}
+std::string NameOf(const std::string& rel) {
+  size_t slash = rel.rfind('/');
+  return slash == std::string::npos ? rel : rel.substr(slash + 1);
+}
+bool Beneath(const std::string& path, const std::string& root) {
+  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
+                          path[root.size()] == '/');
+}
+
+Entry ReadEntryAt(int parent, const std::string& name) {
+  Entry e;
+  struct stat st;
+  if (fstatat(parent, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) return e;
+  e.mode = st.st_mode & 07777;
+  if (S_ISDIR(st.st_mode)) {
+    e.kind = Kind::kDir;
+  } else if (S_ISLNK(st.st_mode)) {
+    e.kind = Kind::kSymlink;
+    char buf[4096];
+    ssize_t n = readlinkat(parent, name.c_str(), buf, sizeof(buf));
+    e.data.assign(buf, n > 0 ? static_cast<size_t>(n) : 0);
+  } else if (S_ISREG(st.st_mode)) {
+    e.kind = Kind::kFile;
+    int fd = openat(parent, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      e.kind = Kind::kOther;  // Unreadable: differs from anything recorded, so it is replaced.
+      return e;
+    }
+    UniqueFd owned(fd);
+    Result<std::string> text = ReadToEnd(fd, kMaxFileBytes, name);
+    if (text.ok()) e.data = std::move(*text);
+    if (!text.ok()) e.kind = Kind::kOther;
+  } else {
+    e.kind = Kind::kOther;
+  }
+  return e;
+}
+
+Entry ReadEntry(int root, const std::string& rel) {
+  Result<UniqueFd> parent = OpenDirBeneath(root, DirOf(rel), O_PATH);
+  if (!parent.ok()) return Entry{};
+  return ReadEntryAt(parent->get(), NameOf(rel));
+}
+
+std::vector<std::string> ListDir(int root, const std::string& rel) {
+  std::vector<std::string> names;
+  Result<UniqueFd> dir = OpenDirBeneath(root, rel, O_RDONLY);
+  if (!dir.ok()) return names;
+  DIR* d = fdopendir(dir->get());
+  if (d == nullptr) return names;
+  (void)dir->release();
+  while (dirent* de = readdir(d)) {
+    std::string name = de->d_name;
+    if (name != "." && name != "..") names.push_back(std::move(name));
+  }
+  closedir(d);
+  return names;
+}
+
+// Records `rel` and, for a directory, everything below it.
+void Walk(int root, const std::string& rel, int depth, std::map<std::string, Entry>& out) {
+  if (out.size() >= kMaxEntries) return;
+  Entry e = ReadEntry(root, rel);
+  const bool dir = e.kind == Kind::kDir;
+  out[rel] = std::move(e);
+  if (!dir || depth >= kMaxDepth) return;
+  for (const std::string& name : ListDir(root, rel)) Walk(root, rel + "/" + name, depth + 1, out);
+}
+
+// rm -rf beneath the root, never through a symlink. 0 or errno.
+int RemoveAt(int root, const std::string& rel) {
+  Result<UniqueFd> parent = OpenDirBeneath(root, DirOf(rel), O_PATH);
+  if (!parent.ok()) return ENOENT;
+  const std::string name = NameOf(rel);
+  struct stat st;
+  if (fstatat(parent->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
+    return errno == ENOENT ? 0 : errno;
+  }
+  if (S_ISDIR(st.st_mode)) {
+    for (const std::string& child : ListDir(root, rel)) RemoveAt(root, rel + "/" + child);
+    return unlinkat(parent->get(), name.c_str(), AT_REMOVEDIR) == 0 ? 0 : errno;
+  }
+  return unlinkat(parent->get(), name.c_str(), 0) == 0 ? 0 : errno;
+}
+
+// Puts `e` at `rel` (whatever is there goes first). 0 or errno.
+int WriteAt(int root, const std::string& rel, const Entry& e) {
+  if (int err = RemoveAt(root, rel)) return err;
+  if (e.kind == Kind::kAbsent) return 0;
+  Result<UniqueFd> parent = OpenDirBeneath(root, DirOf(rel), O_PATH);
+  if (!parent.ok()) return ENOENT;
+  const int p = parent->get();
+  const std::string owned_name = NameOf(rel);
+  const char* name = owned_name.c_str();
+  switch (e.kind) {
+    case Kind::kDir:
+      if (mkdirat(p, name, 0700) != 0) return errno;
+      return fchmodat(p, name, e.mode, 0) == 0 ? 0 : errno;
+    case Kind::kSymlink:
+      return symlinkat(e.data.c_str(), p, name) == 0 ? 0 : errno;
+    case Kind::kFile: {
+      int fd = openat(p, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+      if (fd < 0) return errno;
+      UniqueFd file(fd);
+      size_t done = 0;
+      while (done < e.data.size()) {
+        ssize_t n = write(fd, e.data.data() + done, e.data.size() - done);
+        if (n < 0 && errno == EINTR) continue;
+        if (n < 0) return errno;
+        done += static_cast<size_t>(n);
+      }
+      return fchmod(fd, e.mode) == 0 ? 0 : errno;
+    }
+    default:
+      return 0;  // Sockets, FIFOs, devices are never recreated.
+  }
+}
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+// The section of a `[name]` or `[name "sub"]` header line, or "" when it is anything else.
+std::string SectionOf(const std::string& line) {
+  if (line.size() < 3 || line.back() != ']') return "";
+  const std::string inner = line.substr(1, line.size() - 2);
+  const size_t space = inner.find(' ');
+  const std::string name = Lower(inner.substr(0, space));
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return "";
+  }
+  if (space == std::string::npos) return name;
+  const std::string sub = Trim(inner.substr(space));
+  if (sub.size() < 2 || sub.front() != '"' || sub.back() != '"' ||
+      sub.substr(1, sub.size() - 2).find_first_of("\"\\") != std::string::npos) {
+    return "";
+  }
+  return name + ".*";
+}
+
+// The keys a fresh `git init` or `git clone` writes, none of which runs a program or reads
+// config from elsewhere (no core.fsmonitor, core.hooksPath, core.pager, include.path, ...).
+const std::set<std::string>& SafeKeys() {
+  static const std::set<std::string> keys = {"core.repositoryformatversion",
+                                             "core.filemode",
+                                             "core.bare",
+                                             "core.logallrefupdates",
+                                             "core.ignorecase",
+                                             "core.precomposeunicode",
+                                             "core.symlinks",
+                                             "core.worktree",
+                                             "extensions.objectformat",
+                                             "user.name",
+                                             "user.email",
+                                             "init.defaultbranch",
+                                             "branch.*.remote",
+                                             "branch.*.merge",
+                                             "remote.*.url",
+                                             "remote.*.fetch"};
+  return keys;
+}
+
+}  // namespace
+
+bool GitSurfaceGuard::ConfigIsSafe(const std::string& text, std::string* why) {
+  std::string section;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    const std::string line = Trim(text.substr(start, end - start));
+    start = end + 1;
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    bool ok = true;
+    if (line[0] == '[') {
+      section = SectionOf(line);
+      ok = !section.empty();
+    } else {
+      const std::string key = Lower(Trim(line.substr(0, line.find('='))));
+      ok = !section.empty() && line.back() != '\\' && SafeKeys().count(section + "." + key) > 0 &&
+           line.find("ext::") == std::string::npos;
+    }
+    if (!ok) {
+      if (why != nullptr) *why = line;
+      return false;
+    }
+  }
+  return true;
+}
+
+Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir) {
+  GitSurfaceGuard guard;
+  guard.workdir_ = workdir;
+  int fd = open(workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::FromErrno(errno, "open(" + workdir + ")");
+  guard.root_ = UniqueFd(fd);
+  Result<MountPlan> plan = PlanMounts(workdir, {});
+  if (!plan.ok()) return plan.status();
+  auto relative = [&workdir](const std::string& path, std::string* rel) {
+    if (path == workdir || !Beneath(path, workdir)) return false;  // Not writable by tools.
+    *rel = path.substr(workdir.size() + 1);
+    return true;
+  };
+  std::string rel;
+  for (const std::string& p : plan->pinned) {
+    if (relative(p, &rel)) guard.git_dirs_.push_back(rel);
+  }
+  for (const auto* list : {&plan->readonly, &plan->absent}) {
+    for (const std::string& p : *list) {
+      if (relative(p, &rel)) guard.roots_.push_back(rel);
+    }
+  }
+  for (const std::string& g : guard.git_dirs_) {
+    guard.entries_[g] = ReadEntry(guard.root_.get(), g);
+  }
+  for (const std::string& r : guard.roots_) Walk(guard.root_.get(), r, 0, guard.entries_);
+  return guard;
+}
+
+namespace {
+
+bool EndsWith(const std::string& s, const std::string& suffix) {
+  return s.size() >= suffix.size() &&
+         s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
+}
+
+// A trust-surface path of a repository that appeared after the record: keeps only what git init
+// makes (safe config, *.sample hooks, info/), removes the rest.
+void CleanNewPath(int root, const std::string& rel, std::vector<std::string>& lines) {
+  const Entry e = ReadEntry(root, rel);
+  const std::string name = NameOf(rel);
+  if (e.kind == Kind::kAbsent || (name == "info" && e.kind == Kind::kDir)) return;
+  std::string why = "not made by git init";
+  if (name == "config" && e.kind == Kind::kFile) {
+    if (GitSurfaceGuard::ConfigIsSafe(e.data, &why)) return;
+    why = "config line \"" + why + "\"";
+  }
+  if (name == "hooks" && e.kind == Kind::kDir) {
+    for (const std::string& hook : ListDir(root, rel)) {
+      const std::string path = rel + "/" + hook;
+      if (EndsWith(hook, ".sample") && ReadEntry(root, path).kind == Kind::kFile) continue;
+      int err = RemoveAt(root, path);
+      lines.push_back((err == 0 ? "removed " : "could NOT remove ") + path +
+                      " (a hook in a repository created by a tool)");
+    }
+    return;
+  }
+  int err = RemoveAt(root, rel);
+  lines.push_back((err == 0 ? "removed " : "could NOT remove ") + rel +
+                  " (in a repository created by a tool: " + why + ")");
+}
+
+}  // namespace
+
+namespace {
+
+void Note(std::vector<std::string>& lines, int err, const std::string& what,
+          const std::string& path) {
+  lines.push_back((err == 0 ? what + " " : "could NOT " + what + " ") + path);
+}
+
+bool InAny(const std::vector<std::string>& roots, const std::string& path) {
+  return std::any_of(roots.begin(), roots.end(),
+                     [&path](const std::string& r) { return Beneath(path, r); });
+}
+
+}  // namespace
+
+std::vector<std::string> GitSurfaceGuard::ForgetGoneRepos(std::vector<std::string>& lines) const {
+  std::vector<std::string> gone;
+  for (const std::string& g : git_dirs_) {
+    const Entry now = ReadEntry(root_.get(), g);
+    if (now.kind == Kind::kDir) continue;
+    gone.push_back(g);
+    if (now.kind != Kind::kAbsent) {
+      Note(lines, RemoveAt(root_.get(), g), "remove", g + " (it replaced a .git directory)");
+    }
+  }
+  return gone;
+}
+
+void GitSurfaceGuard::RestoreRecorded(const std::vector<std::string>& gone,
+                                      std::vector<std::string>& lines) const {
+  const int root = root_.get();
+  std::map<std::string, Entry> current;
+  for (const std::string& r : roots_) {
+    if (!InAny(gone, r)) Walk(root, r, 0, current);
+  }
+  for (auto it = current.rbegin(); it != current.rend(); ++it) {
+    if (entries_.count(it->first) == 0) Note(lines, RemoveAt(root, it->first), "remove", it->first);
+  }
+  for (const auto& [path, recorded] : entries_) {
+    if (InAny(gone, path) ||
+        std::find(git_dirs_.begin(), git_dirs_.end(), path) != git_dirs_.end()) {
+      continue;
+    }
+    auto it = current.find(path);
+    const Entry now = it == current.end() ? ReadEntry(root, path) : it->second;
+    if (now == recorded) continue;
+    if (recorded.kind == Kind::kDir && now.kind == Kind::kDir) {
+      Result<UniqueFd> parent = OpenDirBeneath(root, DirOf(path), O_PATH);
+      const bool ok =
+          parent.ok() && fchmodat(parent->get(), NameOf(path).c_str(), recorded.mode, 0) == 0;
+      Note(lines, ok ? 0 : EPERM, "restore the mode of", path);
+      continue;
+    }
+    Note(lines, WriteAt(root, path, recorded),
+         recorded.kind == Kind::kAbsent ? "remove" : "restore", path);
+  }
+}
+
+void GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
+                                      std::vector<std::string>& lines) const {
+  Result<MountPlan> plan = PlanMounts(workdir_, {});
+  if (!plan.ok()) return;
+  for (const auto* list : {&plan->readonly, &plan->absent}) {
+    for (const std::string& p : *list) {
+      if (p == workdir_ || !Beneath(p, workdir_)) continue;
+      const std::string rel = p.substr(workdir_.size() + 1);
+      const bool recorded = std::any_of(roots_.begin(), roots_.end(), [&](const std::string& r) {
+        return Beneath(rel, r) && !InAny(gone, r);
+      });
+      if (!recorded) CleanNewPath(root_.get(), rel, lines);
+    }
+  }
+}
+
+std::vector<std::string> GitSurfaceGuard::Restore() {
+  std::vector<std::string> lines;
+  const std::vector<std::string> gone = ForgetGoneRepos(lines);
+  RestoreRecorded(gone, lines);
+  // What appeared since: new repositories (git init), submodules, worktrees, `.git` files.
+  CleanNewSurface(gone, lines);
+  if (Result<GitSurfaceGuard> fresh = Take(workdir_); fresh.ok()) *this = std::move(*fresh);
+  return lines;
+}
+
+}  // namespace forkbox::sandbox

@@ -1,0 +1,59 @@
+// Git's trust surface, guarded by comparison: both layers, and the only git protection of layer 1
+// (no mount namespace there). The surface is what PlanMounts binds read-only in layer 2: config,
+// config.worktree, commondir, hooks/, info/, worktrees/*/, modules/**/ (config, hooks), a `.git`
+// file, and every nested repository's `.git` below the workdir. A guard records it once; after each
+// tool call or task (when every process the call started is gone) Restore puts back every change
+// and reports it, so nothing a tool leaves there runs at the user's next git command outside the
+// sandbox. Only paths beneath the workdir are guarded (Landlock keeps the rest unwritable), and
+// every change is made through descriptors beneath the workdir, never following a symlink.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/unique_fd.h"
+
+namespace forkbox::sandbox {
+
+class GitSurfaceGuard {
+ public:
+  // Records the surface below `workdir` (absolute, canonical). Creates a missing hooks/ and info/
+  // in each git dir, like layer 2's plan.
+  static Result<GitSurfaceGuard> Take(const std::string& workdir);
+
+  // Puts the recorded surface back and returns one line per change undone, relative to the
+  // workdir ("restored .git/config", "removed .git/hooks/pre-commit"). A repository that appeared
+  // meanwhile (git init) keeps only what git init makes: config with safe keys only (core
+  // basics, user, branch, remote url/fetch, extensions), hooks named *.sample, info/; anything
+  // else in its surface is removed. A repository that was deleted stays deleted; a `.git`
+  // directory replaced by a file loses the file. The new state becomes the record.
+  std::vector<std::string> Restore();
+
+  // Whether a git config file holds only keys a fresh `git init` (and clone) writes, none that
+  // makes git run a program or read config from elsewhere. `why` receives the first other line.
+  static bool ConfigIsSafe(const std::string& text, std::string* why);
+
+  struct Entry {
+    enum class Kind { kAbsent, kFile, kDir, kSymlink, kOther } kind = Kind::kAbsent;
+    unsigned mode = 0;
+    std::string data;  // File content or symlink target.
+    bool operator==(const Entry&) const = default;
+  };
+
+ private:
+  GitSurfaceGuard() = default;
+  // Restore's steps: the recorded .git directories now gone (a replacement is removed), the
+  // recorded surface put back, the surface that appeared cleaned. Each appends to `lines`.
+  std::vector<std::string> ForgetGoneRepos(std::vector<std::string>& lines) const;
+  void RestoreRecorded(const std::vector<std::string>& gone, std::vector<std::string>& lines) const;
+  void CleanNewSurface(const std::vector<std::string>& gone, std::vector<std::string>& lines) const;
+  std::string workdir_;
+  UniqueFd root_;                         // O_PATH of the workdir.
+  std::vector<std::string> roots_;        // Surface roots, relative to the workdir.
+  std::vector<std::string> git_dirs_;     // `.git` directories (relative), recorded as such.
+  std::map<std::string, Entry> entries_;  // Every path at or below a root.
+};
+
+}  // namespace forkbox::sandbox

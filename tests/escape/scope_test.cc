@@ -1,0 +1,246 @@
+// Issue 13: the read scope (credential stores, also ones created after the start), a workdir that
+// would cover them, git's trust surface checked by running real git OUTSIDE the sandbox
+// afterwards, unix sockets of local daemons with --allow-net, and the real work that must run
+// (git operations, every multiprocessing start method). Every attack in every mode, with its
+// unsandboxed control.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "tests/escape/fixture.h"
+
+namespace forkbox::escape {
+namespace {
+
+bool Contains(const std::string& haystack, const std::string& needle) {
+  return haystack.find(needle) != std::string::npos;
+}
+bool ProbeSaysEscaped(const RunResult& r) { return Contains(r.out, "RESULT escaped"); }
+
+class ScopeTest : public EscapeTest {
+ protected:
+  // A secret file below $HOME, owned by the mode's user.
+  void PlantSecret(const std::string& rel) {
+    const std::string path = home_ + "/" + rel;
+    const std::string dir = path.substr(0, path.rfind('/'));
+    ASSERT_EQ(system(("mkdir -p '" + dir + "'").c_str()), 0);
+    WriteFile(path, "SECRET " + secret_ + "\n", 0600);
+    ChownTree(home_, uid(), gid());
+  }
+  void ExpectSecretUnreadable(const std::string& rel) {
+    ASSERT_NO_FATAL_FAILURE(PlantSecret(rel));
+    RunResult r = Probe({"read_secret", home_ + "/" + rel, secret_});
+    Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "read ~/" + rel);
+  }
+  // Runs `git ARGS` in `dir` as the mode's user, outside any sandbox.
+  RunResult GitOutside(const std::string& dir, std::vector<std::string> args) {
+    Command c;
+    if (as_user()) c.argv = {RunAsPath(), std::to_string(uid()), std::to_string(gid())};
+    c.argv.insert(c.argv.end(), {"/usr/bin/git", "-C", dir});
+    c.argv.insert(c.argv.end(), args.begin(), args.end());
+    c.env = {"HOME=" + home_,        "PATH=/usr/bin:/bin",
+             "GIT_AUTHOR_NAME=u",    "GIT_AUTHOR_EMAIL=u@example.invalid",
+             "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@example.invalid"};
+    return RunCommand(c);
+  }
+};
+
+TEST_P(ScopeTest, ReadSshKey) { ExpectSecretUnreadable(".ssh/id_x"); }
+TEST_P(ScopeTest, ReadAwsCredentials) { ExpectSecretUnreadable(".aws/credentials"); }
+TEST_P(ScopeTest, ReadNetrc) { ExpectSecretUnreadable(".netrc"); }
+TEST_P(ScopeTest, ReadGhToken) { ExpectSecretUnreadable(".config/gh/hosts.yml"); }
+
+// The store appears while the command runs (after every rule and mount was made): the command
+// signals through a FIFO in the workdir, the test creates ~/.aws/credentials, then lets it read.
+TEST_P(ScopeTest, ReadCredentialCreatedAfterStart) {
+  const std::string started = work_ + "/started", go = work_ + "/go";
+  ASSERT_EQ(mkfifo(started.c_str(), 0666), 0) << strerror(errno);
+  ASSERT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
+  ChownTree(work_, uid(), gid());
+  std::thread creator([&] {
+    Fd in(open(started.c_str(), O_RDONLY | O_CLOEXEC));
+    char c;
+    if (!in.valid() || read(in.get(), &c, 1) != 1) return;
+    PlantSecret(".aws/credentials");
+    Fd out(open(go.c_str(), O_WRONLY | O_CLOEXEC));
+    if (out.valid()) (void)!write(out.get(), "g\n", 2);
+  });
+  RunResult r = Shell("cd '" + work_ + "' && echo s > started && read x < go && exec " +
+                      ProbePath() + " read_secret '" + home_ + "/.aws/credentials' " + secret_);
+  creator.join();
+  Verdict(r, ProbeSaysEscaped(r), Control::kAlways,
+          "read a credential file created after the start");
+}
+
+TEST_P(ScopeTest, ReadEtcShadowAsRoot) {
+  RunResult r = Probe({"read_secret", "/etc/shadow", "root:"});
+  Verdict(r, ProbeSaysEscaped(r), Control::kRootOnly, "read /etc/shadow");
+}
+
+TEST_P(ScopeTest, ReadableOptsBackIn) {
+  FORKBOX_SKIP_UNSANDBOXED("--readable is a sandbox flag");
+  ASSERT_NO_FATAL_FAILURE(PlantSecret(".ssh/id_x"));
+  RunResult r =
+      Probe({"read_secret", home_ + "/.ssh/id_x", secret_}, Flags({"--readable", home_ + "/.ssh"}));
+  EXPECT_TRUE(ProbeSaysEscaped(r)) << "--readable must opt the store back in\n" << r.Describe();
+}
+
+TEST_P(ScopeTest, BroadWorkdirRefused) {
+  FORKBOX_SKIP_UNSANDBOXED("the refusal is forkbox's");
+  for (const std::string& workdir : {home_, outside_, std::string("/")}) {
+    Command c;
+    c.argv = Prefix();
+    c.argv.insert(c.argv.end(),
+                  {ForkboxPath(), "sandbox", "--workdir", workdir, "--", "/bin/true"});
+    c.env = Environment({});
+    RunResult r = RunCommand(c);
+    EXPECT_EQ(r.exit_code, 2) << workdir << "\n" << r.Describe();
+    EXPECT_TRUE(Contains(r.err, "--allow-broad-workdir")) << r.Describe();
+    if (workdir == "/") continue;  // Accepting it would scan the whole tree for repositories.
+    c.argv.insert(c.argv.end() - 2, "--allow-broad-workdir");
+    r = RunCommand(c);
+    EXPECT_EQ(r.exit_code, 0) << workdir << " with --allow-broad-workdir\n" << r.Describe();
+  }
+}
+
+// A tool plants everything git trusts (hooks, fsmonitor in config, config.worktree, a commondir
+// redirect, a nested repository's hook, a new nested repository, a `.git` file); then the user
+// runs git status, commit and checkout outside. Nothing may run.
+TEST_P(ScopeTest, GitSurfaceRunsNothingOutside) {
+  ASSERT_EQ(GitOutside(work_, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(GitOutside(work_ + "/", {"commit", "-q", "--allow-empty", "-m", "one"}).exit_code, 0);
+  ASSERT_EQ(
+      system(("mkdir -p '" + work_ + "/nested' '" + work_ + "/new' '" + work_ + "/wt'").c_str()),
+      0);
+  ChownTree(work_, uid(), gid());
+  ASSERT_EQ(GitOutside(work_ + "/nested", {"init", "-q"}).exit_code, 0);
+  ChownTree(work_, uid(), gid());
+  const std::string mark = outside_ + "/RAN-";
+  const std::string hook = "#!/bin/sh\ntouch " + mark + "$(basename $0)\n";
+  WriteFile(work_ + "/hook.sh", hook, 0755);
+  ChownTree(work_, uid(), gid());
+  const std::string plant =
+      "cd '" + work_ +
+      "'; for h in post-checkout pre-commit post-commit reference-transaction; "
+      "do cp hook.sh .git/hooks/$h; cp hook.sh nested/.git/hooks/$h; done; "
+      "git config core.fsmonitor 'touch " +
+      mark +
+      "fsmonitor; false'; "
+      "printf '[core]\\n\\thooksPath = " +
+      work_ +
+      "/evilhooks\\n' > .git/config.worktree; "
+      "mkdir -p evilhooks && cp hook.sh evilhooks/pre-commit && cp hook.sh "
+      "evilhooks/post-checkout; "
+      "mkdir -p .git/x && cp -r .git/objects .git/refs .git/HEAD .git/x/ && "
+      "printf '[core]\\n\\tfsmonitor = \"touch " +
+      mark +
+      "commondir; false\"\\n' > .git/x/config; "
+      "echo x > .git/commondir; "
+      "git -C new init -q; git -C new config core.fsmonitor 'touch " +
+      mark +
+      "new; false'; "
+      "cp hook.sh new/.git/hooks/pre-commit; "
+      "echo 'gitdir: " +
+      work_ + "/.git/x' > wt/.git; exit 0";
+  RunResult r = Shell(plant);
+  ASSERT_FALSE(r.timed_out) << r.Describe();
+  for (const std::string& dir : {work_, work_ + "/nested", work_ + "/new", work_ + "/wt"}) {
+    GitOutside(dir, {"status"});
+    GitOutside(dir, {"commit", "-q", "--allow-empty", "-m", "outside"});
+    GitOutside(dir, {"checkout", "-q", "-b", "outside-" + token_});
+  }
+  std::string ran;
+  for (const char* what : {"post-checkout", "pre-commit", "post-commit", "reference-transaction",
+                           "fsmonitor", "commondir", "new"}) {
+    if (Exists(mark + what)) ran += std::string(" ") + what;
+  }
+  if (sandboxed()) {
+    EXPECT_TRUE(ran.empty()) << "ESCAPE: git outside ran what a tool planted:" << ran << "\n"
+                             << r.Describe();
+  } else {
+    EXPECT_FALSE(ran.empty()) << "CONTROL: unsandboxed, the planted hooks must run\n"
+                              << r.Describe();
+  }
+}
+
+// A stand-in for /run/docker.sock, ssh-agent and D-Bus: bound before the start, outside the
+// writable trees, reachable by the mode's user. --allow-net must not open it.
+TEST_P(ScopeTest, DaemonSocketUnreachableWithAllowNet) {
+  for (const std::string& path : {sock_dir_ + "/docker.sock", "/run/fbx-" + token_ + ".sock"}) {
+    Listener listener = Listener::Unix(path);
+    chmod(path.c_str(), 0777);
+    RunResult r = Probe({"unix_connect", path}, Flags({"--allow-net"}));
+    bool contacted = listener.Contacted();
+    unlink(path.c_str());
+    Verdict(r, contacted, Control::kAlways, "connect to " + path + " with --allow-net");
+  }
+}
+
+class ScopeWorks : public EscapeTest {};
+
+TEST_P(ScopeWorks, GitOperations) {
+  RunResult r = Shell(
+      "set -e; cd '" + work_ +
+      "'; export GIT_AUTHOR_NAME=a GIT_AUTHOR_EMAIL=a@x GIT_COMMITTER_NAME=a "
+      "GIT_COMMITTER_EMAIL=a@x; git init -q -b main; echo a > f; git add f; git commit -qm one; "
+      "git checkout -qb feat; echo b >> f; git commit -qam two; git checkout -q main; "
+      "echo c > g; git add g; git commit -qm three; echo d >> f; git stash -q; git stash pop -q; "
+      "git checkout -q -- f; git checkout -q feat; git rebase -q main; git worktree list; "
+      "echo commits $(git rev-list --count HEAD)");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "commits 3")) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "[feat]")) << r.Describe();
+  EXPECT_FALSE(Contains(r.err, "git trust surface")) << "git init's files must be kept\n"
+                                                     << r.Describe();
+  EXPECT_TRUE(Exists(work_ + "/.git/config"));
+}
+
+TEST_P(ScopeWorks, MultiprocessingStartMethods) {
+  WriteFile(
+      work_ + "/mp.py",
+      "import multiprocessing as mp, sys\n"
+      "from concurrent.futures import ProcessPoolExecutor\n"
+      "from multiprocessing import shared_memory\n"
+      "def sq(x): return x * x\n"
+      "if __name__ == '__main__':\n"
+      "    for m in sys.argv[1:]:\n"
+      "        ctx = mp.get_context(m)\n"
+      "        with ctx.Pool(2) as p: a = sum(p.map(sq, range(4)))\n"
+      "        with ProcessPoolExecutor(2, mp_context=ctx) as ex: b = sum(ex.map(sq, range(4)))\n"
+      "        l = ctx.Lock(); l.acquire(); l.release()\n"
+      "        print(m, 'ok', a, b)\n"
+      "    s = shared_memory.SharedMemory(create=True, size=64); s.buf[0] = 7\n"
+      "    print('shm ok', s.buf[0]); s.close(); s.unlink()\n");
+  ChownTree(work_, uid(), gid());
+  // Layer 1 refuses AF_UNIX (nothing there keeps connect() from a daemon), so no forkserver.
+  const bool forkserver = Layer() == 2;
+  // The forkserver's socket path must fit in 108 bytes: the task's TMPDIR below this deep build
+  // tree does not, the private /tmp of layer 2 does.
+  RunResult r = Shell("cd '" + work_ + "' && " + (forkserver ? "TMPDIR=/tmp " : "") +
+                      "/usr/bin/python3 mp.py fork spawn" + (forkserver ? " forkserver" : ""));
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "fork ok 14 14")) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "spawn ok 14 14")) << r.Describe();
+  if (forkserver) EXPECT_TRUE(Contains(r.out, "forkserver ok 14 14")) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "shm ok 7")) << r.Describe();
+}
+
+TEST_P(ScopeWorks, CheckStatesTheReadScope) {
+  const RunResult& check = CheckOutput(GetParam());
+  EXPECT_TRUE(Contains(check.out, "read scope")) << check.Describe();
+  EXPECT_TRUE(Contains(check.out, "local daemons")) << check.Describe();
+  EXPECT_TRUE(Contains(check.out, "credential stores unreadable")) << check.Describe();
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, ScopeTest, ::testing::ValuesIn(AllModes()), ModeName);
+INSTANTIATE_TEST_SUITE_P(Modes, ScopeWorks,
+                         ::testing::Values(Mode::kRoot, Mode::kUser, Mode::kRootNoUserns,
+                                           Mode::kUserNoUserns),
+                         ModeName);
+
+}  // namespace
+}  // namespace forkbox::escape

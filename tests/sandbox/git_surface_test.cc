@@ -1,0 +1,108 @@
+// GitSurfaceGuard: what a tool leaves in git's trust surface is undone (the escape suite checks the
+// same from outside with real git); a repository a tool creates keeps what git init makes.
+#include "sandbox/git_surface.h"
+
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "tests/sandbox/probe_util.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+using testing::FileExists;
+using testing::MakeTempDir;
+using testing::ReadFile;
+
+void Write(const std::string& path, const std::string& text, mode_t mode = 0644) {
+  std::filesystem::create_directories(std::filesystem::path(path).parent_path());
+  std::ofstream(path) << text;
+  chmod(path.c_str(), mode);
+}
+
+bool HasLine(const std::vector<std::string>& lines, const std::string& part) {
+  for (const std::string& line : lines) {
+    if (line.find(part) != std::string::npos) return true;
+  }
+  return false;
+}
+
+TEST(GitSurfaceGuard, ConfigIsSafeAcceptsWhatGitInitWrites) {
+  EXPECT_TRUE(GitSurfaceGuard::ConfigIsSafe(
+      "[core]\n\trepositoryformatversion = 0\n\tfilemode = true\n\tbare = false\n"
+      "\tlogallrefupdates = true\n[remote \"origin\"]\n\turl = https://x/y.git\n"
+      "\tfetch = +refs/heads/*:refs/remotes/origin/*\n[branch \"main\"]\n\tremote = origin\n"
+      "\tmerge = refs/heads/main\n",
+      nullptr));
+}
+
+TEST(GitSurfaceGuard, ConfigIsSafeRefusesEveryWayToRunOrRedirect) {
+  for (const char* text :
+       {"[core]\n\tfsmonitor = touch /tmp/x\n", "[core]\n\tFsMonitor = x\n",
+        "[core] fsmonitor = x\n", "[core]\n\thooksPath = /tmp\n", "[include]\n\tpath = /tmp/c\n",
+        "[includeIf \"gitdir:/\"]\n\tpath = /tmp/c\n", "[core \"x\"]\n\tbare = false\n",
+        "[core]\n\tbare = false \\\n", "[remote \"o\"]\n\turl = ext::sh -c x\n",
+        "[remote \"o\"]\n\tuploadpack = x\n", "[alias]\n\tst = !x\n", "bare = false\n",
+        "[core.x]\n\tbare = true\n"}) {
+    std::string why;
+    EXPECT_FALSE(GitSurfaceGuard::ConfigIsSafe(text, &why)) << text;
+    EXPECT_FALSE(why.empty()) << text;
+  }
+}
+
+TEST(GitSurfaceGuard, UndoesPlantedHooksConfigAndRedirects) {
+  const std::string work = std::filesystem::canonical(MakeTempDir("git-guard")).string();
+  ASSERT_EQ(system(("git init -q '" + work + "' && mkdir '" + work + "/nested' && git init -q '" +
+                    work + "/nested'")
+                       .c_str()),
+            0);
+  const std::string config = ReadFile(work + "/.git/config");
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+  Write(work + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/x\n", 0755);
+  Write(work + "/.git/config", config + "[core]\n\tfsmonitor = x\n");
+  Write(work + "/.git/commondir", "x\n");
+  Write(work + "/nested/.git/hooks/post-checkout", "#!/bin/sh\n", 0755);
+  std::filesystem::remove_all(work + "/.git/info");
+  ASSERT_EQ(symlink("/etc", (work + "/.git/info").c_str()), 0);
+  std::vector<std::string> undone = guard->Restore();
+  EXPECT_FALSE(FileExists(work + "/.git/hooks/pre-commit"));
+  EXPECT_FALSE(FileExists(work + "/.git/commondir"));
+  EXPECT_FALSE(FileExists(work + "/nested/.git/hooks/post-checkout"));
+  EXPECT_EQ(ReadFile(work + "/.git/config"), config);
+  struct stat st;
+  ASSERT_EQ(lstat((work + "/.git/info").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISDIR(st.st_mode)) << "the symlink is replaced by the recorded directory";
+  EXPECT_TRUE(FileExists(work + "/.git/info/exclude"));
+  EXPECT_TRUE(HasLine(undone, ".git/hooks/pre-commit"));
+  EXPECT_TRUE(HasLine(undone, "restore .git/config"));
+  EXPECT_TRUE(guard->Restore().empty()) << "the restored state is the record";
+}
+
+TEST(GitSurfaceGuard, NewRepositoryKeepsOnlyWhatGitInitMakes) {
+  const std::string work = std::filesystem::canonical(MakeTempDir("git-guard-new")).string();
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+  ASSERT_EQ(system(("git init -q '" + work + "' && git init -q '" + work + "/evil'").c_str()), 0);
+  const std::string config = ReadFile(work + "/.git/config");
+  Write(work + "/evil/.git/config", "[core]\n\tfsmonitor = x\n");
+  Write(work + "/evil/.git/hooks/pre-commit", "#!/bin/sh\n", 0755);
+  std::vector<std::string> undone = guard->Restore();
+  EXPECT_EQ(ReadFile(work + "/.git/config"), config) << "git init's own config is kept";
+  EXPECT_TRUE(FileExists(work + "/.git/hooks/pre-commit.sample"));
+  EXPECT_FALSE(FileExists(work + "/evil/.git/config"));
+  EXPECT_FALSE(FileExists(work + "/evil/.git/hooks/pre-commit"));
+  EXPECT_TRUE(HasLine(undone, "fsmonitor")) << "the reason names the line";
+  // Now recorded: a later change to it is undone like any other.
+  Write(work + "/.git/hooks/post-commit", "#!/bin/sh\n", 0755);
+  EXPECT_TRUE(HasLine(guard->Restore(), ".git/hooks/post-commit"));
+  EXPECT_FALSE(FileExists(work + "/.git/hooks/post-commit"));
+}
+
+}  // namespace
+}  // namespace forkbox::sandbox
