@@ -122,12 +122,17 @@ Status ReadOne(const std::string& path, bool project,
   for (const auto& [k, node] : table) {
     const std::string key(k.str());
     const std::string where = Where(project, path, node);
-    if (key.find("key") != std::string::npos || key.find("token") != std::string::npos) {
+    auto option = options.find(key);
+    // No flag carries a secret, so only an unknown key can be an attempt at one
+    // (task-max-tokens is an option, api-key or token is not).
+    const bool secret_like = key.find("key") != std::string::npos ||
+                             key.find("token") != std::string::npos ||
+                             key.find("secret") != std::string::npos;
+    if (option == options.end() && secret_like) {
       return Status::InvalidArgument(where + ": key \"" + key +
                                      "\": API keys are never read from config files; set "
                                      "ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment");
     }
-    auto option = options.find(key);
     if (option == options.end()) {
       return Status::InvalidArgument(where + ": unknown key \"" + key +
                                      "\" (keys are the long flag names without the dashes)");

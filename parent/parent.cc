@@ -379,6 +379,9 @@ int Run(const Options& o) {
   if (!workdir_fd.ok()) return Fail(o.output_format, kExitUsage, workdir_fd.status().message());
   Result<std::optional<Spawner>> spawner = StartSpawner(o, s, box.policy, **workdir_fd);
   if (!spawner.ok()) return Fail(o.output_format, kExitSandbox, spawner.status().ToString());
+  const bool interactive = !prompt->has_value();
+  std::unique_ptr<LineEditor> editor;
+  if (interactive) editor = MakeSessionEditor(o.persist_session);
   // Mapped before confinement, which might refuse the load (agent/http_client.h).
   if (Status st = agent::LoadHttp(); !st.ok()) {
     return Fail(o.output_format, kExitFailure, st.ToString());
@@ -396,7 +399,6 @@ int Run(const Options& o) {
   agent::ToolContext context = ParentToolContext(
       o, s, box.policy, std::make_shared<const UniqueFd>(std::move(*inside)), std::move(*confined));
   std::optional<TaskConfig> tasks = TaskConfigOf(o, s, context, *spawner ? &**spawner : nullptr);
-  const bool interactive = !prompt->has_value();
   InterruptMode outside = interactive ? InterruptMode::kFlag : InterruptMode::kExit;
   if (Status st = InstallInterruptHandler(outside); !st.ok()) {
     return Fail(o.output_format, kExitFailure, st.ToString());
@@ -411,7 +413,7 @@ int Run(const Options& o) {
   if (state.log) session.set_log(&*state.log);
   OutputOptions out{o.output_format,  s.provider.stream, o.quiet,          &events,
                     s.provider.model, o.persist_session, &stream_restarted};
-  if (interactive) return RunInteractive(session, out, progress);
+  if (interactive) return RunInteractive(session, out, *editor, progress);
   return RunOneShot(session, **prompt, out, progress);
 }
 

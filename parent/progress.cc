@@ -140,22 +140,24 @@ void Progress::Note(const std::string& line) {
   }
 }
 
-void Progress::TaskStarted(int number, const std::string& description,
-                           const std::string& tool_use_id) {
-  live_[number] = Live{description, 0, "", "", tool_use_id, Clock::now(), 0};
+void Progress::TaskStarted(int number, const std::string& agent_type,
+                           const std::string& description, const std::string& tool_use_id) {
+  const std::string shown = agent_type + ": " + description;
+  live_[number] = Live{shown, agent_type, 0, "", "", tool_use_id, Clock::now(), 0};
   if (events_ != nullptr) {
     events_->Emit({{"type", "system"},
                    {"subtype", "task_started"},
                    {"task_id", tool_use_id},
                    {"parent_tool_use_id", tool_use_id},
                    {"task_number", number},
+                   {"subagent_type", agent_type},
                    {"description", description}});
   }
   if (!enabled_) return;
   if (tty_) {
     Redraw("");
   } else {
-    Write("[task " + std::to_string(number) + "] started: " + description + "\n");
+    Write("[task " + std::to_string(number) + "] started: " + shown + "\n");
   }
 }
 
@@ -196,6 +198,7 @@ void Progress::TaskFinished(int number, const std::string& line, const TaskRecor
                    {"subtype", "task_notification"},
                    {"task_id", it->second.tool_use_id},
                    {"parent_tool_use_id", it->second.tool_use_id},
+                   {"subagent_type", it->second.agent_type},
                    {"status", record.ok ? "completed" : "failed"},
                    {"stop_reason", s.stop_reason},
                    {"summary", line},

@@ -46,7 +46,9 @@ class Progress {
   Progress(bool enabled, bool tty, int fd = 2, EventStream* events = nullptr);
   // A permanent line (printed above the live lines).
   void Note(const std::string& line);
-  void TaskStarted(int number, const std::string& description, const std::string& tool_use_id);
+  // `agent_type` is the task's subagent_type (stream-json `subagent_type`).
+  void TaskStarted(int number, const std::string& agent_type, const std::string& description,
+                   const std::string& tool_use_id);
   // A progress frame of the task's child: its turn, tool and usage so far.
   void TaskUpdate(int number, const ipc::EventMessage& event);
   // Tasks waiting for a free slot (--max-parallel).
@@ -62,7 +64,8 @@ class Progress {
 
  private:
   struct Live {
-    std::string description;
+    std::string description;  // "agent: description", as the lines show it.
+    std::string agent_type;
     int64_t turn = 0;
     std::string tool;
     std::string detail;

@@ -358,32 +358,31 @@ int AskInteractively(Session& session, const std::string& input, const OutputOpt
   return 0;
 }
 
-// The line editor's options: the prompt history next to the sessions.
-LineEditorOptions EditorOptions(const OutputOptions& out) {
+}  // namespace
+
+std::unique_ptr<LineEditor> MakeSessionEditor(bool save_history) {
   LineEditorOptions options;
   options.in_fd = STDIN_FILENO;
   options.out_fd = STDERR_FILENO;
-  options.save_history = out.save_history;
-  Result<std::string> dir = StateDir(out.save_history);
+  options.save_history = save_history;
+  Result<std::string> dir = StateDir(save_history);
   if (dir.ok()) {
     options.history_path = *dir + "/history";
   } else {
     WriteFd(STDERR_FILENO,
             "forkbox: warning: no prompt history: " + dir.status().ToString() + "\n");
   }
-  return options;
+  return MakeLineEditor(options);
 }
 
-}  // namespace
-
-int RunInteractive(Session& session, const OutputOptions& out, Progress& progress) {
+int RunInteractive(Session& session, const OutputOptions& out, LineEditor& editor,
+                   Progress& progress) {
   (void)progress;
   WriteFd(STDERR_FILENO,
           "forkbox: interactive session. /help lists the commands, /quit or Ctrl-D leaves. "
           "Ctrl-C cancels running work.\n");
-  std::unique_ptr<LineEditor> editor = MakeLineEditor(EditorOptions(out));
   while (true) {
-    PromptInput in = editor->Read();
+    PromptInput in = editor.Read();
     if (in.kind == PromptInput::Kind::kEof) return kExitOk;
     if (in.kind == PromptInput::Kind::kInterrupted) return 128 + in.signal;
     std::string input = Trim(in.text);

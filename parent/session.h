@@ -3,12 +3,14 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "agent/loop.h"
 #include "agent/provider.h"
 #include "parent/events.h"
+#include "parent/line_editor.h"
 #include "parent/progress.h"
 #include "parent/session_store.h"
 #include "parent/stats.h"
@@ -83,6 +85,12 @@ class TimedProvider : public agent::Provider {
 // as progress.
 int RunOneShot(Session& session, const std::string& prompt, const OutputOptions& out,
                Progress& progress);
-int RunInteractive(Session& session, const OutputOptions& out, Progress& progress);
+// The interactive editor with the prompt history next to the sessions (a warning on stderr when
+// the history cannot be used). Made before the parent confines itself: the history file lies
+// outside the directories the confined parent may write.
+std::unique_ptr<LineEditor> MakeSessionEditor(bool save_history);
+
+int RunInteractive(Session& session, const OutputOptions& out, LineEditor& editor,
+                   Progress& progress);
 
 }  // namespace forkbox::parent

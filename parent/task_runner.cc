@@ -183,8 +183,7 @@ class Batch {
 
   void StartTask(size_t i) {
     const TaskSpec& spec = specs_[i];
-    progress_.TaskStarted(spec.number, AgentTypeOf(spec) + ": " + spec.description,
-                          spec.tool_use_id);
+    progress_.TaskStarted(spec.number, AgentTypeOf(spec), spec.description, spec.tool_use_id);
     ipc::StartMessage start;
     start.prompt = spec.prompt;
     start.provider = config_.provider;

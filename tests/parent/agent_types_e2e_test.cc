@@ -240,6 +240,37 @@ TEST_P(AgentTypesE2eTest, ParentOffersTheEnumAndEachChildGetsItsAgent) {
   EXPECT_THAT(r.err, HasSubstr("lockdown: LOCKDOWN look"));
 }
 
+TEST_P(AgentTypesE2eTest, StreamJsonNamesEachTasksAgentType) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.HasTool("task")) {
+      if (r.view.assistant_turns == 0) {
+        return Calls({Task("explore", "EXPLORE look"), Task("general", "GENERAL do")});
+      }
+      return Text("both done");
+    }
+    return Text("SUMMARY");
+  });
+  RunResult r = Run({"--output-format", "stream-json", "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  std::map<std::string, std::string> started, finished;  // tool_use id -> subagent_type
+  std::map<std::string, std::string> asked;              // tool_use id -> the prompt's marker
+  std::istringstream lines(r.out);
+  for (std::string line; std::getline(lines, line);) {
+    nlohmann::json e = nlohmann::json::parse(line);
+    if (e["type"] == "assistant") {
+      for (const auto& block : e["message"]["content"]) {
+        if (block["type"] == "tool_use") asked[block["id"]] = block["input"]["subagent_type"];
+      }
+    }
+    if (e["type"] != "system") continue;
+    if (e["subtype"] == "task_started") started[e["task_id"]] = e["subagent_type"];
+    if (e["subtype"] == "task_notification") finished[e["task_id"]] = e["subagent_type"];
+  }
+  ASSERT_EQ(asked.size(), 2u) << r.out;
+  EXPECT_EQ(started, asked);  // Each task's events carry the type its tool call asked for.
+  EXPECT_EQ(finished, asked);
+}
+
 TEST_P(AgentTypesE2eTest, UnknownSubagentTypeIsAnErrorResultNamingTheAgents) {
   server_.SetHandler([](const RecordedRequest& r) {
     if (r.view.assistant_turns == 0) return Calls({Task("nosuch", "NOSUCH job")});

@@ -1294,6 +1294,19 @@ TEST_F(ConfigTest, BadFilesAreErrorsNamingFileLineAndKey) {
   EXPECT_NE(r.err.find(User().string() + ":"), std::string::npos) << r.err;
 }
 
+TEST_F(ConfigTest, TokenOptionsAreSettingsNotSecrets) {
+  // Options whose names hold "token" are ordinary keys; only unknown secret-like keys are refused.
+  Write(User(), "task-max-tokens = 5000\nmax-tokens-total = 90000\nthinking = 2048\n");
+  RunResult r = RunWith({"config"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("task-max-tokens = 5000  (user config"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("max-tokens-total = 90000  (user config"), std::string::npos) << r.out;
+  Write(User(), "auth-token = \"t\"\n");
+  r = RunWith({"config"});
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find("API keys are never read from config files"), std::string::npos) << r.err;
+}
+
 TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
   for (const char* line :
        {"allow-net = true", "writable = [\"/\"]", "sandbox = \"off\"", "env = [\"HOME\"]",
