@@ -21,32 +21,6 @@
 namespace forkbox::parent {
 namespace {
 
-constexpr size_t kMaxFds = 3;
-
-// Sends one datagram with `fds` (may be empty) as SCM_RIGHTS.
-Status SendWithFds(int sock, const void* data, size_t size, const std::vector<int>& fds) {
-  iovec iov{const_cast<void*>(data), size};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)] = {};
-  if (!fds.empty()) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
-  ssize_t n;
-  do {
-    n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return Status::FromErrno(errno, "sendmsg(spawner)");
-  return Status::Ok();
-}
-
 // One datagram and the descriptors it carried (owned, close-on-exec). `*size` is the byte count;
 // 0 means EOF. A truncated datagram or control block is an error (its fds are closed).
 Status RecvWithFds(int sock, void* data, size_t cap, size_t* size, std::vector<UniqueFd>* fds) {
@@ -54,7 +28,7 @@ Status RecvWithFds(int sock, void* data, size_t cap, size_t* size, std::vector<U
   msghdr msg{};
   msg.msg_iov = &iov;
   msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kSpawnerMaxFds)];
   msg.msg_control = control;
   msg.msg_controllen = sizeof(control);
   ssize_t n;
@@ -192,6 +166,30 @@ void Reply(int sock, const Status& st, pid_t pid, UniqueFd pidfd) {
 }
 
 }  // namespace
+
+Status SendWithFds(int sock, const void* data, size_t size, const std::vector<int>& fds) {
+  if (fds.size() > kSpawnerMaxFds) return Status::InvalidArgument("too many descriptors");
+  iovec iov{const_cast<void*>(data), size};
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kSpawnerMaxFds)] = {};
+  if (!fds.empty()) {
+    msg.msg_control = control;
+    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* c = CMSG_FIRSTHDR(&msg);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
+  }
+  ssize_t n;
+  do {
+    n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return Status::FromErrno(errno, "sendmsg(spawner)");
+  return Status::Ok();
+}
 
 Result<Spawner> Spawner::Start(SpawnerConfig config) {
   if (config.child_path.empty() || config.child_path[0] != '/') {

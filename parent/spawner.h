@@ -53,6 +53,13 @@ struct SpawnReply {
   char message[500] = {};
 };
 
+// The most descriptors one spawner datagram carries.
+inline constexpr size_t kSpawnerMaxFds = 3;
+
+// Sends one datagram with `fds` (at most kSpawnerMaxFds, may be empty) as SCM_RIGHTS: the one
+// way both ends of the spawner socket (and the tests' hostile requests) talk.
+Status SendWithFds(int sock, const void* data, size_t size, const std::vector<int>& fds);
+
 class Spawner {
  public:
   // Forks the spawner. Call it single-threaded, before the parent confines itself.

@@ -383,21 +383,8 @@ class SpawnerTest : public ::testing::Test {
 // A raw request and the spawner's reply.
 parent::SpawnReply Ask(const parent::Spawner& s, const void* data, size_t size,
                        std::vector<int> fds) {
-  iovec iov{const_cast<void*>(data), size};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 4)] = {};
-  if (!fds.empty()) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
-  EXPECT_EQ(::sendmsg(s.socket_fd(), &msg, 0), static_cast<ssize_t>(size));
+  Status sent = parent::SendWithFds(s.socket_fd(), data, size, fds);
+  EXPECT_TRUE(sent.ok()) << sent.ToString();
   parent::SpawnReply reply;
   EXPECT_EQ(::recv(s.socket_fd(), &reply, sizeof(reply), 0), static_cast<ssize_t>(sizeof(reply)));
   return reply;
