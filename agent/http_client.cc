@@ -59,13 +59,12 @@ const Result<const http_module::Api*>& Module() {
 
 Status LoadHttp() { return Module().status(); }
 
-bool WarmUpHttp(std::string* error) {
+Status WarmUpHttp() {
   const Result<const http_module::Api*>& api = Module();
-  if (!api.ok()) {
-    *error = api.status().message();
-    return false;
-  }
-  return (*api)->global_init(error);
+  if (!api.ok()) return api.status();
+  std::string error;
+  if (!(*api)->global_init(&error)) return Status::Internal(error);
+  return Status::Ok();
 }
 
 HttpClient::HttpClient(const http_module::Api* api, void* curl, const HttpTimeouts& timeouts)
@@ -73,14 +72,12 @@ HttpClient::HttpClient(const http_module::Api* api, void* curl, const HttpTimeou
 
 HttpClient::~HttpClient() { api_->destroy(curl_); }
 
-std::unique_ptr<HttpClient> HttpClient::Create(const HttpTimeouts& timeouts, std::string* error) {
+Result<std::unique_ptr<HttpClient>> HttpClient::Create(const HttpTimeouts& timeouts) {
   const Result<const http_module::Api*>& api = Module();
-  if (!api.ok()) {
-    *error = api.status().message();
-    return nullptr;
-  }
-  void* curl = (*api)->create(error);
-  if (curl == nullptr) return nullptr;
+  if (!api.ok()) return api.status();
+  std::string error;
+  void* curl = (*api)->create(&error);
+  if (curl == nullptr) return Status::Internal(error);
   return std::unique_ptr<HttpClient>(new HttpClient(*api, curl, timeouts));
 }
 

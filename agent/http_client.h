@@ -56,7 +56,7 @@ Status LoadHttp();
 // Loads the module and runs curl_global_init (TLS library set-up, several milliseconds) once per
 // process. A standby child calls it while it waits for a task; HttpClient::Create calls it too.
 // False sets *error.
-bool WarmUpHttp(std::string* error);
+Status WarmUpHttp();
 
 class HttpClient {
  public:
@@ -68,7 +68,7 @@ class HttpClient {
   ~HttpClient();
 
   // Returns nullptr and sets *error if the module cannot be loaded or curl initialised.
-  static std::unique_ptr<HttpClient> Create(const HttpTimeouts& timeouts, std::string* error);
+  static Result<std::unique_ptr<HttpClient>> Create(const HttpTimeouts& timeouts);
 
   // POSTs `body` to `url` with `headers` ("Name: value"). With a `sink`, a 2xx body streams into
   // it; error bodies (non-2xx) are always collected into HttpResult::body. The copies of `headers`

@@ -303,28 +303,21 @@ std::string ModelError::ToString() const {
   return out;
 }
 
-std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error) {
-  return MakeProvider(config, error, ProviderHooks{});
-}
-
-std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config_in, ModelError* error,
-                                       const ProviderHooks& hooks_in) {
+Result<std::unique_ptr<Provider>> MakeProvider(const ProviderConfig& config_in,
+                                               const ProviderHooks& hooks_in) {
   ProviderConfig config = config_in;
-  auto fail = [&](std::string message) -> std::unique_ptr<Provider> {
+  auto fail = [&](const std::string& message) {
     ModelError e;
     e.kind = ModelError::Kind::kConfig;
     e.provider = config.name;
-    e.message = std::move(message);
-    if (error != nullptr) *error = std::move(e);
-    return nullptr;
+    e.message = message;
+    return Status::InvalidArgument(e.ToString());
   };
   if (Status valid = ValidateProviderSettings(config); !valid.ok()) return fail(valid.message());
   const bool anthropic = config.name == "anthropic";
-  std::string curl_error;
-  auto http = HttpClient::Create(
-      HttpTimeouts{config.connect_timeout_ms, config.idle_timeout_ms, config.total_timeout_ms},
-      &curl_error);
-  if (http == nullptr) return fail(curl_error);
+  Result<std::unique_ptr<HttpClient>> http = HttpClient::Create(
+      HttpTimeouts{config.connect_timeout_ms, config.idle_timeout_ms, config.total_timeout_ms});
+  if (!http.ok()) return fail(http.status().message());
   ProviderHooks hooks = hooks_in;
   const RetryClock real = RetryClock::Real();
   if (!hooks.sleep && hooks.cancelled) {
@@ -333,11 +326,11 @@ std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config_in, ModelErr
     };
   }
   if (!hooks.sleep) hooks.sleep = real.sleep;
-  http->SetCancelCheck(hooks.cancelled);
+  (*http)->SetCancelCheck(hooks.cancelled);
   if (!hooks.jitter) hooks.jitter = real.jitter;
   auto wire = anthropic ? MakeAnthropicWire() : MakeOpenAiWire();
-  return std::make_unique<ProviderImpl>(std::move(config), std::move(wire), std::move(http),
-                                        std::move(hooks));
+  return std::unique_ptr<Provider>(std::make_unique<ProviderImpl>(
+      std::move(config), std::move(wire), std::move(*http), std::move(hooks)));
 }
 
 }  // namespace forkbox::agent

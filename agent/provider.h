@@ -60,11 +60,6 @@ class Provider {
   virtual const ProviderConfig& config() const = 0;
 };
 
-// Creates the provider (one keep-alive connection per Provider object) for settings taken as they
-// are (resolve them first: agent/provider_settings.h). Settings that ValidateProviderSettings
-// refuses return nullptr and set *error (kind kConfig). Not thread-safe: one Provider per thread.
-std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error);
-
 // A failed attempt about to be retried (for the user: retries must never be silent waits).
 struct RetryNotice {
   int http_status = 0;        // 0: a transport failure or a broken reply.
@@ -88,7 +83,12 @@ struct ProviderHooks {
   // Told before each retry wait; may be empty.
   std::function<void(const RetryNotice&)> on_retry;
 };
-std::unique_ptr<Provider> MakeProvider(const ProviderConfig& config, ModelError* error,
-                                       const ProviderHooks& hooks);
+// Creates the provider (one keep-alive connection per Provider object) for settings taken as they
+// are (resolve them first: agent/provider_settings.h). Settings that ValidateProviderSettings
+// refuses, or an HTTP stack that cannot load, are an InvalidArgument whose message reads like
+// the configuration ModelError ("<provider> configuration error: ..."). Not thread-safe: one
+// Provider per thread.
+Result<std::unique_ptr<Provider>> MakeProvider(const ProviderConfig& config,
+                                               const ProviderHooks& hooks = {});
 
 }  // namespace forkbox::agent

@@ -159,16 +159,14 @@ agent::LoopOptions LoopOptionsFor(const ipc::StartMessage& start, const std::str
 // The provider for the task. The key's copies in the start message and in the config are zeroed
 // here; the provider keeps the one it needs.
 Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& start) {
-  agent::ModelError error;
   agent::ProviderHooks hooks;
   // Polled by curl during every model call: no tool runs then, so orphans are reaped.
   hooks.cancelled = [] {
     ReapOrphans();
     return false;
   };
-  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(start.provider, &error, hooks);
+  Result<std::unique_ptr<agent::Provider>> provider = agent::MakeProvider(start.provider, hooks);
   Wipe(start.provider.api_key);
-  if (!provider) return Status::InvalidArgument(error.ToString());
   return provider;
 }
 
@@ -265,7 +263,7 @@ Status Task::EnterSandbox() {
 
 Status Task::AwaitStart(ControlReader& control) {
   // Warm the TLS stack now, off the task's clock; then wait for the task.
-  if (std::string error; !agent::WarmUpHttp(&error)) return Status::Internal(error);
+  FORKBOX_RETURN_IF_ERROR(agent::WarmUpHttp());
   Result<ipc::StartMessage> task = control.ReadStartAfter(plan_);
   if (!task.ok() && task.status().code() == Status::Code::kEndOfFile) return task.status();
   ::close(ipc::kChildControlReadFd);

@@ -11,7 +11,6 @@
 #include <iterator>
 #include <optional>
 
-#include "agent/http_client.h"
 #include "agent/provider_settings.h"
 #include "agent/tools.h"
 #include "parent/agents_command.h"
@@ -363,7 +362,6 @@ int Run(const Options& o) {
   const bool streaming = o.output_format == OutputFormat::kStreamJson;
   Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0, STDERR_FILENO,
                     streaming ? &events : nullptr);
-  agent::ModelError model_error;
   agent::ProviderHooks hooks;
   hooks.cancelled = InterruptPending;      // Ctrl-C in interactive mode stops the call in flight.
   std::function<void()> stream_restarted;  // The session's live stdout stream, if any.
@@ -371,8 +369,9 @@ int Run(const Options& o) {
     if (stream_restarted) stream_restarted();
     ReportRetry(n, streaming ? &events : nullptr);
   };
-  std::unique_ptr<agent::Provider> provider = agent::MakeProvider(s.provider, &model_error, hooks);
-  if (!provider) return Fail(o.output_format, kExitUsage, model_error.ToString());
+  // Made before confinement: it maps the HTTP module, which the confined parent might not.
+  Result<std::unique_ptr<agent::Provider>> provider = agent::MakeProvider(s.provider, hooks);
+  if (!provider.ok()) return Fail(o.output_format, kExitUsage, provider.status().message());
   // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor
   // and every child gets it (ipc::kChildWorkdirFd).
   Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(s.workdir);
@@ -382,10 +381,6 @@ int Run(const Options& o) {
   const bool interactive = !prompt->has_value();
   std::unique_ptr<LineEditor> editor;
   if (interactive) editor = MakeSessionEditor(o.persist_session);
-  // Mapped before confinement, which might refuse the load (agent/http_client.h).
-  if (Status st = agent::LoadHttp(); !st.ok()) {
-    return Fail(o.output_format, kExitFailure, st.ToString());
-  }
   // From here on the parent runs confined, like a task child (docs/architecture.md).
   Result<sandbox::Sandbox> confined = sandbox::EnterLauncherSandbox(box.policy, OwnWritable(s));
   if (!confined.ok()) {
@@ -406,7 +401,7 @@ int Run(const Options& o) {
   SessionStats stats;
   agent::LoopOptions loop = ParentLoopOptions(o, s, tasks);
   ParentToolRunner runner(context, std::move(tasks), progress, stats, outside);
-  TimedProvider timed(*provider, &stats.api_ms);
+  TimedProvider timed(**provider, &stats.api_ms);
   if (streaming) events.Emit(InitEvent(o, s, context.sandbox->report(), loop));
   Session session(timed, std::move(loop), runner, stats);
   session.Restore(std::move(state.restored));

@@ -57,10 +57,9 @@ class LlmMockTest : public testing::TestWithParam<Param> {
     hooks.jitter = [] { return 1.0; };
     hooks.log = [this](std::string_view line) { log_ += std::string(line) + "\n"; };
     hooks.cancelled = cancelled_;
-    ModelError error;
-    auto provider = MakeProvider(config, &error, hooks);
-    EXPECT_NE(provider, nullptr) << error.ToString();
-    return provider;
+    Result<std::unique_ptr<Provider>> provider = MakeProvider(config, hooks);
+    EXPECT_TRUE(provider.ok()) << provider.status().ToString();
+    return provider.ok() ? std::move(*provider) : nullptr;
   }
 
   static json Reply(json reply) { return json{{"rules", json::array({{{"reply", reply}}})}}; }
@@ -459,9 +458,9 @@ TEST(LlmTransport, ConnectionRefusedIsRetriedThenReported) {
   ProviderHooks hooks;
   hooks.sleep = [&](milliseconds d) { sleeps.push_back(d); };
   hooks.jitter = [] { return 0.8; };
-  ModelError error;
-  auto p = MakeProvider(config, &error, hooks);
-  ASSERT_NE(p, nullptr) << error.ToString();
+  Result<std::unique_ptr<Provider>> made = MakeProvider(config, hooks);
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  std::unique_ptr<Provider> p = std::move(*made);
   Request req;
   req.messages.push_back(Message{Role::kUser, {TextBlock{"hi"}}});
   const CallResult r = p->Complete(req, nullptr);

@@ -73,42 +73,44 @@ TEST(ProviderConfig, DefaultsWithoutEnvironment) {
   EXPECT_EQ(c.max_retries, 2);
 }
 
-ModelError MakeError(ProviderConfig c) {
-  ModelError error;
-  EXPECT_EQ(MakeProvider(c, &error), nullptr);
-  EXPECT_EQ(error.kind, ModelError::Kind::kConfig);
-  return error;
+// The configuration error MakeProvider refuses `c` with.
+std::string MakeError(ProviderConfig c) {
+  Result<std::unique_ptr<Provider>> made = MakeProvider(c);
+  EXPECT_FALSE(made.ok());
+  if (made.ok()) return "";
+  EXPECT_THAT(made.status().message(), HasSubstr("configuration error"));
+  return made.status().message();
 }
 
 TEST(ProviderConfig, BadConfigurationIsAClearError) {
   ProviderConfig c;
   c.name = "gemini";
   c.api_key = "k";
-  EXPECT_THAT(MakeError(c).ToString(), HasSubstr("unknown provider \"gemini\""));
+  EXPECT_THAT(MakeError(c), HasSubstr("unknown provider \"gemini\""));
 
   c = ProviderConfig{};
   c.name = "anthropic";
-  EXPECT_THAT(MakeError(c).message, HasSubstr("ANTHROPIC_API_KEY"));
+  EXPECT_THAT(MakeError(c), HasSubstr("ANTHROPIC_API_KEY"));
 
   c.api_key = "sk-ant-secret-value";
   c.base_url = "ftp://example.com";
-  EXPECT_THAT(MakeError(c).message, HasSubstr("http://"));
+  EXPECT_THAT(MakeError(c), HasSubstr("http://"));
   c.base_url = "http://127.0.0.1:1/v1";
-  EXPECT_THAT(MakeError(c).message, HasSubstr("must not end in /v1"));
+  EXPECT_THAT(MakeError(c), HasSubstr("must not end in /v1"));
   c.base_url = "https://api.anthropic.com";
   c.max_tokens = 0;
-  EXPECT_THAT(MakeError(c).message, HasSubstr("max_tokens"));
+  EXPECT_THAT(MakeError(c), HasSubstr("max_tokens"));
   c.max_tokens = 10;
   c.idle_timeout_ms = 0;
-  EXPECT_THAT(MakeError(c).message, HasSubstr("timeouts"));
+  EXPECT_THAT(MakeError(c), HasSubstr("timeouts"));
   c.idle_timeout_ms = 10;
   c.max_retries = -1;
-  EXPECT_THAT(MakeError(c).message, HasSubstr("max_retries"));
+  EXPECT_THAT(MakeError(c), HasSubstr("max_retries"));
   c.max_retries = 2;
   c.api_key = "sk-ant\r\nX-Evil: 1";
-  const ModelError e = MakeError(c);
-  EXPECT_THAT(e.message, HasSubstr("line break"));
-  EXPECT_THAT(e.ToString(), Not(HasSubstr("X-Evil")));
+  const std::string e = MakeError(c);
+  EXPECT_THAT(e, HasSubstr("line break"));
+  EXPECT_THAT(e, Not(HasSubstr("X-Evil")));
 }
 
 TEST(ProviderConfig, OpenAiNeedsNoKeyAndSettingsAreTakenAsTheyAre) {
@@ -116,10 +118,9 @@ TEST(ProviderConfig, OpenAiNeedsNoKeyAndSettingsAreTakenAsTheyAre) {
   c.name = "openai";
   c.base_url = "http://127.0.0.1:8080/v1";
   c.model = "m";
-  ModelError error;
-  auto p = MakeProvider(c, &error);
-  ASSERT_NE(p, nullptr) << error.ToString();
-  EXPECT_EQ(p->config(), c);
+  Result<std::unique_ptr<Provider>> p = MakeProvider(c);
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  EXPECT_EQ((*p)->config(), c);
 }
 
 TEST(ModelError, ToStringSaysWhatHappened) {

@@ -55,9 +55,9 @@ TEST(ProviderSettings, ResolveTrimsTheUrlAndValidatesOnce) {
   Status st = ResolveProviderSettings(bad);
   EXPECT_THAT(st.message(), HasSubstr("unknown provider \"gemini\""));
   // MakeProvider refuses exactly what the resolution refuses: one validation.
-  ModelError error;
-  EXPECT_EQ(MakeProvider(bad, &error), nullptr);
-  EXPECT_EQ(error.message, ValidateProviderSettings(bad).message());
+  Result<std::unique_ptr<Provider>> made = MakeProvider(bad);
+  ASSERT_FALSE(made.ok());
+  EXPECT_THAT(made.status().message(), HasSubstr(ValidateProviderSettings(bad).message()));
 }
 
 // --thinking follows the Messages API's rules: Anthropic only, >= 1024, below max_tokens.
