@@ -12,8 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <mutex>
-#include <set>
 #include <string>
 #include <utility>
 
@@ -39,29 +37,19 @@ Status WriteString(const std::string& path, const std::string& value) {
   return Status::Ok();
 }
 
-// Cgroups of this process that a spawn is still setting up (created, not yet joined).
-std::mutex g_live_mu;
-std::set<std::string>& Live() {
-  static std::set<std::string> live;
-  return live;
-}
-
-// Removes empty task cgroups: this process's finished ones and those of dead processes. Another
-// live process's fresh (still empty) cgroup is left alone; rmdir of a busy one fails with EBUSY.
+// Removes the empty task cgroups of dead processes. A live process's cgroups (this one's
+// included: a fresh one is empty until its spawn joins it) are its own to remove, in
+// ~PidsCgroup; one still busy then is collected here once its owner is gone. rmdir of a busy
+// cgroup fails with EBUSY.
 void CollectStale(const std::string& parent) {
   DIR* dir = opendir(parent.c_str());
   if (dir == nullptr) return;
-  const pid_t self = getpid();
-  std::lock_guard<std::mutex> lock(g_live_mu);
   while (dirent* entry = readdir(dir)) {
     std::string name = entry->d_name;
     if (name.rfind("task-", 0) != 0) continue;
     pid_t owner = static_cast<pid_t>(std::strtol(name.c_str() + 5, nullptr, 10));
-    std::string path = parent + "/" + name;
-    if (owner == self ? Live().count(path) > 0 : (kill(owner, 0) == 0 || errno != ESRCH)) {
-      continue;
-    }
-    rmdir(path.c_str());
+    if (owner <= 0 || kill(owner, 0) == 0 || errno != ESRCH) continue;
+    rmdir((parent + "/" + name).c_str());
   }
   closedir(dir);
 }
@@ -93,11 +81,7 @@ Result<PidsCgroup> PidsCgroup::Create(int64_t max_pids) {
   static std::atomic<uint64_t> counter{0};
   PidsCgroup cg;
   cg.path_ = parent + "/task-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
-  {
-    std::lock_guard<std::mutex> lock(g_live_mu);
-    if (mkdir(cg.path_.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir " + cg.path_);
-    Live().insert(cg.path_);
-  }
+  if (mkdir(cg.path_.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir " + cg.path_);
   Status st = WriteString(cg.path_ + "/pids.max", std::to_string(max_pids));
   if (!st.ok()) {
     rmdir(cg.path_.c_str());
@@ -116,9 +100,7 @@ Result<PidsCgroup> PidsCgroup::Create(int64_t max_pids) {
 PidsCgroup::~PidsCgroup() {
   procs_.reset();
   if (path_.empty()) return;
-  std::lock_guard<std::mutex> lock(g_live_mu);
-  Live().erase(path_);
-  rmdir(path_.c_str());
+  rmdir(path_.c_str());  // EBUSY while something survives: CollectStale removes it later.
 }
 
 PidsCgroup::PidsCgroup(PidsCgroup&& other) noexcept
