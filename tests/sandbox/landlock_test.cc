@@ -44,10 +44,21 @@ TEST(Landlock, RightsGrowWithTheAbi) {
   EXPECT_NE(FsRightsForAbi(5) & kIoctlDev, 0u);
 }
 
+// A spec with only the fields these tests vary; the read scope stays at its default.
+RulesetSpec Spec(Mode mode, std::vector<std::string> writable, bool allow_net, uint16_t port) {
+  RulesetSpec spec;
+  spec.abi = QueryAbi();
+  spec.mode = mode;
+  spec.writable = std::move(writable);
+  spec.allow_net = allow_net;
+  spec.model_port = port;
+  return spec;
+}
+
 TEST(Landlock, WritesOnlyBeneathTheWorkdir) {
   std::string work = MakeTempDir("ll-work");
   std::string outside = MakeTempDir("ll-outside");
-  Result<UniqueFd> ruleset = BuildRuleset({QueryAbi(), Mode::kTool, {work}, false, 0});
+  Result<UniqueFd> ruleset = BuildRuleset(Spec(Mode::kTool, {work}, false, 0));
   ASSERT_TRUE(ruleset.ok()) << ruleset.status().ToString();
   ProbeResult in = RunProbe(Restrict(ruleset->get()), [&] { return WriteFile(work + "/a"); });
   ASSERT_TRUE(in.reported);
@@ -70,7 +81,7 @@ TEST(Landlock, WritesOnlyBeneathTheWorkdir) {
 
 TEST(Landlock, MissingWritablePathIsAnError) {
   Result<UniqueFd> ruleset =
-      BuildRuleset({QueryAbi(), Mode::kTool, {"/nonexistent/forkbox"}, false, 0});
+      BuildRuleset(Spec(Mode::kTool, {"/nonexistent/forkbox"}, false, 0));
   EXPECT_FALSE(ruleset.ok());
 }
 
@@ -106,12 +117,12 @@ TEST(Landlock, ToolsGetNoTcpAndTheAgentOnlyTheModelPort) {
   if (QueryAbi() < 4) GTEST_SKIP() << "Landlock TCP rules need ABI 4";
   std::string work = MakeTempDir("ll-net");
   Listener model, other;
-  Result<UniqueFd> tool = BuildRuleset({QueryAbi(), Mode::kTool, {work}, false, 0});
+  Result<UniqueFd> tool = BuildRuleset(Spec(Mode::kTool, {work}, false, 0));
   ASSERT_TRUE(tool.ok());
   ProbeResult t = RunProbe(Restrict(tool->get()), [&] { return Connect(model.port); });
   ASSERT_TRUE(t.reported);
   EXPECT_EQ(t.err, EACCES);
-  Result<UniqueFd> agent = BuildRuleset({QueryAbi(), Mode::kAgent, {work}, false, model.port});
+  Result<UniqueFd> agent = BuildRuleset(Spec(Mode::kAgent, {work}, false, model.port));
   ASSERT_TRUE(agent.ok());
   ProbeResult a = RunProbe(Restrict(agent->get()), [&] { return Connect(model.port); });
   ASSERT_TRUE(a.reported);
@@ -119,7 +130,7 @@ TEST(Landlock, ToolsGetNoTcpAndTheAgentOnlyTheModelPort) {
   ProbeResult b = RunProbe(Restrict(agent->get()), [&] { return Connect(other.port); });
   ASSERT_TRUE(b.reported);
   EXPECT_EQ(b.err, EACCES);
-  Result<UniqueFd> net = BuildRuleset({QueryAbi(), Mode::kTool, {work}, true, 0});
+  Result<UniqueFd> net = BuildRuleset(Spec(Mode::kTool, {work}, true, 0));
   ASSERT_TRUE(net.ok());
   ProbeResult n = RunProbe(Restrict(net->get()), [&] { return Connect(other.port); });
   ASSERT_TRUE(n.reported);
@@ -129,7 +140,7 @@ TEST(Landlock, ToolsGetNoTcpAndTheAgentOnlyTheModelPort) {
 TEST(Landlock, SignalsAreScopedToTheSandbox) {
   if (QueryAbi() < 6) GTEST_SKIP() << "scopes need ABI 6";
   std::string work = MakeTempDir("ll-scope");
-  Result<UniqueFd> ruleset = BuildRuleset({QueryAbi(), Mode::kTool, {work}, false, 0});
+  Result<UniqueFd> ruleset = BuildRuleset(Spec(Mode::kTool, {work}, false, 0));
   ASSERT_TRUE(ruleset.ok());
   ProbeResult r =
       RunProbe(Restrict(ruleset->get()), [] { return static_cast<long>(kill(getppid(), 0)); });
