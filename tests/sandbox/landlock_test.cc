@@ -80,8 +80,7 @@ TEST(Landlock, WritesOnlyBeneathTheWorkdir) {
 }
 
 TEST(Landlock, MissingWritablePathIsAnError) {
-  Result<UniqueFd> ruleset =
-      BuildRuleset(Spec(Mode::kTool, {"/nonexistent/forkbox"}, false, 0));
+  Result<UniqueFd> ruleset = BuildRuleset(Spec(Mode::kTool, {"/nonexistent/forkbox"}, false, 0));
   EXPECT_FALSE(ruleset.ok());
 }
 
