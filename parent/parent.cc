@@ -346,6 +346,19 @@ nlohmann::json InitEvent(const Options& o, const Settings& s, const sandbox::Rep
           {"forkbox_version", FORKBOX_VERSION_STRING}};
 }
 
+// Ctrl-C in interactive mode stops the call in flight; a retry restarts the live stdout stream
+// (if any) and is announced (on `events` too when not null).
+agent::ProviderHooks ParentProviderHooks(EventStream* events,
+                                         std::function<void()>* stream_restarted) {
+  agent::ProviderHooks hooks;
+  hooks.cancelled = InterruptPending;
+  hooks.on_retry = [events, stream_restarted](const agent::RetryNotice& n) {
+    if (*stream_restarted) (*stream_restarted)();
+    ReportRetry(n, events);
+  };
+  return hooks;
+}
+
 int Run(const Options& o) {
   auto prompt = ReadPrompt(o);
   if (!prompt.ok()) return Fail(o.output_format, kExitUsage, prompt.status().message());
@@ -362,15 +375,10 @@ int Run(const Options& o) {
   const bool streaming = o.output_format == OutputFormat::kStreamJson;
   Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0, STDERR_FILENO,
                     streaming ? &events : nullptr);
-  agent::ProviderHooks hooks;
-  hooks.cancelled = InterruptPending;      // Ctrl-C in interactive mode stops the call in flight.
   std::function<void()> stream_restarted;  // The session's live stdout stream, if any.
-  hooks.on_retry = [&events, &stream_restarted, streaming](const agent::RetryNotice& n) {
-    if (stream_restarted) stream_restarted();
-    ReportRetry(n, streaming ? &events : nullptr);
-  };
   // Made before confinement: it maps the HTTP module, which the confined parent might not.
-  Result<std::unique_ptr<agent::Provider>> provider = agent::MakeProvider(s.provider, hooks);
+  Result<std::unique_ptr<agent::Provider>> provider = agent::MakeProvider(
+      s.provider, ParentProviderHooks(streaming ? &events : nullptr, &stream_restarted));
   if (!provider.ok()) return Fail(o.output_format, kExitUsage, provider.status().message());
   // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor
   // and every child gets it (ipc::kChildWorkdirFd).
