@@ -225,7 +225,9 @@ TEST_P(ScopeWorks, MultiprocessingStartMethods) {
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_TRUE(Contains(r.out, "fork ok 14 14")) << r.Describe();
   EXPECT_TRUE(Contains(r.out, "spawn ok 14 14")) << r.Describe();
-  if (forkserver) EXPECT_TRUE(Contains(r.out, "forkserver ok 14 14")) << r.Describe();
+  if (forkserver) {
+    EXPECT_TRUE(Contains(r.out, "forkserver ok 14 14")) << r.Describe();
+  }
   EXPECT_TRUE(Contains(r.out, "shm ok 7")) << r.Describe();
 }
 
