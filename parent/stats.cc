@@ -5,34 +5,31 @@
 
 namespace forkbox::parent {
 
+namespace {
+
+// One figure summed over the session's tasks.
+int64_t SumOverTasks(const std::vector<TaskRecord>& tasks, int64_t ipc::ResultStats::*field) {
+  int64_t sum = 0;
+  for (const auto& t : tasks) sum += t.stats.*field;
+  return sum;
+}
+
+}  // namespace
+
 int64_t SessionStats::KeptOutBytes() const {
-  int64_t sum = 0;
-  for (const auto& t : tasks) sum += t.stats.tool_output_bytes;
-  return sum;
+  return SumOverTasks(tasks, &ipc::ResultStats::tool_output_bytes);
 }
-
 int64_t SessionStats::ChildInputTokens() const {
-  int64_t sum = 0;
-  for (const auto& t : tasks) sum += t.stats.input_tokens;
-  return sum;
+  return SumOverTasks(tasks, &ipc::ResultStats::input_tokens);
 }
-
 int64_t SessionStats::ChildCacheReadTokens() const {
-  int64_t sum = 0;
-  for (const auto& t : tasks) sum += t.stats.cache_read_input_tokens;
-  return sum;
+  return SumOverTasks(tasks, &ipc::ResultStats::cache_read_input_tokens);
 }
-
 int64_t SessionStats::ChildCacheCreationTokens() const {
-  int64_t sum = 0;
-  for (const auto& t : tasks) sum += t.stats.cache_creation_input_tokens;
-  return sum;
+  return SumOverTasks(tasks, &ipc::ResultStats::cache_creation_input_tokens);
 }
-
 int64_t SessionStats::ChildOutputTokens() const {
-  int64_t sum = 0;
-  for (const auto& t : tasks) sum += t.stats.output_tokens;
-  return sum;
+  return SumOverTasks(tasks, &ipc::ResultStats::output_tokens);
 }
 
 int64_t ContextBytes(const std::vector<agent::Message>& messages) {
