@@ -157,8 +157,9 @@ class CliTest : public ::testing::Test {
     }
     return env;
   }
-  std::unique_ptr<PtyForkbox> Start(std::vector<std::string> extra = {}) {
-    std::vector<std::string> args = {"--sandbox=off", "--standby=0"};
+  // Unsandboxed unless `sandboxed` (then the parent confines itself as in real use).
+  std::unique_ptr<PtyForkbox> Start(std::vector<std::string> extra = {}, bool sandboxed = false) {
+    std::vector<std::string> args = {sandboxed ? "--sandbox=on" : "--sandbox=off", "--standby=0"};
     args.insert(args.end(), extra.begin(), extra.end());
     return std::make_unique<PtyForkbox>(args, Env(), workdir_.string());
   }
@@ -212,6 +213,26 @@ TEST_F(CliTest, HistoryPersistsAcrossRunsAndTheUpArrowRecallsIt) {
   EXPECT_EQ(second->Finish(), 0) << Screen(*second);
   ASSERT_EQ(server_.request_count(), 2u);
   EXPECT_EQ(server_.request(1).view.LastUserText(), "remember-this-prompt");
+}
+
+// The history file lies outside every path the confined parent may write: it is opened before
+// the parent confines itself, so a sandboxed session keeps its history too.
+TEST_F(CliTest, AConfinedSessionStillKeepsItsHistory) {
+  AnswerWithCount();
+  auto run = Start({}, /*sandboxed=*/true);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("kept-while-confined\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  std::ifstream in(HistoryPath());
+  std::stringstream text;
+  text << in.rdbuf();
+  EXPECT_NE(text.str().find("kept-while-confined"), std::string::npos)
+      << "history: " << text.str() << "\n"
+      << Screen(*run);
+  EXPECT_EQ(run->screen().find("no prompt history"), std::string::npos) << Screen(*run);
 }
 
 TEST_F(CliTest, CtrlRSearchesTheHistoryBackwards) {
