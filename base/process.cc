@@ -151,6 +151,14 @@ struct SharedChild {
   int err_fd;
 };
 
+// AddressSanitizer cannot follow a child running on a stack of its own in the parent's memory
+// (its no-return hook unpoisons the parent's stack bounds), so sanitizer builds copy the memory.
+#if defined(FORKBOX_SANITIZE)
+constexpr bool kShareMemoryOnSpawn = false;
+#else
+constexpr bool kShareMemoryOnSpawn = true;
+#endif
+
 int RunSharedChild(void* arg) {
   const auto* c = static_cast<const SharedChild*>(arg);
   RunChild(*c->plan, c->err_fd);
@@ -406,7 +414,7 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
   // calls, so skipping the atfork handlers is fine.
   int pidfd = -1;
   long pid = -1;
-  if (options.clone_flags == 0 && !options.keeper_step) {
+  if (kShareMemoryOnSpawn && options.clone_flags == 0 && !options.keeper_step) {
     pid = CloneSharingMemory(plan, err_pipe->write.get(), &pidfd);
   } else {
     pid = ::syscall(SYS_clone, options.clone_flags | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd,
