@@ -20,8 +20,10 @@ void Check(const Decoded& d, bool anthropic) {
     return;
   }
   const forkbox::agent::Message& m = d.result.response.message;
+  // A malformed call keeps its arguments as they came (agent/message.h): the loop answers it with
+  // an is_error result, so only the id and the name must be there.
   for (const auto& use : forkbox::agent::ToolUsesOf(m)) {
-    if (!use.input.is_object() || use.id.empty() || use.name.empty()) std::abort();
+    if (use.id.empty() || use.name.empty()) std::abort();
   }
   forkbox::agent::Request request;
   request.messages.push_back(m);
@@ -29,6 +31,23 @@ void Check(const Decoded& d, bool anthropic) {
   const nlohmann::json body = anthropic ? forkbox::agent::AnthropicEncodeRequest(request, config)
                                         : forkbox::agent::OpenAiEncodeRequest(request, config);
   (void)body.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  // Whatever the model sent, what goes back is well-formed: {} in place of malformed arguments.
+  for (const auto& message : body["messages"]) {
+    if (anthropic && message["content"].is_array()) {
+      for (const auto& block : message["content"]) {
+        if (block.value("type", "") == "tool_use" && !block["input"].is_object()) std::abort();
+      }
+    }
+    if (!anthropic && message.contains("tool_calls")) {
+      for (const auto& call : message["tool_calls"]) {
+        const auto& args = call["function"]["arguments"];
+        if (!args.is_string() ||
+            !nlohmann::json::parse(args.get<std::string>(), nullptr, false).is_object()) {
+          std::abort();
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
