@@ -191,6 +191,12 @@ OneShotEnd Classify(const Session::Turn& turn) {
   if (o.stop == agent::LoopStop::kMaxTurns) {
     return {kExitOk, "stopped at the parent turn limit (--max-turns)", "error_max_turns"};
   }
+  if (o.stop == agent::LoopStop::kBudget) {
+    // The answer was written from what the session had when --max-tokens-total ran out: usable,
+    // but a script must be able to tell it from a finished one (like --max-turns).
+    return {kExitOk, "stopped at the session token budget (--max-tokens-total)",
+            "error_max_budget"};
+  }
   if (o.stop == agent::LoopStop::kMaxTokens || o.stop == agent::LoopStop::kContextWindow) {
     return {kExitOk, "the answer was cut short (" + std::string(agent::LoopStopName(o.stop)) + ")",
             "error_during_execution"};

@@ -1474,6 +1474,38 @@ TEST_F(RealChildTest, SessionBudgetWindsUpParallelTasks) {
   EXPECT_GT(spent(), 60'000);
 }
 
+// A parent whose own loop runs out of --max-tokens-total answers from what it has, and says so:
+// exit 0 like --max-turns, but the result event is `error_max_budget` with is_error and an
+// error, and stderr names the budget. Control: the same session with room left is a success.
+TEST_F(RealChildTest, ParentStoppedByTheSessionBudgetIsNotASuccess) {
+  const json schema = SchemaFromDocs();
+  ASSERT_TRUE(schema.is_object());
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.tool_names.empty()) return Text("summary from what was done", 1000, 100);
+    if (r.view.assistant_turns >= 6) return Text("finished normally", 1000, 100);
+    return Calls({ToolCall{"bash", {{"command", "echo step"}}, ""}}, 1000, 100);
+  });
+  RunResult r = Run(Args({"--output-format", "stream-json", "--no-subagents", "--max-tokens", "500",
+                          "--max-tokens-total", "4000", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  std::vector<json> events = Lines(r.out);
+  ASSERT_FALSE(events.empty()) << r.out;
+  const json& result = events.back();
+  EXPECT_EQ(Validate(result, schema, "$"), "") << result.dump();
+  EXPECT_EQ(result["subtype"], "error_max_budget") << result.dump();
+  EXPECT_TRUE(result["is_error"].get<bool>()) << result.dump();
+  EXPECT_NE(result["error"].get<std::string>().find("--max-tokens-total"), std::string::npos);
+  EXPECT_NE(r.err.find("token budget"), std::string::npos) << Dump(r);
+
+  RunResult control = Run(Args({"--output-format", "stream-json", "--no-subagents", "--max-tokens",
+                                "500", "--max-tokens-total", "900000", "go"}));
+  ASSERT_EQ(control.exit_code, 0) << Dump(control);
+  std::vector<json> control_events = Lines(control.out);
+  ASSERT_FALSE(control_events.empty()) << control.out;
+  EXPECT_EQ(control_events.back()["subtype"], "success") << control.out;
+  EXPECT_EQ(control_events.back()["result"], "finished normally");
+}
+
 // --thinking (issue 15): thinking goes to the task's transcript, never to stdout.
 TEST_F(RealChildTest, ThinkingReachesTheTranscriptNotStdout) {
   server_.SetHandler([](const RecordedRequest& r) {
