@@ -274,6 +274,55 @@ StopReason OpenAiStopReason(std::string_view raw) {
   return StopReason::kUnknown;
 }
 
+namespace {
+
+// One message as Chat Completions wants it: a user or assistant message, preceded by one "tool"
+// message per tool result (they must directly follow the assistant message that made the calls).
+void AppendOpenAiMessage(const Message& m, json& messages) {
+  std::string text;
+  json tool_calls = json::array();
+  for (const ContentBlock& block : m.content) {
+    if (const auto* t = std::get_if<TextBlock>(&block)) {
+      text += t->text;
+    } else if (const auto* use = std::get_if<ToolUseBlock>(&block)) {
+      tool_calls.push_back(
+          {{"id", use->id},
+           {"type", "function"},
+           {"function",
+            {{"name", use->name},
+             {"arguments", (use->input.is_object() ? use->input : json::object()).dump()}}}});
+    } else if (const auto* result = std::get_if<ToolResultBlock>(&block)) {
+      std::string content = Clean(result->content);
+      if (result->is_error) content = "Error: " + content;
+      messages.push_back(
+          {{"role", "tool"}, {"tool_call_id", result->tool_use_id}, {"content", content}});
+    }
+    // Thinking blocks are Anthropic-only and are not sent.
+  }
+  if (m.role == Role::kUser) {
+    if (!text.empty()) messages.push_back({{"role", "user"}, {"content", Clean(text)}});
+  } else if (!text.empty() || !tool_calls.empty()) {
+    json msg = {{"role", "assistant"}};
+    msg["content"] = text.empty() ? json(nullptr) : json(Clean(text));
+    if (!tool_calls.empty()) msg["tool_calls"] = std::move(tool_calls);
+    messages.push_back(std::move(msg));
+  }
+}
+
+json OpenAiTools(const std::vector<ToolDef>& defs) {
+  json tools = json::array();
+  for (const ToolDef& t : defs) {
+    tools.push_back({{"type", "function"},
+                     {"function",
+                      {{"name", t.name},
+                       {"description", t.description},
+                       {"parameters", ToolSchema(t.input_schema)}}}});
+  }
+  return tools;
+}
+
+}  // namespace
+
 json OpenAiEncodeRequest(const Request& request, const ProviderConfig& config) {
   json body = json::object();
   body["model"] = config.model;
@@ -287,49 +336,9 @@ json OpenAiEncodeRequest(const Request& request, const ProviderConfig& config) {
   if (!request.system.empty()) {
     messages.push_back({{"role", "system"}, {"content", Clean(request.system)}});
   }
-  for (const Message& m : request.messages) {
-    std::string text;
-    json tool_calls = json::array();
-    for (const ContentBlock& block : m.content) {
-      if (const auto* t = std::get_if<TextBlock>(&block)) {
-        text += t->text;
-      } else if (const auto* use = std::get_if<ToolUseBlock>(&block)) {
-        tool_calls.push_back(
-            {{"id", use->id},
-             {"type", "function"},
-             {"function",
-              {{"name", use->name},
-               {"arguments", (use->input.is_object() ? use->input : json::object()).dump()}}}});
-      } else if (const auto* result = std::get_if<ToolResultBlock>(&block)) {
-        // Tool messages must directly follow the assistant message that made the calls.
-        std::string content = Clean(result->content);
-        if (result->is_error) content = "Error: " + content;
-        messages.push_back(
-            {{"role", "tool"}, {"tool_call_id", result->tool_use_id}, {"content", content}});
-      }
-      // Thinking blocks are Anthropic-only and are not sent.
-    }
-    if (m.role == Role::kUser) {
-      if (!text.empty()) messages.push_back({{"role", "user"}, {"content", Clean(text)}});
-    } else if (!text.empty() || !tool_calls.empty()) {
-      json msg = {{"role", "assistant"}};
-      msg["content"] = text.empty() ? json(nullptr) : json(Clean(text));
-      if (!tool_calls.empty()) msg["tool_calls"] = std::move(tool_calls);
-      messages.push_back(std::move(msg));
-    }
-  }
+  for (const Message& m : request.messages) AppendOpenAiMessage(m, messages);
   body["messages"] = std::move(messages);
-  if (!request.tools.empty()) {
-    json tools = json::array();
-    for (const ToolDef& t : request.tools) {
-      json schema = ToolSchema(t.input_schema);
-      tools.push_back(
-          {{"type", "function"},
-           {"function",
-            {{"name", t.name}, {"description", t.description}, {"parameters", schema}}}});
-    }
-    body["tools"] = std::move(tools);
-  }
+  if (!request.tools.empty()) body["tools"] = OpenAiTools(request.tools);
   if (config.stream) {
     body["stream"] = true;
     body["stream_options"] = {{"include_usage", true}};
