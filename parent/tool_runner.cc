@@ -4,6 +4,7 @@
 #include "ipc/messages.h"
 #include "parent/agents_command.h"
 #include "parent/child_launcher.h"
+#include "parent/spawner.h"
 
 namespace forkbox::parent {
 namespace {
@@ -66,6 +67,12 @@ ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<Tas
 
 ParentToolRunner::~ParentToolRunner() = default;
 
+std::vector<pid_t> ParentToolRunner::OwnedChildren() const {
+  std::vector<pid_t> owned = standby_ ? standby_->waiting_pids() : std::vector<pid_t>{};
+  if (tasks_ && tasks_->spawner != nullptr) owned.push_back(tasks_->spawner->pid());
+  return owned;
+}
+
 std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     const std::vector<agent::ToolUseBlock>& calls, int /*turn*/) {
   FlagModeScope scope(outside_mode_);
@@ -85,7 +92,7 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     progress_.Note(call.name + ": " + ipc::MakeEventDetail(CallDetail(call)));
     agent::ToolOutput out = agent::RunBaseTool(call, context_);
     // Nothing the command started outlives it, detached daemons included (we are a subreaper).
-    KillOrphans(standby_ ? standby_->waiting_pids() : std::vector<pid_t>{});
+    KillOrphans(OwnedChildren());
     ++stats_.parent_tool_calls;
     results[i] = agent::ToolResultBlock{call.id, std::move(out.content), out.is_error};
     GuardGitSurface(results, i + 1);

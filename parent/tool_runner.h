@@ -36,6 +36,9 @@ class ParentToolRunner : public agent::ToolRunner {
   // Undoes what the calls [begin, end) left in git's trust surface and says so in the last result
   // and on the progress line.
   void GuardGitSurface(std::vector<agent::ToolResultBlock>& results, size_t end);
+  // The children a command's leftovers must not be mistaken for: the standby children and the
+  // spawner (forked before confinement; killing it would leave every later task unstartable).
+  std::vector<pid_t> OwnedChildren() const;
   void RunTaskBatch(const std::vector<agent::ToolUseBlock>& calls, size_t begin, size_t end,
                     std::vector<agent::ToolResultBlock>& results);
 

@@ -1474,6 +1474,32 @@ TEST_F(RealChildTest, SessionBudgetWindsUpParallelTasks) {
   EXPECT_GT(spent(), 60'000);
 }
 
+// The parent kills what its own bash command left behind once the command ends; its spawner
+// (and the standbys) are its children too and must survive that, or every later task fails to
+// start ("sendmsg(spawner): Broken pipe"). A bash call, then a task, then another bash call and a
+// task again, with the default standby.
+TEST_F(RealChildTest, TasksStillStartAfterTheParentsOwnBashCommands) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (!r.view.HasTool("task")) return Text("child summary");
+    switch (r.view.assistant_turns) {
+      case 0:
+      case 2:
+        return Calls({ToolCall{"bash", {{"command", "setsid -f sleep 1; echo hi"}}, ""}});
+      case 1:
+      case 3:
+        return Calls({Task("look around", "look")});
+      default:
+        return Text("final");
+    }
+  });
+  RunResult r = Run(Args({"--json", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  nlohmann::json j = nlohmann::json::parse(r.out);
+  ASSERT_EQ(j["tasks"].size(), 2u) << r.out;
+  for (const auto& t : j["tasks"]) EXPECT_TRUE(t["ok"].get<bool>()) << t.dump();
+  EXPECT_EQ(j["answer"], "final");
+}
+
 // A parent whose own loop runs out of --max-tokens-total answers from what it has, and says so:
 // exit 0 like --max-turns, but the result event is `error_max_budget` with is_error and an
 // error, and stderr names the budget. Control: the same session with room left is a success.
