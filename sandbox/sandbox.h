@@ -20,6 +20,7 @@
 
 #include "base/process.h"
 #include "base/status.h"
+#include "base/unique_fd.h"
 #include "sandbox/settings.h"
 
 namespace forkbox::sandbox {
@@ -152,6 +153,15 @@ class Sandbox {
   // What is in force: Check() before entering, for banners and --check.
   const Report& report() const { return report_; }
 
+  // The parent in layer 2 (EnterLauncherSandbox): its commands run in a PID namespace whose init,
+  // the tool reaper, dies with forkbox (PDEATHSIG), so nothing they start outlives even a SIGKILL
+  // of forkbox. Their orphans go to that init, not to the parent: this has it kill every process
+  // of the namespace and waits until it has. Call it between commands, never while one runs.
+  // OK and a no-op without that namespace.
+  Status KillToolLeftovers() const;
+  // The tool reaper's pid (a child of the caller that leftover kills must spare), or 0.
+  pid_t tool_reaper_pid() const { return tool_reaper_pid_; }
+
  private:
   friend Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
   friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
@@ -161,6 +171,9 @@ class Sandbox {
   Report report_;
   bool inside_agent_ = false;
   std::unique_ptr<PidsCgroup> cgroup_;
+  UniqueFd tool_reaper_;      // pidfd (launcher, layer 2).
+  UniqueFd tool_reaper_ack_;  // Its acknowledgements.
+  pid_t tool_reaper_pid_ = 0;
 };
 
 // forkbox-child sandboxes itself before its first model call. Keeps `keep_fds` (and 0-2) open,

@@ -116,6 +116,8 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
     fs::remove_all(root_, ec);
   }
 
+  void ExpectSigkillFate(bool by_parent);
+
   // forkbox one-shot in work_ with `flags`, in this mode; stdout and stderr through files (no
   // pipe to pump), reaped before returning. `pid` gets forkbox's pid as soon as it runs.
   Session Run(std::vector<std::string> flags, pid_t* pid = nullptr) {
@@ -303,12 +305,13 @@ std::vector<pid_t> ProcessesWith(const std::string& token) {
   return top;
 }
 
-// SIGKILL of forkbox while a task's bash command runs and has detached a setsid daemon. Layer 2:
-// the agent is pid 1 of the task's PID namespace and dies by PDEATHSIG, so nothing survives.
+// SIGKILL of forkbox while a bash command runs and has detached a setsid daemon: a task's command
+// (`by_parent` false) or the parent's own (true). Layer 2: the task's agent, and the parent's tool
+// reaper, are pid 1 of the command's PID namespace and die by PDEATHSIG, so nothing survives.
 // Layer 1 has no PID namespace and no cgroup to take the daemon down: this measures that it
 // survives (the gap README.md and `forkbox sandbox --check` state). The unsandboxed control
 // survives too. Survivors are counted from outside after forkbox and its agent are reaped.
-TEST_P(ConfineTest, SigkillOfForkboxLeavesNoTaskProcessInLayer2) {
+void ConfineTest::ExpectSigkillFate(bool by_parent) {
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);  // Orphans come to us: we reap.
   const std::string suffix = "ivor" + std::to_string(::getpid()) + root_.substr(root_.size() - 6);
   const std::string token = "fbsurv" + suffix;  // Only the daemon's command line holds it whole.
@@ -318,7 +321,9 @@ TEST_P(ConfineTest, SigkillOfForkboxLeavesNoTaskProcessInLayer2) {
       "t=fbsurv; setsid -f bash -c \"echo up > ready; sleep 600; true ${t}" + suffix +
       "\"; exec sleep 600";
   server_.SetHandler([&](const RecordedRequest& r) {
-    if (IsParent(r)) return Calls({ToolCall{"task", {{"prompt", "d"}, {"description", "d"}}, ""}});
+    if (IsParent(r) && !by_parent) {
+      return Calls({ToolCall{"task", {{"prompt", "d"}, {"description", "d"}}, ""}});
+    }
     return Calls({ToolCall{"bash", {{"command", command}}, ""}});
   });
   pid_t forkbox = 0;
@@ -342,11 +347,19 @@ TEST_P(ConfineTest, SigkillOfForkboxLeavesNoTaskProcessInLayer2) {
   for (pid_t pid : ProcessesWith(token)) ::kill(pid, SIGKILL);
   while (::waitpid(-1, nullptr, WNOHANG) > 0) {
   }
+  const char* whose = by_parent ? "the parent's own bash command" : "a task's bash command";
   if (GetParam().sandboxed && Layer2()) {
-    EXPECT_TRUE(died) << "a task's daemon survived SIGKILL of forkbox in layer 2";
+    EXPECT_TRUE(died) << "a daemon of " << whose << " survived SIGKILL of forkbox in layer 2";
   } else {
-    EXPECT_FALSE(died) << "measured gap: without a PID namespace the daemon survives";
+    EXPECT_FALSE(died) << "measured gap: without a PID namespace the daemon of " << whose
+                       << " survives";
   }
+}
+
+TEST_P(ConfineTest, SigkillOfForkboxLeavesNoTaskProcessInLayer2) { ExpectSigkillFate(false); }
+
+TEST_P(ConfineTest, SigkillOfForkboxLeavesNoProcessOfItsOwnBashInLayer2) {
+  ExpectSigkillFate(true);
 }
 
 INSTANTIATE_TEST_SUITE_P(
