@@ -118,6 +118,7 @@ Status JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks);
 Report Check(const Policy& policy);
 
 class PidsCgroup;
+class UnixBroker;
 
 // The handle to spawn tool commands under the policy. Spawn applies the tool layer in the forked
 // child: the whole pipeline from an unsandboxed caller (ForTools: the parent's tools, `forkbox
@@ -140,7 +141,10 @@ class Sandbox {
   ~Sandbox();
 
   // options.steps, carry_fds and clone_flags must be empty (the sandbox owns them);
-  // options.cwd defaults to the workdir.
+  // options.cwd defaults to the workdir. Without network, the command's (and its descendants')
+  // AF_UNIX socket() and connect() go through this handle's unix connect broker
+  // (sandbox/unix_broker.h) until none of them is left; refusals are written on the command's
+  // stderr (the fd mapped to 2, else this process's).
   Result<ChildProcess> Spawn(SpawnOptions options) const;
 
   const Policy& policy() const { return policy_; }
@@ -161,6 +165,9 @@ class Sandbox {
   Report report_;
   bool inside_agent_ = false;
   std::unique_ptr<PidsCgroup> cgroup_;
+  // Serves the unix connect broker of every tool spawned without network (unix_broker.h); its
+  // thread starts with the first such tool and is joined when the handle goes.
+  std::unique_ptr<UnixBroker> broker_;
 };
 
 // forkbox-child sandboxes itself before its first model call. Keeps `keep_fds` (and 0-2) open,
