@@ -4,6 +4,8 @@
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stddef.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
@@ -21,6 +23,7 @@
 #include <mutex>
 #include <set>
 #include <sstream>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -285,6 +288,9 @@ void HandleOne(Tool& tool, std::vector<char>& req_buf, std::vector<char>& resp_b
   std::memset(req_buf.data(), 0, req_buf.size());
   auto* req = reinterpret_cast<seccomp_notif*>(req_buf.data());
   if (ioctl(tool.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, req) != 0) return;  // Caller gone.
+  // A socket the tool listens on or connected is not held any longer: a listener it closed must
+  // not keep accepting through the broker's dup.
+  DropSettled(tool);
   Answer answer = req->data.nr == SYS_socket    ? MakeSocket(tool, *req)
                   : req->data.nr == SYS_connect ? Connect(tool, *req)
                                                 : Fail(EPERM);
@@ -366,7 +372,18 @@ Status UnixBroker::Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report
   if (!state_->thread.joinable()) {
     state_->wake.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!state_->wake) return Status::FromErrno(errno, "eventfd(unix broker)");
-    state_->thread = std::thread([state = state_.get()] { state->Run(); });
+    // Every signal stays blocked on the broker's thread, so a process-directed one (Ctrl-C) is
+    // taken by the thread the caller handles signals on (signalfd), never by this one.
+    sigset_t all, old;
+    sigfillset(&all);
+    pthread_sigmask(SIG_SETMASK, &all, &old);
+    try {
+      state_->thread = std::thread([state = state_.get()] { state->Run(); });
+    } catch (const std::system_error& e) {
+      pthread_sigmask(SIG_SETMASK, &old, nullptr);
+      return Status::Internal(std::string("unix connect broker thread: ") + e.what());
+    }
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
   }
   state_->incoming.push_back(std::move(tool));
   uint64_t one = 1;

@@ -4,9 +4,11 @@
 // (git operations, every multiprocessing start method). Every attack in every mode, with its
 // unsandboxed control.
 #include <fcntl.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -380,6 +382,35 @@ TEST_P(ScopeWorks, UnixServerAndClientInside) {
   EXPECT_TRUE(Contains(r.out, "seqpacket seq")) << r.Describe();
   EXPECT_TRUE(Contains(r.out, "abstract refused 1")) << r.Describe();
   EXPECT_TRUE(Contains(r.err, "not Landlock-scoped")) << r.Describe();
+}
+
+// The broker's thread never takes a process-directed signal: `forkbox sandbox` forwards SIGTERM to
+// the command (which then dies of it: exit code 143) instead of dying of it itself.
+TEST_P(ScopeWorks, SigtermIsForwardedWhileTheBrokerRuns) {
+  const std::string ready = work_ + "/ready";
+  ASSERT_EQ(mkfifo(ready.c_str(), 0666), 0) << strerror(errno);
+  ChownTree(work_, uid(), gid());
+  std::thread killer([&] {
+    Fd in(open(ready.c_str(), O_RDONLY | O_CLOEXEC));
+    char c;
+    if (!in.valid() || read(in.get(), &c, 1) != 1) return;
+    for (pid_t pid : ProcessesWithMarker(token_)) {
+      std::string comm;
+      Fd fd(open(("/proc/" + std::to_string(pid) + "/comm").c_str(), O_RDONLY | O_CLOEXEC));
+      char buf[32] = {};
+      if (fd.valid() && read(fd.get(), buf, sizeof buf - 1) > 0) comm = buf;
+      if (comm == "forkbox\n") kill(pid, SIGTERM);
+    }
+  });
+  RunResult r = Shell("cd '" + work_ +
+                      "' && exec /usr/bin/python3 -c \"import socket, time\n"
+                      "s = socket.socket(socket.AF_UNIX)\n"
+                      "open('ready', 'w').write('r')\n"
+                      "time.sleep(120)\"");
+  killer.join();
+  ASSERT_FALSE(r.timed_out) << r.Describe();
+  EXPECT_TRUE(WIFEXITED(r.wait_status)) << "forkbox died of the signal\n" << r.Describe();
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.Describe();
 }
 
 TEST_P(ScopeWorks, CheckStatesTheReadScope) {
