@@ -313,10 +313,18 @@ struct UnixBroker::State {
   UniqueFd wake;                                // eventfd: incoming or stop changed.
   std::thread thread;
 
-  void Run();
+  // Serves until stopped; if it ever fails, every listener goes (the tools' socket() and
+  // connect() then fail with ENOSYS) and Serve refuses new ones: never a tool left waiting.
+  void Run() {
+    Loop();
+    std::lock_guard<std::mutex> lock(mu);
+    stop = true;
+    incoming.clear();
+  }
+  void Loop();
 };
 
-void UnixBroker::State::Run() {
+void UnixBroker::State::Loop() {
   seccomp_notif_sizes sizes{};
   if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) return;
   std::vector<char> req(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
@@ -369,6 +377,7 @@ Status UnixBroker::Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report
   tool->policy = std::move(policy);
   tool->report = std::move(report);
   std::lock_guard<std::mutex> lock(state_->mu);
+  if (state_->stop) return Status::Internal("the unix connect broker stopped");
   if (!state_->thread.joinable()) {
     state_->wake.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     if (!state_->wake) return Status::FromErrno(errno, "eventfd(unix broker)");

@@ -413,6 +413,43 @@ TEST_P(ScopeWorks, SigtermIsForwardedWhileTheBrokerRuns) {
   EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.Describe();
 }
 
+// connect() answered by the broker gives the kernel's errnos: a first connect 0, a file ENOTSOCK,
+// a closed fd EBADF, a listening socket EINVAL, a socketpair and a connected socket EISCONN, a
+// missing path ENOENT, a regular file ECONNREFUSED. The same script run outside is the reference.
+TEST_P(ScopeWorks, ConnectErrnosMatchTheKernel) {
+  WriteFile(work_ + "/errnos.py",
+            "import ctypes, os, socket\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "def raw_connect(fd, path):\n"
+            "    raw = b'\\x01\\x00' + path.encode() + b'\\0'\n"
+            "    buf = ctypes.create_string_buffer(raw, len(raw))\n"
+            "    return 0 if libc.connect(fd, buf, len(raw)) == 0 else ctypes.get_errno()\n"
+            "srv = socket.socket(socket.AF_UNIX); srv.bind('srv.sock'); srv.listen(4)\n"
+            "lis = socket.socket(socket.AF_UNIX); lis.bind('lis.sock'); lis.listen(1)\n"
+            "x, y = socket.socketpair()\n"
+            "c = socket.socket(socket.AF_UNIX); first = raw_connect(c.fileno(), 'srv.sock')\n"
+            "open('plain', 'w').close()\n"
+            "f = os.open('plain', os.O_RDONLY)\n"
+            "u = socket.socket(socket.AF_UNIX)\n"
+            "print('errnos', first, raw_connect(f, 'srv.sock'), raw_connect(999, 'srv.sock'),\n"
+            "      raw_connect(lis.fileno(), 'srv.sock'), raw_connect(x.fileno(), 'srv.sock'),\n"
+            "      raw_connect(c.fileno(), 'srv.sock'), raw_connect(u.fileno(), 'missing.sock'),\n"
+            "      raw_connect(u.fileno(), 'plain'), raw_connect(u.fileno(), 'srv.sock'))\n");
+  const std::string ref_dir = sock_dir_ + "/ref";
+  ASSERT_EQ(mkdir(ref_dir.c_str(), 0755), 0) << strerror(errno);
+  ASSERT_EQ(system(("cp '" + work_ + "/errnos.py' '" + ref_dir + "/'").c_str()), 0);
+  Command outside;
+  outside.argv = {"/usr/bin/python3", "errnos.py"};
+  outside.env = {"PATH=/usr/bin:/bin"};
+  outside.cwd = ref_dir;
+  RunResult reference = RunCommand(outside);
+  ASSERT_TRUE(Contains(reference.out, "errnos 0 88 9 22 106 106 2 111 0")) << reference.Describe();
+  ChownTree(work_, uid(), gid());
+  RunResult r = Shell("cd '" + work_ + "' && /usr/bin/python3 errnos.py");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, reference.out) << r.Describe();
+}
+
 TEST_P(ScopeWorks, CheckStatesTheReadScope) {
   const RunResult& check = CheckOutput(GetParam());
   EXPECT_TRUE(Contains(check.out, "read scope")) << check.Describe();
