@@ -153,7 +153,7 @@ void AddLocalDaemons(const Policy& policy, Report& r) {
         "pathname socket must lie beneath the writable trees" +
             std::string(r.layer == 2 ? " (or the private /tmp and /dev/shm)" : "") +
             ", one link, no symlink, whenever it was bound; abstract sockets only inside the "
-            "sandbox (Landlock scope; refused under `forkbox sandbox`); no datagram unix sockets");
+            "sandbox (Landlock scope); no datagram unix sockets");
   } else if (r.layer == 2) {
     Add(r, "local daemons", "weaker",
         "--allow-net: AF_UNIX is not brokered; /run and /var/run are empty, /tmp and /dev/shm "

@@ -119,6 +119,7 @@ Report Check(const Policy& policy);
 
 class PidsCgroup;
 class UnixBroker;
+struct ContainPlan;
 
 // The handle to spawn tool commands under the policy. Spawn applies the tool layer in the forked
 // child: the whole pipeline from an unsandboxed caller (ForTools: the parent's tools, `forkbox
@@ -161,6 +162,7 @@ class Sandbox {
   friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
                                               const std::vector<std::string>& own_writable);
   Sandbox(Policy policy, Report report, bool inside_agent);
+  Result<ChildProcess> SpawnBrokered(SpawnOptions options, ContainPlan& plan) const;
   Policy policy_;
   Report report_;
   bool inside_agent_ = false;

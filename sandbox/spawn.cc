@@ -45,7 +45,7 @@ Sandbox::Sandbox(Policy policy, Report report, bool inside_agent)
     : policy_(std::move(policy)),
       report_(std::move(report)),
       inside_agent_(inside_agent),
-      broker_(std::make_unique<UnixBroker>()) {}
+      broker_(std::make_unique<UnixBroker>(/*scope_self=*/!inside_agent)) {}
 Sandbox::Sandbox(Sandbox&&) noexcept = default;
 Sandbox& Sandbox::operator=(Sandbox&&) noexcept = default;
 Sandbox::~Sandbox() = default;
@@ -99,23 +99,35 @@ Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
   options.keeper_step = plan->layer2;  // The namespace init waits for the command.
   options.steps.push_back(ContainStep(*plan));
   if (!plan->brokered) return forkbox::Spawn(options);
+  return SpawnBrokered(std::move(options), *plan);
+}
+
+// A tool without network: its last filter's listener comes back over a socketpair and is served
+// by this handle's broker until the tool's process tree is gone.
+Result<ChildProcess> Sandbox::SpawnBrokered(SpawnOptions options, ContainPlan& plan) const {
   int pair[2];
   if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, pair) != 0) {
     return Status::FromErrno(errno, "socketpair(unix connect broker)");
   }
   UniqueFd ours(pair[0]), theirs(pair[1]);
-  plan->broker_socket = theirs.get();
-  options.carry_fds.push_back(&plan->broker_socket);
+  plan.broker_socket = theirs.get();
+  options.carry_fds.push_back(&plan.broker_socket);
   UniqueFd report = ReportFd(options);
   // The agent's and the launcher's Landlock domains scope abstract sockets (ABI 6) and the
-  // tools' domains nest in them; `forkbox sandbox` (ForTools) runs unscoped.
-  const bool scoped = inside_agent_ && report_.landlock_abi >= 6;
-  Result<ChildProcess> child = forkbox::Spawn(options);
+  // tools' domains nest in them. An unconfined caller (`forkbox sandbox`) spawns from the
+  // broker's thread, which entered a domain of its own scoping them, so the tool nests there.
+  Result<ChildProcess> child = Status::Internal("the unix connect broker did not spawn");
+  if (inside_agent_) {
+    child = forkbox::Spawn(options);
+  } else {
+    FORKBOX_RETURN_IF_ERROR(broker_->RunOnThread([&] { child = forkbox::Spawn(options); }));
+  }
   if (!child.ok()) return child;
+  const bool scoped = inside_agent_ ? report_.landlock_abi >= 6 : broker_->self_scoped();
   Result<UniqueFd> listener = ReceiveListener(ours.get());
   if (!listener.ok()) return listener.status().WithContext("unix connect broker");
-  FORKBOX_RETURN_IF_ERROR(broker_->Serve(
-      std::move(*listener), BrokerPolicyOf(policy_, *plan, scoped), std::move(report)));
+  FORKBOX_RETURN_IF_ERROR(broker_->Serve(std::move(*listener),
+                                         BrokerPolicyOf(policy_, plan, scoped), std::move(report)));
   return child;
 }
 

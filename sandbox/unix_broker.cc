@@ -9,6 +9,7 @@
 #include <stddef.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -17,6 +18,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -28,6 +30,7 @@
 #include <utility>
 
 #include "base/file.h"
+#include "sandbox/landlock.h"
 
 namespace forkbox::sandbox {
 namespace {
@@ -308,20 +311,46 @@ void HandleOne(Tool& tool, std::vector<char>& req_buf, std::vector<char>& resp_b
 
 struct UnixBroker::State {
   std::mutex mu;
+  std::condition_variable cv;
   std::vector<std::unique_ptr<Tool>> incoming;  // Guarded by mu.
+  const std::function<void()>* task = nullptr;  // Guarded by mu; reset once it ran.
   bool stop = false;                            // Guarded by mu.
-  UniqueFd wake;                                // eventfd: incoming or stop changed.
+  bool started = false;                         // Guarded by mu: `scoped` is final.
+  bool scoped = false;                          // Guarded by mu.
+  bool scope_self = false;
+  UniqueFd wake;  // eventfd: incoming, task or stop changed.
   std::thread thread;
+  std::mutex run_mu;  // One RunOnThread at a time.
 
   // Serves until stopped; if it ever fails, every listener goes (the tools' socket() and
   // connect() then fail with ENOSYS) and Serve refuses new ones: never a tool left waiting.
   void Run() {
+    // no_new_privs and the domain are this thread's own: the caller's other threads keep theirs.
+    bool ok = scope_self && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+              landlock::RestrictAbstractUnixScopeRaw() == 0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      scoped = ok;
+      started = true;
+    }
+    cv.notify_all();
     Loop();
-    std::lock_guard<std::mutex> lock(mu);
-    stop = true;
-    incoming.clear();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+      incoming.clear();
+    }
+    cv.notify_all();
   }
   void Loop();
+  Status StartLocked();
+  Status Wake() {
+    uint64_t one = 1;
+    if (write(wake.get(), &one, sizeof one) != sizeof one) {
+      return Status::FromErrno(errno, "write(unix broker eventfd)");
+    }
+    return Status::Ok();
+  }
 };
 
 void UnixBroker::State::Loop() {
@@ -331,11 +360,21 @@ void UnixBroker::State::Loop() {
   std::vector<char> resp(std::max<size_t>(sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp)));
   std::vector<std::unique_ptr<Tool>> tools;
   for (;;) {
+    const std::function<void()>* run = nullptr;
     {
       std::lock_guard<std::mutex> lock(mu);
       if (stop) return;
       for (auto& tool : incoming) tools.push_back(std::move(tool));
       incoming.clear();
+      run = task;
+    }
+    if (run != nullptr) {
+      (*run)();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        task = nullptr;
+      }
+      cv.notify_all();
     }
     std::vector<pollfd> fds{{wake.get(), POLLIN, 0}};
     for (const auto& tool : tools) fds.push_back({tool->listener.get(), POLLIN, 0});
@@ -358,7 +397,29 @@ void UnixBroker::State::Loop() {
   }
 }
 
-UnixBroker::UnixBroker() : state_(std::make_unique<State>()) {}
+Status UnixBroker::State::StartLocked() {
+  if (stop) return Status::Internal("the unix connect broker stopped");
+  if (thread.joinable()) return Status::Ok();
+  wake.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake) return Status::FromErrno(errno, "eventfd(unix broker)");
+  // Every signal stays blocked on the broker's thread, so a process-directed one (Ctrl-C) is
+  // taken by the thread the caller handles signals on (signalfd), never by this one.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    thread = std::thread([this] { Run(); });
+  } catch (const std::system_error& e) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return Status::Internal(std::string("unix connect broker thread: ") + e.what());
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return Status::Ok();
+}
+
+UnixBroker::UnixBroker(bool scope_self) : state_(std::make_unique<State>()) {
+  state_->scope_self = scope_self;
+}
 
 UnixBroker::~UnixBroker() {
   if (!state_->thread.joinable()) return;
@@ -366,8 +427,7 @@ UnixBroker::~UnixBroker() {
     std::lock_guard<std::mutex> lock(state_->mu);
     state_->stop = true;
   }
-  uint64_t one = 1;
-  (void)!write(state_->wake.get(), &one, sizeof one);
+  (void)state_->Wake();
   state_->thread.join();
 }
 
@@ -377,29 +437,30 @@ Status UnixBroker::Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report
   tool->policy = std::move(policy);
   tool->report = std::move(report);
   std::lock_guard<std::mutex> lock(state_->mu);
-  if (state_->stop) return Status::Internal("the unix connect broker stopped");
-  if (!state_->thread.joinable()) {
-    state_->wake.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    if (!state_->wake) return Status::FromErrno(errno, "eventfd(unix broker)");
-    // Every signal stays blocked on the broker's thread, so a process-directed one (Ctrl-C) is
-    // taken by the thread the caller handles signals on (signalfd), never by this one.
-    sigset_t all, old;
-    sigfillset(&all);
-    pthread_sigmask(SIG_SETMASK, &all, &old);
-    try {
-      state_->thread = std::thread([state = state_.get()] { state->Run(); });
-    } catch (const std::system_error& e) {
-      pthread_sigmask(SIG_SETMASK, &old, nullptr);
-      return Status::Internal(std::string("unix connect broker thread: ") + e.what());
-    }
-    pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  }
+  FORKBOX_RETURN_IF_ERROR(state_->StartLocked());
   state_->incoming.push_back(std::move(tool));
-  uint64_t one = 1;
-  if (write(state_->wake.get(), &one, sizeof one) != sizeof one) {
-    return Status::FromErrno(errno, "write(unix broker eventfd)");
+  return state_->Wake();
+}
+
+Status UnixBroker::RunOnThread(const std::function<void()>& task) {
+  std::lock_guard<std::mutex> one(state_->run_mu);
+  std::unique_lock<std::mutex> lock(state_->mu);
+  FORKBOX_RETURN_IF_ERROR(state_->StartLocked());
+  state_->task = &task;
+  FORKBOX_RETURN_IF_ERROR(state_->Wake());
+  state_->cv.wait(lock, [&] { return state_->task == nullptr || state_->stop; });
+  if (state_->task != nullptr) {
+    state_->task = nullptr;
+    return Status::Internal("the unix connect broker stopped");
   }
   return Status::Ok();
+}
+
+bool UnixBroker::self_scoped() const {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->cv.wait(lock,
+                  [&] { return state_->started || state_->stop || !state_->thread.joinable(); });
+  return state_->scoped;
 }
 
 Result<UniqueFd> ReceiveListener(int socket) {

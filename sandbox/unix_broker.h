@@ -13,13 +13,15 @@
 // beneath one of the writable trees, opened in the tool's view (walking ".." and comparing
 // device and inode). The held dup is then connected to /proc/self/fd/<that O_PATH fd>, so what is
 // connected is exactly the inode checked. Abstract addresses are connected only when the broker
-// runs inside a Landlock domain scoping abstract sockets (the tools' domains nest in it);
+// runs inside a Landlock domain scoping abstract sockets in which the tools' domains nest (the
+// agent's own, or for an unconfined caller one its thread enters and spawns the tools from);
 // otherwise they are refused. Refusals answer EACCES (ELOOP for a symbolic link, EPERM for an
 // abstract address) and are written once each on the tool's stderr.
 #pragma once
 
 #include <sys/types.h>
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -39,11 +41,14 @@ struct BrokerPolicy {
 };
 
 // Serves the listeners of every tool a Sandbox spawned, on one thread started at the first
-// Serve(). The destructor stops and joins the thread and closes every listener (a tool still
-// running then gets ENOSYS from socket() and connect()). Thread-safe.
+// Serve() or RunOnThread(). The destructor stops and joins the thread and closes every listener
+// (a tool still running then gets ENOSYS from socket() and connect()). Thread-safe.
 class UnixBroker {
  public:
-  UnixBroker();
+  // `scope_self`: the caller is not inside a scoped Landlock domain (`forkbox sandbox`), so the
+  // thread first enters one of its own that scopes abstract unix sockets (no_new_privs on that
+  // thread only); tools spawned through RunOnThread then nest in it.
+  explicit UnixBroker(bool scope_self);
   ~UnixBroker();
   UnixBroker(const UnixBroker&) = delete;
   UnixBroker& operator=(const UnixBroker&) = delete;
@@ -51,6 +56,14 @@ class UnixBroker {
   // Takes one tool's listener until no process uses its filter any more (POLLHUP). `report` is
   // where refusals are written (the tool's stderr; may be empty).
   Status Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report);
+
+  // Runs `task` on the broker's thread and returns once it ran (a spawn, so that the tool's
+  // Landlock domain nests in the thread's). Fails when the thread cannot run.
+  Status RunOnThread(const std::function<void()>& task);
+
+  // Whether the thread is in its own abstract-unix-scoped domain (scope_self and ABI 6+); known
+  // once the thread started.
+  bool self_scoped() const;
 
   struct State;
 

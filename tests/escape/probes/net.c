@@ -187,7 +187,7 @@ static void* RaceFlipper(void* arg) {
 }
 
 // INSIDE_PATH OUTSIDE_PATH ITERATIONS: binds INSIDE itself; escaped when a connection's peer is
-// OUTSIDE (getpeername names the listener's address).
+// OUTSIDE (getpeername names the listener's address). Stops at the first escape.
 static int ProbeUnixRace(int argc, char** argv) {
   (void)argc;
   static struct Race r;
@@ -209,6 +209,9 @@ static int ProbeUnixRace(int argc, char** argv) {
     int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) break;
     r.fd = fd;
+    // Each iteration starts from one of the two (so a connect that is not raced reaches the
+    // outside one too: the control's proof), and the flipper changes it under the call.
+    memcpy(&r.addr, (i & 1) ? &r.outside : &r.inside, sizeof(r.addr));
     if (connect(fd, (struct sockaddr*)&r.addr, sizeof(r.addr)) == 0) {
       ++connected;
       struct sockaddr_un peer;
