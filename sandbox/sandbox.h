@@ -129,7 +129,10 @@ struct ContainPlan;
 // session and process group. In layer 2 (unsandboxed caller) the returned process is the init of
 // the command's PID namespace; it exits with the command's status (128+N when the command dies of
 // signal N), its exit kills every leftover process, and it dies with the spawning thread
-// (PDEATHSIG). Setup and exec failures come back as a Status naming the failing step.
+// (PDEATHSIG). A ForTools handle (unconfined caller) spawns from its unix connect broker's thread
+// (the tools' Landlock domains nest in that thread's): its commands die with the handle, so keep
+// it until they were waited for. Setup and exec failures come back as a Status naming the
+// failing step.
 class Sandbox {
  public:
   // Fails closed (kUnavailable) without Landlock or seccomp. With policy.enabled == false, Spawn
