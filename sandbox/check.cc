@@ -92,7 +92,8 @@ void AddNamespaces(Report& r) {
       layer2 ? "tmpfs; Python multiprocessing works (fork, spawn, forkserver)"
              : "TMPDIR is inside the workdir; /dev/shm is writable for SemLock and shared "
                "memory, and shared with your other processes (a container's own in Docker); "
-               "multiprocessing fork and spawn work, forkserver does not (no AF_UNIX)");
+               "multiprocessing fork, spawn and forkserver work (forkserver's socket through the "
+               "connect broker; without network only)");
   Add(r, ".git/hooks read-only", layer2 ? "active" : missing,
       layer2 ? "git's trust surface is read-only (hooks, info, config, config.worktree, "
                "commondir, other worktrees, submodules, nested repos); a planted commondir or "
@@ -143,6 +144,30 @@ void AddReadScope(const Policy& policy, Report& r) {
   }
 }
 
+// What keeps tools from the user's Docker daemon, ssh-agent and D-Bus (unix_broker.h).
+void AddLocalDaemons(const Policy& policy, Report& r) {
+  const std::string abi = std::to_string(r.landlock_abi);
+  if (!policy.allow_net) {
+    Add(r, "local daemons", "active",
+        "every tool connect() to a unix socket goes through forkbox's connect broker: a "
+        "pathname socket must lie beneath the writable trees" +
+            std::string(r.layer == 2 ? " (or the private /tmp and /dev/shm)" : "") +
+            ", one link, no symlink, whenever it was bound; abstract sockets only inside the "
+            "sandbox (Landlock scope); no datagram unix sockets");
+  } else if (r.layer == 2) {
+    Add(r, "local daemons", "weaker",
+        "--allow-net: AF_UNIX is not brokered; /run and /var/run are empty, /tmp and /dev/shm "
+        "private, and /dev/null covers every other pathname socket bound at start "
+        "(/proc/net/unix) outside the writable trees; a socket bound later elsewhere is "
+        "reachable");
+  } else {
+    Add(r, "local daemons", "active",
+        "--allow-net: socket(AF_UNIX) refused for tools (forkserver fails): layer 1 has no mount "
+        "namespace and Landlock ABI " +
+            abi + " does not restrict connect() to a pathname socket (socketpair stays allowed)");
+  }
+}
+
 void AddNetwork(const Policy& policy, Report& r) {
   const int abi = r.landlock_abi;
   if (abi >= 6) {
@@ -150,25 +175,13 @@ void AddNetwork(const Policy& policy, Report& r) {
   } else {
     Add(r, "scopes", abi == 0 ? "unavailable" : "weaker", "needs Landlock ABI 6");
   }
-  if (r.layer == 2) {
-    Add(r, "local daemons", "active",
-        "AF_UNIX allowed for tools, but /run and /var/run are empty, /tmp and /dev/shm "
-        "private, and /dev/null covers every other pathname socket bound at start "
-        "(/proc/net/unix) outside the writable trees: the Docker daemon, ssh-agent and D-Bus "
-        "are unreachable, with or without --allow-net");
-  } else {
-    Add(r, "local daemons", "active",
-        "socket(AF_UNIX) refused for tools even with --allow-net: layer 1 has no mount "
-        "namespace and Landlock ABI " +
-            std::to_string(abi) +
-            " does not restrict connect() to a pathname socket (socketpair stays allowed)");
-  }
+  AddLocalDaemons(policy, r);
   if (policy.allow_net) {
     Add(r, "network", "off", "--allow-net: tools may open inet sockets");
   } else {
     Add(r, "network", "active",
-        std::string(r.layer == 2 ? "tools: socket() refused for every family but AF_UNIX"
-                                 : "tools: socket() refused for every family") +
+        std::string("tools: socket() refused for every family but AF_UNIX stream and "
+                    "seqpacket (through the connect broker)") +
             (abi >= 4 ? "; TCP bind/connect refused by Landlock; agent TCP limited to the model "
                         "port"
                       : "; Landlock TCP rules need ABI 4"));

@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -205,6 +206,32 @@ int EnterNamespacesRaw(ContainPlan& p, const char** step) {
   return p.pid_max > 0 ? LimitPidNamespaceRaw(p.pid_max, step) : 0;
 }
 
+// Installs the brokered tool filter and hands its listener to the spawning process; the tool
+// keeps no copy (it could otherwise answer its own notifications).
+int SendListenerRaw(std::span<const sock_filter> filter, int broker_socket) {
+  int listener = -1;
+  if (int err = seccomp::InstallWithListenerRaw(filter, &listener)) return err;
+  char data = 'L';
+  iovec iov{&data, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  memset(control, 0, sizeof control);
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  cmsg->cmsg_level = SOL_SOCKET;
+  cmsg->cmsg_type = SCM_RIGHTS;
+  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
+  memcpy(CMSG_DATA(cmsg), &listener, sizeof(int));
+  ssize_t sent = sendmsg(broker_socket, &msg, MSG_NOSIGNAL);
+  int err = sent == 1 ? 0 : (sent < 0 ? errno : EIO);
+  close(listener);
+  close(broker_socket);
+  return err;
+}
+
 int RestrictRaw(const ContainPlan& p, const char** step) {
   if (p.private_tmp) {
     // The private tmpfs of /tmp and /dev/shm (either may be absent on a minimal system).
@@ -229,9 +256,14 @@ int RestrictRaw(const ContainPlan& p, const char** step) {
   }
   *step = "landlock_restrict_self";
   if (int err = landlock::RestrictSelfRaw(p.ruleset_fd)) return err;
-  for (const auto& filter : p.filters) {
+  for (size_t i = 0; i < p.filters.size(); ++i) {
     *step = "seccomp(SET_MODE_FILTER)";
-    if (int err = seccomp::InstallRaw(filter, p.all_threads)) return err;
+    if (p.broker_socket >= 0 && i + 1 == p.filters.size()) {
+      *step = "seccomp(SET_MODE_FILTER, NEW_LISTENER) for the unix connect broker";
+      if (int err = SendListenerRaw(p.filters[i], p.broker_socket)) return err;
+    } else if (int err = seccomp::InstallRaw(p.filters[i], p.all_threads)) {
+      return err;
+    }
   }
   return 0;
 }
@@ -332,10 +364,11 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
   }
   // Inside an agent sandbox the base filter is inherited; the tool layer stacks on top.
   if (!inside_agent) FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
-  // AF_UNIX only where layer 2's mounts hide the daemons' sockets (see namespaces.h).
+  // No network: AF_UNIX through the spawning process's connect broker, which checks every path
+  // (sandbox/unix_broker.h), in both layers. The brokered filter is the last one installed.
   if (!policy.allow_net) {
-    FORKBOX_RETURN_IF_ERROR(
-        AddFilter(layer2 ? seccomp::Program::kToolUnixOnly : seccomp::Program::kToolNoNet, p));
+    FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kToolBrokered, p));
+    p.brokered = true;
   } else if (!layer2) {
     FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kToolNoUnix, p));
   }
@@ -359,8 +392,8 @@ Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int
   p.all_threads = true;
   if (layer2) FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p));
   FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
-  FORKBOX_RETURN_IF_ERROR(
-      AddFilter(layer2 ? seccomp::Program::kAgentNetUnix : seccomp::Program::kAgentNet, p));
+  // AF_UNIX in both layers: the tools' connect broker runs in the agent (layer 1 too).
+  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentNetUnix, p));
   FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kAgent, p));
   return p;
 }
@@ -388,9 +421,8 @@ Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
     p.reaper_ack_write.reset(ack[1]);
   }
   FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
-  // As an agent: AF_UNIX only where layer 2's mounts hide the daemons' sockets.
-  FORKBOX_RETURN_IF_ERROR(
-      AddFilter(layer2 ? seccomp::Program::kAgentNetUnix : seccomp::Program::kAgentNet, p));
+  // As an agent: AF_UNIX for its bash's connect broker (both layers).
+  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentNetUnix, p));
   FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kAgent, p, own_writable,
                                        /*scope_signals=*/false));
   return p;

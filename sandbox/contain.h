@@ -61,6 +61,11 @@ struct ContainPlan {
   int abi = 0;
   std::vector<std::span<const sock_filter>> filters;  // Installed in order.
   bool all_threads = false;                           // SECCOMP_FILTER_FLAG_TSYNC.
+  // A tool under the unix connect broker (kToolBrokered): the last filter is installed with a
+  // listener, which is sent (SCM_RIGHTS) over this socket, carried into the child, to the
+  // spawning process's broker. -1: no broker.
+  bool brokered = false;
+  int broker_socket = -1;
 };
 
 // The writable trees: the workdir, the --writable paths, the task temp dir. Built once here.

@@ -192,4 +192,13 @@ int RestrictSelfRaw(int ruleset_fd) {
   return 0;
 }
 
+int RestrictAbstractUnixScopeRaw() {
+  RulesetAttr attr{0, 0, kScopeAbstractUnix};
+  int fd = CreateRuleset(&attr, sizeof attr, 0);
+  if (fd < 0) return errno;
+  int err = RestrictSelfRaw(fd);
+  close(fd);
+  return err;
+}
+
 }  // namespace forkbox::sandbox::landlock

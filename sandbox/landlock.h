@@ -95,4 +95,10 @@ int AddReadPathRaw(int ruleset_fd, const char* path);
 // Async-signal-safe: landlock_restrict_self. no_new_privs must already be set. 0 or errno.
 int RestrictSelfRaw(int ruleset_fd);
 
+// Async-signal-safe: puts the calling thread (no_new_privs must be set) in a Landlock domain
+// that only scopes abstract unix sockets (ABI 6+): no filesystem or network rule. The unix
+// connect broker of an unconfined caller (unix_broker.h) spawns its tools from such a thread.
+// Returns 0 or an errno value.
+int RestrictAbstractUnixScopeRaw();
+
 }  // namespace forkbox::sandbox::landlock

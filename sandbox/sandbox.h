@@ -119,6 +119,8 @@ Status JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks);
 Report Check(const Policy& policy);
 
 class PidsCgroup;
+class UnixBroker;
+struct ContainPlan;
 
 // The handle to spawn tool commands under the policy. Spawn applies the tool layer in the forked
 // child: the whole pipeline from an unsandboxed caller (ForTools: the parent's tools, `forkbox
@@ -128,7 +130,10 @@ class PidsCgroup;
 // session and process group. In layer 2 (unsandboxed caller) the returned process is the init of
 // the command's PID namespace; it exits with the command's status (128+N when the command dies of
 // signal N), its exit kills every leftover process, and it dies with the spawning thread
-// (PDEATHSIG). Setup and exec failures come back as a Status naming the failing step.
+// (PDEATHSIG). A ForTools handle (unconfined caller) spawns from its unix connect broker's thread
+// (the tools' Landlock domains nest in that thread's): its commands die with the handle, so keep
+// it until they were waited for. Setup and exec failures come back as a Status naming the
+// failing step.
 class Sandbox {
  public:
   // Fails closed (kUnavailable) without Landlock or seccomp. With policy.enabled == false, Spawn
@@ -141,7 +146,10 @@ class Sandbox {
   ~Sandbox();
 
   // options.steps, carry_fds and clone_flags must be empty (the sandbox owns them);
-  // options.cwd defaults to the workdir.
+  // options.cwd defaults to the workdir. Without network, the command's (and its descendants')
+  // AF_UNIX socket() and connect() go through this handle's unix connect broker
+  // (sandbox/unix_broker.h) until none of them is left; refusals are written on the command's
+  // stderr (the fd mapped to 2, else this process's).
   Result<ChildProcess> Spawn(SpawnOptions options) const;
 
   const Policy& policy() const { return policy_; }
@@ -167,6 +175,7 @@ class Sandbox {
   friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
                                               const std::vector<std::string>& own_writable);
   Sandbox(Policy policy, Report report, bool inside_agent);
+  Result<ChildProcess> SpawnBrokered(SpawnOptions options, ContainPlan& plan) const;
   Policy policy_;
   Report report_;
   bool inside_agent_ = false;
@@ -174,6 +183,9 @@ class Sandbox {
   UniqueFd tool_reaper_;      // pidfd (launcher, layer 2).
   UniqueFd tool_reaper_ack_;  // Its acknowledgements.
   pid_t tool_reaper_pid_ = 0;
+  // Serves the unix connect broker of every tool spawned without network (unix_broker.h); its
+  // thread starts with the first such tool and is joined when the handle goes.
+  std::unique_ptr<UnixBroker> broker_;
 };
 
 // forkbox-child sandboxes itself before its first model call. Keeps `keep_fds` (and 0-2) open,

@@ -201,23 +201,60 @@ std::vector<RuleSet> SpawnerTable() {
 }
 
 std::vector<RuleSet> AgentNetUnixTable() {
-  return {{"agent network (layer 2)",
+  return {{"agent network (AF_UNIX)",
            {Rule{"socket",
                  Action::kEperm,
                  {},
                  {AF_INET, AF_INET6, AF_UNIX},
-                 "the agent reaches the model over TCP; AF_UNIX for its tools, whose mount "
-                 "namespace hides every daemon's socket; no netlink, raw or vsock"}}}};
+                 "the agent reaches the model over TCP; AF_UNIX for the tools' connect broker "
+                 "(it checks every path) and layer 2's mounts; no netlink, raw or vsock"}}}};
 }
 
-std::vector<RuleSet> ToolUnixOnlyTable() {
-  return {{"tool network (layer 2)",
+// (type & 0xf) == each value in `types`: the socket type without SOCK_NONBLOCK/SOCK_CLOEXEC.
+std::vector<ArgMatch> SocketTypes(std::initializer_list<uint32_t> types) {
+  std::vector<ArgMatch> out;
+  for (uint32_t type : types) out.push_back(ArgMatch{1, 0xf, type});
+  return out;
+}
+
+// Every (type & 0xf) but SOCK_STREAM (1) and SOCK_SEQPACKET (5): refused, so an unknown type
+// never reaches the kernel unbrokered.
+std::vector<ArgMatch> UnbrokeredSocketTypes() {
+  std::vector<ArgMatch> out;
+  for (uint32_t type = 0; type < 16; ++type) {
+    if (type != SOCK_STREAM && type != SOCK_SEQPACKET) out.push_back(ArgMatch{1, 0xf, type});
+  }
+  return out;
+}
+
+std::vector<RuleSet> ToolBrokeredTable() {
+  return {{"tool network (unix connect broker)",
            {Rule{"socket",
                  Action::kEperm,
                  {},
                  {AF_UNIX},
-                 "no network for tools; AF_UNIX stays (multiprocessing forkserver) because the "
-                 "mounts hide /run, /tmp, /dev/shm and the sockets under $HOME"}}}};
+                 "no network for tools: every family but AF_UNIX is refused"},
+            Rule{"socket",
+                 Action::kNotify,
+                 SocketTypes({SOCK_STREAM, SOCK_SEQPACKET}),
+                 {},
+                 "the broker creates the unix socket and keeps a dup, so it can connect it "
+                 "after checking the path (multiprocessing forkserver)"},
+            Rule{"socket",
+                 Action::kEperm,
+                 UnbrokeredSocketTypes(),
+                 {},
+                 "datagram unix sockets name their destination in sendto/sendmsg memory seccomp "
+                 "cannot read (/dev/log, a daemon's dgram socket)"},
+            Rule{"socketpair",
+                 Action::kEperm,
+                 SocketTypes({SOCK_DGRAM, SOCK_RAW}),
+                 {},
+                 "an unconnected datagram pair can still sendto() any path; stream and seqpacket "
+                 "pairs are connected already and stay allowed"},
+            Always("connect", Action::kNotify,
+                   "always brokered, never continued: the broker connects its own dup to the "
+                   "checked inode (a second thread could swap the fd or rewrite the address)")}}};
 }
 
 std::vector<RuleSet> ToolNoUnixTable() {
@@ -230,7 +267,11 @@ std::vector<RuleSet> ToolNoUnixTable() {
                  "ssh-agent, D-Bus (Landlock ABI 7 does not restrict it)"}}}};
 }
 
-uint32_t ErrnoOf(Action action) { return action == Action::kEnosys ? ENOSYS : EPERM; }
+// The BPF return value of an action (kNotify: the listener's broker answers).
+uint32_t RetOf(Action action) {
+  if (action == Action::kNotify) return SECCOMP_RET_USER_NOTIF;
+  return SECCOMP_RET_ERRNO | (action == Action::kEnosys ? ENOSYS : EPERM);
+}
 
 sock_filter Stmt(uint16_t code, uint32_t k) { return sock_filter{code, 0, 0, k}; }
 sock_filter Jump(uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) {
@@ -265,7 +306,7 @@ Result<std::vector<sock_filter>> Prefilter(const std::vector<RuleSet>& table) {
         out.push_back(
             Jump(BPF_JMP | BPF_JEQ | BPF_K, rule.unless_arg0[i], static_cast<uint8_t>(n - i), 0));
       }
-      out.push_back(Stmt(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ErrnoOf(rule.action)));
+      out.push_back(Stmt(BPF_RET | BPF_K, RetOf(rule.action)));
     }
   }
   return out;
@@ -292,7 +333,7 @@ Result<std::vector<sock_filter>> LibseccompPart(const std::vector<RuleSet>& tabl
       int nr = seccomp_syscall_resolve_name(rule.syscall.c_str());
       if (nr == __NR_SCMP_ERROR)
         return Status::Internal("seccomp: unknown syscall " + rule.syscall);
-      uint32_t action = SCMP_ACT_ERRNO(ErrnoOf(rule.action));
+      uint32_t action = RetOf(rule.action);  // SCMP_ACT_* are these values.
       std::string what = "seccomp_rule_add(" + rule.syscall + ")";
       if (rule.any_of.empty()) {
         if (int rc = seccomp_rule_add(ctx, action, nr, 0); rc != 0) {
@@ -355,13 +396,13 @@ const std::vector<RuleSet>& Table(Program program) {
   static const std::vector<RuleSet> tool = ToolNoNetTable();
   static const std::vector<RuleSet> spawner = SpawnerTable();
   static const std::vector<RuleSet> agent_unix = AgentNetUnixTable();
-  static const std::vector<RuleSet> tool_unix_only = ToolUnixOnlyTable();
+  static const std::vector<RuleSet> tool_brokered = ToolBrokeredTable();
   static const std::vector<RuleSet> tool_no_unix = ToolNoUnixTable();
   switch (program) {
     case Program::kAgentNetUnix:
       return agent_unix;
-    case Program::kToolUnixOnly:
-      return tool_unix_only;
+    case Program::kToolBrokered:
+      return tool_brokered;
     case Program::kToolNoUnix:
       return tool_no_unix;
     case Program::kBase:
@@ -402,6 +443,15 @@ int InstallRaw(std::span<const sock_filter> program, bool all_threads) {
   long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
   if (rc < 0) return errno;
   if (rc > 0) return ESRCH;  // TSYNC: a thread could not be synchronised.
+  return 0;
+}
+
+int InstallWithListenerRaw(std::span<const sock_filter> program, int* listener) {
+  sock_fprog prog{static_cast<unsigned short>(program.size()),
+                  const_cast<sock_filter*>(program.data())};
+  long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+  if (rc < 0) return errno;
+  *listener = static_cast<int>(rc);
   return 0;
 }
 

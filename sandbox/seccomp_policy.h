@@ -17,6 +17,10 @@ namespace forkbox::sandbox::seccomp {
 enum class Action {
   kEperm,   // Refused: errno EPERM.
   kEnosys,  // "Not implemented", so libc falls back to a call the table can filter.
+  // Handed to the spawning process (SECCOMP_RET_USER_NOTIF): its unix connect broker
+  // (sandbox/unix_broker.h) performs the call itself. A program with such a rule must be installed
+  // with InstallWithListenerRaw.
+  kNotify,
 };
 
 // A masked compare on the low 32 bits of one argument: (arg & mask) == value.
@@ -42,19 +46,20 @@ struct RuleSet {
 };
 
 // Which program: the base set every sandboxed process gets, the agent's network set (inet
-// sockets only; kAgentNetUnix: and AF_UNIX, layer 2) and the tool network sets, stacked on top:
-// kToolNoNet (no socket() at all, layer 1), kToolUnixOnly (AF_UNIX only, layer 2, where the
-// mounts hide every daemon's socket), kToolNoUnix (--allow-net in layer 1: no AF_UNIX, since
-// nothing there stops connect() to a pathname socket outside the workdir). kSpawner is the
-// parent's spawner (parent/spawner.h): a filter is inherited across execve, so it can refuse only
-// what no task child ever needs: the base set without the namespace and mount rules a layer-2
-// child's own set-up uses.
+// sockets only; kAgentNetUnix: and AF_UNIX, for the tools' connect broker and layer 2) and the
+// tool network sets, stacked on top: kToolNoNet (no socket() at all), kToolBrokered (the default
+// in both layers: stream and seqpacket AF_UNIX sockets are made and connected by the spawning
+// process's broker, which checks the path; no datagrams), kToolNoUnix (--allow-net in layer 1:
+// no AF_UNIX, since nothing there stops connect() to a pathname socket outside the workdir).
+// kSpawner is the parent's spawner (parent/spawner.h): a filter is inherited across execve, so it
+// can refuse only what no task child ever needs: the base set without the namespace and mount rules
+// a layer-2 child's own set-up uses.
 enum class Program {
   kBase,
   kAgentNet,
   kToolNoNet,
   kAgentNetUnix,
-  kToolUnixOnly,
+  kToolBrokered,
   kToolNoUnix,
   kSpawner
 };
@@ -73,6 +78,11 @@ Result<std::span<const sock_filter>> Compiled(Program program);
 // Async-signal-safe: installs a compiled program. no_new_privs must be set (or CAP_SYS_ADMIN).
 // `all_threads` uses SECCOMP_FILTER_FLAG_TSYNC. Returns 0 or an errno value.
 int InstallRaw(std::span<const sock_filter> program, bool all_threads);
+
+// Async-signal-safe: installs a program with SECCOMP_FILTER_FLAG_NEW_LISTENER and stores the
+// listener (close-on-exec) in *listener. Only one filter of a process's stack may have one.
+// Returns 0 or an errno value.
+int InstallWithListenerRaw(std::span<const sock_filter> program, int* listener);
 
 // Whether the kernel supports seccomp filters (SECCOMP_RET_KILL_PROCESS). `error` gets the reason.
 bool Available(Status* error = nullptr);

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -283,6 +284,78 @@ TEST_P(ConfineTest, ATaskAfterTheWorkdirWasSwappedWritesIntoTheRealOne) {
   }
 }
 
+// Issue 13: AF_UNIX in the parent's bash and a task's bash goes through the unix connect broker
+// (sandbox/unix_broker.h), in both layers: multiprocessing's forkserver and an abstract server
+// and client inside work, a socket bound outside after the start (under /var/tmp: layer 2's
+// private /tmp would hide one in /tmp anyway) is refused, and the refusal is in the tool result.
+// The control (--sandbox=off) reaches the outside socket.
+class BrokerTest : public ConfineTest {
+ protected:
+  void Check(bool in_task) {
+    char tmpl[] = "/var/tmp/fbx-broker-XXXXXX";
+    ASSERT_NE(mkdtemp(tmpl), nullptr);
+    const std::string dir = tmpl, sock = dir + "/daemon.sock";
+    ::chmod(tmpl, 0755);
+    std::ofstream(work_ + "/mp.py")
+        << "import multiprocessing as mp, socket, sys\n"
+           "def sq(x): return x * x\n"
+           "if __name__ == '__main__':\n"
+           "    with mp.get_context('forkserver').Pool(2) as p:\n"
+           "        print('forkserver ok', sum(p.map(sq, range(4))))\n"
+           "    s = socket.socket(socket.AF_UNIX); s.bind('\\0' + sys.argv[1]); s.listen(1)\n"
+           "    c = socket.socket(socket.AF_UNIX); c.connect('\\0' + sys.argv[1])\n"
+           "    a, _ = s.accept(); c.send(b'k'); print('abstract ok', a.recv(1).decode())\n"
+           "    try:\n"
+           "        socket.socket(socket.AF_UNIX).connect(sys.argv[2]); print('outside reached')\n"
+           "    except OSError as e: print('outside refused', e.errno)\n";
+    const std::string command = "python3 mp.py fbx-abs-" + std::to_string(::getpid()) + " " + sock;
+    std::mutex mu;
+    std::string result;
+    UniqueFd listener;
+    server_.SetHandler([&](const RecordedRequest& r) {
+      std::lock_guard<std::mutex> lock(mu);
+      const bool tool_side = in_task ? !IsParent(r) : true;
+      if (in_task && IsParent(r) && r.view.assistant_turns == 0) {
+        return Calls({ToolCall{"task", {{"prompt", "mp"}, {"description", "mp"}}, ""}});
+      }
+      if (tool_side && r.view.assistant_turns == 0) {
+        listener = BindListener(sock);  // After every sandbox was set up.
+        return Calls({ToolCall{"bash", {{"command", command}}, ""}});
+      }
+      if (tool_side && result.empty()) result = r.body;
+      return Text("done");
+    });
+    Session s =
+        Run(in_task ? std::vector<std::string>{} : std::vector<std::string>{"--no-subagents"});
+    ::unlink(sock.c_str());
+    ::rmdir(tmpl);
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    EXPECT_NE(result.find("forkserver ok 14"), std::string::npos) << result;
+    EXPECT_NE(result.find("abstract ok k"), std::string::npos) << result;
+    if (GetParam().sandboxed) {
+      EXPECT_NE(result.find("outside refused"), std::string::npos) << result;
+      EXPECT_NE(result.find("forkbox: connect to " + sock + " refused"), std::string::npos)
+          << result;
+    } else {
+      EXPECT_NE(result.find("outside reached"), std::string::npos) << "control\n" << result;
+    }
+  }
+
+  UniqueFd BindListener(const std::string& path) {
+    UniqueFd fd(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+    EXPECT_EQ(::bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    EXPECT_EQ(::listen(fd.get(), 8), 0);
+    ::chmod(path.c_str(), 0777);
+    return fd;
+  }
+};
+
+TEST_P(BrokerTest, ParentBashBrokersUnixSockets) { Check(/*in_task=*/false); }
+TEST_P(BrokerTest, TaskBashBrokersUnixSockets) { Check(/*in_task=*/true); }
+
 // bash processes whose command line contains `token` (not the setsid that starts one, whose
 // argv holds it too until it exits).
 std::vector<pid_t> ProcessesWith(const std::string& token) {
@@ -364,6 +437,12 @@ TEST_P(ConfineTest, SigkillOfForkboxLeavesNoProcessOfItsOwnBashInLayer2) {
 
 INSTANTIATE_TEST_SUITE_P(
     Modes, ConfineTest,
+    ::testing::Values(Param{Where::kLayer2, true}, Param{Where::kLayer2, false},
+                      Param{Where::kLayer1Jail, true}, Param{Where::kLayer1Jail, false},
+                      Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false}),
+    NameOf);
+INSTANTIATE_TEST_SUITE_P(
+    Modes, BrokerTest,
     ::testing::Values(Param{Where::kLayer2, true}, Param{Where::kLayer2, false},
                       Param{Where::kLayer1Jail, true}, Param{Where::kLayer1Jail, false},
                       Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false}),

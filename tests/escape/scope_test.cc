@@ -4,10 +4,17 @@
 // (git operations, every multiprocessing start method). Every attack in every mode, with its
 // unsandboxed control.
 #include <fcntl.h>
+#include <signal.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
+#include <filesystem>
+#include <functional>
+#include <optional>
 #include <string>
 #include <thread>
 
@@ -180,6 +187,128 @@ TEST_P(ScopeTest, DaemonSocketUnreachableWithAllowNet) {
   }
 }
 
+// Issue 13, the unix connect broker (sandbox/unix_broker.h): no network, both layers. The
+// daemon's socket appears AFTER the command started (a FIFO handshake, no sleeps), outside the
+// writable trees, so layer 2's mounts, made at the start, know nothing of it.
+class BrokerScopeTest : public ScopeTest {
+ protected:
+  // Runs `cd work; <tail>` once `outside` ran, after the command started.
+  RunResult AfterStart(const std::string& tail, const std::function<void()>& outside) {
+    const std::string started = work_ + "/started", go = work_ + "/go";
+    EXPECT_EQ(mkfifo(started.c_str(), 0666), 0) << strerror(errno);
+    EXPECT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
+    ChownTree(work_, uid(), gid());
+    std::thread helper([&] {
+      Fd in(open(started.c_str(), O_RDONLY | O_CLOEXEC));
+      char c;
+      if (!in.valid() || read(in.get(), &c, 1) != 1) return;
+      outside();
+      Fd out(open(go.c_str(), O_WRONLY | O_CLOEXEC));
+      if (out.valid()) (void)!write(out.get(), "g\n", 2);
+    });
+    RunResult r = Shell("cd '" + work_ + "' && echo s > started && read x < go && " + tail);
+    helper.join();
+    return r;
+  }
+  // A daemon's socket in a fresh directory outside, bound after the start.
+  void ExpectUnreachable(const std::string& what, const std::string& tail,
+                         const std::function<void(const std::string&)>& plant = {}) {
+    const std::string dir = sock_dir_ + "/d", path = dir + "/daemon.sock";
+    std::optional<Listener> listener;
+    RunResult r = AfterStart(tail, [&] {
+      mkdir(dir.c_str(), 0755);
+      listener.emplace(Listener::Unix(path));
+      if (plant) plant(path);
+    });
+    Verdict(r, listener && listener->Contacted(), Control::kAlways, what);
+    if (sandboxed() && what.find("abstract") == std::string::npos) {
+      EXPECT_TRUE(Contains(r.err, "forkbox: connect to ")) << "the refusal is reported\n"
+                                                           << r.Describe();
+    }
+  }
+  std::string Connect(const std::string& target) {
+    return std::string("exec ") + ProbePath() + " unix_connect '" + target + "'";
+  }
+};
+
+TEST_P(BrokerScopeTest, SocketBoundAfterStartOutside) {
+  ExpectUnreachable("connect to a socket bound after the start",
+                    Connect(sock_dir_ + "/d/daemon.sock"));
+}
+
+TEST_P(BrokerScopeTest, SymlinkInWorkdirToOutsideSocket) {
+  ExpectUnreachable("connect through a symlink in the workdir",
+                    "ln -s '" + sock_dir_ + "/d/daemon.sock' link.sock && " + Connect("link.sock"));
+}
+
+TEST_P(BrokerScopeTest, DotDotPathToOutsideSocket) {
+  const std::string rel =
+      std::filesystem::path(sock_dir_ + "/d/daemon.sock").lexically_relative(work_).string();
+  ASSERT_EQ(rel.rfind("..", 0), 0u) << rel;
+  ExpectUnreachable("connect to " + rel, Connect(rel));
+}
+
+// A tool's own link() of an outside socket is refused when sandboxed (EXDEV: Landlock's refer
+// check in layer 1, the workdir's own bind mount in layer 2), so the hard link is planted from
+// outside, as an earlier unconfined run could have; the broker refuses its second link.
+TEST_P(BrokerScopeTest, HardLinkInWorkdirToOutsideSocket) {
+  const std::string hard = work_ + "/hard.sock";
+  RunResult r = Shell("ln '" + victim_ + "' '" + work_ + "/tool-link' && echo LINKED");
+  if (sandboxed()) EXPECT_FALSE(Contains(r.out, "LINKED")) << "a tool linked an outside file";
+  struct stat work_st, sock_st;
+  ASSERT_EQ(stat(work_.c_str(), &work_st), 0);
+  ASSERT_EQ(stat(sock_dir_.c_str(), &sock_st), 0);
+  if (work_st.st_dev != sock_st.st_dev) {
+    GTEST_SKIP() << "link() refused here: the workdir and " << sock_dir_
+                 << " are on different filesystems";
+  }
+  ExpectUnreachable("connect to a hard link in the workdir", Connect("hard.sock"),
+                    [&](const std::string& path) {
+                      ASSERT_EQ(link(path.c_str(), hard.c_str()), 0) << strerror(errno);
+                    });
+}
+
+TEST_P(BrokerScopeTest, AbstractSocketOutside) {
+  const std::string name = "@fbx-" + token_;
+  std::optional<Listener> listener;
+  RunResult r = AfterStart(Connect(name), [&] { listener.emplace(Listener::Unix(name)); });
+  Verdict(r, listener && listener->Contacted(), Control::kAlways, "connect to " + name);
+  if (sandboxed()) {
+    EXPECT_TRUE(Contains(r.err, "forkbox: connect to an abstract socket outside the sandbox"))
+        << r.Describe();
+  }
+}
+
+// A datagram receiver outside: socket(AF_UNIX, SOCK_DGRAM) and a datagram socketpair are both
+// refused (sendto names its destination in memory seccomp cannot read).
+TEST_P(BrokerScopeTest, DatagramSocketsRefused) {
+  const std::string path = sock_dir_ + "/dgram.sock";
+  for (const char* how : {"socket", "socketpair"}) {
+    unlink(path.c_str());
+    Fd receiver(socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    memcpy(addr.sun_path, path.data(), path.size());
+    ASSERT_EQ(bind(receiver.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+    chmod(path.c_str(), 0777);
+    RunResult r = Probe({"unix_dgram", path, how});
+    char buf[16];
+    bool received = recv(receiver.get(), buf, sizeof buf, MSG_DONTWAIT) > 0;
+    Verdict(r, received, Control::kAlways, std::string("datagram through ") + how);
+  }
+}
+
+// One thread connects in a tight loop while another flips the address between an inside socket
+// and the outside one and dup2()s sockets over the fd: the broker connects its own dup to the one
+// address it read, so no iteration reaches outside. Bounded; the control reaches it.
+TEST_P(BrokerScopeTest, RacedConnectNeverReachesOutside) {
+  const std::string path = sock_dir_ + "/race.sock";
+  Listener listener = Listener::Unix(path);
+  RunResult r = Shell("cd '" + work_ + "' && exec " + std::string(ProbePath()) +
+                      " unix_race in.sock '" + path + "' 20000");
+  Verdict(r, listener.Contacted() || ProbeSaysEscaped(r), Control::kAlways, "raced connect");
+}
+
 class ScopeWorks : public EscapeTest {};
 
 TEST_P(ScopeWorks, GitOperations) {
@@ -216,19 +345,113 @@ TEST_P(ScopeWorks, MultiprocessingStartMethods) {
       "    s = shared_memory.SharedMemory(create=True, size=64); s.buf[0] = 7\n"
       "    print('shm ok', s.buf[0]); s.close(); s.unlink()\n");
   ChownTree(work_, uid(), gid());
-  // Layer 1 refuses AF_UNIX (nothing there keeps connect() from a daemon), so no forkserver.
-  const bool forkserver = Layer() == 2;
-  // The forkserver's socket path must fit in 108 bytes: the task's TMPDIR below this deep build
-  // tree does not, the private /tmp of layer 2 does.
-  RunResult r = Shell("cd '" + work_ + "' && " + (forkserver ? "TMPDIR=/tmp " : "") +
-                      "/usr/bin/python3 mp.py fork spawn" + (forkserver ? " forkserver" : ""));
+  // forkserver in both layers: its AF_UNIX goes through the connect broker. Its socket path must
+  // fit in 108 bytes, which the task's TMPDIR below this deep build tree does not: TMPDIR is a
+  // short --writable tree instead (which the broker must then accept).
+  const std::string tmp = sock_dir_ + "/t";
+  ASSERT_EQ(mkdir(tmp.c_str(), 0755), 0) << strerror(errno);
+  ChownTree(sock_dir_, uid(), gid());
+  RunResult r = Shell(
+      "cd '" + work_ + "' && TMPDIR='" + tmp + "' /usr/bin/python3 mp.py fork spawn forkserver",
+      Flags({"--writable", tmp}));
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_TRUE(Contains(r.out, "fork ok 14 14")) << r.Describe();
   EXPECT_TRUE(Contains(r.out, "spawn ok 14 14")) << r.Describe();
-  if (forkserver) {
-    EXPECT_TRUE(Contains(r.out, "forkserver ok 14 14")) << r.Describe();
-  }
+  EXPECT_TRUE(Contains(r.out, "forkserver ok 14 14")) << r.Describe();
   EXPECT_TRUE(Contains(r.out, "shm ok 7")) << r.Describe();
+}
+
+// A server and a client inside talk over a pathname socket in the workdir, an abstract socket and
+// socketpairs. `forkbox sandbox` is unconfined: its broker's thread enters a Landlock domain of
+// its own scoping abstract sockets and spawns the tool, so the tool's domain nests in it (the
+// agents' brokers are scoped by their own domains: confine_test's BrokerTest).
+TEST_P(ScopeWorks, UnixServerAndClientInside) {
+  WriteFile(
+      work_ + "/talk.py",
+      "import socket\n"
+      "def talk(addr):\n"
+      "    s = socket.socket(socket.AF_UNIX); s.bind(addr); s.listen(1)\n"
+      "    c = socket.socket(socket.AF_UNIX); c.connect(addr); a, _ = s.accept()\n"
+      "    c.sendall(b'ping'); return a.recv(4).decode()\n"
+      "print('pathname', talk('srv.sock'))\n"
+      "x, y = socket.socketpair(); x.sendall(b'pair'); print('socketpair', y.recv(4).decode())\n"
+      "q, w = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
+      "q.send(b'seq'); print('seqpacket', w.recv(4).decode())\n"
+      "try: print('abstract', talk('\\0fbx-talk'))\n"
+      "except OSError as e: print('abstract refused', e.errno)\n");
+  ChownTree(work_, uid(), gid());
+  RunResult r = Shell("cd '" + work_ + "' && /usr/bin/python3 talk.py");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "pathname ping")) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "socketpair pair")) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "seqpacket seq")) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "abstract ping")) << r.Describe();
+}
+
+// The broker's thread never takes a process-directed signal: `forkbox sandbox` forwards SIGTERM to
+// the command (which then dies of it: exit code 143) instead of dying of it itself.
+TEST_P(ScopeWorks, SigtermIsForwardedWhileTheBrokerRuns) {
+  const std::string ready = work_ + "/ready";
+  ASSERT_EQ(mkfifo(ready.c_str(), 0666), 0) << strerror(errno);
+  ChownTree(work_, uid(), gid());
+  std::thread killer([&] {
+    Fd in(open(ready.c_str(), O_RDONLY | O_CLOEXEC));
+    char c;
+    if (!in.valid() || read(in.get(), &c, 1) != 1) return;
+    for (pid_t pid : ProcessesWithMarker(token_)) {
+      std::string comm;
+      Fd fd(open(("/proc/" + std::to_string(pid) + "/comm").c_str(), O_RDONLY | O_CLOEXEC));
+      char buf[32] = {};
+      if (fd.valid() && read(fd.get(), buf, sizeof buf - 1) > 0) comm = buf;
+      if (comm == "forkbox\n") kill(pid, SIGTERM);
+    }
+  });
+  RunResult r = Shell("cd '" + work_ +
+                      "' && exec /usr/bin/python3 -c \"import socket, time\n"
+                      "s = socket.socket(socket.AF_UNIX)\n"
+                      "open('ready', 'w').write('r')\n"
+                      "time.sleep(120)\"");
+  killer.join();
+  ASSERT_FALSE(r.timed_out) << r.Describe();
+  EXPECT_TRUE(WIFEXITED(r.wait_status)) << "forkbox died of the signal\n" << r.Describe();
+  EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.Describe();
+}
+
+// connect() answered by the broker gives the kernel's errnos: a first connect 0, a file ENOTSOCK,
+// a closed fd EBADF, a listening socket EINVAL, a socketpair and a connected socket EISCONN, a
+// missing path ENOENT, a regular file ECONNREFUSED. The same script run outside is the reference.
+TEST_P(ScopeWorks, ConnectErrnosMatchTheKernel) {
+  WriteFile(work_ + "/errnos.py",
+            "import ctypes, os, socket\n"
+            "libc = ctypes.CDLL(None, use_errno=True)\n"
+            "def raw_connect(fd, path):\n"
+            "    raw = b'\\x01\\x00' + path.encode() + b'\\0'\n"
+            "    buf = ctypes.create_string_buffer(raw, len(raw))\n"
+            "    return 0 if libc.connect(fd, buf, len(raw)) == 0 else ctypes.get_errno()\n"
+            "srv = socket.socket(socket.AF_UNIX); srv.bind('srv.sock'); srv.listen(4)\n"
+            "lis = socket.socket(socket.AF_UNIX); lis.bind('lis.sock'); lis.listen(1)\n"
+            "x, y = socket.socketpair()\n"
+            "c = socket.socket(socket.AF_UNIX); first = raw_connect(c.fileno(), 'srv.sock')\n"
+            "open('plain', 'w').close()\n"
+            "f = os.open('plain', os.O_RDONLY)\n"
+            "u = socket.socket(socket.AF_UNIX)\n"
+            "print('errnos', first, raw_connect(f, 'srv.sock'), raw_connect(999, 'srv.sock'),\n"
+            "      raw_connect(lis.fileno(), 'srv.sock'), raw_connect(x.fileno(), 'srv.sock'),\n"
+            "      raw_connect(c.fileno(), 'srv.sock'), raw_connect(u.fileno(), 'missing.sock'),\n"
+            "      raw_connect(u.fileno(), 'plain'), raw_connect(u.fileno(), 'srv.sock'))\n");
+  const std::string ref_dir = sock_dir_ + "/ref";
+  ASSERT_EQ(mkdir(ref_dir.c_str(), 0755), 0) << strerror(errno);
+  ASSERT_EQ(system(("cp '" + work_ + "/errnos.py' '" + ref_dir + "/'").c_str()), 0);
+  Command outside;
+  outside.argv = {"/usr/bin/python3", "errnos.py"};
+  outside.env = {"PATH=/usr/bin:/bin"};
+  outside.cwd = ref_dir;
+  RunResult reference = RunCommand(outside);
+  ASSERT_TRUE(Contains(reference.out, "errnos 0 88 9 22 106 106 2 111 0")) << reference.Describe();
+  ChownTree(work_, uid(), gid());
+  RunResult r = Shell("cd '" + work_ + "' && /usr/bin/python3 errnos.py");
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_EQ(r.out, reference.out) << r.Describe();
 }
 
 TEST_P(ScopeWorks, CheckStatesTheReadScope) {
@@ -239,6 +462,7 @@ TEST_P(ScopeWorks, CheckStatesTheReadScope) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ScopeTest, ::testing::ValuesIn(AllModes()), ModeName);
+INSTANTIATE_TEST_SUITE_P(Modes, BrokerScopeTest, ::testing::ValuesIn(AllModes()), ModeName);
 INSTANTIATE_TEST_SUITE_P(Modes, ScopeWorks,
                          ::testing::Values(Mode::kRoot, Mode::kUser, Mode::kRootNoUserns,
                                            Mode::kUserNoUserns),

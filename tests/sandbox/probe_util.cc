@@ -13,6 +13,8 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <memory>
+#include <mutex>
 #include <sstream>
 
 namespace forkbox::sandbox::testing {
@@ -101,9 +103,17 @@ std::string KernelRelease() {
 }
 
 Result<ChildProcess> SpawnSandboxed(const Policy& policy, SpawnOptions options) {
+  // A command dies with its ForTools handle (spawned from the handle's broker thread), so the
+  // handles of these one-off spawns are kept for the test process's lifetime.
+  static std::mutex mu;
+  static std::vector<std::unique_ptr<Sandbox>> handles;
   Result<Sandbox> sandbox = Sandbox::ForTools(policy);
   if (!sandbox.ok()) return sandbox.status();
-  return sandbox->Spawn(std::move(options));
+  auto handle = std::make_unique<Sandbox>(std::move(*sandbox));
+  Result<ChildProcess> child = handle->Spawn(std::move(options));
+  std::lock_guard<std::mutex> lock(mu);
+  handles.push_back(std::move(handle));
+  return child;
 }
 
 }  // namespace forkbox::sandbox::testing

@@ -40,7 +40,8 @@ bool RefuseUserNamespaces();
 
 std::string KernelRelease();
 
-// Sandbox::ForTools(policy) then Spawn(options): one command from an unsandboxed caller.
+// Sandbox::ForTools(policy) then Spawn(options): one command from an unsandboxed caller. The
+// handle is kept until the test process exits (a command dies with its handle).
 Result<ChildProcess> SpawnSandboxed(const Policy& policy, SpawnOptions options);
 
 }  // namespace forkbox::sandbox::testing

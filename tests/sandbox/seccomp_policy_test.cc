@@ -17,7 +17,8 @@
 namespace forkbox::sandbox::seccomp {
 namespace {
 
-const Program kPrograms[] = {Program::kBase, Program::kAgentNet, Program::kToolNoNet};
+const Program kPrograms[] = {Program::kBase,         Program::kAgentNet,     Program::kToolNoNet,
+                             Program::kAgentNetUnix, Program::kToolBrokered, Program::kToolNoUnix};
 
 TEST(SeccompTable, EveryRuleHasAReasonAndAKnownSyscall) {
   for (Program p : kPrograms) {
@@ -175,6 +176,81 @@ TEST(SeccompTable, AgentMayOpenOnlyInetSocketsAndToolsNone) {
   EXPECT_TRUE(tool->any_of.empty() && tool->unless_arg0.empty());
   EXPECT_EQ(FindRule(Program::kToolNoNet, "socketpair"), nullptr);
   EXPECT_EQ(FindRule(Program::kBase, "socketpair"), nullptr);
+}
+
+// The rules of one program for `syscall`, in table order.
+std::vector<const Rule*> RulesFor(Program program, const std::string& syscall) {
+  std::vector<const Rule*> out;
+  for (const RuleSet& set : Table(program)) {
+    for (const Rule& rule : set.rules) {
+      if (rule.syscall == syscall) out.push_back(&rule);
+    }
+  }
+  return out;
+}
+
+// The values v with (arg1 & 0xf) == v that a rule matches.
+std::set<uint32_t> SocketTypesOf(const Rule& rule) {
+  std::set<uint32_t> types;
+  for (const ArgMatch& m : rule.any_of) {
+    EXPECT_EQ(m.arg, 1u);
+    EXPECT_EQ(m.mask, 0xfu);
+    types.insert(m.value);
+  }
+  return types;
+}
+
+// The unix connect broker's program: AF_UNIX only; stream and seqpacket sockets and every
+// connect() go to the broker; datagrams refused in socket() and socketpair().
+TEST(SeccompTable, ToolBrokeredHandsUnixStreamSocketsAndEveryConnectToTheBroker) {
+  std::vector<const Rule*> socket_rules = RulesFor(Program::kToolBrokered, "socket");
+  ASSERT_EQ(socket_rules.size(), 3u);
+  EXPECT_EQ(socket_rules[0]->action, Action::kEperm);
+  EXPECT_EQ(
+      std::set<uint32_t>(socket_rules[0]->unless_arg0.begin(), socket_rules[0]->unless_arg0.end()),
+      std::set<uint32_t>{AF_UNIX});
+  EXPECT_EQ(socket_rules[1]->action, Action::kNotify);
+  EXPECT_EQ(SocketTypesOf(*socket_rules[1]), (std::set<uint32_t>{SOCK_STREAM, SOCK_SEQPACKET}));
+  EXPECT_EQ(socket_rules[2]->action, Action::kEperm);
+  std::set<uint32_t> refused = SocketTypesOf(*socket_rules[2]);
+  EXPECT_EQ(refused.size(), 14u) << "every other type, including the unknown ones";
+  EXPECT_TRUE(refused.count(SOCK_DGRAM) && refused.count(SOCK_RAW));
+  EXPECT_FALSE(refused.count(SOCK_STREAM) || refused.count(SOCK_SEQPACKET));
+
+  std::vector<const Rule*> pair = RulesFor(Program::kToolBrokered, "socketpair");
+  ASSERT_EQ(pair.size(), 1u);
+  EXPECT_EQ(pair[0]->action, Action::kEperm);
+  EXPECT_EQ(SocketTypesOf(*pair[0]), (std::set<uint32_t>{SOCK_DGRAM, SOCK_RAW}));
+
+  const Rule* connect = FindRule(Program::kToolBrokered, "connect");
+  ASSERT_NE(connect, nullptr);
+  EXPECT_EQ(connect->action, Action::kNotify);
+  EXPECT_TRUE(connect->any_of.empty() && connect->unless_arg0.empty()) << "always brokered";
+  EXPECT_NE(connect->reason.find("never continued"), std::string::npos) << connect->reason;
+  for (const Rule* rule : {socket_rules[1], socket_rules[2], pair[0], connect}) {
+    EXPECT_GE(rule->reason.size(), 40u) << rule->syscall;
+  }
+}
+
+// The broker runs in the agent and the launcher, which must create AF_UNIX sockets for it.
+TEST(SeccompTable, AgentUnixProgramAllowsTheBrokersSockets) {
+  const Rule* agent = FindRule(Program::kAgentNetUnix, "socket");
+  ASSERT_NE(agent, nullptr);
+  EXPECT_EQ(std::set<uint32_t>(agent->unless_arg0.begin(), agent->unless_arg0.end()),
+            (std::set<uint32_t>{AF_INET, AF_INET6, AF_UNIX}));
+  EXPECT_NE(agent->reason.find("broker"), std::string::npos) << agent->reason;
+}
+
+// A kNotify rule compiles to SECCOMP_RET_USER_NOTIF, and nothing else in the other programs does.
+TEST(SeccompTable, OnlyTheBrokeredProgramNotifies) {
+  for (Program p : kPrograms) {
+    Result<std::span<const sock_filter>> prog = Compiled(p);
+    ASSERT_TRUE(prog.ok()) << prog.status().ToString();
+    bool notifies = std::any_of(prog->begin(), prog->end(), [](const sock_filter& insn) {
+      return insn.code == (BPF_RET | BPF_K) && insn.k == SECCOMP_RET_USER_NOTIF;
+    });
+    EXPECT_EQ(notifies, p == Program::kToolBrokered) << static_cast<int>(p);
+  }
 }
 
 TEST(SeccompTable, CompiledProgramsStartByKillingForeignArchitectures) {

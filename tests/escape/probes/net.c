@@ -5,11 +5,13 @@
 #include <linux/netlink.h>
 #include <linux/vm_sockets.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -124,6 +126,113 @@ static int ProbeSocketpair(int argc, char** argv) {
   return 0;
 }
 
+static socklen_t UnixAddress(const char* path, struct sockaddr_un* addr) {
+  memset(addr, 0, sizeof(*addr));
+  addr->sun_family = AF_UNIX;
+  size_t len = strlen(path);
+  if (len >= sizeof(addr->sun_path)) return 0;
+  memcpy(addr->sun_path, path, len);
+  if (path[0] == '@') addr->sun_path[0] = 0;
+  return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
+}
+
+// PATH socket|socketpair: a datagram to a unix socket outside. An unconnected datagram socket
+// names its destination in sendto's memory; a datagram socketpair can sendto() elsewhere too.
+static int ProbeUnixDgram(int argc, char** argv) {
+  (void)argc;
+  struct sockaddr_un addr;
+  socklen_t size = UnixAddress(argv[1], &addr);
+  if (size == 0) return ProbeError("path too long");
+  int fd = -1;
+  if (strcmp(argv[2], "socketpair") == 0) {
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0, sv) != 0) {
+      return Blocked("socketpair(AF_UNIX, SOCK_DGRAM): %s (errno %d)", strerror(errno), errno);
+    }
+    fd = sv[0];
+  } else {
+    fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    if (fd < 0)
+      return Blocked("socket(AF_UNIX, SOCK_DGRAM): %s (errno %d)", strerror(errno), errno);
+  }
+  if (sendto(fd, "ESCAPED\n", 8, 0, (struct sockaddr*)&addr, size) != 8) {
+    return Blocked("sendto %s: %s (errno %d)", argv[1], strerror(errno), errno);
+  }
+  return Escaped("sent a datagram to %s", argv[1]);
+}
+
+// The race: one thread connects in a tight loop while another rewrites the address between an
+// inside socket and the outside one and dup2()s fresh sockets over the connecting fd. A
+// connect-then-continue supervisor would check one and let the kernel re-read the other.
+struct Race {
+  struct sockaddr_un addr;
+  struct sockaddr_un inside, outside;
+  volatile int stop;
+  volatile int fd;
+};
+
+static void* RaceFlipper(void* arg) {
+  struct Race* r = arg;
+  for (unsigned i = 0; !r->stop; ++i) {
+    memcpy(&r->addr, (i & 1) ? &r->outside : &r->inside, sizeof(r->addr));
+    if ((i & 63) == 0) {
+      int spare = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+      if (spare >= 0) {
+        dup2(spare, r->fd);
+        close(spare);
+      }
+    }
+  }
+  return NULL;
+}
+
+// INSIDE_PATH OUTSIDE_PATH ITERATIONS: binds INSIDE itself; escaped when a connection's peer is
+// OUTSIDE (getpeername names the listener's address). Stops at the first escape.
+static int ProbeUnixRace(int argc, char** argv) {
+  (void)argc;
+  static struct Race r;
+  if (UnixAddress(argv[1], &r.inside) == 0 || UnixAddress(argv[2], &r.outside) == 0) {
+    return ProbeError("path too long");
+  }
+  int server = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (server < 0) return ProbeError("socket: %s", strerror(errno));
+  unlink(argv[1]);
+  if (bind(server, (struct sockaddr*)&r.inside, sizeof(r.inside)) != 0 || listen(server, 64) != 0) {
+    return ProbeError("bind/listen %s: %s", argv[1], strerror(errno));
+  }
+  r.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  memcpy(&r.addr, &r.inside, sizeof(r.addr));
+  pthread_t flipper;
+  if (pthread_create(&flipper, NULL, RaceFlipper, &r) != 0) return ProbeError("pthread_create");
+  long iterations = atol(argv[3]), connected = 0, escaped = 0;
+  for (long i = 0; i < iterations && !escaped; ++i) {
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    r.fd = fd;
+    // Each iteration starts from one of the two (so a connect that is not raced reaches the
+    // outside one too: the control's proof), and the flipper changes it under the call.
+    memcpy(&r.addr, (i & 1) ? &r.outside : &r.inside, sizeof(r.addr));
+    if (connect(fd, (struct sockaddr*)&r.addr, sizeof(r.addr)) == 0) {
+      ++connected;
+      struct sockaddr_un peer;
+      socklen_t len = sizeof(peer);
+      memset(&peer, 0, sizeof(peer));
+      if (getpeername(fd, (struct sockaddr*)&peer, &len) == 0 &&
+          strcmp(peer.sun_path, r.outside.sun_path) == 0) {
+        ++escaped;
+      }
+    }
+    close(fd);
+    for (int c; (c = accept4(server, NULL, NULL, SOCK_CLOEXEC)) >= 0;) close(c);
+  }
+  r.stop = 1;
+  pthread_join(flipper, NULL);
+  printf("RACE connected=%ld\n", connected);
+  if (escaped) return Escaped("a raced connect reached %s", argv[2]);
+  return Blocked("%ld iterations, %ld inside connections, none reached outside", iterations,
+                 connected);
+}
+
 const struct Probe kNetProbes[] = {
     {"tcp", "HOST PORT", 2, ProbeTcp},
     {"udp", "HOST PORT", 2, ProbeUdp},
@@ -131,5 +240,7 @@ const struct Probe kNetProbes[] = {
     {"vsock_connect", "", 0, ProbeVsockConnect},
     {"unix_connect", "PATH|@ABSTRACT", 1, ProbeUnixConnect},
     {"socketpair", "", 0, ProbeSocketpair},
+    {"unix_dgram", "PATH|@ABSTRACT socket|socketpair", 2, ProbeUnixDgram},
+    {"unix_race", "INSIDE OUTSIDE ITERATIONS", 3, ProbeUnixRace},
     {0, 0, 0, 0},
 };

@@ -1,0 +1,487 @@
+#include "sandbox/unix_broker.h"
+
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <linux/seccomp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stddef.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <condition_variable>
+#include <cstdio>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <sstream>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "base/file.h"
+#include "sandbox/landlock.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+constexpr size_t kMaxHeld = 1024;      // Unconnected sockets held per tool; beyond: EMFILE.
+constexpr size_t kMaxReports = 8;      // Refusal lines per tool.
+constexpr int kMaxWalk = 4096;         // ".." steps from a socket's directory.
+constexpr int kSoAcceptCon = 0x10000;  // __SO_ACCEPTCON in /proc/net/unix's Flags.
+constexpr int kSsConnected = 3;        // SS_CONNECTED in /proc/net/unix's St.
+
+// One tool's listener and what the broker holds for it.
+struct Tool {
+  UniqueFd listener;
+  BrokerPolicy policy;
+  UniqueFd report;
+  std::map<ino_t, UniqueFd> held;  // Sockets made for the tool, by inode, not yet connected.
+  std::set<std::string> reported;
+};
+
+// The answer to one notification: -errno (or 0), unless ADDFD already answered it.
+struct Answer {
+  int error = 0;
+  bool sent = false;
+  std::string refusal;  // Non-empty: why, for the tool's stderr.
+};
+
+Answer Fail(int err) { return Answer{-err, false, {}}; }
+Answer Refuse(int err, std::string why) { return Answer{-err, false, std::move(why)}; }
+
+UniqueFd OpenAt2(int dir, const std::string& path, uint64_t flags, uint64_t resolve) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = resolve;
+  return UniqueFd(static_cast<int>(syscall(SYS_openat2, dir, path.c_str(), &how, sizeof how)));
+}
+
+std::string ProcPath(pid_t pid, const std::string& rest) {
+  return "/proc/" + std::to_string(pid) + "/" + rest;
+}
+
+// The inode of the socket at `fd` in the tool, from /proc/<pid>/fd/<fd> ("socket:[ino]").
+// Fails with the errno the kernel's connect would give: EBADF, ENOTSOCK.
+int SocketInode(pid_t pid, int fd, ino_t* ino) {
+  if (fd < 0) return EBADF;
+  char link[64];
+  std::string path = ProcPath(pid, "fd/" + std::to_string(fd));
+  ssize_t n = readlink(path.c_str(), link, sizeof link - 1);
+  if (n < 0) return errno == ENOENT ? EBADF : errno;
+  link[n] = '\0';
+  unsigned long long value = 0;
+  if (std::sscanf(link, "socket:[%llu]", &value) != 1) return ENOTSOCK;
+  *ino = static_cast<ino_t>(value);
+  return 0;
+}
+
+// The errno connect() gives for a socket the broker does not hold, from the tool's
+// /proc/<pid>/net/unix: a listening socket EINVAL, a connected one (a socketpair) EISCONN,
+// anything else (not a unix socket, or not made through the broker) EPERM.
+int UnheldErrno(pid_t pid, ino_t ino) {
+  Result<std::string> table = ReadRegularFile(ProcPath(pid, "net/unix"), 16 << 20);
+  if (!table.ok()) return EPERM;
+  std::istringstream lines(*table);
+  std::string line;
+  while (std::getline(lines, line)) {
+    unsigned refs = 0, protocol = 0, flags = 0, type = 0, state = 0;
+    unsigned long long inode = 0;
+    if (std::sscanf(line.c_str(), "%*[^:]: %x %x %x %x %x %llu", &refs, &protocol, &flags, &type,
+                    &state, &inode) != 6 ||
+        inode != ino) {
+      continue;
+    }
+    if (flags & kSoAcceptCon) return EINVAL;
+    return state == kSsConnected ? EISCONN : EPERM;
+  }
+  return EPERM;
+}
+
+// A held socket that listens or is connected is no longer the broker's to connect.
+int SettledErrno(int sock) {
+  int listening = 0;
+  socklen_t len = sizeof listening;
+  if (getsockopt(sock, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening) {
+    return EINVAL;
+  }
+  sockaddr_un peer{};
+  len = sizeof peer;
+  if (getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &len) == 0) return EISCONN;
+  return 0;
+}
+
+void DropSettled(Tool& tool) {
+  std::erase_if(tool.held, [](const auto& entry) { return SettledErrno(entry.second.get()) != 0; });
+}
+
+// connect() on the broker's dup, never blocking the broker: the file description is the tool's
+// too, so O_NONBLOCK is set only for the call (a full backlog answers EAGAIN).
+int ConnectNow(int sock, const sockaddr_un& addr, socklen_t len) {
+  int flags = fcntl(sock, F_GETFL);
+  if (flags < 0) return -errno;
+  if (!(flags & O_NONBLOCK) && fcntl(sock, F_SETFL, flags | O_NONBLOCK) != 0) return -errno;
+  int rc = connect(sock, reinterpret_cast<const sockaddr*>(&addr), len);
+  int err = rc == 0 ? 0 : errno;
+  if (!(flags & O_NONBLOCK)) (void)fcntl(sock, F_SETFL, flags);
+  return -err;
+}
+
+using DevIno = std::pair<dev_t, ino_t>;
+
+bool Stat(int fd, DevIno* id) {
+  struct stat st;
+  if (fstat(fd, &st) != 0) return false;
+  *id = {st.st_dev, st.st_ino};
+  return true;
+}
+
+// Whether `dir` (an O_PATH directory in the tool's view) is one of the writable trees or beneath
+// one: the trees are opened from the tool's root without following any symbolic link, and ".." is
+// walked up from `dir` to the top of its mount tree.
+bool BeneathTrees(int dir, int root, const std::vector<std::string>& trees) {
+  std::vector<DevIno> roots;
+  for (const std::string& tree : trees) {
+    std::string rel =
+        tree.substr(tree.find_first_not_of('/') == std::string::npos ? tree.size()
+                                                                     : tree.find_first_not_of('/'));
+    UniqueFd fd = OpenAt2(root, rel.empty() ? "." : rel, O_PATH | O_DIRECTORY,
+                          RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+    DevIno id;
+    if (fd && Stat(fd.get(), &id)) roots.push_back(id);
+  }
+  UniqueFd cur(openat(dir, ".", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  DevIno here;
+  if (!cur || !Stat(cur.get(), &here)) return false;
+  for (int step = 0; step < kMaxWalk; ++step) {
+    for (const DevIno& r : roots) {
+      if (r == here) return true;
+    }
+    UniqueFd up(openat(cur.get(), "..", O_PATH | O_DIRECTORY | O_CLOEXEC));
+    DevIno above;
+    if (!up || !Stat(up.get(), &above) || above == here) return false;
+    cur = std::move(up);
+    here = above;
+  }
+  return false;
+}
+
+// The pathname part of the check: `path` resolved in the tool's view, then the held socket
+// connected to exactly the inode that passed.
+Answer ConnectPath(const Tool& tool, int sock, int root, int cwd, const std::string& path) {
+  const bool absolute = path[0] == '/';
+  size_t slash = path.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : path.substr(0, slash);
+  std::string last = slash == std::string::npos ? path : path.substr(slash + 1);
+  if (absolute) dir = dir.substr(std::min(dir.find_first_not_of('/'), dir.size()));
+  if (dir.empty()) dir = ".";
+  if (last.empty()) return Fail(ECONNREFUSED);
+  // Absolute symbolic links inside a relative path resolve against the broker's root, where the
+  // walk below refuses what is not a writable tree of the tool.
+  UniqueFd dirfd = OpenAt2(absolute ? root : cwd, dir, O_PATH | O_DIRECTORY,
+                           (absolute ? RESOLVE_IN_ROOT : 0) | RESOLVE_NO_MAGICLINKS);
+  if (!dirfd) return Fail(errno);
+  UniqueFd target(openat(dirfd.get(), last.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));
+  if (!target) return Fail(errno);
+  struct stat st;
+  if (fstat(target.get(), &st) != 0) return Fail(errno);
+  if (S_ISLNK(st.st_mode)) return Refuse(ELOOP, "a symbolic link (connect to its target)");
+  if (!S_ISSOCK(st.st_mode)) return Fail(ECONNREFUSED);
+  if (st.st_nlink != 1) return Refuse(EACCES, "a hard link of a socket");
+  if (!BeneathTrees(dirfd.get(), root, tool.policy.trees)) {
+    return Refuse(EACCES, "outside the writable trees");
+  }
+  sockaddr_un via{};
+  via.sun_family = AF_UNIX;
+  int n = std::snprintf(via.sun_path, sizeof via.sun_path, "/proc/self/fd/%d", target.get());
+  return Fail(-ConnectNow(sock, via, static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n)));
+}
+
+bool IdValid(int listener, uint64_t id) {
+  return ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
+}
+
+// Reads the tool's sockaddr (at most a sockaddr_un) from /proc/<pid>/mem.
+int ReadAddress(int mem, uint64_t at, uint64_t len, sockaddr_un* addr) {
+  if (len <= offsetof(sockaddr_un, sun_path) || len > sizeof(sockaddr_un)) return EINVAL;
+  if (at > static_cast<uint64_t>(INT64_MAX)) return EFAULT;
+  ssize_t got = pread(mem, addr, len, static_cast<off_t>(at));
+  if (got != static_cast<ssize_t>(len)) return EFAULT;
+  return addr->sun_family == AF_UNIX ? 0 : EINVAL;
+}
+
+Answer Connect(Tool& tool, const seccomp_notif& req) {
+  const pid_t pid = static_cast<pid_t>(req.pid);
+  ino_t ino = 0;
+  if (int err = SocketInode(pid, static_cast<int>(req.data.args[0]), &ino)) return Fail(err);
+  auto held = tool.held.find(ino);
+  if (held == tool.held.end()) return Fail(UnheldErrno(pid, ino));
+  if (int err = SettledErrno(held->second.get())) {
+    tool.held.erase(held);
+    return Fail(err);
+  }
+  UniqueFd mem(open(ProcPath(pid, "mem").c_str(), O_RDONLY | O_CLOEXEC));
+  UniqueFd root(open(ProcPath(pid, "root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd cwd(open(ProcPath(pid, "cwd").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!mem || !root || !cwd) return Fail(EPERM);
+  sockaddr_un addr{};
+  const uint64_t len = req.data.args[2] & 0xffffffffu;
+  if (int err = ReadAddress(mem.get(), req.data.args[1], len, &addr)) return Fail(err);
+  // The pid's files were opened and its memory read: only now is it known to be the caller.
+  if (!IdValid(tool.listener.get(), req.id)) return Answer{0, true, {}};
+  const size_t name_len = len - offsetof(sockaddr_un, sun_path);
+  Answer answer;
+  if (addr.sun_path[0] == '\0') {
+    std::string name = "@" + std::string(addr.sun_path + 1, name_len - 1);
+    if (!tool.policy.abstract_scoped) {
+      return Refuse(EPERM, "an abstract address (" + name +
+                               "): this broker is not Landlock-scoped (forkbox sandbox)");
+    }
+    int rc = ConnectNow(held->second.get(), addr, static_cast<socklen_t>(len));
+    answer = rc == -EPERM ? Refuse(EPERM, "an abstract socket outside the sandbox (" + name + ")")
+                          : Fail(-rc);
+  } else {
+    std::string path(addr.sun_path, strnlen(addr.sun_path, name_len));
+    answer = ConnectPath(tool, held->second.get(), root.get(), cwd.get(), path);
+    if (!answer.refusal.empty()) answer.refusal = path + " refused: " + answer.refusal;
+  }
+  if (answer.error == 0) tool.held.erase(held);  // Connected: the tool's fd is all it needs.
+  return answer;
+}
+
+Answer MakeSocket(Tool& tool, const seccomp_notif& req) {
+  const int type = static_cast<int>(req.data.args[1]);
+  if (tool.held.size() >= kMaxHeld) DropSettled(tool);
+  if (tool.held.size() >= kMaxHeld) return Fail(EMFILE);
+  UniqueFd sock(
+      socket(AF_UNIX, (type & ~SOCK_CLOEXEC) | SOCK_CLOEXEC, static_cast<int>(req.data.args[2])));
+  if (!sock) return Fail(errno);
+  seccomp_notif_addfd addfd{};
+  addfd.id = req.id;
+  addfd.flags = SECCOMP_ADDFD_FLAG_SEND;
+  addfd.srcfd = static_cast<uint32_t>(sock.get());
+  addfd.newfd_flags = (type & SOCK_CLOEXEC) ? O_CLOEXEC : 0;
+  if (ioctl(tool.listener.get(), SECCOMP_IOCTL_NOTIF_ADDFD, &addfd) < 0) {
+    return errno == ENOENT ? Answer{0, true, {}} : Fail(errno);
+  }
+  struct stat st;
+  if (fstat(sock.get(), &st) == 0) tool.held[st.st_ino] = std::move(sock);
+  return Answer{0, true, {}};
+}
+
+void Report(Tool& tool, const std::string& refusal) {
+  if (!tool.report || tool.reported.size() >= kMaxReports) return;
+  if (!tool.reported.insert(refusal).second) return;
+  std::string line = "forkbox: connect to " + refusal + "\n";
+  (void)!write(tool.report.get(), line.data(), line.size());  // Best effort: never blocks.
+}
+
+// Receives and answers one notification.
+void HandleOne(Tool& tool, std::vector<char>& req_buf, std::vector<char>& resp_buf) {
+  std::memset(req_buf.data(), 0, req_buf.size());
+  auto* req = reinterpret_cast<seccomp_notif*>(req_buf.data());
+  if (ioctl(tool.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, req) != 0) return;  // Caller gone.
+  // A socket the tool listens on or connected is not held any longer: a listener it closed must
+  // not keep accepting through the broker's dup.
+  DropSettled(tool);
+  Answer answer = req->data.nr == SYS_socket    ? MakeSocket(tool, *req)
+                  : req->data.nr == SYS_connect ? Connect(tool, *req)
+                                                : Fail(EPERM);
+  if (!answer.sent) {
+    std::memset(resp_buf.data(), 0, resp_buf.size());
+    auto* resp = reinterpret_cast<seccomp_notif_resp*>(resp_buf.data());
+    resp->id = req->id;
+    resp->error = answer.error;
+    (void)ioctl(tool.listener.get(), SECCOMP_IOCTL_NOTIF_SEND, resp);  // ENOENT: caller gone.
+  }
+  if (!answer.refusal.empty()) Report(tool, answer.refusal);
+}
+
+}  // namespace
+
+struct UnixBroker::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<std::unique_ptr<Tool>> incoming;  // Guarded by mu.
+  const std::function<void()>* task = nullptr;  // Guarded by mu; reset once it ran.
+  bool stop = false;                            // Guarded by mu.
+  bool started = false;                         // Guarded by mu: `scoped` is final.
+  bool scoped = false;                          // Guarded by mu.
+  bool scope_self = false;
+  UniqueFd wake;  // eventfd: incoming, task or stop changed.
+  std::thread thread;
+  std::mutex run_mu;  // One RunOnThread at a time.
+
+  // Serves until stopped; if it ever fails, every listener goes (the tools' socket() and
+  // connect() then fail with ENOSYS) and Serve refuses new ones: never a tool left waiting.
+  void Run() {
+    // no_new_privs and the domain are this thread's own: the caller's other threads keep theirs.
+    bool ok = scope_self && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+              landlock::RestrictAbstractUnixScopeRaw() == 0;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      scoped = ok;
+      started = true;
+    }
+    cv.notify_all();
+    Loop();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      stop = true;
+      incoming.clear();
+    }
+    cv.notify_all();
+  }
+  void Loop();
+  Status StartLocked();
+  Status Wake() {
+    uint64_t one = 1;
+    if (write(wake.get(), &one, sizeof one) != sizeof one) {
+      return Status::FromErrno(errno, "write(unix broker eventfd)");
+    }
+    return Status::Ok();
+  }
+};
+
+void UnixBroker::State::Loop() {
+  seccomp_notif_sizes sizes{};
+  if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) return;
+  std::vector<char> req(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
+  std::vector<char> resp(std::max<size_t>(sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp)));
+  std::vector<std::unique_ptr<Tool>> tools;
+  for (;;) {
+    const std::function<void()>* run = nullptr;
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      if (stop) return;
+      for (auto& tool : incoming) tools.push_back(std::move(tool));
+      incoming.clear();
+      run = task;
+    }
+    if (run != nullptr) {
+      (*run)();
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        task = nullptr;
+      }
+      cv.notify_all();
+    }
+    std::vector<pollfd> fds{{wake.get(), POLLIN, 0}};
+    for (const auto& tool : tools) fds.push_back({tool->listener.get(), POLLIN, 0});
+    if (poll(fds.data(), fds.size(), -1) < 0) {
+      if (errno == EINTR) continue;
+      return;
+    }
+    if (fds[0].revents & POLLIN) {
+      uint64_t count = 0;
+      (void)!read(wake.get(), &count, sizeof count);
+    }
+    for (size_t i = tools.size(); i-- > 0;) {
+      short ev = fds[i + 1].revents;
+      if (ev & POLLIN) {
+        HandleOne(*tools[i], req, resp);
+      } else if (ev & (POLLHUP | POLLERR | POLLNVAL)) {
+        tools.erase(tools.begin() + static_cast<ptrdiff_t>(i));  // No process uses the filter.
+      }
+    }
+  }
+}
+
+Status UnixBroker::State::StartLocked() {
+  if (stop) return Status::Internal("the unix connect broker stopped");
+  if (thread.joinable()) return Status::Ok();
+  wake.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake) return Status::FromErrno(errno, "eventfd(unix broker)");
+  // Every signal stays blocked on the broker's thread, so a process-directed one (Ctrl-C) is
+  // taken by the thread the caller handles signals on (signalfd), never by this one.
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);
+  try {
+    thread = std::thread([this] { Run(); });
+  } catch (const std::system_error& e) {
+    pthread_sigmask(SIG_SETMASK, &old, nullptr);
+    return Status::Internal(std::string("unix connect broker thread: ") + e.what());
+  }
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  return Status::Ok();
+}
+
+UnixBroker::UnixBroker(bool scope_self) : state_(std::make_unique<State>()) {
+  state_->scope_self = scope_self;
+}
+
+UnixBroker::~UnixBroker() {
+  if (!state_->thread.joinable()) return;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    state_->stop = true;
+  }
+  (void)state_->Wake();
+  state_->thread.join();
+}
+
+Status UnixBroker::Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report) {
+  auto tool = std::make_unique<Tool>();
+  tool->listener = std::move(listener);
+  tool->policy = std::move(policy);
+  tool->report = std::move(report);
+  std::lock_guard<std::mutex> lock(state_->mu);
+  FORKBOX_RETURN_IF_ERROR(state_->StartLocked());
+  state_->incoming.push_back(std::move(tool));
+  return state_->Wake();
+}
+
+Status UnixBroker::RunOnThread(const std::function<void()>& task) {
+  std::lock_guard<std::mutex> one(state_->run_mu);
+  std::unique_lock<std::mutex> lock(state_->mu);
+  FORKBOX_RETURN_IF_ERROR(state_->StartLocked());
+  state_->task = &task;
+  FORKBOX_RETURN_IF_ERROR(state_->Wake());
+  state_->cv.wait(lock, [&] { return state_->task == nullptr || state_->stop; });
+  if (state_->task != nullptr) {
+    state_->task = nullptr;
+    return Status::Internal("the unix connect broker stopped");
+  }
+  return Status::Ok();
+}
+
+bool UnixBroker::self_scoped() const {
+  std::unique_lock<std::mutex> lock(state_->mu);
+  state_->cv.wait(lock,
+                  [&] { return state_->started || state_->stop || !state_->thread.joinable(); });
+  return state_->scoped;
+}
+
+Result<UniqueFd> ReceiveListener(int socket) {
+  char data = 0;
+  iovec iov{&data, 1};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  ssize_t got = recvmsg(socket, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+  if (got < 0) return Status::FromErrno(errno, "recvmsg(the tool's seccomp listener)");
+  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
+  if (got != 1 || cmsg == nullptr || cmsg->cmsg_level != SOL_SOCKET ||
+      cmsg->cmsg_type != SCM_RIGHTS || cmsg->cmsg_len != CMSG_LEN(sizeof(int))) {
+    return Status::Internal("the tool sent no seccomp listener");
+  }
+  int fd = -1;
+  std::memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
+  return UniqueFd(fd);
+}
+
+}  // namespace forkbox::sandbox

@@ -1,0 +1,78 @@
+// The tools' unix connect broker. A tool's seccomp filter (seccomp::Program::kToolBrokered) hands
+// every socket(AF_UNIX, STREAM|SEQPACKET) and every connect() to the spawning process through a
+// seccomp user-notification listener. The broker creates the socket itself, keeps a dup and
+// injects the socket into the tool (SECCOMP_IOCTL_NOTIF_ADDFD, SEND); a connect is performed by
+// the broker on its own dup, never continued in the tool (a second thread could swap the fd or
+// rewrite the address between a check and the kernel's re-read), and answered with its result.
+//
+// The path check: the address is read from the tool's memory (/proc/<pid>/mem; process_vm_readv
+// and pidfd_getfd stay refused), resolved against the tool's root or cwd (/proc/<pid>/root,
+// /proc/<pid>/cwd: the tool's own mount namespace), the directory opened O_PATH, the last
+// component O_PATH|O_NOFOLLOW; it must be a socket with one link (a hard link of an outside
+// daemon's socket has two), a symbolic link is refused (ELOOP), and the directory must lie
+// beneath one of the writable trees, opened in the tool's view (walking ".." and comparing
+// device and inode). The held dup is then connected to /proc/self/fd/<that O_PATH fd>, so what is
+// connected is exactly the inode checked. Abstract addresses are connected only when the broker
+// runs inside a Landlock domain scoping abstract sockets in which the tools' domains nest (the
+// agent's own, or for an unconfined caller one its thread enters and spawns the tools from);
+// otherwise they are refused. Refusals answer EACCES (ELOOP for a symbolic link, EPERM for an
+// abstract address) and are written once each on the tool's stderr.
+#pragma once
+
+#include <sys/types.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/unique_fd.h"
+
+namespace forkbox::sandbox {
+
+// What one tool may connect to.
+struct BrokerPolicy {
+  // Absolute paths in the tool's view: the socket's directory must lie beneath one of them.
+  std::vector<std::string> trees;
+  // The broker's own Landlock domain scopes abstract unix sockets (LANDLOCK_SCOPE_ABSTRACT_UNIX),
+  // so connecting an abstract address for the tool reaches only sockets of the tool's domain.
+  bool abstract_scoped = false;
+};
+
+// Serves the listeners of every tool a Sandbox spawned, on one thread started at the first
+// Serve() or RunOnThread(). The destructor stops and joins the thread and closes every listener
+// (a tool still running then gets ENOSYS from socket() and connect()). Thread-safe.
+class UnixBroker {
+ public:
+  // `scope_self`: the caller is not inside a scoped Landlock domain (`forkbox sandbox`), so the
+  // thread first enters one of its own that scopes abstract unix sockets (no_new_privs on that
+  // thread only); tools spawned through RunOnThread then nest in it.
+  explicit UnixBroker(bool scope_self);
+  ~UnixBroker();
+  UnixBroker(const UnixBroker&) = delete;
+  UnixBroker& operator=(const UnixBroker&) = delete;
+
+  // Takes one tool's listener until no process uses its filter any more (POLLHUP). `report` is
+  // where refusals are written (the tool's stderr; may be empty).
+  Status Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report);
+
+  // Runs `task` on the broker's thread and returns once it ran (a spawn, so that the tool's
+  // Landlock domain nests in the thread's). Fails when the thread cannot run.
+  Status RunOnThread(const std::function<void()>& task);
+
+  // Whether the thread is in its own abstract-unix-scoped domain (scope_self and ABI 6+); known
+  // once the thread started.
+  bool self_scoped() const;
+
+  struct State;
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+// Receives the listener a spawned tool sent over `socket` (SCM_RIGHTS), without blocking: the
+// tool sends it before execve, and Spawn returns after execve.
+Result<UniqueFd> ReceiveListener(int socket);
+
+}  // namespace forkbox::sandbox
