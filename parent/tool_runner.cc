@@ -70,9 +70,6 @@ ParentToolRunner::~ParentToolRunner() = default;
 std::vector<pid_t> ParentToolRunner::OwnedChildren() const {
   std::vector<pid_t> owned = standby_ ? standby_->waiting_pids() : std::vector<pid_t>{};
   if (tasks_ && tasks_->spawner != nullptr) owned.push_back(tasks_->spawner->pid());
-  if (context_.sandbox && context_.sandbox->tool_reaper_pid() > 0) {
-    owned.push_back(context_.sandbox->tool_reaper_pid());
-  }
   return owned;
 }
 
@@ -96,12 +93,6 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     agent::ToolOutput out = agent::RunBaseTool(call, context_);
     // Nothing the command started outlives it, detached daemons included (we are a subreaper).
     KillOrphans(OwnedChildren());
-    if (call.name == "bash" && context_.sandbox) {
-      // Layer 2: its orphans went to the tool namespace's init, which kills them.
-      if (Status st = context_.sandbox->KillToolLeftovers(); !st.ok()) {
-        progress_.Note("could not kill what the command left behind: " + st.ToString());
-      }
-    }
     ++stats_.parent_tool_calls;
     results[i] = agent::ToolResultBlock{call.id, std::move(out.content), out.is_error};
     GuardGitSurface(results, i + 1);

@@ -105,8 +105,8 @@ void AddNamespaces(Report& r) {
   // Measured by tests/escape/confine_test.cc (SigkillOfForkbox...): SIGTERM, SIGHUP and Ctrl-C
   // tear everything down in both layers; SIGKILL gives forkbox no chance to.
   Add(r, "SIGKILL of forkbox", layer2 ? "active" : "weaker",
-      layer2 ? "every task tree and the parent's own commands die with it (PDEATHSIG on the "
-               "init of each of their PID namespaces)"
+      layer2 ? "every task tree dies with it (PDEATHSIG on each task's PID-namespace init); a "
+               "daemon detached by the parent's own still-running bash command survives"
              : "a daemon (setsid) detached by a still-running tool command survives: no PID "
                "namespace and no cgroup to take it down (" +
                    reason + ")");

@@ -1,6 +1,5 @@
 #include "sandbox/contain.h"
 
-#include <fcntl.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -30,11 +29,10 @@ constexpr unsigned long kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID
 long RawFork() { return syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr); }
 
 // Every keeper runs under no_new_privs and the base seccomp filter before it waits on anything.
-// It keeps no descriptor but `keep_stderr`'s fd 2 and `keep_fd`, which becomes fd 3.
-void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr, int keep_fd = -1) {
-  if (keep_fd >= 0 && keep_fd != 3 && dup2(keep_fd, 3) != 3) _exit(127);
-  syscall(SYS_close_range, 0U, keep_stderr ? 1U : 2U, 0U);
-  syscall(SYS_close_range, keep_fd >= 0 ? 4U : 3U, ~0U, 0U);
+// It keeps no descriptor but `keep_stderr`'s fd 2.
+void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr) {
+  syscall(SYS_close_range, 0U, keep_stderr ? 1U : ~0U, 0U);
+  syscall(SYS_close_range, 3U, ~0U, 0U);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   const char* step = "";
   DropAllCapabilitiesRaw(&step);
@@ -117,53 +115,6 @@ void RemovePlantedRaw(const MountPlan& mounts) {
   }
 }
 
-// The init of the PID namespace the parent's own tools run in (Keeper::kNone). Orphans come to
-// it; SIGUSR1 (from the parent, between two of its commands) kills every other process of the
-// namespace and is acknowledged with one byte on fd 3. Its death, with the parent's
-// (PDEATHSIG), kills the whole namespace: a SIGKILL of forkbox leaves no tool process behind.
-[[noreturn]] void RunToolReaper(int parent_pidfd, int ack_fd, std::span<const sock_filter> filter) {
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGCHLD);
-  sigaddset(&set, SIGUSR1);
-  sigprocmask(SIG_BLOCK, &set, nullptr);
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) _exit(127);
-  pollfd parent{parent_pidfd, POLLIN, 0};
-  if (poll(&parent, 1, 0) != 0) _exit(0);  // The parent died before PDEATHSIG was armed.
-  ConfineKeeperRaw(filter, /*keep_stderr=*/false, ack_fd);
-  for (;;) {
-    siginfo_t info;
-    int sig = sigwaitinfo(&set, &info);
-    if (sig == SIGUSR1) kill(-1, SIGKILL);
-    // Blocking after a kill: every orphan is a zombie soon. The parent's own children are not
-    // ours, so this ends (ECHILD) without waiting for them.
-    int flags = sig == SIGUSR1 ? __WALL : WNOHANG | __WALL;
-    while (waitpid(-1, nullptr, flags) > 0 || errno == EINTR) {
-    }
-    if (sig == SIGUSR1 && write(3, "k", 1) != 1) _exit(127);
-  }
-}
-
-// Keeper::kNone: the parent forks its tool reaper, the first process of the new PID namespace.
-int StartToolReaperRaw(ContainPlan& p, const char** step) {
-  *step = "pidfd_open(self) for the tool reaper";
-  int self = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
-  if (self < 0) return errno;
-  std::span<const sock_filter> filter =
-      p.filters.empty() ? std::span<const sock_filter>() : p.filters.front();
-  *step = "fork (tool reaper)";
-  pid_t pid = fork();  // The parent is a normal process: glibc's fork keeps its state right.
-  if (pid == 0) RunToolReaper(self, p.reaper_ack_write.get(), filter);
-  int err = pid < 0 ? errno : 0;
-  close(self);
-  if (pid < 0) return err;
-  p.reaper_ack_write.reset();
-  p.reaper_pid = pid;
-  *step = "pidfd_open(tool reaper)";
-  p.reaper.reset(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
-  return p.reaper ? 0 : errno;
-}
-
 // Layer 2: fresh user, mount and PID namespaces; the calling process stays behind as the keeper
 // and the child, in the new PID namespace, goes on. Both keepers and inits die with their parent.
 int EnterNamespacesRaw(ContainPlan& p, const char** step) {
@@ -175,11 +126,10 @@ int EnterNamespacesRaw(ContainPlan& p, const char** step) {
     if (poll(&spawner, 1, 0) != 0) return ESRCH;
   }
   if (p.keeper == Keeper::kNone) {
-    *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)";
-    if (unshare(static_cast<int>(kNamespaces)) != 0) return errno;
+    *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS)";
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return errno;
     if (int err = WriteIdMapsRaw(p.mounts, step)) return err;
-    if (int err = SetUpMountsRaw(p.mounts, step)) return err;
-    return StartToolReaperRaw(p, step);
+    return SetUpMountsRaw(p.mounts, step);
   }
   *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)";
   if (p.unshare && unshare(static_cast<int>(kNamespaces)) != 0) return errno;
@@ -415,10 +365,6 @@ Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
   if (layer2) {
     FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p));
     p.mounts.mount_proc = false;
-    int ack[2];
-    if (pipe2(ack, O_CLOEXEC) != 0) return Status::FromErrno(errno, "pipe2(tool reaper)");
-    p.reaper_ack.reset(ack[0]);
-    p.reaper_ack_write.reset(ack[1]);
   }
   FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
   // As an agent: AF_UNIX for its bash's connect broker (both layers).

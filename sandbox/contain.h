@@ -28,9 +28,8 @@ enum class Keeper {
             // command's status (its exit kills every leftover process).
   kWaiter,  // The agent: the keeper stays outside the PID namespace and relays the agent's exit
             // status to forkbox (SIGTERM/SIGINT/SIGHUP/SIGQUIT become SIGKILL of the agent).
-  kNone,    // The parent: it does not move (user + mount namespaces, and a PID namespace that
-            // only its later children enter), so it keeps its pid, its terminal, its signals and
-            // its children. The namespace's init is a tool reaper it forks right away (layer 2).
+  kNone,    // The parent: no fork and no PID namespace (user + mount only), so it keeps its pid,
+            // its terminal, its signals and its children; it is a subreaper instead.
 };
 
 // Everything the pipeline needs, prepared before fork.
@@ -48,16 +47,8 @@ struct ContainPlan {
   // (carried into the child) tells whether it is already gone. -1 for the agent, whose waiter is
   // the process that already has PDEATHSIG.
   int spawner_pidfd = -1;
-  // Keeper::kNone in layer 2: the tool reaper, pid 1 of the PID namespace the parent's own tools
-  // run in. It dies with the parent (PDEATHSIG), taking every tool process with it, and on
-  // SIGUSR1 kills every other process of its namespace and writes one byte to `reaper_ack`'s
-  // other end. ContainRaw sets `reaper` (a pidfd); `reaper_ack` is the read end.
-  UniqueFd reaper;
-  pid_t reaper_pid = 0;
-  UniqueFd reaper_ack;
-  UniqueFd reaper_ack_write;  // Closed by ContainRaw in the parent once the reaper holds it.
-  UniqueFd ruleset;           // Landlock, every rule but the private tmpfs ones added.
-  int ruleset_fd = -1;        // ruleset.get(), or its number in the spawned child.
+  UniqueFd ruleset;     // Landlock, every rule but the private tmpfs ones added.
+  int ruleset_fd = -1;  // ruleset.get(), or its number in the spawned child.
   int abi = 0;
   std::vector<std::span<const sock_filter>> filters;  // Installed in order.
   bool all_threads = false;                           // SECCOMP_FILTER_FLAG_TSYNC.

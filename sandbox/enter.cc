@@ -3,8 +3,6 @@
 // whole tree dies with it); the original process stays behind as a waiter that relays the agent's
 // exit status to forkbox.
 #include <fcntl.h>
-#include <poll.h>
-#include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -123,31 +121,7 @@ Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
   if (!plan.ok()) return plan.status();
   const char* step = "";
   if (int err = ContainRaw(*plan, &step)) return Status::FromErrno(err, step);
-  Sandbox sandbox(policy, std::move(report), /*inside_agent=*/true);
-  if (plan->reaper) {
-    sandbox.tool_reaper_pid_ = plan->reaper_pid;
-    sandbox.tool_reaper_ = std::move(plan->reaper);
-    sandbox.tool_reaper_ack_ = std::move(plan->reaper_ack);
-  }
-  return sandbox;
-}
-
-Status Sandbox::KillToolLeftovers() const {
-  if (!tool_reaper_) return Status::Ok();
-  if (syscall(SYS_pidfd_send_signal, tool_reaper_.get(), SIGUSR1, nullptr, 0U) != 0) {
-    return Status::FromErrno(errno, "signal the tool reaper");
-  }
-  pollfd pfd{tool_reaper_ack_.get(), POLLIN, 0};
-  int n = 0;
-  do {
-    n = poll(&pfd, 1, 10'000);
-  } while (n < 0 && errno == EINTR);
-  if (n <= 0) return Status::Internal("the tool reaper did not answer (is it gone?)");
-  char ack = 0;
-  if (read(tool_reaper_ack_.get(), &ack, 1) != 1) {
-    return Status::Internal("the tool reaper is gone: later commands cannot start");
-  }
-  return Status::Ok();
+  return Sandbox(policy, std::move(report), /*inside_agent=*/true);
 }
 
 }  // namespace forkbox::sandbox

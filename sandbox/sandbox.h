@@ -20,7 +20,6 @@
 
 #include "base/process.h"
 #include "base/status.h"
-#include "base/unique_fd.h"
 #include "sandbox/settings.h"
 
 namespace forkbox::sandbox {
@@ -161,15 +160,6 @@ class Sandbox {
   // What is in force: Check() before entering, for banners and --check.
   const Report& report() const { return report_; }
 
-  // The parent in layer 2 (EnterLauncherSandbox): its commands run in a PID namespace whose init,
-  // the tool reaper, dies with forkbox (PDEATHSIG), so nothing they start outlives even a SIGKILL
-  // of forkbox. Their orphans go to that init, not to the parent: this has it kill every process
-  // of the namespace and waits until it has. Call it between commands, never while one runs.
-  // OK and a no-op without that namespace.
-  Status KillToolLeftovers() const;
-  // The tool reaper's pid (a child of the caller that leftover kills must spare), or 0.
-  pid_t tool_reaper_pid() const { return tool_reaper_pid_; }
-
  private:
   friend Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
   friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
@@ -180,9 +170,6 @@ class Sandbox {
   Report report_;
   bool inside_agent_ = false;
   std::unique_ptr<PidsCgroup> cgroup_;
-  UniqueFd tool_reaper_;      // pidfd (launcher, layer 2).
-  UniqueFd tool_reaper_ack_;  // Its acknowledgements.
-  pid_t tool_reaper_pid_ = 0;
   // Serves the unix connect broker of every tool spawned without network (unix_broker.h); its
   // thread starts with the first such tool and is joined when the handle goes.
   std::unique_ptr<UnixBroker> broker_;
