@@ -107,7 +107,11 @@ Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdi
     }
     r = c.string();
   }
-  if (policy.enabled) policy.read_grants = landlock::ReadScopeGrants(DeniedReadPaths(policy));
+  if (policy.enabled) {
+    policy.denied_reads = DeniedReadPaths(policy);
+    policy.credential_paths = CredentialPaths(policy);
+    policy.read_grants = landlock::ReadScopeGrants(*policy.denied_reads);
+  }
   for (const std::string& name : policy.env) {
     if (!ValidName(name)) return Status::InvalidArgument("--env " + name + ": not a variable name");
   }
@@ -204,6 +208,7 @@ bool OptedIn(const Policy& policy, const std::string& path) {
 }  // namespace
 
 std::vector<std::string> DeniedReadPaths(const Policy& policy) {
+  if (policy.denied_reads) return *policy.denied_reads;
   std::vector<std::string> out;
   for (const std::string& candidate : CandidatePaths(policy)) {
     std::error_code ec;
@@ -236,6 +241,7 @@ Status CheckWorkdirScope(const Policy& policy) {
 }
 
 std::vector<std::string> CredentialPaths(const Policy& policy) {
+  if (policy.credential_paths) return *policy.credential_paths;
   std::vector<std::string> out;
   for (const std::string& candidate : CandidatePaths(policy)) {
     // A symlinked store is hidden where it really is (a mount follows the link anyway).

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +36,13 @@ struct Policy : Settings {
   // The read scope's grants (landlock::ReadScopeGrants of DeniedReadPaths), listed by
   // ResolvePolicy while nothing restricts listing; empty: listed at each ruleset.
   std::vector<std::string> read_grants;
+  // DeniedReadPaths and CredentialPaths as ResolvePolicy listed them, so that a process
+  // canonicalises the credential stores once (each store is a readlink per path component);
+  // nullopt (a Policy built by hand): listed at each use. A store created after ResolvePolicy is
+  // still unreadable (the read scope grants only what existed); layer 2 just does not also mount
+  // over it.
+  std::optional<std::vector<std::string>> denied_reads;
+  std::optional<std::vector<std::string>> credential_paths;
   // Per-task temp dir (TMPDIR/TMP/TEMP for tools). Empty: tools get the workdir's
   // .forkbox-tmp/<random> created by MakeTaskTmpDir.
   std::string tmpdir;
@@ -145,10 +153,10 @@ class Sandbox {
 
   const Policy& policy() const { return policy_; }
   // The per-task temp dir handed to tools (TMPDIR), set once it exists.
-  void set_tmpdir(std::string tmpdir) { policy_.tmpdir = std::move(tmpdir); }
+  void set_tmpdir(std::string tmpdir);
   // Narrows only: commands spawned afterwards get no network whatever the policy allowed (an
   // agent type with network: off).
-  void DisallowNetwork() { policy_.allow_net = false; }
+  void DisallowNetwork();
   // What is in force: Check() before entering, for banners and --check.
   const Report& report() const { return report_; }
 
@@ -157,10 +165,15 @@ class Sandbox {
   friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
                                               const std::vector<std::string>& own_writable);
   Sandbox(Policy policy, Report report, bool inside_agent);
+  Result<int> SharedRulesetFd() const;  // -1: none to share.
   Policy policy_;
   Report report_;
   bool inside_agent_ = false;
   std::unique_ptr<PidsCgroup> cgroup_;
+  // The tool ruleset, built by the first Spawn that can share it (see ToolRuleset in
+  // contain.h) and reused by every later one; the policy's mutators above drop it.
+  struct SharedRuleset;
+  std::unique_ptr<SharedRuleset> ruleset_;
 };
 
 // forkbox-child sandboxes itself before its first model call. Keeps `keep_fds` (and 0-2) open,

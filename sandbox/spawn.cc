@@ -3,6 +3,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <mutex>
 #include <utility>
 
 #include "sandbox/cgroup.h"
@@ -12,8 +13,17 @@
 
 namespace forkbox::sandbox {
 
+struct Sandbox::SharedRuleset {
+  std::mutex mu;  // Spawn is const and may run on several threads.
+  bool built = false;
+  UniqueFd fd;  // Empty once built: every command builds its own (layer 2, unsandboxed caller).
+};
+
 Sandbox::Sandbox(Policy policy, Report report, bool inside_agent)
-    : policy_(std::move(policy)), report_(std::move(report)), inside_agent_(inside_agent) {}
+    : policy_(std::move(policy)),
+      report_(std::move(report)),
+      inside_agent_(inside_agent),
+      ruleset_(std::make_unique<SharedRuleset>()) {}
 Sandbox::Sandbox(Sandbox&&) noexcept = default;
 Sandbox& Sandbox::operator=(Sandbox&&) noexcept = default;
 Sandbox::~Sandbox() = default;
@@ -42,6 +52,28 @@ Result<Sandbox> Sandbox::ForTools(Policy policy) {
   return sandbox;
 }
 
+void Sandbox::set_tmpdir(std::string tmpdir) {
+  policy_.tmpdir = std::move(tmpdir);
+  ruleset_ = std::make_unique<SharedRuleset>();
+}
+
+void Sandbox::DisallowNetwork() {
+  policy_.allow_net = false;
+  ruleset_ = std::make_unique<SharedRuleset>();
+}
+
+Result<int> Sandbox::SharedRulesetFd() const {
+  std::lock_guard<std::mutex> lock(ruleset_->mu);
+  if (!ruleset_->built) {
+    Result<UniqueFd> built =
+        ToolRuleset(policy_, report_.landlock_abi, report_.layer == 2, inside_agent_);
+    if (!built.ok()) return built.status();
+    ruleset_->fd = std::move(*built);
+    ruleset_->built = true;
+  }
+  return ruleset_->fd ? ruleset_->fd.get() : -1;
+}
+
 Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
   if (!options.steps.empty() || !options.carry_fds.empty() || options.clone_flags != 0) {
     return Status::InvalidArgument(
@@ -49,9 +81,11 @@ Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
   }
   if (options.cwd.empty()) options.cwd = policy_.workdir;
   if (!policy_.enabled) return forkbox::Spawn(options);
+  Result<int> shared = SharedRulesetFd();
+  if (!shared.ok()) return shared.status();
   Result<ContainPlan> plan =
       PrepareTool(policy_, report_.landlock_abi, report_.layer == 2, inside_agent_, options.argv,
-                  cgroup_ ? cgroup_->procs_fd() : -1);
+                  cgroup_ ? cgroup_->procs_fd() : -1, *shared);
   if (!plan.ok()) return plan.status();
   UniqueFd spawner;
   if (plan->layer2) {
