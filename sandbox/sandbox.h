@@ -141,6 +141,11 @@ class Sandbox {
   // Fails closed (kUnavailable) without Landlock or seccomp. With policy.enabled == false, Spawn
   // runs commands unconfined (--sandbox=off). As uid 0 outside a forkbox pids cgroup, the handle
   // owns one pids cgroup (pids.max = rlimit_nproc) that every command it spawns joins.
+  // No layer-2 probe here: the handle assumes user namespaces work and its first command is the
+  // probe. When a layer-2 spawn fails, Spawn probes (Layer2Available, as Check does); if user
+  // namespaces are refused, that command and every later one run in layer 1 (a handle made as
+  // Check() would have made it, whose report() is then this handle's), otherwise the error
+  // stands.
   static Result<Sandbox> ForTools(Policy policy);
 
   Sandbox(Sandbox&&) noexcept;
@@ -158,20 +163,26 @@ class Sandbox {
   // agent type with network: off).
   void DisallowNetwork();
   // What is in force: Check() before entering, for banners and --check.
-  const Report& report() const { return report_; }
+  const Report& report() const;
 
  private:
   friend Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
   friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
                                               const std::vector<std::string>& own_writable);
   Sandbox(Policy policy, Report report, bool inside_agent);
+  static Result<Sandbox> Make(Policy policy, bool assume_layer2);
   Result<int> SharedRulesetFd() const;  // -1: none to share.
+  Result<ChildProcess> SpawnHere(SpawnOptions options) const;
+  const Sandbox* Layer1() const;  // The layer-1 handle once fallen back, or null.
+  Result<const Sandbox*> FallBackToLayer1() const;
+  bool layer2_assumed_ = false;  // report_ says layer 2 unprobed (ForTools).
   Policy policy_;
   Report report_;
   bool inside_agent_ = false;
   std::unique_ptr<PidsCgroup> cgroup_;
   // The tool ruleset, built by the first Spawn that can share it (see ToolRuleset in
-  // contain.h) and reused by every later one; the policy's mutators above drop it.
+  // contain.h) and reused by every later one, and the layer-1 fallback handle; the policy's
+  // mutators above drop both.
   struct SharedRuleset;
   std::unique_ptr<SharedRuleset> ruleset_;
 };
