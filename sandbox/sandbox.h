@@ -183,8 +183,8 @@ class Sandbox {
   // The tool ruleset, built by the first Spawn that can share it (see ToolRuleset in
   // contain.h) and reused by every later one, and the layer-1 fallback handle; the policy's
   // mutators above drop both.
-  struct SharedRuleset;
-  std::unique_ptr<SharedRuleset> ruleset_;
+  struct SharedState;
+  std::unique_ptr<SharedState> shared_;
 };
 
 // forkbox-child sandboxes itself before its first model call. Keeps `keep_fds` (and 0-2) open,

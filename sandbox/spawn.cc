@@ -14,9 +14,9 @@
 
 namespace forkbox::sandbox {
 
-struct Sandbox::SharedRuleset {
-  std::mutex mu;  // Spawn is const and may run on several threads.
-  bool built = false;
+struct Sandbox::SharedState {
+  std::mutex mu;       // Spawn is const and may run on several threads.
+  bool built = false;  // The tool ruleset below.
   UniqueFd fd;  // Empty once built: every command builds its own (layer 2, unsandboxed caller).
   std::unique_ptr<Sandbox> layer1;  // Set once layer 2 proved refused (ForTools).
 };
@@ -25,7 +25,7 @@ Sandbox::Sandbox(Policy policy, Report report, bool inside_agent)
     : policy_(std::move(policy)),
       report_(std::move(report)),
       inside_agent_(inside_agent),
-      ruleset_(std::make_unique<SharedRuleset>()) {}
+      shared_(std::make_unique<SharedState>()) {}
 Sandbox::Sandbox(Sandbox&&) noexcept = default;
 Sandbox& Sandbox::operator=(Sandbox&&) noexcept = default;
 Sandbox::~Sandbox() = default;
@@ -61,24 +61,24 @@ Result<Sandbox> Sandbox::Make(Policy policy, bool assume_layer2) {
 
 void Sandbox::set_tmpdir(std::string tmpdir) {
   policy_.tmpdir = std::move(tmpdir);
-  ruleset_ = std::make_unique<SharedRuleset>();
+  shared_ = std::make_unique<SharedState>();
 }
 
 void Sandbox::DisallowNetwork() {
   policy_.allow_net = false;
-  ruleset_ = std::make_unique<SharedRuleset>();
+  shared_ = std::make_unique<SharedState>();
 }
 
 Result<int> Sandbox::SharedRulesetFd() const {
-  std::lock_guard<std::mutex> lock(ruleset_->mu);
-  if (!ruleset_->built) {
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (!shared_->built) {
     Result<UniqueFd> built =
         ToolRuleset(policy_, report_.landlock_abi, report_.layer == 2, inside_agent_);
     if (!built.ok()) return built.status();
-    ruleset_->fd = std::move(*built);
-    ruleset_->built = true;
+    shared_->fd = std::move(*built);
+    shared_->built = true;
   }
-  return ruleset_->fd ? ruleset_->fd.get() : -1;
+  return shared_->fd ? shared_->fd.get() : -1;
 }
 
 const Report& Sandbox::report() const {
@@ -87,17 +87,17 @@ const Report& Sandbox::report() const {
 }
 
 const Sandbox* Sandbox::Layer1() const {
-  if (!ruleset_) return nullptr;
-  std::lock_guard<std::mutex> lock(ruleset_->mu);
-  return ruleset_->layer1.get();
+  if (!shared_) return nullptr;
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  return shared_->layer1.get();
 }
 
 Result<const Sandbox*> Sandbox::FallBackToLayer1() const {
   Result<Sandbox> layer1 = Make(policy_, /*assume_layer2=*/false);
   if (!layer1.ok()) return layer1.status();
-  std::lock_guard<std::mutex> lock(ruleset_->mu);
-  if (!ruleset_->layer1) ruleset_->layer1 = std::make_unique<Sandbox>(std::move(*layer1));
-  return ruleset_->layer1.get();
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (!shared_->layer1) shared_->layer1 = std::make_unique<Sandbox>(std::move(*layer1));
+  return shared_->layer1.get();
 }
 
 Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
