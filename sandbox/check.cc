@@ -78,9 +78,9 @@ void AddFilters(const Policy& policy, Report& r) {
 }
 
 // Layer 2 and what it adds.
-void AddNamespaces(Report& r) {
+void AddNamespaces(Report& r, bool assume_layer2) {
   std::string userns_why;
-  const bool layer2 = Layer2Available(&userns_why);
+  const bool layer2 = assume_layer2 || Layer2Available(&userns_why);
   r.layer = layer2 ? 2 : 1;
   const std::string missing = "unavailable";
   const std::string reason = layer2 ? "" : "layer 1 only: " + userns_why;
@@ -235,7 +235,9 @@ void AddPrivileges(const Policy& policy, Report& r) {
 
 }  // namespace
 
-Report Check(const Policy& policy) {
+namespace {
+
+Report CheckWith(const Policy& policy, bool assume_layer2) {
   Report r;
   r.kernel = KernelRelease();
   if (!policy.enabled) {
@@ -245,7 +247,7 @@ Report Check(const Policy& policy) {
     return r;
   }
   AddFilters(policy, r);
-  AddNamespaces(r);
+  AddNamespaces(r, assume_layer2);
   AddReadScope(policy, r);
   AddNetwork(policy, r);
   AddPrivileges(policy, r);
@@ -254,6 +256,14 @@ Report Check(const Policy& policy) {
       "descendants killed at task end");
   Add(r, "environment", "active", "allowlist only; *_API_KEY, *_TOKEN, *_SECRET never passed");
   return r;
+}
+
+}  // namespace
+
+Report Check(const Policy& policy) { return CheckWith(policy, /*assume_layer2=*/false); }
+
+Report CheckAssumingLayer2(const Policy& policy) {
+  return CheckWith(policy, /*assume_layer2=*/true);
 }
 
 std::string Report::Banner() const {

@@ -15,4 +15,9 @@ std::string KernelRelease();
 // kUnavailable naming the missing protection, the kernel and the --sandbox=off opt-out.
 Status CheckEnforceable(int* abi);
 
+// Check() as it reads where user namespaces work, without the layer-2 probe (a child that sets
+// up namespaces and mounts): for a handle whose first layer-2 command is the probe
+// (Sandbox::ForTools), which probes only when that command fails.
+Report CheckAssumingLayer2(const Policy& policy);
+
 }  // namespace forkbox::sandbox

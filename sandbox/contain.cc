@@ -182,27 +182,34 @@ int SendListenerRaw(std::span<const sock_filter> filter, int broker_socket) {
   return err;
 }
 
-int RestrictRaw(const ContainPlan& p, const char** step) {
-  if (p.private_tmp) {
+// The rules for what the mount namespace in force has fresh: async-signal-safe.
+int AddFreshRulesRaw(int ruleset_fd, int abi, bool private_tmp, const char** step) {
+  if (private_tmp) {
     // The private tmpfs of /tmp and /dev/shm (either may be absent on a minimal system).
     for (const char* tmp : {"/tmp", "/dev/shm"}) {
       *step = "landlock_add_rule(private tmpfs)";
-      int err = landlock::AddWritablePathRaw(p.ruleset_fd, p.abi, tmp);
+      int err = landlock::AddWritablePathRaw(ruleset_fd, abi, tmp);
       if (err != 0 && err != ENOENT) return err;
     }
     // Fresh mounts the read scope built before them cannot know: the PID namespace's /proc and
     // the emptied /run (only what is bound back there, e.g. resolv.conf).
     for (const char* fresh : {"/proc", "/run"}) {
       *step = "landlock_add_rule(fresh mount, read)";
-      int err = landlock::AddReadPathRaw(p.ruleset_fd, fresh);
+      int err = landlock::AddReadPathRaw(ruleset_fd, fresh);
       if (err != 0 && err != ENOENT) return err;
     }
-  } else {
-    // Layer 1: POSIX semaphores and shared memory (multiprocessing's SemLock) live only in
-    // /dev/shm, so it is writable, shared with the user's other processes (a container's own).
-    *step = "landlock_add_rule(/dev/shm, layer 1)";
-    int err = landlock::AddWritablePathRaw(p.ruleset_fd, p.abi, "/dev/shm");
-    if (err != 0 && err != ENOENT) return err;
+    return 0;
+  }
+  // Layer 1: POSIX semaphores and shared memory (multiprocessing's SemLock) live only in
+  // /dev/shm, so it is writable, shared with the user's other processes (a container's own).
+  *step = "landlock_add_rule(/dev/shm, layer 1)";
+  int err = landlock::AddWritablePathRaw(ruleset_fd, abi, "/dev/shm");
+  return err == ENOENT ? 0 : err;
+}
+
+int RestrictRaw(const ContainPlan& p, const char** step) {
+  if (p.add_fresh_rules) {
+    if (int err = AddFreshRulesRaw(p.ruleset_fd, p.abi, p.private_tmp, step)) return err;
   }
   *step = "landlock_restrict_self";
   if (int err = landlock::RestrictSelfRaw(p.ruleset_fd)) return err;
@@ -299,7 +306,8 @@ std::vector<std::string> WritableTrees(const Policy& policy) {
 }
 
 Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool inside_agent,
-                                const std::vector<std::string>& argv, int cgroup_procs_fd) {
+                                const std::vector<std::string>& argv, int cgroup_procs_fd,
+                                int shared_ruleset_fd) {
   ContainPlan p;
   p.abi = abi;
   p.limits = LimitsOf(policy);
@@ -322,8 +330,25 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
   } else if (!layer2) {
     FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kToolNoUnix, p));
   }
+  if (shared_ruleset_fd >= 0 && !p.layer2) {
+    p.ruleset_fd = shared_ruleset_fd;
+    p.add_fresh_rules = false;
+    return p;
+  }
   FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kTool, p));
   return p;
+}
+
+Result<UniqueFd> ToolRuleset(const Policy& policy, int abi, bool layer2, bool inside_agent) {
+  if (layer2 && !inside_agent) return UniqueFd();
+  ContainPlan p;
+  p.abi = abi;
+  FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kTool, p));
+  const char* step = "";
+  if (int err = AddFreshRulesRaw(p.ruleset_fd, abi, layer2, &step)) {
+    return Status::FromErrno(err, step);
+  }
+  return std::move(p.ruleset);
 }
 
 Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int cgroup_procs_fd) {

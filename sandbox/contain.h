@@ -47,8 +47,13 @@ struct ContainPlan {
   // (carried into the child) tells whether it is already gone. -1 for the agent, whose waiter is
   // the process that already has PDEATHSIG.
   int spawner_pidfd = -1;
-  UniqueFd ruleset;     // Landlock, every rule but the private tmpfs ones added.
-  int ruleset_fd = -1;  // ruleset.get(), or its number in the spawned child.
+  // Landlock: owned here, or (ruleset empty) a handle's shared ruleset (ToolRuleset) that
+  // ruleset_fd names and that already holds the fresh-mount rules.
+  UniqueFd ruleset;
+  int ruleset_fd = -1;  // The ruleset, or its number in the spawned child.
+  // The ruleset lacks the rules of the private tmpfs and fresh mounts, which exist only once
+  // the command's mount namespace does: ContainRaw adds them.
+  bool add_fresh_rules = true;
   int abi = 0;
   std::vector<std::span<const sock_filter>> filters;  // Installed in order.
   bool all_threads = false;                           // SECCOMP_FILTER_FLAG_TSYNC.
@@ -64,9 +69,18 @@ std::vector<std::string> WritableTrees(const Policy& policy);
 
 // The contain plan for a tool command. `inside_agent`: the caller is already an agent sandbox, so
 // namespaces, the base filter and the cgroup are inherited and only the tool layer is added.
-// `cgroup_procs_fd` is the owned cgroup's procs fd, or -1.
+// `cgroup_procs_fd` is the owned cgroup's procs fd, or -1. `shared_ruleset_fd` >= 0: a ruleset
+// from ToolRuleset for the same arguments, used (not owned) instead of building one.
 Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool inside_agent,
-                                const std::vector<std::string>& argv, int cgroup_procs_fd);
+                                const std::vector<std::string>& argv, int cgroup_procs_fd,
+                                int shared_ruleset_fd = -1);
+
+// The tool layer's complete Landlock ruleset, for a handle to build once and share between all
+// its commands (a ruleset can restrict any number of processes; it is never changed after this).
+// Only where commands get no mount namespace of their own (inside an agent, or layer 1): the
+// private tmpfs and fresh mounts are then the caller's, so their rules are added here. Elsewhere
+// (an unsandboxed caller in layer 2) an empty fd: each command builds its own.
+Result<UniqueFd> ToolRuleset(const Policy& policy, int abi, bool layer2, bool inside_agent);
 
 // The contain plan for the agent itself (in-process, Keeper::kWaiter).
 Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int cgroup_procs_fd);

@@ -1,5 +1,6 @@
 // ToolEnvironment and ResolvePolicy.
 #include <pwd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -28,6 +29,9 @@ bool ValidName(const std::string& name) {
   }
   return true;
 }
+
+void ListStores(const Policy& policy, std::vector<std::string>* denied,
+                std::vector<std::string>* credentials);
 
 Result<std::string> Canonical(const std::string& path, const char* what) {
   if (path.empty()) return Status::InvalidArgument(std::string(what) + ": empty path");
@@ -107,7 +111,13 @@ Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdi
     }
     r = c.string();
   }
-  if (policy.enabled) policy.read_grants = landlock::ReadScopeGrants(DeniedReadPaths(policy));
+  if (policy.enabled) {
+    std::vector<std::string> denied, credentials;
+    ListStores(policy, &denied, &credentials);
+    policy.read_grants = landlock::ReadScopeGrants(denied);
+    policy.denied_reads = std::move(denied);
+    policy.credential_paths = std::move(credentials);
+  }
   for (const std::string& name : policy.env) {
     if (!ValidName(name)) return Status::InvalidArgument("--env " + name + ": not a variable name");
   }
@@ -201,18 +211,32 @@ bool OptedIn(const Policy& policy, const std::string& path) {
                      [&path](const std::string& r) { return Beneath(path, r); });
 }
 
-}  // namespace
-
-std::vector<std::string> DeniedReadPaths(const Policy& policy) {
-  std::vector<std::string> out;
+// DeniedReadPaths and CredentialPaths in one pass, one canonicalisation per store: a store that
+// exists is canonical already (weakly_canonical of an existing path is its canonical path).
+void ListStores(const Policy& policy, std::vector<std::string>* denied,
+                std::vector<std::string>* credentials) {
+  auto add = [](std::vector<std::string>* out, const std::string& path) {
+    if (std::find(out->begin(), out->end(), path) == out->end()) out->push_back(path);
+  };
   for (const std::string& candidate : CandidatePaths(policy)) {
     std::error_code ec;
     std::string path = std::filesystem::weakly_canonical(candidate, ec).string();
     if (ec) path = candidate;
-    if (OptedIn(policy, path) || OptedIn(policy, candidate)) continue;
-    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
+    if (OptedIn(policy, path)) continue;
+    if (!OptedIn(policy, candidate)) add(denied, path);
+    // A symlinked store is hidden where it really is (a mount follows the link anyway).
+    struct stat st;
+    if (!ec && stat(path.c_str(), &st) == 0) add(credentials, path);
   }
-  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> DeniedReadPaths(const Policy& policy) {
+  if (policy.denied_reads) return *policy.denied_reads;
+  std::vector<std::string> denied, credentials;
+  ListStores(policy, &denied, &credentials);
+  return denied;
 }
 
 Status CheckWorkdirScope(const Policy& policy) {
@@ -236,16 +260,10 @@ Status CheckWorkdirScope(const Policy& policy) {
 }
 
 std::vector<std::string> CredentialPaths(const Policy& policy) {
-  std::vector<std::string> out;
-  for (const std::string& candidate : CandidatePaths(policy)) {
-    // A symlinked store is hidden where it really is (a mount follows the link anyway).
-    std::error_code ec;
-    const std::string path = std::filesystem::canonical(candidate, ec).string();
-    if (ec) continue;  // Does not exist.
-    if (OptedIn(policy, path)) continue;
-    if (std::find(out.begin(), out.end(), path) == out.end()) out.push_back(path);
-  }
-  return out;
+  if (policy.credential_paths) return *policy.credential_paths;
+  std::vector<std::string> denied, credentials;
+  ListStores(policy, &denied, &credentials);
+  return credentials;
 }
 
 }  // namespace forkbox::sandbox

@@ -202,14 +202,15 @@ void AddBoundSockets(MountPlan& plan) {
     size_t at = line.find(" /");  // The path, the last field, is absolute for a bound socket.
     if (at == std::string::npos) continue;
     const std::string path = line.substr(at + 1);
-    struct stat st;
-    if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
+    // A socket is listed once per connection: the cheap checks first, lstat once per path.
     if (std::any_of(skip.begin(), skip.end(),
                     [&path](const std::string& root) { return Under(path, root); }) ||
         std::find(plan.hidden_files.begin(), plan.hidden_files.end(), path) !=
             plan.hidden_files.end()) {
       continue;
     }
+    struct stat st;
+    if (lstat(path.c_str(), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
     plan.hidden_files.push_back(path);
   }
 }

@@ -14,6 +14,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -35,6 +36,13 @@ struct Policy : Settings {
   // The read scope's grants (landlock::ReadScopeGrants of DeniedReadPaths), listed by
   // ResolvePolicy while nothing restricts listing; empty: listed at each ruleset.
   std::vector<std::string> read_grants;
+  // DeniedReadPaths and CredentialPaths as ResolvePolicy listed them, so that a process
+  // canonicalises the credential stores once (each store is a readlink per path component);
+  // nullopt (a Policy built by hand): listed at each use. A store created after ResolvePolicy is
+  // still unreadable (the read scope grants only what existed); layer 2 just does not also mount
+  // over it.
+  std::optional<std::vector<std::string>> denied_reads;
+  std::optional<std::vector<std::string>> credential_paths;
   // Per-task temp dir (TMPDIR/TMP/TEMP for tools). Empty: tools get the workdir's
   // .forkbox-tmp/<random> created by MakeTaskTmpDir.
   std::string tmpdir;
@@ -138,6 +146,11 @@ class Sandbox {
   // Fails closed (kUnavailable) without Landlock or seccomp. With policy.enabled == false, Spawn
   // runs commands unconfined (--sandbox=off). As uid 0 outside a forkbox pids cgroup, the handle
   // owns one pids cgroup (pids.max = rlimit_nproc) that every command it spawns joins.
+  // No layer-2 probe here: the handle assumes user namespaces work and its first command is the
+  // probe. When a layer-2 spawn fails, Spawn probes (Layer2Available, as Check does); if user
+  // namespaces are refused, that command and every later one run in layer 1 (a handle made as
+  // Check() would have made it, whose report() is then this handle's), otherwise the error
+  // stands.
   static Result<Sandbox> ForTools(Policy policy);
 
   Sandbox(Sandbox&&) noexcept;
@@ -153,12 +166,12 @@ class Sandbox {
 
   const Policy& policy() const { return policy_; }
   // The per-task temp dir handed to tools (TMPDIR), set once it exists.
-  void set_tmpdir(std::string tmpdir) { policy_.tmpdir = std::move(tmpdir); }
+  void set_tmpdir(std::string tmpdir);
   // Narrows only: commands spawned afterwards get no network whatever the policy allowed (an
   // agent type with network: off).
-  void DisallowNetwork() { policy_.allow_net = false; }
+  void DisallowNetwork();
   // What is in force: Check() before entering, for banners and --check.
-  const Report& report() const { return report_; }
+  const Report& report() const;
 
  private:
   friend Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
@@ -166,6 +179,12 @@ class Sandbox {
                                               const std::vector<std::string>& own_writable);
   Sandbox(Policy policy, Report report, bool inside_agent);
   Result<ChildProcess> SpawnBrokered(SpawnOptions options, ContainPlan& plan) const;
+  static Result<Sandbox> Make(Policy policy, bool assume_layer2);
+  Result<int> SharedRulesetFd() const;  // -1: none to share.
+  Result<ChildProcess> SpawnHere(SpawnOptions options) const;
+  const Sandbox* Layer1() const;  // The layer-1 handle once fallen back, or null.
+  Result<const Sandbox*> FallBackToLayer1() const;
+  bool layer2_assumed_ = false;  // report_ says layer 2 unprobed (ForTools).
   Policy policy_;
   Report report_;
   bool inside_agent_ = false;
@@ -173,6 +192,11 @@ class Sandbox {
   // Serves the unix connect broker of every tool spawned without network (unix_broker.h); its
   // thread starts with the first such tool and is joined when the handle goes.
   std::unique_ptr<UnixBroker> broker_;
+  // The tool ruleset, built by the first Spawn that can share it (see ToolRuleset in
+  // contain.h) and reused by every later one, and the layer-1 fallback handle; the policy's
+  // mutators above drop both.
+  struct SharedState;
+  std::unique_ptr<SharedState> shared_;
 };
 
 // forkbox-child sandboxes itself before its first model call. Keeps `keep_fds` (and 0-2) open,

@@ -14,11 +14,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#include <array>
 #include <cerrno>
 #include <cstddef>
-#include <mutex>
-#include <optional>
 
 #include "base/unique_fd.h"
 
@@ -372,7 +369,9 @@ Result<std::vector<sock_filter>> LibseccompPart(const std::vector<RuleSet>& tabl
   return program;
 }
 
-Result<std::vector<sock_filter>> Compile(Program program) {
+}  // namespace
+
+Result<std::vector<sock_filter>> CompileTable(Program program) {
   const std::vector<RuleSet>& table = Table(program);
   Result<std::vector<sock_filter>> head = Prefilter(table);
   if (!head.ok()) return head.status();
@@ -387,8 +386,6 @@ Result<std::vector<sock_filter>> Compile(Program program) {
   if (out.size() > BPF_MAXINSNS) return Status::Internal("seccomp: program too long");
   return out;
 }
-
-}  // namespace
 
 const std::vector<RuleSet>& Table(Program program) {
   static const std::vector<RuleSet> base = BaseTable();
@@ -424,16 +421,6 @@ const Rule* FindRule(Program program, const std::string& syscall) {
     }
   }
   return nullptr;
-}
-
-Result<std::span<const sock_filter>> Compiled(Program program) {
-  static std::mutex mu;
-  static std::array<std::optional<Result<std::vector<sock_filter>>>, kProgramCount> cache;
-  std::lock_guard<std::mutex> lock(mu);
-  auto& slot = cache[static_cast<size_t>(program)];
-  if (!slot.has_value()) slot.emplace(Compile(program));
-  if (!slot->ok()) return slot->status();
-  return std::span<const sock_filter>(slot->value());
 }
 
 int InstallRaw(std::span<const sock_filter> program, bool all_threads) {

@@ -1,6 +1,6 @@
 // The seccomp policy as ONE readable table (after Chromium's baseline_policy.cc): named syscall
-// sets, each rule with its action and a one-line reason. Programs are compiled to BPF in the
-// parent (libseccomp allocates) and installed in forked children with one raw syscall.
+// sets, each rule with its action and a one-line reason. Programs are compiled to BPF at build
+// time (libseccomp, forkbox-seccomp-gen) and installed in forked children with one raw syscall.
 #pragma once
 
 #include <linux/filter.h>
@@ -71,9 +71,14 @@ const std::vector<RuleSet>& Table(Program program);
 // Finds the rule for `syscall` in a program's table, or nullptr.
 const Rule* FindRule(Program program, const std::string& syscall);
 
-// The compiled BPF of one program (cached: compiled once per process, thread-safe). kBase also
-// kills any non-native architecture (i386 int 0x80) and the x32 ABI (nr | 0x40000000).
+// The compiled BPF of one program, generated from the table at build time (forkbox-seccomp-gen
+// runs CompileTable for every Program): no libseccomp work at run time. kBase also kills any
+// non-native architecture (i386 int 0x80) and the x32 ABI (nr | 0x40000000).
 Result<std::span<const sock_filter>> Compiled(Program program);
+
+// Compiles one program from its table (a prefilter plus libseccomp), at every call: for the
+// build-time generator and the tests that hold Compiled() to it.
+Result<std::vector<sock_filter>> CompileTable(Program program);
 
 // Async-signal-safe: installs a compiled program. no_new_privs must be set (or CAP_SYS_ADMIN).
 // `all_threads` uses SECCOMP_FILTER_FLAG_TSYNC. Returns 0 or an errno value.

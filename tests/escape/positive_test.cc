@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <string>
 
@@ -232,6 +233,22 @@ TEST_P(SandboxWorks, CheckReportsFallbackWhereUserNamespacesAreRefused) {
   // The layer-2 protections that are then missing, by name.
   EXPECT_TRUE(Contains(text, "hooks")) << check.Describe();
   EXPECT_TRUE(Contains(text, "chmod") || Contains(text, "metadata")) << check.Describe();
+}
+
+// `forkbox sandbox` probes nothing up front: its command is the layer-2 probe, and where user
+// namespaces are refused it runs in layer 1. Either way the command runs, in the layer --check
+// names: pid 2 of its own PID namespace (under its init) in layer 2, a pid of the caller's
+// namespace in layer 1.
+TEST_P(SandboxWorks, TheCommandRunsInTheLayerCheckReports) {
+  RunResult r = Shell("echo $$");
+  ASSERT_EQ(r.exit_code, 0) << r.Describe();
+  const int pid = std::atoi(r.out.c_str());
+  ASSERT_GT(pid, 0) << r.Describe();
+  if (Layer() == 2) {
+    EXPECT_EQ(pid, 2) << r.Describe();
+  } else {
+    EXPECT_GT(pid, 2) << "layer 1 has no PID namespace\n" << r.Describe();
+  }
 }
 
 TEST_P(SandboxWorks, FailsClosedWithoutLandlock) {

@@ -367,6 +367,8 @@ TEST_P(ScopeWorks, MultiprocessingStartMethods) {
 // socketpairs. `forkbox sandbox` is unconfined: its broker's thread enters a Landlock domain of
 // its own scoping abstract sockets and spawns the tool, so the tool's domain nests in it (the
 // agents' brokers are scoped by their own domains: confine_test's BrokerTest).
+// The abstract name is unique per test: abstract sockets are per network namespace, which every
+// mode shares with the other tests running in parallel (a fixed name flaked with EADDRINUSE).
 TEST_P(ScopeWorks, UnixServerAndClientInside) {
   WriteFile(
       work_ + "/talk.py",
@@ -379,8 +381,10 @@ TEST_P(ScopeWorks, UnixServerAndClientInside) {
       "x, y = socket.socketpair(); x.sendall(b'pair'); print('socketpair', y.recv(4).decode())\n"
       "q, w = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)\n"
       "q.send(b'seq'); print('seqpacket', w.recv(4).decode())\n"
-      "try: print('abstract', talk('\\0fbx-talk'))\n"
-      "except OSError as e: print('abstract refused', e.errno)\n");
+      "try: print('abstract', talk('\\0fbx-talk-" +
+          token_ +
+          "'))\n"
+          "except OSError as e: print('abstract refused', e.errno)\n");
   ChownTree(work_, uid(), gid());
   RunResult r = Shell("cd '" + work_ + "' && /usr/bin/python3 talk.py");
   EXPECT_EQ(r.exit_code, 0) << r.Describe();

@@ -203,6 +203,7 @@ struct AgentFacts {
   int tool_exit = -1;
   int tool_socket_exit = -1;
   int tool_tmp_exit = -1;
+  int tool_write_outside_exit = -1;  // A later call on the same handle (its shared ruleset).
   int killed = -1;
   char error[256] = {};
 };
@@ -256,6 +257,7 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
       f.tool_socket_exit = run("exec 3<>/dev/tcp/127.0.0.1/1");
       // Python multiprocessing needs both (SemLock, shared_memory, forkserver's socket dir).
       f.tool_tmp_exit = run("echo x > " + tmp_probe + " && echo y > /dev/shm/" + shm_probe);
+      f.tool_write_outside_exit = run("echo x > " + outside + "/g");
       run("setsid sleep 100000 & (sleep 100000 &); exit 0");
       f.killed = KillAllDescendants();
     }
@@ -289,6 +291,8 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
   EXPECT_EQ(f.unix_socket_ok, f.layer == 2 ? 1 : 0);
   EXPECT_NE(f.write_outside_errno, 0);
   EXPECT_FALSE(FileExists(outside + "/f"));
+  EXPECT_NE(f.tool_write_outside_exit, 0);
+  EXPECT_FALSE(FileExists(outside + "/g")) << "the fourth tool call has the same write scope";
   EXPECT_EQ(f.tool_exit, 5);
   EXPECT_NE(f.tool_socket_exit, 0);
   EXPECT_GE(f.killed, 1);

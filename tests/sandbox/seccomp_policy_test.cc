@@ -262,9 +262,30 @@ TEST(SeccompTable, CompiledProgramsStartByKillingForeignArchitectures) {
     EXPECT_EQ((*prog)[0].k, offsetof(seccomp_data, arch));
     EXPECT_EQ((*prog)[2].k, static_cast<uint32_t>(SECCOMP_RET_KILL_PROCESS));
     EXPECT_LE(prog->size(), static_cast<size_t>(BPF_MAXINSNS));
-    // Cached: the same program every time.
+    // Generated once: the same program every time.
     EXPECT_EQ(Compiled(p)->data(), prog->data());
   }
+}
+
+// The programs generated at build time are exactly the table compiled now, instruction by
+// instruction, for every program (the table stays the single source of truth).
+TEST(SeccompTable, PrecompiledProgramsAreTheTableCompiled) {
+  for (size_t index = 0; index < kProgramCount; ++index) {
+    const Program p = static_cast<Program>(index);
+    Result<std::span<const sock_filter>> generated = Compiled(p);
+    Result<std::vector<sock_filter>> fresh = CompileTable(p);
+    ASSERT_TRUE(generated.ok()) << generated.status().ToString();
+    ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+    ASSERT_EQ(generated->size(), fresh->size()) << "program " << static_cast<int>(p);
+    for (size_t i = 0; i < fresh->size(); ++i) {
+      const sock_filter& a = (*generated)[i];
+      const sock_filter& b = (*fresh)[i];
+      EXPECT_TRUE(a.code == b.code && a.jt == b.jt && a.jf == b.jf && a.k == b.k)
+          << "program " << static_cast<int>(p) << ", instruction " << i;
+    }
+  }
+  // Control: two different programs differ, so the comparison can fail.
+  EXPECT_NE(Compiled(Program::kBase)->size(), CompileTable(Program::kToolNoNet)->size());
 }
 
 }  // namespace

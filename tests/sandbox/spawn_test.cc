@@ -18,6 +18,8 @@
 #include <fstream>
 
 #include "sandbox/cgroup.h"
+#include "sandbox/check.h"
+#include "sandbox/contain.h"
 #include "sandbox/hygiene.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
@@ -78,6 +80,31 @@ Result<RunOutput> RunSandboxed(const Policy& policy, const std::string& script) 
   if (!status.ok()) return status.status();
   run.exit_code = ExitCodeFromWaitStatus(*status);
   return run;
+}
+
+// A handle builds the tool ruleset once where its commands share its mount namespace (inside an
+// agent, layer 1); a command that gets its own namespace builds its own (fresh tmpfs inodes).
+TEST(ToolRuleset, SharedOnlyWhereCommandsGetNoMountNamespaceOfTheirOwn) {
+  int abi = 0;
+  ASSERT_TRUE(CheckEnforceable(&abi).ok());
+  Policy policy = MakePolicy(MakeTempDir("shared-ruleset"));
+  Result<UniqueFd> own = ToolRuleset(policy, abi, /*layer2=*/true, /*inside_agent=*/false);
+  ASSERT_TRUE(own.ok()) << own.status().ToString();
+  EXPECT_FALSE(*own) << "layer 2 from an unsandboxed caller: one ruleset per command";
+  Result<UniqueFd> shared = ToolRuleset(policy, abi, /*layer2=*/false, /*inside_agent=*/false);
+  ASSERT_TRUE(shared.ok()) << shared.status().ToString();
+  ASSERT_TRUE(*shared);
+  const std::vector<std::string> argv = {"/bin/true"};
+  Result<ContainPlan> reused = PrepareTool(policy, abi, false, false, argv, -1, shared->get());
+  ASSERT_TRUE(reused.ok()) << reused.status().ToString();
+  EXPECT_EQ(reused->ruleset_fd, shared->get());
+  EXPECT_FALSE(reused->ruleset) << "a shared ruleset is used, not owned";
+  EXPECT_FALSE(reused->add_fresh_rules) << "the shared ruleset has them already";
+  // Control: a command with its own namespaces never gets the shared ruleset.
+  Result<ContainPlan> fresh = PrepareTool(policy, abi, true, false, argv, -1, shared->get());
+  ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
+  EXPECT_NE(fresh->ruleset_fd, shared->get());
+  EXPECT_TRUE(fresh->add_fresh_rules);
 }
 
 TEST(SpawnSandboxed, PassesTheExitStatusThrough) {
