@@ -183,8 +183,9 @@ class Task {
   }
   // The first frame: a start frame (on demand) or a prepare frame (standby).
   Status ReadFirst(ControlReader& control);
-  // Builds the policy and enters the agent sandbox; sets banner_.
-  Status EnterSandbox();
+  // Builds the policy and enters the agent sandbox; sets banner_. `http` is loading the HTTP
+  // module meanwhile: joined before the sandbox needs a single-threaded process.
+  Status EnterSandbox(agent::HttpPreload& http);
   // A standby's wait for its start frame. kEndOfFile: retired unused.
   Status AwaitStart(ControlReader& control);
   int RunTask();
@@ -228,18 +229,21 @@ Status Task::ReadFirst(ControlReader& control) {
   return Status::Ok();
 }
 
-Status Task::EnterSandbox() {
+Status Task::EnterSandbox(agent::HttpPreload& http) {
   Result<std::pair<std::string, UniqueFd>> workdir = InheritedWorkdir(plan_.workdir);
   if (!workdir.ok()) return workdir.status();
   Result<sandbox::Policy> policy = sandbox::ResolvePolicy(plan_.sandbox, workdir->first);
   if (!policy.ok()) return policy.status();
   policy_ = std::move(*policy);
   policy_.enabled = plan_.sandbox.enabled;
-  policy_.model_port = PortFromUrl(plan_.model_url);
   // The file tools resolve beneath this descriptor.
   workdir_fd_ = std::make_shared<const UniqueFd>(std::move(workdir->second));
-  // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may read.
-  FORKBOX_RETURN_IF_ERROR(agent::LoadHttp());
+  // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may
+  // read, and before it needs a single-threaded process (and closes descriptors).
+  FORKBOX_RETURN_IF_ERROR(http.Wait());
+  Result<uint16_t> port = agent::UrlPort(plan_.model_url);
+  if (!port.ok()) return port.status();
+  policy_.model_port = *port;
   std::vector<int> keep = {ipc::kChildReportWriteFd, workdir_fd_->get()};
   if (transcript_fd_) keep.push_back(*transcript_fd_);
   if (standby_) keep.push_back(ipc::kChildControlReadFd);
@@ -288,7 +292,11 @@ int Task::Run() {
   if (Status st = ReadFirst(control); !st.ok()) {
     return Fail({"bad_start", st.ToString(), kExitBadStart});
   }
-  if (Status st = EnterSandbox(); !st.ok()) return Fail({"sandbox", st.ToString(), kExitSandbox});
+  // Started only now: ReadFirst closes descriptors, which must not race the loader's own.
+  agent::HttpPreload http(agent::PreloadStep::kModule);
+  if (Status st = EnterSandbox(http); !st.ok()) {
+    return Fail({"sandbox", st.ToString(), kExitSandbox});
+  }
   if (standby_) {
     Status st = AwaitStart(control);
     if (st.code() == Status::Code::kEndOfFile) return kExitOk;  // Retired: nothing to report.
