@@ -184,7 +184,8 @@ class Task {
   // The first frame: a start frame (on demand) or a prepare frame (standby).
   Status ReadFirst(ControlReader& control);
   // Builds the policy and enters the agent sandbox; sets banner_. `http` is loading the HTTP
-  // module meanwhile: joined before the sandbox needs a single-threaded process.
+  // stack meanwhile: joined before the sandbox needs a single-threaded process. A failure of the
+  // HTTP stack sets http_failed_ (a "model" failure, not a "sandbox" one).
   Status EnterSandbox(agent::HttpPreload& http);
   // A standby's wait for its start frame. kEndOfFile: retired unused.
   Status AwaitStart(ControlReader& control);
@@ -199,6 +200,7 @@ class Task {
   Clock::time_point start_time_ = Clock::now();
   bool standby_ = false;
   bool parent_gone_ = false;
+  bool http_failed_ = false;
   std::optional<ipc::StartMessage> start_;
   std::optional<int> transcript_fd_;
   SandboxPlan plan_;
@@ -240,9 +242,15 @@ Status Task::EnterSandbox(agent::HttpPreload& http) {
   workdir_fd_ = std::make_shared<const UniqueFd>(std::move(workdir->second));
   // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may
   // read, and before it needs a single-threaded process (and closes descriptors).
-  FORKBOX_RETURN_IF_ERROR(http.Wait());
+  if (Status loaded = http.Wait(); !loaded.ok()) {
+    http_failed_ = true;
+    return loaded;
+  }
   Result<uint16_t> port = agent::UrlPort(plan_.model_url);
-  if (!port.ok()) return port.status();
+  if (!port.ok()) {
+    http_failed_ = true;
+    return port.status();
+  }
   policy_.model_port = *port;
   std::vector<int> keep = {ipc::kChildReportWriteFd, workdir_fd_->get()};
   if (transcript_fd_) keep.push_back(*transcript_fd_);
@@ -293,8 +301,10 @@ int Task::Run() {
     return Fail({"bad_start", st.ToString(), kExitBadStart});
   }
   // Started only now: ReadFirst closes descriptors, which must not race the loader's own.
-  agent::HttpPreload http(agent::PreloadStep::kModule);
+  // curl_global_init opens no file that the sandbox's close of descriptors could pull away.
+  agent::HttpPreload http(agent::PreloadStep::kModuleAndCurl);
   if (Status st = EnterSandbox(http); !st.ok()) {
+    if (http_failed_) return Fail({"model", st.message(), kExitModel});
     return Fail({"sandbox", st.ToString(), kExitSandbox});
   }
   if (standby_) {
