@@ -27,6 +27,7 @@
 #include "child/runner.h"
 #include "child/start.h"
 #include "ipc/frame.h"
+#include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 
 extern char** environ;
@@ -240,6 +241,10 @@ Status Task::EnterSandbox(agent::HttpPreload& http) {
   policy_.enabled = plan_.sandbox.enabled;
   // The file tools resolve beneath this descriptor.
   workdir_fd_ = std::make_shared<const UniqueFd>(std::move(workdir->second));
+  // The layer-2 probe (a throwaway child in fresh namespaces, probed once per process) runs
+  // while the HTTP stack loads: EnterAgentSandbox's own check then finds it done. A clone into
+  // new namespaces, unlike unshare, is allowed to a multi-threaded process.
+  if (policy_.enabled) sandbox::Layer2Available();
   // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may
   // read, and before it needs a single-threaded process (and closes descriptors).
   if (Status loaded = http.Wait(); !loaded.ok()) {
