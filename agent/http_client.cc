@@ -67,6 +67,25 @@ Status WarmUpHttp() {
   return Status::Ok();
 }
 
+Result<uint16_t> UrlPort(const std::string& url) {
+  const Result<const http_module::Api*>& api = Module();
+  if (!api.ok()) return api.status();
+  return (*api)->url_port(url);
+}
+
+HttpPreload::HttpPreload(PreloadStep step)
+    : thread_(
+          [this, step] { status_ = step == PreloadStep::kModule ? LoadHttp() : WarmUpHttp(); }) {}
+
+HttpPreload::~HttpPreload() {
+  if (thread_.joinable()) thread_.join();
+}
+
+Status HttpPreload::Wait() {
+  if (thread_.joinable()) thread_.join();
+  return status_;
+}
+
 HttpClient::HttpClient(const http_module::Api* api, void* curl, const HttpTimeouts& timeouts)
     : api_(api), curl_(curl), timeouts_(timeouts) {}
 
@@ -83,7 +102,7 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const HttpTimeouts& timeo
 
 HttpResult HttpClient::Post(const std::string& url, const std::vector<std::string>& headers,
                             const std::string& body, const BodySink& sink) {
-  return api_->post(curl_, timeouts_, url, headers, body, sink, cancelled_);
+  return api_->post(curl_, timeouts_, url, headers, body, sink, cancelled_, on_sent_);
 }
 
 }  // namespace forkbox::agent

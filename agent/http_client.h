@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "agent/cancel.h"
@@ -58,6 +59,35 @@ Status LoadHttp();
 // False sets *error.
 Status WarmUpHttp();
 
+// The TCP port curl connects to for `url`: explicit, else 443 (https) or 80 (http); 0 when curl
+// cannot parse it or the scheme is another. Loads the module; an error only when it cannot load.
+Result<uint16_t> UrlPort(const std::string& url);
+
+// What an HttpPreload does on its thread.
+enum class PreloadStep {
+  kModule,         // LoadHttp: map the module and libcurl's libraries.
+  kModuleAndCurl,  // WarmUpHttp: also curl_global_init (it may open and keep files).
+};
+
+// Runs LoadHttp or WarmUpHttp on a thread of its own, so that the few milliseconds of dynamic
+// loading overlap the caller's other start-up work. Wait() joins it: call it before anything that
+// needs a single-threaded process (fork of the spawner, unshare, Landlock, seccomp); the
+// destructor joins too. Module() is a function-local static, so a caller that needs HTTP before
+// Wait() simply blocks until the thread is done.
+class HttpPreload {
+ public:
+  explicit HttpPreload(PreloadStep step);
+  HttpPreload(const HttpPreload&) = delete;
+  HttpPreload& operator=(const HttpPreload&) = delete;
+  ~HttpPreload();
+  // The step's outcome; joins the thread on the first call.
+  Status Wait();
+
+ private:
+  Status status_;
+  std::thread thread_;  // Last: started once status_ exists.
+};
+
 class HttpClient {
  public:
   // Called for each body chunk of a 2xx response; return false to abort the transfer.
@@ -79,6 +109,9 @@ class HttpClient {
   // Polled by curl's progress callback (at least once a second, and whenever a signal interrupts
   // its wait): true aborts the transfer with HttpResult::cancelled set.
   void SetCancelCheck(CancelCheck cancelled) { cancelled_ = std::move(cancelled); }
+  // Called once per Post as soon as the request is fully written to the connection (before the
+  // reply is awaited); never for a request that could not be sent. May be empty.
+  void SetRequestSentHook(std::function<void()> on_sent) { on_sent_ = std::move(on_sent); }
 
  private:
   HttpClient(const http_module::Api* api, void* curl, const HttpTimeouts& timeouts);
@@ -86,6 +119,7 @@ class HttpClient {
   void* curl_;  // CURL*, owned; opaque: curl lives in the module.
   HttpTimeouts timeouts_;
   CancelCheck cancelled_;
+  std::function<void()> on_sent_;
 };
 
 }  // namespace forkbox::agent

@@ -3,7 +3,9 @@
 #include <curl/curl.h>
 #include <strings.h>
 
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <mutex>
 
 #include "agent/http_module.h"
@@ -57,15 +59,27 @@ struct Transfer {
   CURL* curl = nullptr;
   const HttpClient::BodySink* sink = nullptr;
   const CancelCheck* cancelled = nullptr;
+  const std::function<void()>* on_sent = nullptr;
+  bool sent_told = false;
   HttpResult* result = nullptr;
   int64_t idle_ms = 0;
   std::chrono::steady_clock::time_point last_byte;
   bool streaming_body = false;  // Decided once the status is known.
   bool status_seen = false;
 
+  // Tells on_sent once: the request is fully written (no Expect: 100-continue, so a response
+  // byte also means it was).
+  void RequestSent() {
+    if (sent_told) return;
+    sent_told = true;
+    if (on_sent != nullptr && *on_sent) (*on_sent)();
+  }
+
   // Headers are parsed by curl (CollectHeaders); a header byte is activity all the same.
   static size_t OnHeader(char*, size_t size, size_t n, void* user) {
-    static_cast<Transfer*>(user)->last_byte = std::chrono::steady_clock::now();
+    auto* t = static_cast<Transfer*>(user);
+    t->last_byte = std::chrono::steady_clock::now();
+    t->RequestSent();
     return size * n;
   }
 
@@ -97,8 +111,9 @@ struct Transfer {
   }
 
   // Called by curl often (at least once per second) while the transfer runs.
-  static int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t, curl_off_t) {
+  static int OnProgress(void* user, curl_off_t, curl_off_t, curl_off_t ultotal, curl_off_t ulnow) {
     auto* t = static_cast<Transfer*>(user);
+    if (ultotal > 0 && ulnow >= ultotal) t->RequestSent();
     if (t->cancelled != nullptr && *t->cancelled && (*t->cancelled)()) {
       t->result->cancelled = true;
       return 1;  // Aborts with CURLE_ABORTED_BY_CALLBACK.
@@ -123,13 +138,15 @@ void Destroy(void* handle) { curl_easy_cleanup(static_cast<CURL*>(handle)); }
 
 HttpResult Post(void* handle, const HttpTimeouts& timeouts, const std::string& url,
                 const std::vector<std::string>& headers, const std::string& body,
-                const HttpClient::BodySink& sink, const CancelCheck& cancelled) {
+                const HttpClient::BodySink& sink, const CancelCheck& cancelled,
+                const std::function<void()>& on_sent) {
   CURL* curl = static_cast<CURL*>(handle);
   HttpResult result;
   Transfer transfer;
   transfer.curl = curl;
   transfer.sink = &sink;
   transfer.cancelled = &cancelled;
+  transfer.on_sent = &on_sent;
   transfer.result = &result;
   transfer.idle_ms = timeouts.idle_ms;
   transfer.last_byte = std::chrono::steady_clock::now();
@@ -207,13 +224,30 @@ HttpResult Post(void* handle, const HttpTimeouts& timeouts, const std::string& u
   return result;
 }
 
+uint16_t UrlPort(const std::string& url) {
+  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), &curl_url_cleanup);
+  if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return 0;
+  auto part = [&](CURLUPart what, unsigned flags) -> std::string {
+    char* value = nullptr;
+    if (curl_url_get(u.get(), what, &value, flags) != CURLUE_OK || value == nullptr) return "";
+    std::string out(value);
+    curl_free(value);
+    return out;
+  };
+  const std::string scheme = part(CURLUPART_SCHEME, 0);  // Lower-cased by curl.
+  if (scheme != "http" && scheme != "https") return 0;
+  const std::string port = part(CURLUPART_PORT, CURLU_DEFAULT_PORT);
+  const long value = port.empty() ? 0 : std::strtol(port.c_str(), nullptr, 10);
+  return value >= 1 && value <= 65535 ? static_cast<uint16_t>(value) : 0;
+}
+
 }  // namespace
 }  // namespace forkbox::agent
 
 extern "C" __attribute__((visibility("default"))) const forkbox::agent::http_module::Api*
 forkbox_http_module() {
   using namespace forkbox::agent;
-  static const http_module::Api api{http_module::kAbiVersion, &GlobalInit, &Create, &Destroy,
-                                    &Post};
+  static const http_module::Api api{
+      http_module::kAbiVersion, &GlobalInit, &Create, &Destroy, &Post, &UrlPort};
   return &api;
 }

@@ -5,6 +5,8 @@
 // Both sides are built together from this header; kAbiVersion guards a stale module.
 #pragma once
 
+#include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -12,7 +14,7 @@
 
 namespace forkbox::agent::http_module {
 
-inline constexpr int kAbiVersion = 1;
+inline constexpr int kAbiVersion = 2;
 
 // The module's entry point, looked up with dlsym.
 inline constexpr const char* kEntryPoint = "forkbox_http_module";
@@ -26,7 +28,11 @@ struct Api {
   void (*destroy)(void* handle) = nullptr;
   HttpResult (*post)(void* handle, const HttpTimeouts& timeouts, const std::string& url,
                      const std::vector<std::string>& headers, const std::string& body,
-                     const HttpClient::BodySink& sink, const CancelCheck& cancelled) = nullptr;
+                     const HttpClient::BodySink& sink, const CancelCheck& cancelled,
+                     const std::function<void()>& on_sent) = nullptr;
+  // The TCP port curl would connect to for `url` (explicit, else the scheme's default); 0 when
+  // curl cannot parse it or the scheme is neither http nor https.
+  uint16_t (*url_port)(const std::string& url) = nullptr;
 };
 
 using EntryPoint = const Api* (*)();

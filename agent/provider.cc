@@ -327,6 +327,7 @@ Result<std::unique_ptr<Provider>> MakeProvider(const ProviderConfig& config_in,
   }
   if (!hooks.sleep) hooks.sleep = real.sleep;
   (*http)->SetCancelCheck(hooks.cancelled);
+  (*http)->SetRequestSentHook(hooks.on_request_sent);
   if (!hooks.jitter) hooks.jitter = real.jitter;
   auto wire = anthropic ? MakeAnthropicWire() : MakeOpenAiWire();
   return std::unique_ptr<Provider>(std::make_unique<ProviderImpl>(

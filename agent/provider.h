@@ -82,6 +82,9 @@ struct ProviderHooks {
   CancelCheck cancelled;
   // Told before each retry wait; may be empty.
   std::function<void(const RetryNotice&)> on_retry;
+  // Told once per attempt as soon as the request is fully written to the connection, before
+  // its reply is awaited (work that must not delay a request can start here); may be empty.
+  std::function<void()> on_request_sent;
 };
 // Creates the provider (one keep-alive connection per Provider object) for settings taken as they
 // are (resolve them first: agent/provider_settings.h). Settings that ValidateProviderSettings

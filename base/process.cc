@@ -167,8 +167,9 @@ int RunSharedChild(void* arg) {
 // clone(CLONE_VM | CLONE_VFORK) on a stack of its own (posix_spawn's way): the child borrows the
 // caller's memory until execve, while the calling thread is suspended, so nothing is copied. The
 // child's writes (errno, the carried fd numbers) land in the caller's memory, which is why
-// RunChild only makes raw, async-signal-safe calls. Returns the pid or -1 with errno.
-long CloneSharingMemory(const ChildPlan& plan, int err_fd, int* pidfd) {
+// RunChild only makes raw, async-signal-safe calls. `extra_flags`: CLONE_PARENT or 0. Returns the
+// pid or -1 with errno.
+long CloneSharingMemory(const ChildPlan& plan, int err_fd, int* pidfd, unsigned long extra_flags) {
   constexpr size_t kGuard = 4096, kStack = 256 * 1024;
   void* map = ::mmap(nullptr, kGuard + kStack, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -181,7 +182,7 @@ long CloneSharingMemory(const ChildPlan& plan, int err_fd, int* pidfd) {
   }
   SharedChild child{&plan, err_fd};
   long pid = ::clone(RunSharedChild, static_cast<char*>(map) + kGuard + kStack,
-                     CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD, &child, pidfd);
+                     CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD | extra_flags, &child, pidfd);
   int err = errno;
   ::munmap(map, kGuard + kStack);  // The child has exec'ed or exited: the stack is free again.
   errno = err;
@@ -414,8 +415,9 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
   // calls, so skipping the atfork handlers is fine.
   int pidfd = -1;
   long pid = -1;
-  if (kShareMemoryOnSpawn && options.clone_flags == 0 && !options.keeper_step) {
-    pid = CloneSharingMemory(plan, err_pipe->write.get(), &pidfd);
+  // CLONE_PARENT changes only whose child it is, not what the child does with the memory.
+  if (kShareMemoryOnSpawn && (options.clone_flags & ~CLONE_PARENT) == 0 && !options.keeper_step) {
+    pid = CloneSharingMemory(plan, err_pipe->write.get(), &pidfd, options.clone_flags);
   } else {
     pid = ::syscall(SYS_clone, options.clone_flags | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd,
                     nullptr, nullptr);

@@ -77,7 +77,8 @@ struct SpawnOptions {
   std::vector<int*> carry_fds;
   bool new_session = false;  // setsid(): the child leads its own session and process group.
   // Extra clone(2) flags, e.g. CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID: the child starts in
-  // fresh namespaces. 0 (and no keeper step): the child shares the caller's memory until execve
+  // fresh namespaces. 0 or CLONE_PARENT (and no keeper step): the child shares the caller's
+  // memory until execve
   // (CLONE_VM | CLONE_VFORK on a stack of its own, like posix_spawn): no page tables of a large
   // caller are copied, and the calling thread waits until execve (it would wait for the error
   // pipe anyway).

@@ -27,6 +27,7 @@
 #include "child/runner.h"
 #include "child/start.h"
 #include "ipc/frame.h"
+#include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 
 extern char** environ;
@@ -183,8 +184,10 @@ class Task {
   }
   // The first frame: a start frame (on demand) or a prepare frame (standby).
   Status ReadFirst(ControlReader& control);
-  // Builds the policy and enters the agent sandbox; sets banner_.
-  Status EnterSandbox();
+  // Builds the policy and enters the agent sandbox; sets banner_. `http` is loading the HTTP
+  // stack meanwhile: joined before the sandbox needs a single-threaded process. A failure of the
+  // HTTP stack sets http_failed_ (a "model" failure, not a "sandbox" one).
+  Status EnterSandbox(agent::HttpPreload& http);
   // A standby's wait for its start frame. kEndOfFile: retired unused.
   Status AwaitStart(ControlReader& control);
   int RunTask();
@@ -198,6 +201,7 @@ class Task {
   Clock::time_point start_time_ = Clock::now();
   bool standby_ = false;
   bool parent_gone_ = false;
+  bool http_failed_ = false;
   std::optional<ipc::StartMessage> start_;
   std::optional<int> transcript_fd_;
   SandboxPlan plan_;
@@ -228,18 +232,31 @@ Status Task::ReadFirst(ControlReader& control) {
   return Status::Ok();
 }
 
-Status Task::EnterSandbox() {
+Status Task::EnterSandbox(agent::HttpPreload& http) {
   Result<std::pair<std::string, UniqueFd>> workdir = InheritedWorkdir(plan_.workdir);
   if (!workdir.ok()) return workdir.status();
   Result<sandbox::Policy> policy = sandbox::ResolvePolicy(plan_.sandbox, workdir->first);
   if (!policy.ok()) return policy.status();
   policy_ = std::move(*policy);
   policy_.enabled = plan_.sandbox.enabled;
-  policy_.model_port = PortFromUrl(plan_.model_url);
   // The file tools resolve beneath this descriptor.
   workdir_fd_ = std::make_shared<const UniqueFd>(std::move(workdir->second));
-  // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may read.
-  FORKBOX_RETURN_IF_ERROR(agent::LoadHttp());
+  // The layer-2 probe (a throwaway child in fresh namespaces, probed once per process) runs
+  // while the HTTP stack loads: EnterAgentSandbox's own check then finds it done. A clone into
+  // new namespaces, unlike unshare, is allowed to a multi-threaded process.
+  if (policy_.enabled) sandbox::Layer2Available();
+  // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may
+  // read, and before it needs a single-threaded process (and closes descriptors).
+  if (Status loaded = http.Wait(); !loaded.ok()) {
+    http_failed_ = true;
+    return loaded;
+  }
+  Result<uint16_t> port = agent::UrlPort(plan_.model_url);
+  if (!port.ok()) {
+    http_failed_ = true;
+    return port.status();
+  }
+  policy_.model_port = *port;
   std::vector<int> keep = {ipc::kChildReportWriteFd, workdir_fd_->get()};
   if (transcript_fd_) keep.push_back(*transcript_fd_);
   if (standby_) keep.push_back(ipc::kChildControlReadFd);
@@ -288,7 +305,13 @@ int Task::Run() {
   if (Status st = ReadFirst(control); !st.ok()) {
     return Fail({"bad_start", st.ToString(), kExitBadStart});
   }
-  if (Status st = EnterSandbox(); !st.ok()) return Fail({"sandbox", st.ToString(), kExitSandbox});
+  // Started only now: ReadFirst closes descriptors, which must not race the loader's own.
+  // curl_global_init opens no file that the sandbox's close of descriptors could pull away.
+  agent::HttpPreload http(agent::PreloadStep::kModuleAndCurl);
+  if (Status st = EnterSandbox(http); !st.ok()) {
+    if (http_failed_) return Fail({"model", st.message(), kExitModel});
+    return Fail({"sandbox", st.ToString(), kExitSandbox});
+  }
   if (standby_) {
     Status st = AwaitStart(control);
     if (st.code() == Status::Code::kEndOfFile) return kExitOk;  // Retired: nothing to report.

@@ -1,11 +1,8 @@
 #include "child/start.h"
 
-#include <curl/curl.h>
 #include <fcntl.h>
 
 #include <cerrno>
-#include <cstdlib>
-#include <memory>
 #include <string>
 #include <variant>
 
@@ -105,23 +102,6 @@ Result<ipc::StartMessage> ControlReader::ReadStartAfter(const SandboxPlan& plan)
                                    plan.model_url + "\"");
   }
   return std::move(*start);
-}
-
-uint16_t PortFromUrl(const std::string& url) {
-  std::unique_ptr<CURLU, decltype(&curl_url_cleanup)> u(curl_url(), &curl_url_cleanup);
-  if (!u || curl_url_set(u.get(), CURLUPART_URL, url.c_str(), 0) != CURLUE_OK) return 0;
-  auto part = [&](CURLUPart what, unsigned flags) -> std::string {
-    char* value = nullptr;
-    if (curl_url_get(u.get(), what, &value, flags) != CURLUE_OK || value == nullptr) return "";
-    std::string out(value);
-    curl_free(value);
-    return out;
-  };
-  const std::string scheme = part(CURLUPART_SCHEME, 0);  // Lower-cased by curl.
-  if (scheme != "http" && scheme != "https") return 0;
-  const std::string port = part(CURLUPART_PORT, CURLU_DEFAULT_PORT);
-  const long value = port.empty() ? 0 : std::strtol(port.c_str(), nullptr, 10);
-  return value >= 1 && value <= 65535 ? static_cast<uint16_t>(value) : 0;
 }
 
 }  // namespace forkbox::child

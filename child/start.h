@@ -46,8 +46,4 @@ class ControlReader {
 // a transcript fd that is open for writing.
 Status CheckStart(const ipc::StartMessage& start);
 
-// The TCP port the model is reached on: explicit in the URL, else 443 (https) or 80 (http).
-// 0 when the URL has no recognisable scheme.
-uint16_t PortFromUrl(const std::string& url);
-
 }  // namespace forkbox::child

@@ -11,6 +11,7 @@
 #include <iterator>
 #include <optional>
 
+#include "agent/http_client.h"
 #include "agent/provider_settings.h"
 #include "agent/tools.h"
 #include "parent/agents_command.h"
@@ -347,11 +348,16 @@ nlohmann::json InitEvent(const Options& o, const Settings& s, const sandbox::Rep
 }
 
 // Ctrl-C in interactive mode stops the call in flight; a retry restarts the live stdout stream
-// (if any) and is announced (on `events` too when not null).
+// (if any) and is announced (on `events` too when not null); a request on the wire calls
+// *request_sent (if set).
 agent::ProviderHooks ParentProviderHooks(EventStream* events,
-                                         std::function<void()>* stream_restarted) {
+                                         std::function<void()>* stream_restarted,
+                                         std::function<void()>* request_sent) {
   agent::ProviderHooks hooks;
   hooks.cancelled = InterruptPending;
+  hooks.on_request_sent = [request_sent] {
+    if (*request_sent) (*request_sent)();
+  };
   hooks.on_retry = [events, stream_restarted](const agent::RetryNotice& n) {
     if (*stream_restarted) (*stream_restarted)();
     ReportRetry(n, events);
@@ -360,6 +366,9 @@ agent::ProviderHooks ParentProviderHooks(EventStream* events,
 }
 
 int Run(const Options& o) {
+  // libcurl's ~35 libraries load on a thread of their own while the settings, the sandbox policy
+  // and the session are set up; joined before the spawner's fork and the confinement.
+  agent::HttpPreload http(agent::PreloadStep::kModuleAndCurl);
   auto prompt = ReadPrompt(o);
   if (!prompt.ok()) return Fail(o.output_format, kExitUsage, prompt.status().message());
   auto settings = ResolveSettings(o);
@@ -376,9 +385,14 @@ int Run(const Options& o) {
   Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0, STDERR_FILENO,
                     streaming ? &events : nullptr);
   std::function<void()> stream_restarted;  // The session's live stdout stream, if any.
-  // Made before confinement: it maps the HTTP module, which the confined parent might not.
+  std::function<void()> request_sent;      // Starts the standby children, once there is a runner.
+  // Loaded before confinement: the confined parent might not be able to read the HTTP module.
+  if (Status loaded = http.Wait(); !loaded.ok()) {
+    return Fail(o.output_format, kExitUsage, loaded.message());
+  }
   Result<std::unique_ptr<agent::Provider>> provider = agent::MakeProvider(
-      s.provider, ParentProviderHooks(streaming ? &events : nullptr, &stream_restarted));
+      s.provider,
+      ParentProviderHooks(streaming ? &events : nullptr, &stream_restarted, &request_sent));
   if (!provider.ok()) return Fail(o.output_format, kExitUsage, provider.status().message());
   // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor
   // and every child gets it (ipc::kChildWorkdirFd).
@@ -409,6 +423,10 @@ int Run(const Options& o) {
   SessionStats stats;
   agent::LoopOptions loop = ParentLoopOptions(o, s, tasks);
   ParentToolRunner runner(context, std::move(tasks), progress, stats, outside);
+  // Interactive: the standbys warm up while the user types. One-shot: once the first request is
+  // on the wire, so that their start-up does not compete with it.
+  if (interactive) runner.StartStandby();
+  request_sent = [&runner] { runner.StartStandby(); };
   TimedProvider timed(**provider, &stats.api_ms);
   if (streaming) events.Emit(InitEvent(o, s, context.sandbox->report(), loop));
   Session session(timed, std::move(loop), runner, stats);

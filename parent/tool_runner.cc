@@ -57,12 +57,6 @@ ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<Tas
     if (guard.ok()) git_guard_.emplace(std::move(*guard));
     if (!guard.ok()) progress_.Note("git trust surface NOT guarded: " + guard.status().message());
   }
-  if (tasks_ && tasks_->standby > 0 && tasks_->transcript_dir_fd < 0) {
-    standby_ = std::make_unique<Standby>(*tasks_, static_cast<size_t>(tasks_->standby));
-    if (Status st = standby_->Refill(); !st.ok() && tasks_->provider.verbose) {
-      progress_.Note("starting children on demand: " + st.ToString());
-    }
-  }
 }
 
 ParentToolRunner::~ParentToolRunner() = default;
@@ -71,6 +65,16 @@ std::vector<pid_t> ParentToolRunner::OwnedChildren() const {
   std::vector<pid_t> owned = standby_ ? standby_->waiting_pids() : std::vector<pid_t>{};
   if (tasks_ && tasks_->spawner != nullptr) owned.push_back(tasks_->spawner->pid());
   return owned;
+}
+
+void ParentToolRunner::StartStandby() {
+  if (standby_started_) return;
+  standby_started_ = true;
+  if (!tasks_ || tasks_->standby <= 0 || tasks_->transcript_dir_fd >= 0) return;
+  standby_ = std::make_unique<Standby>(*tasks_, static_cast<size_t>(tasks_->standby));
+  if (Status st = standby_->Refill(); !st.ok() && tasks_->provider.verbose) {
+    progress_.Note("starting children on demand: " + st.ToString());
+  }
 }
 
 std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
@@ -152,6 +156,7 @@ void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& call
     where.push_back(i);
   }
   if (specs.empty()) return;
+  StartStandby();
   agent::TokenBudget* budget = tasks_->session_budget.get();
   if (budget != nullptr) {
     // Half of what is left, shared by the batch: the parent keeps room to answer afterwards.

@@ -23,11 +23,16 @@ class ParentToolRunner : public agent::ToolRunner {
  public:
   // tasks: nullopt for the --no-subagents baseline (a `task` call is then an unknown tool).
   // outside_mode: the interrupt mode to restore after the tool phase.
-  // With tasks, tasks->standby > 0 and no transcripts it starts the standby children right
-  // away, so the first task does not wait for fork + exec + sandbox set-up.
+  // The standby children start with StartStandby, not here.
   ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks, Progress& progress,
                    SessionStats& stats, InterruptMode outside_mode);
   ~ParentToolRunner() override;  // Kills and reaps the standby children.
+  // With tasks, tasks->standby > 0 and no transcripts: starts the standby children (once; later
+  // calls do nothing), so a task does not wait for fork + exec + sandbox set-up. A one-shot run
+  // calls it when its first model request is on the wire (the children's start-up must not
+  // compete with that request for the CPU), an interactive one right away; a task batch calls it
+  // too, in case neither did.
+  void StartStandby();
   std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
                                           int turn) override;
   int interrupt_signal() const override { return interrupt_signal_; }
@@ -46,6 +51,7 @@ class ParentToolRunner : public agent::ToolRunner {
   int interrupt_signal_ = 0;
   std::optional<TaskConfig> tasks_;
   std::unique_ptr<Standby> standby_;  // Refers to *tasks_: declared after it.
+  bool standby_started_ = false;
   Progress& progress_;
   SessionStats& stats_;
   InterruptMode outside_mode_;

@@ -1,13 +1,16 @@
 // End-to-end tests of the forkbox CLI: the real forkbox binary against the in-process mock model
 // server, with the real forkbox-child or fake children (fake_child.cc) that misbehave on purpose.
 // No sleeps: ordering comes from pipes, waitpid and the mock's recorded timestamps.
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -324,6 +327,55 @@ TEST_F(ParentTest, StandbyChildTakesEveryTaskUnlessDisabled) {
   parents = Requests(IsParent);
   ASSERT_EQ(parents.size(), 2u) << Dump(r);
   EXPECT_NE(parents[1].view.tool_results[0].text.find("prepared=no"), std::string::npos);
+}
+
+// A child wrapper that leaves one file per start in `dir`, then becomes fake_child_ok.
+std::string CountingChild(const std::string& dir) {
+  fs::create_directories(dir);
+  const std::string path = dir + "/child.sh";
+  std::ofstream(path) << "#!/bin/sh\n: > \"" << dir << "/started.$$\"\nexec " << FakeChild("ok")
+                      << "\n";
+  fs::permissions(path, fs::perms::owner_all);
+  return path;
+}
+
+size_t Starts(const std::string& dir) {
+  size_t n = 0;
+  for (const auto& e : fs::directory_iterator(dir)) {
+    n += e.path().filename().string().starts_with("started.") ? 1 : 0;
+  }
+  return n;
+}
+
+// Issue 18: a one-shot run starts its standby children only once its first model request is on
+// the wire, so their start-up never competes with that request. A request that never leaves (no
+// server) starts none, through all its retries; the control shows they still start, and serve the
+// first task, when it does leave.
+TEST_F(ParentTest, OneShotStandbysStartOnlyOnceTheFirstRequestIsSent) {
+  const std::string dir = workdir_ + "/starts";
+  const std::string child = CountingChild(dir);
+  UniqueFd closed(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));  // Bound, never listening.
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::bind(closed.get(), reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(::getsockname(closed.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string nowhere = "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+  RunResult r = Run(
+      {"--sandbox=off", "--base-url", nowhere, "--max-retries", "2", "--child-path", child, "go"});
+  EXPECT_EQ(r.exit_code, 3) << Dump(r);
+  EXPECT_EQ(Starts(dir), 0u) << Dump(r);
+
+  // Control: the request goes out, the standbys start, and the first task takes one.
+  ScriptSequentialTasks(server_, 1);
+  r = Run({"--sandbox=off", "--child-path", child, "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_GE(Starts(dir), 1u) << Dump(r);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 2u) << Dump(r);
+  EXPECT_NE(parents[1].view.tool_results[0].text.find("prepared=yes"), std::string::npos)
+      << parents[1].view.tool_results[0].text;
 }
 
 TEST_F(ParentTest, InvalidTaskInputIsAnErrorResult) {
