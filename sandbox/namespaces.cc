@@ -360,20 +360,27 @@ int PlaceVisibleRaw(const MountPlan& plan, size_t i, int tree, const char** step
   return AttachRaw(tree, plan.visible[i].c_str());
 }
 
+// Nothing to hide at `errno` after a failed mount: ENOENT, not visible here at all (under the
+// private /tmp, or gone); EACCES, a directory on the way this namespace's root may not search
+// (another user's 0700 directory: its owner is not mapped here, so our capabilities do not
+// apply). The tools have no right this process lacks, so they cannot reach it either.
+namespace {
+bool Unreachable(int err) { return err == ENOENT || err == EACCES; }
+}  // namespace
+
 int HideCredentialsRaw(const MountPlan& plan, const char** step) {
   for (const std::string& p : plan.hidden_dirs) {
     *step = "mount empty tmpfs over a credential store";
-    // ENOENT: not visible here at all (e.g. under the private /tmp): nothing to hide.
     if (mount("tmpfs", p.c_str(), "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC,
               "size=4k,mode=000") != 0 &&
-        errno != ENOENT) {
+        !Unreachable(errno)) {
       return errno;
     }
   }
   for (const std::string& p : plan.hidden_files) {
-    *step = "bind /dev/null over a credential file";
+    *step = "bind /dev/null over a credential file or a daemon's socket";
     if (mount("/dev/null", p.c_str(), nullptr, MS_BIND, nullptr) != 0) {
-      if (errno == ENOENT) continue;
+      if (Unreachable(errno)) continue;
       return errno;
     }
     if (int err = SetAttrRaw(AT_FDCWD, p.c_str(), 0, MOUNT_ATTR_RDONLY)) return err;

@@ -10,9 +10,11 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -118,6 +120,49 @@ TEST(SpawnSandboxed, PassesTheExitStatusThrough) {
   Result<RunOutput> echo = RunSandboxed(policy, "echo hello; pwd");
   ASSERT_TRUE(echo.ok());
   EXPECT_EQ(echo->out, "hello\n" + policy.workdir + "\n");
+}
+
+// As root in layer 2 the mount plan hides every listening pathname socket outside the trees. One
+// in another user's 0700 directory cannot even be reached by the namespace's root (its owner is
+// not mapped there), and it used to fail every spawn: "bind /dev/null over a credential file:
+// Permission denied". The command runs, and cannot reach that socket either.
+TEST(SpawnSandboxed, AnotherUsersPrivateSocketDoesNotBreakLayer2) {
+  if (geteuid() != 0 || !Layer2Available()) GTEST_SKIP() << "needs root and layer 2";
+  // Under /var/tmp (world-searchable, outside every tree), as another user's directory would be.
+  char tmpl[] = "/var/tmp/fbx-private-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ASSERT_EQ(chown(dir.c_str(), 65534, 65534), 0);  // mkdtemp made it 0700.
+  const std::string sock = dir + "/agent.sock";
+  int ready[2];
+  ASSERT_EQ(pipe2(ready, O_CLOEXEC), 0);
+  pid_t owner = fork();
+  ASSERT_GE(owner, 0);
+  if (owner == 0) {
+    close(ready[0]);
+    if (setgroups(0, nullptr) != 0 || setgid(65534) != 0 || setuid(65534) != 0) _exit(1);
+    int fd = socket(AF_UNIX, SOCK_STREAM, 0);
+    sockaddr_un addr{};
+    addr.sun_family = AF_UNIX;
+    std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", sock.c_str());
+    if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || listen(fd, 1) != 0) {
+      _exit(2);
+    }
+    if (write(ready[1], "r", 1) != 1) _exit(3);
+    for (;;) pause();  // Listening until killed.
+  }
+  close(ready[1]);
+  char c = 0;
+  ASSERT_EQ(read(ready[0], &c, 1), 1) << "the other user's listener did not start";
+  close(ready[0]);
+  Policy policy = MakePolicy(MakeTempDir("spawn-private-socket-work"));
+  Result<RunOutput> r = RunSandboxed(policy, "echo ran; test -e '" + sock + "' || echo unseen");
+  kill(owner, SIGKILL);
+  waitpid(owner, nullptr, 0);
+  unlink(sock.c_str());
+  rmdir(dir.c_str());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->out, "ran\nunseen\n");
 }
 
 TEST(SpawnSandboxed, ReportsExecFailuresAndBadOptionsAsStatus) {
