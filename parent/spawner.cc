@@ -14,48 +14,13 @@
 #include <cstring>
 #include <utility>
 
+#include "base/fd_passing.h"
 #include "ipc/frame.h"
 #include "parent/child_launcher.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::parent {
 namespace {
-
-// One datagram and the descriptors it carried (owned, close-on-exec). `*size` is the byte count;
-// 0 means EOF. A truncated datagram or control block is an error (its fds are closed).
-Status RecvWithFds(int sock, void* data, size_t cap, size_t* size, std::vector<UniqueFd>* fds) {
-  iovec iov{data, cap};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kSpawnerMaxFds)];
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof(control);
-  ssize_t n;
-  do {
-    n = ::recvmsg(sock, &msg, MSG_CMSG_CLOEXEC);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return Status::FromErrno(errno, "recvmsg(spawner)");
-  bool foreign = false;
-  for (cmsghdr* c = CMSG_FIRSTHDR(&msg); c != nullptr; c = CMSG_NXTHDR(&msg, c)) {
-    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS) {
-      foreign = true;
-      continue;
-    }
-    size_t count = (c->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-    for (size_t i = 0; i < count; ++i) {
-      int fd;
-      std::memcpy(&fd, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
-      fds->emplace_back(fd);
-    }
-  }
-  *size = static_cast<size_t>(n);
-  if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) != 0) {
-    return Status::InvalidArgument("truncated datagram or descriptor list");
-  }
-  if (foreign) return Status::InvalidArgument("control message other than SCM_RIGHTS");
-  return Status::Ok();
-}
 
 // A pipe end of the right direction, or a regular file open for writing.
 Status CheckFd(int fd, bool pipe, int access, const char* what) {
@@ -131,7 +96,7 @@ void Reply(int sock, const Status& st, pid_t pid, UniqueFd pidfd) {
     char buf[sizeof(SpawnRequest) + 1];
     size_t size = 0;
     std::vector<UniqueFd> fds;
-    Status st = RecvWithFds(s.sock, buf, sizeof(buf), &size, &fds);
+    Status st = RecvWithFds(s.sock, buf, sizeof(buf), kSpawnerMaxFds, 0, &size, &fds);
     if (st.ok() && size == 0 && fds.empty()) ::_exit(0);  // The parent closed its end.
     if (!st.ok() && st.code() != Status::Code::kInvalidArgument) ::_exit(1);
     SpawnRequest request;
@@ -167,30 +132,6 @@ void Reply(int sock, const Status& st, pid_t pid, UniqueFd pidfd) {
 
 }  // namespace
 
-Status SendWithFds(int sock, const void* data, size_t size, const std::vector<int>& fds) {
-  if (fds.size() > kSpawnerMaxFds) return Status::InvalidArgument("too many descriptors");
-  iovec iov{const_cast<void*>(data), size};
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kSpawnerMaxFds)] = {};
-  if (!fds.empty()) {
-    msg.msg_control = control;
-    msg.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-    cmsghdr* c = CMSG_FIRSTHDR(&msg);
-    c->cmsg_level = SOL_SOCKET;
-    c->cmsg_type = SCM_RIGHTS;
-    c->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-    std::memcpy(CMSG_DATA(c), fds.data(), sizeof(int) * fds.size());
-  }
-  ssize_t n;
-  do {
-    n = ::sendmsg(sock, &msg, MSG_NOSIGNAL);
-  } while (n < 0 && errno == EINTR);
-  if (n < 0) return Status::FromErrno(errno, "sendmsg(spawner)");
-  return Status::Ok();
-}
-
 Result<Spawner> Spawner::Start(SpawnerConfig config) {
   if (config.child_path.empty() || config.child_path[0] != '/') {
     return Status::InvalidArgument("spawner: the child path must be absolute");
@@ -223,11 +164,17 @@ Result<ChildProcess> Spawner::Launch(int control_read, int report_write, int tra
     request.flags |= kSpawnFlagTranscript;
     fds.push_back(transcript);
   }
-  FORKBOX_RETURN_IF_ERROR(SendWithFds(socket_.get(), &request, sizeof(request), fds));
+  if (Status sent = SendWithFds(socket_.get(), &request, sizeof(request), fds); !sent.ok()) {
+    return sent.WithContext("spawner");
+  }
   SpawnReply reply;
   size_t size = 0;
   std::vector<UniqueFd> got;
-  FORKBOX_RETURN_IF_ERROR(RecvWithFds(socket_.get(), &reply, sizeof(reply), &size, &got));
+  if (Status got_reply =
+          RecvWithFds(socket_.get(), &reply, sizeof(reply), kSpawnerMaxFds, 0, &size, &got);
+      !got_reply.ok()) {
+    return got_reply.WithContext("spawner");
+  }
   if (size == 0) return Status::Internal("the spawner is gone");
   if (size != sizeof(reply) || reply.magic != kSpawnMagic) {
     return Status::Internal("malformed reply from the spawner");

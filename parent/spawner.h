@@ -56,9 +56,7 @@ struct SpawnReply {
 // The most descriptors one spawner datagram carries.
 inline constexpr size_t kSpawnerMaxFds = 3;
 
-// Sends one datagram with `fds` (at most kSpawnerMaxFds, may be empty) as SCM_RIGHTS: the one
-// way both ends of the spawner socket (and the tests' hostile requests) talk.
-Status SendWithFds(int sock, const void* data, size_t size, const std::vector<int>& fds);
+// Both ends of the spawner socket (and the tests' hostile requests) talk with base/fd_passing.h.
 
 class Spawner {
  public:

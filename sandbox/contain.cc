@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "base/fd_passing.h"
 #include "sandbox/caps.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/landlock.h"
@@ -161,22 +162,8 @@ int EnterNamespacesRaw(ContainPlan& p, const char** step) {
 int SendListenerRaw(std::span<const sock_filter> filter, int broker_socket) {
   int listener = -1;
   if (int err = seccomp::InstallWithListenerRaw(filter, &listener)) return err;
-  char data = 'L';
-  iovec iov{&data, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  memset(control, 0, sizeof control);
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  cmsg->cmsg_level = SOL_SOCKET;
-  cmsg->cmsg_type = SCM_RIGHTS;
-  cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-  memcpy(CMSG_DATA(cmsg), &listener, sizeof(int));
-  ssize_t sent = sendmsg(broker_socket, &msg, MSG_NOSIGNAL);
-  int err = sent == 1 ? 0 : (sent < 0 ? errno : EIO);
+  const char data = 'L';
+  int err = SendWithFdsRaw(broker_socket, &data, 1, &listener, 1);
   close(listener);
   close(broker_socket);
   return err;

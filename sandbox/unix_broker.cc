@@ -29,6 +29,7 @@
 #include <thread>
 #include <utility>
 
+#include "base/fd_passing.h"
 #include "base/file.h"
 #include "sandbox/landlock.h"
 
@@ -465,23 +466,12 @@ bool UnixBroker::self_scoped() const {
 
 Result<UniqueFd> ReceiveListener(int socket) {
   char data = 0;
-  iovec iov{&data, 1};
-  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int))];
-  msghdr msg{};
-  msg.msg_iov = &iov;
-  msg.msg_iovlen = 1;
-  msg.msg_control = control;
-  msg.msg_controllen = sizeof control;
-  ssize_t got = recvmsg(socket, &msg, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-  if (got < 0) return Status::FromErrno(errno, "recvmsg(the tool's seccomp listener)");
-  cmsghdr* cmsg = CMSG_FIRSTHDR(&msg);
-  if (got != 1 || cmsg == nullptr || cmsg->cmsg_level != SOL_SOCKET ||
-      cmsg->cmsg_type != SCM_RIGHTS || cmsg->cmsg_len != CMSG_LEN(sizeof(int))) {
-    return Status::Internal("the tool sent no seccomp listener");
-  }
-  int fd = -1;
-  std::memcpy(&fd, CMSG_DATA(cmsg), sizeof fd);
-  return UniqueFd(fd);
+  size_t size = 0;
+  std::vector<UniqueFd> fds;
+  Status got = RecvWithFds(socket, &data, 1, 1, MSG_DONTWAIT, &size, &fds);
+  if (!got.ok()) return got.WithContext("the tool's seccomp listener");
+  if (size != 1 || fds.size() != 1) return Status::Internal("the tool sent no seccomp listener");
+  return std::move(fds[0]);
 }
 
 }  // namespace forkbox::sandbox

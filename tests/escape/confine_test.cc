@@ -31,6 +31,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/fd_passing.h"
 #include "base/process.h"
 #include "parent/spawner.h"
 #include "sandbox/sandbox.h"
@@ -477,7 +478,7 @@ class SpawnerTest : public ::testing::Test {
 // A raw request and the spawner's reply.
 parent::SpawnReply Ask(const parent::Spawner& s, const void* data, size_t size,
                        std::vector<int> fds) {
-  Status sent = parent::SendWithFds(s.socket_fd(), data, size, fds);
+  Status sent = SendWithFds(s.socket_fd(), data, size, fds);
   EXPECT_TRUE(sent.ok()) << sent.ToString();
   parent::SpawnReply reply;
   EXPECT_EQ(::recv(s.socket_fd(), &reply, sizeof(reply), 0), static_cast<ssize_t>(sizeof(reply)));
