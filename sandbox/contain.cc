@@ -250,6 +250,10 @@ Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p) {
       PlanMounts(writable.front(), std::vector<std::string>(writable.begin() + 1, writable.end()));
   if (!mounts.ok()) return mounts.status();
   p.mounts = std::move(*mounts);
+  if (!policy.tmpdir.empty()) {
+    p.mounts.tmp_link = policy.tmpdir_short;
+    p.mounts.tmp_link_target = policy.tmpdir;
+  }
   for (std::string& path : CredentialPaths(policy)) {
     std::error_code ec;
     bool dir = std::filesystem::is_directory(path, ec);
