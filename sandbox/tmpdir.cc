@@ -1,5 +1,6 @@
 // TaskTmpDir: <workdir>/.forkbox-tmp/task-XXXXXX, git-ignored, removed at the end of the task,
 // and its short link /dev/shm/forkbox-XXXXXXXXXX.
+#include <dirent.h>
 #include <fcntl.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -7,6 +8,7 @@
 
 #include <cerrno>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 
 #include "base/unique_fd.h"
@@ -32,6 +34,35 @@ Result<std::string> RandomName() {
   return name;
 }
 
+// Our links whose task dir is gone: left by a forkbox or task killed with SIGKILL (layer 1, or
+// --sandbox=off) once its workdir was cleaned. A live task's link never dangles (its directory
+// is made before it and removed after it), and another user's links are not ours to remove.
+void SweepDanglingLinks(int dir) {
+  UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* entries = listing ? fdopendir(listing.get()) : nullptr;
+  if (entries == nullptr) return;
+  (void)listing.release();  // Owned by `entries` now.
+  while (const dirent* e = readdir(entries)) {
+    struct stat st;
+    char target[4096];
+    if (std::string_view(e->d_name).rfind(kLinkPrefix, 0) != 0 ||
+        fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode) ||
+        st.st_uid != geteuid()) {
+      continue;
+    }
+    ssize_t n = readlinkat(dir, e->d_name, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (std::string_view(target).find(std::string("/") + kDirName + "/task-") ==
+            std::string_view::npos ||
+        stat(target, &st) == 0 || errno != ENOENT) {
+      continue;
+    }
+    (void)unlinkat(dir, e->d_name, 0);  // Best effort: a leftover, not this task's business.
+  }
+  closedir(entries);
+}
+
 // The short link to `target` (see TaskTmpDir), made now with kHere. Empty without /dev/shm.
 // A name that exists already (another process's, or planted) is never reused: symlinkat fails
 // with EEXIST and another name is drawn.
@@ -46,6 +77,7 @@ Result<std::string> MakeShortLink(const std::string& target, ShortLink mode) {
                                    " is writable by everyone but not sticky: another user could "
                                    "swap the temp dir's link");
   }
+  if (mode == ShortLink::kHere) SweepDanglingLinks(dir.get());
   for (int attempt = 0; attempt < kLinkAttempts; ++attempt) {
     Result<std::string> name = RandomName();
     if (!name.ok()) return name.status();
@@ -58,12 +90,13 @@ Result<std::string> MakeShortLink(const std::string& target, ShortLink mode) {
 }
 
 // Removes `link` while it still points at `target` (a tool in layer 1 may have replaced it).
+// Best effort, like the tree's removal: the end of a task has no one to report a failure to.
 void RemoveShortLink(const std::string& link, const std::string& target) {
   char buf[4096];
   ssize_t n = readlink(link.c_str(), buf, sizeof buf);
   if (n > 0 && static_cast<size_t>(n) < sizeof buf &&
-      target.compare(0, target.size(), buf, n) == 0 && target.size() == static_cast<size_t>(n)) {
-    unlink(link.c_str());
+      std::string_view(buf, static_cast<size_t>(n)) == target) {
+    (void)unlink(link.c_str());
   }
 }
 

@@ -141,6 +141,30 @@ TEST(TaskTmpDir, AnotherUserCannotSwapTheLink) {
   EXPECT_EQ(UnlinkAsNobody(control), 0) << "control: without the sticky bit it can be swapped";
 }
 
+// A link left by a killed task whose directory is gone is swept when the next link is made;
+// a link whose task dir exists (a live task) and one not into a task dir are kept.
+TEST(TaskTmpDir, MakingALinkSweepsOurDanglingOnes) {
+  std::string work = testing::MakeTempDir("tmpdir-sweep");
+  const std::string token = std::to_string(getpid());
+  const std::string gone = "/dev/shm/forkbox-sweep-gone-" + token;
+  const std::string live = "/dev/shm/forkbox-sweep-live-" + token;
+  const std::string other = "/dev/shm/forkbox-sweep-other-" + token;
+  ASSERT_EQ(mkdir((work + "/.forkbox-tmp").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((work + "/.forkbox-tmp/task-live").c_str(), 0700), 0);
+  ASSERT_EQ(symlink((work + "/.forkbox-tmp/task-gone").c_str(), gone.c_str()), 0);
+  ASSERT_EQ(symlink((work + "/.forkbox-tmp/task-live").c_str(), live.c_str()), 0);
+  ASSERT_EQ(symlink((work + "/not-a-task").c_str(), other.c_str()), 0);
+  Result<TaskTmpDir> dir = TaskTmpDir::Create(work);
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  struct stat st;
+  EXPECT_NE(lstat(gone.c_str(), &st), 0) << "the dangling link was kept";
+  EXPECT_EQ(lstat(live.c_str(), &st), 0) << "a live task's link was removed";
+  EXPECT_EQ(lstat(other.c_str(), &st), 0) << "a link that is not a task's was removed";
+  unlink(gone.c_str());
+  unlink(live.c_str());
+  unlink(other.c_str());
+}
+
 TEST(TaskTmpDir, RejectsABadWorkdir) {
   EXPECT_FALSE(TaskTmpDir::Create("relative").ok());
   EXPECT_FALSE(TaskTmpDir::Create("/nonexistent/forkbox").ok());
