@@ -340,8 +340,8 @@ int Task::RunTask() {
     Result<sandbox::TaskTmpDir> created = sandbox::TaskTmpDir::Create(policy_.workdir);
     if (!created.ok()) return Fail({"sandbox", created.status().ToString(), kExitSandbox});
     tmp = std::move(*created);
-    policy_.tmpdir = tmp.path();
-    sandbox_->set_tmpdir(tmp.path());
+    tmp.ApplyTo(&policy_);
+    sandbox_->set_tmpdir(tmp);
   }
   Result<std::unique_ptr<agent::Provider>> provider = MakeTaskProvider(*start_);
   if (!provider.ok()) return Fail({"model", provider.status().message(), kExitModel});

@@ -158,10 +158,13 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
     Status joined = sandbox::JoinSessionProcessLimit(*p, o.max_parallel);
     if (!joined.ok()) return Fail(o.output_format, kExitSandbox, joined.ToString());
   }
-  auto tmp = sandbox::TaskTmpDir::Create(s.workdir);
+  // In layer 2 the parent's private /dev/shm gets the short link (it could not remove one here).
+  auto tmp = sandbox::TaskTmpDir::Create(s.workdir, o.sandbox.enabled && out->report.layer == 2
+                                                        ? sandbox::ShortLink::kInNamespaces
+                                                        : sandbox::ShortLink::kHere);
   if (!tmp.ok())
     return Fail(o.output_format, kExitFailure, "tool temp dir: " + tmp.status().ToString());
-  p->tmpdir = tmp->path();
+  tmp->ApplyTo(&*p);
   out->tmpdir = std::move(*tmp);
   out->policy = std::move(*p);
   return kExitOk;

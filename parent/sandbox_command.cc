@@ -170,7 +170,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     std::fprintf(stderr, "forkbox sandbox: %s\n", tmp.status().message().c_str());
     return kSandboxError;
   }
-  sandbox->set_tmpdir(tmp->path());
+  sandbox->set_tmpdir(*tmp);
   // Git's trust surface, recorded before the command and put back after it (layer 1 has no
   // read-only binds; in layer 2 it also catches what the binds cannot).
   Result<sandbox::GitSurfaceGuard> git = sandbox::GitSurfaceGuard::Take(policy.workdir);

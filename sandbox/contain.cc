@@ -246,10 +246,20 @@ Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p,
 
 Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p) {
   std::vector<std::string> writable = WritableTrees(policy);
+  // The task temp dir lies in the workdir, whose recursive clone carries it. A mount of its own
+  // would pin it: in the parent's namespace its removal at the end failed (EBUSY).
+  if (!policy.tmpdir.empty() && policy.tmpdir.rfind(policy.workdir + "/", 0) == 0) {
+    writable.erase(std::remove(writable.begin() + 1, writable.end(), policy.tmpdir),
+                   writable.end());
+  }
   Result<MountPlan> mounts =
       PlanMounts(writable.front(), std::vector<std::string>(writable.begin() + 1, writable.end()));
   if (!mounts.ok()) return mounts.status();
   p.mounts = std::move(*mounts);
+  if (!policy.tmpdir.empty()) {
+    p.mounts.tmp_link = policy.tmpdir_short;
+    p.mounts.tmp_link_target = policy.tmpdir;
+  }
   for (std::string& path : CredentialPaths(policy)) {
     std::error_code ec;
     bool dir = std::filesystem::is_directory(path, ec);

@@ -81,9 +81,10 @@ std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ) {
     env.push_back(entry);
   }
   if (!has_path) env.push_back("PATH=/usr/local/bin:/usr/bin:/bin");
-  if (!policy.tmpdir.empty()) {
+  const std::string& tmpdir = policy.tmpdir_short.empty() ? policy.tmpdir : policy.tmpdir_short;
+  if (!tmpdir.empty()) {
     for (const char* name : {"TMPDIR", "TMP", "TEMP"})
-      env.push_back(std::string(name) + "=" + policy.tmpdir);
+      env.push_back(std::string(name) + "=" + tmpdir);
   }
   return env;
 }

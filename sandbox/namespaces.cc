@@ -335,13 +335,19 @@ int SealSocketDirsRaw(const MountPlan& plan, const char** step) {
   return 0;
 }
 
-int MountPrivateTmpfsRaw(const char** step) {
+// The temp dir's short link goes on the fresh /dev/shm, where nothing else can be yet.
+int MountPrivateTmpfsRaw(const MountPlan& plan, const char** step) {
   *step = "mount tmpfs /tmp";
   if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) return errno;
   struct stat st;
   if (stat("/dev/shm", &st) == 0 && S_ISDIR(st.st_mode)) {
     *step = "mount tmpfs /dev/shm";
     if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
+      return errno;
+    }
+    *step = "symlink (the temp dir's short path on /dev/shm)";
+    if (!plan.tmp_link.empty() &&
+        symlink(plan.tmp_link_target.c_str(), plan.tmp_link.c_str()) != 0) {
       return errno;
     }
   }
@@ -422,7 +428,7 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
                               "open_tree(visible program, CLONE)", step)) {
     return err;
   }
-  if (int err = MountPrivateTmpfsRaw(step)) return err;
+  if (int err = MountPrivateTmpfsRaw(plan, step)) return err;
   if (int err = MountSocketDirsRaw(plan, step)) return err;
   // Programs first: a writable tree may sit above one of their directories.
   for (size_t i = 0; i < visible_count; ++i) {

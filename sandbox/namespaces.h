@@ -1,7 +1,7 @@
 // Layer 2: user + mount + PID namespaces. Everything is mounted read-only except the writable
-// trees; /tmp and /dev/shm are private tmpfs; .git/hooks and .git/config are read-only binds; a
-// fresh /proc shows only the task's processes. The plan is computed before fork; the Raw
-// functions are async-signal-safe and run in the forked child.
+// trees; /tmp and /dev/shm are private tmpfs (the temp dir's short link on /dev/shm); .git/hooks
+// and .git/config are read-only binds; a fresh /proc shows only the task's processes. The plan is
+// computed before fork; the Raw functions are async-signal-safe and run in the forked child.
 #pragma once
 
 #include <string>
@@ -37,6 +37,10 @@ struct MountPlan {
   // tmpfs, e.g. a test binary in a build tree there. visible_dirs[i] is visible[i]'s directory.
   std::vector<std::string> visible;
   std::vector<std::string> visible_dirs;
+  // The task temp dir's short link (TaskTmpDir::short_path()), made again on the private
+  // /dev/shm: /dev/shm/forkbox-XXXXXXXXXX -> <workdir>/.forkbox-tmp/task-XXXXXX. Empty: none.
+  std::string tmp_link;
+  std::string tmp_link_target;
   // A fresh /proc for the new PID namespace. False for the parent, which enters user and mount
   // namespaces only (proc can only be mounted from inside the PID namespace it shows).
   bool mount_proc = true;

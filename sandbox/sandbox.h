@@ -43,9 +43,11 @@ struct Policy : Settings {
   // over it.
   std::optional<std::vector<std::string>> denied_reads;
   std::optional<std::vector<std::string>> credential_paths;
-  // Per-task temp dir (TMPDIR/TMP/TEMP for tools). Empty: tools get the workdir's
-  // .forkbox-tmp/<random> created by MakeTaskTmpDir.
+  // Per-task temp dir (a writable tree): <workdir>/.forkbox-tmp/task-XXXXXX (TaskTmpDir).
   std::string tmpdir;
+  // What tools get as TMPDIR/TMP/TEMP: TaskTmpDir::short_path(), a symbolic link to `tmpdir`
+  // (layer 2 makes it again in each private /dev/shm). Empty: `tmpdir` itself.
+  std::string tmpdir_short;
   // The agent's own TCP connect is restricted to this port where Landlock ABI >= 4 (0: no limit).
   uint16_t model_port = 0;
 };
@@ -77,28 +79,45 @@ Status CheckWorkdirScope(const Policy& policy);
 std::vector<std::string> CredentialPaths(const Policy& policy);
 
 // The scrubbed environment for tool commands: PATH, HOME, LANG, LC_*, TERM, TMPDIR/TMP/TEMP (set to
-// policy.tmpdir), USER, SHELL, plus policy.env names — minus anything that looks like a
-// secret (*_API_KEY, *_TOKEN, *_SECRET, ANTHROPIC_*, OPENAI_*, FORKBOX_*), which is never passed
-// even when named with --env.
+// policy.tmpdir_short, else policy.tmpdir), USER, SHELL, plus policy.env names — minus anything
+// that looks like a secret (*_API_KEY, *_TOKEN, *_SECRET, ANTHROPIC_*, OPENAI_*, FORKBOX_*), which
+// is never passed even when named with --env.
 std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ);
 
 // True for names that look like secrets (*_API_KEY, *_KEY, *_TOKEN, *_SECRET, *_PASSWORD,
 // ANTHROPIC_*, OPENAI_*, FORKBOX_*, case-insensitive): never passed to a tool.
 bool IsSecretName(const std::string& name);
 
+// Where TaskTmpDir makes its short link.
+enum class ShortLink {
+  kHere,          // Now, in this process's /dev/shm (the caller can remove it at the end).
+  kInNamespaces,  // Only named: the caller enters layer 2 next, whose private /dev/shm gets it.
+};
+
 // A per-task temp directory removed (recursively) by its destructor:
-// <workdir>/.forkbox-tmp/<random>, where .forkbox-tmp/.gitignore ("*") keeps it out of git.
+// <workdir>/.forkbox-tmp/task-XXXXXX, where .forkbox-tmp/.gitignore ("*") keeps it out of git.
+// Tools reach it by a short path, /dev/shm/forkbox-XXXXXXXXXX (a symbolic link with an
+// unpredictable name), because an AF_UNIX path holds 108 bytes and Python's forkserver binds
+// $TMPDIR/pymp-*/listener-*. /dev/shm, not /tmp: layer 1's Landlock lets the agents (confined
+// parent and children) write only there, so they can make and remove their own links; it is
+// sticky, so no other user can swap the link. The link goes with the directory (only while it
+// still points there); no /dev/shm: no link (short_path() empty).
 class TaskTmpDir {
  public:
-  static Result<TaskTmpDir> Create(const std::string& workdir);
+  static Result<TaskTmpDir> Create(const std::string& workdir, ShortLink link = ShortLink::kHere);
   TaskTmpDir() = default;
   ~TaskTmpDir();
   TaskTmpDir(TaskTmpDir&&) noexcept;
   TaskTmpDir& operator=(TaskTmpDir&&) noexcept;
   const std::string& path() const { return path_; }
+  const std::string& short_path() const { return short_; }
+  // Sets policy->tmpdir and policy->tmpdir_short.
+  void ApplyTo(Policy* policy) const;
 
  private:
   std::string path_;
+  std::string short_;
+  bool own_link_ = false;  // Made here (kHere), so removed here.
 };
 
 // What is in force, for banners and `forkbox sandbox --check`.
@@ -166,7 +185,7 @@ class Sandbox {
 
   const Policy& policy() const { return policy_; }
   // The per-task temp dir handed to tools (TMPDIR), set once it exists.
-  void set_tmpdir(std::string tmpdir);
+  void set_tmpdir(const TaskTmpDir& tmpdir);
   // Narrows only: commands spawned afterwards get no network whatever the policy allowed (an
   // agent type with network: off).
   void DisallowNetwork();

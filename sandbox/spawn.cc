@@ -89,8 +89,8 @@ Result<Sandbox> Sandbox::Make(Policy policy, bool assume_layer2) {
   return sandbox;
 }
 
-void Sandbox::set_tmpdir(std::string tmpdir) {
-  policy_.tmpdir = std::move(tmpdir);
+void Sandbox::set_tmpdir(const TaskTmpDir& tmpdir) {
+  tmpdir.ApplyTo(&policy_);
   shared_ = std::make_unique<SharedState>();
 }
 

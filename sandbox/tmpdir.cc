@@ -1,12 +1,17 @@
-// TaskTmpDir: <workdir>/.forkbox-tmp/task-XXXXXX, git-ignored, removed at the end of the task.
+// TaskTmpDir: <workdir>/.forkbox-tmp/task-XXXXXX, git-ignored, removed at the end of the task,
+// and its short link /dev/shm/forkbox-XXXXXXXXXX.
+#include <dirent.h>
 #include <fcntl.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <filesystem>
+#include <string_view>
 #include <utility>
 
+#include "base/unique_fd.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::sandbox {
@@ -14,6 +19,86 @@ namespace {
 
 namespace fs = std::filesystem;
 constexpr char kDirName[] = ".forkbox-tmp";
+constexpr char kLinkDir[] = "/dev/shm";
+constexpr char kLinkPrefix[] = "forkbox-";
+constexpr int kLinkAttempts = 16;
+
+// 10 characters of [a-z0-9] (51 bits): the link's name cannot be guessed in advance.
+Result<std::string> RandomName() {
+  unsigned char bytes[10];
+  if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+    return Status::FromErrno(errno, "getrandom");
+  }
+  std::string name = kLinkPrefix;
+  for (unsigned char b : bytes) name += "abcdefghijklmnopqrstuvwxyz0123456789"[b % 36];
+  return name;
+}
+
+// Our links whose task dir is gone: left by a forkbox or task killed with SIGKILL (layer 1, or
+// --sandbox=off) once its workdir was cleaned. A live task's link never dangles (its directory
+// is made before it and removed after it), and another user's links are not ours to remove.
+void SweepDanglingLinks(int dir) {
+  UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* entries = listing ? fdopendir(listing.get()) : nullptr;
+  if (entries == nullptr) return;
+  (void)listing.release();  // Owned by `entries` now.
+  while (const dirent* e = readdir(entries)) {
+    struct stat st;
+    char target[4096];
+    if (std::string_view(e->d_name).rfind(kLinkPrefix, 0) != 0 ||
+        fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode) ||
+        st.st_uid != geteuid()) {
+      continue;
+    }
+    ssize_t n = readlinkat(dir, e->d_name, target, sizeof target - 1);
+    if (n <= 0) continue;
+    target[n] = '\0';
+    if (std::string_view(target).find(std::string("/") + kDirName + "/task-") ==
+            std::string_view::npos ||
+        stat(target, &st) == 0 || errno != ENOENT) {
+      continue;
+    }
+    (void)unlinkat(dir, e->d_name, 0);  // Best effort: a leftover, not this task's business.
+  }
+  closedir(entries);
+}
+
+// The short link to `target` (see TaskTmpDir), made now with kHere. Empty without /dev/shm.
+// A name that exists already (another process's, or planted) is never reused: symlinkat fails
+// with EEXIST and another name is drawn.
+Result<std::string> MakeShortLink(const std::string& target, ShortLink mode) {
+  UniqueFd dir(open(kLinkDir, O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir && errno == ENOENT) return std::string();
+  if (!dir) return Status::FromErrno(errno, std::string("open ") + kLinkDir);
+  struct stat st;
+  if (fstat(dir.get(), &st) != 0) return Status::FromErrno(errno, std::string("stat ") + kLinkDir);
+  if ((st.st_mode & S_IWOTH) != 0 && (st.st_mode & S_ISVTX) == 0) {
+    return Status::InvalidArgument(std::string(kLinkDir) +
+                                   " is writable by everyone but not sticky: another user could "
+                                   "swap the temp dir's link");
+  }
+  if (mode == ShortLink::kHere) SweepDanglingLinks(dir.get());
+  for (int attempt = 0; attempt < kLinkAttempts; ++attempt) {
+    Result<std::string> name = RandomName();
+    if (!name.ok()) return name.status();
+    const std::string path = std::string(kLinkDir) + "/" + *name;
+    if (mode == ShortLink::kInNamespaces) return path;
+    if (symlinkat(target.c_str(), dir.get(), name->c_str()) == 0) return path;
+    if (errno != EEXIST) return Status::FromErrno(errno, "symlink " + path);
+  }
+  return Status::Internal(std::string("no free name for the temp dir's link in ") + kLinkDir);
+}
+
+// Removes `link` while it still points at `target` (a tool in layer 1 may have replaced it).
+// Best effort, like the tree's removal: the end of a task has no one to report a failure to.
+void RemoveShortLink(const std::string& link, const std::string& target) {
+  char buf[4096];
+  ssize_t n = readlink(link.c_str(), buf, sizeof buf);
+  if (n > 0 && static_cast<size_t>(n) < sizeof buf &&
+      std::string_view(buf, static_cast<size_t>(n)) == target) {
+    (void)unlink(link.c_str());
+  }
+}
 
 // Makes every directory in the tree writable first: a tool may have left read-only ones behind.
 void RemoveTree(const std::string& path) {
@@ -31,7 +116,7 @@ void RemoveTree(const std::string& path) {
 
 }  // namespace
 
-Result<TaskTmpDir> TaskTmpDir::Create(const std::string& workdir) {
+Result<TaskTmpDir> TaskTmpDir::Create(const std::string& workdir, ShortLink link) {
   if (workdir.empty() || workdir[0] != '/') {
     return Status::InvalidArgument("TaskTmpDir: workdir must be absolute: " + workdir);
   }
@@ -55,12 +140,22 @@ Result<TaskTmpDir> TaskTmpDir::Create(const std::string& workdir) {
   std::string templ = root + "/task-XXXXXX";
   if (mkdtemp(templ.data()) == nullptr) return Status::FromErrno(errno, "mkdtemp " + templ);
   TaskTmpDir dir;
-  dir.path_ = templ;
+  dir.path_ = templ;  // From here on the destructor removes it.
+  Result<std::string> short_path = MakeShortLink(templ, link);
+  if (!short_path.ok()) return short_path.status().WithContext("the temp dir's short path");
+  dir.short_ = std::move(*short_path);
+  dir.own_link_ = link == ShortLink::kHere;
   return dir;
+}
+
+void TaskTmpDir::ApplyTo(Policy* policy) const {
+  policy->tmpdir = path_;
+  policy->tmpdir_short = short_;
 }
 
 TaskTmpDir::~TaskTmpDir() {
   if (path_.empty()) return;
+  if (own_link_ && !short_.empty()) RemoveShortLink(short_, path_);
   RemoveTree(path_);
   // Leave no trace: drop .forkbox-tmp when no other task is using it.
   fs::path root = fs::path(path_).parent_path();
@@ -83,12 +178,17 @@ TaskTmpDir::~TaskTmpDir() {
   }
 }
 
-TaskTmpDir::TaskTmpDir(TaskTmpDir&& other) noexcept : path_(std::exchange(other.path_, {})) {}
+TaskTmpDir::TaskTmpDir(TaskTmpDir&& other) noexcept
+    : path_(std::exchange(other.path_, {})),
+      short_(std::exchange(other.short_, {})),
+      own_link_(std::exchange(other.own_link_, false)) {}
 
 TaskTmpDir& TaskTmpDir::operator=(TaskTmpDir&& other) noexcept {
   if (this != &other) {
     TaskTmpDir old(std::move(*this));
     path_ = std::exchange(other.path_, {});
+    short_ = std::exchange(other.short_, {});
+    own_link_ = std::exchange(other.own_link_, false);
   }
   return *this;
 }

@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -511,16 +512,18 @@ TEST_F(ChildTest, ModelErrorGivesAnErrorFrame) {
 
 TEST_F(ChildTest, StandbyRunsTheTaskUnderTheSandboxItPrepared) {
   const bool sandboxed = SandboxAvailable(workdir_);
-  Scenario({{"rules",
-             {{{"when", {{"turn", 0}}},
-               {"reply",
-                {{"tool_calls",
-                  {ToolCall("bash",
-                            {{"command",
-                              "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; "
-                              "touch /forkbox-standby-probe && echo WROTE-OUTSIDE; "
-                              "touch probe && echo wrote-inside; echo \"tmp=$TMPDIR\"; env"}})}}}}},
-              {{"when", {{"turn", 1}}}, {"reply", {{"text", "standby done"}}}}}}});
+  Scenario(
+      {{"rules",
+        {{{"when", {{"turn", 0}}},
+          {"reply",
+           {{"tool_calls",
+             {ToolCall("bash",
+                       {{"command",
+                         "grep -E '^(NoNewPrivs|Seccomp):' /proc/self/status; "
+                         "touch /forkbox-standby-probe && echo WROTE-OUTSIDE; "
+                         "touch probe && echo wrote-inside; echo \"tmp=$(readlink \"$TMPDIR\")\"; "
+                         "env"}})}}}}},
+         {{"when", {{"turn", 1}}}, {"reply", {{"text", "standby done"}}}}}}});
   ipc::StartMessage start = Start("probe the sandbox");
   ChildRun run = RunStandby(PrepareFor(start), start);
   ASSERT_NE(run.result(), nullptr) << run.stderr_text;
@@ -530,7 +533,9 @@ TEST_F(ChildTest, StandbyRunsTheTaskUnderTheSandboxItPrepared) {
   for (const auto& r : server_.requests()) EXPECT_EQ(r.Header("x-api-key"), kApiKey);
   const std::string out = ResultsIn(1).at(0).text;
   EXPECT_THAT(out, HasSubstr("wrote-inside"));
-  EXPECT_THAT(out, HasSubstr("tmp=" + workdir_ + "/.forkbox-tmp/"));  // Made after the wait.
+  // Made after the wait; TMPDIR is its short link (sandbox/sandbox.h, TaskTmpDir).
+  EXPECT_THAT(out, HasSubstr("tmp=" + workdir_ + "/.forkbox-tmp/"));
+  EXPECT_THAT(out, HasSubstr("TMPDIR=/dev/shm/forkbox-"));
   EXPECT_THAT(out, Not(HasSubstr(kApiKey)));
   if (sandboxed) {
     EXPECT_THAT(out, HasSubstr("NoNewPrivs:\t1"));
@@ -699,10 +704,12 @@ std::vector<std::string> TaskTmpDirs(const std::string& workdir) {
 // skipping the temp dir's destructor. Now the loop stops and the task unwinds.
 TEST_F(ChildTest, ParentGoneMidTaskStopsTheTaskAndRemovesItsTempDir) {
   // A model that never stops calling tools: only the parent's absence can end the task.
-  Scenario(
-      {{"rules",
-        {{{"reply",
-           {{"tool_calls", {ToolCall("bash", {{"command", "echo $TMPDIR > tmpdir.txt"}})}}}}}}}});
+  Scenario({{"rules",
+             {{{"reply",
+                {{"tool_calls",
+                  {ToolCall("bash",
+                            {{"command",
+                              "readlink $TMPDIR > tmpdir.txt; echo $TMPDIR > link.txt"}})}}}}}}}});
   ipc::StartMessage start = Start("loop");
   start.limits.max_turns = 1000;
   close_report_after_ = 2;  // The model turn's event and the first tool call's.
@@ -712,6 +719,11 @@ TEST_F(ChildTest, ParentGoneMidTaskStopsTheTaskAndRemovesItsTempDir) {
   // The task did create its temp dir (the tool saw it) and removed it.
   EXPECT_THAT(ReadAll(workdir_ + "/tmpdir.txt"), HasSubstr(".forkbox-tmp/"));
   EXPECT_THAT(TaskTmpDirs(workdir_), ::testing::IsEmpty());
+  std::string link = ReadAll(workdir_ + "/link.txt");
+  ASSERT_THAT(link, HasSubstr("/dev/shm/forkbox-"));
+  link.pop_back();  // The newline.
+  struct stat st;
+  EXPECT_NE(lstat(link.c_str(), &st), 0) << "the short link " << link << " was left behind";
   EXPECT_LT(server_.request_count(), 1000u);
 }
 

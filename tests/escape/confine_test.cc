@@ -451,6 +451,75 @@ INSTANTIATE_TEST_SUITE_P(
                       Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false}),
     NameOf);
 
+// Issue 13: Python multiprocessing (fork, spawn, forkserver, shared_memory) in the parent's bash
+// and a task's bash from a workdir of 100+ characters, whose task temp dir is too deep for
+// forkserver's socket: tools get the short TMPDIR /dev/shm/forkbox-* (sandbox/sandbox.h,
+// TaskTmpDir). Nothing is left behind. --sandbox=off gets the short TMPDIR too.
+class ShortTmpConfineTest : public ConfineTest {
+ protected:
+  void Check(bool in_task) {
+    work_ = root_ + "/proj/home/alice/src/github.com/acme-corporation/some-project";
+    while (work_.size() < 100) work_ += "/sub";
+    fs::create_directories(work_);
+    std::ofstream(work_ + "/mp.py")
+        << "import multiprocessing as mp, os, sys\n"
+           "from multiprocessing import shared_memory\n"
+           "def sq(x): return x * x\n"
+           "if __name__ == '__main__':\n"
+           "    print('TMPDIR=' + os.environ['TMPDIR'])\n"
+           "    for m in ('fork', 'spawn', 'forkserver'):\n"
+           "        with mp.get_context(m).Pool(2) as p: print(m, 'ok', sum(p.map(sq, range(4))))\n"
+           "    s = shared_memory.SharedMemory(create=True, size=8); s.buf[0] = 7\n"
+           "    print('shm ok', s.buf[0]); s.close(); s.unlink()\n";
+    std::mutex mu;
+    std::string result;
+    server_.SetHandler([&](const RecordedRequest& r) {
+      std::lock_guard<std::mutex> lock(mu);
+      const bool tool_side = in_task ? !IsParent(r) : true;
+      if (in_task && IsParent(r) && r.view.assistant_turns == 0) {
+        return Calls({ToolCall{"task", {{"prompt", "mp"}, {"description", "mp"}}, ""}});
+      }
+      if (tool_side && r.view.assistant_turns == 0) {
+        return Calls({ToolCall{"bash", {{"command", "python3 mp.py"}}, ""}});
+      }
+      if (tool_side && result.empty()) result = r.body;
+      return Text("done");
+    });
+    Session s =
+        Run(in_task ? std::vector<std::string>{} : std::vector<std::string>{"--no-subagents"});
+    ASSERT_EQ(s.exit_code, 0) << s.err;
+    EXPECT_NE(result.find("TMPDIR=/dev/shm/forkbox-"), std::string::npos) << result;
+    for (const char* m : {"fork", "spawn", "forkserver"}) {
+      EXPECT_NE(result.find(std::string(m) + " ok 14"), std::string::npos) << m << "\n" << result;
+    }
+    EXPECT_NE(result.find("shm ok 7"), std::string::npos) << result;
+    std::string left;
+    std::error_code ec;
+    for (auto it = fs::recursive_directory_iterator(work_ + "/.forkbox-tmp", ec);
+         !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
+      left += it->path().string() + "\n";
+    }
+    EXPECT_FALSE(fs::exists(work_ + "/.forkbox-tmp")) << "the task temp dir was not removed:\n"
+                                                      << left;
+    for (const auto& entry : fs::directory_iterator("/dev/shm")) {
+      std::error_code ec;
+      const fs::path target = fs::read_symlink(entry.path(), ec);
+      EXPECT_TRUE(ec || target.string().rfind(root_, 0) != 0)
+          << entry.path() << " -> " << target << " left behind";
+    }
+  }
+};
+
+TEST_P(ShortTmpConfineTest, ParentBashRunsMultiprocessingFromADeepWorkdir) { Check(false); }
+TEST_P(ShortTmpConfineTest, TaskBashRunsMultiprocessingFromADeepWorkdir) { Check(true); }
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, ShortTmpConfineTest,
+    ::testing::Values(Param{Where::kLayer2, true}, Param{Where::kLayer2, false},
+                      Param{Where::kLayer1Jail, true}, Param{Where::kLayer1Jail, false},
+                      Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false}),
+    NameOf);
+
 // ---- The spawner.
 
 class SpawnerTest : public ::testing::Test {

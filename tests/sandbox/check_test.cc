@@ -126,12 +126,15 @@ TEST(SandboxCommand, GivesATaskTmpdirAndAScrubbedEnvironment) {
   setenv("FORKBOX_TEST_SECRET_TOKEN", "s3cr3t", 1);
   setenv("FORKBOX_OPT_IN", "visible", 1);
   setenv("OPT_IN_VAR", "visible", 1);
-  CmdResult r = RunCmd({"--workdir", work, "--env", "OPT_IN_VAR", "--", "env"});
+  CmdResult r = RunCmd({"--workdir", work, "--env", "OPT_IN_VAR", "--", "/bin/sh", "-c",
+                        "env; echo target=$(readlink \"$TMPDIR\")"});
   unsetenv("FORKBOX_TEST_SECRET_TOKEN");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("s3cr3t"), std::string::npos);
   EXPECT_NE(r.out.find("OPT_IN_VAR=visible"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("TMPDIR=" + work + "/.forkbox-tmp/"), std::string::npos) << r.out;
+  // The short link to the task dir (sandbox.h, TaskTmpDir).
+  EXPECT_NE(r.out.find("TMPDIR=/dev/shm/forkbox-"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("target=" + work + "/.forkbox-tmp/task-"), std::string::npos) << r.out;
 }
 
 TEST(SandboxCommand, RejectsBadUsage) {

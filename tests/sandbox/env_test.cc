@@ -62,6 +62,17 @@ TEST(ToolEnvironment, KeepsTheAllowlistAndOptInsAndDropsSecrets) {
             1);
 }
 
+TEST(ToolEnvironment, TmpdirIsTheShortLinkWhenThereIsOne) {
+  char* environ[] = {nullptr};
+  Policy policy;
+  policy.tmpdir = "/w/.forkbox-tmp/task-1";
+  policy.tmpdir_short = "/dev/shm/forkbox-abcdefghij";
+  std::vector<std::string> env = ToolEnvironment(policy, environ);
+  for (const char* t : {"TMPDIR", "TMP", "TEMP"}) {
+    EXPECT_TRUE(Has(env, std::string(t) + "=" + policy.tmpdir_short)) << t;
+  }
+}
+
 TEST(ToolEnvironment, ProvidesADefaultPath) {
   char* environ[] = {nullptr};
   std::vector<std::string> env = ToolEnvironment(Policy{}, environ);

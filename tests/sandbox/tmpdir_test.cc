@@ -1,6 +1,9 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <fstream>
 
 #include "sandbox/sandbox.h"
@@ -48,6 +51,118 @@ TEST(TaskTmpDir, TwoTasksGetDistinctDirectoriesAndMovesTransferOwnership) {
   EXPECT_FALSE(FileExists(a_path));
   EXPECT_TRUE(FileExists(b->path()));
   EXPECT_EQ(ReadFile(work + "/.forkbox-tmp/.gitignore"), "*\n") << "still used by b";
+}
+
+std::string LinkTarget(const std::string& link) {
+  char buf[4096];
+  ssize_t n = readlink(link.c_str(), buf, sizeof buf);
+  return n > 0 ? std::string(buf, static_cast<size_t>(n)) : std::string();
+}
+
+// The short path that tools get as TMPDIR: a link in /dev/shm, short enough for Python's
+// forkserver socket ($TMPDIR/pymp-XXXXXXXX/listener-XXXXXXXX in 108 bytes) whatever the workdir.
+TEST(TaskTmpDir, ShortLinkInDevShmPointsAtTheDirectoryAndGoesWithIt) {
+  std::string work = testing::MakeTempDir("tmpdir-link");
+  std::string link, path;
+  {
+    Result<TaskTmpDir> dir = TaskTmpDir::Create(work);
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    link = dir->short_path();
+    path = dir->path();
+    EXPECT_EQ(link.rfind("/dev/shm/forkbox-", 0), 0u) << link;
+    EXPECT_EQ(link.size(), std::string("/dev/shm/forkbox-").size() + 10);
+    struct stat st;
+    ASSERT_EQ(lstat(link.c_str(), &st), 0) << strerror(errno);
+    EXPECT_TRUE(S_ISLNK(st.st_mode));
+    EXPECT_EQ(st.st_uid, geteuid());
+    EXPECT_EQ(LinkTarget(link), path);
+    std::ofstream(link + "/via-link") << "x";
+    EXPECT_EQ(ReadFile(path + "/via-link"), "x");
+    Policy policy;
+    dir->ApplyTo(&policy);
+    EXPECT_EQ(policy.tmpdir, path);
+    EXPECT_EQ(policy.tmpdir_short, link);
+  }
+  struct stat st;
+  EXPECT_NE(lstat(link.c_str(), &st), 0) << link << " left behind";
+  EXPECT_FALSE(FileExists(path));
+}
+
+TEST(TaskTmpDir, InNamespacesOnlyNamesTheLink) {
+  std::string work = testing::MakeTempDir("tmpdir-ns");
+  Result<TaskTmpDir> dir = TaskTmpDir::Create(work, ShortLink::kInNamespaces);
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  EXPECT_EQ(dir->short_path().rfind("/dev/shm/forkbox-", 0), 0u);
+  struct stat st;
+  EXPECT_NE(lstat(dir->short_path().c_str(), &st), 0) << "made in the namespaces, not here";
+}
+
+// A tool in layer 1 may replace the link (same uid, /dev/shm writable): the end of the task
+// removes only the link it made.
+TEST(TaskTmpDir, AReplacedLinkIsNotRemoved) {
+  std::string work = testing::MakeTempDir("tmpdir-swap");
+  std::string link;
+  {
+    Result<TaskTmpDir> dir = TaskTmpDir::Create(work);
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    link = dir->short_path();
+    ASSERT_EQ(unlink(link.c_str()), 0);
+    ASSERT_EQ(symlink(work.c_str(), link.c_str()), 0);
+  }
+  EXPECT_EQ(LinkTarget(link), work);
+  unlink(link.c_str());
+}
+
+// Another local user cannot swap the link to redirect a task's temp files: /dev/shm is sticky.
+// Control: the same unlink in a world-writable directory without the sticky bit succeeds.
+int UnlinkAsNobody(const std::string& path) {
+  pid_t pid = fork();
+  if (pid == 0) {
+    if (setresgid(65534, 65534, 65534) != 0 || setresuid(65534, 65534, 65534) != 0) _exit(2);
+    _exit(unlink(path.c_str()) == 0 ? 0 : (errno == EPERM || errno == EACCES ? 1 : 3));
+  }
+  int status = 0;
+  waitpid(pid, &status, 0);
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+TEST(TaskTmpDir, AnotherUserCannotSwapTheLink) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as another user";
+  std::string work = testing::MakeTempDir("tmpdir-other");
+  ASSERT_EQ(chmod(work.c_str(), 0755), 0);
+  Result<TaskTmpDir> dir = TaskTmpDir::Create(work);
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  EXPECT_EQ(UnlinkAsNobody(dir->short_path()), 1) << "another user removed the link";
+  EXPECT_EQ(LinkTarget(dir->short_path()), dir->path());
+  std::string open_dir = testing::MakeTempDir("tmpdir-open");
+  ASSERT_EQ(chmod(open_dir.c_str(), 0777), 0);
+  std::string control = open_dir + "/link";
+  ASSERT_EQ(symlink(dir->path().c_str(), control.c_str()), 0);
+  EXPECT_EQ(UnlinkAsNobody(control), 0) << "control: without the sticky bit it can be swapped";
+}
+
+// A link left by a killed task whose directory is gone is swept when the next link is made;
+// a link whose task dir exists (a live task) and one not into a task dir are kept.
+TEST(TaskTmpDir, MakingALinkSweepsOurDanglingOnes) {
+  std::string work = testing::MakeTempDir("tmpdir-sweep");
+  const std::string token = std::to_string(getpid());
+  const std::string gone = "/dev/shm/forkbox-sweep-gone-" + token;
+  const std::string live = "/dev/shm/forkbox-sweep-live-" + token;
+  const std::string other = "/dev/shm/forkbox-sweep-other-" + token;
+  ASSERT_EQ(mkdir((work + "/.forkbox-tmp").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((work + "/.forkbox-tmp/task-live").c_str(), 0700), 0);
+  ASSERT_EQ(symlink((work + "/.forkbox-tmp/task-gone").c_str(), gone.c_str()), 0);
+  ASSERT_EQ(symlink((work + "/.forkbox-tmp/task-live").c_str(), live.c_str()), 0);
+  ASSERT_EQ(symlink((work + "/not-a-task").c_str(), other.c_str()), 0);
+  Result<TaskTmpDir> dir = TaskTmpDir::Create(work);
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  struct stat st;
+  EXPECT_NE(lstat(gone.c_str(), &st), 0) << "the dangling link was kept";
+  EXPECT_EQ(lstat(live.c_str(), &st), 0) << "a live task's link was removed";
+  EXPECT_EQ(lstat(other.c_str(), &st), 0) << "a link that is not a task's was removed";
+  unlink(gone.c_str());
+  unlink(live.c_str());
+  unlink(other.c_str());
 }
 
 TEST(TaskTmpDir, RejectsABadWorkdir) {
