@@ -196,7 +196,9 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   }
   Result<int> status = WaitForwardingSignals(*child);
   sandbox::KillAllDescendants();
-  for (const std::string& line : policy.enabled ? git->Restore() : std::vector<std::string>{}) {
+  for (const std::string& line : policy.enabled
+                                     ? git->Restore(sandbox::GitSurfaceGuard::After::kDone)
+                                     : std::vector<std::string>{}) {
     std::fprintf(stderr, "forkbox sandbox: git trust surface changed by the command: %s\n",
                  line.c_str());
   }

@@ -63,12 +63,28 @@ void RemovePlantedRaw(const MountPlan& mounts) {
   }
 }
 
+// A tool's namespace init cloned into its namespaces is pid 1 of the new PID namespace, so it can
+// mount that namespace's /proc itself: it sets up the mounts and confines itself (capabilities,
+// no_new_privs, the base filter) before it forks the command, which inherits all of it. One set-up
+// and one base-filter install per command instead of one in each process.
+bool InitSetsUp(const ContainPlan& p) {
+  return p.layer2 && p.keeper == Keeper::kInit && !p.unshare;
+}
+
+// Filters the command inherits from its init: the first, unless it is the broker's (its
+// listener must be the command's own).
+size_t InheritedFilters(const ContainPlan& p) {
+  const bool first_is_listener = p.broker_socket >= 0 && p.filters.size() == 1;
+  return InitSetsUp(p) && !p.filters.empty() && !first_is_listener ? 1 : 0;
+}
+
 // PID-namespace init of a tool command: reaps everything and exits with the command's status.
 // Signals without a handler are not delivered to a namespace init, so the command (pid 2) gets
 // the caller's process-group signals and the init ignores them. When the command is gone, every
 // process it left is killed and reaped before the planted-file check.
 [[noreturn]] void RunInit(pid_t command, const ContainPlan& p) {
-  ConfineKeeperRaw(p.filters.empty() ? std::span<const sock_filter>() : p.filters.front(),
+  ConfineKeeperRaw(p.filters.empty() || InheritedFilters(p) > 0 ? std::span<const sock_filter>()
+                                                                : p.filters.front(),
                    /*keep_stderr=*/true);
   int exit_code = 127;
   for (;;) {
@@ -116,6 +132,23 @@ void RemovePlantedRaw(const MountPlan& mounts) {
   }
 }
 
+// The mounts and, as root, the PID namespace's cap: needs the namespace's capabilities.
+int SetUpNamespaceRaw(const ContainPlan& p, const char** step) {
+  if (int err = SetUpMountsRaw(p.mounts, step)) return err;
+  return p.pid_max > 0 ? LimitPidNamespaceRaw(p.pid_max, step) : 0;
+}
+
+// What InitSetsUp's init does before it forks the command; ContainRaw's later drop and
+// no_new_privs in the command are then no-ops, and RestrictRaw skips the inherited filter.
+int ConfineInitRaw(const ContainPlan& p, const char** step) {
+  if (int err = DropAllCapabilitiesRaw(step)) return err;
+  *step = "prctl(PR_SET_NO_NEW_PRIVS) of the namespace init";
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+  if (InheritedFilters(p) == 0) return 0;
+  *step = "seccomp(SET_MODE_FILTER) of the namespace init";
+  return seccomp::InstallRaw(p.filters.front(), p.all_threads);
+}
+
 // Layer 2: fresh user, mount and PID namespaces; the calling process stays behind as the keeper
 // and the child, in the new PID namespace, goes on. Both keepers and inits die with their parent.
 int EnterNamespacesRaw(ContainPlan& p, const char** step) {
@@ -135,6 +168,10 @@ int EnterNamespacesRaw(ContainPlan& p, const char** step) {
   *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)";
   if (p.unshare && unshare(static_cast<int>(kNamespaces)) != 0) return errno;
   if (int err = WriteIdMapsRaw(p.mounts, step)) return err;
+  if (InitSetsUp(p)) {
+    if (int err = SetUpNamespaceRaw(p, step)) return err;
+    if (int err = ConfineInitRaw(p, step)) return err;
+  }
   *step = "pidfd_open(namespace keeper)";
   int keeper = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
   if (keeper < 0) return errno;
@@ -153,8 +190,7 @@ int EnterNamespacesRaw(ContainPlan& p, const char** step) {
   *step = "namespace keeper already exited";
   if (poll(&pfd, 1, 0) != 0) return ESRCH;
   close(keeper);
-  if (int err = SetUpMountsRaw(p.mounts, step)) return err;
-  return p.pid_max > 0 ? LimitPidNamespaceRaw(p.pid_max, step) : 0;
+  return InitSetsUp(p) ? 0 : SetUpNamespaceRaw(p, step);
 }
 
 // Installs the brokered tool filter and hands its listener to the spawning process; the tool
@@ -200,7 +236,7 @@ int RestrictRaw(const ContainPlan& p, const char** step) {
   }
   *step = "landlock_restrict_self";
   if (int err = landlock::RestrictSelfRaw(p.ruleset_fd)) return err;
-  for (size_t i = 0; i < p.filters.size(); ++i) {
+  for (size_t i = InheritedFilters(p); i < p.filters.size(); ++i) {
     *step = "seccomp(SET_MODE_FILTER)";
     if (p.broker_socket >= 0 && i + 1 == p.filters.size()) {
       *step = "seccomp(SET_MODE_FILTER, NEW_LISTENER) for the unix connect broker";

@@ -3,6 +3,9 @@
 // forked child) alike:
 //   join pids cgroup -> rlimits -> [layer 2: unshare -> id maps -> fork a keeper -> mounts]
 //   or subreaper -> drop every capability -> no_new_privs -> Landlock -> seccomp (last).
+// A tool's init (Keeper::kInit, cloned into its namespaces) runs the mounts, the capability drop,
+// no_new_privs and the base filter itself before it forks the command, which inherits them and
+// adds Landlock and the tool filter: the same end state, set up once.
 // Prepare* allocate and run before fork; ContainRaw is async-signal-safe.
 #pragma once
 

@@ -4,8 +4,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <optional>
 #include <set>
 
 #include "sandbox/landlock.h"
@@ -212,6 +214,38 @@ bool OptedIn(const Policy& policy, const std::string& path) {
                      [&path](const std::string& r) { return Beneath(path, r); });
 }
 
+// std::filesystem::weakly_canonical of an absolute `path` without "." or ".." components, with
+// one lstat per component not yet in `dirs` (real directories met before) instead of a stat and
+// readlink per component: ListStores canonicalises ~30 stores below the same few directories.
+// Returns nullopt where a component is a symlink or cannot be examined (weakly_canonical
+// decides then). `*exists`: the whole path exists.
+std::optional<std::string> FastWeaklyCanonical(const std::string& path, std::set<std::string>& dirs,
+                                               bool* exists) {
+  if (path.size() < 2 || path[0] != '/' || path.back() == '/' ||
+      path.find("/./") != std::string::npos || path.find("/../") != std::string::npos ||
+      path.find("//") != std::string::npos || EndsWith(path, "/.") || EndsWith(path, "/..")) {
+    return std::nullopt;
+  }
+  for (size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
+    const std::string prefix = path.substr(0, end);
+    const bool last = end == std::string::npos;
+    if (!last && dirs.count(prefix) > 0) continue;
+    struct stat st;
+    if (lstat(prefix.c_str(), &st) != 0) {
+      if (errno != ENOENT) return std::nullopt;
+      *exists = false;  // Nothing below a missing component exists either.
+      return path;
+    }
+    if (S_ISLNK(st.st_mode)) return std::nullopt;
+    if (last) {
+      *exists = true;
+      return path;
+    }
+    if (!S_ISDIR(st.st_mode)) return std::nullopt;  // ENOTDIR below: weakly_canonical's call.
+    dirs.insert(prefix);
+  }
+}
+
 // DeniedReadPaths and CredentialPaths in one pass, one canonicalisation per store: a store that
 // exists is canonical already (weakly_canonical of an existing path is its canonical path).
 void ListStores(const Policy& policy, std::vector<std::string>* denied,
@@ -219,15 +253,18 @@ void ListStores(const Policy& policy, std::vector<std::string>* denied,
   auto add = [](std::vector<std::string>* out, const std::string& path) {
     if (std::find(out->begin(), out->end(), path) == out->end()) out->push_back(path);
   };
+  std::set<std::string> dirs;
   for (const std::string& candidate : CandidatePaths(policy)) {
+    bool exists = false;
+    std::optional<std::string> fast = FastWeaklyCanonical(candidate, dirs, &exists);
     std::error_code ec;
-    std::string path = std::filesystem::weakly_canonical(candidate, ec).string();
+    std::string path = fast ? *fast : std::filesystem::weakly_canonical(candidate, ec).string();
     if (ec) path = candidate;
     if (OptedIn(policy, path)) continue;
     if (!OptedIn(policy, candidate)) add(denied, path);
     // A symlinked store is hidden where it really is (a mount follows the link anyway).
     struct stat st;
-    if (!ec && stat(path.c_str(), &st) == 0) add(credentials, path);
+    if (fast ? exists : !ec && stat(path.c_str(), &st) == 0) add(credentials, path);
   }
 }
 

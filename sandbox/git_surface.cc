@@ -245,18 +245,17 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir) {
   int fd = open(workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "open(" + workdir + ")");
   guard.root_ = UniqueFd(fd);
-  Result<MountPlan> plan = PlanMounts(workdir, {});
-  if (!plan.ok()) return plan.status();
+  const MountPlan plan = PlanGitSurface(workdir);
   auto relative = [&workdir](const std::string& path, std::string* rel) {
     if (path == workdir || !Beneath(path, workdir)) return false;  // Not writable by tools.
     *rel = path.substr(workdir.size() + 1);
     return true;
   };
   std::string rel;
-  for (const std::string& p : plan->pinned) {
+  for (const std::string& p : plan.pinned) {
     if (relative(p, &rel)) guard.git_dirs_.push_back(rel);
   }
-  for (const auto* list : {&plan->readonly, &plan->absent}) {
+  for (const auto* list : {&plan.readonly, &plan.absent}) {
     for (const std::string& p : *list) {
       if (relative(p, &rel)) guard.roots_.push_back(rel);
     }
@@ -362,9 +361,8 @@ void GitSurfaceGuard::RestoreRecorded(const std::vector<std::string>& gone,
 
 void GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
                                       std::vector<std::string>& lines) const {
-  Result<MountPlan> plan = PlanMounts(workdir_, {});
-  if (!plan.ok()) return;
-  for (const auto* list : {&plan->readonly, &plan->absent}) {
+  const MountPlan plan = PlanGitSurface(workdir_);
+  for (const auto* list : {&plan.readonly, &plan.absent}) {
     for (const std::string& p : *list) {
       if (p == workdir_ || !Beneath(p, workdir_)) continue;
       const std::string rel = p.substr(workdir_.size() + 1);
@@ -376,12 +374,13 @@ void GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
   }
 }
 
-std::vector<std::string> GitSurfaceGuard::Restore() {
+std::vector<std::string> GitSurfaceGuard::Restore(After after) {
   std::vector<std::string> lines;
   const std::vector<std::string> gone = ForgetGoneRepos(lines);
   RestoreRecorded(gone, lines);
   // What appeared since: new repositories (git init), submodules, worktrees, `.git` files.
   CleanNewSurface(gone, lines);
+  if (after == After::kDone) return lines;
   if (Result<GitSurfaceGuard> fresh = Take(workdir_); fresh.ok()) *this = std::move(*fresh);
   return lines;
 }

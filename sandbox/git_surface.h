@@ -28,8 +28,10 @@ class GitSurfaceGuard {
   // meanwhile (git init) keeps only what git init makes: config with safe keys only (core
   // basics, user, branch, remote url/fetch, extensions), hooks named *.sample, info/; anything
   // else in its surface is removed. A repository that was deleted stays deleted; a `.git`
-  // directory replaced by a file loses the file. The new state becomes the record.
-  std::vector<std::string> Restore();
+  // directory replaced by a file loses the file. The new state becomes the record, unless
+  // `after` is kDone (a one-shot command: the guard is not used again, so no new record).
+  enum class After { kKeepGuarding, kDone };
+  std::vector<std::string> Restore(After after = After::kKeepGuarding);
 
   // Whether a git config file holds only keys a fresh `git init` (and clone) writes, none that
   // makes git run a program or read config from elsewhere. `why` receives the first other line.

@@ -40,19 +40,26 @@ int AddRule(int fd, int type, const void* attr) {
   return static_cast<int>(syscall(SYS_landlock_add_rule, fd, type, attr, 0));
 }
 
-// Adds a path rule; masks `access` to what a rule on a non-directory may carry.
-int AddPathRule(int ruleset_fd, const char* path, uint64_t access) {
-  int fd = open(path, O_PATH | O_CLOEXEC);
+// Adds a path rule; masks `access` to what a rule on a non-directory may carry. `type` is what
+// a listing said: a directory is opened with O_DIRECTORY (no longer one: checked as kUnknown), a
+// non-directory gets the file rights (if it became a directory since, fewer rights: fails
+// closed). Async-signal-safe.
+int AddPathRule(int ruleset_fd, const char* path, uint64_t access,
+                Grant::Type type = Grant::Type::kUnknown) {
+  constexpr uint64_t kFileRights = kExecute | kWriteFile | kReadFile | kTruncate | kIoctlDev;
+  int fd = open(path, O_PATH | O_CLOEXEC | (type == Grant::Type::kDir ? O_DIRECTORY : 0));
+  if (fd < 0 && errno == ENOTDIR && type == Grant::Type::kDir) {
+    return AddPathRule(ruleset_fd, path, access);
+  }
   if (fd < 0) return errno;
   struct stat st;
-  if (fstat(fd, &st) != 0) {
+  if (type == Grant::Type::kUnknown && fstat(fd, &st) != 0) {
     int err = errno;
     close(fd);
     return err;
   }
-  if (!S_ISDIR(st.st_mode)) {
-    // Directory-only rights are refused (EINVAL) on files.
-    access &= kExecute | kWriteFile | kReadFile | kTruncate | kIoctlDev;
+  if (type == Grant::Type::kOther || (type == Grant::Type::kUnknown && !S_ISDIR(st.st_mode))) {
+    access &= kFileRights;  // Directory-only rights are refused (EINVAL) on files.
   }
   PathBeneathAttr attr{access, fd};
   int rc = AddRule(ruleset_fd, kRulePathBeneath, &attr);
@@ -64,7 +71,7 @@ int AddPathRule(int ruleset_fd, const char* path, uint64_t access) {
 // Every entry of the carved directory `dir` but the denied ones and symlinks; carved entries
 // recurse. An unlistable carved directory (EACCES) yields nothing beneath it: fails closed.
 void ListGrants(const std::string& dir, const std::set<std::string>& carved,
-                const std::set<std::string>& denied, std::vector<std::string>& out) {
+                const std::set<std::string>& denied, std::vector<Grant>& out) {
   std::error_code ec;
   std::filesystem::directory_iterator it(dir, ec);
   if (ec) return;
@@ -75,21 +82,24 @@ void ListGrants(const std::string& dir, const std::set<std::string>& carved,
     if (carved.count(child) > 0) {
       ListGrants(child, carved, denied, out);
     } else if (!entry.is_symlink(lec)) {
-      out.push_back(child);
+      // The listing's d_type: no stat for either call below.
+      const bool dir = entry.is_directory(lec);
+      out.push_back(
+          {child, lec ? Grant::Type::kUnknown : (dir ? Grant::Type::kDir : Grant::Type::kOther)});
     }
   }
 }
 
 Status AddReadScope(int ruleset_fd, const RulesetSpec& spec) {
-  std::vector<std::string> grants = {"/"};
+  std::vector<Grant> grants = {{"/", Grant::Type::kDir}};
   if (!spec.denied_reads.empty()) {
     grants = spec.read_grants.empty() ? ReadScopeGrants(spec.denied_reads) : spec.read_grants;
   }
-  grants.insert(grants.end(), spec.readable.begin(), spec.readable.end());
-  for (const std::string& path : grants) {
-    int err = AddPathRule(ruleset_fd, path.c_str(), kReadRights);
+  for (const std::string& path : spec.readable) grants.push_back({path});
+  for (const Grant& grant : grants) {
+    int err = AddPathRule(ruleset_fd, grant.path.c_str(), kReadRights, grant.type);
     if (err != 0 && err != ENOENT) {  // ENOENT: gone since the list was made.
-      return Status::FromErrno(err, "landlock_add_rule(" + path + ", read)");
+      return Status::FromErrno(err, "landlock_add_rule(" + grant.path + ", read)");
     }
   }
   return Status::Ok();
@@ -97,11 +107,11 @@ Status AddReadScope(int ruleset_fd, const RulesetSpec& spec) {
 
 }  // namespace
 
-std::vector<std::string> ReadScopeGrants(const std::vector<std::string>& denied) {
+std::vector<Grant> ReadScopeGrants(const std::vector<std::string>& denied) {
   const std::vector<std::string> carved_list = CarvedDirs(denied);
   const std::set<std::string> carved(carved_list.begin(), carved_list.end());
   const std::set<std::string> denied_set(denied.begin(), denied.end());
-  std::vector<std::string> out;
+  std::vector<Grant> out;
   ListGrants("/", carved, denied_set, out);
   return out;
 }

@@ -48,6 +48,14 @@ enum class Mode {
   kTool,   // A tool command: no TCP bind/connect at all unless allow_net (ABI 4+).
 };
 
+// A read-scope grant: a path and its type when it was listed (a directory's rule is opened with
+// O_DIRECTORY and a file's rule gets the file rights, no fstat each; kUnknown: fstat decides).
+struct Grant {
+  enum class Type { kUnknown, kDir, kOther };
+  std::string path;
+  Type type = Type::kUnknown;
+};
+
 struct RulesetSpec {
   int abi = 0;
   Mode mode = Mode::kTool;
@@ -63,7 +71,7 @@ struct RulesetSpec {
   std::vector<std::string> readable;
   // ReadScopeGrants(denied_reads), listed earlier (empty: listed now). A confined agent cannot
   // list the carved directories any more, so its tools' rulesets use the list made at start.
-  std::vector<std::string> read_grants;
+  std::vector<Grant> read_grants;
 };
 
 // Creates the ruleset fd with all rules added (the read scope, full rights beneath each writable
@@ -79,7 +87,7 @@ struct RulesetSpec {
 Result<UniqueFd> BuildRuleset(const RulesetSpec& spec);
 
 // The entries of the carved directories that get read+execute (see BuildRuleset).
-std::vector<std::string> ReadScopeGrants(const std::vector<std::string>& denied);
+std::vector<Grant> ReadScopeGrants(const std::vector<std::string>& denied);
 
 // The directories the read scope carves for `denied` (every proper ancestor), for --check.
 std::vector<std::string> CarvedDirs(const std::vector<std::string>& denied);

@@ -233,7 +233,19 @@ void AddSocketDirs(MountPlan& plan) {
   AddBoundSockets(plan);
 }
 
+void AddGitSurface(const std::string& workdir, MountPlan& plan) {
+  fs::path dotgit = fs::path(workdir) / ".git";
+  if (Exists(dotgit)) AddDotGit(dotgit, plan);
+  AddNestedRepos(workdir, plan, 0);
+}
+
 }  // namespace
+
+MountPlan PlanGitSurface(const std::string& workdir) {
+  MountPlan plan;
+  AddGitSurface(workdir, plan);
+  return plan;
+}
 
 Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable) {
   MountPlan plan;
@@ -244,9 +256,7 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
                                    " --writable paths");
   }
   AddSocketDirs(plan);
-  fs::path dotgit = fs::path(workdir) / ".git";
-  if (Exists(dotgit)) AddDotGit(dotgit, plan);
-  AddNestedRepos(workdir, plan, 0);
+  AddGitSurface(workdir, plan);
   MountPlan maps = IdMapsOnly();
   plan.uid_map = std::move(maps.uid_map);
   plan.gid_map = std::move(maps.gid_map);

@@ -56,6 +56,10 @@ inline constexpr size_t kMaxHiddenSockets = 512;
 // that it can be protected.
 Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable);
 
+// PlanMounts' git part alone (pinned, readonly, absent): what the git trust-surface guard needs,
+// without listing sockets.
+MountPlan PlanGitSurface(const std::string& workdir);
+
 // A plan with only the id maps (the same ids inside): no mounts beyond the read-only root.
 MountPlan IdMapsOnly();
 

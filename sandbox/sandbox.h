@@ -21,6 +21,7 @@
 
 #include "base/process.h"
 #include "base/status.h"
+#include "sandbox/landlock.h"
 #include "sandbox/settings.h"
 
 namespace forkbox::sandbox {
@@ -35,7 +36,7 @@ struct Policy : Settings {
   std::string home;
   // The read scope's grants (landlock::ReadScopeGrants of DeniedReadPaths), listed by
   // ResolvePolicy while nothing restricts listing; empty: listed at each ruleset.
-  std::vector<std::string> read_grants;
+  std::vector<landlock::Grant> read_grants;
   // DeniedReadPaths and CredentialPaths as ResolvePolicy listed them, so that a process
   // canonicalises the credential stores once (each store is a readlink per path component);
   // nullopt (a Policy built by hand): listed at each use. A store created after ResolvePolicy is

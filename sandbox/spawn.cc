@@ -77,6 +77,9 @@ Result<Sandbox> Sandbox::Make(Policy policy, bool assume_layer2) {
   Report report = assume_layer2 ? CheckAssumingLayer2(policy) : Check(policy);
   Sandbox sandbox(std::move(policy), std::move(report), false);
   sandbox.layer2_assumed_ = assume_layer2;
+  // An unconfined caller spawns brokered tools from the broker's thread: started now, it is up
+  // by the first spawn instead of starting on its critical path.
+  if (!sandbox.policy_.allow_net) FORKBOX_RETURN_IF_ERROR(sandbox.broker_->Start());
   // uid 0: RLIMIT_NPROC does not apply; one pids cgroup holds every command of this handle,
   // unless each command's own PID namespace caps it (no cgroup attach per command). A launcher
   // that joined a session cgroup (the parent) is capped already.

@@ -443,6 +443,11 @@ Status UnixBroker::Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report
   return state_->Wake();
 }
 
+Status UnixBroker::Start() {
+  std::lock_guard<std::mutex> lock(state_->mu);
+  return state_->StartLocked();
+}
+
 Status UnixBroker::RunOnThread(const std::function<void()>& task) {
   std::lock_guard<std::mutex> one(state_->run_mu);
   std::unique_lock<std::mutex> lock(state_->mu);

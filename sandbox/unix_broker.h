@@ -57,6 +57,10 @@ class UnixBroker {
   // where refusals are written (the tool's stderr; may be empty).
   Status Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report);
 
+  // Starts the thread now rather than at the first Serve or RunOnThread, so that its start-up
+  // overlaps the caller's work before its first spawn.
+  Status Start();
+
   // Runs `task` on the broker's thread and returns once it ran (a spawn, so that the tool's
   // Landlock domain nests in the thread's). Fails when the thread cannot run.
   Status RunOnThread(const std::function<void()>& task);

@@ -61,6 +61,28 @@ TEST_P(ScopeTest, ReadAwsCredentials) { ExpectSecretUnreadable(".aws/credentials
 TEST_P(ScopeTest, ReadNetrc) { ExpectSecretUnreadable(".netrc"); }
 TEST_P(ScopeTest, ReadGhToken) { ExpectSecretUnreadable(".config/gh/hosts.yml"); }
 
+// A store kept elsewhere and linked in (a dotfiles manager): denied where it really is. The
+// stores are canonicalised with a fast path that must leave symlinks to weakly_canonical.
+TEST_P(ScopeTest, ReadSymlinkedStoreAtItsTarget) {
+  ASSERT_NO_FATAL_FAILURE(PlantSecret("dotfiles/aws/credentials"));
+  ASSERT_EQ(symlink((home_ + "/dotfiles/aws").c_str(), (home_ + "/.aws").c_str()), 0)
+      << strerror(errno);
+  ChownTree(home_, uid(), gid());
+  RunResult r = Probe({"read_secret", home_ + "/dotfiles/aws/credentials", secret_});
+  Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "read the target of a symlinked ~/.aws");
+}
+
+// The same with a symlinked directory above the store (~/.config linked to dotfiles/config).
+TEST_P(ScopeTest, ReadStoreBelowSymlinkedDirAtItsTarget) {
+  ASSERT_NO_FATAL_FAILURE(PlantSecret("dotfiles/config/gh/hosts.yml"));
+  ASSERT_EQ(symlink((home_ + "/dotfiles/config").c_str(), (home_ + "/.config").c_str()), 0)
+      << strerror(errno);
+  ChownTree(home_, uid(), gid());
+  RunResult r = Probe({"read_secret", home_ + "/dotfiles/config/gh/hosts.yml", secret_});
+  Verdict(r, ProbeSaysEscaped(r), Control::kAlways,
+          "read ~/.config/gh/hosts.yml where the ~/.config symlink leads");
+}
+
 // The store appears while the command runs (after every rule and mount was made): the command
 // signals through a FIFO in the workdir, the test creates ~/.aws/credentials, then lets it read.
 TEST_P(ScopeTest, ReadCredentialCreatedAfterStart) {
