@@ -251,7 +251,10 @@ std::vector<RuleSet> ToolBrokeredTable() {
                  "pairs are connected already and stay allowed"},
             Always("connect", Action::kNotify,
                    "always brokered, never continued: the broker connects its own dup to the "
-                   "checked inode (a second thread could swap the fd or rewrite the address)")}}};
+                   "checked inode (a second thread could swap the fd or rewrite the address)"),
+            Always("listen", Action::kNotify,
+                   "the broker listens on its dup and lets it go, so a listener the tool closes "
+                   "stops accepting at once")}}};
 }
 
 // --allow-net: the network, not local daemons. The broker makes every unix, inet and inet6 socket
@@ -283,7 +286,10 @@ std::vector<RuleSet> ToolNetBrokeredTable() {
                    "to the checked inode, an inet one to the address it read once)"),
             Always("listen", Action::kNotify,
                    "the broker listens on its dup and lets it go, so a listener the tool closes "
-                   "frees its port at once")}}};
+                   "frees its port at once"),
+            Always("bind", Action::kNotify,
+                   "continued after the broker let go of its dups of closed sockets holding the "
+                   "same port (a restarted UDP server binds again)")}}};
 }
 
 // The BPF return value of an action (kNotify: the listener's broker answers).

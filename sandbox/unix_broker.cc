@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <set>
@@ -47,7 +48,7 @@ constexpr int kSsConnected = 3;        // SS_CONNECTED in /proc/net/unix's St.
 // A blocking tool's connect() the broker started without blocking: answered from the loop once
 // the socket is writable, by connecting the same address again (as the kernel's wait does).
 struct Pending {
-  uint64_t id = 0;
+  uint64_t id = 0;  // 0: a non-blocking caller, answered already; only watched.
   ino_t ino = 0;
   UniqueFd sock;  // A dup of its own: the held one goes once the socket is connected.
   sockaddr_storage addr{};
@@ -76,11 +77,23 @@ struct Answer {
 Answer Fail(int err) { return Answer{-err, false, {}}; }
 Answer Refuse(int err, std::string why) { return Answer{-err, false, std::move(why)}; }
 Answer Sent() { return Answer{0, true, {}}; }
+Answer Continue() { return Answer{0, false, {}, true}; }
 
 int SocketOption(int sock, int option) {
   int value = -1;
   socklen_t len = sizeof value;
   return getsockopt(sock, SOL_SOCKET, option, &value, &len) == 0 ? value : -1;
+}
+
+// The port of an inet or inet6 address (host order), or 0.
+int PortOf(const sockaddr_storage& addr, socklen_t len) {
+  if (addr.ss_family == AF_INET && len >= sizeof(sockaddr_in)) {
+    return ntohs(reinterpret_cast<const sockaddr_in&>(addr).sin_port);
+  }
+  if (addr.ss_family == AF_INET6 && len >= sizeof(sockaddr_in6)) {
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(addr).sin6_port);
+  }
+  return 0;
 }
 
 UniqueFd OpenAt2(int dir, const std::string& path, uint64_t flags, uint64_t resolve) {
@@ -165,15 +178,13 @@ void DropSettled(Tool& tool) {
   std::erase_if(tool.held, [](const auto& entry) { return SettledErrno(entry.second.get()) != 0; });
 }
 
-// Whether a held inet socket has a local port: once the tool closed every fd of it, the broker's
-// dup alone would keep the port bound.
-bool HoldsPort(int sock) {
+// A held inet socket's local port, or 0. Once the tool closed every fd of it, the broker's dup
+// alone would keep that port bound.
+int LocalPort(int sock) {
   sockaddr_storage local{};
   socklen_t len = sizeof local;
-  if (getsockname(sock, reinterpret_cast<sockaddr*>(&local), &len) != 0) return false;
-  if (local.ss_family == AF_INET) return reinterpret_cast<sockaddr_in&>(local).sin_port != 0;
-  if (local.ss_family == AF_INET6) return reinterpret_cast<sockaddr_in6&>(local).sin6_port != 0;
-  return false;
+  if (getsockname(sock, reinterpret_cast<sockaddr*>(&local), &len) != 0) return 0;
+  return PortOf(local, len);
 }
 
 // The socket inodes among `wanted` that a process other than this one has open, from
@@ -205,13 +216,13 @@ std::set<ino_t> Referenced(const std::set<ino_t>& wanted) {
   return found;
 }
 
-// Lets go of held sockets no process of the tool has open any more: those holding a port (a
-// closed UDP or bound TCP socket must free it, as the kernel would), or every one when the tool
-// is at the bound.
-void DropUnreferenced(Tool& tool, bool only_ports) {
+// Lets go of the held sockets `which` picks that no process has open any more: before a bind()
+// to their port (a closed UDP or bound TCP socket frees it, as in the kernel), or all of them
+// when the tool is at the bound.
+void DropUnreferenced(Tool& tool, const std::function<bool(int)>& which) {
   std::set<ino_t> wanted;
   for (const auto& [ino, sock] : tool.held) {
-    if (!only_ports || HoldsPort(sock.get())) wanted.insert(ino);
+    if (which(sock.get())) wanted.insert(ino);
   }
   if (wanted.empty()) return;
   std::set<ino_t> open = Referenced(wanted);
@@ -348,11 +359,14 @@ Answer ConnectInet(Tool& tool, const seccomp_notif& req, ino_t ino, int sock,
                    const sockaddr_storage& addr, socklen_t len) {
   bool blocking = false;
   int rc = ConnectNow(sock, reinterpret_cast<const sockaddr*>(&addr), len, &blocking);
-  if (!blocking || (rc != -EINPROGRESS && rc != -EALREADY)) return Fail(-rc);
-  Pending wait{req.id, ino, UniqueFd(fcntl(sock, F_DUPFD_CLOEXEC, 0)), addr, len};
+  const bool waits = blocking && (rc == -EINPROGRESS || rc == -EALREADY);
+  if (!waits && rc != -EINPROGRESS) return Fail(-rc);
+  // A non-blocking caller gets EINPROGRESS now; the connect is still watched, so the held dup goes
+  // once connected (a connection the tool closes must close).
+  Pending wait{waits ? req.id : 0, ino, UniqueFd(fcntl(sock, F_DUPFD_CLOEXEC, 0)), addr, len};
   if (!wait.sock) return Fail(errno);
   tool.pending.push_back(std::move(wait));
-  return Sent();
+  return waits ? Sent() : Fail(EINPROGRESS);
 }
 
 Answer Connect(Tool& tool, const seccomp_notif& req) {
@@ -393,10 +407,29 @@ Answer Listen(Tool& tool, const seccomp_notif& req) {
     return Fail(err);
   }
   auto held = tool.held.find(ino);
-  if (held == tool.held.end()) return Answer{0, false, {}, true};
+  if (held == tool.held.end()) return Continue();
   if (listen(held->second.get(), static_cast<int>(req.data.args[1])) != 0) return Fail(errno);
   tool.held.erase(held);
   return Fail(0);
+}
+
+// bind() is continued (it reaches nothing outside, and the kernel checks the port's privilege and
+// Landlock's rules as the tool), after a held socket the tool closed that holds the same port was
+// let go.
+Answer Bind(Tool& tool, const seccomp_notif& req) {
+  const pid_t pid = static_cast<pid_t>(req.pid);
+  ino_t ino = 0;
+  if (SocketInode(pid, static_cast<int>(req.data.args[0]), &ino) != 0) return Continue();
+  UniqueFd mem(open(ProcPath(pid, "mem").c_str(), O_RDONLY | O_CLOEXEC));
+  sockaddr_storage addr{};
+  const uint64_t len = req.data.args[2] & 0xffffffffu;
+  if (!mem || ReadAddress(mem.get(), req.data.args[1], len, &addr) != 0) return Continue();
+  const int port = PortOf(addr, static_cast<socklen_t>(len));
+  if (port == 0) return Continue();
+  auto self = tool.held.find(ino);
+  const int except = self == tool.held.end() ? -1 : self->second.get();
+  DropUnreferenced(tool, [&](int sock) { return sock != except && LocalPort(sock) == port; });
+  return Continue();
 }
 
 // The types the broker makes: unix stream and seqpacket (datagrams name their destination in
@@ -412,8 +445,8 @@ Answer MakeSocket(Tool& tool, const seccomp_notif& req) {
   const int family = static_cast<int>(req.data.args[0]);
   const int type = static_cast<int>(req.data.args[1]);
   if (!Brokerable(family, type & 0xf)) return Fail(EPERM);
-  DropUnreferenced(tool, /*only_ports=*/true);
-  if (tool.held.size() >= kMaxHeld) DropUnreferenced(tool, /*only_ports=*/false);
+  if (tool.held.size() >= kMaxHeld) DropSettled(tool);
+  if (tool.held.size() >= kMaxHeld) DropUnreferenced(tool, [](int) { return true; });
   if (tool.held.size() >= kMaxHeld) return Fail(EMFILE);
   UniqueFd sock(
       socket(family, (type & ~SOCK_CLOEXEC) | SOCK_CLOEXEC, static_cast<int>(req.data.args[2])));
@@ -444,23 +477,26 @@ void Respond(const Tool& tool, std::vector<char>& resp_buf, uint64_t id, int err
 // connect() comes as a new notification and finds the connect in progress) are let go.
 void DropStalePending(Tool& tool) {
   std::erase_if(tool.pending,
-                [&](const Pending& p) { return !IdValid(tool.listener.get(), p.id); });
+                [&](const Pending& p) { return p.id != 0 && !IdValid(tool.listener.get(), p.id); });
 }
 
-// The socket of tool.pending[index] is writable: connecting again gives what the kernel's blocking
-// connect returns (0 once connected, else the error, resetting the socket for a retry); every
-// caller waiting on that socket gets it.
-void FinishPending(Tool& tool, size_t index, std::vector<char>& resp_buf) {
-  Pending& p = tool.pending[index];
-  int rc = ConnectNow(p.sock.get(), reinterpret_cast<const sockaddr*>(&p.addr), p.len);
-  if (rc == -EALREADY || rc == -EINPROGRESS) return;
-  if (rc == -EISCONN) rc = 0;
-  const ino_t ino = p.ino;
-  for (const Pending& done : tool.pending) {
-    if (done.ino == ino) Respond(tool, resp_buf, done.id, rc, false);
+// The socket of a pending connect is writable. Callers that wait get what the kernel's blocking
+// connect returns, by connecting again (0 once connected, else the error, which also resets the
+// socket for a retry); a watched non-blocking connect is left for the tool to read (SO_ERROR).
+void FinishPending(Tool& tool, ino_t ino, std::vector<char>& resp_buf) {
+  auto waiter = std::find_if(tool.pending.begin(), tool.pending.end(),
+                             [&](const Pending& p) { return p.ino == ino && p.id != 0; });
+  if (waiter != tool.pending.end()) {
+    int rc = ConnectNow(waiter->sock.get(), reinterpret_cast<const sockaddr*>(&waiter->addr),
+                        waiter->len);
+    if (rc == -EALREADY || rc == -EINPROGRESS) return;
+    if (rc == -EISCONN) rc = 0;
+    for (const Pending& p : tool.pending) {
+      if (p.ino == ino && p.id != 0) Respond(tool, resp_buf, p.id, rc, false);
+    }
   }
-  std::erase_if(tool.pending, [&](const Pending& done) { return done.ino == ino; });
-  if (rc == 0) DropSettled(tool);
+  std::erase_if(tool.pending, [&](const Pending& p) { return p.ino == ino; });
+  DropSettled(tool);
 }
 
 void Report(Tool& tool, const std::string& refusal) {
@@ -475,12 +511,10 @@ void HandleOne(Tool& tool, std::vector<char>& req_buf, std::vector<char>& resp_b
   std::memset(req_buf.data(), 0, req_buf.size());
   auto* req = reinterpret_cast<seccomp_notif*>(req_buf.data());
   if (ioctl(tool.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, req) != 0) return;  // Caller gone.
-  // A socket the tool listens on or connected is not held any longer: a listener it closed must
-  // not keep accepting through the broker's dup.
-  DropSettled(tool);
   Answer answer = req->data.nr == SYS_socket    ? MakeSocket(tool, *req)
                   : req->data.nr == SYS_connect ? Connect(tool, *req)
                   : req->data.nr == SYS_listen  ? Listen(tool, *req)
+                  : req->data.nr == SYS_bind    ? Bind(tool, *req)
                                                 : Fail(EPERM);
   if (!answer.sent) Respond(tool, resp_buf, req->id, answer.error, answer.cont);
   if (!answer.refusal.empty()) Report(tool, answer.refusal);
@@ -587,13 +621,7 @@ void UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std
   }
   for (size_t i = 0; i < waits.size(); ++i) {
     if (fds[1 + tools.size() + i].revents == 0) continue;
-    auto& [tool, ino] = waits[i];
-    for (size_t j = 0; j < tool->pending.size(); ++j) {
-      if (tool->pending[j].ino == ino) {
-        FinishPending(*tool, j, resp);
-        break;
-      }
-    }
+    FinishPending(*waits[i].first, waits[i].second, resp);
   }
   for (size_t i = tools.size(); i-- > 0;) {
     short ev = fds[i + 1].revents;

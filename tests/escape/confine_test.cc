@@ -289,10 +289,10 @@ TEST_P(ConfineTest, ATaskAfterTheWorkdirWasSwappedWritesIntoTheRealOne) {
 // (sandbox/unix_broker.h), in both layers: multiprocessing's forkserver and an abstract server
 // and client inside work, a socket bound outside after the start (under /var/tmp: layer 2's
 // private /tmp would hide one in /tmp anyway) is refused, and the refusal is in the tool result.
-// The control (--sandbox=off) reaches the outside socket.
+// The control (--sandbox=off) reaches the outside socket. With --allow-net the broker stays on.
 class BrokerTest : public ConfineTest {
  protected:
-  void Check(bool in_task) {
+  void Check(bool in_task, bool allow_net = false) {
     char tmpl[] = "/var/tmp/fbx-broker-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     const std::string dir = tmpl, sock = dir + "/daemon.sock";
@@ -326,8 +326,10 @@ class BrokerTest : public ConfineTest {
       if (tool_side && result.empty()) result = r.body;
       return Text("done");
     });
-    Session s =
-        Run(in_task ? std::vector<std::string>{} : std::vector<std::string>{"--no-subagents"});
+    std::vector<std::string> flags;
+    if (!in_task) flags.push_back("--no-subagents");
+    if (allow_net) flags.push_back("--allow-net");
+    Session s = Run(flags);
     ::unlink(sock.c_str());
     ::rmdir(tmpl);
     ASSERT_EQ(s.exit_code, 0) << s.err;
@@ -356,6 +358,12 @@ class BrokerTest : public ConfineTest {
 
 TEST_P(BrokerTest, ParentBashBrokersUnixSockets) { Check(/*in_task=*/false); }
 TEST_P(BrokerTest, TaskBashBrokersUnixSockets) { Check(/*in_task=*/true); }
+TEST_P(BrokerTest, ParentBashBrokersUnixSocketsWithAllowNet) {
+  Check(/*in_task=*/false, /*allow_net=*/true);
+}
+TEST_P(BrokerTest, TaskBashBrokersUnixSocketsWithAllowNet) {
+  Check(/*in_task=*/true, /*allow_net=*/true);
+}
 
 // bash processes whose command line contains `token` (not the setsid that starts one, whose
 // argv holds it too until it exits).

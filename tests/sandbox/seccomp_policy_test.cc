@@ -228,13 +228,16 @@ TEST(SeccompTable, ToolBrokeredHandsUnixStreamSocketsAndEveryConnectToTheBroker)
   EXPECT_EQ(connect->action, Action::kNotify);
   EXPECT_TRUE(connect->any_of.empty() && connect->unless_arg0.empty()) << "always brokered";
   EXPECT_NE(connect->reason.find("never continued"), std::string::npos) << connect->reason;
+  const Rule* listen = FindRule(Program::kToolBrokered, "listen");
+  ASSERT_NE(listen, nullptr);
+  EXPECT_EQ(listen->action, Action::kNotify);
   for (const Rule* rule : {socket_rules[1], socket_rules[2], pair[0], connect}) {
     EXPECT_GE(rule->reason.size(), 40u) << rule->syscall;
   }
 }
 
 // --allow-net: unix, inet and inet6 sockets are made by the broker, netlink is allowed, every other
-// family refused; every connect() and listen() goes to the broker (never continued in the filter).
+// family refused; every connect(), listen() and bind() goes to the broker.
 TEST(SeccompTable, ToolNetBrokeredHandsEverySocketConnectAndListenToTheBroker) {
   std::vector<const Rule*> socket_rules = RulesFor(Program::kToolNetBrokered, "socket");
   ASSERT_EQ(socket_rules.size(), 2u);
@@ -253,7 +256,7 @@ TEST(SeccompTable, ToolNetBrokeredHandsEverySocketConnectAndListenToTheBroker) {
   std::vector<const Rule*> pair = RulesFor(Program::kToolNetBrokered, "socketpair");
   ASSERT_EQ(pair.size(), 1u);
   EXPECT_EQ(SocketTypesOf(*pair[0]), (std::set<uint32_t>{SOCK_DGRAM, SOCK_RAW}));
-  for (const char* name : {"connect", "listen"}) {
+  for (const char* name : {"connect", "listen", "bind"}) {
     const Rule* rule = FindRule(Program::kToolNetBrokered, name);
     ASSERT_NE(rule, nullptr) << name;
     EXPECT_EQ(rule->action, Action::kNotify) << name;

@@ -164,19 +164,24 @@ static int ProbeUnixDgram(int argc, char** argv) {
 // The race: one thread connects in a tight loop while another rewrites the address between an
 // inside socket and the outside one and dup2()s fresh sockets over the connecting fd. A
 // connect-then-continue supervisor would check one and let the kernel re-read the other.
+// With "inet", the connecting fd starts as an inet socket and the flipper alternates inet and
+// unix sockets over it: a supervisor that continues an inet connect would let the kernel connect
+// the unix socket dup2()ed in meanwhile (--allow-net).
 struct Race {
   struct sockaddr_un addr;
   struct sockaddr_un inside, outside;
   volatile int stop;
   volatile int fd;
+  int inet;
 };
 
 static void* RaceFlipper(void* arg) {
   struct Race* r = arg;
   for (unsigned i = 0; !r->stop; ++i) {
     memcpy(&r->addr, (i & 1) ? &r->outside : &r->inside, sizeof(r->addr));
-    if ((i & 63) == 0) {
-      int spare = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if ((i & (r->inet ? 7 : 63)) == 0) {
+      int family = r->inet && (i & 8) ? AF_INET : AF_UNIX;
+      int spare = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
       if (spare >= 0) {
         dup2(spare, r->fd);
         close(spare);
@@ -186,11 +191,11 @@ static void* RaceFlipper(void* arg) {
   return NULL;
 }
 
-// INSIDE_PATH OUTSIDE_PATH ITERATIONS: binds INSIDE itself; escaped when a connection's peer is
-// OUTSIDE (getpeername names the listener's address). Stops at the first escape.
+// INSIDE_PATH OUTSIDE_PATH ITERATIONS [inet]: binds INSIDE itself; escaped when a connection's
+// peer is OUTSIDE (getpeername names the listener's address). Stops at the first escape.
 static int ProbeUnixRace(int argc, char** argv) {
-  (void)argc;
   static struct Race r;
+  r.inet = argc > 4 && strcmp(argv[4], "inet") == 0;
   if (UnixAddress(argv[1], &r.inside) == 0 || UnixAddress(argv[2], &r.outside) == 0) {
     return ProbeError("path too long");
   }
@@ -206,7 +211,7 @@ static int ProbeUnixRace(int argc, char** argv) {
   if (pthread_create(&flipper, NULL, RaceFlipper, &r) != 0) return ProbeError("pthread_create");
   long iterations = atol(argv[3]), connected = 0, escaped = 0;
   for (long i = 0; i < iterations && !escaped; ++i) {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(r.inet ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) break;
     r.fd = fd;
     // Each iteration starts from one of the two (so a connect that is not raced reaches the
@@ -241,6 +246,6 @@ const struct Probe kNetProbes[] = {
     {"unix_connect", "PATH|@ABSTRACT", 1, ProbeUnixConnect},
     {"socketpair", "", 0, ProbeSocketpair},
     {"unix_dgram", "PATH|@ABSTRACT socket|socketpair", 2, ProbeUnixDgram},
-    {"unix_race", "INSIDE OUTSIDE ITERATIONS", 3, ProbeUnixRace},
+    {"unix_race", "INSIDE OUTSIDE ITERATIONS [inet]", 3, ProbeUnixRace},
     {0, 0, 0, 0},
 };
