@@ -25,6 +25,7 @@
 #include <cstring>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -45,8 +46,9 @@ constexpr int kMaxWalk = 4096;         // ".." steps from a socket's directory.
 constexpr int kSoAcceptCon = 0x10000;  // __SO_ACCEPTCON in /proc/net/unix's Flags.
 constexpr int kSsConnected = 3;        // SS_CONNECTED in /proc/net/unix's St.
 
-// A blocking tool's connect() the broker started without blocking: answered from the loop once
-// the socket is writable, by connecting the same address again (as the kernel's wait does).
+// A connect() the broker started without blocking, watched in its loop until the socket is
+// writable: a blocking caller is answered then, by connecting the same address again (as the
+// kernel's wait does); a non-blocking one got EINPROGRESS, and its held dup goes once connected.
 struct Pending {
   uint64_t id = 0;  // 0: a non-blocking caller, answered already; only watched.
   ino_t ino = 0;
@@ -187,32 +189,41 @@ int LocalPort(int sock) {
   return PortOf(local, len);
 }
 
+struct DirCloser {
+  void operator()(DIR* dir) const { closedir(dir); }
+};
+using Dir = std::unique_ptr<DIR, DirCloser>;
+
+// A directory stream on `path` below `at`; null when it cannot be read.
+Dir OpenDir(int at, const std::string& path) {
+  UniqueFd fd(openat(at, path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return nullptr;
+  Dir dir(fdopendir(fd.get()));
+  if (dir) (void)fd.release();  // The stream owns it now.
+  return dir;
+}
+
 // The socket inodes among `wanted` that a process other than this one has open, from
 // /proc/<pid>/fd of every process this one may read (the tools run as its user).
 std::set<ino_t> Referenced(const std::set<ino_t>& wanted) {
   std::set<ino_t> found;
-  UniqueFd proc(open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  DIR* dir = proc ? fdopendir(dup(proc.get())) : nullptr;
-  if (dir == nullptr) return wanted;  // Unknown: keep everything.
+  UniqueFd proc(open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  Dir procs = proc ? OpenDir(proc.get(), ".") : nullptr;
+  if (!procs) return wanted;  // Unknown: keep everything.
   const std::string self = std::to_string(getpid());
-  while (dirent* entry = readdir(dir)) {
+  while (dirent* entry = readdir(procs.get())) {
     if (entry->d_name[0] < '1' || entry->d_name[0] > '9' || self == entry->d_name) continue;
-    UniqueFd fds(openat(proc.get(), (std::string(entry->d_name) + "/fd").c_str(),
-                        O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-    DIR* fd_dir = fds ? fdopendir(fds.release()) : nullptr;
-    if (fd_dir == nullptr) continue;
-    while (dirent* fd = readdir(fd_dir)) {
+    Dir fds = OpenDir(proc.get(), std::string(entry->d_name) + "/fd");
+    while (dirent* fd = fds ? readdir(fds.get()) : nullptr) {
       char link[64];
-      ssize_t n = readlinkat(dirfd(fd_dir), fd->d_name, link, sizeof link - 1);
+      ssize_t n = readlinkat(dirfd(fds.get()), fd->d_name, link, sizeof link - 1);
       unsigned long long ino = 0;
       if (n <= 0) continue;
       link[n] = '\0';
       if (std::sscanf(link, "socket:[%llu]", &ino) == 1 && wanted.count(ino)) found.insert(ino);
     }
-    closedir(fd_dir);
     if (found.size() == wanted.size()) break;
   }
-  closedir(dir);
   return found;
 }
 
@@ -360,7 +371,9 @@ Answer ConnectInet(Tool& tool, const seccomp_notif& req, ino_t ino, int sock,
   bool blocking = false;
   int rc = ConnectNow(sock, reinterpret_cast<const sockaddr*>(&addr), len, &blocking);
   const bool waits = blocking && (rc == -EINPROGRESS || rc == -EALREADY);
-  if (!waits && rc != -EINPROGRESS) return Fail(-rc);
+  // Waiters are bounded by the tool's threads; watches by kMaxHeld (beyond, the dup goes only in
+  // the sweep at the held bound).
+  if (!waits && (rc != -EINPROGRESS || tool.pending.size() >= kMaxHeld)) return Fail(-rc);
   // A non-blocking caller gets EINPROGRESS now; the connect is still watched, so the held dup goes
   // once connected (a connection the tool closes must close).
   Pending wait{waits ? req.id : 0, ino, UniqueFd(fcntl(sock, F_DUPFD_CLOEXEC, 0)), addr, len};
@@ -556,9 +569,8 @@ struct UnixBroker::State {
     cv.notify_all();
   }
   void Loop();
-  void ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std::vector<char>& req,
+  bool ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std::vector<char>& req,
                  std::vector<char>& resp);
-  bool stop_loop = false;  // The broker's thread only: poll failed.
   Status StartLocked();
   Status Wake() {
     uint64_t one = 1;
@@ -592,14 +604,13 @@ void UnixBroker::State::Loop() {
       }
       cv.notify_all();
     }
-    ServeOnce(tools, req, resp);
-    if (stop_loop) return;
+    if (!ServeOnce(tools, req, resp)) return;
   }
 }
 
 // One poll over the wake eventfd, every listener and every pending connect; then the finished
-// connects, the notifications, and the tools no process uses any more.
-void UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std::vector<char>& req,
+// connects, the notifications, and the tools no process uses any more. False: poll failed.
+bool UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std::vector<char>& req,
                                   std::vector<char>& resp) {
   std::vector<pollfd> fds{{wake.get(), POLLIN, 0}};
   for (const auto& tool : tools) fds.push_back({tool->listener.get(), POLLIN, 0});
@@ -611,10 +622,7 @@ void UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std
       waits.emplace_back(tool.get(), p.ino);
     }
   }
-  if (poll(fds.data(), fds.size(), -1) < 0) {
-    if (errno != EINTR) stop_loop = true;
-    return;
-  }
+  if (poll(fds.data(), fds.size(), -1) < 0) return errno == EINTR;
   if (fds[0].revents & POLLIN) {
     uint64_t count = 0;
     (void)!read(wake.get(), &count, sizeof count);
@@ -631,6 +639,7 @@ void UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std
       tools.erase(tools.begin() + static_cast<ptrdiff_t>(i));  // No process uses the filter.
     }
   }
+  return true;
 }
 
 Status UnixBroker::State::StartLocked() {
