@@ -313,13 +313,14 @@ TEST_P(BrokerScopeTest, DatagramSocketsRefused) { ExpectDatagramsRefused(); }
 // One thread connects in a tight loop while another flips the address between an inside socket
 // and the outside one and dup2()s sockets over the fd: the broker connects its own dup to the one
 // address it read, so no iteration reaches outside. Bounded; the control reaches it.
+// The outside socket is bound after the start, so layer 2's mounts know nothing of it.
 void BrokerScopeTest::ExpectRaceLost(const std::string& mode) {
   const std::string path = sock_dir_ + "/race.sock";
-  Listener listener = Listener::Unix(path);
-  RunResult r = Shell("cd '" + work_ + "' && exec " + std::string(ProbePath()) +
-                          " unix_race in.sock '" + path + "' 20000 " + mode,
-                      options_);
-  Verdict(r, listener.Contacted() || ProbeSaysEscaped(r), Control::kAlways,
+  std::optional<Listener> listener;
+  RunResult r = AfterStart(
+      "exec " + std::string(ProbePath()) + " unix_race in.sock '" + path + "' 20000 " + mode,
+      [&] { listener.emplace(Listener::Unix(path)); });
+  Verdict(r, (listener && listener->Contacted()) || ProbeSaysEscaped(r), Control::kAlways,
           "raced connect " + mode);
 }
 
@@ -363,6 +364,20 @@ TEST_P(NetBrokerScopeTest, DatagramSocketsRefused) { ExpectDatagramsRefused(); }
 // sockets over its fd: continuing the inet connect would let the kernel connect a unix socket
 // swapped in meanwhile. The broker connects its own dup of whatever inode it read: never outside.
 TEST_P(NetBrokerScopeTest, RacedInetUnixFlipNeverReachesOutside) { ExpectRaceLost("inet"); }
+
+// The same race against the design the broker avoids: the probe's own supervisor checks that the
+// fd is an inet socket and continues the call. It loses: the kernel connects the unix socket
+// swapped in meanwhile. Unsandboxed only (it installs its own listener).
+TEST_P(NetBrokerScopeTest, ContinuingSupervisorLosesTheRace) {
+  if (sandboxed()) GTEST_SKIP() << "a control: the probe's own continuing supervisor";
+  const std::string path = sock_dir_ + "/race.sock";
+  Listener listener = Listener::Unix(path);
+  RunResult r = Shell("cd '" + work_ + "' && exec " + std::string(ProbePath()) +
+                      " unix_race in.sock '" + path + "' 20000 inet-continue");
+  EXPECT_TRUE(listener.Contacted() || ProbeSaysEscaped(r))
+      << "CONTROL: a continuing supervisor must lose the race\n"
+      << r.Describe();
+}
 
 class ScopeWorks : public EscapeTest {};
 
