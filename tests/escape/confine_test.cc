@@ -308,8 +308,13 @@ class BrokerTest : public ConfineTest {
            "    a, _ = s.accept(); c.send(b'k'); print('abstract ok', a.recv(1).decode())\n"
            "    try:\n"
            "        socket.socket(socket.AF_UNIX).connect(sys.argv[2]); print('outside reached')\n"
-           "    except OSError as e: print('outside refused', e.errno)\n";
-    const std::string command = "python3 mp.py fbx-abs-" + std::to_string(::getpid()) + " " + sock;
+           "    except OSError as e: print('outside refused', e.errno)\n"
+           "    if len(sys.argv) > 3:\n"
+           "        l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen(1)\n"
+           "        t = socket.create_connection(l.getsockname()); l.accept()[0].send(b'n')\n"
+           "        print('tcp ok', t.recv(1).decode())\n";
+    const std::string command = "python3 mp.py fbx-abs-" + std::to_string(::getpid()) + " " + sock +
+                                (allow_net ? " net" : "");
     std::mutex mu;
     std::string result;
     UniqueFd listener;
@@ -335,6 +340,7 @@ class BrokerTest : public ConfineTest {
     ASSERT_EQ(s.exit_code, 0) << s.err;
     EXPECT_NE(result.find("forkserver ok 14"), std::string::npos) << result;
     EXPECT_NE(result.find("abstract ok k"), std::string::npos) << result;
+    if (allow_net) EXPECT_NE(result.find("tcp ok n"), std::string::npos) << result;
     if (GetParam().sandboxed) {
       EXPECT_NE(result.find("outside refused"), std::string::npos) << result;
       EXPECT_NE(result.find("forkbox: connect to " + sock + " refused"), std::string::npos)

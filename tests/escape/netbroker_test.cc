@@ -98,14 +98,28 @@ full.accept()[0].close()
 t.join(60); print('blocked connect', result.get('r'))
 )PY";
 
-// curl and urllib against a local http.server the same tool runs.
-constexpr const char* kHttpScript = R"PY(import http.server, subprocess, threading, urllib.request
-srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), http.server.SimpleHTTPRequestHandler)
+// curl, urllib and git (dumb HTTP) against a local http.server the same tool runs, in a fresh
+// directory of its own.
+constexpr const char* kHttpScript = R"PY(import functools, http.server, os, subprocess, tempfile
+import threading, urllib.request
+root = tempfile.mkdtemp(dir='.')
+open(os.path.join(root, 'page.txt'), 'w').write('hello\n')
+git = 'git -c user.name=a -c user.email=a@x -c init.defaultBranch=main'
+subprocess.run('cd %s && %s init -q src && %s -C src commit -q --allow-empty -m one && '
+               '%s clone -q --bare src srv.git && %s -C srv.git update-server-info'
+               % (root, git, git, git, git), shell=True, check=True)
+handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=root)
+srv = http.server.ThreadingHTTPServer(('127.0.0.1', 0), handler)
 threading.Thread(target=srv.serve_forever, daemon=True).start()
-url = 'http://127.0.0.1:%d/page.txt' % srv.server_address[1]
-print('urllib', urllib.request.urlopen(url, timeout=30).read().decode().strip())
-print('curl', subprocess.run(['curl', '-sS', '--max-time', '30', url], capture_output=True,
-                              text=True).stdout.strip())
+base = 'http://127.0.0.1:%d/' % srv.server_address[1]
+print('urllib', urllib.request.urlopen(base + 'page.txt', timeout=30).read().decode().strip())
+print('curl', subprocess.run(['curl', '-sS', '--max-time', '30', base + 'page.txt'],
+                              capture_output=True, text=True).stdout.strip())
+clone = subprocess.run(git.split() + ['clone', '-q', base + 'srv.git', os.path.join(root, 'dst')],
+                       capture_output=True, text=True)
+log = subprocess.run(['git', '-C', os.path.join(root, 'dst'), 'log', '--format=%s'],
+                     capture_output=True, text=True).stdout.strip()
+print('git clone over http', clone.returncode, log)
 srv.shutdown(); srv.server_close()
 )PY";
 
@@ -114,7 +128,6 @@ class NetBrokerWorks : public EscapeTest {
   // Runs `script` unsandboxed (the reference) and then in this mode with --allow-net.
   void ExpectSameAsUnsandboxed(const std::string& script) {
     WriteFile(work_ + "/net.py", script, 0644);
-    WriteFile(work_ + "/page.txt", "hello\n", 0644);
     ChownTree(work_, uid(), gid());
     Command outside;
     outside.argv = {"/usr/bin/python3", "net.py"};
@@ -135,7 +148,7 @@ TEST_P(NetBrokerWorks, BlockingConnectWaitsWithoutBlockingTheBroker) {
   ExpectSameAsUnsandboxed(kBlockedScript);
 }
 
-TEST_P(NetBrokerWorks, CurlAndUrllibReachALocalServer) { ExpectSameAsUnsandboxed(kHttpScript); }
+TEST_P(NetBrokerWorks, CurlUrllibAndGitReachALocalServer) { ExpectSameAsUnsandboxed(kHttpScript); }
 
 // forkserver's AF_UNIX socket goes through the broker with --allow-net too, in both layers (layer 1
 // refused AF_UNIX with --allow-net before). TMPDIR is a short --writable tree: the socket path
