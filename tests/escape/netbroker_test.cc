@@ -123,6 +123,30 @@ print('git clone over http', clone.returncode, log)
 srv.shutdown(); srv.server_close()
 )PY";
 
+// asyncio (non-blocking connects, SO_ERROR): an echo, a refused port, and a connection the
+// client closes, which the server must see end (the broker's dup of a socket it connected for a
+// non-blocking caller must go once connected, or the close would never reach the server).
+constexpr const char* kAsyncioScript = R"PY(import asyncio, socket
+async def echo(r, w):
+    w.write(await r.read(5)); await w.drain(); w.close()
+async def main():
+    srv = await asyncio.start_server(echo, '127.0.0.1', 0)
+    r, w = await asyncio.open_connection('127.0.0.1', srv.sockets[0].getsockname()[1])
+    w.write(b'hello'); print('echo', (await r.read(5)).decode()); w.close()
+    s = socket.socket(); s.bind(('127.0.0.1', 0)); p = s.getsockname()[1]; s.close()
+    try: await asyncio.open_connection('127.0.0.1', p)
+    except OSError as e: print('refused', e.errno)
+    srv.close(); await srv.wait_closed()
+    got = asyncio.get_running_loop().create_future()
+    async def until_eof(r, w): got.set_result(await r.read())
+    srv = await asyncio.start_server(until_eof, '127.0.0.1', 0)
+    r, w = await asyncio.open_connection('127.0.0.1', srv.sockets[0].getsockname()[1])
+    w.write(b'bye'); await w.drain(); w.close()
+    try: print('server saw', await asyncio.wait_for(got, 30))
+    except asyncio.TimeoutError: print('server never saw the close')
+asyncio.run(main())
+)PY";
+
 class NetBrokerWorks : public EscapeTest {
  protected:
   // Runs `script` unsandboxed (the reference) and then in this mode with --allow-net.
@@ -143,6 +167,10 @@ class NetBrokerWorks : public EscapeTest {
 };
 
 TEST_P(NetBrokerWorks, TcpAndUdpBehaveAsTheKernel) { ExpectSameAsUnsandboxed(kTcpUdpScript); }
+
+TEST_P(NetBrokerWorks, AsyncioConnectsAndClosesAsTheKernel) {
+  ExpectSameAsUnsandboxed(kAsyncioScript);
+}
 
 TEST_P(NetBrokerWorks, BlockingConnectWaitsWithoutBlockingTheBroker) {
   ExpectSameAsUnsandboxed(kBlockedScript);
