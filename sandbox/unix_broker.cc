@@ -486,11 +486,13 @@ void Respond(const Tool& tool, std::vector<char>& resp_buf, uint64_t id, int err
   (void)ioctl(tool.listener.get(), SECCOMP_IOCTL_NOTIF_SEND, resp);  // ENOENT: caller gone.
 }
 
-// Pending connects whose caller is gone (killed, or interrupted by a signal: a restarted
-// connect() comes as a new notification and finds the connect in progress) are let go.
-void DropStalePending(Tool& tool) {
-  std::erase_if(tool.pending,
-                [&](const Pending& p) { return p.id != 0 && !IdValid(tool.listener.get(), p.id); });
+// A waiting caller that is gone (killed, or interrupted by a signal: a restarted connect() comes
+// as a new notification and finds the connect in progress) is not answered; its connect stays
+// watched, so the held dup still goes once connected.
+void ForgetGoneCallers(Tool& tool) {
+  for (Pending& p : tool.pending) {
+    if (p.id != 0 && !IdValid(tool.listener.get(), p.id)) p.id = 0;
+  }
 }
 
 // The socket of a pending connect is writable. Callers that wait get what the kernel's blocking
@@ -616,7 +618,7 @@ bool UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std
   for (const auto& tool : tools) fds.push_back({tool->listener.get(), POLLIN, 0});
   std::vector<std::pair<Tool*, ino_t>> waits;
   for (const auto& tool : tools) {
-    DropStalePending(*tool);
+    ForgetGoneCallers(*tool);
     for (const Pending& p : tool->pending) {
       fds.push_back({p.sock.get(), POLLOUT, 0});
       waits.emplace_back(tool.get(), p.ino);
