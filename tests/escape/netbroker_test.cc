@@ -86,13 +86,15 @@ t = threading.Thread(target=blocked); t.start()
 def in_connect():
     try: return open('/proc/self/task/%d/syscall' % t.native_id).read().split()[0] == NR
     except OSError: return False
-while not in_connect(): pass
+def wait_in_connect():
+    while t.is_alive() and not in_connect(): pass
+wait_in_connect()
 other = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); other.connect(('127.0.0.1', 9))
 print('served while blocked', t.is_alive())
 signal.signal(signal.SIGUSR1, lambda *a: None); signal.siginterrupt(signal.SIGUSR1, False)
 for _ in range(3):
-    signal.pthread_kill(t.ident, signal.SIGUSR1)
-    while not in_connect(): pass
+    if t.is_alive(): signal.pthread_kill(t.ident, signal.SIGUSR1)
+    wait_in_connect()
 print('still blocked', t.is_alive())
 full.accept()[0].close()
 t.join(60); print('blocked connect', result.get('r'))
