@@ -340,7 +340,9 @@ class BrokerTest : public ConfineTest {
     ASSERT_EQ(s.exit_code, 0) << s.err;
     EXPECT_NE(result.find("forkserver ok 14"), std::string::npos) << result;
     EXPECT_NE(result.find("abstract ok k"), std::string::npos) << result;
-    if (allow_net) EXPECT_NE(result.find("tcp ok n"), std::string::npos) << result;
+    if (allow_net) {
+      EXPECT_NE(result.find("tcp ok n"), std::string::npos) << result;
+    }
     if (GetParam().sandboxed) {
       EXPECT_NE(result.find("outside refused"), std::string::npos) << result;
       EXPECT_NE(result.find("forkbox: connect to " + sock + " refused"), std::string::npos)
