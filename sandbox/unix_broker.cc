@@ -423,7 +423,7 @@ Answer Listen(Tool& tool, const seccomp_notif& req) {
   if (held == tool.held.end()) return Continue();
   if (listen(held->second.get(), static_cast<int>(req.data.args[1])) != 0) return Fail(errno);
   tool.held.erase(held);
-  return Fail(0);
+  return Answer{};  // 0.
 }
 
 // bind() is continued (it reaches nothing outside, and the kernel checks the port's privilege and
