@@ -17,7 +17,8 @@ bool Contains(const std::string& haystack, const std::string& needle) {
   return haystack.find(needle) != std::string::npos;
 }
 
-// Blocking and non-blocking TCP, refused ports and retries, UDP connect, reconnect and AF_UNSPEC
+// Blocking and non-blocking TCP, connect() on a connected, an accepted and a listening socket (the
+// broker holds none of them), refused ports and retries, UDP connect, reconnect and AF_UNSPEC
 // disconnect, servers that close and bind their port again (no SO_REUSEADDR), a socket bound and
 // closed unused, create_connection, and IPv6 where the host has it.
 constexpr const char* kTcpUdpScript = R"PY(import ctypes, errno, select, socket
@@ -26,7 +27,9 @@ out = []
 srv = socket.socket(); srv.bind(('127.0.0.1', 0)); srv.listen(8); port = srv.getsockname()[1]
 c = socket.socket(); c.connect(('127.0.0.1', port)); a, _ = srv.accept()
 c.sendall(b'x'); out.append('blocking ' + a.recv(1).decode())
-out.append('again ' + name(c.connect_ex(('127.0.0.1', port)))); a.close(); c.close()
+out.append('again ' + name(c.connect_ex(('127.0.0.1', port))))
+out.append('accepted ' + name(a.connect_ex(('127.0.0.1', port))))
+out.append('listening ' + name(srv.connect_ex(('127.0.0.1', port)))); a.close(); c.close()
 n = socket.socket(); n.setblocking(False)
 out.append('nonblocking ' + name(n.connect_ex(('127.0.0.1', port))))
 select.select([], [n], [], 30)
