@@ -371,9 +371,10 @@ Answer ConnectInet(Tool& tool, const seccomp_notif& req, ino_t ino, int sock,
   bool blocking = false;
   int rc = ConnectNow(sock, reinterpret_cast<const sockaddr*>(&addr), len, &blocking);
   const bool waits = blocking && (rc == -EINPROGRESS || rc == -EALREADY);
-  // Waiters are bounded by the tool's threads; watches by kMaxHeld (beyond, the dup goes only in
-  // the sweep at the held bound).
-  if (!waits && (rc != -EINPROGRESS || tool.pending.size() >= kMaxHeld)) return Fail(-rc);
+  // Pending connects hold a descriptor each: kMaxHeld at most. Beyond, a blocking caller gets
+  // EAGAIN and a non-blocking one is not watched (its dup goes in the sweep at the held bound).
+  if (tool.pending.size() >= kMaxHeld) return Fail(waits ? EAGAIN : -rc);
+  if (!waits && rc != -EINPROGRESS) return Fail(-rc);
   // A non-blocking caller gets EINPROGRESS now; the connect is still watched, so the held dup goes
   // once connected (a connection the tool closes must close).
   Pending wait{waits ? req.id : 0, ino, UniqueFd(fcntl(sock, F_DUPFD_CLOEXEC, 0)), addr, len};
