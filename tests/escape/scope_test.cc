@@ -360,6 +360,23 @@ TEST_P(NetBrokerScopeTest, HardLinkInWorkdirToOutsideSocket) { ExpectHardLinkUnr
 
 TEST_P(NetBrokerScopeTest, DatagramSocketsRefused) { ExpectDatagramsRefused(); }
 
+// --allow-net is TCP and UDP: a raw IP socket (which the broker, root with every capability in
+// `forkbox sandbox` as root, must not create for the tool), packet and vsock sockets stay refused.
+TEST_P(NetBrokerScopeTest, RawSocketRefused) {
+  RunResult r = Probe({"socket", "raw"}, options_);
+  Verdict(r, ProbeSaysEscaped(r), Control::kRootOnly, "raw IP socket with --allow-net");
+}
+
+TEST_P(NetBrokerScopeTest, PacketSocketRefused) {
+  RunResult r = Probe({"socket", "packet"}, options_);
+  Verdict(r, ProbeSaysEscaped(r), Control::kRootOnly, "AF_PACKET socket with --allow-net");
+}
+
+TEST_P(NetBrokerScopeTest, VsockSocketRefused) {
+  RunResult r = Probe({"socket", "vsock"}, options_);
+  Verdict(r, ProbeSaysEscaped(r), Control::kIfPossible, "AF_VSOCK socket with --allow-net");
+}
+
 // One thread connects an inet socket to the outside unix path while another dup2()s unix and inet
 // sockets over its fd: continuing the inet connect would let the kernel connect a unix socket
 // swapped in meanwhile. The broker connects its own dup of whatever inode it read: never outside.
