@@ -224,6 +224,27 @@ std::vector<ArgMatch> UnbrokeredSocketTypes() {
   return out;
 }
 
+// The rules both brokered programs share.
+Rule DatagramPairsRefused() {
+  return Rule{"socketpair",
+              Action::kEperm,
+              SocketTypes({SOCK_DGRAM, SOCK_RAW}),
+              {},
+              "an unconnected datagram pair can still sendto() any path; stream and seqpacket "
+              "pairs are connected already and stay allowed"};
+}
+Rule BrokeredConnect() {
+  return Always("connect", Action::kNotify,
+                "always brokered, never continued: the broker connects its own dup (a unix one to "
+                "the checked inode, an inet one to the address it read once); a second thread "
+                "could swap the fd or rewrite the address before the kernel re-read them");
+}
+Rule BrokeredListen() {
+  return Always("listen", Action::kNotify,
+                "the broker listens on its dup and lets it go, so a listener the tool closes "
+                "stops accepting and frees its port at once");
+}
+
 std::vector<RuleSet> ToolBrokeredTable() {
   return {{"tool network (unix connect broker)",
            {Rule{"socket",
@@ -243,18 +264,7 @@ std::vector<RuleSet> ToolBrokeredTable() {
                  {},
                  "datagram unix sockets name their destination in sendto/sendmsg memory seccomp "
                  "cannot read (/dev/log, a daemon's dgram socket)"},
-            Rule{"socketpair",
-                 Action::kEperm,
-                 SocketTypes({SOCK_DGRAM, SOCK_RAW}),
-                 {},
-                 "an unconnected datagram pair can still sendto() any path; stream and seqpacket "
-                 "pairs are connected already and stay allowed"},
-            Always("connect", Action::kNotify,
-                   "always brokered, never continued: the broker connects its own dup to the "
-                   "checked inode (a second thread could swap the fd or rewrite the address)"),
-            Always("listen", Action::kNotify,
-                   "the broker listens on its dup and lets it go, so a listener the tool closes "
-                   "stops accepting at once")}}};
+            DatagramPairsRefused(), BrokeredConnect(), BrokeredListen()}}};
 }
 
 // --allow-net: the network, not local daemons. The broker makes every unix, inet and inet6 socket
@@ -275,18 +285,7 @@ std::vector<RuleSet> ToolNetBrokeredTable() {
                  {},
                  "the broker creates the socket (unix: stream and seqpacket; inet: stream and "
                  "datagram) and keeps a dup, so it can connect it itself"},
-            Rule{"socketpair",
-                 Action::kEperm,
-                 SocketTypes({SOCK_DGRAM, SOCK_RAW}),
-                 {},
-                 "an unconnected datagram pair can still sendto() any path; stream and seqpacket "
-                 "pairs are connected already and stay allowed"},
-            Always("connect", Action::kNotify,
-                   "always brokered, never continued: the broker connects its own dup (a unix one "
-                   "to the checked inode, an inet one to the address it read once)"),
-            Always("listen", Action::kNotify,
-                   "the broker listens on its dup and lets it go, so a listener the tool closes "
-                   "frees its port at once"),
+            DatagramPairsRefused(), BrokeredConnect(), BrokeredListen(),
             Always("bind", Action::kNotify,
                    "continued after the broker let go of its dups of closed sockets holding the "
                    "same port (a restarted UDP server binds again)")}}};
