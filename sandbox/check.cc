@@ -96,7 +96,7 @@ void AddNamespaces(Report& r, bool assume_layer2) {
                "(.forkbox-tmp, removed at the end); /dev/shm is writable for SemLock and shared "
                "memory, and shared with your other processes (a container's own in Docker); "
                "multiprocessing fork, spawn and forkserver work (forkserver's socket through the "
-               "connect broker; without network only)");
+               "connect broker, with and without --allow-net)");
   Add(r, ".git/hooks read-only", layer2 ? "active" : missing,
       layer2 ? "git's trust surface is read-only (hooks, info, config, config.worktree, "
                "commondir, other worktrees, submodules, nested repos); a planted commondir or "
@@ -149,25 +149,20 @@ void AddReadScope(const Policy& policy, Report& r) {
 
 // What keeps tools from the user's Docker daemon, ssh-agent and D-Bus (unix_broker.h).
 void AddLocalDaemons(const Policy& policy, Report& r) {
-  const std::string abi = std::to_string(r.landlock_abi);
+  const std::string rules =
+      "a pathname socket must lie beneath the writable trees" +
+      std::string(r.layer == 2 ? " (or the private /tmp and /dev/shm)" : "") +
+      ", one link, no symlink, whenever it was bound; abstract sockets only inside the sandbox "
+      "(Landlock scope); no datagram unix sockets";
   if (!policy.allow_net) {
     Add(r, "local daemons", "active",
-        "every tool connect() to a unix socket goes through forkbox's connect broker: a "
-        "pathname socket must lie beneath the writable trees" +
-            std::string(r.layer == 2 ? " (or the private /tmp and /dev/shm)" : "") +
-            ", one link, no symlink, whenever it was bound; abstract sockets only inside the "
-            "sandbox (Landlock scope); no datagram unix sockets");
-  } else if (r.layer == 2) {
-    Add(r, "local daemons", "weaker",
-        "--allow-net: AF_UNIX is not brokered; /run and /var/run are empty, /tmp and /dev/shm "
-        "private, and /dev/null covers every other pathname socket bound at start "
-        "(/proc/net/unix) outside the writable trees; a socket bound later elsewhere is "
-        "reachable");
+        "every tool connect() to a unix socket goes through forkbox's connect broker: " + rules);
   } else {
     Add(r, "local daemons", "active",
-        "--allow-net: socket(AF_UNIX) refused for tools (forkserver fails): layer 1 has no mount "
-        "namespace and Landlock ABI " +
-            abi + " does not restrict connect() to a pathname socket (socketpair stays allowed)");
+        "--allow-net: TCP and UDP, not local daemons: pathname unix sockets outside the writable "
+        "trees stay unreachable. The connect broker makes every tool unix, inet and inet6 socket "
+        "and performs every connect() itself (never continued): " +
+            rules);
   }
 }
 
@@ -180,7 +175,9 @@ void AddNetwork(const Policy& policy, Report& r) {
   }
   AddLocalDaemons(policy, r);
   if (policy.allow_net) {
-    Add(r, "network", "off", "--allow-net: tools may open inet sockets");
+    Add(r, "network", "off",
+        "--allow-net: tools may use TCP and UDP (made and connected by the connect broker) and "
+        "netlink; other socket families refused");
   } else {
     Add(r, "network", "active",
         std::string("tools: socket() refused for every family but AF_UNIX stream and "

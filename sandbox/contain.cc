@@ -355,14 +355,12 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
   }
   // Inside an agent sandbox the base filter is inherited; the tool layer stacks on top.
   if (!inside_agent) FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
-  // No network: AF_UNIX through the spawning process's connect broker, which checks every path
-  // (sandbox/unix_broker.h), in both layers. The brokered filter is the last one installed.
-  if (!policy.allow_net) {
-    FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kToolBrokered, p));
-    p.brokered = true;
-  } else if (!layer2) {
-    FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kToolNoUnix, p));
-  }
+  // Every tool socket() and connect() goes through the spawning process's connect broker, which
+  // checks every unix path (sandbox/unix_broker.h), in both layers; with --allow-net it makes and
+  // connects the inet sockets too. The brokered filter is the last one installed.
+  FORKBOX_RETURN_IF_ERROR(AddFilter(
+      policy.allow_net ? seccomp::Program::kToolNetBrokered : seccomp::Program::kToolBrokered, p));
+  p.brokered = true;
   if (shared_ruleset_fd >= 0 && !p.layer2) {
     p.ruleset_fd = shared_ruleset_fd;
     p.add_fresh_rules = false;

@@ -224,6 +224,27 @@ std::vector<ArgMatch> UnbrokeredSocketTypes() {
   return out;
 }
 
+// The rules both brokered programs share.
+Rule DatagramPairsRefused() {
+  return Rule{"socketpair",
+              Action::kEperm,
+              SocketTypes({SOCK_DGRAM, SOCK_RAW}),
+              {},
+              "an unconnected datagram pair can still sendto() any path; stream and seqpacket "
+              "pairs are connected already and stay allowed"};
+}
+Rule BrokeredConnect() {
+  return Always("connect", Action::kNotify,
+                "always brokered, never continued: the broker connects its own dup (a unix one to "
+                "the checked inode, an inet one to the address it read once); a second thread "
+                "could swap the fd or rewrite the address before the kernel re-read them");
+}
+Rule BrokeredListen() {
+  return Always("listen", Action::kNotify,
+                "the broker listens on its dup and lets it go, so a listener the tool closes "
+                "stops accepting and frees its port at once");
+}
+
 std::vector<RuleSet> ToolBrokeredTable() {
   return {{"tool network (unix connect broker)",
            {Rule{"socket",
@@ -243,25 +264,31 @@ std::vector<RuleSet> ToolBrokeredTable() {
                  {},
                  "datagram unix sockets name their destination in sendto/sendmsg memory seccomp "
                  "cannot read (/dev/log, a daemon's dgram socket)"},
-            Rule{"socketpair",
-                 Action::kEperm,
-                 SocketTypes({SOCK_DGRAM, SOCK_RAW}),
-                 {},
-                 "an unconnected datagram pair can still sendto() any path; stream and seqpacket "
-                 "pairs are connected already and stay allowed"},
-            Always("connect", Action::kNotify,
-                   "always brokered, never continued: the broker connects its own dup to the "
-                   "checked inode (a second thread could swap the fd or rewrite the address)")}}};
+            DatagramPairsRefused(), BrokeredConnect(), BrokeredListen()}}};
 }
 
-std::vector<RuleSet> ToolNoUnixTable() {
-  return {{"tool network (layer 1, --allow-net)",
+// --allow-net: the network, not local daemons. The broker makes every unix, inet and inet6 socket
+// and performs every connect() on its own dup (an inet connect cannot be continued either: another
+// thread could dup2() a unix socket over the fd before the kernel re-reads it).
+std::vector<RuleSet> ToolNetBrokeredTable() {
+  return {{"tool network (--allow-net, connect broker)",
            {Rule{"socket",
                  Action::kEperm,
-                 {ArgMatch{0, 0xffffffff, AF_UNIX}},
                  {},
-                 "layer 1 has no mount namespace: connect() would reach the Docker daemon, "
-                 "ssh-agent, D-Bus (Landlock ABI 7 does not restrict it)"}}}};
+                 {AF_UNIX, AF_INET, AF_INET6, AF_NETLINK},
+                 "the network is TCP and UDP (netlink for getaddrinfo and ip); no packet, "
+                 "vsock or other families"},
+            Rule{"socket",
+                 Action::kNotify,
+                 {ArgMatch{0, 0xffffffff, AF_UNIX}, ArgMatch{0, 0xffffffff, AF_INET},
+                  ArgMatch{0, 0xffffffff, AF_INET6}},
+                 {},
+                 "the broker creates the socket (unix: stream and seqpacket; inet: stream and "
+                 "datagram) and keeps a dup, so it can connect it itself"},
+            DatagramPairsRefused(), BrokeredConnect(), BrokeredListen(),
+            Always("bind", Action::kNotify,
+                   "continued after the broker let go of its dups of closed sockets holding the "
+                   "same port (a restarted UDP server binds again)")}}};
 }
 
 // The BPF return value of an action (kNotify: the listener's broker answers).
@@ -394,14 +421,14 @@ const std::vector<RuleSet>& Table(Program program) {
   static const std::vector<RuleSet> spawner = SpawnerTable();
   static const std::vector<RuleSet> agent_unix = AgentNetUnixTable();
   static const std::vector<RuleSet> tool_brokered = ToolBrokeredTable();
-  static const std::vector<RuleSet> tool_no_unix = ToolNoUnixTable();
+  static const std::vector<RuleSet> tool_net_brokered = ToolNetBrokeredTable();
   switch (program) {
     case Program::kAgentNetUnix:
       return agent_unix;
     case Program::kToolBrokered:
       return tool_brokered;
-    case Program::kToolNoUnix:
-      return tool_no_unix;
+    case Program::kToolNetBrokered:
+      return tool_net_brokered;
     case Program::kBase:
       return base;
     case Program::kAgentNet:

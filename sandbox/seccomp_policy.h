@@ -49,8 +49,9 @@ struct RuleSet {
 // sockets only; kAgentNetUnix: and AF_UNIX, for the tools' connect broker and layer 2) and the
 // tool network sets, stacked on top: kToolNoNet (no socket() at all), kToolBrokered (the default
 // in both layers: stream and seqpacket AF_UNIX sockets are made and connected by the spawning
-// process's broker, which checks the path; no datagrams), kToolNoUnix (--allow-net in layer 1:
-// no AF_UNIX, since nothing there stops connect() to a pathname socket outside the workdir).
+// process's broker, which checks the path; no datagrams), kToolNetBrokered (--allow-net, both
+// layers: inet and inet6 sockets too are made and connected by the broker, so no connect() is
+// ever continued and a pathname unix socket outside the writable trees stays unreachable).
 // kSpawner is the parent's spawner (parent/spawner.h): a filter is inherited across execve, so it
 // can refuse only what no task child ever needs: the base set without the namespace and mount rules
 // a layer-2 child's own set-up uses.
@@ -60,7 +61,7 @@ enum class Program {
   kToolNoNet,
   kAgentNetUnix,
   kToolBrokered,
-  kToolNoUnix,
+  kToolNetBrokered,
   kSpawner
 };
 inline constexpr size_t kProgramCount = 7;

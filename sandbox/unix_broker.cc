@@ -1,8 +1,10 @@
 #include "sandbox/unix_broker.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <linux/seccomp.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -21,7 +23,9 @@
 #include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <sstream>
@@ -42,24 +46,57 @@ constexpr int kMaxWalk = 4096;         // ".." steps from a socket's directory.
 constexpr int kSoAcceptCon = 0x10000;  // __SO_ACCEPTCON in /proc/net/unix's Flags.
 constexpr int kSsConnected = 3;        // SS_CONNECTED in /proc/net/unix's St.
 
+// A connect() the broker started without blocking, watched in its loop until the socket is
+// writable: a blocking caller is answered then, by connecting the same address again (as the
+// kernel's wait does); a non-blocking one got EINPROGRESS, and its held dup goes once connected.
+struct Pending {
+  uint64_t id = 0;  // 0: a non-blocking caller, answered already; only watched.
+  ino_t ino = 0;
+  UniqueFd sock;  // A dup of its own: the held one goes once the socket is connected.
+  sockaddr_storage addr{};
+  socklen_t len = 0;
+};
+
 // One tool's listener and what the broker holds for it.
 struct Tool {
   UniqueFd listener;
   BrokerPolicy policy;
   UniqueFd report;
   std::map<ino_t, UniqueFd> held;  // Sockets made for the tool, by inode, not yet connected.
+  std::vector<Pending> pending;
   std::set<std::string> reported;
 };
 
-// The answer to one notification: -errno (or 0), unless ADDFD already answered it.
+// The answer to one notification: -errno (or 0), unless it is answered already (ADDFD, the caller
+// is gone) or later (a pending connect), or continued in the tool.
 struct Answer {
   int error = 0;
   bool sent = false;
   std::string refusal;  // Non-empty: why, for the tool's stderr.
+  bool cont = false;    // SECCOMP_USER_NOTIF_FLAG_CONTINUE.
 };
 
 Answer Fail(int err) { return Answer{-err, false, {}}; }
 Answer Refuse(int err, std::string why) { return Answer{-err, false, std::move(why)}; }
+Answer Sent() { return Answer{0, true, {}}; }
+Answer Continue() { return Answer{0, false, {}, true}; }
+
+int SocketOption(int sock, int option) {
+  int value = -1;
+  socklen_t len = sizeof value;
+  return getsockopt(sock, SOL_SOCKET, option, &value, &len) == 0 ? value : -1;
+}
+
+// The port of an inet or inet6 address (host order), or 0.
+int PortOf(const sockaddr_storage& addr, socklen_t len) {
+  if (addr.ss_family == AF_INET && len >= sizeof(sockaddr_in)) {
+    return ntohs(reinterpret_cast<const sockaddr_in&>(addr).sin_port);
+  }
+  if (addr.ss_family == AF_INET6 && len >= sizeof(sockaddr_in6)) {
+    return ntohs(reinterpret_cast<const sockaddr_in6&>(addr).sin6_port);
+  }
+  return 0;
+}
 
 UniqueFd OpenAt2(int dir, const std::string& path, uint64_t flags, uint64_t resolve) {
   open_how how{};
@@ -87,10 +124,29 @@ int SocketInode(pid_t pid, int fd, ino_t* ino) {
   return 0;
 }
 
+// Whether `ino` is in one of the tool's /proc/<pid>/net/<table>s (tcp, tcp6: inode is the 10th
+// field).
+bool InInetTable(pid_t pid, const char* table, ino_t ino) {
+  Result<std::string> text = ReadRegularFile(ProcPath(pid, std::string("net/") + table), 64 << 20);
+  if (!text.ok()) return false;
+  std::istringstream lines(*text);
+  std::string line;
+  while (std::getline(lines, line)) {
+    unsigned long long inode = 0;
+    if (std::sscanf(line.c_str(), "%*s %*s %*s %*s %*s %*s %*s %*s %*s %llu", &inode) == 1 &&
+        inode == ino) {
+      return true;
+    }
+  }
+  return false;
+}
+
 // The errno connect() gives for a socket the broker does not hold, from the tool's
-// /proc/<pid>/net/unix: a listening socket EINVAL, a connected one (a socketpair) EISCONN,
-// anything else (not a unix socket, or not made through the broker) EPERM.
+// /proc/<pid>/net/unix: a listening socket EINVAL, a connected one (a socketpair) EISCONN; a TCP
+// socket (listening, accepted, or held and dropped once connected) EISCONN; anything else (a
+// netlink socket, one not made through the broker) EPERM: never continued.
 int UnheldErrno(pid_t pid, ino_t ino) {
+  if (InInetTable(pid, "tcp", ino) || InInetTable(pid, "tcp6", ino)) return EISCONN;
   Result<std::string> table = ReadRegularFile(ProcPath(pid, "net/unix"), 16 << 20);
   if (!table.ok()) return EPERM;
   std::istringstream lines(*table);
@@ -109,15 +165,13 @@ int UnheldErrno(pid_t pid, ino_t ino) {
   return EPERM;
 }
 
-// A held socket that listens or is connected is no longer the broker's to connect.
+// A held socket that listens or is connected is no longer the broker's to connect; a datagram
+// socket stays (it may connect again, or disconnect with AF_UNSPEC).
 int SettledErrno(int sock) {
-  int listening = 0;
-  socklen_t len = sizeof listening;
-  if (getsockopt(sock, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) == 0 && listening) {
-    return EINVAL;
-  }
-  sockaddr_un peer{};
-  len = sizeof peer;
+  if (SocketOption(sock, SO_ACCEPTCONN) == 1) return EINVAL;
+  if (SocketOption(sock, SO_TYPE) == SOCK_DGRAM) return 0;
+  sockaddr_storage peer{};
+  socklen_t len = sizeof peer;
   if (getpeername(sock, reinterpret_cast<sockaddr*>(&peer), &len) == 0) return EISCONN;
   return 0;
 }
@@ -126,13 +180,77 @@ void DropSettled(Tool& tool) {
   std::erase_if(tool.held, [](const auto& entry) { return SettledErrno(entry.second.get()) != 0; });
 }
 
+// A held inet socket's local port, or 0. Once the tool closed every fd of it, the broker's dup
+// alone would keep that port bound.
+int LocalPort(int sock) {
+  sockaddr_storage local{};
+  socklen_t len = sizeof local;
+  if (getsockname(sock, reinterpret_cast<sockaddr*>(&local), &len) != 0) return 0;
+  return PortOf(local, len);
+}
+
+struct DirCloser {
+  void operator()(DIR* dir) const { closedir(dir); }
+};
+using Dir = std::unique_ptr<DIR, DirCloser>;
+
+// A directory stream on `path` below `at`; null when it cannot be read.
+Dir OpenDir(int at, const std::string& path) {
+  UniqueFd fd(openat(at, path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!fd) return nullptr;
+  Dir dir(fdopendir(fd.get()));
+  if (dir) (void)fd.release();  // The stream owns it now.
+  return dir;
+}
+
+// The socket inodes among `wanted` that a process other than this one has open, from
+// /proc/<pid>/fd of every process this one may read (the tools run as its user).
+std::set<ino_t> Referenced(const std::set<ino_t>& wanted) {
+  std::set<ino_t> found;
+  UniqueFd proc(open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC));
+  Dir procs = proc ? OpenDir(proc.get(), ".") : nullptr;
+  if (!procs) return wanted;  // Unknown: keep everything.
+  const std::string self = std::to_string(getpid());
+  while (dirent* entry = readdir(procs.get())) {
+    if (entry->d_name[0] < '1' || entry->d_name[0] > '9' || self == entry->d_name) continue;
+    Dir fds = OpenDir(proc.get(), std::string(entry->d_name) + "/fd");
+    while (dirent* fd = fds ? readdir(fds.get()) : nullptr) {
+      char link[64];
+      ssize_t n = readlinkat(dirfd(fds.get()), fd->d_name, link, sizeof link - 1);
+      unsigned long long ino = 0;
+      if (n <= 0) continue;
+      link[n] = '\0';
+      if (std::sscanf(link, "socket:[%llu]", &ino) == 1 && wanted.count(ino)) found.insert(ino);
+    }
+    if (found.size() == wanted.size()) break;
+  }
+  return found;
+}
+
+// Lets go of the held sockets `which` picks that no process has open any more: before a bind()
+// to their port (a closed UDP or bound TCP socket frees it, as in the kernel), or all of them
+// when the tool is at the bound.
+void DropUnreferenced(Tool& tool, const std::function<bool(int)>& which) {
+  std::set<ino_t> wanted;
+  for (const auto& [ino, sock] : tool.held) {
+    if (which(sock.get())) wanted.insert(ino);
+  }
+  if (wanted.empty()) return;
+  std::set<ino_t> open = Referenced(wanted);
+  std::erase_if(tool.held, [&](const auto& entry) {
+    return wanted.count(entry.first) != 0 && open.count(entry.first) == 0;
+  });
+}
+
 // connect() on the broker's dup, never blocking the broker: the file description is the tool's
-// too, so O_NONBLOCK is set only for the call (a full backlog answers EAGAIN).
-int ConnectNow(int sock, const sockaddr_un& addr, socklen_t len) {
+// too, so O_NONBLOCK is set only for the call (a full unix backlog answers EAGAIN, a TCP connect
+// EINPROGRESS). *blocking: whether the tool's socket is blocking.
+int ConnectNow(int sock, const sockaddr* addr, socklen_t len, bool* blocking = nullptr) {
   int flags = fcntl(sock, F_GETFL);
   if (flags < 0) return -errno;
+  if (blocking != nullptr) *blocking = !(flags & O_NONBLOCK);
   if (!(flags & O_NONBLOCK) && fcntl(sock, F_SETFL, flags | O_NONBLOCK) != 0) return -errno;
-  int rc = connect(sock, reinterpret_cast<const sockaddr*>(&addr), len);
+  int rc = connect(sock, addr, len);
   int err = rc == 0 ? 0 : errno;
   if (!(flags & O_NONBLOCK)) (void)fcntl(sock, F_SETFL, flags);
   return -err;
@@ -205,20 +323,64 @@ Answer ConnectPath(const Tool& tool, int sock, int root, int cwd, const std::str
   sockaddr_un via{};
   via.sun_family = AF_UNIX;
   int n = std::snprintf(via.sun_path, sizeof via.sun_path, "/proc/self/fd/%d", target.get());
-  return Fail(-ConnectNow(sock, via, static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n)));
+  return Fail(-ConnectNow(sock, reinterpret_cast<const sockaddr*>(&via),
+                          static_cast<socklen_t>(offsetof(sockaddr_un, sun_path) + n)));
 }
 
 bool IdValid(int listener, uint64_t id) {
   return ioctl(listener, SECCOMP_IOCTL_NOTIF_ID_VALID, &id) == 0;
 }
 
-// Reads the tool's sockaddr (at most a sockaddr_un) from /proc/<pid>/mem.
-int ReadAddress(int mem, uint64_t at, uint64_t len, sockaddr_un* addr) {
-  if (len <= offsetof(sockaddr_un, sun_path) || len > sizeof(sockaddr_un)) return EINVAL;
+// Reads the tool's sockaddr from /proc/<pid>/mem, once, with the kernel's limits.
+int ReadAddress(int mem, uint64_t at, uint64_t len, sockaddr_storage* addr) {
+  if (len > sizeof(sockaddr_storage)) return EINVAL;
   if (at > static_cast<uint64_t>(INT64_MAX)) return EFAULT;
+  if (len == 0) return 0;
   ssize_t got = pread(mem, addr, len, static_cast<off_t>(at));
-  if (got != static_cast<ssize_t>(len)) return EFAULT;
-  return addr->sun_family == AF_UNIX ? 0 : EINVAL;
+  return got == static_cast<ssize_t>(len) ? 0 : EFAULT;
+}
+
+// A unix dup: an abstract name only when scoped, a pathname through the check.
+Answer ConnectUnix(const Tool& tool, int sock, const sockaddr_storage& storage, uint64_t len,
+                   int root, int cwd) {
+  const auto& addr = reinterpret_cast<const sockaddr_un&>(storage);
+  if (len <= offsetof(sockaddr_un, sun_path) || len > sizeof(sockaddr_un)) return Fail(EINVAL);
+  if (addr.sun_family != AF_UNIX) return Fail(EINVAL);
+  const size_t name_len = len - offsetof(sockaddr_un, sun_path);
+  if (addr.sun_path[0] == '\0') {
+    std::string name = "@" + std::string(addr.sun_path + 1, name_len - 1);
+    if (!tool.policy.abstract_scoped) {
+      return Refuse(EPERM, "an abstract address (" + name +
+                               "): this broker is not Landlock-scoped (forkbox sandbox)");
+    }
+    int rc =
+        ConnectNow(sock, reinterpret_cast<const sockaddr*>(&addr), static_cast<socklen_t>(len));
+    return rc == -EPERM ? Refuse(EPERM, "an abstract socket outside the sandbox (" + name + ")")
+                        : Fail(-rc);
+  }
+  std::string path(addr.sun_path, strnlen(addr.sun_path, name_len));
+  Answer answer = ConnectPath(tool, sock, root, cwd, path);
+  if (!answer.refusal.empty()) answer.refusal = path + " refused: " + answer.refusal;
+  return answer;
+}
+
+// An inet dup (--allow-net): connected to the address read once. A blocking tool socket waits in
+// the kernel's place: the broker's loop answers when the connect finished.
+Answer ConnectInet(Tool& tool, const seccomp_notif& req, ino_t ino, int sock,
+                   const sockaddr_storage& addr, socklen_t len) {
+  bool blocking = false;
+  int rc = ConnectNow(sock, reinterpret_cast<const sockaddr*>(&addr), len, &blocking);
+  const bool waits = blocking && (rc == -EINPROGRESS || rc == -EALREADY);
+  // Pending connects hold a descriptor each: kMaxHeld at most. Beyond, a blocking caller gets
+  // EAGAIN and a non-blocking one is not watched (its dup goes in the sweep at the held bound).
+  if (tool.pending.size() >= kMaxHeld) return Fail(waits ? EAGAIN : -rc);
+  if (!waits && rc != -EINPROGRESS) return Fail(-rc);
+  // A non-blocking caller gets EINPROGRESS now; the connect is still watched, so the held dup goes
+  // once connected (a connection the tool closes must close).
+  Pending wait{waits ? req.id : 0, ino, UniqueFd(fcntl(sock, F_DUPFD_CLOEXEC, 0)), addr, len};
+  if (!wait.sock) return Fail(errno);
+  tool.pending.push_back(std::move(wait));
+  return waits ? Sent() : Fail(EINPROGRESS);
 }
 
 Answer Connect(Tool& tool, const seccomp_notif& req) {
@@ -235,37 +397,73 @@ Answer Connect(Tool& tool, const seccomp_notif& req) {
   UniqueFd root(open(ProcPath(pid, "root").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   UniqueFd cwd(open(ProcPath(pid, "cwd").c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!mem || !root || !cwd) return Fail(EPERM);
-  sockaddr_un addr{};
+  sockaddr_storage addr{};
   const uint64_t len = req.data.args[2] & 0xffffffffu;
   if (int err = ReadAddress(mem.get(), req.data.args[1], len, &addr)) return Fail(err);
   // The pid's files were opened and its memory read: only now is it known to be the caller.
-  if (!IdValid(tool.listener.get(), req.id)) return Answer{0, true, {}};
-  const size_t name_len = len - offsetof(sockaddr_un, sun_path);
-  Answer answer;
-  if (addr.sun_path[0] == '\0') {
-    std::string name = "@" + std::string(addr.sun_path + 1, name_len - 1);
-    if (!tool.policy.abstract_scoped) {
-      return Refuse(EPERM, "an abstract address (" + name +
-                               "): this broker is not Landlock-scoped (forkbox sandbox)");
-    }
-    int rc = ConnectNow(held->second.get(), addr, static_cast<socklen_t>(len));
-    answer = rc == -EPERM ? Refuse(EPERM, "an abstract socket outside the sandbox (" + name + ")")
-                          : Fail(-rc);
-  } else {
-    std::string path(addr.sun_path, strnlen(addr.sun_path, name_len));
-    answer = ConnectPath(tool, held->second.get(), root.get(), cwd.get(), path);
-    if (!answer.refusal.empty()) answer.refusal = path + " refused: " + answer.refusal;
-  }
-  if (answer.error == 0) tool.held.erase(held);  // Connected: the tool's fd is all it needs.
+  if (!IdValid(tool.listener.get(), req.id)) return Sent();
+  const int sock = held->second.get();
+  Answer answer = SocketOption(sock, SO_DOMAIN) == AF_UNIX
+                      ? ConnectUnix(tool, sock, addr, len, root.get(), cwd.get())
+                      : ConnectInet(tool, req, ino, sock, addr, static_cast<socklen_t>(len));
+  // Connected: the tool's fd is all it needs (a datagram socket stays held: it may reconnect).
+  if (!answer.sent && answer.error == 0 && SettledErrno(sock) != 0) tool.held.erase(held);
   return answer;
 }
 
+// listen() on a held socket is done on the broker's dup, which then goes: the listener's port (or
+// path) is the tool's alone, freed when the tool closes it. Any other socket is continued: listen()
+// reaches nothing outside, whatever a second thread swaps in.
+Answer Listen(Tool& tool, const seccomp_notif& req) {
+  ino_t ino = 0;
+  if (int err =
+          SocketInode(static_cast<pid_t>(req.pid), static_cast<int>(req.data.args[0]), &ino)) {
+    return Fail(err);
+  }
+  auto held = tool.held.find(ino);
+  if (held == tool.held.end()) return Continue();
+  if (listen(held->second.get(), static_cast<int>(req.data.args[1])) != 0) return Fail(errno);
+  tool.held.erase(held);
+  return Answer{};  // 0.
+}
+
+// bind() is continued (it reaches nothing outside, and the kernel checks the port's privilege and
+// Landlock's rules as the tool), after a held socket the tool closed that holds the same port was
+// let go.
+Answer Bind(Tool& tool, const seccomp_notif& req) {
+  const pid_t pid = static_cast<pid_t>(req.pid);
+  ino_t ino = 0;
+  if (SocketInode(pid, static_cast<int>(req.data.args[0]), &ino) != 0) return Continue();
+  UniqueFd mem(open(ProcPath(pid, "mem").c_str(), O_RDONLY | O_CLOEXEC));
+  sockaddr_storage addr{};
+  const uint64_t len = req.data.args[2] & 0xffffffffu;
+  if (!mem || ReadAddress(mem.get(), req.data.args[1], len, &addr) != 0) return Continue();
+  const int port = PortOf(addr, static_cast<socklen_t>(len));
+  if (port == 0) return Continue();
+  auto self = tool.held.find(ino);
+  const int except = self == tool.held.end() ? -1 : self->second.get();
+  DropUnreferenced(tool, [&](int sock) { return sock != except && LocalPort(sock) == port; });
+  return Continue();
+}
+
+// The types the broker makes: unix stream and seqpacket (datagrams name their destination in
+// memory seccomp cannot read), inet stream and datagram (raw needs a capability the tool lacks;
+// the broker's own must not lend it one).
+bool Brokerable(int family, int type) {
+  if (family == AF_UNIX) return type == SOCK_STREAM || type == SOCK_SEQPACKET;
+  if (family == AF_INET || family == AF_INET6) return type == SOCK_STREAM || type == SOCK_DGRAM;
+  return false;
+}
+
 Answer MakeSocket(Tool& tool, const seccomp_notif& req) {
+  const int family = static_cast<int>(req.data.args[0]);
   const int type = static_cast<int>(req.data.args[1]);
+  if (!Brokerable(family, type & 0xf)) return Fail(EPERM);
   if (tool.held.size() >= kMaxHeld) DropSettled(tool);
+  if (tool.held.size() >= kMaxHeld) DropUnreferenced(tool, [](int) { return true; });
   if (tool.held.size() >= kMaxHeld) return Fail(EMFILE);
   UniqueFd sock(
-      socket(AF_UNIX, (type & ~SOCK_CLOEXEC) | SOCK_CLOEXEC, static_cast<int>(req.data.args[2])));
+      socket(family, (type & ~SOCK_CLOEXEC) | SOCK_CLOEXEC, static_cast<int>(req.data.args[2])));
   if (!sock) return Fail(errno);
   seccomp_notif_addfd addfd{};
   addfd.id = req.id;
@@ -273,11 +471,48 @@ Answer MakeSocket(Tool& tool, const seccomp_notif& req) {
   addfd.srcfd = static_cast<uint32_t>(sock.get());
   addfd.newfd_flags = (type & SOCK_CLOEXEC) ? O_CLOEXEC : 0;
   if (ioctl(tool.listener.get(), SECCOMP_IOCTL_NOTIF_ADDFD, &addfd) < 0) {
-    return errno == ENOENT ? Answer{0, true, {}} : Fail(errno);
+    return errno == ENOENT ? Sent() : Fail(errno);
   }
   struct stat st;
   if (fstat(sock.get(), &st) == 0) tool.held[st.st_ino] = std::move(sock);
-  return Answer{0, true, {}};
+  return Sent();
+}
+
+void Respond(const Tool& tool, std::vector<char>& resp_buf, uint64_t id, int error, bool cont) {
+  std::memset(resp_buf.data(), 0, resp_buf.size());
+  auto* resp = reinterpret_cast<seccomp_notif_resp*>(resp_buf.data());
+  resp->id = id;
+  resp->error = error;
+  resp->flags = cont ? SECCOMP_USER_NOTIF_FLAG_CONTINUE : 0;
+  (void)ioctl(tool.listener.get(), SECCOMP_IOCTL_NOTIF_SEND, resp);  // ENOENT: caller gone.
+}
+
+// A waiting caller that is gone (killed, or interrupted by a signal: a restarted connect() comes
+// as a new notification and finds the connect in progress) is not answered; its connect stays
+// watched, so the held dup still goes once connected.
+void ForgetGoneCallers(Tool& tool) {
+  for (Pending& p : tool.pending) {
+    if (p.id != 0 && !IdValid(tool.listener.get(), p.id)) p.id = 0;
+  }
+}
+
+// The socket of a pending connect is writable. Callers that wait get what the kernel's blocking
+// connect returns, by connecting again (0 once connected, else the error, which also resets the
+// socket for a retry); a watched non-blocking connect is left for the tool to read (SO_ERROR).
+void FinishPending(Tool& tool, ino_t ino, std::vector<char>& resp_buf) {
+  auto waiter = std::find_if(tool.pending.begin(), tool.pending.end(),
+                             [&](const Pending& p) { return p.ino == ino && p.id != 0; });
+  if (waiter != tool.pending.end()) {
+    int rc = ConnectNow(waiter->sock.get(), reinterpret_cast<const sockaddr*>(&waiter->addr),
+                        waiter->len);
+    if (rc == -EALREADY || rc == -EINPROGRESS) return;
+    if (rc == -EISCONN) rc = 0;
+    for (const Pending& p : tool.pending) {
+      if (p.ino == ino && p.id != 0) Respond(tool, resp_buf, p.id, rc, false);
+    }
+  }
+  std::erase_if(tool.pending, [&](const Pending& p) { return p.ino == ino; });
+  DropSettled(tool);
 }
 
 void Report(Tool& tool, const std::string& refusal) {
@@ -292,19 +527,12 @@ void HandleOne(Tool& tool, std::vector<char>& req_buf, std::vector<char>& resp_b
   std::memset(req_buf.data(), 0, req_buf.size());
   auto* req = reinterpret_cast<seccomp_notif*>(req_buf.data());
   if (ioctl(tool.listener.get(), SECCOMP_IOCTL_NOTIF_RECV, req) != 0) return;  // Caller gone.
-  // A socket the tool listens on or connected is not held any longer: a listener it closed must
-  // not keep accepting through the broker's dup.
-  DropSettled(tool);
   Answer answer = req->data.nr == SYS_socket    ? MakeSocket(tool, *req)
                   : req->data.nr == SYS_connect ? Connect(tool, *req)
+                  : req->data.nr == SYS_listen  ? Listen(tool, *req)
+                  : req->data.nr == SYS_bind    ? Bind(tool, *req)
                                                 : Fail(EPERM);
-  if (!answer.sent) {
-    std::memset(resp_buf.data(), 0, resp_buf.size());
-    auto* resp = reinterpret_cast<seccomp_notif_resp*>(resp_buf.data());
-    resp->id = req->id;
-    resp->error = answer.error;
-    (void)ioctl(tool.listener.get(), SECCOMP_IOCTL_NOTIF_SEND, resp);  // ENOENT: caller gone.
-  }
+  if (!answer.sent) Respond(tool, resp_buf, req->id, answer.error, answer.cont);
   if (!answer.refusal.empty()) Report(tool, answer.refusal);
 }
 
@@ -344,6 +572,8 @@ struct UnixBroker::State {
     cv.notify_all();
   }
   void Loop();
+  bool ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std::vector<char>& req,
+                 std::vector<char>& resp);
   Status StartLocked();
   Status Wake() {
     uint64_t one = 1;
@@ -377,25 +607,42 @@ void UnixBroker::State::Loop() {
       }
       cv.notify_all();
     }
-    std::vector<pollfd> fds{{wake.get(), POLLIN, 0}};
-    for (const auto& tool : tools) fds.push_back({tool->listener.get(), POLLIN, 0});
-    if (poll(fds.data(), fds.size(), -1) < 0) {
-      if (errno == EINTR) continue;
-      return;
-    }
-    if (fds[0].revents & POLLIN) {
-      uint64_t count = 0;
-      (void)!read(wake.get(), &count, sizeof count);
-    }
-    for (size_t i = tools.size(); i-- > 0;) {
-      short ev = fds[i + 1].revents;
-      if (ev & POLLIN) {
-        HandleOne(*tools[i], req, resp);
-      } else if (ev & (POLLHUP | POLLERR | POLLNVAL)) {
-        tools.erase(tools.begin() + static_cast<ptrdiff_t>(i));  // No process uses the filter.
-      }
+    if (!ServeOnce(tools, req, resp)) return;
+  }
+}
+
+// One poll over the wake eventfd, every listener and every pending connect; then the finished
+// connects, the notifications, and the tools no process uses any more. False: poll failed.
+bool UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std::vector<char>& req,
+                                  std::vector<char>& resp) {
+  std::vector<pollfd> fds{{wake.get(), POLLIN, 0}};
+  for (const auto& tool : tools) fds.push_back({tool->listener.get(), POLLIN, 0});
+  std::vector<std::pair<Tool*, ino_t>> waits;
+  for (const auto& tool : tools) {
+    ForgetGoneCallers(*tool);
+    for (const Pending& p : tool->pending) {
+      fds.push_back({p.sock.get(), POLLOUT, 0});
+      waits.emplace_back(tool.get(), p.ino);
     }
   }
+  if (poll(fds.data(), fds.size(), -1) < 0) return errno == EINTR;
+  if (fds[0].revents & POLLIN) {
+    uint64_t count = 0;
+    (void)!read(wake.get(), &count, sizeof count);
+  }
+  for (size_t i = 0; i < waits.size(); ++i) {
+    if (fds[1 + tools.size() + i].revents == 0) continue;
+    FinishPending(*waits[i].first, waits[i].second, resp);
+  }
+  for (size_t i = tools.size(); i-- > 0;) {
+    short ev = fds[i + 1].revents;
+    if (ev & POLLIN) {
+      HandleOne(*tools[i], req, resp);
+    } else if (ev & (POLLHUP | POLLERR | POLLNVAL)) {
+      tools.erase(tools.begin() + static_cast<ptrdiff_t>(i));  // No process uses the filter.
+    }
+  }
+  return true;
 }
 
 Status UnixBroker::State::StartLocked() {

@@ -1,9 +1,16 @@
-// The tools' unix connect broker. A tool's seccomp filter (seccomp::Program::kToolBrokered) hands
-// every socket(AF_UNIX, STREAM|SEQPACKET) and every connect() to the spawning process through a
-// seccomp user-notification listener. The broker creates the socket itself, keeps a dup and
-// injects the socket into the tool (SECCOMP_IOCTL_NOTIF_ADDFD, SEND); a connect is performed by
-// the broker on its own dup, never continued in the tool (a second thread could swap the fd or
+// The tools' connect broker. A tool's seccomp filter (seccomp::Program::kToolBrokered, or
+// kToolNetBrokered with --allow-net) hands every socket(AF_UNIX, STREAM|SEQPACKET) (with
+// --allow-net also AF_INET and AF_INET6, STREAM|DGRAM), every connect() and listen() (with
+// --allow-net also bind()) to the spawning process through a seccomp user-notification listener.
+// The broker creates the socket itself, keeps a dup by inode and injects the socket into the tool
+// (SECCOMP_IOCTL_NOTIF_ADDFD, SEND); a connect is performed by the broker on its own dup, never
+// continued in the tool (a second thread could swap the fd, even an inet one for a unix one, or
 // rewrite the address between a check and the kernel's re-read), and answered with its result.
+// An inet dup is connected to the address read once; a blocking tool socket's connect is polled
+// in the broker's loop and answered when done (what connecting again returns), never blocking
+// the thread. listen() runs on the dup, which then goes (a closed listener frees its port); bind()
+// is continued once held dups of closed sockets on that port were let go. A connected stream dup
+// goes; a datagram dup stays (it may reconnect or disconnect).
 //
 // The path check: the address is read from the tool's memory (/proc/<pid>/mem; process_vm_readv
 // and pidfd_getfd stay refused), resolved against the tool's root or cwd (/proc/<pid>/root,

@@ -289,10 +289,10 @@ TEST_P(ConfineTest, ATaskAfterTheWorkdirWasSwappedWritesIntoTheRealOne) {
 // (sandbox/unix_broker.h), in both layers: multiprocessing's forkserver and an abstract server
 // and client inside work, a socket bound outside after the start (under /var/tmp: layer 2's
 // private /tmp would hide one in /tmp anyway) is refused, and the refusal is in the tool result.
-// The control (--sandbox=off) reaches the outside socket.
+// The control (--sandbox=off) reaches the outside socket. With --allow-net the broker stays on.
 class BrokerTest : public ConfineTest {
  protected:
-  void Check(bool in_task) {
+  void Check(bool in_task, bool allow_net = false) {
     char tmpl[] = "/var/tmp/fbx-broker-XXXXXX";
     ASSERT_NE(mkdtemp(tmpl), nullptr);
     const std::string dir = tmpl, sock = dir + "/daemon.sock";
@@ -308,8 +308,13 @@ class BrokerTest : public ConfineTest {
            "    a, _ = s.accept(); c.send(b'k'); print('abstract ok', a.recv(1).decode())\n"
            "    try:\n"
            "        socket.socket(socket.AF_UNIX).connect(sys.argv[2]); print('outside reached')\n"
-           "    except OSError as e: print('outside refused', e.errno)\n";
-    const std::string command = "python3 mp.py fbx-abs-" + std::to_string(::getpid()) + " " + sock;
+           "    except OSError as e: print('outside refused', e.errno)\n"
+           "    if len(sys.argv) > 3:\n"
+           "        l = socket.socket(); l.bind(('127.0.0.1', 0)); l.listen(1)\n"
+           "        t = socket.create_connection(l.getsockname()); l.accept()[0].send(b'n')\n"
+           "        print('tcp ok', t.recv(1).decode())\n";
+    const std::string command = "python3 mp.py fbx-abs-" + std::to_string(::getpid()) + " " + sock +
+                                (allow_net ? " net" : "");
     std::mutex mu;
     std::string result;
     UniqueFd listener;
@@ -326,13 +331,18 @@ class BrokerTest : public ConfineTest {
       if (tool_side && result.empty()) result = r.body;
       return Text("done");
     });
-    Session s =
-        Run(in_task ? std::vector<std::string>{} : std::vector<std::string>{"--no-subagents"});
+    std::vector<std::string> flags;
+    if (!in_task) flags.push_back("--no-subagents");
+    if (allow_net) flags.push_back("--allow-net");
+    Session s = Run(flags);
     ::unlink(sock.c_str());
     ::rmdir(tmpl);
     ASSERT_EQ(s.exit_code, 0) << s.err;
     EXPECT_NE(result.find("forkserver ok 14"), std::string::npos) << result;
     EXPECT_NE(result.find("abstract ok k"), std::string::npos) << result;
+    if (allow_net) {
+      EXPECT_NE(result.find("tcp ok n"), std::string::npos) << result;
+    }
     if (GetParam().sandboxed) {
       EXPECT_NE(result.find("outside refused"), std::string::npos) << result;
       EXPECT_NE(result.find("forkbox: connect to " + sock + " refused"), std::string::npos)
@@ -356,6 +366,12 @@ class BrokerTest : public ConfineTest {
 
 TEST_P(BrokerTest, ParentBashBrokersUnixSockets) { Check(/*in_task=*/false); }
 TEST_P(BrokerTest, TaskBashBrokersUnixSockets) { Check(/*in_task=*/true); }
+TEST_P(BrokerTest, ParentBashBrokersUnixSocketsWithAllowNet) {
+  Check(/*in_task=*/false, /*allow_net=*/true);
+}
+TEST_P(BrokerTest, TaskBashBrokersUnixSocketsWithAllowNet) {
+  Check(/*in_task=*/true, /*allow_net=*/true);
+}
 
 // bash processes whose command line contains `token` (not the setsid that starts one, whose
 // argv holds it too until it exits).

@@ -17,8 +17,9 @@
 namespace forkbox::sandbox::seccomp {
 namespace {
 
-const Program kPrograms[] = {Program::kBase,         Program::kAgentNet,     Program::kToolNoNet,
-                             Program::kAgentNetUnix, Program::kToolBrokered, Program::kToolNoUnix};
+const Program kPrograms[] = {Program::kBase,         Program::kAgentNet,
+                             Program::kToolNoNet,    Program::kAgentNetUnix,
+                             Program::kToolBrokered, Program::kToolNetBrokered};
 
 TEST(SeccompTable, EveryRuleHasAReasonAndAKnownSyscall) {
   for (Program p : kPrograms) {
@@ -227,8 +228,39 @@ TEST(SeccompTable, ToolBrokeredHandsUnixStreamSocketsAndEveryConnectToTheBroker)
   EXPECT_EQ(connect->action, Action::kNotify);
   EXPECT_TRUE(connect->any_of.empty() && connect->unless_arg0.empty()) << "always brokered";
   EXPECT_NE(connect->reason.find("never continued"), std::string::npos) << connect->reason;
+  const Rule* listen = FindRule(Program::kToolBrokered, "listen");
+  ASSERT_NE(listen, nullptr);
+  EXPECT_EQ(listen->action, Action::kNotify);
   for (const Rule* rule : {socket_rules[1], socket_rules[2], pair[0], connect}) {
     EXPECT_GE(rule->reason.size(), 40u) << rule->syscall;
+  }
+}
+
+// --allow-net: unix, inet and inet6 sockets are made by the broker, netlink is allowed, every other
+// family refused; every connect(), listen() and bind() goes to the broker.
+TEST(SeccompTable, ToolNetBrokeredHandsEverySocketConnectAndListenToTheBroker) {
+  std::vector<const Rule*> socket_rules = RulesFor(Program::kToolNetBrokered, "socket");
+  ASSERT_EQ(socket_rules.size(), 2u);
+  EXPECT_EQ(socket_rules[0]->action, Action::kEperm);
+  EXPECT_EQ(
+      std::set<uint32_t>(socket_rules[0]->unless_arg0.begin(), socket_rules[0]->unless_arg0.end()),
+      (std::set<uint32_t>{AF_UNIX, AF_INET, AF_INET6, AF_NETLINK}));
+  EXPECT_EQ(socket_rules[1]->action, Action::kNotify);
+  std::set<uint32_t> brokered;
+  for (const ArgMatch& m : socket_rules[1]->any_of) {
+    EXPECT_EQ(m.arg, 0u);
+    EXPECT_EQ(m.mask, 0xffffffffu);
+    brokered.insert(m.value);
+  }
+  EXPECT_EQ(brokered, (std::set<uint32_t>{AF_UNIX, AF_INET, AF_INET6})) << "netlink is not";
+  std::vector<const Rule*> pair = RulesFor(Program::kToolNetBrokered, "socketpair");
+  ASSERT_EQ(pair.size(), 1u);
+  EXPECT_EQ(SocketTypesOf(*pair[0]), (std::set<uint32_t>{SOCK_DGRAM, SOCK_RAW}));
+  for (const char* name : {"connect", "listen", "bind"}) {
+    const Rule* rule = FindRule(Program::kToolNetBrokered, name);
+    ASSERT_NE(rule, nullptr) << name;
+    EXPECT_EQ(rule->action, Action::kNotify) << name;
+    EXPECT_TRUE(rule->any_of.empty() && rule->unless_arg0.empty()) << name << ": always";
   }
 }
 
@@ -249,7 +281,8 @@ TEST(SeccompTable, OnlyTheBrokeredProgramNotifies) {
     bool notifies = std::any_of(prog->begin(), prog->end(), [](const sock_filter& insn) {
       return insn.code == (BPF_RET | BPF_K) && insn.k == SECCOMP_RET_USER_NOTIF;
     });
-    EXPECT_EQ(notifies, p == Program::kToolBrokered) << static_cast<int>(p);
+    EXPECT_EQ(notifies, p == Program::kToolBrokered || p == Program::kToolNetBrokered)
+        << static_cast<int>(p);
   }
 }
 

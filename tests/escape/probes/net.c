@@ -2,7 +2,9 @@
 #define _GNU_SOURCE
 #include <arpa/inet.h>
 #include <errno.h>
+#include <linux/filter.h>
 #include <linux/netlink.h>
+#include <linux/seccomp.h>
 #include <linux/vm_sockets.h>
 #include <netinet/in.h>
 #include <pthread.h>
@@ -10,8 +12,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -164,19 +169,24 @@ static int ProbeUnixDgram(int argc, char** argv) {
 // The race: one thread connects in a tight loop while another rewrites the address between an
 // inside socket and the outside one and dup2()s fresh sockets over the connecting fd. A
 // connect-then-continue supervisor would check one and let the kernel re-read the other.
+// With "inet", the connecting fd starts as an inet socket and the flipper alternates inet and
+// unix sockets over it: a supervisor that continues an inet connect would let the kernel connect
+// the unix socket dup2()ed in meanwhile (--allow-net).
 struct Race {
   struct sockaddr_un addr;
   struct sockaddr_un inside, outside;
   volatile int stop;
   volatile int fd;
+  int inet;
 };
 
 static void* RaceFlipper(void* arg) {
   struct Race* r = arg;
   for (unsigned i = 0; !r->stop; ++i) {
     memcpy(&r->addr, (i & 1) ? &r->outside : &r->inside, sizeof(r->addr));
-    if ((i & 63) == 0) {
-      int spare = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if ((i & (r->inet ? 7 : 63)) == 0) {
+      int family = r->inet && (i & 8) ? AF_INET : AF_UNIX;
+      int spare = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
       if (spare >= 0) {
         dup2(spare, r->fd);
         close(spare);
@@ -186,11 +196,62 @@ static void* RaceFlipper(void* arg) {
   return NULL;
 }
 
-// INSIDE_PATH OUTSIDE_PATH ITERATIONS: binds INSIDE itself; escaped when a connection's peer is
-// OUTSIDE (getpeername names the listener's address). Stops at the first escape.
+// The supervisor a broker must not be: it checks that connect()'s fd is an inet socket and lets
+// the kernel continue the call, which then re-reads the fd (and the address) the flipper changed.
+// Unix connects are refused outright. Proves the inet race probe wins against it.
+static void* ContinueSupervisor(void* arg) {
+  int listener = *(int*)arg;
+  struct seccomp_notif req;
+  struct seccomp_notif_resp resp;
+  for (;;) {
+    memset(&req, 0, sizeof(req));
+    if (ioctl(listener, SECCOMP_IOCTL_NOTIF_RECV, &req) != 0) {
+      if (errno == EINTR) continue;
+      return NULL;
+    }
+    int domain = -1;
+    socklen_t len = sizeof(domain);
+    int fd = (int)req.data.args[0];
+    getsockopt(fd, SOL_SOCKET, SO_DOMAIN, &domain, &len);
+    memset(&resp, 0, sizeof(resp));
+    resp.id = req.id;
+    if (domain == AF_INET) {
+      resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
+    } else {
+      resp.error = -EACCES;
+    }
+    (void)ioctl(listener, SECCOMP_IOCTL_NOTIF_SEND, &resp);
+  }
+}
+
+// Installs, on this thread (and the threads it creates later), a filter handing connect() to
+// ContinueSupervisor on a thread of its own.
+static int StartContinueSupervisor(void) {
+  static int listener = -1;
+  struct sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(struct seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_connect, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_USER_NOTIF),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  struct sock_fprog prog = {sizeof(filter) / sizeof(filter[0]), filter};
+  if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1;
+  listener =
+      (int)syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
+  if (listener < 0) return -1;
+  pthread_t supervisor;
+  return pthread_create(&supervisor, NULL, ContinueSupervisor, &listener) == 0 ? 0 : -1;
+}
+
+// INSIDE_PATH OUTSIDE_PATH ITERATIONS [inet|inet-continue]: binds INSIDE itself; escaped when a
+// connection's peer is OUTSIDE (getpeername names the listener's address). Stops at the first
+// escape.
 static int ProbeUnixRace(int argc, char** argv) {
-  (void)argc;
   static struct Race r;
+  r.inet = argc > 4 && strncmp(argv[4], "inet", 4) == 0;
+  if (argc > 4 && strcmp(argv[4], "inet-continue") == 0 && StartContinueSupervisor() != 0) {
+    return ProbeError("the continuing supervisor: %s", strerror(errno));
+  }
   if (UnixAddress(argv[1], &r.inside) == 0 || UnixAddress(argv[2], &r.outside) == 0) {
     return ProbeError("path too long");
   }
@@ -206,7 +267,7 @@ static int ProbeUnixRace(int argc, char** argv) {
   if (pthread_create(&flipper, NULL, RaceFlipper, &r) != 0) return ProbeError("pthread_create");
   long iterations = atol(argv[3]), connected = 0, escaped = 0;
   for (long i = 0; i < iterations && !escaped; ++i) {
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(r.inet ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0) break;
     r.fd = fd;
     // Each iteration starts from one of the two (so a connect that is not raced reaches the
@@ -241,6 +302,6 @@ const struct Probe kNetProbes[] = {
     {"unix_connect", "PATH|@ABSTRACT", 1, ProbeUnixConnect},
     {"socketpair", "", 0, ProbeSocketpair},
     {"unix_dgram", "PATH|@ABSTRACT socket|socketpair", 2, ProbeUnixDgram},
-    {"unix_race", "INSIDE OUTSIDE ITERATIONS", 3, ProbeUnixRace},
+    {"unix_race", "INSIDE OUTSIDE ITERATIONS [inet|inet-continue]", 3, ProbeUnixRace},
     {0, 0, 0, 0},
 };
