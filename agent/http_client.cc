@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 #include "agent/http_module.h"
 
@@ -73,17 +74,32 @@ Result<uint16_t> UrlPort(const std::string& url) {
   return (*api)->url_port(url);
 }
 
-HttpPreload::HttpPreload(PreloadStep step)
-    : thread_(
-          [this, step] { status_ = step == PreloadStep::kModule ? LoadHttp() : WarmUpHttp(); }) {}
+namespace {
+constexpr const char* kGnutlsNoImplicitInit = "GNUTLS_NO_IMPLICIT_INIT";
 
-HttpPreload::~HttpPreload() {
-  if (thread_.joinable()) thread_.join();
+// True when it set the variable (and the join must unset it).
+bool SetGnutlsNoImplicitInit() {
+  return std::getenv(kGnutlsNoImplicitInit) == nullptr &&
+         ::setenv(kGnutlsNoImplicitInit, "1", /*overwrite=*/0) == 0;
 }
+}  // namespace
+
+HttpPreload::HttpPreload(PreloadStep step)
+    : unset_gnutls_env_(SetGnutlsNoImplicitInit()), thread_([this, step] {
+        status_ = step == PreloadStep::kModule ? LoadHttp() : WarmUpHttp();
+      }) {}
+
+HttpPreload::~HttpPreload() { Join(); }
 
 Status HttpPreload::Wait() {
-  if (thread_.joinable()) thread_.join();
+  Join();
   return status_;
+}
+
+void HttpPreload::Join() {
+  if (thread_.joinable()) thread_.join();
+  if (unset_gnutls_env_) ::unsetenv(kGnutlsNoImplicitInit);
+  unset_gnutls_env_ = false;
 }
 
 HttpClient::HttpClient(const http_module::Api* api, void* curl, const HttpTimeouts& timeouts)

@@ -73,7 +73,12 @@ enum class PreloadStep {
 // loading overlap the caller's other start-up work. Wait() joins it: call it before anything that
 // needs a single-threaded process (fork of the spawner, unshare, Landlock, seccomp); the
 // destructor joins too. Module() is a function-local static, so a caller that needs HTTP before
-// Wait() simply blocks until the thread is done.
+// Wait() simply blocks until the thread is done. Construct it while the process is
+// single-threaded: until the join, GNUTLS_NO_IMPLICIT_INIT=1 is in the environment (unless it was
+// set already), so that GnuTLS, loaded with libcurl only for librtmp (curl here speaks http and
+// https only, over OpenSSL), skips its constructor's global set-up (~0.5 ms of CPU); librtmp
+// calls gnutls_global_init itself before any use. Spawn nothing that inherits the environment
+// before Wait().
 class HttpPreload {
  public:
   explicit HttpPreload(PreloadStep step);
@@ -84,8 +89,10 @@ class HttpPreload {
   Status Wait();
 
  private:
+  void Join();
   Status status_;
-  std::thread thread_;  // Last: started once status_ exists.
+  bool unset_gnutls_env_ = false;  // Before thread_: set before the thread starts.
+  std::thread thread_;             // Last: started once status_ exists.
 };
 
 class HttpClient {

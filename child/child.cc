@@ -185,9 +185,15 @@ class Task {
   // The first frame: a start frame (on demand) or a prepare frame (standby).
   Status ReadFirst(ControlReader& control);
   // Builds the policy and enters the agent sandbox; sets banner_. `http` is loading the HTTP
-  // stack meanwhile: joined before the sandbox needs a single-threaded process. A failure of the
-  // HTTP stack sets http_failed_ (a "model" failure, not a "sandbox" one).
+  // stack meanwhile: the sandbox is prepared alongside (with the parent's hints: the model port
+  // and the layer-2 verdict) and `http` joined before the entry needs a single-threaded process.
+  // A failure of the HTTP stack sets http_failed_ (a "model" failure, not a "sandbox" one).
   Status EnterSandbox(agent::HttpPreload& http);
+  // The workdir and the policy, with the model's port (the parent's, else parsed once `http` is
+  // loaded).
+  Status ResolvePolicy(agent::HttpPreload& http);
+  // Waits for `http`; its failure sets http_failed_.
+  Status JoinHttp(agent::HttpPreload& http);
   // A standby's wait for its start frame. kEndOfFile: retired unused.
   Status AwaitStart(ControlReader& control);
   int RunTask();
@@ -232,7 +238,7 @@ Status Task::ReadFirst(ControlReader& control) {
   return Status::Ok();
 }
 
-Status Task::EnterSandbox(agent::HttpPreload& http) {
+Status Task::ResolvePolicy(agent::HttpPreload& http) {
   Result<std::pair<std::string, UniqueFd>> workdir = InheritedWorkdir(plan_.workdir);
   if (!workdir.ok()) return workdir.status();
   Result<sandbox::Policy> policy = sandbox::ResolvePolicy(plan_.sandbox, workdir->first);
@@ -241,26 +247,36 @@ Status Task::EnterSandbox(agent::HttpPreload& http) {
   policy_.enabled = plan_.sandbox.enabled;
   // The file tools resolve beneath this descriptor.
   workdir_fd_ = std::make_shared<const UniqueFd>(std::move(workdir->second));
-  // The layer-2 probe (a throwaway child in fresh namespaces, probed once per process) runs
-  // while the HTTP stack loads: EnterAgentSandbox's own check then finds it done. A clone into
-  // new namespaces, unlike unshare, is allowed to a multi-threaded process.
-  if (policy_.enabled) sandbox::Layer2Available();
-  // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may
-  // read, and before it needs a single-threaded process (and closes descriptors).
-  if (Status loaded = http.Wait(); !loaded.ok()) {
-    http_failed_ = true;
-    return loaded;
+  if (plan_.hints.model_port != 0) {
+    policy_.model_port = static_cast<uint16_t>(plan_.hints.model_port);
+    return Status::Ok();
   }
+  // No port from the parent: the module's curl parses the URL. The layer-2 probe (a clone into
+  // new namespaces, allowed to a multi-threaded process, unlike unshare) overlaps the load.
+  if (policy_.enabled && !plan_.hints.layer2_verified) sandbox::Layer2Available();
+  FORKBOX_RETURN_IF_ERROR(JoinHttp(http));
   Result<uint16_t> port = agent::UrlPort(plan_.model_url);
   if (!port.ok()) {
     http_failed_ = true;
     return port.status();
   }
   policy_.model_port = *port;
+  return Status::Ok();
+}
+
+Status Task::EnterSandbox(agent::HttpPreload& http) {
+  FORKBOX_RETURN_IF_ERROR(ResolvePolicy(http));
+  // Everything the sandbox only reads and allocates is prepared while the module loads.
+  Result<sandbox::PreparedAgentSandbox> prepared =
+      sandbox::PrepareAgentSandbox(policy_, plan_.hints.layer2_verified);
+  if (!prepared.ok()) return prepared.status().WithContext("cannot sandbox the subagent");
+  // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may
+  // read, and before it needs a single-threaded process (and closes descriptors).
+  FORKBOX_RETURN_IF_ERROR(JoinHttp(http));
   std::vector<int> keep = {ipc::kChildReportWriteFd, workdir_fd_->get()};
   if (transcript_fd_) keep.push_back(*transcript_fd_);
   if (standby_) keep.push_back(ipc::kChildControlReadFd);
-  Result<sandbox::Sandbox> entered = sandbox::EnterAgentSandbox(policy_, keep);
+  Result<sandbox::Sandbox> entered = sandbox::EnterAgentSandbox(std::move(*prepared), keep);
   if (!entered.ok()) return entered.status().WithContext("cannot sandbox the subagent");
   if (policy_.enabled) {
     banner_ = entered->report().Banner();
@@ -276,6 +292,12 @@ Status Task::EnterSandbox(agent::HttpPreload& http) {
   if (!inside.ok()) return inside.status().WithContext("cannot sandbox the subagent");
   workdir_fd_ = std::make_shared<const UniqueFd>(std::move(*inside));
   return Status::Ok();
+}
+
+Status Task::JoinHttp(agent::HttpPreload& http) {
+  Status loaded = http.Wait();
+  if (!loaded.ok()) http_failed_ = true;
+  return loaded;
 }
 
 Status Task::AwaitStart(ControlReader& control) {

@@ -11,11 +11,11 @@
 namespace forkbox::child {
 
 SandboxPlan PlanOf(const ipc::StartMessage& start) {
-  return {start.workdir, start.sandbox, start.provider.base_url};
+  return {start.workdir, start.sandbox, start.provider.base_url, start.hints};
 }
 
 SandboxPlan PlanOf(const ipc::PrepareMessage& prepare) {
-  return {prepare.workdir, prepare.sandbox, prepare.model_url};
+  return {prepare.workdir, prepare.sandbox, prepare.model_url, prepare.hints};
 }
 
 Status CheckStart(const ipc::StartMessage& start) {

@@ -20,6 +20,7 @@ struct SandboxPlan {
   std::string workdir;
   ipc::SandboxSettings sandbox;
   std::string model_url;  // The resolved base URL (the parent never sends an empty one).
+  ipc::ChildSandboxHints hints;
 };
 SandboxPlan PlanOf(const ipc::StartMessage& start);
 SandboxPlan PlanOf(const ipc::PrepareMessage& prepare);

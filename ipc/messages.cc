@@ -227,6 +227,19 @@ Status ReadAgent(const json& j, AgentSettings* a) {
   return Status::Ok();
 }
 
+// The hints are top-level fields of start and prepare frames.
+Status ReadHints(const FieldReader& r, ChildSandboxHints* h) {
+  FORKBOX_RETURN_IF_ERROR(r.OptionalInt("model_port", 0, 65535, &h->model_port));
+  if (r.Has("layer2_verified"))
+    FORKBOX_RETURN_IF_ERROR(r.Bool("layer2_verified", &h->layer2_verified));
+  return Status::Ok();
+}
+
+void AddHints(const ChildSandboxHints& h, json& j) {
+  j["model_port"] = h.model_port;
+  j["layer2_verified"] = h.layer2_verified;
+}
+
 Result<Message> ReadStart(const FieldReader& r) {
   StartMessage m;
   const json* sub = nullptr;
@@ -248,6 +261,7 @@ Result<Message> ReadStart(const FieldReader& r) {
     FORKBOX_RETURN_IF_ERROR(r.Object("agent", &sub));
     FORKBOX_RETURN_IF_ERROR(ReadAgent(*sub, &m.agent));
   }
+  FORKBOX_RETURN_IF_ERROR(ReadHints(r, &m.hints));
   return Message(std::move(m));
 }
 
@@ -258,6 +272,7 @@ Result<Message> ReadPrepare(const FieldReader& r) {
   FORKBOX_RETURN_IF_ERROR(r.Object("sandbox", &sub));
   FORKBOX_RETURN_IF_ERROR(ReadSandbox(*sub, &m.sandbox));
   FORKBOX_RETURN_IF_ERROR(r.String("model_url", &m.model_url, /*allow_empty=*/false));
+  FORKBOX_RETURN_IF_ERROR(ReadHints(r, &m.hints));
   return Message(std::move(m));
 }
 
@@ -354,14 +369,17 @@ json ToJsonImpl(const StartMessage& m) {
                 {"prompt", m.agent.prompt},
                 {"write", m.agent.write},
                 {"network", m.agent.network}};
+  AddHints(m.hints, j);
   return j;
 }
 
 json ToJsonImpl(const PrepareMessage& m) {
-  return {{"type", "prepare"},
-          {"workdir", m.workdir},
-          {"sandbox", SandboxJson(m.sandbox)},
-          {"model_url", m.model_url}};
+  json j = {{"type", "prepare"},
+            {"workdir", m.workdir},
+            {"sandbox", SandboxJson(m.sandbox)},
+            {"model_url", m.model_url}};
+  AddHints(m.hints, j);
+  return j;
 }
 
 json ToJsonImpl(const EventMessage& m) {

@@ -69,6 +69,19 @@ struct AgentSettings {
   bool operator==(const AgentSettings&) const = default;
 };
 
+// What the parent already knows about a child's sandbox, so that the child can prepare it while
+// its HTTP module loads instead of waiting for the module and probing again. Optional in start
+// and prepare frames (absent: 0 / false, and the child finds both out itself, as before).
+struct ChildSandboxHints {
+  // The TCP port of the model URL as the parent's curl parses it, 1..65535 (the agent's only TCP
+  // destination); 0: the child parses the URL with its own module.
+  int64_t model_port = 0;
+  // The parent probed layer 2 for the children it starts and it works: the child skips its own
+  // probe (if its namespaces then fail, the task fails; it never falls back to layer 1 silently).
+  bool layer2_verified = false;
+  bool operator==(const ChildSandboxHints&) const = default;
+};
+
 struct StartMessage {
   std::string prompt;
   ProviderSettings provider;
@@ -77,6 +90,7 @@ struct StartMessage {
   SandboxSettings sandbox;
   std::optional<int> transcript_fd;  // An fd number already open in the child (append-only file).
   AgentSettings agent;
+  ChildSandboxHints hints;  // Ignored after a prepare frame (the child is already sandboxed).
   bool operator==(const StartMessage&) const = default;
 };
 
@@ -88,6 +102,7 @@ struct PrepareMessage {
   std::string workdir;  // Absolute.
   SandboxSettings sandbox;
   std::string model_url;  // The effective base URL; its port is the agent's only TCP destination.
+  ChildSandboxHints hints;
   bool operator==(const PrepareMessage&) const = default;
 };
 

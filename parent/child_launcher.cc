@@ -65,6 +65,7 @@ ipc::PrepareMessage PrepareFor(const TaskConfig& config) {
   m.workdir = config.workdir;
   m.sandbox = config.sandbox;
   m.model_url = config.provider.base_url;
+  m.hints = config.child_hints;
   return m;
 }
 

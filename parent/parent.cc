@@ -225,6 +225,19 @@ std::vector<std::string> OwnWritable(const Settings& s) {
   return {s.transcripts.path};
 }
 
+// What the children need not find out again (ipc::ChildSandboxHints): the model's port, as this
+// process's curl parses it (the module is loaded by now; a URL it cannot parse sends 0, and the
+// child reports the error), and whether layer 2 works here: the spawner forked before this
+// process confined itself, so its children see the namespaces this process probed.
+ipc::ChildSandboxHints ChildHintsOf(const Options& o, const Settings& s,
+                                    const agent::ToolContext& context) {
+  ipc::ChildSandboxHints hints;
+  Result<uint16_t> port = agent::UrlPort(s.provider.base_url);
+  if (port.ok()) hints.model_port = *port;
+  hints.layer2_verified = o.sandbox.enabled && context.sandbox->report().layer == 2;
+  return hints;
+}
+
 std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
                                        const agent::ToolContext& context, const Spawner* spawner) {
   if (!o.subagents) return std::nullopt;
@@ -241,6 +254,7 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   t.limits.max_tool_output_chars = context.max_output_chars;
   t.workdir = s.workdir;
   t.sandbox = o.sandbox;
+  t.child_hints = ChildHintsOf(o, s, context);
   t.transcript_dir_fd = s.transcripts.fd ? s.transcripts.fd.get() : -1;
   t.child_env = context.env;  // Scrubbed: no keys; the key travels in the start frame only.
   t.max_parallel = o.max_parallel;

@@ -191,6 +191,7 @@ class Batch {
     if (spec.max_tokens > 0) start.limits.max_tokens = spec.max_tokens;
     start.workdir = config_.workdir;
     start.sandbox = config_.sandbox;
+    start.hints = config_.child_hints;
     if (!spec.agent.name.empty()) agent::ApplyAgentType(spec.agent, &start);
     Result<LaunchedChild> child = ChildFor(i, start);
     if (!child.ok()) return FailWithoutStart(i, child.status().ToString());

@@ -29,6 +29,7 @@ struct TaskConfig {
   ipc::TaskLimits limits;
   std::string workdir;
   ipc::SandboxSettings sandbox;
+  ipc::ChildSandboxHints child_hints;  // Sent in start and prepare frames (ipc/messages.h).
   int transcript_dir_fd = -1;          // Borrowed (parent/transcripts.h); -1: no transcripts.
   std::vector<std::string> child_env;  // The child's complete environment (no secrets).
   int max_parallel = 4;

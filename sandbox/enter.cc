@@ -52,35 +52,67 @@ Result<PidsCgroup> AgentCgroup(const Policy& policy, bool layer2) {
 
 }  // namespace
 
-Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds) {
-  if (!policy.enabled) return Sandbox(policy, Check(policy), false);
+struct PreparedAgentSandbox::State {
+  Policy policy;
+  Report report;
+  PidsCgroup cgroup;
+  ContainPlan plan;
+};
+
+PreparedAgentSandbox::PreparedAgentSandbox(std::unique_ptr<State> state)
+    : state_(std::move(state)) {}
+PreparedAgentSandbox::PreparedAgentSandbox(PreparedAgentSandbox&&) noexcept = default;
+PreparedAgentSandbox& PreparedAgentSandbox::operator=(PreparedAgentSandbox&&) noexcept = default;
+PreparedAgentSandbox::~PreparedAgentSandbox() = default;
+
+Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy, bool layer2_verified) {
+  auto state = std::make_unique<PreparedAgentSandbox::State>();
+  state->policy = policy;
+  if (!policy.enabled) {
+    state->report = Check(policy);
+    return PreparedAgentSandbox(std::move(state));
+  }
   if (policy.workdir.empty() || policy.workdir[0] != '/') {
     return Status::InvalidArgument("EnterAgentSandbox: workdir must be absolute");
-  }
-  for (int fd : keep_fds) {
-    if (fd < 0) return Status::InvalidArgument("EnterAgentSandbox: negative keep fd");
   }
   int abi = 0;
   FORKBOX_RETURN_IF_ERROR(CheckEnforceable(&abi));
   // What is in force, probed now: the layer-2 probe clones namespaces, which the agent's own
   // filter refuses afterwards.
-  Report report = Check(policy);
-  Result<PidsCgroup> cgroup = AgentCgroup(policy, report.layer == 2);
+  state->report = layer2_verified ? CheckAssumingLayer2(policy) : Check(policy);
+  const bool layer2 = state->report.layer == 2;
+  Result<PidsCgroup> cgroup = AgentCgroup(policy, layer2);
   if (!cgroup.ok()) return cgroup.status();
-  Result<ContainPlan> plan = PrepareAgent(policy, abi, report.layer == 2, cgroup->procs_fd());
+  state->cgroup = std::move(*cgroup);
+  Result<ContainPlan> plan = PrepareAgent(policy, abi, layer2, state->cgroup.procs_fd());
   if (!plan.ok()) return plan.status();
-  plan->pid_max = RootPidNamespaceMax(report.layer == 2, policy.rlimit_nproc);
+  state->plan = std::move(*plan);
+  state->plan.pid_max = RootPidNamespaceMax(layer2, policy.rlimit_nproc);
+  return PreparedAgentSandbox(std::move(state));
+}
 
+Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared, std::span<const int> keep_fds) {
+  PreparedAgentSandbox::State& s = *prepared.state_;
+  if (!s.policy.enabled) return Sandbox(s.policy, std::move(s.report), false);
+  for (int fd : keep_fds) {
+    if (fd < 0) return Status::InvalidArgument("EnterAgentSandbox: negative keep fd");
+  }
   std::vector<int> keep(keep_fds.begin(), keep_fds.end());
-  keep.push_back(plan->ruleset_fd);
-  keep.push_back(plan->cgroup_procs_fd);
+  keep.push_back(s.plan.ruleset_fd);
+  keep.push_back(s.plan.cgroup_procs_fd);
   FORKBOX_RETURN_IF_ERROR(CloseAllExcept(std::move(keep)));
   const char* step = "";
   if (int err = SetNonDumpableAndDeathSignalRaw(getppid(), &step)) {
     return Status::FromErrno(err, step);
   }
-  if (int err = ContainRaw(*plan, &step)) return Status::FromErrno(err, step);
-  return Sandbox(policy, std::move(report), /*inside_agent=*/true);
+  if (int err = ContainRaw(s.plan, &step)) return Status::FromErrno(err, step);
+  return Sandbox(std::move(s.policy), std::move(s.report), /*inside_agent=*/true);
+}
+
+Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds) {
+  Result<PreparedAgentSandbox> prepared = PrepareAgentSandbox(policy, /*layer2_verified=*/false);
+  if (!prepared.ok()) return prepared.status();
+  return EnterAgentSandbox(std::move(*prepared), keep_fds);
 }
 
 Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path) {

@@ -148,6 +148,7 @@ Report Check(const Policy& policy);
 class PidsCgroup;
 class UnixBroker;
 struct ContainPlan;
+class PreparedAgentSandbox;
 
 // The handle to spawn tool commands under the policy. Spawn applies the tool layer in the forked
 // child: the whole pipeline from an unsandboxed caller (ForTools: the parent's tools, `forkbox
@@ -194,7 +195,8 @@ class Sandbox {
   const Report& report() const;
 
  private:
-  friend Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
+  friend Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared,
+                                           std::span<const int> keep_fds);
   friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
                                               const std::vector<std::string>& own_writable);
   Sandbox(Policy policy, Report report, bool inside_agent);
@@ -230,6 +232,31 @@ class Sandbox {
 // The agent's seccomp filter allows inet sockets (it must reach the model); the returned handle's
 // Spawn stacks the tool layer (no network, tool Landlock rules) on top.
 Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
+
+// EnterAgentSandbox in two steps, so that the preparation overlaps work on another thread (the
+// child loads its HTTP module meanwhile). PrepareAgentSandbox only reads and allocates: the
+// checks, the pids cgroup, the mount plan, the Landlock ruleset, the seccomp programs; any thread
+// may call it. `layer2_verified`: the caller's parent probed layer 2 for it and it works, so no
+// probe here (entering then fails if the namespaces do; it never falls back to layer 1).
+// EnterAgentSandbox(prepared, keep_fds) does the rest, exactly as the one-step call does, under
+// the same conditions (single-threaded, once). Together they are the one-step call.
+class PreparedAgentSandbox {
+ public:
+  PreparedAgentSandbox(PreparedAgentSandbox&&) noexcept;
+  PreparedAgentSandbox& operator=(PreparedAgentSandbox&&) noexcept;
+  ~PreparedAgentSandbox();
+
+ private:
+  friend Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy,
+                                                          bool layer2_verified);
+  friend Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared,
+                                           std::span<const int> keep_fds);
+  struct State;
+  explicit PreparedAgentSandbox(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy, bool layer2_verified);
+Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared, std::span<const int> keep_fds);
 
 // The parent (forkbox) confines itself once its set-up is done and before its first model call:
 // the agent's seccomp filters and Landlock domain (writable: the policy's trees plus

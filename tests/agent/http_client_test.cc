@@ -11,6 +11,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -54,6 +55,29 @@ TEST(HttpPreloadTest, LoadsOnItsOwnThreadAndWaitLeavesOneThread) {
   EXPECT_EQ(Threads(), before);      // Joined: unshare(CLONE_NEWUSER) would work again.
   EXPECT_TRUE(preload.Wait().ok());  // The outcome stays.
   EXPECT_TRUE(LoadHttp().ok());
+}
+
+// GnuTLS's implicit global set-up is skipped only while the module loads: the variable is set
+// from the constructor to the join, and a value the user set is left alone.
+TEST(HttpPreloadTest, SkipsGnutlsImplicitInitOnlyUntilTheJoin) {
+  ASSERT_EQ(::unsetenv("GNUTLS_NO_IMPLICIT_INIT"), 0);
+  {
+    HttpPreload preload(PreloadStep::kModule);
+    ASSERT_NE(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), nullptr);
+    EXPECT_STREQ(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), "1");
+    ASSERT_TRUE(preload.Wait().ok());
+    EXPECT_EQ(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), nullptr);  // Tools never inherit it.
+  }
+  { HttpPreload unjoined(PreloadStep::kModule); }
+  EXPECT_EQ(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), nullptr);  // The destructor joins too.
+  ASSERT_EQ(::setenv("GNUTLS_NO_IMPLICIT_INIT", "0", 1), 0);
+  {
+    HttpPreload preload(PreloadStep::kModule);
+    EXPECT_STREQ(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), "0");
+    ASSERT_TRUE(preload.Wait().ok());
+  }
+  EXPECT_STREQ(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), "0");
+  ::unsetenv("GNUTLS_NO_IMPLICIT_INIT");
 }
 
 // A one-shot HTTP server on 127.0.0.1 that reads a whole request and answers only once `release`

@@ -187,7 +187,7 @@ class ChildTest : public ::testing::Test {
   // A standby child: the prepare frame for `start` (what forkbox sends ahead of time), then
   // `start` itself, or EOF without a task when `start` is nullopt.
   static ipc::PrepareMessage PrepareFor(const ipc::StartMessage& start) {
-    return ipc::PrepareMessage{start.workdir, start.sandbox, start.provider.base_url};
+    return ipc::PrepareMessage{start.workdir, start.sandbox, start.provider.base_url, start.hints};
   }
   ChildRun RunStandby(const ipc::PrepareMessage& prepare,
                       const std::optional<ipc::StartMessage>& start) {
@@ -548,6 +548,35 @@ TEST_F(ChildTest, StandbyRunsTheTaskUnderTheSandboxItPrepared) {
   for (; !ec && it != std::filesystem::directory_iterator(); ++it) {
     EXPECT_EQ(it->path().filename(), ".gitignore") << it->path();
   }
+}
+
+// Issue 18: the parent's hints (ipc::ChildSandboxHints) are what the child builds its sandbox
+// from. The hinted port is the only TCP port the agent may connect to: the true one completes
+// the task (on demand and as a standby); another one leaves the model unreachable, so the
+// child cannot have parsed the URL itself.
+TEST_F(ChildTest, TheParentsModelPortIsTheAgentsOnlyTcpDestination) {
+  Scenario({{"rules", {{{"when", json::object()}, {"reply", {{"text", "hinted"}}}}}}});
+  ipc::StartMessage start = Start("use the hints");
+  start.hints.model_port = server_.port();
+  start.hints.layer2_verified = start.sandbox.enabled && sandbox::Layer2Available();
+  ChildRun run = Run(start);
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.result()->summary, "hinted");
+  run = RunStandby(PrepareFor(start), start);
+  ASSERT_NE(run.result(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.result()->summary, "hinted");
+
+  sandbox::Policy p;
+  p.workdir = workdir_;
+  if (!start.sandbox.enabled || sandbox::Check(p).landlock_abi < 4) {
+    GTEST_SKIP() << "no Landlock network rules here";
+  }
+  const size_t before = server_.request_count();
+  start.hints.model_port = server_.port() == 65535 ? 1 : server_.port() + 1;
+  run = Run(start);
+  ASSERT_NE(run.error(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.error()->code, "model");
+  EXPECT_EQ(server_.request_count(), before);
 }
 
 // Issue 18: as root in layer 2 the task's own PID namespace holds a fork bomb (pid_max), with no

@@ -92,7 +92,9 @@ TEST(MessagesTest, EveryMissingFieldIsNamed) {
       // Optional: added by issue 15, absent from older frames.
       if (dotted == "provider.context_window" || dotted == "provider.thinking_budget_tokens" ||
           dotted == "limits.max_tokens" || dotted == "stats.cache_read_input_tokens" ||
-          dotted == "stats.cache_creation_input_tokens") {
+          dotted == "stats.cache_creation_input_tokens" ||
+          // Optional: the sandbox hints of issue 18.
+          dotted == "model_port" || dotted == "layer2_verified") {
         json older = j;
         older[ptr.parent_pointer()].erase(ptr.back());
         EXPECT_TRUE(FromJson(older).ok()) << dotted;
@@ -229,6 +231,31 @@ TEST(MessagesTest, RejectsBadPrepareValues) {
   EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"sandbox.rlimit_nproc\""));
   // A prepare frame never carries a secret: there is no field for one.
   EXPECT_EQ(ToJson(SamplePrepare()).dump().find("api_key"), std::string::npos);
+}
+
+// The sandbox hints (issue 18): absent in an older parent's frames, which the child then works
+// out itself; a port outside 0..65535 is refused.
+TEST(MessagesTest, SandboxHintsAreOptionalAndRangeChecked) {
+  for (const Message& m : {Message(SampleStart()), Message(SamplePrepare())}) {
+    json j = ToJson(m);
+    EXPECT_EQ(j["model_port"], 8080);
+    EXPECT_EQ(j["layer2_verified"], true);
+    j.erase("model_port");
+    j.erase("layer2_verified");
+    Result<Message> older = FromJson(j);
+    ASSERT_TRUE(older.ok()) << older.status().ToString();
+    const ChildSandboxHints hints = std::visit(
+        [](const auto& msg) {
+          if constexpr (requires { msg.hints; }) return msg.hints;
+          return ChildSandboxHints{-1, true};
+        },
+        *older);
+    EXPECT_EQ(hints, ChildSandboxHints{});
+    for (int64_t bad : {-1, 65536}) {
+      j["model_port"] = bad;
+      EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"model_port\"")) << bad;
+    }
+  }
 }
 
 TEST(MessagesTest, EventDetailLimits) {

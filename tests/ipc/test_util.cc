@@ -35,6 +35,8 @@ StartMessage SampleStart() {
   m.sandbox.rlimit_nofile = 99;
   m.sandbox.rlimit_nproc = 11;
   m.transcript_fd = 7;
+  m.hints.model_port = 8080;
+  m.hints.layer2_verified = true;
   return m;
 }
 
@@ -44,6 +46,7 @@ PrepareMessage SamplePrepare() {
   m.workdir = start.workdir;
   m.sandbox = start.sandbox;
   m.model_url = start.provider.base_url;
+  m.hints = start.hints;
   return m;
 }
 

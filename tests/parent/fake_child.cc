@@ -10,7 +10,8 @@
 //   hang      forks a grandchild, writes both pids to <workdir>/fake-pids, one event, waits
 //   standbydies  as a standby (prepare frame first): an error frame, exit 3; on demand: ok
 // Every mode accepts a prepare frame before the start frame (a standby child), exits 0 when fd 3
-// closes after it, and the ok summary says whether one came (prepared=yes/no).
+// closes after it, and the ok summary says whether one came (prepared=yes/no) and which sandbox
+// hints the start frame carried (a standby's prepare frame must carry the same).
 #include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
@@ -71,7 +72,7 @@ int main() {
   if (start == nullptr) return 11;
   // A standby's start frame agrees with its prepare frame (the real child refuses it otherwise).
   if (prepare && (prepare->workdir != start->workdir || !(prepare->sandbox == start->sandbox) ||
-                  start->transcript_fd)) {
+                  !(prepare->hints == start->hints) || start->transcript_fd)) {
     return 14;
   }
 
@@ -120,7 +121,9 @@ int main() {
       "fake summary for [" + start->prompt + "] key_in_frame=" + (key.empty() ? "no" : "yes") +
       " key_in_env=" + (EnvHas(key) ? "yes" : "no") +
       " max_turns=" + std::to_string(start->limits.max_turns) +
-      " stdin_null=" + (stdin_is_null ? "yes" : "no") + " prepared=" + (prepare ? "yes" : "no");
+      " stdin_null=" + (stdin_is_null ? "yes" : "no") + " prepared=" + (prepare ? "yes" : "no") +
+      " model_port=" + std::to_string(start->hints.model_port) +
+      " layer2_verified=" + (start->hints.layer2_verified ? "yes" : "no");
   result.stats.turns = 2;
   result.stats.input_tokens = 100;
   result.stats.output_tokens = 20;

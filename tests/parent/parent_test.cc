@@ -224,9 +224,12 @@ TEST_F(ParentTest, TaskResultIsTheSummaryAndJsonMatchesTheRecord) {
   EXPECT_FALSE(result.is_error);
   // The child got the prompt, the key in the start frame (not its environment), the limits and
   // /dev/null on stdin.
+  // The model's port as the parent's curl parsed it; no layer-2 verdict with the sandbox off.
   EXPECT_EQ(result.text,
             "fake summary for [inspect the project] key_in_frame=yes key_in_env=no max_turns=7 "
-            "stdin_null=yes prepared=no");  // A transcript fd is mapped at exec: on demand.
+            "stdin_null=yes prepared=no model_port=" +
+                std::to_string(server_.port()) +
+                " layer2_verified=no");  // A transcript fd is mapped at exec: on demand.
 
   nlohmann::json j = nlohmann::json::parse(r.out);  // Throws (fails) unless ONE valid object.
   EXPECT_EQ(j["answer"], "all done");
@@ -318,6 +321,8 @@ TEST_F(ParentTest, StandbyChildTakesEveryTaskUnlessDisabled) {
     EXPECT_NE(text.find("[job-" + std::to_string(i - 1) + "]"), std::string::npos) << text;
     EXPECT_NE(text.find("key_in_frame=yes key_in_env=no"), std::string::npos) << text;
     EXPECT_NE(text.find("prepared=yes"), std::string::npos) << text;
+    EXPECT_NE(text.find("model_port=" + std::to_string(server_.port()) + " "), std::string::npos)
+        << text;
   }
 
   server_.ClearRequests();
