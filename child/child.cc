@@ -14,6 +14,8 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -136,6 +138,16 @@ Result<std::pair<std::string, UniqueFd>> InheritedWorkdir(const std::string& nam
 // without blocking. Called only while no tool process is running (between tool calls and while a
 // model call is in flight), so no ChildProcess handle owns any of them.
 void ReapOrphans() { sandbox::ReapOrphans(); }
+
+// Sandbox::Prewarm on a thread of its own, joined when the returned one goes. Without a thread
+// (none could be made) the first Spawn makes it all, as it would anyway.
+std::jthread PrewarmInBackground(std::shared_ptr<const sandbox::Sandbox> sandbox) {
+  try {
+    return std::jthread([sandbox = std::move(sandbox)] { (void)sandbox->Prewarm(); });
+  } catch (const std::system_error&) {
+    return {};
+  }
+}
 
 // What a task reports when it cannot run: the error frame's code, its text, the exit code.
 struct Failure {
@@ -365,6 +377,10 @@ int Task::RunTask() {
     tmp.ApplyTo(&policy_);
     sandbox_->set_tmpdir(tmp);
   }
+  // The policy is final: the tool ruleset and the connect broker's thread are made while the
+  // first request is out, not on the first tool call's clock. A failure comes back from that
+  // call's Spawn. Joined before the temp dir goes.
+  std::jthread prewarm = PrewarmInBackground(sandbox_);
   Result<std::unique_ptr<agent::Provider>> provider = MakeTaskProvider(*start_);
   if (!provider.ok()) return Fail({"model", provider.status().message(), kExitModel});
 

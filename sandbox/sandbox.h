@@ -184,6 +184,11 @@ class Sandbox {
   // (sandbox/unix_broker.h) until none of them is left; refusals are written on the command's
   // stderr (the fd mapped to 2, else this process's).
   Result<ChildProcess> Spawn(SpawnOptions options) const;
+  // Makes now what every Spawn shares and the first one would otherwise make on its clock: the
+  // tool Landlock ruleset (up to ~185 rules as root) and the unix connect broker's thread. Any
+  // thread may call it, also while another spawns (that Spawn waits for the ruleset); not while a
+  // mutator below runs. A failure here fails the next Spawn the same way. Idempotent.
+  Status Prewarm() const;
 
   const Policy& policy() const { return policy_; }
   // The per-task temp dir handed to tools (TMPDIR), set once it exists.
