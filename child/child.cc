@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
 #include <system_error>
@@ -171,8 +172,11 @@ agent::LoopOptions LoopOptionsFor(const ipc::StartMessage& start, const std::str
 
 // The provider for the task. The key's copies in the start message and in the config are zeroed
 // here; the provider keeps the one it needs.
-Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& start) {
+// `on_request_sent`: told once each request is on the wire (agent/provider.h).
+Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& start,
+                                                          std::function<void()> on_request_sent) {
   agent::ProviderHooks hooks;
+  hooks.on_request_sent = std::move(on_request_sent);
   // Polled by curl during every model call: no tool runs then, so orphans are reaped.
   hooks.cancelled = [] {
     ReapOrphans();
@@ -377,11 +381,18 @@ int Task::RunTask() {
     tmp.ApplyTo(&policy_);
     sandbox_->set_tmpdir(tmp);
   }
-  // The policy is final: the tool ruleset and the connect broker's thread are made while the
-  // first request is out, not on the first tool call's clock. A failure comes back from that
-  // call's Spawn. Joined before the temp dir goes.
-  std::jthread prewarm = PrewarmInBackground(sandbox_);
-  Result<std::unique_ptr<agent::Provider>> provider = MakeTaskProvider(*start_);
+  // The policy is final: the tool ruleset and the connect broker's thread are made once the
+  // first request is on the wire (not on its clock), while its reply is awaited, instead of on
+  // the first tool call's. A failure comes back from that call's Spawn. Joined before the temp
+  // dir goes, after the provider.
+  std::jthread prewarm;
+  bool prewarm_started = false;
+  Result<std::unique_ptr<agent::Provider>> provider =
+      MakeTaskProvider(*start_, [this, &prewarm, &prewarm_started] {
+        if (prewarm_started) return;
+        prewarm_started = true;
+        prewarm = PrewarmInBackground(sandbox_);
+      });
   if (!provider.ok()) return Fail({"model", provider.status().message(), kExitModel});
 
   agent::ToolContext ctx;
