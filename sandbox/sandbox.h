@@ -217,9 +217,9 @@ class Sandbox {
   bool inside_agent_ = false;
   std::unique_ptr<PidsCgroup> cgroup_;
   // Serves the unix connect broker of every tool spawned without network (unix_broker.h); its
-  // thread starts with the first such tool and is joined when the handle goes.
+  // thread starts with the first such tool (or Prewarm) and is joined when the handle goes.
   std::unique_ptr<UnixBroker> broker_;
-  // The tool ruleset, built by the first Spawn that can share it (see ToolRuleset in
+  // The tool ruleset, built by Prewarm or the first Spawn that can share it (see ToolRuleset in
   // contain.h) and reused by every later one, and the layer-1 fallback handle; the policy's
   // mutators above drop both.
   struct SharedState;
