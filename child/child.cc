@@ -12,8 +12,11 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <optional>
 #include <string>
+#include <system_error>
+#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -137,6 +140,16 @@ Result<std::pair<std::string, UniqueFd>> InheritedWorkdir(const std::string& nam
 // model call is in flight), so no ChildProcess handle owns any of them.
 void ReapOrphans() { sandbox::ReapOrphans(); }
 
+// Sandbox::Prewarm on a thread of its own, joined when the returned one goes. Without a thread
+// (none could be made) the first Spawn makes it all, as it would anyway.
+std::jthread PrewarmInBackground(std::shared_ptr<const sandbox::Sandbox> sandbox) {
+  try {
+    return std::jthread([sandbox = std::move(sandbox)] { (void)sandbox->Prewarm(); });
+  } catch (const std::system_error&) {
+    return {};
+  }
+}
+
 // What a task reports when it cannot run: the error frame's code, its text, the exit code.
 struct Failure {
   const char* code;
@@ -159,8 +172,11 @@ agent::LoopOptions LoopOptionsFor(const ipc::StartMessage& start, const std::str
 
 // The provider for the task. The key's copies in the start message and in the config are zeroed
 // here; the provider keeps the one it needs.
-Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& start) {
+// `on_request_sent`: told once each request is on the wire (agent/provider.h).
+Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& start,
+                                                          std::function<void()> on_request_sent) {
   agent::ProviderHooks hooks;
+  hooks.on_request_sent = std::move(on_request_sent);
   // Polled by curl during every model call: no tool runs then, so orphans are reaped.
   hooks.cancelled = [] {
     ReapOrphans();
@@ -365,7 +381,18 @@ int Task::RunTask() {
     tmp.ApplyTo(&policy_);
     sandbox_->set_tmpdir(tmp);
   }
-  Result<std::unique_ptr<agent::Provider>> provider = MakeTaskProvider(*start_);
+  // The policy is final: the tool ruleset and the connect broker's thread are made once the
+  // first request is on the wire (not on its clock), while its reply is awaited, instead of on
+  // the first tool call's. A failure comes back from that call's Spawn. Joined before the temp
+  // dir goes, after the provider.
+  std::jthread prewarm;
+  bool prewarm_started = false;
+  Result<std::unique_ptr<agent::Provider>> provider =
+      MakeTaskProvider(*start_, [this, &prewarm, &prewarm_started] {
+        if (prewarm_started) return;
+        prewarm_started = true;
+        prewarm = PrewarmInBackground(sandbox_);
+      });
   if (!provider.ok()) return Fail({"model", provider.status().message(), kExitModel});
 
   agent::ToolContext ctx;

@@ -184,6 +184,11 @@ class Sandbox {
   // (sandbox/unix_broker.h) until none of them is left; refusals are written on the command's
   // stderr (the fd mapped to 2, else this process's).
   Result<ChildProcess> Spawn(SpawnOptions options) const;
+  // Makes now what every Spawn shares and the first one would otherwise make on its clock: the
+  // tool Landlock ruleset (up to ~185 rules as root) and the unix connect broker's thread. Any
+  // thread may call it, also while another spawns (that Spawn waits for the ruleset); not while a
+  // mutator below runs. A failure here fails the next Spawn the same way. Idempotent.
+  Status Prewarm() const;
 
   const Policy& policy() const { return policy_; }
   // The per-task temp dir handed to tools (TMPDIR), set once it exists.
@@ -212,9 +217,9 @@ class Sandbox {
   bool inside_agent_ = false;
   std::unique_ptr<PidsCgroup> cgroup_;
   // Serves the unix connect broker of every tool spawned without network (unix_broker.h); its
-  // thread starts with the first such tool and is joined when the handle goes.
+  // thread starts with the first such tool (or Prewarm) and is joined when the handle goes.
   std::unique_ptr<UnixBroker> broker_;
-  // The tool ruleset, built by the first Spawn that can share it (see ToolRuleset in
+  // The tool ruleset, built by Prewarm or the first Spawn that can share it (see ToolRuleset in
   // contain.h) and reused by every later one, and the layer-1 fallback handle; the policy's
   // mutators above drop both.
   struct SharedState;

@@ -133,6 +133,14 @@ Result<const Sandbox*> Sandbox::FallBackToLayer1() const {
   return shared_->layer1.get();
 }
 
+Status Sandbox::Prewarm() const {
+  if (!policy_.enabled) return Status::Ok();
+  if (const Sandbox* layer1 = Layer1()) return layer1->Prewarm();
+  Result<int> shared = SharedRulesetFd();
+  if (!shared.ok()) return shared.status();
+  return broker_->Start();  // Every tool is brokered (PrepareTool).
+}
+
 Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
   if (!options.steps.empty() || !options.carry_fds.empty() || options.clone_flags != 0) {
     return Status::InvalidArgument(

@@ -7,6 +7,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
 #include <functional>
 
 #include "sandbox/namespaces.h"
@@ -306,6 +307,94 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
   }
   EXPECT_FALSE(FileExists(tmp_probe)) << "the tool's /tmp is private";
   EXPECT_FALSE(FileExists("/dev/shm/" + shm_probe)) << "the tool's /dev/shm is private";
+}
+
+// What Prewarm made, counted from inside an agent (non-dumpable: its /proc/self/fd links are not
+// readable there): open fds and threads before, after, and after a second call.
+struct PrewarmFacts {
+  int entered = 0;
+  int fds_before = -1, fds_after = -1, fds_again = -1;
+  int threads_before = -1, threads_after = -1, threads_again = -1;
+  int inside_exit = -1, outside_exit = -1;
+  char error[256] = {};
+};
+
+int CountOpenFds() {
+  int n = 0;
+  for (int fd = 0; fd < 1024; ++fd) n += fcntl(fd, F_GETFD) != -1;
+  return n;
+}
+
+int CountThreads() {
+  int n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+PrewarmFacts PrewarmInsideAgent(const std::string& work, const std::string& outside, int keep) {
+  PrewarmFacts f;
+  Result<Policy> policy = ResolvePolicy(Settings{}, work);
+  if (!policy.ok()) return f;
+  int keep_fds[] = {keep};
+  Result<Sandbox> agent = EnterAgentSandbox(*policy, keep_fds);
+  f.entered = agent.ok();
+  if (!agent.ok()) {
+    snprintf(f.error, sizeof(f.error), "%s", agent.status().ToString().c_str());
+    return f;
+  }
+  f.fds_before = CountOpenFds();
+  f.threads_before = CountThreads();
+  Status warmed = agent->Prewarm();
+  f.fds_after = CountOpenFds();
+  f.threads_after = CountThreads();
+  if (warmed.ok()) warmed = agent->Prewarm();
+  if (!warmed.ok()) snprintf(f.error, sizeof(f.error), "%s", warmed.ToString().c_str());
+  f.fds_again = CountOpenFds();
+  f.threads_again = CountThreads();
+  auto run = [&](const std::string& script) {
+    SpawnOptions options;
+    options.argv = {"/bin/sh", "-c", script};
+    options.env = ToolEnvironment(*policy, environ);
+    options.new_session = true;
+    Result<ChildProcess> child = agent->Spawn(std::move(options));
+    if (!child.ok()) return -2;
+    Result<int> status = child->Wait();
+    return status.ok() ? ExitCodeFromWaitStatus(*status) : -3;
+  };
+  f.inside_exit = run("echo x > " + work + "/in");
+  f.outside_exit = run("echo x > " + outside + "/out");
+  return f;
+}
+
+// Prewarm makes the handle's tool ruleset and starts its broker's thread (with its eventfd) before
+// any tool runs, once; the first tool then runs with the tool scope.
+TEST(EnterAgentSandbox, PrewarmMakesTheToolRulesetAndBrokerBeforeTheFirstTool) {
+  std::string work = MakeTempDir("prewarm");
+  std::string outside = MakeTempDir("prewarm-outside");
+  int facts_pipe[2];
+  ASSERT_EQ(pipe2(facts_pipe, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(facts_pipe[0]);
+    PrewarmFacts f = PrewarmInsideAgent(work, outside, facts_pipe[1]);
+    _exit(write(facts_pipe[1], &f, sizeof(f)) == sizeof(f) ? 0 : 4);
+  }
+  close(facts_pipe[1]);
+  PrewarmFacts f;
+  ASSERT_EQ(read(facts_pipe[0], &f, sizeof(f)), static_cast<ssize_t>(sizeof(f)));
+  close(facts_pipe[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_EQ(f.entered, 1) << f.error;
+  EXPECT_EQ(f.error[0], '\0') << f.error;
+  EXPECT_EQ(f.fds_after, f.fds_before + 2) << "the tool ruleset and the broker's eventfd";
+  EXPECT_EQ(f.threads_after, f.threads_before + 1) << "the broker's thread";
+  EXPECT_EQ(f.fds_again, f.fds_after) << "a second Prewarm makes nothing";
+  EXPECT_EQ(f.threads_again, f.threads_after);
+  EXPECT_EQ(f.inside_exit, 0);
+  EXPECT_EQ(ReadFile(work + "/in"), "x\n");
+  EXPECT_NE(f.outside_exit, 0);
+  EXPECT_FALSE(FileExists(outside + "/out")) << "the first tool after Prewarm is confined";
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
-// sandbox_spawn_bench [--layer1] [N]: median wall time of N spawns of /bin/true, sandboxed
-// (Sandbox::Spawn, the layer this machine gets) against a plain fork+execve, and the ratio. Prints
-// only.
+// sandbox_spawn_bench [--layer1] [--agent] [N]: median wall time of N spawns of /bin/true,
+// sandboxed (Sandbox::Spawn, the layer this machine gets) against a plain fork+execve, and the
+// ratio. --agent: from inside an agent sandbox (EnterAgentSandbox, then Prewarm), as a child's
+// tool calls are, of `bash -c true`; the plain fork+execve is then the agent's own. Prints only.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -26,12 +27,14 @@ double Median(std::vector<double> v) {
   return v.empty() ? 0 : v[v.size() / 2];
 }
 
-double PlainOnce() {
+double PlainOnce(const std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (const std::string& arg : command) argv.push_back(const_cast<char*>(arg.c_str()));
+  argv.push_back(nullptr);
   auto start = Clock::now();
   pid_t pid = fork();
   if (pid == 0) {
-    char* argv[] = {const_cast<char*>("/bin/true"), nullptr};
-    execve(argv[0], argv, environ);
+    execve(argv[0], argv.data(), environ);
     _exit(127);
   }
   waitpid(pid, nullptr, 0);
@@ -43,7 +46,12 @@ double PlainOnce() {
 int main(int argc, char** argv) {
   using namespace forkbox;
   int n = 200;
+  bool agent = false;
   for (int i = 1; i < argc; ++i) {
+    if (std::string(argv[i]) == "--agent") {
+      agent = true;
+      continue;
+    }
     if (std::string(argv[i]) == "--layer1") {
       // As in a container whose seccomp profile refuses user namespaces.
       if (!sandbox::testing::RefuseUserNamespaces()) {
@@ -55,23 +63,38 @@ int main(int argc, char** argv) {
     }
   }
   if (n <= 0) {
-    std::fprintf(stderr, "usage: sandbox_spawn_bench [--layer1] [N>0]\n");
+    std::fprintf(stderr, "usage: sandbox_spawn_bench [--layer1] [--agent] [N>0]\n");
     return 2;
   }
   sandbox::Policy policy;
   policy.workdir = std::filesystem::current_path().string();
-  Result<sandbox::Sandbox> tools = sandbox::Sandbox::ForTools(policy);
+  Result<sandbox::Sandbox> tools = Status::Internal("unreachable");
+  if (agent) {
+    Result<sandbox::Policy> resolved = sandbox::ResolvePolicy(sandbox::Settings{}, policy.workdir);
+    if (!resolved.ok()) {
+      std::fprintf(stderr, "sandbox_spawn_bench: %s\n", resolved.status().ToString().c_str());
+      return 1;
+    }
+    policy = *resolved;
+    tools = sandbox::EnterAgentSandbox(policy, {});
+    if (tools.ok()) (void)tools->Prewarm();
+  } else {
+    tools = sandbox::Sandbox::ForTools(policy);
+  }
   if (!tools.ok()) {
     std::fprintf(stderr, "sandbox_spawn_bench: %s\n", tools.status().ToString().c_str());
     return 1;
   }
   const sandbox::Report& report = tools->report();
   std::vector<double> plain, boxed, spawned;
+  const std::vector<std::string> command = agent
+                                               ? std::vector<std::string>{"/bin/bash", "-c", "true"}
+                                               : std::vector<std::string>{"/bin/true"};
   for (int i = 0; i < n; ++i) {
-    plain.push_back(PlainOnce());
+    plain.push_back(PlainOnce(command));
     auto start = Clock::now();
     SpawnOptions options;
-    options.argv = {"/bin/true"};
+    options.argv = command;
     options.new_session = true;
     Result<ChildProcess> child = tools->Spawn(std::move(options));
     if (!child.ok()) {
@@ -84,8 +107,8 @@ int main(int argc, char** argv) {
   }
   double p = Median(plain), b = Median(boxed);
   std::printf("%s\n", report.Banner().c_str());
-  std::printf("plain fork+exec /bin/true: median %.0f us\n", p);
-  std::printf("sandboxed /bin/true:       median %.0f us\n", b);
+  std::printf("plain fork+exec %s: median %.0f us\n", command.back().c_str(), p);
+  std::printf("sandboxed %s:       median %.0f us\n", command.back().c_str(), b);
   std::printf("  of which Spawn returned after: median %.0f us\n", Median(spawned));
   std::printf("ratio: %.2fx (n=%d)\n", p > 0 ? b / p : 0.0, n);
   return 0;
