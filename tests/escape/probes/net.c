@@ -196,9 +196,24 @@ static void* RaceFlipper(void* arg) {
   return NULL;
 }
 
+static struct Race* race_under_supervisor;
+
+// What the flipper does at its luckiest moment: a unix socket over the connecting fd and the
+// outside address in the buffer.
+static void SwapInUnixOutside(struct Race* r) {
+  int spare = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (spare >= 0) {
+    dup2(spare, r->fd);
+    close(spare);
+  }
+  memcpy(&r->addr, &r->outside, sizeof(r->addr));
+}
+
 // The supervisor a broker must not be: it checks that connect()'s fd is an inet socket and lets
-// the kernel continue the call, which then re-reads the fd (and the address) the flipper changed.
-// Unix connects are refused outright. Proves the inet race probe wins against it.
+// the kernel continue the call, which then re-reads the fd (and the address). Unix connects are
+// refused outright. Between its check and the continue it makes the flipper's swap itself: the
+// interleaving the scheduler may give the flipper at any time, forced, so that the control proves
+// the window every run instead of winning a race most runs.
 static void* ContinueSupervisor(void* arg) {
   int listener = *(int*)arg;
   struct seccomp_notif req;
@@ -216,6 +231,7 @@ static void* ContinueSupervisor(void* arg) {
     memset(&resp, 0, sizeof(resp));
     resp.id = req.id;
     if (domain == AF_INET) {
+      SwapInUnixOutside(race_under_supervisor);
       resp.flags = SECCOMP_USER_NOTIF_FLAG_CONTINUE;
     } else {
       resp.error = -EACCES;
@@ -249,7 +265,10 @@ static int StartContinueSupervisor(void) {
 static int ProbeUnixRace(int argc, char** argv) {
   static struct Race r;
   r.inet = argc > 4 && strncmp(argv[4], "inet", 4) == 0;
-  if (argc > 4 && strcmp(argv[4], "inet-continue") == 0 && StartContinueSupervisor() != 0) {
+  race_under_supervisor = &r;
+  // Against the continuing supervisor the supervisor itself makes the swap: no flipper, no luck.
+  const int continuing = argc > 4 && strcmp(argv[4], "inet-continue") == 0;
+  if (continuing && StartContinueSupervisor() != 0) {
     return ProbeError("the continuing supervisor: %s", strerror(errno));
   }
   if (UnixAddress(argv[1], &r.inside) == 0 || UnixAddress(argv[2], &r.outside) == 0) {
@@ -264,7 +283,9 @@ static int ProbeUnixRace(int argc, char** argv) {
   r.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   memcpy(&r.addr, &r.inside, sizeof(r.addr));
   pthread_t flipper;
-  if (pthread_create(&flipper, NULL, RaceFlipper, &r) != 0) return ProbeError("pthread_create");
+  if (!continuing && pthread_create(&flipper, NULL, RaceFlipper, &r) != 0) {
+    return ProbeError("pthread_create");
+  }
   long iterations = atol(argv[3]), connected = 0, escaped = 0;
   for (long i = 0; i < iterations && !escaped; ++i) {
     int fd = socket(r.inet ? AF_INET : AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -287,7 +308,7 @@ static int ProbeUnixRace(int argc, char** argv) {
     for (int c; (c = accept4(server, NULL, NULL, SOCK_CLOEXEC)) >= 0;) close(c);
   }
   r.stop = 1;
-  pthread_join(flipper, NULL);
+  if (!continuing) pthread_join(flipper, NULL);
   printf("RACE connected=%ld\n", connected);
   if (escaped) return Escaped("a raced connect reached %s", argv[2]);
   return Blocked("%ld iterations, %ld inside connections, none reached outside", iterations,
