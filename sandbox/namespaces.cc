@@ -345,7 +345,8 @@ int SealSocketDirsRaw(const MountPlan& plan, const char** step) {
   return 0;
 }
 
-// The temp dir's short link goes on the fresh /dev/shm, where nothing else can be yet.
+// The temp dir's short link (or, without a target, the temp dir itself) goes on the fresh
+// /dev/shm, where nothing else can be yet.
 int MountPrivateTmpfsRaw(const MountPlan& plan, const char** step) {
   *step = "mount tmpfs /tmp";
   if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) return errno;
@@ -355,10 +356,12 @@ int MountPrivateTmpfsRaw(const MountPlan& plan, const char** step) {
     if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
       return errno;
     }
-    *step = "symlink (the temp dir's short path on /dev/shm)";
-    if (!plan.tmp_link.empty() &&
-        symlink(plan.tmp_link_target.c_str(), plan.tmp_link.c_str()) != 0) {
-      return errno;
+    if (!plan.tmp_link.empty() && !plan.tmp_link_target.empty()) {
+      *step = "symlink (the temp dir's short path on /dev/shm)";
+      if (symlink(plan.tmp_link_target.c_str(), plan.tmp_link.c_str()) != 0) return errno;
+    } else if (!plan.tmp_link.empty()) {
+      *step = "mkdir (the temp dir on the private /dev/shm)";
+      if (mkdir(plan.tmp_link.c_str(), 0700) != 0) return errno;
     }
   }
   return 0;

@@ -127,14 +127,24 @@ TEST(SandboxCommand, GivesATaskTmpdirAndAScrubbedEnvironment) {
   setenv("FORKBOX_OPT_IN", "visible", 1);
   setenv("OPT_IN_VAR", "visible", 1);
   CmdResult r = RunCmd({"--workdir", work, "--env", "OPT_IN_VAR", "--", "/bin/sh", "-c",
-                        "env; echo target=$(readlink \"$TMPDIR\")"});
+                        "env; echo target=$(readlink \"$TMPDIR\"); echo x > \"$TMPDIR/f\" && "
+                        "test -d \"$TMPDIR\" && echo writable; test -e .forkbox-tmp && "
+                        "echo on-disk; true"});
   unsetenv("FORKBOX_TEST_SECRET_TOKEN");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("s3cr3t"), std::string::npos);
   EXPECT_NE(r.out.find("OPT_IN_VAR=visible"), std::string::npos) << r.out;
-  // The short link to the task dir (sandbox.h, TaskTmpDir).
   EXPECT_NE(r.out.find("TMPDIR=/dev/shm/forkbox-"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("target=" + work + "/.forkbox-tmp/task-"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("writable"), std::string::npos) << r.out;
+  if (Layer2Available()) {
+    // A directory on the private /dev/shm: no task dir in the workdir (sandbox.h, kPrivateDir).
+    EXPECT_NE(r.out.find("target=\n"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("on-disk"), std::string::npos) << r.out;
+  } else {
+    // The short link to the task dir (sandbox.h, TaskTmpDir).
+    EXPECT_NE(r.out.find("target=" + work + "/.forkbox-tmp/task-"), std::string::npos) << r.out;
+  }
+  EXPECT_FALSE(FileExists(work + "/.forkbox-tmp"));
 }
 
 TEST(SandboxCommand, RejectsBadUsage) {
