@@ -4,9 +4,11 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <functional>
 
 #include "sandbox/namespaces.h"
@@ -55,6 +57,44 @@ TEST(Check, ReportsEveryProtectionHere) {
   EXPECT_NE(bomb.find(geteuid() == 0 && r.layer == 1 ? "timeout" : "RLIMIT_NPROC"),
             std::string::npos)
       << bomb;
+}
+
+UniqueFd BoundSocket(int type, const std::string& path) {
+  UniqueFd fd(socket(AF_UNIX, type | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  if (!fd || bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      (type == SOCK_STREAM && listen(fd.get(), 1) != 0)) {
+    return UniqueFd();
+  }
+  return fd;
+}
+
+// Layer 2's mount plan covers every pathname socket bound outside the trees with /dev/null (the
+// kernel's sock_diag dump, else /proc/net/unix): a listener and a datagram socket outside, not
+// the one inside the workdir.
+TEST(PlanMounts, HidesTheSocketsBoundOutsideTheTrees) {
+  // Under /var/tmp: /tmp is layer 2's private tmpfs, whose sockets the plan skips.
+  char tmpl[] = "/var/tmp/fbx-plan-sockets-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string outside = tmpl;
+  const std::string work = MakeTempDir("plan-sockets-work");
+  UniqueFd listener = BoundSocket(SOCK_STREAM, outside + "/listen.sock");
+  UniqueFd dgram = BoundSocket(SOCK_DGRAM, outside + "/dgram.sock");
+  UniqueFd inside = BoundSocket(SOCK_STREAM, work + "/inside.sock");
+  ASSERT_TRUE(listener && dgram && inside) << strerror(errno);
+  Result<MountPlan> plan = PlanMounts(work, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto hidden = [&](const std::string& path) {
+    return std::find(plan->hidden_files.begin(), plan->hidden_files.end(), path) !=
+           plan->hidden_files.end();
+  };
+  EXPECT_TRUE(hidden(outside + "/listen.sock"));
+  EXPECT_TRUE(hidden(outside + "/dgram.sock"));
+  EXPECT_FALSE(hidden(work + "/inside.sock")) << "inside a writable tree";
+  for (const char* name : {"/listen.sock", "/dgram.sock"}) unlink((outside + name).c_str());
+  rmdir(outside.c_str());
 }
 
 TEST(Check, DisabledPolicySaysOff) {
