@@ -129,18 +129,15 @@ const Sandbox* Sandbox::Layer1() const {
 Result<const Sandbox*> Sandbox::FallBackToLayer1() const {
   Result<Sandbox> layer1 = Make(policy_, /*assume_layer2=*/false);
   if (!layer1.ok()) return layer1.status();
-  TaskTmpDir tmp;
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (shared_->layer1) return shared_->layer1.get();
   if (policy_.tmpdir.empty() && !policy_.tmpdir_short.empty()) {  // ShortLink::kPrivateDir
     Result<TaskTmpDir> made = TaskTmpDir::OnDiskAt(policy_.workdir, policy_.tmpdir_short);
     if (!made.ok()) return made.status();
-    tmp = std::move(*made);
-    layer1->set_tmpdir(tmp);
+    shared_->layer1_tmp = std::move(*made);
+    layer1->set_tmpdir(shared_->layer1_tmp);
   }
-  std::lock_guard<std::mutex> lock(shared_->mu);
-  if (!shared_->layer1) {
-    shared_->layer1_tmp = std::move(tmp);
-    shared_->layer1 = std::make_unique<Sandbox>(std::move(*layer1));
-  }
+  shared_->layer1 = std::make_unique<Sandbox>(std::move(*layer1));
   return shared_->layer1.get();
 }
 
