@@ -165,7 +165,11 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     std::fprintf(stderr, "forkbox sandbox: %s\n", sandbox.status().message().c_str());
     return kSandboxError;
   }
-  Result<sandbox::TaskTmpDir> tmp = sandbox::TaskTmpDir::Create(policy.workdir);
+  // Layer 2's private /dev/shm holds the temp dir: nothing on disk (see TaskTmpDir).
+  Result<sandbox::TaskTmpDir> tmp =
+      sandbox::TaskTmpDir::Create(policy.workdir, policy.enabled && sandbox->report().layer == 2
+                                                      ? sandbox::ShortLink::kPrivateDir
+                                                      : sandbox::ShortLink::kHere);
   if (!tmp.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", tmp.status().message().c_str());
     return kSandboxError;

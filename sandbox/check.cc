@@ -90,8 +90,9 @@ void AddNamespaces(Report& r, bool assume_layer2) {
              : "chmod, utime and xattr outside the workdir are not blocked (" + reason + ")");
   Add(r, "private /tmp and /dev/shm", layer2 ? "active" : "weaker",
       layer2 ? "tmpfs; TMPDIR is /dev/shm/forkbox-*, a short link to the task temp dir in the "
-               "workdir (.forkbox-tmp, on disk, removed at the end); Python multiprocessing works "
-               "(fork, spawn, forkserver)"
+               "workdir (.forkbox-tmp, on disk, removed at the end), for `forkbox sandbox` a "
+               "directory on the private /dev/shm; Python multiprocessing works (fork, spawn, "
+               "forkserver)"
              : "TMPDIR is /dev/shm/forkbox-*, a short link to the task temp dir in the workdir "
                "(.forkbox-tmp, removed at the end); /dev/shm is writable for SemLock and shared "
                "memory, and shared with your other processes (a container's own in Docker); "

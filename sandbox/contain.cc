@@ -292,7 +292,7 @@ Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p) {
       PlanMounts(writable.front(), std::vector<std::string>(writable.begin() + 1, writable.end()));
   if (!mounts.ok()) return mounts.status();
   p.mounts = std::move(*mounts);
-  if (!policy.tmpdir.empty()) {
+  if (!policy.tmpdir_short.empty()) {
     p.mounts.tmp_link = policy.tmpdir_short;
     p.mounts.tmp_link_target = policy.tmpdir;
   }

@@ -2,10 +2,15 @@
 
 #include <fcntl.h>
 #include <linux/mount.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
+#include <linux/sock_diag.h>
+#include <linux/unix_diag.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -16,8 +21,10 @@
 #include <cstring>
 #include <filesystem>
 #include <mutex>
+#include <string_view>
 
 #include "base/file.h"
+#include "base/unique_fd.h"
 
 namespace forkbox::sandbox {
 namespace {
@@ -185,23 +192,75 @@ bool Under(const std::string& path, const std::string& root) {
                           path[root.size()] == '/');
 }
 
-// Every pathname socket bound in this network namespace right now (/proc/net/unix), outside the
-// writable trees and the emptied directories: /dev/null is bound over each.
-void AddBoundSockets(MountPlan& plan) {
+// The path of every pathname socket bound in this network namespace right now, from the kernel's
+// sock_diag dump (binary: 0.09 ms for 1,000 sockets where formatting /proc/net/unix costs 0.3-0.6
+// ms). Fails where netlink is refused (the agent's seccomp allows no netlink socket).
+Result<std::vector<std::string>> SocketPathsByDiag() {
+  UniqueFd fd(socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG));
+  if (!fd) return Status::FromErrno(errno, "socket(NETLINK_SOCK_DIAG)");
+  struct {
+    nlmsghdr header;
+    unix_diag_req request;
+  } query = {};
+  query.header.nlmsg_len = sizeof query;
+  query.header.nlmsg_type = SOCK_DIAG_BY_FAMILY;
+  query.header.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  query.request.sdiag_family = AF_UNIX;
+  query.request.udiag_states = ~0U;  // Every state: the same sockets as /proc/net/unix.
+  query.request.udiag_show = UDIAG_SHOW_NAME;
+  if (send(fd.get(), &query, sizeof query, 0) != static_cast<ssize_t>(sizeof query)) {
+    return Status::FromErrno(errno, "send(sock_diag)");
+  }
+  std::vector<std::string> paths;
+  alignas(nlmsghdr) char buf[32768];
+  for (;;) {
+    ssize_t got = recv(fd.get(), buf, sizeof buf, 0);
+    if (got < 0 && errno == EINTR) continue;
+    if (got <= 0) return Status::FromErrno(got < 0 ? errno : EIO, "recv(sock_diag)");
+    size_t left = static_cast<size_t>(got);
+    for (auto* h = reinterpret_cast<nlmsghdr*>(buf); NLMSG_OK(h, left); h = NLMSG_NEXT(h, left)) {
+      if (h->nlmsg_type == NLMSG_DONE) return paths;
+      if (h->nlmsg_type == NLMSG_ERROR) return Status::Internal("sock_diag: an error message");
+      auto* msg = static_cast<unix_diag_msg*>(NLMSG_DATA(h));
+      int len = static_cast<int>(h->nlmsg_len - NLMSG_LENGTH(sizeof *msg));
+      for (auto* a = reinterpret_cast<rtattr*>(msg + 1); RTA_OK(a, len); a = RTA_NEXT(a, len)) {
+        const char* name = static_cast<const char*>(RTA_DATA(a));
+        const size_t size = RTA_PAYLOAD(a);
+        if (a->rta_type == UNIX_DIAG_NAME && size > 0 && name[0] == '/') {
+          paths.emplace_back(name, strnlen(name, size));
+        }
+      }
+    }
+  }
+}
+
+// The same from /proc/net/unix: where netlink is refused. Empty if unreadable.
+std::vector<std::string> SocketPathsFromProc() {
+  std::vector<std::string> paths;
   Result<std::string> table = ReadRegularFile("/proc/net/unix", 8 << 20);
-  if (!table.ok()) return;
+  if (!table.ok()) return paths;
+  size_t start = table->find('\n');  // The header.
+  while (start != std::string::npos) {
+    size_t end = table->find('\n', start + 1);
+    const std::string_view line = std::string_view(*table).substr(
+        start + 1, end == std::string::npos ? end : end - start - 1);
+    start = end;
+    size_t at = line.find(" /");  // The path, the last field, is absolute for a bound socket.
+    if (at != std::string::npos) paths.emplace_back(line.substr(at + 1));
+  }
+  return paths;
+}
+
+// Every pathname socket bound in this network namespace right now, outside the writable trees
+// and the emptied directories: /dev/null is bound over each.
+void AddBoundSockets(MountPlan& plan) {
+  Result<std::vector<std::string>> listed = SocketPathsByDiag();
+  const std::vector<std::string> paths = listed.ok() ? std::move(*listed) : SocketPathsFromProc();
   std::vector<std::string> skip = plan.writable;
   skip.insert(skip.end(), plan.socket_dirs.begin(), plan.socket_dirs.end());
   skip.insert(skip.end(), {"/tmp", "/dev/shm"});
-  size_t start = table->find('\n');  // The header.
-  while (start != std::string::npos && plan.hidden_files.size() < kMaxHiddenSockets) {
-    size_t end = table->find('\n', start + 1);
-    const std::string line =
-        table->substr(start + 1, end == std::string::npos ? end : end - start - 1);
-    start = end;
-    size_t at = line.find(" /");  // The path, the last field, is absolute for a bound socket.
-    if (at == std::string::npos) continue;
-    const std::string path = line.substr(at + 1);
+  for (const std::string& path : paths) {
+    if (plan.hidden_files.size() >= kMaxHiddenSockets) break;
     // A socket is listed once per connection: the cheap checks first, lstat once per path.
     if (std::any_of(skip.begin(), skip.end(),
                     [&path](const std::string& root) { return Under(path, root); }) ||
@@ -345,7 +404,8 @@ int SealSocketDirsRaw(const MountPlan& plan, const char** step) {
   return 0;
 }
 
-// The temp dir's short link goes on the fresh /dev/shm, where nothing else can be yet.
+// The temp dir's short link (or, without a target, the temp dir itself) goes on the fresh
+// /dev/shm, where nothing else can be yet.
 int MountPrivateTmpfsRaw(const MountPlan& plan, const char** step) {
   *step = "mount tmpfs /tmp";
   if (mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) return errno;
@@ -355,10 +415,12 @@ int MountPrivateTmpfsRaw(const MountPlan& plan, const char** step) {
     if (mount("tmpfs", "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777") != 0) {
       return errno;
     }
-    *step = "symlink (the temp dir's short path on /dev/shm)";
-    if (!plan.tmp_link.empty() &&
-        symlink(plan.tmp_link_target.c_str(), plan.tmp_link.c_str()) != 0) {
-      return errno;
+    if (!plan.tmp_link.empty() && !plan.tmp_link_target.empty()) {
+      *step = "symlink (the temp dir's short path on /dev/shm)";
+      if (symlink(plan.tmp_link_target.c_str(), plan.tmp_link.c_str()) != 0) return errno;
+    } else if (!plan.tmp_link.empty()) {
+      *step = "mkdir (the temp dir on the private /dev/shm)";
+      if (mkdir(plan.tmp_link.c_str(), 0700) != 0) return errno;
     }
   }
   return 0;

@@ -39,6 +39,7 @@ struct MountPlan {
   std::vector<std::string> visible_dirs;
   // The task temp dir's short link (TaskTmpDir::short_path()), made again on the private
   // /dev/shm: /dev/shm/forkbox-XXXXXXXXXX -> <workdir>/.forkbox-tmp/task-XXXXXX. Empty: none.
+  // An empty target (ShortLink::kPrivateDir): a directory of that name (mode 0700) instead.
   std::string tmp_link;
   std::string tmp_link_target;
   // A fresh /proc for the new PID namespace. False for the parent, which enters user and mount

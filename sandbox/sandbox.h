@@ -47,7 +47,9 @@ struct Policy : Settings {
   // Per-task temp dir (a writable tree): <workdir>/.forkbox-tmp/task-XXXXXX (TaskTmpDir).
   std::string tmpdir;
   // What tools get as TMPDIR/TMP/TEMP: TaskTmpDir::short_path(), a symbolic link to `tmpdir`
-  // (layer 2 makes it again in each private /dev/shm). Empty: `tmpdir` itself.
+  // (layer 2 makes it again in each private /dev/shm). Empty: `tmpdir` itself. Set while
+  // `tmpdir` is empty (ShortLink::kPrivateDir): layer 2 makes a directory of that name on its
+  // private /dev/shm instead, and a fall back to layer 1 makes the task dir on disk then.
   std::string tmpdir_short;
   // The agent's own TCP connect is restricted to this port where Landlock ABI >= 4 (0: no limit).
   uint16_t model_port = 0;
@@ -93,6 +95,11 @@ bool IsSecretName(const std::string& name);
 enum class ShortLink {
   kHere,          // Now, in this process's /dev/shm (the caller can remove it at the end).
   kInNamespaces,  // Only named: the caller enters layer 2 next, whose private /dev/shm gets it.
+  // No task dir on disk at all, only the name: the caller's command enters layer 2, whose
+  // private /dev/shm gets a directory of that name (a one-shot `forkbox sandbox`: no disk
+  // metadata per command, nothing left even after SIGKILL). path() is empty. Without /dev/shm
+  // on the host: kHere.
+  kPrivateDir,
 };
 
 // A per-task temp directory removed (recursively) by its destructor:
@@ -114,8 +121,14 @@ class TaskTmpDir {
   const std::string& short_path() const { return short_; }
   // Sets policy->tmpdir and policy->tmpdir_short.
   void ApplyTo(Policy* policy) const;
+  // For a kPrivateDir temp dir whose command falls back to layer 1: the task dir on disk with
+  // its link made at that one's `short_path` (TMPDIR stays the same string). Fails if the name
+  // is taken.
+  static Result<TaskTmpDir> OnDiskAt(const std::string& workdir, const std::string& short_path);
 
  private:
+  static Result<TaskTmpDir> OnDiskNamed(const std::string& workdir, ShortLink link,
+                                        const std::string& name);
   std::string path_;
   std::string short_;
   bool own_link_ = false;  // Made here (kHere), so removed here.

@@ -47,6 +47,7 @@ struct Sandbox::SharedState {
   std::mutex mu;       // Spawn is const and may run on several threads.
   bool built = false;  // The tool ruleset below.
   UniqueFd fd;  // Empty once built: every command builds its own (layer 2, unsandboxed caller).
+  TaskTmpDir layer1_tmp;  // The task dir on disk that a kPrivateDir temp dir falls back to.
   std::unique_ptr<Sandbox> layer1;  // Set once layer 2 proved refused (ForTools).
 };
 
@@ -129,7 +130,14 @@ Result<const Sandbox*> Sandbox::FallBackToLayer1() const {
   Result<Sandbox> layer1 = Make(policy_, /*assume_layer2=*/false);
   if (!layer1.ok()) return layer1.status();
   std::lock_guard<std::mutex> lock(shared_->mu);
-  if (!shared_->layer1) shared_->layer1 = std::make_unique<Sandbox>(std::move(*layer1));
+  if (shared_->layer1) return shared_->layer1.get();
+  if (policy_.tmpdir.empty() && !policy_.tmpdir_short.empty()) {  // ShortLink::kPrivateDir
+    Result<TaskTmpDir> made = TaskTmpDir::OnDiskAt(policy_.workdir, policy_.tmpdir_short);
+    if (!made.ok()) return made.status();
+    shared_->layer1_tmp = std::move(*made);
+    layer1->set_tmpdir(shared_->layer1_tmp);
+  }
+  shared_->layer1 = std::make_unique<Sandbox>(std::move(*layer1));
   return shared_->layer1.get();
 }
 

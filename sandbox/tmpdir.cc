@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <string_view>
 #include <utility>
@@ -63,10 +64,11 @@ void SweepDanglingLinks(int dir) {
   closedir(entries);
 }
 
-// The short link to `target` (see TaskTmpDir), made now with kHere. Empty without /dev/shm.
-// A name that exists already (another process's, or planted) is never reused: symlinkat fails
-// with EEXIST and another name is drawn.
-Result<std::string> MakeShortLink(const std::string& target, ShortLink mode) {
+// The short link to `target` (see TaskTmpDir), made now with kHere, else only named. Empty
+// without /dev/shm. A name that exists already (another process's, or planted) is never reused:
+// symlinkat fails with EEXIST and another name is drawn; with a `wanted` name, that is an error.
+Result<std::string> MakeShortLink(const std::string& target, ShortLink mode,
+                                  const std::string& wanted = "") {
   UniqueFd dir(open(kLinkDir, O_PATH | O_DIRECTORY | O_CLOEXEC));
   if (!dir && errno == ENOENT) return std::string();
   if (!dir) return Status::FromErrno(errno, std::string("open ") + kLinkDir);
@@ -78,13 +80,13 @@ Result<std::string> MakeShortLink(const std::string& target, ShortLink mode) {
                                    "swap the temp dir's link");
   }
   if (mode == ShortLink::kHere) SweepDanglingLinks(dir.get());
-  for (int attempt = 0; attempt < kLinkAttempts; ++attempt) {
-    Result<std::string> name = RandomName();
+  for (int attempt = 0; attempt < (wanted.empty() ? kLinkAttempts : 1); ++attempt) {
+    Result<std::string> name = wanted.empty() ? RandomName() : Result<std::string>(wanted);
     if (!name.ok()) return name.status();
     const std::string path = std::string(kLinkDir) + "/" + *name;
-    if (mode == ShortLink::kInNamespaces) return path;
+    if (mode != ShortLink::kHere) return path;
     if (symlinkat(target.c_str(), dir.get(), name->c_str()) == 0) return path;
-    if (errno != EEXIST) return Status::FromErrno(errno, "symlink " + path);
+    if (errno != EEXIST || !wanted.empty()) return Status::FromErrno(errno, "symlink " + path);
   }
   return Status::Internal(std::string("no free name for the temp dir's link in ") + kLinkDir);
 }
@@ -120,6 +122,30 @@ Result<TaskTmpDir> TaskTmpDir::Create(const std::string& workdir, ShortLink link
   if (workdir.empty() || workdir[0] != '/') {
     return Status::InvalidArgument("TaskTmpDir: workdir must be absolute: " + workdir);
   }
+  if (link == ShortLink::kPrivateDir) {
+    Result<std::string> name = MakeShortLink("", link);
+    if (!name.ok()) return name.status().WithContext("the temp dir's short path");
+    if (!name->empty()) {
+      TaskTmpDir dir;
+      dir.short_ = std::move(*name);
+      return dir;
+    }
+    link = ShortLink::kHere;  // No /dev/shm here, so none in layer 2 either.
+  }
+  return OnDiskNamed(workdir, link, "");
+}
+
+Result<TaskTmpDir> TaskTmpDir::OnDiskAt(const std::string& workdir, const std::string& short_path) {
+  const std::string prefix = std::string(kLinkDir) + "/" + kLinkPrefix;
+  if (short_path.rfind(prefix, 0) != 0 ||
+      short_path.find('/', prefix.size()) != std::string::npos) {
+    return Status::InvalidArgument("TaskTmpDir::OnDiskAt: not a short path: " + short_path);
+  }
+  return OnDiskNamed(workdir, ShortLink::kHere, short_path.substr(std::strlen(kLinkDir) + 1));
+}
+
+Result<TaskTmpDir> TaskTmpDir::OnDiskNamed(const std::string& workdir, ShortLink link,
+                                           const std::string& name) {
   std::string root = workdir + "/" + kDirName;
   if (mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) {
     return Status::FromErrno(errno, "mkdir " + root);
@@ -141,7 +167,7 @@ Result<TaskTmpDir> TaskTmpDir::Create(const std::string& workdir, ShortLink link
   if (mkdtemp(templ.data()) == nullptr) return Status::FromErrno(errno, "mkdtemp " + templ);
   TaskTmpDir dir;
   dir.path_ = templ;  // From here on the destructor removes it.
-  Result<std::string> short_path = MakeShortLink(templ, link);
+  Result<std::string> short_path = MakeShortLink(templ, link, name);
   if (!short_path.ok()) return short_path.status().WithContext("the temp dir's short path");
   dir.short_ = std::move(*short_path);
   dir.own_link_ = link == ShortLink::kHere;

@@ -4,9 +4,11 @@
 #include <poll.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <functional>
 
@@ -56,6 +58,44 @@ TEST(Check, ReportsEveryProtectionHere) {
   EXPECT_NE(bomb.find(geteuid() == 0 && r.layer == 1 ? "timeout" : "RLIMIT_NPROC"),
             std::string::npos)
       << bomb;
+}
+
+UniqueFd BoundSocket(int type, const std::string& path) {
+  UniqueFd fd(socket(AF_UNIX, type | SOCK_CLOEXEC, 0));
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", path.c_str());
+  if (!fd || bind(fd.get(), reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+      (type == SOCK_STREAM && listen(fd.get(), 1) != 0)) {
+    return UniqueFd();
+  }
+  return fd;
+}
+
+// Layer 2's mount plan covers every pathname socket bound outside the trees with /dev/null (the
+// kernel's sock_diag dump, else /proc/net/unix): a listener and a datagram socket outside, not
+// the one inside the workdir.
+TEST(PlanMounts, HidesTheSocketsBoundOutsideTheTrees) {
+  // Under /var/tmp: /tmp is layer 2's private tmpfs, whose sockets the plan skips.
+  char tmpl[] = "/var/tmp/fbx-plan-sockets-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string outside = tmpl;
+  const std::string work = MakeTempDir("plan-sockets-work");
+  UniqueFd listener = BoundSocket(SOCK_STREAM, outside + "/listen.sock");
+  UniqueFd dgram = BoundSocket(SOCK_DGRAM, outside + "/dgram.sock");
+  UniqueFd inside = BoundSocket(SOCK_STREAM, work + "/inside.sock");
+  ASSERT_TRUE(listener && dgram && inside) << strerror(errno);
+  Result<MountPlan> plan = PlanMounts(work, {});
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  auto hidden = [&](const std::string& path) {
+    return std::find(plan->hidden_files.begin(), plan->hidden_files.end(), path) !=
+           plan->hidden_files.end();
+  };
+  EXPECT_TRUE(hidden(outside + "/listen.sock"));
+  EXPECT_TRUE(hidden(outside + "/dgram.sock"));
+  EXPECT_FALSE(hidden(work + "/inside.sock")) << "inside a writable tree";
+  for (const char* name : {"/listen.sock", "/dgram.sock"}) unlink((outside + name).c_str());
+  rmdir(outside.c_str());
 }
 
 TEST(Check, DisabledPolicySaysOff) {
@@ -128,14 +168,24 @@ TEST(SandboxCommand, GivesATaskTmpdirAndAScrubbedEnvironment) {
   setenv("FORKBOX_OPT_IN", "visible", 1);
   setenv("OPT_IN_VAR", "visible", 1);
   CmdResult r = RunCmd({"--workdir", work, "--env", "OPT_IN_VAR", "--", "/bin/sh", "-c",
-                        "env; echo target=$(readlink \"$TMPDIR\")"});
+                        "env; echo target=$(readlink \"$TMPDIR\"); echo x > \"$TMPDIR/f\" && "
+                        "test -d \"$TMPDIR\" && echo writable; test -e .forkbox-tmp && "
+                        "echo on-disk; true"});
   unsetenv("FORKBOX_TEST_SECRET_TOKEN");
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out.find("s3cr3t"), std::string::npos);
   EXPECT_NE(r.out.find("OPT_IN_VAR=visible"), std::string::npos) << r.out;
-  // The short link to the task dir (sandbox.h, TaskTmpDir).
   EXPECT_NE(r.out.find("TMPDIR=/dev/shm/forkbox-"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("target=" + work + "/.forkbox-tmp/task-"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("writable"), std::string::npos) << r.out;
+  if (Layer2Available()) {
+    // A directory on the private /dev/shm: no task dir in the workdir (sandbox.h, kPrivateDir).
+    EXPECT_NE(r.out.find("target=\n"), std::string::npos) << r.out;
+    EXPECT_EQ(r.out.find("on-disk"), std::string::npos) << r.out;
+  } else {
+    // The short link to the task dir (sandbox.h, TaskTmpDir).
+    EXPECT_NE(r.out.find("target=" + work + "/.forkbox-tmp/task-"), std::string::npos) << r.out;
+  }
+  EXPECT_FALSE(FileExists(work + "/.forkbox-tmp"));
 }
 
 TEST(SandboxCommand, RejectsBadUsage) {

@@ -97,6 +97,37 @@ TEST(TaskTmpDir, InNamespacesOnlyNamesTheLink) {
   EXPECT_NE(lstat(dir->short_path().c_str(), &st), 0) << "made in the namespaces, not here";
 }
 
+// `forkbox sandbox` in layer 2: the temp dir is made on the private /dev/shm, nothing on disk.
+TEST(TaskTmpDir, PrivateDirLeavesTheDiskAlone) {
+  std::string work = testing::MakeTempDir("tmpdir-private");
+  Result<TaskTmpDir> dir = TaskTmpDir::Create(work, ShortLink::kPrivateDir);
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  EXPECT_EQ(dir->path(), "");
+  EXPECT_EQ(dir->short_path().rfind("/dev/shm/forkbox-", 0), 0u);
+  EXPECT_EQ(dir->short_path().size(), std::string("/dev/shm/forkbox-").size() + 10);
+  struct stat st;
+  EXPECT_NE(lstat(dir->short_path().c_str(), &st), 0) << "made in the namespaces, not here";
+  EXPECT_FALSE(FileExists(work + "/.forkbox-tmp"));
+  Policy policy;
+  dir->ApplyTo(&policy);
+  EXPECT_EQ(policy.tmpdir, "");
+  EXPECT_EQ(policy.tmpdir_short, dir->short_path());
+  // Its fall back to layer 1: the task dir on disk, the link at the same short path.
+  std::string path;
+  {
+    Result<TaskTmpDir> disk = TaskTmpDir::OnDiskAt(work, dir->short_path());
+    ASSERT_TRUE(disk.ok()) << disk.status().ToString();
+    path = disk->path();
+    EXPECT_EQ(path.rfind(work + "/.forkbox-tmp/task-", 0), 0u) << path;
+    EXPECT_EQ(disk->short_path(), dir->short_path());
+    EXPECT_EQ(LinkTarget(dir->short_path()), path);
+    EXPECT_FALSE(TaskTmpDir::OnDiskAt(work, dir->short_path()).ok()) << "the name is taken";
+    EXPECT_FALSE(TaskTmpDir::OnDiskAt(work, "/tmp/x").ok());
+  }
+  EXPECT_NE(lstat(dir->short_path().c_str(), &st), 0) << "link left behind";
+  EXPECT_FALSE(FileExists(path));
+}
+
 // A tool in layer 1 may replace the link (same uid, /dev/shm writable): the end of the task
 // removes only the link it made.
 TEST(TaskTmpDir, AReplacedLinkIsNotRemoved) {
