@@ -454,18 +454,14 @@ TEST_P(ConfineTest, SigkillOfForkboxLeavesNoTaskProcessInLayer2) { ExpectSigkill
 // on the parent would forbid it every later thread), so this measures the gap in every mode.
 TEST_P(ConfineTest, SigkillOfForkboxLeavesTheParentsOwnBashDaemon) { ExpectSigkillFate(true); }
 
-INSTANTIATE_TEST_SUITE_P(
-    Modes, ConfineTest,
+// Every suite here runs in each layer as root and as the unprivileged user, sandboxed and not.
+const auto kAllModes =
     ::testing::Values(Param{Where::kLayer2, true}, Param{Where::kLayer2, false},
                       Param{Where::kLayer1Jail, true}, Param{Where::kLayer1Jail, false},
-                      Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false}),
-    NameOf);
-INSTANTIATE_TEST_SUITE_P(
-    Modes, BrokerTest,
-    ::testing::Values(Param{Where::kLayer2, true}, Param{Where::kLayer2, false},
-                      Param{Where::kLayer1Jail, true}, Param{Where::kLayer1Jail, false},
-                      Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false}),
-    NameOf);
+                      Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false});
+
+INSTANTIATE_TEST_SUITE_P(Modes, ConfineTest, kAllModes, NameOf);
+INSTANTIATE_TEST_SUITE_P(Modes, BrokerTest, kAllModes, NameOf);
 
 // Issue 13: Python multiprocessing (fork, spawn, forkserver, shared_memory) in the parent's bash
 // and a task's bash from a workdir of 100+ characters, whose task temp dir is too deep for
@@ -529,12 +525,7 @@ class ShortTmpConfineTest : public ConfineTest {
 TEST_P(ShortTmpConfineTest, ParentBashRunsMultiprocessingFromADeepWorkdir) { Check(false); }
 TEST_P(ShortTmpConfineTest, TaskBashRunsMultiprocessingFromADeepWorkdir) { Check(true); }
 
-INSTANTIATE_TEST_SUITE_P(
-    Modes, ShortTmpConfineTest,
-    ::testing::Values(Param{Where::kLayer2, true}, Param{Where::kLayer2, false},
-                      Param{Where::kLayer1Jail, true}, Param{Where::kLayer1Jail, false},
-                      Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false}),
-    NameOf);
+INSTANTIATE_TEST_SUITE_P(Modes, ShortTmpConfineTest, kAllModes, NameOf);
 
 // ---- The spawner.
 

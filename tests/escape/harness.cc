@@ -430,6 +430,23 @@ void KillProcessesWithMarker(const std::string& marker) {
   }
 }
 
+const char kMultiprocessingPy[] =
+    "import multiprocessing as mp, os, sys, tempfile\n"
+    "from concurrent.futures import ProcessPoolExecutor\n"
+    "from multiprocessing import shared_memory\n"
+    "def sq(x): return x * x\n"
+    "if __name__ == '__main__':\n"
+    "    print('tmpdir', tempfile.gettempdir())\n"
+    "    open(os.path.join(tempfile.gettempdir(), 'left-behind'), 'w').write('x')\n"
+    "    for m in sys.argv[1:]:\n"
+    "        ctx = mp.get_context(m)\n"
+    "        with ctx.Pool(2) as p: a = sum(p.map(sq, range(4)))\n"
+    "        with ProcessPoolExecutor(2, mp_context=ctx) as ex: b = sum(ex.map(sq, range(4)))\n"
+    "        l = ctx.Lock(); l.acquire(); l.release()\n"
+    "        print(m, 'ok', a, b)\n"
+    "    s = shared_memory.SharedMemory(create=True, size=64); s.buf[0] = 7\n"
+    "    print('shm ok', s.buf[0]); s.close(); s.unlink()\n";
+
 std::string RandomToken() {
   std::random_device rd;
   unsigned char bytes[8];

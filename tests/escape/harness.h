@@ -125,6 +125,11 @@ std::optional<std::string> HostAddress();
 std::vector<pid_t> ProcessesWithMarker(const std::string& marker);
 void KillProcessesWithMarker(const std::string& marker);
 
+// Python: for each start method named on its command line, a Pool, a ProcessPoolExecutor and a
+// SemLock ("<method> ok 14 14"), then shared_memory ("shm ok 7"); it first prints its temp dir
+// ("tmpdir <path>") and leaves a file there.
+extern const char kMultiprocessingPy[];
+
 std::string RandomToken();  // 16 hex digits.
 std::string ToHex(const unsigned char* data, size_t size);
 

@@ -438,21 +438,7 @@ TEST_P(ScopeWorks, GitOperations) {
 }
 
 TEST_P(ScopeWorks, MultiprocessingStartMethods) {
-  WriteFile(
-      work_ + "/mp.py",
-      "import multiprocessing as mp, sys\n"
-      "from concurrent.futures import ProcessPoolExecutor\n"
-      "from multiprocessing import shared_memory\n"
-      "def sq(x): return x * x\n"
-      "if __name__ == '__main__':\n"
-      "    for m in sys.argv[1:]:\n"
-      "        ctx = mp.get_context(m)\n"
-      "        with ctx.Pool(2) as p: a = sum(p.map(sq, range(4)))\n"
-      "        with ProcessPoolExecutor(2, mp_context=ctx) as ex: b = sum(ex.map(sq, range(4)))\n"
-      "        l = ctx.Lock(); l.acquire(); l.release()\n"
-      "        print(m, 'ok', a, b)\n"
-      "    s = shared_memory.SharedMemory(create=True, size=64); s.buf[0] = 7\n"
-      "    print('shm ok', s.buf[0]); s.close(); s.unlink()\n");
+  WriteFile(work_ + "/mp.py", kMultiprocessingPy);
   ChownTree(work_, uid(), gid());
   // forkserver in both layers: its AF_UNIX goes through the connect broker. Its socket path must
   // fit in 108 bytes, which the task's TMPDIR below this deep build tree does not: TMPDIR is a

@@ -37,23 +37,6 @@ std::string LinksInto(const std::string& root) {
   return found;
 }
 
-constexpr char kScript[] =
-    "import multiprocessing as mp, os, sys, tempfile\n"
-    "from concurrent.futures import ProcessPoolExecutor\n"
-    "from multiprocessing import shared_memory\n"
-    "def sq(x): return x * x\n"
-    "if __name__ == '__main__':\n"
-    "    print('tmpdir', tempfile.gettempdir())\n"
-    "    open(os.path.join(tempfile.gettempdir(), 'left-behind'), 'w').write('x')\n"
-    "    for m in sys.argv[1:]:\n"
-    "        ctx = mp.get_context(m)\n"
-    "        with ctx.Pool(2) as p: a = sum(p.map(sq, range(4)))\n"
-    "        with ProcessPoolExecutor(2, mp_context=ctx) as ex: b = sum(ex.map(sq, range(4)))\n"
-    "        l = ctx.Lock(); l.acquire(); l.release()\n"
-    "        print(m, 'ok', a, b)\n"
-    "    s = shared_memory.SharedMemory(create=True, size=64); s.buf[0] = 7\n"
-    "    print('shm ok', s.buf[0]); s.close(); s.unlink()\n";
-
 class ShortTmpTest : public EscapeTest {
  protected:
   // A workdir of at least 100 characters below the test's tree (a deep checkout).
@@ -68,7 +51,7 @@ class ShortTmpTest : public EscapeTest {
 
 TEST_P(ShortTmpTest, MultiprocessingFromADeepWorkdir) {
   ASSERT_NO_FATAL_FAILURE(UseDeepWorkdir());
-  WriteFile(work_ + "/mp.py", kScript);
+  WriteFile(work_ + "/mp.py", kMultiprocessingPy);
   // What the task dir's socket path would be: over the limit.
   const std::string long_tmp = work_ + "/.forkbox-tmp/task-XXXXXX";
   ASSERT_GT((long_tmp + "/pymp-XXXXXXXX/listener-XXXXXXXX").size(), 107u);
