@@ -282,12 +282,6 @@ Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p,
 
 Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p) {
   std::vector<std::string> writable = WritableTrees(policy);
-  // The task temp dir lies in the workdir, whose recursive clone carries it. A mount of its own
-  // would pin it: in the parent's namespace its removal at the end failed (EBUSY).
-  if (!policy.tmpdir.empty() && policy.tmpdir.rfind(policy.workdir + "/", 0) == 0) {
-    writable.erase(std::remove(writable.begin() + 1, writable.end(), policy.tmpdir),
-                   writable.end());
-  }
   Result<MountPlan> mounts =
       PlanMounts(writable.front(), std::vector<std::string>(writable.begin() + 1, writable.end()));
   if (!mounts.ok()) return mounts.status();
@@ -334,7 +328,11 @@ void KeepTmpProgramsVisible(const std::vector<std::string>& argv, MountPlan& pla
 std::vector<std::string> WritableTrees(const Policy& policy) {
   std::vector<std::string> writable = {policy.workdir};
   writable.insert(writable.end(), policy.writable.begin(), policy.writable.end());
-  if (!policy.tmpdir.empty()) writable.push_back(policy.tmpdir);
+  // The task temp dir inside the workdir is the workdir's: a tree of its own would be a rule
+  // opened by path (through whatever a tool swapped `.forkbox-tmp` for: a symbolic link out of the
+  // workdir) and, in layer 2, a mount pinning it (its removal failed with EBUSY).
+  const bool inside = policy.tmpdir.rfind(policy.workdir + "/", 0) == 0;
+  if (!policy.tmpdir.empty() && !inside) writable.push_back(policy.tmpdir);
   return writable;
 }
 

@@ -67,7 +67,8 @@ struct ContainPlan {
   int broker_socket = -1;
 };
 
-// The writable trees: the workdir, the --writable paths, the task temp dir. Built once here.
+// The writable trees: the workdir, the --writable paths, the task temp dir unless it lies in the
+// workdir (then it is the workdir's, never a rule or mount of its own). Built once here.
 std::vector<std::string> WritableTrees(const Policy& policy);
 
 // The contain plan for a tool command. `inside_agent`: the caller is already an agent sandbox, so

@@ -14,6 +14,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -107,6 +108,45 @@ TEST(ToolRuleset, SharedOnlyWhereCommandsGetNoMountNamespaceOfTheirOwn) {
   ASSERT_TRUE(fresh.ok()) << fresh.status().ToString();
   EXPECT_NE(fresh->ruleset_fd, shared->get());
   EXPECT_TRUE(fresh->add_fresh_rules);
+}
+
+// A tool can replace `<workdir>/.forkbox-tmp` with a symbolic link out of the workdir before a
+// later command's (or task's) sandbox is built. The temp dir inside the workdir is then no rule of
+// its own, so the link grants nothing: the ruleset a layer-1 command restricts itself with refuses
+// a write through it. Control: the same write unrestricted reaches the outside directory.
+TEST(ToolRuleset, ATempDirRedirectedOutOfTheWorkdirGrantsNoWrite) {
+  int abi = 0;
+  ASSERT_TRUE(CheckEnforceable(&abi).ok());
+  const std::string work = MakeTempDir("tmp-redirect-work");
+  const std::string outside = MakeTempDir("tmp-redirect-outside");
+  ASSERT_EQ(mkdir((outside + "/task-x").c_str(), 0700), 0);
+  ASSERT_EQ(symlink(outside.c_str(), (work + "/.forkbox-tmp").c_str()), 0);
+  Policy policy = MakePolicy(work);
+  policy.tmpdir = work + "/.forkbox-tmp/task-x";
+  const std::vector<std::string> trees = WritableTrees(policy);
+  EXPECT_EQ(std::count(trees.begin(), trees.end(), policy.tmpdir), 0);
+  Result<UniqueFd> ruleset = ToolRuleset(policy, abi, /*layer2=*/false, /*inside_agent=*/false);
+  ASSERT_TRUE(ruleset.ok()) << ruleset.status().ToString();
+  ASSERT_TRUE(*ruleset);
+  // 0: written, 1: refused, 2: could not restrict.
+  auto write_through_link = [&](bool restrict) {
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (restrict && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+                       syscall(SYS_landlock_restrict_self, ruleset->get(), 0) != 0)) {
+        _exit(2);
+      }
+      int fd = open((policy.tmpdir + "/planted").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+      _exit(fd >= 0 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  ASSERT_EQ(write_through_link(false), 0) << "CONTROL: unrestricted, the link leads outside";
+  ASSERT_EQ(unlink((outside + "/task-x/planted").c_str()), 0);
+  EXPECT_EQ(write_through_link(true), 1) << "the redirected temp dir was writable";
+  EXPECT_FALSE(std::filesystem::exists(outside + "/task-x/planted"));
 }
 
 TEST(SpawnSandboxed, PassesTheExitStatusThrough) {
