@@ -1,6 +1,8 @@
 #include "base/file.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -30,6 +32,18 @@ Result<std::string> ReadToEnd(int fd, size_t max_bytes, const std::string& what)
       return Status::ResourceExhausted(what + ": larger than " + std::to_string(max_bytes) +
                                        " bytes");
     }
+  }
+}
+
+Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags) {
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags | O_DIRECTORY | O_CLOEXEC);
+  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const char* path = rel.empty() ? "." : rel.c_str();
+  for (;;) {
+    long fd = ::syscall(SYS_openat2, root, path, &how, sizeof(how));
+    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
+    if (errno != EAGAIN && errno != EINTR) return Status::FromErrno(errno, "openat2(" + rel + ")");
   }
 }
 

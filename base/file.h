@@ -23,6 +23,12 @@ Result<UniqueFd> OpenRegularFile(const std::string& path, int extra_flags = 0,
 // bytes"). Retries EINTR.
 Result<std::string> ReadToEnd(int fd, size_t max_bytes, const std::string& what);
 
+// A directory beneath the directory `root` ("" names `root` itself) opened with `flags` |
+// O_DIRECTORY | O_CLOEXEC, resolved by openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+// RESOLVE_NO_MAGICLINKS: never through a symbolic link or "..", so a name a tool swapped for a
+// link cannot lead out. Retries EAGAIN (a concurrent rename) and EINTR.
+Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags);
+
 // OpenRegularFile + ReadToEnd.
 Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, int extra_flags = 0);
 

@@ -2,9 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -24,19 +22,6 @@ using Kind = Entry::Kind;
 constexpr size_t kMaxFileBytes = 16 << 20;
 constexpr size_t kMaxEntries = 20000;
 constexpr int kMaxDepth = 8;
-
-// A directory beneath `root` (rel "" is the root itself), never through a symlink or "..".
-Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags) {
-  open_how how{};
-  how.flags = static_cast<uint64_t>(flags | O_DIRECTORY | O_CLOEXEC);
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const char* path = rel.empty() ? "." : rel.c_str();
-  for (;;) {
-    long fd = syscall(SYS_openat2, root, path, &how, sizeof(how));
-    if (fd >= 0) return UniqueFd(static_cast<int>(fd));
-    if (errno != EAGAIN && errno != EINTR) return Status::FromErrno(errno, "openat2(" + rel + ")");
-  }
-}
 
 std::string DirOf(const std::string& rel) {
   size_t slash = rel.rfind('/');

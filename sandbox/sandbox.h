@@ -21,6 +21,7 @@
 
 #include "base/process.h"
 #include "base/status.h"
+#include "base/unique_fd.h"
 #include "sandbox/landlock.h"
 #include "sandbox/settings.h"
 
@@ -132,6 +133,10 @@ class TaskTmpDir {
   std::string path_;
   std::string short_;
   bool own_link_ = false;  // Made here (kHere), so removed here.
+  // The removal goes by these, never by path_ (a tool may swap a name for a symbolic link).
+  UniqueFd workdir_;  // O_PATH
+  UniqueFd root_;     // <workdir>/.forkbox-tmp
+  std::string name_;  // task-XXXXXX in root_
 };
 
 // What is in force, for banners and `forkbox sandbox --check`.

@@ -8,17 +8,17 @@
 
 #include <cerrno>
 #include <cstring>
-#include <filesystem>
 #include <string_view>
 #include <utility>
+#include <vector>
 
+#include "base/file.h"
 #include "base/unique_fd.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::sandbox {
 namespace {
 
-namespace fs = std::filesystem;
 constexpr char kDirName[] = ".forkbox-tmp";
 constexpr char kLinkDir[] = "/dev/shm";
 constexpr char kLinkPrefix[] = "forkbox-";
@@ -102,18 +102,80 @@ void RemoveShortLink(const std::string& link, const std::string& target) {
   }
 }
 
-// Makes every directory in the tree writable first: a tool may have left read-only ones behind.
-void RemoveTree(const std::string& path) {
-  std::error_code ec;
-  for (auto it = fs::recursive_directory_iterator(
-           path, fs::directory_options::skip_permission_denied, ec);
-       !ec && it != fs::recursive_directory_iterator(); it.increment(ec)) {
-    if (it->is_directory(ec) && !it->is_symlink(ec)) {
-      fs::permissions(it->path(), fs::perms::owner_all, fs::perm_options::add, ec);
+constexpr int kMaxRemoveDepth = 256;  // Each level holds a descriptor until it is done.
+
+// A directory's owner rights, set on the directory `fd` pins (O_PATH): through its /proc magic
+// link, so a name swapped for a symbolic link meanwhile changes nothing elsewhere.
+void AddOwnerRights(int fd) {
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  struct stat st;
+  if (fstat(fd, &st) == 0) (void)chmod(self.c_str(), (st.st_mode & 07777) | S_IRWXU);
+}
+
+// Removes the entry `name` of the directory `parent` and, for a directory, everything in it,
+// never following a symbolic link: a tool may swap any name for one while this runs, and the
+// removal then goes no further than that link. Directories a tool made read-only (or unlistable)
+// get their owner's rights first. Best effort, like the end of a task: nobody to report to.
+void RemoveTreeAt(int parent, const char* name, int depth) {
+  if (unlinkat(parent, name, 0) == 0 || errno != EISDIR) return;
+  UniqueFd pinned(openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!pinned || depth > kMaxRemoveDepth) return;
+  AddOwnerRights(pinned.get());
+  UniqueFd dir(openat(pinned.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* entries = dir ? fdopendir(dir.get()) : nullptr;
+  if (entries != nullptr) {
+    (void)dir.release();  // Owned by `entries` now.
+    std::vector<std::string> names;
+    while (const dirent* e = readdir(entries)) {
+      std::string_view n(e->d_name);
+      if (n != "." && n != "..") names.emplace_back(n);
     }
+    for (const std::string& n : names) RemoveTreeAt(dirfd(entries), n.c_str(), depth + 1);
+    closedir(entries);
   }
-  fs::permissions(path, fs::perms::owner_all, fs::perm_options::add, ec);
-  fs::remove_all(path, ec);
+  (void)unlinkat(parent, name, AT_REMOVEDIR);
+}
+
+// Creates `name` in `dir` with "*\n" unless it exists: the temp dirs stay out of git.
+Status EnsureGitIgnore(int dir) {
+  UniqueFd fd(
+      openat(dir, ".gitignore", O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644));
+  if (!fd) {
+    if (errno == EEXIST) return Status::Ok();
+    return Status::FromErrno(errno, std::string("create ") + kDirName + "/.gitignore");
+  }
+  if (write(fd.get(), "*\n", 2) != 2) {
+    return Status::FromErrno(errno, std::string("write ") + kDirName + "/.gitignore");
+  }
+  return Status::Ok();
+}
+
+// True when `dir` holds nothing but .gitignore.
+bool OnlyGitIgnore(int dir) {
+  UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* entries = listing ? fdopendir(listing.get()) : nullptr;
+  if (entries == nullptr) return false;
+  (void)listing.release();
+  bool only = true;
+  while (const dirent* e = readdir(entries)) {
+    std::string_view n(e->d_name);
+    if (n != "." && n != ".." && n != ".gitignore") only = false;
+  }
+  closedir(entries);
+  return only;
+}
+
+// A fresh task-XXXXXX beneath `root`: mkdirat with a random name, never an existing one.
+Result<std::string> MakeTaskDir(int root) {
+  for (int attempt = 0; attempt < kLinkAttempts; ++attempt) {
+    Result<std::string> random = RandomName();
+    if (!random.ok()) return random.status();
+    const std::string name = "task-" + random->substr(std::strlen(kLinkPrefix), 6);
+    if (mkdirat(root, name.c_str(), 0700) == 0) return name;
+    if (errno != EEXIST)
+      return Status::FromErrno(errno, std::string("mkdir ") + kDirName + "/" + name);
+  }
+  return Status::Internal(std::string("no free task directory name in ") + kDirName);
 }
 
 }  // namespace
@@ -146,28 +208,26 @@ Result<TaskTmpDir> TaskTmpDir::OnDiskAt(const std::string& workdir, const std::s
 
 Result<TaskTmpDir> TaskTmpDir::OnDiskNamed(const std::string& workdir, ShortLink link,
                                            const std::string& name) {
-  std::string root = workdir + "/" + kDirName;
-  if (mkdir(root.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Status::FromErrno(errno, "mkdir " + root);
-  }
-  struct stat st;
-  if (lstat(root.c_str(), &st) != 0) return Status::FromErrno(errno, "lstat " + root);
-  if (!S_ISDIR(st.st_mode)) return Status::InvalidArgument(root + " exists and is not a directory");
-  std::string ignore = root + "/.gitignore";
-  int fd = open(ignore.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (fd >= 0) {
-    ssize_t n = write(fd, "*\n", 2);
-    int err = errno;
-    close(fd);
-    if (n != 2) return Status::FromErrno(n < 0 ? err : EIO, "write " + ignore);
-  } else if (errno != EEXIST) {
-    return Status::FromErrno(errno, "create " + ignore);
-  }
-  std::string templ = root + "/task-XXXXXX";
-  if (mkdtemp(templ.data()) == nullptr) return Status::FromErrno(errno, "mkdtemp " + templ);
+  // Everything below is relative to descriptors: a tool that swaps .forkbox-tmp (or a task dir)
+  // for a symbolic link never makes us create, or later remove, anything through it.
   TaskTmpDir dir;
-  dir.path_ = templ;  // From here on the destructor removes it.
-  Result<std::string> short_path = MakeShortLink(templ, link, name);
+  dir.workdir_ = UniqueFd(open(workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  if (!dir.workdir_) return Status::FromErrno(errno, "open " + workdir);
+  if (mkdirat(dir.workdir_.get(), kDirName, 0700) != 0 && errno != EEXIST) {
+    return Status::FromErrno(errno, "mkdir " + workdir + "/" + kDirName);
+  }
+  Result<UniqueFd> root = OpenDirBeneath(dir.workdir_.get(), kDirName, O_RDONLY);
+  if (!root.ok()) {
+    return root.status().WithContext(workdir + "/" + kDirName +
+                                     " must be a directory, not a symbolic link");
+  }
+  dir.root_ = std::move(*root);
+  FORKBOX_RETURN_IF_ERROR(EnsureGitIgnore(dir.root_.get()));
+  Result<std::string> task = MakeTaskDir(dir.root_.get());
+  if (!task.ok()) return task.status();
+  dir.name_ = std::move(*task);
+  dir.path_ = workdir + "/" + kDirName + "/" + dir.name_;  // The destructor removes it now.
+  Result<std::string> short_path = MakeShortLink(dir.path_, link, name);
   if (!short_path.ok()) return short_path.status().WithContext("the temp dir's short path");
   dir.short_ = std::move(*short_path);
   dir.own_link_ = link == ShortLink::kHere;
@@ -180,34 +240,25 @@ void TaskTmpDir::ApplyTo(Policy* policy) const {
 }
 
 TaskTmpDir::~TaskTmpDir() {
-  if (path_.empty()) return;
+  if (!root_) return;
   if (own_link_ && !short_.empty()) RemoveShortLink(short_, path_);
-  RemoveTree(path_);
-  // Leave no trace: drop .forkbox-tmp when no other task is using it.
-  fs::path root = fs::path(path_).parent_path();
-  std::error_code ec;
-  bool only_ignore = true;
-  for (const auto& entry : fs::directory_iterator(root, ec)) {
-    if (entry.path().filename() != ".gitignore") only_ignore = false;
-  }
-  if (!ec && only_ignore) {
-    fs::remove(root / ".gitignore", ec);
-    if (rmdir(root.c_str()) != 0) {
-      // Another task created its directory meanwhile: keep it git-ignored.
-      int fd = open((root / ".gitignore").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
-      if (fd >= 0) {
-        ssize_t n = write(fd, "*\n", 2);
-        (void)n;
-        close(fd);
-      }
-    }
+  RemoveTreeAt(root_.get(), name_.c_str(), 0);
+  // Leave no trace: drop .forkbox-tmp when no other task is using it. rmdir never follows a link,
+  // and removes only an empty directory, whatever now has that name.
+  if (!OnlyGitIgnore(root_.get())) return;
+  (void)unlinkat(root_.get(), ".gitignore", 0);
+  if (unlinkat(workdir_.get(), kDirName, AT_REMOVEDIR) != 0) {
+    (void)EnsureGitIgnore(root_.get());  // Another task created its directory meanwhile.
   }
 }
 
 TaskTmpDir::TaskTmpDir(TaskTmpDir&& other) noexcept
     : path_(std::exchange(other.path_, {})),
       short_(std::exchange(other.short_, {})),
-      own_link_(std::exchange(other.own_link_, false)) {}
+      own_link_(std::exchange(other.own_link_, false)),
+      workdir_(std::move(other.workdir_)),
+      root_(std::move(other.root_)),
+      name_(std::exchange(other.name_, {})) {}
 
 TaskTmpDir& TaskTmpDir::operator=(TaskTmpDir&& other) noexcept {
   if (this != &other) {
@@ -215,6 +266,9 @@ TaskTmpDir& TaskTmpDir::operator=(TaskTmpDir&& other) noexcept {
     path_ = std::exchange(other.path_, {});
     short_ = std::exchange(other.short_, {});
     own_link_ = std::exchange(other.own_link_, false);
+    workdir_ = std::move(other.workdir_);
+    root_ = std::move(other.root_);
+    name_ = std::exchange(other.name_, {});
   }
   return *this;
 }

@@ -4,7 +4,10 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <filesystem>
 #include <fstream>
+#include <string>
+#include <vector>
 
 #include "sandbox/sandbox.h"
 #include "tests/sandbox/probe_util.h"
@@ -194,6 +197,81 @@ TEST(TaskTmpDir, MakingALinkSweepsOurDanglingOnes) {
   unlink(gone.c_str());
   unlink(live.c_str());
   unlink(other.c_str());
+}
+
+// The names in `dir`, "." and ".." left out.
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    names.push_back(e.path().filename());
+  }
+  return names;
+}
+
+// The inode `path` names after following every link, or 0.
+ino_t InodeOf(const std::string& path) {
+  struct stat st;
+  return stat(path.c_str(), &st) == 0 ? st.st_ino : 0;
+}
+
+// A tool planted .forkbox-tmp as a link out of the workdir before the task: nothing is made
+// through it. The control shows the link is a working way out for anything that goes by path.
+TEST(TaskTmpDir, APlantedDotFolderLinkIsRefusedAndNothingIsMadeThrough) {
+  const std::string work = testing::MakeTempDir("tmpdir-plant");
+  const std::string outside = testing::MakeTempDir("tmpdir-plant-out");
+  ASSERT_EQ(symlink(outside.c_str(), (work + "/.forkbox-tmp").c_str()), 0);
+  // Control: a mkdir by path lands outside.
+  ASSERT_EQ(mkdir((work + "/.forkbox-tmp/probe").c_str(), 0700), 0);
+  ASSERT_TRUE(FileExists(outside + "/probe"));
+  ASSERT_EQ(rmdir((outside + "/probe").c_str()), 0);
+
+  Result<TaskTmpDir> dir = TaskTmpDir::Create(work);
+  ASSERT_FALSE(dir.ok());
+  EXPECT_NE(dir.status().ToString().find("not a symbolic link"), std::string::npos)
+      << dir.status().ToString();
+  EXPECT_EQ(Entries(outside), std::vector<std::string>{});
+}
+
+// After the task dir exists, a tool moves .forkbox-tmp away and puts a link to a directory
+// outside in its place, holding a tree of the task dir's name: the end of the task removes the
+// real task dir (where it now is) and nothing outside. Control: the task dir's path now leads to
+// the outside file, so a removal by path would delete it.
+TEST(TaskTmpDir, ASwappedDotFolderNeverLeadsTheRemovalOutside) {
+  const std::string work = testing::MakeTempDir("tmpdir-swap");
+  const std::string outside = testing::MakeTempDir("tmpdir-swap-out");
+  std::string name;
+  {
+    Result<TaskTmpDir> dir = TaskTmpDir::Create(work);
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    name = dir->path().substr(dir->path().rfind('/') + 1);
+    std::ofstream(dir->path() + "/mine") << "task's";
+    ASSERT_EQ(mkdir((outside + "/" + name).c_str(), 0700), 0);
+    std::ofstream(outside + "/" + name + "/keep") << "precious";
+    ASSERT_EQ(rename((work + "/.forkbox-tmp").c_str(), (work + "/moved").c_str()), 0);
+    ASSERT_EQ(symlink(outside.c_str(), (work + "/.forkbox-tmp").c_str()), 0);
+    ASSERT_NE(InodeOf(dir->path() + "/keep"), 0u);  // Control.
+    ASSERT_EQ(InodeOf(dir->path() + "/keep"), InodeOf(outside + "/" + name + "/keep"));
+  }
+  EXPECT_EQ(ReadFile(outside + "/" + name + "/keep"), "precious");
+  EXPECT_FALSE(FileExists(work + "/moved/" + name)) << "the real task dir is removed";
+}
+
+// A link a tool left in its temp dir is removed, never followed. Control: it leads outside.
+TEST(TaskTmpDir, ALinkInsideIsRemovedNotFollowed) {
+  const std::string work = testing::MakeTempDir("tmpdir-inner");
+  const std::string outside = testing::MakeTempDir("tmpdir-inner-out");
+  std::ofstream(outside + "/keep") << "precious";
+  std::string path;
+  {
+    Result<TaskTmpDir> dir = TaskTmpDir::Create(work);
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    path = dir->path();
+    ASSERT_EQ(mkdir((path + "/sub").c_str(), 0700), 0);
+    ASSERT_EQ(symlink(outside.c_str(), (path + "/sub/out").c_str()), 0);
+    ASSERT_EQ(InodeOf(path + "/sub/out/keep"), InodeOf(outside + "/keep"));  // Control.
+  }
+  EXPECT_EQ(ReadFile(outside + "/keep"), "precious");
+  EXPECT_FALSE(FileExists(path));
 }
 
 TEST(TaskTmpDir, RejectsABadWorkdir) {
