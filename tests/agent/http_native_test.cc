@@ -171,6 +171,49 @@ TEST(HttpNativeTest, InterimContinueIsSkipped) {
   EXPECT_EQ(r.headers["x-request-id"], "abc");
 }
 
+TEST(HttpNativeTest, NoContentHasNoBodyAndKeepsTheConnection) {
+  ScriptServer server({[](int fd) {
+    for (const char* reply :
+         {"HTTP/1.1 204 No Content\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nz"}) {
+      if (ReadRequest(fd).empty()) return;
+      Send(fd, reply);
+    }
+  }});
+  auto client = Client();
+  HttpResult first = Post(*client, server.url());
+  EXPECT_EQ(first.transport_error, "");
+  EXPECT_EQ(first.status, 204);
+  HttpResult second = Post(*client, server.url());
+  EXPECT_EQ(second.body, "z");
+  EXPECT_TRUE(second.reused_connection);
+}
+
+// Over IPv6 when the machine has it: the Host header carries the brackets.
+TEST(HttpNativeTest, Ipv6HostHeader) {
+  UniqueFd listener(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in6 addr{};
+  addr.sin6_family = AF_INET6;
+  addr.sin6_addr = in6addr_loopback;
+  socklen_t len = sizeof(addr);
+  if (!listener || ::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    GTEST_SKIP() << "no IPv6 loopback here";
+  }
+  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  ASSERT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin6_port));
+  std::string request;
+  std::thread server([&] {
+    UniqueFd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    request = ReadRequest(conn.get());
+    Send(conn.get(), "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+  });
+  auto client = Client();
+  HttpResult r = Post(*client, "http://[::1]:" + port + "/v1");
+  server.join();
+  EXPECT_EQ(r.transport_error, "");
+  EXPECT_THAT(request, HasSubstr("POST /v1 HTTP/1.1\r\nHost: [::1]:" + port + "\r\n"));
+}
+
 TEST(HttpNativeTest, KeepAliveReusesOneConnection) {
   ScriptServer server({[](int fd) {
     for (int i = 0; i < 2; ++i) {
