@@ -11,6 +11,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdlib>
 #include <mutex>
 
 namespace forkbox::agent::http_native {
@@ -154,6 +155,18 @@ const BIO_METHOD* NoSignalBioMethod() {
   return method;
 }
 
+// OpenSSL's default verify paths without the eager parse of the system's bundle file (all ~140
+// CAs, 40-45 ms with OpenSSL 3.0 here): unless SSL_CERT_FILE names a file (then exactly
+// SSL_CTX_set_default_verify_paths), the store is the hashed directory, SSL_CERT_DIR or else the
+// system's (/etc/ssl/certs, kept by update-ca-certificates), read one issuer at a time.
+bool LoadCaStore(SSL_CTX* ctx) {
+  if (std::getenv(X509_get_default_cert_file_env()) != nullptr) {
+    return SSL_CTX_set_default_verify_paths(ctx) == 1;
+  }
+  const char* dir = std::getenv(X509_get_default_cert_dir_env());
+  return SSL_CTX_load_verify_dir(ctx, dir != nullptr ? dir : X509_get_default_cert_dir()) == 1;
+}
+
 SSL_CTX* MakeTlsContext(std::string* error) {
   if (OPENSSL_init_ssl(0, nullptr) != 1) {
     *error = "OpenSSL initialisation failed: " + OpenSslError();
@@ -162,8 +175,8 @@ SSL_CTX* MakeTlsContext(std::string* error) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
   if (ctx == nullptr || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-      SSL_CTX_set_default_verify_paths(ctx) != 1 ||
-      SSL_CTX_set_alpn_protos(ctx, kAlpn, sizeof(kAlpn)) != 0 || NoSignalBioMethod() == nullptr) {
+      !LoadCaStore(ctx) || SSL_CTX_set_alpn_protos(ctx, kAlpn, sizeof(kAlpn)) != 0 ||
+      NoSignalBioMethod() == nullptr) {
     *error = "cannot set up TLS: " + OpenSslError();
     SSL_CTX_free(ctx);
     return nullptr;

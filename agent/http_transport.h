@@ -50,7 +50,8 @@ class TransferClock {
 };
 
 // The process's TLS context (OpenSSL set-up and the CA store: SSL_CERT_FILE / SSL_CERT_DIR, else
-// the system's), made once on first use. Null with *error set when OpenSSL refuses.
+// the system's hashed directory), made once on first use. Null with *error set when OpenSSL
+// refuses.
 SSL_CTX* TlsContext(std::string* error);
 
 class Connection {

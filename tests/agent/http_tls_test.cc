@@ -60,8 +60,14 @@ class HttpTlsTest : public ::testing::Test {
     ASSERT_TRUE(MakeCert("leaf", "subjectAltName=DNS:localhost,IP:127.0.0.1", true));
     ASSERT_TRUE(MakeCert("other", "subjectAltName=DNS:other.example,IP:127.0.0.2", true));
     ASSERT_TRUE(MakeCert("self", "subjectAltName=DNS:localhost,IP:127.0.0.1", false));
-    // Before the first https request: the client reads the CA store once per process.
-    ASSERT_EQ(::setenv("SSL_CERT_FILE", (g_dir / "ca.pem").c_str(), 1), 0);
+    // Before the first https request: the client sets up its CA store once per process. A
+    // hashed directory (SSL_CERT_DIR), as the system's is read; http_lazy_tls_test covers
+    // SSL_CERT_FILE.
+    fs::create_directory(g_dir / "store");
+    fs::copy_file(g_dir / "ca.pem", g_dir / "store" / "ca.pem");
+    ASSERT_TRUE(Shell("openssl rehash " + (g_dir / "store").string()));
+    ASSERT_EQ(::unsetenv("SSL_CERT_FILE"), 0);
+    ASSERT_EQ(::setenv("SSL_CERT_DIR", (g_dir / "store").c_str(), 1), 0);
   }
   static void TearDownTestSuite() { fs::remove_all(g_dir); }
 };
@@ -145,7 +151,7 @@ HttpResult Post(const std::string& url, int times = 1) {
   return r;
 }
 
-TEST_F(HttpTlsTest, TrustedViaSslCertFileByNameAndByIpWithKeepAlive) {
+TEST_F(HttpTlsTest, TrustedViaSslCertDirByNameAndByIpWithKeepAlive) {
   TlsServer by_name("leaf", 2);
   HttpResult r = Post(by_name.url("localhost"), 2);
   EXPECT_EQ(r.transport_error, "");
