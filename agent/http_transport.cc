@@ -337,6 +337,7 @@ HttpFailure Connection::WriteAll(std::string_view data, TransferClock& clock) {
       }
     } else {
       ERR_clear_error();
+      errno = 0;
       if (SSL_write_ex(ssl_, data.data(), data.size(), &n) != 1) {
         const int err = SSL_get_error(ssl_, 0);
         if (err == SSL_ERROR_WANT_READ) wait = POLLIN;
