@@ -10,8 +10,10 @@
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <filesystem>
 #include <mutex>
 
 namespace forkbox::agent::http_native {
@@ -155,16 +157,66 @@ const BIO_METHOD* NoSignalBioMethod() {
   return method;
 }
 
-// OpenSSL's default verify paths without the eager parse of the system's bundle file (all ~140
-// CAs, 40-45 ms with OpenSSL 3.0 here): unless SSL_CERT_FILE names a file (then exactly
-// SSL_CTX_set_default_verify_paths), the store is the hashed directory, SSL_CERT_DIR or else the
-// system's (/etc/ssl/certs, kept by update-ca-certificates), read one issuer at a time.
-bool LoadCaStore(SSL_CTX* ctx) {
-  if (std::getenv(X509_get_default_cert_file_env()) != nullptr) {
-    return SSL_CTX_set_default_verify_paths(ctx) == 1;
+bool IsHashedName(const std::string& name) {
+  const size_t dot = name.find('.');
+  if (dot != 8 || dot + 1 >= name.size()) return false;
+  for (size_t i = 0; i < name.size(); ++i) {
+    if (i != dot && !std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
   }
-  const char* dir = std::getenv(X509_get_default_cert_dir_env());
-  return SSL_CTX_load_verify_dir(ctx, dir != nullptr ? dir : X509_get_default_cert_dir()) == 1;
+  return true;
+}
+
+// Every certificate of the hashed directories `dirs` (colon-separated), parsed now: the sandbox
+// entered later may not show them (a private /tmp, a carved $HOME).
+bool LoadCertDirs(X509_STORE* store, const std::string& dirs, std::string* error) {
+  for (size_t start = 0; start <= dirs.size();) {
+    const size_t colon = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = dirs.substr(start, colon - start);
+    start = colon + 1;
+    if (dir.empty()) continue;
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
+      if (!IsHashedName(entry.path().filename().string())) continue;
+      if (X509_STORE_load_file(store, entry.path().c_str()) != 1) {
+        *error = "cannot read the CA certificate " + entry.path().string() + ": " + OpenSslError();
+        return false;
+      }
+    }
+    if (ec) {
+      *error = "cannot read SSL_CERT_DIR " + dir + ": " + ec.message();
+      return false;
+    }
+  }
+  return true;
+}
+
+bool SameDir(const std::string& a, const std::string& b) {
+  std::error_code ec_a, ec_b;
+  const auto ca = std::filesystem::canonical(a, ec_a), cb = std::filesystem::canonical(b, ec_b);
+  return !ec_a && !ec_b && ca == cb;
+}
+
+// OpenSSL's default verify paths (SSL_CERT_FILE, SSL_CERT_DIR, else the system's), with two
+// differences. The system's bundle file is not parsed (all ~140 CAs, 40-45 ms with OpenSSL 3.0
+// here): the system's hashed directory (/etc/ssl/certs, kept by update-ca-certificates, readable
+// in every sandbox) holds the same CAs and is read one issuer at a time during the handshake.
+// A file or another directory named in the environment is parsed now, before any sandbox, and
+// an unreadable one is an error instead of being skipped.
+bool LoadCaStore(SSL_CTX* ctx, std::string* error) {
+  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
+  const char* file = std::getenv(X509_get_default_cert_file_env());
+  if (file != nullptr && X509_STORE_load_file(store, file) != 1) {
+    *error = std::string("cannot read SSL_CERT_FILE ") + file + ": " + OpenSslError();
+    return false;
+  }
+  const std::string system_dir = X509_get_default_cert_dir();
+  const char* dirs = std::getenv(X509_get_default_cert_dir_env());
+  if (dirs != nullptr && !SameDir(dirs, system_dir)) return LoadCertDirs(store, dirs, error);
+  if (SSL_CTX_load_verify_dir(ctx, system_dir.c_str()) != 1) {
+    *error = "cannot use the CA directory " + system_dir + ": " + OpenSslError();
+    return false;
+  }
+  return true;
 }
 
 SSL_CTX* MakeTlsContext(std::string* error) {
@@ -175,9 +227,14 @@ SSL_CTX* MakeTlsContext(std::string* error) {
   SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
   static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
   if (ctx == nullptr || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-      !LoadCaStore(ctx) || SSL_CTX_set_alpn_protos(ctx, kAlpn, sizeof(kAlpn)) != 0 ||
-      NoSignalBioMethod() == nullptr) {
+      SSL_CTX_set_alpn_protos(ctx, kAlpn, sizeof(kAlpn)) != 0 || NoSignalBioMethod() == nullptr) {
     *error = "cannot set up TLS: " + OpenSslError();
+    SSL_CTX_free(ctx);
+    return nullptr;
+  }
+  std::string why;
+  if (!LoadCaStore(ctx, &why)) {
+    *error = "cannot set up TLS: " + why;
     SSL_CTX_free(ctx);
     return nullptr;
   }
