@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 
@@ -123,10 +124,17 @@ class TlsServer {
     }
     SSL_free(ssl);
   }
+  // One request: its head and its Content-Length body.
   bool ReadRequest(SSL* ssl) {
     std::string got;
     char buf[4096];
-    while (got.find("\r\n\r\n{}") == std::string::npos) {
+    for (size_t need = std::string::npos; got.size() < need;) {
+      const size_t end = got.find("\r\n\r\n");
+      if (need == std::string::npos && end != std::string::npos) {
+        const size_t cl = got.find("Content-Length: ");
+        need = end + 4 + (cl < end ? std::stoul(got.substr(cl + 16)) : 0);
+        continue;
+      }
       const int n = SSL_read(ssl, buf, sizeof(buf));
       if (n <= 0) return false;
       got.append(buf, static_cast<size_t>(n));
@@ -185,6 +193,36 @@ TEST_F(HttpTlsTest, ACertificateForAnotherNameOrIpIsRefused) {
   EXPECT_EQ(by_ip.error_kind, HttpErrorKind::kTlsVerify);
   EXPECT_THAT(by_ip.transport_error, HasSubstr("IP address mismatch"));
   EXPECT_EQ(ip.request_bytes(), 0u);
+}
+
+// A one-shot run of the confined forkbox against `url`: its stderr.
+std::string OneShot(const std::string& url) {
+  const fs::path work = g_dir / "work";
+  fs::create_directories(work);
+  const fs::path err = g_dir / "stderr";
+  const std::string bin = FORKBOX_BIN_DIR;
+  const std::string run = "cd " + work.string() + " && ANTHROPIC_API_KEY=not-a-key " + bin +
+                          "/forkbox --provider anthropic --base-url " + url + " --child-path " +
+                          bin + "/forkbox-child --standby 0 --max-retries 0 --idle-timeout 10 " +
+                          "--workdir " + work.string() + " --quiet hello >/dev/null 2>" +
+                          err.string();
+  EXPECT_NE(std::system(run.c_str()), 0);  // The reply is no model's: the run fails.
+  std::ifstream in(err);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+// The sandboxed parent speaks TLS: its CA directory (under /tmp, which layer 2 replaces) was read
+// before the confinement. The reply is not a model's, so the run fails after the exchange.
+TEST_F(HttpTlsTest, TheConfinedParentVerifiesAndSends) {
+  TlsServer server("leaf", 1);
+  const std::string err = OneShot(server.url("localhost"));
+  EXPECT_GT(server.request_bytes(), 0u) << err;
+  EXPECT_EQ(err.find("TLS"), std::string::npos) << err;
+  // Control: an untrusted server is refused by the same confined run, before any request byte.
+  TlsServer untrusted("self", 1);
+  const std::string refused = OneShot(untrusted.url("localhost"));
+  EXPECT_THAT(refused, HasSubstr("TLS certificate verification failed for localhost"));
+  EXPECT_EQ(untrusted.request_bytes(), 0u);
 }
 
 }  // namespace
