@@ -57,7 +57,8 @@ SSL_CTX* TlsContext(std::string* error);
 class Connection {
  public:
   // Resolves the URL's host (getaddrinfo, AF_UNSPEC) and connects to each address in turn until
-  // one answers, then does the TLS handshake for https; all under the connect timeout.
+  // one answers, then does the TLS handshake for https; all under the connect timeout, except
+  // getaddrinfo itself, which blocks without a bound (and without polling the cancel check).
   static std::unique_ptr<Connection> Open(const ParsedUrl& url, TransferClock& clock,
                                           HttpFailure* failure);
   ~Connection();
