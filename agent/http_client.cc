@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "agent/http_module.h"
+#include "agent/http_url.h"
 
 #ifndef FORKBOX_HTTP_MODULE_RELPATH
 #error "FORKBOX_HTTP_MODULE_RELPATH (the module's path relative to the executable's dir) is unset"
@@ -31,8 +32,8 @@ Result<std::string> ModulePath() {
 Result<const http_module::Api*> Open() {
   Result<std::string> path = ModulePath();
   if (!path.ok()) return path.status();
-  // RTLD_LOCAL: curl's symbols stay out of the global scope. RTLD_LAZY, as a linked libcurl
-  // was: resolving every function of curl's ~35 libraries up front (RTLD_NOW) costs milliseconds.
+  // RTLD_LOCAL: the module's symbols stay out of the global scope. RTLD_LAZY: functions never
+  // called (most of libssl's and libcrypto's) are never resolved.
   void* handle = dlopen(path->c_str(), RTLD_LAZY | RTLD_LOCAL);
   if (handle == nullptr) {
     std::string why = dlerror();
@@ -47,7 +48,7 @@ Result<const http_module::Api*> Open() {
     return Status::Unavailable("the HTTP module " + *path + " is not this build's (" +
                                http_module::kEntryPoint + " missing or of another version)");
   }
-  return api;  // Never unloaded: curl's global state lives until exit.
+  return api;  // Never unloaded: OpenSSL's global state lives until exit.
 }
 
 // The module, loaded on first use; the process-wide dlopen handle is inherent to dlopen.
@@ -60,34 +61,64 @@ const Result<const http_module::Api*>& Module() {
 
 Status LoadHttp() { return Module().status(); }
 
-Status WarmUpHttp() {
+bool WantsTls(const std::string& url) {
+  Result<ParsedUrl> parsed = ParseHttpUrl(url);
+  return parsed.ok() && parsed->tls;
+}
+
+Status WarmUpHttp(const std::string& url) {
   const Result<const http_module::Api*>& api = Module();
   if (!api.ok()) return api.status();
   std::string error;
-  if (!(*api)->global_init(&error)) return Status::Internal(error);
+  if (!(*api)->global_init(WantsTls(url), &error)) return Status::Internal(error);
   return Status::Ok();
 }
 
 Result<uint16_t> UrlPort(const std::string& url) {
-  const Result<const http_module::Api*>& api = Module();
-  if (!api.ok()) return api.status();
-  return (*api)->url_port(url);
+  Result<ParsedUrl> parsed = ParseHttpUrl(url);
+  return parsed.ok() ? parsed->port : uint16_t{0};
 }
 
-namespace {
-constexpr const char* kGnutlsNoImplicitInit = "GNUTLS_NO_IMPLICIT_INIT";
-
-// True when it set the variable (and the join must unset it).
-bool SetGnutlsNoImplicitInit() {
-  return std::getenv(kGnutlsNoImplicitInit) == nullptr &&
-         ::setenv(kGnutlsNoImplicitInit, "1", /*overwrite=*/0) == 0;
+const char* HttpErrorKindName(HttpErrorKind kind) {
+  switch (kind) {
+    case HttpErrorKind::kNone:
+      return "none";
+    case HttpErrorKind::kUrl:
+      return "url";
+    case HttpErrorKind::kResolve:
+      return "resolve";
+    case HttpErrorKind::kConnect:
+      return "connect";
+    case HttpErrorKind::kConnectTimeout:
+      return "connect-timeout";
+    case HttpErrorKind::kTls:
+      return "tls";
+    case HttpErrorKind::kTlsVerify:
+      return "tls-verify";
+    case HttpErrorKind::kSend:
+      return "send";
+    case HttpErrorKind::kReceive:
+      return "receive";
+    case HttpErrorKind::kProtocol:
+      return "protocol";
+    case HttpErrorKind::kTooLarge:
+      return "too-large";
+    case HttpErrorKind::kIdleTimeout:
+      return "idle-timeout";
+    case HttpErrorKind::kTotalTimeout:
+      return "total-timeout";
+    case HttpErrorKind::kCancelled:
+      return "cancelled";
+    case HttpErrorKind::kAborted:
+      return "aborted";
+    case HttpErrorKind::kInternal:
+      return "internal";
+  }
+  return "unknown";
 }
-}  // namespace
 
-HttpPreload::HttpPreload(PreloadStep step)
-    : unset_gnutls_env_(SetGnutlsNoImplicitInit()), thread_([this, step] {
-        status_ = step == PreloadStep::kModule ? LoadHttp() : WarmUpHttp();
-      }) {}
+HttpPreload::HttpPreload(std::string url)
+    : url_(std::move(url)), thread_([this] { status_ = WarmUpHttp(url_); }) {}
 
 HttpPreload::~HttpPreload() { Join(); }
 
@@ -98,27 +129,25 @@ Status HttpPreload::Wait() {
 
 void HttpPreload::Join() {
   if (thread_.joinable()) thread_.join();
-  if (unset_gnutls_env_) ::unsetenv(kGnutlsNoImplicitInit);
-  unset_gnutls_env_ = false;
 }
 
-HttpClient::HttpClient(const http_module::Api* api, void* curl, const HttpTimeouts& timeouts)
-    : api_(api), curl_(curl), timeouts_(timeouts) {}
+HttpClient::HttpClient(const http_module::Api* api, void* handle, const HttpTimeouts& timeouts)
+    : api_(api), handle_(handle), timeouts_(timeouts) {}
 
-HttpClient::~HttpClient() { api_->destroy(curl_); }
+HttpClient::~HttpClient() { api_->destroy(handle_); }
 
 Result<std::unique_ptr<HttpClient>> HttpClient::Create(const HttpTimeouts& timeouts) {
   const Result<const http_module::Api*>& api = Module();
   if (!api.ok()) return api.status();
   std::string error;
-  void* curl = (*api)->create(&error);
-  if (curl == nullptr) return Status::Internal(error);
-  return std::unique_ptr<HttpClient>(new HttpClient(*api, curl, timeouts));
+  void* handle = (*api)->create(&error);
+  if (handle == nullptr) return Status::Internal(error);
+  return std::unique_ptr<HttpClient>(new HttpClient(*api, handle, timeouts));
 }
 
 HttpResult HttpClient::Post(const std::string& url, const std::vector<std::string>& headers,
                             const std::string& body, const BodySink& sink) {
-  return api_->post(curl_, timeouts_, url, headers, body, sink, cancelled_, on_sent_);
+  return api_->post(handle_, timeouts_, url, headers, body, sink, cancelled_, on_sent_);
 }
 
 }  // namespace forkbox::agent

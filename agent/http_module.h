@@ -1,7 +1,7 @@
 // The interface between the HTTP loader (agent/http_client.cc, in every binary) and the HTTP
-// module (agent/http_curl.cc, built as the shared module forkbox-http.so with libcurl and its
-// ~35 libraries). The module is dlopen'ed the first time a binary needs HTTP, so a binary that
-// never talks to a model (`forkbox sandbox`, `--help`, `--version`) never loads libcurl.
+// module (agent/http_native.cc, built as the shared module forkbox-http.so, linked with libssl and
+// libcrypto only). The module is dlopen'ed the first time a binary needs HTTP, so a binary that
+// never talks to a model (`forkbox sandbox`, `--help`, `--version`) never loads a TLS library.
 // Both sides are built together from this header; kAbiVersion guards a stale module.
 #pragma once
 
@@ -14,25 +14,23 @@
 
 namespace forkbox::agent::http_module {
 
-inline constexpr int kAbiVersion = 2;
+inline constexpr int kAbiVersion = 3;
 
 // The module's entry point, looked up with dlsym.
 inline constexpr const char* kEntryPoint = "forkbox_http_module";
 
 struct Api {
   int abi_version = 0;
-  // curl_global_init, once per process. False sets *error.
-  bool (*global_init)(std::string* error) = nullptr;
-  // A fresh easy handle (CURL*), or nullptr with *error set.
+  // With `tls`, OpenSSL's set-up and the CA store, once per process; without, nothing. False
+  // sets *error.
+  bool (*global_init)(bool tls, std::string* error) = nullptr;
+  // A fresh client (no connection yet), or nullptr with *error set.
   void* (*create)(std::string* error) = nullptr;
   void (*destroy)(void* handle) = nullptr;
   HttpResult (*post)(void* handle, const HttpTimeouts& timeouts, const std::string& url,
                      const std::vector<std::string>& headers, const std::string& body,
                      const HttpClient::BodySink& sink, const CancelCheck& cancelled,
                      const std::function<void()>& on_sent) = nullptr;
-  // The TCP port curl would connect to for `url` (explicit, else the scheme's default); 0 when
-  // curl cannot parse it or the scheme is neither http nor https.
-  uint16_t (*url_port)(const std::string& url) = nullptr;
 };
 
 using EntryPoint = const Api* (*)();

@@ -129,7 +129,7 @@ class ProviderImpl : public Provider {
         // Connection failure, timeout or a connection dropped mid-reply: the partial reply is
         // discarded and the whole request is retried.
         err.kind = ModelError::Kind::kTransport;
-        err.message = http.transport_error + " (curl error " + std::to_string(http.curl_code) + ")";
+        err.message = http.transport_error + " (" + HttpErrorKindName(http.error_kind) + " error)";
         retryable = true;
       } else if (success_status) {
         Decoded decoded = config_.stream ? decoder->Finish() : wire_->DecodeBody(http.body);

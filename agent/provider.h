@@ -1,4 +1,4 @@
-// One small interface to the model, with two real implementations over libcurl:
+// One small interface to the model, with two real implementations over agent::HttpClient:
 // Anthropic Messages and OpenAI-compatible Chat Completions.
 #pragma once
 
@@ -33,7 +33,7 @@ struct ModelError {
   std::string provider;  // "anthropic" | "openai"; the ToString prefix.
   int http_status = 0;
   std::string error_type;  // The provider's error type, e.g. "rate_limit_error".
-  std::string message;     // The provider's message or curl_easy_strerror text; never the key.
+  std::string message;     // The provider's message or the HTTP client's error; never the key.
   std::string request_id;
   int attempts = 0;
   // One line for the user: "anthropic: HTTP 401 authentication_error: invalid x-api-key
@@ -76,9 +76,9 @@ struct ProviderHooks {
   std::function<void(std::chrono::milliseconds)> sleep;
   std::function<double()> jitter;                  // In (0.75, 1].
   std::function<void(std::string_view line)> log;  // Verbose log lines; default: stderr.
-  // The user's "stop" (the parent's Ctrl-C). Polled during a request (by curl, at least once a
-  // second) and before and during retry waits; true ends the call with Kind::kCancelled. With
-  // it and no `sleep`, retry waits end early when it turns true.
+  // The user's "stop" (the parent's Ctrl-C). Polled during a request (by the HTTP client, at least
+  // once a second) and before and during retry waits; true ends the call with Kind::kCancelled.
+  // With it and no `sleep`, retry waits end early when it turns true.
   CancelCheck cancelled;
   // Told before each retry wait; may be empty.
   std::function<void(const RetryNotice&)> on_retry;

@@ -21,8 +21,8 @@ bool IsRetryableStatus(long status);
 std::optional<bool> ShouldRetryHeader(const HeaderMap& headers);
 
 // The wait the server asked for: the `retry-after-ms` header, else `retry_after` (the
-// `Retry-After` header as libcurl parsed it, delta seconds or an HTTP date: HttpResult). Honoured
-// only when 0 < wait <= 60 s (as the SDKs do); nullopt otherwise.
+// `Retry-After` header as the HTTP client parsed it, delta seconds or an HTTP date: HttpResult).
+// Honoured only when 0 < wait <= 60 s (as the SDKs do); nullopt otherwise.
 std::optional<std::chrono::milliseconds> ServerRequestedDelay(
     const HeaderMap& headers, std::optional<std::chrono::milliseconds> retry_after);
 

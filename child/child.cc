@@ -177,7 +177,7 @@ Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& sta
                                                           std::function<void()> on_request_sent) {
   agent::ProviderHooks hooks;
   hooks.on_request_sent = std::move(on_request_sent);
-  // Polled by curl during every model call: no tool runs then, so orphans are reaped.
+  // Polled by the HTTP client during every model call: no tool runs then, so orphans are reaped.
   hooks.cancelled = [] {
     ReapOrphans();
     return false;
@@ -207,7 +207,7 @@ class Task {
   Status EnterSandbox(agent::HttpPreload& http);
   // The workdir and the policy, with the model's port (the parent's, else parsed once `http` is
   // loaded).
-  Status ResolvePolicy(agent::HttpPreload& http);
+  Status ResolvePolicy();
   // Waits for `http`; its failure sets http_failed_.
   Status JoinHttp(agent::HttpPreload& http);
   // A standby's wait for its start frame. kEndOfFile: retired unused.
@@ -254,7 +254,7 @@ Status Task::ReadFirst(ControlReader& control) {
   return Status::Ok();
 }
 
-Status Task::ResolvePolicy(agent::HttpPreload& http) {
+Status Task::ResolvePolicy() {
   Result<std::pair<std::string, UniqueFd>> workdir = InheritedWorkdir(plan_.workdir);
   if (!workdir.ok()) return workdir.status();
   Result<sandbox::Policy> policy = sandbox::ResolvePolicy(plan_.sandbox, workdir->first);
@@ -267,10 +267,10 @@ Status Task::ResolvePolicy(agent::HttpPreload& http) {
     policy_.model_port = static_cast<uint16_t>(plan_.hints.model_port);
     return Status::Ok();
   }
-  // No port from the parent: the module's curl parses the URL. The layer-2 probe (a clone into
-  // new namespaces, allowed to a multi-threaded process, unlike unshare) overlaps the load.
+  // No port from the parent: parse the URL (agent/http_url.h; no module needed). The layer-2
+  // probe (a clone into new namespaces, allowed to a multi-threaded process, unlike unshare)
+  // overlaps the load.
   if (policy_.enabled && !plan_.hints.layer2_verified) sandbox::Layer2Available();
-  FORKBOX_RETURN_IF_ERROR(JoinHttp(http));
   Result<uint16_t> port = agent::UrlPort(plan_.model_url);
   if (!port.ok()) {
     http_failed_ = true;
@@ -281,12 +281,12 @@ Status Task::ResolvePolicy(agent::HttpPreload& http) {
 }
 
 Status Task::EnterSandbox(agent::HttpPreload& http) {
-  FORKBOX_RETURN_IF_ERROR(ResolvePolicy(http));
+  FORKBOX_RETURN_IF_ERROR(ResolvePolicy());
   // Everything the sandbox only reads and allocates is prepared while the module loads.
   Result<sandbox::PreparedAgentSandbox> prepared =
       sandbox::PrepareAgentSandbox(policy_, plan_.hints.layer2_verified);
   if (!prepared.ok()) return prepared.status().WithContext("cannot sandbox the subagent");
-  // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may
+  // The HTTP module and libssl/libcrypto are mapped before the sandbox narrows what we may
   // read, and before it needs a single-threaded process (and closes descriptors).
   FORKBOX_RETURN_IF_ERROR(JoinHttp(http));
   std::vector<int> keep = {ipc::kChildReportWriteFd, workdir_fd_->get()};
@@ -318,7 +318,7 @@ Status Task::JoinHttp(agent::HttpPreload& http) {
 
 Status Task::AwaitStart(ControlReader& control) {
   // Warm the TLS stack now, off the task's clock; then wait for the task.
-  FORKBOX_RETURN_IF_ERROR(agent::WarmUpHttp());
+  FORKBOX_RETURN_IF_ERROR(agent::WarmUpHttp(plan_.model_url));
   Result<ipc::StartMessage> task = control.ReadStartAfter(plan_);
   if (!task.ok() && task.status().code() == Status::Code::kEndOfFile) return task.status();
   ::close(ipc::kChildControlReadFd);
@@ -344,8 +344,9 @@ int Task::Run() {
     return Fail({"bad_start", st.ToString(), kExitBadStart});
   }
   // Started only now: ReadFirst closes descriptors, which must not race the loader's own.
-  // curl_global_init opens no file that the sandbox's close of descriptors could pull away.
-  agent::HttpPreload http(agent::PreloadStep::kModuleAndCurl);
+  // The TLS set-up (https only) opens no file that the sandbox's close of descriptors could pull
+  // away (the CA store is read and closed).
+  agent::HttpPreload http(plan_.model_url);
   if (Status st = EnterSandbox(http); !st.ok()) {
     if (http_failed_) return Fail({"model", st.message(), kExitModel});
     return Fail({"sandbox", st.ToString(), kExitSandbox});

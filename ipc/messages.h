@@ -73,8 +73,8 @@ struct AgentSettings {
 // its HTTP module loads instead of waiting for the module and probing again. Optional in start
 // and prepare frames (absent: 0 / false, and the child finds both out itself, as before).
 struct ChildSandboxHints {
-  // The TCP port of the model URL as the parent's curl parses it, 1..65535 (the agent's only TCP
-  // destination); 0: the child parses the URL with its own module.
+  // The TCP port of the model URL as the parent parses it (agent::UrlPort), 1..65535 (the
+  // agent's only TCP destination); 0: the child parses the URL itself.
   int64_t model_port = 0;
   // The parent probed layer 2 for the children it starts and it works: the child skips its own
   // probe (if its namespaces then fail, the task fails; it never falls back to layer 1 silently).

@@ -226,8 +226,8 @@ std::vector<std::string> OwnWritable(const Settings& s) {
 }
 
 // What the children need not find out again (ipc::ChildSandboxHints): the model's port, as this
-// process's curl parses it (the module is loaded by now; a URL it cannot parse sends 0, and the
-// child reports the error), and whether layer 2 works here: the spawner forked before this
+// process parses it (agent::UrlPort; a URL it cannot parse sends 0, and the child reports the
+// error), and whether layer 2 works here: the spawner forked before this
 // process confined itself, so its children see the namespaces this process probed.
 ipc::ChildSandboxHints ChildHintsOf(const Options& o, const Settings& s,
                                     const agent::ToolContext& context) {
@@ -383,14 +383,15 @@ agent::ProviderHooks ParentProviderHooks(EventStream* events,
 }
 
 int Run(const Options& o) {
-  // libcurl's ~35 libraries load on a thread of their own while the settings, the sandbox policy
-  // and the session are set up; joined before the spawner's fork and the confinement.
-  agent::HttpPreload http(agent::PreloadStep::kModuleAndCurl);
   auto prompt = ReadPrompt(o);
   if (!prompt.ok()) return Fail(o.output_format, kExitUsage, prompt.status().message());
   auto settings = ResolveSettings(o);
   if (!settings.ok()) return Fail(o.output_format, kExitUsage, settings.status().message());
   const Settings& s = *settings;
+  // The HTTP module (and for an https model the TLS set-up) loads on a thread of its own while
+  // the sandbox policy and the session are set up; joined before the spawner's fork and the
+  // confinement. Started once the model URL is known: an http model sets up no TLS.
+  agent::HttpPreload http(s.provider.base_url);
   SessionSandbox box;
   if (int code = SetUpSandbox(o, s, &box); code != kExitOk) return code;
   SessionState state;

@@ -5,10 +5,10 @@
 #   scripts/setup.sh --runtime  only what the installed binaries need (the Dockerfile's final stage)
 set -euo pipefail
 
-RUNTIME_PACKAGES=(libcurl4 libseccomp2 libyaml-cpp0.7 libedit2 ca-certificates bash git python3)
+RUNTIME_PACKAGES=(libssl3 libseccomp2 libyaml-cpp0.7 libedit2 ca-certificates bash git python3)
 PACKAGES=(
   build-essential cmake pkg-config git ca-certificates
-  libcurl4-openssl-dev nlohmann-json3-dev libseccomp-dev libcli11-dev
+  libssl-dev nlohmann-json3-dev libseccomp-dev libcli11-dev
   libgtest-dev libgmock-dev libcpp-httplib-dev
   libyaml-cpp-dev libtomlplusplus-dev libedit-dev
   clang libclang-rt-14-dev clang-format

@@ -1,5 +1,5 @@
-// The HTTP loader's side of the module: the URL port curl connects to, the preload thread, and
-// the request-sent hook (what the parent starts its standby children on; issue 18).
+// The HTTP loader's side of the module: the URL port the client connects to, the preload thread,
+// and the request-sent hook (what the parent starts its standby children on; issue 18).
 #include "agent/http_client.h"
 
 #include <arpa/inet.h>
@@ -11,7 +11,6 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
-#include <cstdlib>
 #include <fstream>
 #include <mutex>
 #include <string>
@@ -50,34 +49,20 @@ int Threads() {
 
 TEST(HttpPreloadTest, LoadsOnItsOwnThreadAndWaitLeavesOneThread) {
   const int before = Threads();
-  HttpPreload preload(PreloadStep::kModuleAndCurl);
-  ASSERT_TRUE(preload.Wait().ok());
-  EXPECT_EQ(Threads(), before);      // Joined: unshare(CLONE_NEWUSER) would work again.
-  EXPECT_TRUE(preload.Wait().ok());  // The outcome stays.
+  for (const char* url : {"http://127.0.0.1:1/v1", "https://api.example.com"}) {
+    HttpPreload preload(url);
+    ASSERT_TRUE(preload.Wait().ok()) << url;
+    EXPECT_EQ(Threads(), before);      // Joined: unshare(CLONE_NEWUSER) would work again.
+    EXPECT_TRUE(preload.Wait().ok());  // The outcome stays.
+  }
   EXPECT_TRUE(LoadHttp().ok());
 }
 
-// GnuTLS's implicit global set-up is skipped only while the module loads: the variable is set
-// from the constructor to the join, and a value the user set is left alone.
-TEST(HttpPreloadTest, SkipsGnutlsImplicitInitOnlyUntilTheJoin) {
-  ASSERT_EQ(::unsetenv("GNUTLS_NO_IMPLICIT_INIT"), 0);
-  {
-    HttpPreload preload(PreloadStep::kModule);
-    ASSERT_NE(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), nullptr);
-    EXPECT_STREQ(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), "1");
-    ASSERT_TRUE(preload.Wait().ok());
-    EXPECT_EQ(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), nullptr);  // Tools never inherit it.
-  }
-  { HttpPreload unjoined(PreloadStep::kModule); }
-  EXPECT_EQ(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), nullptr);  // The destructor joins too.
-  ASSERT_EQ(::setenv("GNUTLS_NO_IMPLICIT_INIT", "0", 1), 0);
-  {
-    HttpPreload preload(PreloadStep::kModule);
-    EXPECT_STREQ(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), "0");
-    ASSERT_TRUE(preload.Wait().ok());
-  }
-  EXPECT_STREQ(std::getenv("GNUTLS_NO_IMPLICIT_INIT"), "0");
-  ::unsetenv("GNUTLS_NO_IMPLICIT_INIT");
+TEST(WantsTlsTest, OnlyHttpsUrls) {
+  EXPECT_TRUE(WantsTls("https://api.anthropic.com"));
+  EXPECT_TRUE(WantsTls("HTTPS://api.anthropic.com/v1"));
+  EXPECT_FALSE(WantsTls("http://127.0.0.1:8123"));
+  EXPECT_FALSE(WantsTls("garbage"));
 }
 
 // A one-shot HTTP server on 127.0.0.1 that reads a whole request and answers only once `release`

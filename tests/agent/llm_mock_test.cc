@@ -1,5 +1,6 @@
-// Both providers end to end over libcurl against the mock model server (tests/mock/), streaming
-// and not: round trips, every stop reason, every fault with its retry count, usage, redaction.
+// Both providers end to end over the HTTP client against the mock model server (tests/mock/),
+// streaming and not: round trips, every stop reason, every fault with its retry count, usage,
+// redaction.
 #include <arpa/inet.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
@@ -229,7 +230,7 @@ TEST_P(LlmMockTest, RetryAfterSecondsOn429) {
   EXPECT_THAT(sleeps_, testing::ElementsAre(milliseconds(3000)));
 }
 
-// libcurl parses an HTTP-date Retry-After (CURLINFO_RETRY_AFTER) relative to the clock.
+// The HTTP client parses an HTTP-date Retry-After relative to the clock.
 TEST_P(LlmMockTest, RetryAfterHttpDateOn503) {
   char date[64];
   const time_t at = ::time(nullptr) + 5;
@@ -470,7 +471,7 @@ TEST(LlmTransport, ConnectionRefusedIsRetriedThenReported) {
   EXPECT_EQ(r.error->attempts, 3);
   EXPECT_THAT(sleeps, testing::ElementsAre(milliseconds(400), milliseconds(800)));
   EXPECT_THAT(r.error->ToString(), HasSubstr("connection error"));
-  EXPECT_THAT(r.error->message, HasSubstr("curl error 7"));
+  EXPECT_THAT(r.error->message, HasSubstr("(connect error)"));
 }
 
 }  // namespace

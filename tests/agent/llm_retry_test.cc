@@ -23,7 +23,7 @@ TEST(Retry, ShouldRetryHeader) {
   EXPECT_EQ(ShouldRetryHeader({{"x-should-retry", "maybe"}}), std::nullopt);
 }
 
-// Retry-After itself is parsed by libcurl (CURLINFO_RETRY_AFTER; seconds and HTTP dates, see
+// Retry-After itself is parsed by the HTTP client (seconds and HTTP dates, see http_native_test and
 // llm_mock_test's RetryAfterSecondsOn429); the policy here picks and bounds the wait.
 TEST(Retry, ServerRequestedDelayPrefersMsAndBoundsTheWait) {
   const std::optional<milliseconds> none;

@@ -1,4 +1,4 @@
-// Issue 18, "pay only for what you use": the forkbox binary does not link libcurl; the HTTP
+// Issue 18, "pay only for what you use": the forkbox binary links no TLS library; the HTTP
 // module is loaded from <executable's dir>/FORKBOX_HTTP_MODULE_RELPATH the first time a model is
 // called. A copy of the binary without the module beside it still runs `--version` and
 // `forkbox sandbox`, and a model call fails with an error naming the missing file.
@@ -6,11 +6,13 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 namespace {
 
@@ -63,13 +65,35 @@ class LazyHttp : public ::testing::Test {
   fs::path dir_;
 };
 
-TEST_F(LazyHttp, TheBinaryDoesNotLinkLibcurl) {
+// The libraries `ldd` lists for `file` (names before " => ", or the path for the loader).
+std::vector<std::string> Libraries(const std::string& ldd_output) {
+  std::vector<std::string> names;
+  std::istringstream lines(ldd_output);
+  std::string line;
+  while (std::getline(lines, line)) {
+    std::istringstream words(line);
+    std::string name;
+    if (words >> name) names.push_back(name);
+  }
+  return names;
+}
+
+TEST_F(LazyHttp, TheBinaryLinksNoTlsLibraryAndTheModuleOnlyOpenSsl) {
   Outcome r = Shell("ldd " + std::string(FORKBOX_BIN_DIR) + "/forkbox");
   ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_EQ(r.out.find("libssl"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("libcurl"), std::string::npos) << r.out;
-  // Control: the module is what carries libcurl.
+  // Control: the module is what carries libssl; and nothing but libssl, libcrypto and libc.
   Outcome module = Shell("ldd " + std::string(FORKBOX_BIN_DIR) + "/" + FORKBOX_HTTP_MODULE_RELPATH);
-  EXPECT_NE(module.out.find("libcurl"), std::string::npos) << module.out << module.err;
+  ASSERT_EQ(module.exit_code, 0) << module.err;
+  const std::vector<std::string> libs = Libraries(module.out);
+  EXPECT_NE(std::find(libs.begin(), libs.end(), "libssl.so.3"), libs.end()) << module.out;
+  for (const std::string& lib : libs) {
+    const bool allowed = lib == "libssl.so.3" || lib == "libcrypto.so.3" || lib == "libc.so.6" ||
+                         lib.rfind("linux-vdso", 0) == 0 ||
+                         lib.find("/ld-linux") != std::string::npos;
+    EXPECT_TRUE(allowed) << lib << " in\n" << module.out;
+  }
 }
 
 TEST_F(LazyHttp, VersionAndSandboxRunWithoutTheModule) {

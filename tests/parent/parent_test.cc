@@ -224,7 +224,8 @@ TEST_F(ParentTest, TaskResultIsTheSummaryAndJsonMatchesTheRecord) {
   EXPECT_FALSE(result.is_error);
   // The child got the prompt, the key in the start frame (not its environment), the limits and
   // /dev/null on stdin.
-  // The model's port as the parent's curl parsed it; no layer-2 verdict with the sandbox off.
+  // The model's port as the parent parsed it (agent::UrlPort); no layer-2 verdict with the sandbox
+  // off.
   EXPECT_EQ(result.text,
             "fake summary for [inspect the project] key_in_frame=yes key_in_env=no max_turns=7 "
             "stdin_null=yes prepared=no model_port=" +

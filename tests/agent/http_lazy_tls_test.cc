@@ -1,0 +1,52 @@
+// "Pay only for what you use": warming the HTTP stack for an http model sets up no TLS (the CA
+// store is never read); for an https model it does. Its own executable: the TLS set-up happens
+// once per process, so no other test may have done it first.
+#include <gtest/gtest.h>
+#include <sys/inotify.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+
+#include "agent/http_client.h"
+#include "base/unique_fd.h"
+
+namespace forkbox::agent {
+namespace {
+
+namespace fs = std::filesystem;
+
+// True when the watch saw the file opened since the last call.
+bool Opened(int inotify_fd) {
+  alignas(inotify_event) char buf[4096];
+  bool seen = false;
+  while (::read(inotify_fd, buf, sizeof(buf)) > 0) seen = true;
+  return seen;
+}
+
+TEST(HttpLazyTlsTest, AnHttpModelReadsNoCaStoreAndAnHttpsModelDoes) {
+  char tmpl[] = "/tmp/forkbox-lazy-tls-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const fs::path ca = fs::path(tmpl) / "ca.pem";
+  ASSERT_EQ(std::system(("openssl req -x509 -days 2 -newkey ec -pkeyopt "
+                         "ec_paramgen_curve:prime256v1 -nodes -subj /CN=forkbox-lazy -keyout " +
+                         ca.string() + ".key -out " + ca.string() + " >/dev/null 2>&1")
+                            .c_str()),
+            0);
+  ASSERT_EQ(::setenv("SSL_CERT_FILE", ca.c_str(), 1), 0);
+  UniqueFd watch(::inotify_init1(IN_CLOEXEC | IN_NONBLOCK));
+  ASSERT_TRUE(watch.valid());
+  ASSERT_GE(::inotify_add_watch(watch.get(), ca.c_str(), IN_OPEN), 0);
+
+  ASSERT_TRUE(WarmUpHttp("http://127.0.0.1:1/v1").ok());
+  EXPECT_FALSE(Opened(watch.get())) << "an http model set up TLS";
+  // Control: an https model reads the CA store (once per process).
+  ASSERT_TRUE(WarmUpHttp("https://api.example.com").ok());
+  EXPECT_TRUE(Opened(watch.get())) << "the https warm-up did not read SSL_CERT_FILE";
+  fs::remove_all(tmpl);
+}
+
+}  // namespace
+}  // namespace forkbox::agent

@@ -1,0 +1,469 @@
+// The native HTTP client (agent/http_native.cc) against small scripted servers on 127.0.0.1: a
+// thread accepts connections and runs one handler per connection, writing raw bytes.
+#include <arpa/inet.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <ctime>
+#include <functional>
+#include <future>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "agent/http_client.h"
+#include "base/unique_fd.h"
+
+namespace forkbox::agent {
+namespace {
+
+using testing::HasSubstr;
+
+// Reads one request (head and Content-Length body); "" when the peer closed first.
+std::string ReadRequest(int fd) {
+  std::string got;
+  char buf[4096];
+  size_t need = std::string::npos;
+  while (got.size() < need) {
+    const size_t end = got.find("\r\n\r\n");
+    if (need == std::string::npos && end != std::string::npos) {
+      const size_t cl = got.find("Content-Length: ");
+      need = end + 4 + (cl != std::string::npos && cl < end ? std::stoul(got.substr(cl + 16)) : 0);
+      continue;
+    }
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) return "";
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
+
+void Send(int fd, const std::string& bytes) {
+  (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
+}
+
+// Accepts one connection per handler, in order, and runs it on the server's thread.
+class ScriptServer {
+ public:
+  using Handler = std::function<void(int fd)>;
+  explicit ScriptServer(std::vector<Handler> handlers) : handlers_(std::move(handlers)) {
+    listener_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(addr);
+    if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+        ::listen(listener_.get(), 8) != 0 ||
+        ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+      ADD_FAILURE() << "cannot listen on 127.0.0.1";
+      return;
+    }
+    port_ = ntohs(addr.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~ScriptServer() {
+    ::shutdown(listener_.get(), SHUT_RDWR);  // Wakes an accept that no client will satisfy.
+    if (thread_.joinable()) thread_.join();
+  }
+  std::string url(const std::string& path = "/v1/x") const {
+    return "http://127.0.0.1:" + std::to_string(port_) + path;
+  }
+  int port() const { return port_; }
+  int accepts() const { return accepts_.load(); }
+
+ private:
+  void Serve() {
+    for (Handler& handler : handlers_) {
+      UniqueFd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!conn) return;
+      ++accepts_;
+      handler(conn.get());
+    }
+  }
+  std::vector<Handler> handlers_;
+  UniqueFd listener_;
+  int port_ = 0;
+  std::atomic<int> accepts_{0};
+  std::thread thread_;
+};
+
+// A handler that reads one request and answers `reply`.
+ScriptServer::Handler Reply(std::string reply) {
+  return [reply](int fd) {
+    if (!ReadRequest(fd).empty()) Send(fd, reply);
+  };
+}
+
+std::unique_ptr<HttpClient> Client(HttpTimeouts timeouts = {}) {
+  Result<std::unique_ptr<HttpClient>> client = HttpClient::Create(timeouts);
+  EXPECT_TRUE(client.ok()) << client.status().ToString();
+  return client.ok() ? std::move(*client) : nullptr;
+}
+
+HttpResult Post(HttpClient& client, const std::string& url, const HttpClient::BodySink& sink = {}) {
+  return client.Post(url, {"Content-Type: application/json", "X-Api-Key: secret"}, "{}", sink);
+}
+
+TEST(HttpNativeTest, ContentLengthBodyAndTheRequestItSends) {
+  std::string request;
+  ScriptServer server({[&](int fd) {
+    request = ReadRequest(fd);
+    Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello");
+  }});
+  auto client = Client();
+  HttpResult r = Post(*client, server.url("/v1/messages?beta=1"));
+  EXPECT_EQ(r.transport_error, "");
+  EXPECT_EQ(r.error_kind, HttpErrorKind::kNone);
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "hello");
+  EXPECT_EQ(r.headers["content-type"], "text/plain");
+  EXPECT_EQ(request, "POST /v1/messages?beta=1 HTTP/1.1\r\nHost: 127.0.0.1:" +
+                         std::to_string(server.port()) +
+                         "\r\nContent-Type: application/json\r\nX-Api-Key: secret\r\n"
+                         "Content-Length: 2\r\n\r\n{}");
+}
+
+TEST(HttpNativeTest, ChunkedWithExtensionsAndTrailersStreamsToTheSink) {
+  ScriptServer server(
+      {Reply("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n"
+             "5;name=value\r\nhello\r\n6 ; x\r\n world\r\n"
+             "0\r\nX-Trailer: t\r\n\r\n")});
+  auto client = Client();
+  std::string streamed;
+  HttpResult r = Post(*client, server.url(), [&](std::string_view chunk) {
+    streamed += chunk;
+    return true;
+  });
+  EXPECT_EQ(r.transport_error, "");
+  EXPECT_EQ(streamed, "hello world");
+  EXPECT_EQ(r.body, "");
+}
+
+TEST(HttpNativeTest, BodyToConnectionCloseAndNoReuseAfterIt) {
+  ScriptServer server(
+      {Reply("HTTP/1.1 200 OK\r\n\r\nall of it"), Reply("HTTP/1.0 200 OK\r\n\r\nx")});
+  auto client = Client();
+  HttpResult r = Post(*client, server.url());
+  EXPECT_EQ(r.transport_error, "");
+  EXPECT_EQ(r.body, "all of it");
+  HttpResult second = Post(*client, server.url());
+  EXPECT_EQ(second.transport_error, "");
+  EXPECT_FALSE(second.reused_connection);
+  EXPECT_EQ(server.accepts(), 2);
+}
+
+TEST(HttpNativeTest, InterimContinueIsSkipped) {
+  ScriptServer server(
+      {Reply("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 200 OK\r\n"
+             "X-Request-Id: abc\r\nContent-Length: 2\r\n\r\nok")});
+  auto client = Client();
+  HttpResult r = Post(*client, server.url());
+  EXPECT_EQ(r.transport_error, "");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ok");
+  EXPECT_EQ(r.headers["x-request-id"], "abc");
+}
+
+TEST(HttpNativeTest, NoContentHasNoBodyAndKeepsTheConnection) {
+  ScriptServer server({[](int fd) {
+    for (const char* reply :
+         {"HTTP/1.1 204 No Content\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nz"}) {
+      if (ReadRequest(fd).empty()) return;
+      Send(fd, reply);
+    }
+  }});
+  auto client = Client();
+  HttpResult first = Post(*client, server.url());
+  EXPECT_EQ(first.transport_error, "");
+  EXPECT_EQ(first.status, 204);
+  HttpResult second = Post(*client, server.url());
+  EXPECT_EQ(second.body, "z");
+  EXPECT_TRUE(second.reused_connection);
+}
+
+// Over IPv6 when the machine has it: the Host header carries the brackets.
+TEST(HttpNativeTest, Ipv6HostHeader) {
+  UniqueFd listener(::socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in6 addr{};
+  addr.sin6_family = AF_INET6;
+  addr.sin6_addr = in6addr_loopback;
+  socklen_t len = sizeof(addr);
+  if (!listener || ::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0) {
+    GTEST_SKIP() << "no IPv6 loopback here";
+  }
+  ASSERT_EQ(::listen(listener.get(), 1), 0);
+  ASSERT_EQ(::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin6_port));
+  std::string request;
+  std::thread server([&] {
+    UniqueFd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+    request = ReadRequest(conn.get());
+    Send(conn.get(), "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
+  });
+  auto client = Client();
+  HttpResult r = Post(*client, "http://[::1]:" + port + "/v1");
+  server.join();
+  EXPECT_EQ(r.transport_error, "");
+  EXPECT_THAT(request, HasSubstr("POST /v1 HTTP/1.1\r\nHost: [::1]:" + port + "\r\n"));
+}
+
+TEST(HttpNativeTest, KeepAliveReusesOneConnection) {
+  ScriptServer server({[](int fd) {
+    for (int i = 0; i < 2; ++i) {
+      if (ReadRequest(fd).empty()) return;
+      Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n" + std::to_string(i));
+    }
+  }});
+  auto client = Client();
+  HttpResult first = Post(*client, server.url());
+  HttpResult second = Post(*client, server.url());
+  EXPECT_EQ(first.body, "0");
+  EXPECT_FALSE(first.reused_connection);
+  EXPECT_EQ(second.transport_error, "");
+  EXPECT_EQ(second.body, "1");
+  EXPECT_TRUE(second.reused_connection);
+  EXPECT_EQ(server.accepts(), 1);
+}
+
+TEST(HttpNativeTest, AnIdleConnectionTheServerClosedIsReplacedOnce) {
+  std::promise<void> closed;
+  ScriptServer server({[&](int fd) {
+                         if (ReadRequest(fd).empty()) return;
+                         Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na");
+                         ::shutdown(fd, SHUT_RDWR);
+                         closed.set_value();
+                       },
+                       Reply("HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nb")});
+  auto client = Client();
+  EXPECT_EQ(Post(*client, server.url()).body, "a");
+  closed.get_future().wait();
+  HttpResult second = Post(*client, server.url());
+  EXPECT_EQ(second.transport_error, "");
+  EXPECT_EQ(second.body, "b");
+  EXPECT_FALSE(second.reused_connection);
+  EXPECT_EQ(server.accepts(), 2);
+}
+
+TEST(HttpNativeTest, ANewConnectionThatFailsIsNotRetried) {
+  ScriptServer server({[](int fd) { ReadRequest(fd); }, Reply("HTTP/1.1 200 OK\r\n\r\n")});
+  auto client = Client();
+  HttpResult r = Post(*client, server.url());
+  EXPECT_EQ(r.error_kind, HttpErrorKind::kReceive);
+  EXPECT_THAT(r.transport_error, HasSubstr("empty reply"));
+  EXPECT_EQ(server.accepts(), 1);
+}
+
+TEST(HttpNativeTest, TruncatedBodyIsAnError) {
+  ScriptServer server({Reply("HTTP/1.1 200 OK\r\nContent-Length: 10\r\n\r\nabcd")});
+  auto client = Client();
+  HttpResult r = Post(*client, server.url());
+  EXPECT_EQ(r.error_kind, HttpErrorKind::kReceive);
+  EXPECT_THAT(r.transport_error, HasSubstr("closed after 4 of 10 body bytes"));
+  EXPECT_EQ(r.status, 200);
+}
+
+TEST(HttpNativeTest, MalformedStatusLineIsAProtocolError) {
+  ScriptServer server({Reply("HTTP/2 200\r\n\r\n")});
+  auto client = Client();
+  HttpResult r = Post(*client, server.url());
+  EXPECT_EQ(r.error_kind, HttpErrorKind::kProtocol);
+  EXPECT_THAT(r.transport_error, HasSubstr("malformed status line from the server: 'HTTP/2 200'"));
+}
+
+TEST(HttpNativeTest, OversizedHeadersAreRefused) {
+  ScriptServer server(
+      {Reply("HTTP/1.1 200 OK\r\nX-Big: " + std::string(70 * 1024, 'a') + "\r\n\r\n"), Reply([] {
+         std::string many = "HTTP/1.1 200 OK\r\n";
+         for (int i = 0; i < 101; ++i) many += "X-" + std::to_string(i) + ": v\r\n";
+         return many + "Content-Length: 0\r\n\r\n";
+       }())});
+  auto client = Client();
+  HttpResult big = Post(*client, server.url());
+  EXPECT_EQ(big.error_kind, HttpErrorKind::kProtocol);
+  EXPECT_THAT(big.transport_error, HasSubstr("exceed 64 KiB"));
+  HttpResult many = Post(*client, server.url());
+  EXPECT_EQ(many.error_kind, HttpErrorKind::kProtocol);
+  EXPECT_THAT(many.transport_error, HasSubstr("more than 100 response headers"));
+}
+
+TEST(HttpNativeTest, BadAndOverflowingChunkSizes) {
+  const std::string head = "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n";
+  ScriptServer server({Reply(head + "zz\r\nhello\r\n0\r\n\r\n"),
+                       Reply(head + "10000000000000000\r\nx\r\n0\r\n\r\n")});
+  auto client = Client();
+  HttpResult bad = Post(*client, server.url());
+  EXPECT_EQ(bad.error_kind, HttpErrorKind::kProtocol);
+  EXPECT_THAT(bad.transport_error, HasSubstr("bad chunk size: 'zz'"));
+  HttpResult huge = Post(*client, server.url());
+  EXPECT_EQ(huge.error_kind, HttpErrorKind::kProtocol);
+  EXPECT_THAT(huge.transport_error, HasSubstr("chunk size too large"));
+}
+
+// The server reads the request and holds the connection until the test is done with it.
+ScriptServer::Handler Hold(std::shared_future<void> until) {
+  return [until](int fd) {
+    ReadRequest(fd);
+    until.wait();
+  };
+}
+
+TEST(HttpNativeTest, IdleTimeout) {
+  std::promise<void> done;
+  ScriptServer server({Hold(done.get_future().share())});
+  HttpTimeouts timeouts;
+  timeouts.idle_ms = 300;
+  auto client = Client(timeouts);
+  HttpResult r = Post(*client, server.url());
+  done.set_value();
+  EXPECT_TRUE(r.idle_timeout);
+  EXPECT_EQ(r.error_kind, HttpErrorKind::kIdleTimeout);
+  EXPECT_EQ(r.transport_error, "no response byte for 300 ms (idle timeout)");
+}
+
+TEST(HttpNativeTest, TotalTimeoutWhileBytesKeepComing) {
+  std::atomic<bool> stop{false};
+  ScriptServer server({[&](int fd) {
+    ReadRequest(fd);
+    Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
+    // A byte every 50 ms: never idle, never done; ends when the client hangs up.
+    for (int i = 0; i < 400 && !stop; ++i) {
+      if (::send(fd, "x", 1, MSG_NOSIGNAL) != 1) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }});
+  HttpTimeouts timeouts;
+  timeouts.idle_ms = 5000;
+  timeouts.total_ms = 600;
+  auto client = Client(timeouts);
+  HttpResult r = Post(*client, server.url());
+  stop = true;
+  EXPECT_EQ(r.error_kind, HttpErrorKind::kTotalTimeout);
+  EXPECT_THAT(r.transport_error, HasSubstr("(total timeout)"));
+  EXPECT_FALSE(r.idle_timeout);
+}
+
+TEST(HttpNativeTest, CancelStopsAWaitingRequest) {
+  std::promise<void> done;
+  ScriptServer server({Hold(done.get_future().share())});
+  auto client = Client();
+  std::atomic<bool> sent{false};
+  client->SetRequestSentHook([&] { sent = true; });
+  client->SetCancelCheck([&] { return sent.load(); });
+  const auto start = std::chrono::steady_clock::now();
+  HttpResult r = Post(*client, server.url());
+  done.set_value();
+  EXPECT_TRUE(r.cancelled);
+  EXPECT_EQ(r.error_kind, HttpErrorKind::kCancelled);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+}
+
+std::string HttpDate(time_t at) {
+  char date[64];
+  struct tm tm {};
+  ::gmtime_r(&at, &tm);
+  ::strftime(date, sizeof date, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+  return date;
+}
+
+TEST(HttpNativeTest, RetryAfterSecondsAndDates) {
+  const std::string head = "HTTP/1.1 429 Too Many\r\nContent-Length: 0\r\nRetry-After: ";
+  ScriptServer server({Reply(head + "7\r\n\r\n"),
+                       Reply(head + HttpDate(::time(nullptr) + 30) + "\r\n\r\n"),
+                       Reply(head + HttpDate(::time(nullptr) - 30) + "\r\n\r\n")});
+  auto client = Client();
+  HttpResult seconds = Post(*client, server.url());
+  ASSERT_TRUE(seconds.retry_after.has_value());
+  EXPECT_EQ(*seconds.retry_after, std::chrono::seconds(7));
+  EXPECT_EQ(seconds.headers["retry-after"], "7");
+  HttpResult date = Post(*client, server.url());
+  ASSERT_TRUE(date.retry_after.has_value()) << date.transport_error;
+  EXPECT_GE(*date.retry_after, std::chrono::seconds(27));
+  EXPECT_LE(*date.retry_after, std::chrono::seconds(30));
+  HttpResult past = Post(*client, server.url());
+  EXPECT_EQ(past.status, 429);
+  EXPECT_FALSE(past.retry_after.has_value());
+}
+
+TEST(HttpNativeTest, TheSinkStopsTheTransferAndErrorBodiesAreCollected) {
+  ScriptServer server({Reply("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nhello"),
+                       Reply("HTTP/1.1 500 Oops\r\nContent-Length: 4\r\n\r\nfail")});
+  auto client = Client();
+  int calls = 0;
+  auto sink = [&](std::string_view) {
+    ++calls;
+    return false;
+  };
+  HttpResult r = Post(*client, server.url(), sink);
+  EXPECT_TRUE(r.aborted_by_caller);
+  EXPECT_EQ(r.error_kind, HttpErrorKind::kAborted);
+  EXPECT_EQ(calls, 1);
+  HttpResult error = Post(*client, server.url(), sink);
+  EXPECT_EQ(error.transport_error, "");
+  EXPECT_EQ(error.status, 500);
+  EXPECT_EQ(error.body, "fail");
+  EXPECT_EQ(calls, 1);  // A non-2xx body never reaches the sink.
+}
+
+TEST(HttpNativeTest, ConnectionRefusedSaysWhere) {
+  UniqueFd taken(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(addr);
+  ASSERT_EQ(::bind(taken.get(), reinterpret_cast<sockaddr*>(&addr), len), 0);
+  ASSERT_EQ(::getsockname(taken.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  const std::string port = std::to_string(ntohs(addr.sin_port));
+  auto client = Client();
+  HttpResult r = Post(*client, "http://127.0.0.1:" + port + "/");
+  EXPECT_EQ(r.error_kind, HttpErrorKind::kConnect);
+  EXPECT_THAT(r.transport_error,
+              HasSubstr("connect to 127.0.0.1:" + port + " failed: Connection refused"));
+}
+
+TEST(HttpNativeTest, CredentialsInTheUrlAreNeverSent) {
+  ScriptServer server({Reply("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")});
+  auto client = Client();
+  HttpResult r = Post(*client, "http://user:pw@127.0.0.1:" + std::to_string(server.port()) + "/");
+  EXPECT_EQ(r.error_kind, HttpErrorKind::kUrl);
+  EXPECT_THAT(r.transport_error, HasSubstr("credentials"));
+  EXPECT_EQ(server.accepts(), 0);
+}
+
+// In a forked process with SIGPIPE at its default action: a server that resets the connection
+// while a large request is being written must give an error, not kill the process.
+TEST(HttpNativeTest, NoSigpipeWhenTheServerResetsMidRequest) {
+  ScriptServer server({[](int fd) {
+    char buf[1024];
+    (void)!::recv(fd, buf, sizeof(buf), 0);
+    // FIN first (the client's socket goes to CLOSE_WAIT), then a reset: the client's next send
+    // fails with EPIPE, which raises SIGPIPE unless the send says MSG_NOSIGNAL.
+    ::shutdown(fd, SHUT_WR);
+    const linger reset{1, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+  }});
+  const std::string url = server.url();
+  auto client = Client();  // The module is loaded before the fork.
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::signal(SIGPIPE, SIG_DFL);
+    const std::string body(32 * 1024 * 1024, 'x');
+    HttpResult r = client->Post(url, {}, body, {});
+    ::_exit(r.error_kind == HttpErrorKind::kSend || r.error_kind == HttpErrorKind::kReceive ? 0
+                                                                                            : 3);
+  }
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+}  // namespace
+}  // namespace forkbox::agent
