@@ -1,6 +1,7 @@
 #include "base/process.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/close_range.h>
 #include <sched.h>
 #include <signal.h>
@@ -29,6 +30,7 @@ struct Report {
   uint32_t msg_len;  // Bytes of the failing step's name that follow.
 };
 constexpr size_t kMaxReportMessage = 512;
+static_assert(sizeof(Report) + kMaxReportMessage <= PIPE_BUF, "one report is one atomic write");
 
 // --- Async-signal-safe helpers for the forked child. No allocation, no locks. ---
 
@@ -256,12 +258,16 @@ const char* StageName(Stage stage) {
 }
 
 // Reads the child's report until EOF (exec closed the pipe) and turns it into a Status.
-Status ReadReport(int fd, const SpawnOptions& o) {
+// `settled`: the pipe is non-blocking and the child has exec'ed or exited already (a CLONE_VFORK
+// caller resumes only then, and a failing child wrote its whole report before _exit), so an empty
+// pipe means exec succeeded: no waiting for exec to get round to closing the pipe.
+Status ReadReport(int fd, const SpawnOptions& o, bool settled) {
   std::string data;
   char buf[512];
   for (;;) {
     ssize_t n = ::read(fd, buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && errno == EAGAIN && settled) break;
     if (n < 0) return Status::FromErrno(errno, "spawn: read(error pipe)");
     if (n == 0) break;
     data.append(buf, static_cast<size_t>(n));
@@ -404,7 +410,11 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
       keep.size(),        above,         options.new_session,
       &options.carry_fds, &options.steps};
 
-  Result<Pipe> err_pipe = MakePipe();
+  // CLONE_PARENT changes only whose child it is, not what the child does with the memory.
+  const bool share_memory =
+      kShareMemoryOnSpawn && (options.clone_flags & ~CLONE_PARENT) == 0 && !options.keeper_step;
+  // The report (at most sizeof(Report) + kMaxReportMessage < PIPE_BUF) fits an empty pipe whole.
+  Result<Pipe> err_pipe = MakePipe(share_memory ? O_NONBLOCK : 0);
   if (!err_pipe.ok()) return err_pipe.status().WithContext("spawn");
 
   // All signals stay blocked across fork until the child has reset its dispositions.
@@ -415,8 +425,7 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
   // calls, so skipping the atfork handlers is fine.
   int pidfd = -1;
   long pid = -1;
-  // CLONE_PARENT changes only whose child it is, not what the child does with the memory.
-  if (kShareMemoryOnSpawn && (options.clone_flags & ~CLONE_PARENT) == 0 && !options.keeper_step) {
+  if (share_memory) {
     pid = CloneSharingMemory(plan, err_pipe->write.get(), &pidfd, options.clone_flags);
   } else {
     pid = ::syscall(SYS_clone, options.clone_flags | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd,
@@ -428,7 +437,7 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
   if (pid < 0) return Status::FromErrno(clone_errno, "clone");
   err_pipe->write.reset();
   ChildProcess child(static_cast<pid_t>(pid), UniqueFd(pidfd), options.new_session);
-  Status report = ReadReport(err_pipe->read.get(), options);
+  Status report = ReadReport(err_pipe->read.get(), options, /*settled=*/share_memory);
   if (!report.ok()) return report;  // The child has _exit(127)ed; its destructor reaps it.
   return child;
 }

@@ -206,17 +206,19 @@ int SendListenerRaw(std::span<const sock_filter> filter, int broker_socket) {
 }
 
 // The rules for what the mount namespace in force has fresh: async-signal-safe.
-int AddFreshRulesRaw(int ruleset_fd, int abi, bool private_tmp, const char** step) {
+// `handled`: the ruleset's filesystem rights (without the read rights: no read rule).
+int AddFreshRulesRaw(int ruleset_fd, uint64_t handled, bool private_tmp, const char** step) {
   if (private_tmp) {
     // The private tmpfs of /tmp and /dev/shm (either may be absent on a minimal system).
     for (const char* tmp : {"/tmp", "/dev/shm"}) {
       *step = "landlock_add_rule(private tmpfs)";
-      int err = landlock::AddWritablePathRaw(ruleset_fd, abi, tmp);
+      int err = landlock::AddWritablePathRaw(ruleset_fd, handled, tmp);
       if (err != 0 && err != ENOENT) return err;
     }
     // Fresh mounts the read scope built before them cannot know: the PID namespace's /proc and
     // the emptied /run (only what is bound back there, e.g. resolv.conf).
     for (const char* fresh : {"/proc", "/run"}) {
+      if ((handled & landlock::kReadRights) == 0) break;
       *step = "landlock_add_rule(fresh mount, read)";
       int err = landlock::AddReadPathRaw(ruleset_fd, fresh);
       if (err != 0 && err != ENOENT) return err;
@@ -226,13 +228,16 @@ int AddFreshRulesRaw(int ruleset_fd, int abi, bool private_tmp, const char** ste
   // Layer 1: POSIX semaphores and shared memory (multiprocessing's SemLock) live only in
   // /dev/shm, so it is writable, shared with the user's other processes (a container's own).
   *step = "landlock_add_rule(/dev/shm, layer 1)";
-  int err = landlock::AddWritablePathRaw(ruleset_fd, abi, "/dev/shm");
+  int err = landlock::AddWritablePathRaw(ruleset_fd, handled, "/dev/shm");
   return err == ENOENT ? 0 : err;
 }
 
 int RestrictRaw(const ContainPlan& p, const char** step) {
   if (p.add_fresh_rules) {
-    if (int err = AddFreshRulesRaw(p.ruleset_fd, p.abi, p.private_tmp, step)) return err;
+    if (int err =
+            AddFreshRulesRaw(p.ruleset_fd, landlock::FsRightsForAbi(p.abi), p.private_tmp, step)) {
+      return err;
+    }
   }
   *step = "landlock_restrict_self";
   if (int err = landlock::RestrictSelfRaw(p.ruleset_fd)) return err;
@@ -261,8 +266,10 @@ Status AddFilter(seccomp::Program program, ContainPlan& p) {
 }
 
 Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p,
-                    const std::vector<std::string>& own_writable = {}, bool scope_signals = true) {
+                    const std::vector<std::string>& own_writable = {}, bool scope_signals = true,
+                    bool read_scope_inherited = false) {
   landlock::RulesetSpec spec;
+  spec.read_scope_inherited = read_scope_inherited;
   spec.abi = p.abi;
   spec.mode = mode;
   spec.writable = WritableTrees(policy);
@@ -372,9 +379,14 @@ Result<UniqueFd> ToolRuleset(const Policy& policy, int abi, bool layer2, bool in
   if (layer2 && !inside_agent) return UniqueFd();
   ContainPlan p;
   p.abi = abi;
-  FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kTool, p));
+  // Inside an agent: the agent confined itself with this policy's read scope (EnterAgentSandbox;
+  // handles only narrow the write and network side after that), so it is not repeated here.
+  FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kTool, p, {}, true, inside_agent));
+  landlock::RulesetSpec handled;
+  handled.abi = abi;
+  handled.read_scope_inherited = inside_agent;
   const char* step = "";
-  if (int err = AddFreshRulesRaw(p.ruleset_fd, abi, layer2, &step)) {
+  if (int err = AddFreshRulesRaw(p.ruleset_fd, landlock::HandledFsRights(handled), layer2, &step)) {
     return Status::FromErrno(err, step);
   }
   return std::move(p.ruleset);

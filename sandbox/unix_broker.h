@@ -61,7 +61,8 @@ class UnixBroker {
   UnixBroker& operator=(const UnixBroker&) = delete;
 
   // Takes one tool's listener until no process uses its filter any more (POLLHUP). `report` is
-  // where refusals are written (the tool's stderr; may be empty).
+  // where refusals are written (the tool's stderr; may be empty). The listener joins the thread's
+  // epoll set directly: the thread first wakes when the tool calls or is gone.
   Status Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report);
 
   // Starts the thread now rather than at the first Serve or RunOnThread, so that its start-up

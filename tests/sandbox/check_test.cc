@@ -416,8 +416,8 @@ PrewarmFacts PrewarmInsideAgent(const std::string& work, const std::string& outs
   return f;
 }
 
-// Prewarm makes the handle's tool ruleset and starts its broker's thread (with its eventfd) before
-// any tool runs, once; the first tool then runs with the tool scope.
+// Prewarm makes the handle's tool ruleset and starts its broker's thread (its eventfd, its epoll)
+// before any tool runs, once; the first tool then runs with the tool scope.
 TEST(EnterAgentSandbox, PrewarmMakesTheToolRulesetAndBrokerBeforeTheFirstTool) {
   std::string work = MakeTempDir("prewarm");
   std::string outside = MakeTempDir("prewarm-outside");
@@ -437,7 +437,8 @@ TEST(EnterAgentSandbox, PrewarmMakesTheToolRulesetAndBrokerBeforeTheFirstTool) {
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_EQ(f.entered, 1) << f.error;
   EXPECT_EQ(f.error[0], '\0') << f.error;
-  EXPECT_EQ(f.fds_after, f.fds_before + 2) << "the tool ruleset and the broker's eventfd";
+  EXPECT_EQ(f.fds_after, f.fds_before + 3)
+      << "the tool ruleset, the broker's eventfd and its listeners' epoll";
   EXPECT_EQ(f.threads_after, f.threads_before + 1) << "the broker's thread";
   EXPECT_EQ(f.fds_again, f.fds_after) << "a second Prewarm makes nothing";
   EXPECT_EQ(f.threads_again, f.threads_after);

@@ -79,6 +79,61 @@ TEST(Landlock, WritesOnlyBeneathTheWorkdir) {
   EXPECT_EQ(read.value, 0);
 }
 
+long ReadFile(const std::string& path) {
+  int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  close(fd);
+  return 0;
+}
+
+// A tool ruleset inside an agent (read_scope_inherited) handles no read right: alone it leaves
+// reads open but still confines writes, and nested in a domain with the read scope (the agent's,
+// which every tool nests in) a denied path stays unreadable. Control: the full tool ruleset alone
+// refuses the read.
+TEST(Landlock, AnInheritedReadScopeIsTheCallersAlone) {
+  const std::string work = MakeTempDir("ll-inherit-work");
+  const std::string secret_dir = MakeTempDir("ll-inherit-secret");
+  const std::string secret = secret_dir + "/key";
+  ASSERT_EQ(WriteFile(secret), 0);
+  RulesetSpec agent = Spec(Mode::kAgent, {work}, false, 0);
+  agent.denied_reads = {secret_dir};
+  RulesetSpec tool = Spec(Mode::kTool, {work}, false, 0);
+  tool.denied_reads = {secret_dir};
+  RulesetSpec inherited = tool;
+  inherited.read_scope_inherited = true;
+  EXPECT_EQ(HandledFsRights(inherited) & kReadRights, 0u);
+  EXPECT_EQ(HandledFsRights(inherited) | kReadRights, HandledFsRights(tool));
+  Result<UniqueFd> agent_fd = BuildRuleset(agent);
+  Result<UniqueFd> tool_fd = BuildRuleset(tool);
+  Result<UniqueFd> inherited_fd = BuildRuleset(inherited);
+  ASSERT_TRUE(agent_fd.ok() && tool_fd.ok() && inherited_fd.ok());
+
+  ProbeResult alone = RunProbe(Restrict(inherited_fd->get()), [&] { return ReadFile(secret); });
+  ASSERT_TRUE(alone.reported);
+  EXPECT_EQ(alone.value, 0) << "this layer leaves reads to the caller's: " << alone.err;
+  ProbeResult write =
+      RunProbe(Restrict(inherited_fd->get()), [&] { return WriteFile(secret_dir + "/planted"); });
+  ASSERT_TRUE(write.reported);
+  EXPECT_EQ(write.err, EACCES) << "writes stay confined by this layer";
+
+  auto nested = [&] {
+    return Restrict(agent_fd->get())() && RestrictSelfRaw(inherited_fd->get()) == 0;
+  };
+  ProbeResult denied = RunProbe(nested, [&] { return ReadFile(secret); });
+  ASSERT_TRUE(denied.reported);
+  EXPECT_EQ(denied.err, EACCES);
+  ProbeResult allowed = RunProbe(nested, [] { return ReadFile("/etc/passwd"); });
+  ASSERT_TRUE(allowed.reported);
+  EXPECT_EQ(allowed.value, 0) << allowed.err;
+  ProbeResult in_work = RunProbe(nested, [&] { return WriteFile(work + "/a"); });
+  ASSERT_TRUE(in_work.reported);
+  EXPECT_EQ(in_work.value, 0) << in_work.err;
+
+  ProbeResult control = RunProbe(Restrict(tool_fd->get()), [&] { return ReadFile(secret); });
+  ASSERT_TRUE(control.reported);
+  EXPECT_EQ(control.err, EACCES);
+}
+
 TEST(Landlock, MissingWritablePathIsAnError) {
   Result<UniqueFd> ruleset = BuildRuleset(Spec(Mode::kTool, {"/nonexistent/forkbox"}, false, 0));
   EXPECT_FALSE(ruleset.ok());

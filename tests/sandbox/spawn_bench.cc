@@ -1,7 +1,8 @@
 // sandbox_spawn_bench [--layer1] [--agent] [N]: median wall time of N spawns of /bin/true,
 // sandboxed (Sandbox::Spawn, the layer this machine gets) against a plain fork+execve, and the
 // ratio. --agent: from inside an agent sandbox (EnterAgentSandbox, then Prewarm), as a child's
-// tool calls are, of `bash -c true`; the plain fork+execve is then the agent's own. Prints only.
+// tool calls are, of `bash -c true`; the plain fork+execve is then the agent's own. Also base's
+// Spawn alone (vfork, no sandbox), so what the sandbox adds is the difference. Prints only.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -86,15 +87,37 @@ int main(int argc, char** argv) {
     return 1;
   }
   const sandbox::Report& report = tools->report();
-  std::vector<double> plain, boxed, spawned;
+  std::vector<double> plain, boxed, spawned, base_spawned, base_total;
   const std::vector<std::string> command = agent
                                                ? std::vector<std::string>{"/bin/bash", "-c", "true"}
                                                : std::vector<std::string>{"/bin/true"};
+  // The caller's environment for every variant (without SHELL, bash asks nscd for the user: two
+  // brokered socket()+connect() in the sandbox).
+  std::vector<std::string> env;
+  for (char** e = environ; *e != nullptr; ++e) env.emplace_back(*e);
   for (int i = 0; i < n; ++i) {
     plain.push_back(PlainOnce(command));
+    {
+      // base's Spawn alone (the same options, no sandbox): what the sandbox adds is the rest.
+      auto start = Clock::now();
+      SpawnOptions options;
+      options.argv = command;
+      options.env = env;
+      options.new_session = true;
+      Result<ChildProcess> child = forkbox::Spawn(options);
+      if (!child.ok()) {
+        std::fprintf(stderr, "sandbox_spawn_bench: %s\n", child.status().ToString().c_str());
+        return 1;
+      }
+      base_spawned.push_back(
+          std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+      (void)child->Wait();
+      base_total.push_back(std::chrono::duration<double, std::micro>(Clock::now() - start).count());
+    }
     auto start = Clock::now();
     SpawnOptions options;
     options.argv = command;
+    options.env = env;
     options.new_session = true;
     Result<ChildProcess> child = tools->Spawn(std::move(options));
     if (!child.ok()) {
@@ -110,6 +133,8 @@ int main(int argc, char** argv) {
   std::printf("plain fork+exec %s: median %.0f us\n", command.back().c_str(), p);
   std::printf("sandboxed %s:       median %.0f us\n", command.back().c_str(), b);
   std::printf("  of which Spawn returned after: median %.0f us\n", Median(spawned));
+  std::printf("unsandboxed Spawn %s:  median %.0f us (returned after %.0f us)\n",
+              command.back().c_str(), Median(base_total), Median(base_spawned));
   std::printf("ratio: %.2fx (n=%d)\n", p > 0 ? b / p : 0.0, n);
   return 0;
 }
