@@ -200,6 +200,9 @@ class Task {
   }
   // The first frame: a start frame (on demand) or a prepare frame (standby).
   Status ReadFirst(ControlReader& control);
+  // Layer 2 verified by the parent: the namespaces and the waiter's fork now, while this process
+  // is small, before the HTTP module maps its libraries (sandbox::EnterAgentNamespaces).
+  Status EnterNamespacesEarly();
   // Builds the policy and enters the agent sandbox; sets banner_. `http` is loading the HTTP
   // stack meanwhile: the sandbox is prepared alongside (with the parent's hints: the model port
   // and the layer-2 verdict) and `http` joined before the entry needs a single-threaded process.
@@ -224,6 +227,7 @@ class Task {
   bool standby_ = false;
   bool parent_gone_ = false;
   bool http_failed_ = false;
+  bool namespaces_entered_ = false;
   std::optional<ipc::StartMessage> start_;
   std::optional<int> transcript_fd_;
   SandboxPlan plan_;
@@ -251,6 +255,13 @@ Status Task::ReadFirst(ControlReader& control) {
   CloseUnexpectedFds(transcript_fd_, standby_);
   if (transcript_fd_) transcript_ = Transcript(*transcript_fd_);
   if (start_) transcript_.Write(StartRecord(*start_));
+  return Status::Ok();
+}
+
+Status Task::EnterNamespacesEarly() {
+  if (!plan_.sandbox.enabled || !plan_.hints.layer2_verified) return Status::Ok();
+  FORKBOX_RETURN_IF_ERROR(sandbox::EnterAgentNamespaces(plan_.sandbox));
+  namespaces_entered_ = true;
   return Status::Ok();
 }
 
@@ -283,8 +294,11 @@ Status Task::ResolvePolicy(agent::HttpPreload& http) {
 Status Task::EnterSandbox(agent::HttpPreload& http) {
   FORKBOX_RETURN_IF_ERROR(ResolvePolicy(http));
   // Everything the sandbox only reads and allocates is prepared while the module loads.
-  Result<sandbox::PreparedAgentSandbox> prepared =
-      sandbox::PrepareAgentSandbox(policy_, plan_.hints.layer2_verified);
+  const sandbox::AgentLayer2 layer2 = namespaces_entered_ ? sandbox::AgentLayer2::kEntered
+                                      : plan_.hints.layer2_verified
+                                          ? sandbox::AgentLayer2::kVerified
+                                          : sandbox::AgentLayer2::kProbe;
+  Result<sandbox::PreparedAgentSandbox> prepared = sandbox::PrepareAgentSandbox(policy_, layer2);
   if (!prepared.ok()) return prepared.status().WithContext("cannot sandbox the subagent");
   // The HTTP module and libcurl's libraries are mapped before the sandbox narrows what we may
   // read, and before it needs a single-threaded process (and closes descriptors).
@@ -342,6 +356,9 @@ int Task::Run() {
   ControlReader control(ipc::kChildControlReadFd);
   if (Status st = ReadFirst(control); !st.ok()) {
     return Fail({"bad_start", st.ToString(), kExitBadStart});
+  }
+  if (Status st = EnterNamespacesEarly(); !st.ok()) {
+    return Fail({"sandbox", "cannot sandbox the subagent: " + st.ToString(), kExitSandbox});
   }
   // Started only now: ReadFirst closes descriptors, which must not race the loader's own.
   // curl_global_init opens no file that the sandbox's close of descriptors could pull away.

@@ -43,7 +43,10 @@ struct ContainPlan {
   bool layer2 = false;       // Create layer-2 namespaces (the agent, an unsandboxed caller's tool).
   bool private_tmp = false;  // /tmp and /dev/shm are private tmpfs here: writable for Landlock.
   bool unshare = false;      // Layer 2 namespaces still to create (false: clone made them).
-  bool subreaper = false;    // Layer 1 agent: orphans come to it, so it can kill them.
+  // The layer-2 agent's namespaces and waiter exist already (EnterAgentNamespaces, sandbox.h):
+  // only the mounts of the namespace step remain.
+  bool entered = false;
+  bool subreaper = false;  // Layer 1 agent: orphans come to it, so it can kill them.
   Keeper keeper = Keeper::kInit;
   MountPlan mounts;
   // A spawned tool's namespace init dies with the spawner (PDEATHSIG); this pidfd of the spawner
