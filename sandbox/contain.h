@@ -6,6 +6,9 @@
 // A tool's init (Keeper::kInit, cloned into its namespaces) runs the mounts, the capability drop,
 // no_new_privs and the base filter itself before it forks the command, which inherits them and
 // adds Landlock and the tool filter: the same end state, set up once.
+// A layer-2 agent whose parent verified layer 2 takes its first steps early, before its HTTP module
+// loads (EnterAgentNamespaces, sandbox.h: rlimits -> unshare -> id maps -> fork the waiter); its
+// plan then says `entered` and ContainRaw goes on from the mounts, in the same order.
 // Prepare* allocate and run before fork; ContainRaw is async-signal-safe.
 #pragma once
 
