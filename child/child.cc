@@ -200,19 +200,23 @@ class Task {
   }
   // The first frame: a start frame (on demand) or a prepare frame (standby).
   Status ReadFirst(ControlReader& control);
+  // Layer 2 verified by the parent: the namespaces and the waiter's fork now, while this process
+  // is small, before the HTTP module maps its libraries (sandbox::EnterAgentNamespaces).
+  Status EnterNamespacesEarly();
   // Builds the policy and enters the agent sandbox; sets banner_. `http` is loading the HTTP
   // stack meanwhile: the sandbox is prepared alongside (with the parent's hints: the model port
   // and the layer-2 verdict) and `http` joined before the entry needs a single-threaded process.
   // A failure of the HTTP stack sets http_failed_ (a "model" failure, not a "sandbox" one).
   Status EnterSandbox(agent::HttpPreload& http);
-  // The workdir and the policy, with the model's port (the parent's, else parsed once `http` is
-  // loaded).
+  // The workdir and the policy, with the model's port (the parent's, else parsed from the URL).
   Status ResolvePolicy();
   // Waits for `http`; its failure sets http_failed_.
   Status JoinHttp(agent::HttpPreload& http);
   // A standby's wait for its start frame. kEndOfFile: retired unused.
   Status AwaitStart(ControlReader& control);
   int RunTask();
+  agent::ToolContext ToolContextFor() const;
+  Status PrepareTools(sandbox::TaskTmpDir& tmp, ChildToolRunner& runner, std::jthread& prewarm);
   ipc::ResultMessage ResultOf(agent::LoopOutcome& outcome, const ChildToolRunner& runner);
   // Sends an event frame unless the parent is gone; a failed write marks it gone (the loop then
   // stops at its next step and the task unwinds normally, removing its temp dir).
@@ -224,6 +228,7 @@ class Task {
   bool standby_ = false;
   bool parent_gone_ = false;
   bool http_failed_ = false;
+  bool namespaces_entered_ = false;
   std::optional<ipc::StartMessage> start_;
   std::optional<int> transcript_fd_;
   SandboxPlan plan_;
@@ -251,6 +256,13 @@ Status Task::ReadFirst(ControlReader& control) {
   CloseUnexpectedFds(transcript_fd_, standby_);
   if (transcript_fd_) transcript_ = Transcript(*transcript_fd_);
   if (start_) transcript_.Write(StartRecord(*start_));
+  return Status::Ok();
+}
+
+Status Task::EnterNamespacesEarly() {
+  if (!plan_.sandbox.enabled || !plan_.hints.layer2_verified) return Status::Ok();
+  FORKBOX_RETURN_IF_ERROR(sandbox::EnterAgentNamespaces(plan_.sandbox));
+  namespaces_entered_ = true;
   return Status::Ok();
 }
 
@@ -283,8 +295,11 @@ Status Task::ResolvePolicy() {
 Status Task::EnterSandbox(agent::HttpPreload& http) {
   FORKBOX_RETURN_IF_ERROR(ResolvePolicy());
   // Everything the sandbox only reads and allocates is prepared while the module loads.
-  Result<sandbox::PreparedAgentSandbox> prepared =
-      sandbox::PrepareAgentSandbox(policy_, plan_.hints.layer2_verified);
+  const sandbox::AgentLayer2 layer2 = namespaces_entered_ ? sandbox::AgentLayer2::kEntered
+                                      : plan_.hints.layer2_verified
+                                          ? sandbox::AgentLayer2::kVerified
+                                          : sandbox::AgentLayer2::kProbe;
+  Result<sandbox::PreparedAgentSandbox> prepared = sandbox::PrepareAgentSandbox(policy_, layer2);
   if (!prepared.ok()) return prepared.status().WithContext("cannot sandbox the subagent");
   // The HTTP module and libssl/libcrypto are mapped before the sandbox narrows what we may
   // read, and before it needs a single-threaded process (and closes descriptors).
@@ -343,6 +358,9 @@ int Task::Run() {
   if (Status st = ReadFirst(control); !st.ok()) {
     return Fail({"bad_start", st.ToString(), kExitBadStart});
   }
+  if (Status st = EnterNamespacesEarly(); !st.ok()) {
+    return Fail({"sandbox", "cannot sandbox the subagent: " + st.ToString(), kExitSandbox});
+  }
   // Started only now: ReadFirst closes descriptors, which must not race the loader's own.
   // The TLS set-up (https only) opens no file that the sandbox's close of descriptors could pull
   // away (the CA store is read and closed).
@@ -368,46 +386,62 @@ int Task::Run() {
   return RunTask();
 }
 
-int Task::RunTask() {
-  // The task's temp dir, created inside the sandbox (the workdir is writable): a standby that is
-  // killed unused leaves nothing behind. Every return below runs its destructor.
-  // A write: none agent gets none (it could not write it).
-  Result<std::vector<agent::ToolDef>> tool_defs = AgentToolDefs(start_->agent);
-  if (!tool_defs.ok()) return Fail({"bad_start", tool_defs.status().ToString(), kExitBadStart});
-  sandbox::TaskTmpDir tmp;
+// Once per task, before its first tool call: the task's temp dir, created inside the sandbox (the
+// workdir is writable: a standby that is killed unused leaves nothing behind; a write: none agent
+// gets none, it could not write it), the tools' environment (TMPDIR), then the tool ruleset and
+// the connect broker's thread (Sandbox::Prewarm, on `prewarm`).
+Status Task::PrepareTools(sandbox::TaskTmpDir& tmp, ChildToolRunner& runner,
+                          std::jthread& prewarm) {
   if (start_->agent.write != "none") {
     Result<sandbox::TaskTmpDir> created = sandbox::TaskTmpDir::Create(policy_.workdir);
-    if (!created.ok()) return Fail({"sandbox", created.status().ToString(), kExitSandbox});
+    if (!created.ok()) return created.status();
     tmp = std::move(*created);
     tmp.ApplyTo(&policy_);
     sandbox_->set_tmpdir(tmp);
   }
-  // The policy is final: the tool ruleset and the connect broker's thread are made once the
-  // first request is on the wire (not on its clock), while its reply is awaited, instead of on
-  // the first tool call's. A failure comes back from that call's Spawn. Joined before the temp
-  // dir goes, after the provider.
-  std::jthread prewarm;
-  bool prewarm_started = false;
-  Result<std::unique_ptr<agent::Provider>> provider =
-      MakeTaskProvider(*start_, [this, &prewarm, &prewarm_started] {
-        if (prewarm_started) return;
-        prewarm_started = true;
-        prewarm = PrewarmInBackground(sandbox_);
-      });
-  if (!provider.ok()) return Fail({"model", provider.status().message(), kExitModel});
+  runner.set_env(sandbox::ToolEnvironment(policy_, environ));
+  // The policy is final. A failure here comes back from the first call's Spawn.
+  prewarm = PrewarmInBackground(sandbox_);
+  return Status::Ok();
+}
 
+// The tools' context but their environment (PrepareTools sets it).
+agent::ToolContext Task::ToolContextFor() const {
   agent::ToolContext ctx;
   ctx.workdir = policy_.workdir;
   ctx.workdir_fd = workdir_fd_;
-  ctx.env = sandbox::ToolEnvironment(policy_, environ);
   ctx.sandbox = sandbox_;
   ctx.timeout_ms = start_->limits.tool_timeout_ms;
   ctx.max_output_chars = start_->limits.max_tool_output_chars;
-  ChildToolRunner runner(std::move(ctx), [this](int turn, const agent::ToolUseBlock& call) {
-    ReapOrphans();
-    SendEvent(turn, call.name, DescribeCall(call));
-    return !parent_gone_;
-  });
+  return ctx;
+}
+
+int Task::RunTask() {
+  Result<std::vector<agent::ToolDef>> tool_defs = AgentToolDefs(start_->agent);
+  if (!tool_defs.ok()) return Fail({"bad_start", tool_defs.status().ToString(), kExitBadStart});
+  // PrepareTools runs once the first request is on the wire, while its reply is awaited, not on
+  // its clock (else before the first tool call). Every return below removes the temp dir; the
+  // prewarm thread is joined before it goes, after the provider.
+  sandbox::TaskTmpDir tmp;
+  std::jthread prewarm;
+  std::optional<Status> tools_ready;
+  std::optional<ChildToolRunner> runner;
+  auto prepare_tools = [&] {
+    if (!tools_ready) tools_ready = PrepareTools(tmp, *runner, prewarm);
+    return tools_ready->ok();
+  };
+  runner.emplace(ToolContextFor(),
+                 [this, &prepare_tools](int turn, const agent::ToolUseBlock& call) {
+                   ReapOrphans();
+                   if (!prepare_tools())
+                     return false;  // Stops the loop; the failure is reported below.
+                   SendEvent(turn, call.name, DescribeCall(call));
+                   return !parent_gone_;
+                 });
+  Result<std::unique_ptr<agent::Provider>> provider =
+      MakeTaskProvider(*start_, [&prepare_tools] { prepare_tools(); });
+  if (!provider.ok()) return Fail({"model", provider.status().message(), kExitModel});
+
   agent::LoopObserver observer;
   observer.on_response = [&](int turn, const agent::Response& r) {
     reporter_.CountUsage(r.usage);
@@ -421,10 +455,13 @@ int Task::RunTask() {
   std::vector<agent::Message> messages;
   messages.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{start_->prompt}}});
   agent::LoopOutcome outcome = agent::RunLoop(
-      **provider, messages, LoopOptionsFor(*start_, policy_.workdir, std::move(*tool_defs)), runner,
-      observer);
+      **provider, messages, LoopOptionsFor(*start_, policy_.workdir, std::move(*tool_defs)),
+      *runner, observer);
   provider->reset();
   sandbox::KillAllDescendants();
+  if (tools_ready && !tools_ready->ok()) {
+    return Fail({"sandbox", tools_ready->ToString(), kExitSandbox});
+  }
   if (parent_gone_) return kExitParentGone;
   if (outcome.stop == agent::LoopStop::kModelError) {
     std::string why = outcome.error ? outcome.error->ToString() : "unknown model error";
@@ -433,7 +470,7 @@ int Task::RunTask() {
                      std::to_string(outcome.tool_calls) + " tool call(s): " + why,
                  kExitModel});
   }
-  ipc::ResultMessage result = ResultOf(outcome, runner);
+  ipc::ResultMessage result = ResultOf(outcome, *runner);
   if (Status st = reporter_.Result(result); !st.ok()) {
     std::fprintf(stderr, "forkbox-child: could not send the result: %s\n", st.ToString().c_str());
     return kExitParentGone;

@@ -23,6 +23,8 @@ class ChildToolRunner : public agent::ToolRunner {
   std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
                                           int turn) override;
   int interrupt_signal() const override { return stopped_ ? SIGPIPE : 0; }
+  // The tools' environment, once the task's temp dir exists (its TMPDIR).
+  void set_env(std::vector<std::string> env) { ctx_.env = std::move(env); }
   // Raw bytes of tool output seen so far (kept out of the parent's context).
   int64_t tool_output_bytes() const { return tool_output_bytes_; }
 

@@ -19,6 +19,7 @@
 #include "base/fd_passing.h"
 #include "sandbox/caps.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/hygiene.h"
 #include "sandbox/landlock.h"
 #include "sandbox/seccomp_policy.h"
 
@@ -150,20 +151,15 @@ int ConfineInitRaw(const ContainPlan& p, const char** step) {
 }
 
 // Layer 2: fresh user, mount and PID namespaces; the calling process stays behind as the keeper
-// and the child, in the new PID namespace, goes on. Both keepers and inits die with their parent.
-int EnterNamespacesRaw(ContainPlan& p, const char** step) {
+// and the child, in the new PID namespace, goes on (returning 0). Both keepers and inits die with
+// their parent. The mounts are the caller's next step, except for a tool's init (InitSetsUp).
+int ForkKeeperRaw(ContainPlan& p, const char** step) {
   if (p.spawner_pidfd >= 0) {
     *step = "prctl(PR_SET_PDEATHSIG) of the namespace init";
     if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
     pollfd spawner{p.spawner_pidfd, POLLIN, 0};
     *step = "the spawner already exited";
     if (poll(&spawner, 1, 0) != 0) return ESRCH;
-  }
-  if (p.keeper == Keeper::kNone) {
-    *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS)";
-    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return errno;
-    if (int err = WriteIdMapsRaw(p.mounts, step)) return err;
-    return SetUpMountsRaw(p.mounts, step);
   }
   *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)";
   if (p.unshare && unshare(static_cast<int>(kNamespaces)) != 0) return errno;
@@ -190,6 +186,19 @@ int EnterNamespacesRaw(ContainPlan& p, const char** step) {
   *step = "namespace keeper already exited";
   if (poll(&pfd, 1, 0) != 0) return ESRCH;
   close(keeper);
+  return 0;
+}
+
+int EnterNamespacesRaw(ContainPlan& p, const char** step) {
+  if (p.keeper == Keeper::kNone) {
+    *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS)";
+    if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return errno;
+    if (int err = WriteIdMapsRaw(p.mounts, step)) return err;
+    return SetUpMountsRaw(p.mounts, step);
+  }
+  if (!p.entered) {
+    if (int err = ForkKeeperRaw(p, step)) return err;
+  }
   return InitSetsUp(p) ? 0 : SetUpNamespaceRaw(p, step);
 }
 
@@ -253,7 +262,7 @@ int RestrictRaw(const ContainPlan& p, const char** step) {
   return 0;
 }
 
-Limits LimitsOf(const Policy& policy) {
+Limits LimitsOf(const Settings& policy) {
   return Limits{policy.rlimit_fsize_bytes, policy.rlimit_as_bytes, policy.rlimit_nofile,
                 policy.rlimit_nproc};
 }
@@ -412,6 +421,25 @@ Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int
   FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentNetUnix, p));
   FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kAgent, p));
   return p;
+}
+
+Status EnterAgentNamespaces(const Settings& settings) {
+  ContainPlan p;
+  p.limits = LimitsOf(settings);
+#if defined(FORKBOX_SANITIZE)
+  p.limits.as_bytes = 0;
+#endif
+  p.layer2 = true;
+  p.unshare = true;
+  p.keeper = Keeper::kWaiter;
+  p.mounts = IdMapsOnly();
+  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
+  const char* step = "";
+  int err = SetNonDumpableAndDeathSignalRaw(getppid(), &step);
+  if (err == 0) err = ApplyLimitsRaw(p.limits, &step);
+  if (err == 0) err = ForkKeeperRaw(p, &step);
+  if (err != 0) return Status::FromErrno(err, step);
+  return Status::Ok();
 }
 
 Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,

@@ -6,6 +6,9 @@
 // A tool's init (Keeper::kInit, cloned into its namespaces) runs the mounts, the capability drop,
 // no_new_privs and the base filter itself before it forks the command, which inherits them and
 // adds Landlock and the tool filter: the same end state, set up once.
+// A layer-2 agent whose parent verified layer 2 takes its first steps early, before its HTTP module
+// loads (EnterAgentNamespaces, sandbox.h: rlimits -> unshare -> id maps -> fork the waiter); its
+// plan then says `entered` and ContainRaw goes on from the mounts, in the same order.
 // Prepare* allocate and run before fork; ContainRaw is async-signal-safe.
 #pragma once
 
@@ -43,7 +46,10 @@ struct ContainPlan {
   bool layer2 = false;       // Create layer-2 namespaces (the agent, an unsandboxed caller's tool).
   bool private_tmp = false;  // /tmp and /dev/shm are private tmpfs here: writable for Landlock.
   bool unshare = false;      // Layer 2 namespaces still to create (false: clone made them).
-  bool subreaper = false;    // Layer 1 agent: orphans come to it, so it can kill them.
+  // The layer-2 agent's namespaces and waiter exist already (EnterAgentNamespaces, sandbox.h):
+  // only the mounts of the namespace step remain.
+  bool entered = false;
+  bool subreaper = false;  // Layer 1 agent: orphans come to it, so it can kill them.
   Keeper keeper = Keeper::kInit;
   MountPlan mounts;
   // A spawned tool's namespace init dies with the spawner (PDEATHSIG); this pidfd of the spawner

@@ -54,6 +54,7 @@ Result<PidsCgroup> AgentCgroup(const Policy& policy, bool layer2) {
 
 struct PreparedAgentSandbox::State {
   Policy policy;
+  bool entered = false;  // EnterAgentNamespaces ran: the waiter and PDEATHSIG are set up.
   Report report;
   PidsCgroup cgroup;
   ContainPlan plan;
@@ -65,7 +66,7 @@ PreparedAgentSandbox::PreparedAgentSandbox(PreparedAgentSandbox&&) noexcept = de
 PreparedAgentSandbox& PreparedAgentSandbox::operator=(PreparedAgentSandbox&&) noexcept = default;
 PreparedAgentSandbox::~PreparedAgentSandbox() = default;
 
-Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy, bool layer2_verified) {
+Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy, AgentLayer2 layer2_mode) {
   auto state = std::make_unique<PreparedAgentSandbox::State>();
   state->policy = policy;
   if (!policy.enabled) {
@@ -79,8 +80,12 @@ Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy, bool laye
   FORKBOX_RETURN_IF_ERROR(CheckEnforceable(&abi));
   // What is in force, probed now: the layer-2 probe clones namespaces, which the agent's own
   // filter refuses afterwards.
-  state->report = layer2_verified ? CheckAssumingLayer2(policy) : Check(policy);
+  state->report = layer2_mode == AgentLayer2::kProbe ? Check(policy) : CheckAssumingLayer2(policy);
   const bool layer2 = state->report.layer == 2;
+  state->entered = layer2_mode == AgentLayer2::kEntered;
+  if (state->entered && !layer2) {
+    return Status::Internal("EnterAgentNamespaces ran, yet layer 2 is not in force");
+  }
   Result<PidsCgroup> cgroup = AgentCgroup(policy, layer2);
   if (!cgroup.ok()) return cgroup.status();
   state->cgroup = std::move(*cgroup);
@@ -88,6 +93,7 @@ Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy, bool laye
   if (!plan.ok()) return plan.status();
   state->plan = std::move(*plan);
   state->plan.pid_max = RootPidNamespaceMax(layer2, policy.rlimit_nproc);
+  state->plan.entered = state->entered;
   return PreparedAgentSandbox(std::move(state));
 }
 
@@ -102,15 +108,19 @@ Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared, std::span<const
   keep.push_back(s.plan.cgroup_procs_fd);
   FORKBOX_RETURN_IF_ERROR(CloseAllExcept(std::move(keep)));
   const char* step = "";
-  if (int err = SetNonDumpableAndDeathSignalRaw(getppid(), &step)) {
-    return Status::FromErrno(err, step);
+  // Once entered, our parent is the waiter, outside our PID namespace (getppid() is 0): both were
+  // set before the fork, and PDEATHSIG on the waiter after it.
+  if (!s.entered) {
+    if (int err = SetNonDumpableAndDeathSignalRaw(getppid(), &step)) {
+      return Status::FromErrno(err, step);
+    }
   }
   if (int err = ContainRaw(s.plan, &step)) return Status::FromErrno(err, step);
   return Sandbox(std::move(s.policy), std::move(s.report), /*inside_agent=*/true);
 }
 
 Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds) {
-  Result<PreparedAgentSandbox> prepared = PrepareAgentSandbox(policy, /*layer2_verified=*/false);
+  Result<PreparedAgentSandbox> prepared = PrepareAgentSandbox(policy, AgentLayer2::kProbe);
   if (!prepared.ok()) return prepared.status();
   return EnterAgentSandbox(std::move(*prepared), keep_fds);
 }

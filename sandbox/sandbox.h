@@ -256,13 +256,19 @@ class Sandbox {
 // Spawn stacks the tool layer (no network, tool Landlock rules) on top.
 Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds);
 
-// EnterAgentSandbox in two steps, so that the preparation overlaps work on another thread (the
-// child loads its HTTP module meanwhile). PrepareAgentSandbox only reads and allocates: the
-// checks, the pids cgroup, the mount plan, the Landlock ruleset, the seccomp programs; any thread
-// may call it. `layer2_verified`: the caller's parent probed layer 2 for it and it works, so no
-// probe here (entering then fails if the namespaces do; it never falls back to layer 1).
-// EnterAgentSandbox(prepared, keep_fds) does the rest, exactly as the one-step call does, under
-// the same conditions (single-threaded, once). Together they are the one-step call.
+// EnterAgentSandbox in two (or three) steps, so that the preparation overlaps work on another
+// thread (the child loads its HTTP module meanwhile). PrepareAgentSandbox only reads and
+// allocates: the checks, the pids cgroup, the mount plan, the Landlock ruleset, the seccomp
+// programs; any thread may call it. `layer2`: kProbe probes layer 2 here; kVerified: the
+// caller's parent probed it for it and it works, so no probe (entering then fails if the
+// namespaces do; it never falls back to layer 1); kEntered: as kVerified, and
+// EnterAgentNamespaces already ran in this process (the mounts stay EnterAgentSandbox's: made
+// while the module loads, a private /tmp would hide a build tree's module from the loader).
+// EnterAgentSandbox(prepared, keep_fds) does
+// the rest, exactly as the one-step call does, under the same conditions (single-threaded,
+// once). Together they are the one-step call: the same steps in the same order, the same end
+// state.
+enum class AgentLayer2 { kProbe, kVerified, kEntered };
 class PreparedAgentSandbox {
  public:
   PreparedAgentSandbox(PreparedAgentSandbox&&) noexcept;
@@ -270,16 +276,26 @@ class PreparedAgentSandbox {
   ~PreparedAgentSandbox();
 
  private:
-  friend Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy,
-                                                          bool layer2_verified);
+  friend Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy, AgentLayer2 layer2);
   friend Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared,
                                            std::span<const int> keep_fds);
   struct State;
   explicit PreparedAgentSandbox(std::unique_ptr<State> state);
   std::unique_ptr<State> state_;
 };
-Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy, bool layer2_verified);
+Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy, AgentLayer2 layer2);
 Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared, std::span<const int> keep_fds);
+
+// The first steps of EnterAgentSandbox in layer 2, for a caller whose parent verified layer 2,
+// taken before the rest: non-dumpable and PDEATHSIG -> rlimits -> unshare (user, mount, PID) ->
+// id maps -> fork. The caller stays behind as the waiter (as EnterAgentSandbox describes: no
+// descriptor, the base filter, the agent's exit status relayed); this returns in the agent, pid 1
+// of the new PID namespace, with the mounts and everything after them still to come
+// (PrepareAgentSandbox with AgentLayer2::kEntered, then EnterAgentSandbox). The fork copies the
+// process's page tables and its later writes fault copy-on-write, so call it early, while the
+// process is small (before the HTTP module loads). Single-threaded callers only, once. Nothing is
+// resolved yet, so only `settings`' rlimits are used (checked positive again by ResolvePolicy).
+Status EnterAgentNamespaces(const Settings& settings);
 
 // The parent (forkbox) confines itself once its set-up is done and before its first model call:
 // the agent's seccomp filters and Landlock domain (writable: the policy's trees plus

@@ -756,6 +756,23 @@ TEST_F(ChildTest, ParentGoneMidTaskStopsTheTaskAndRemovesItsTempDir) {
   EXPECT_LT(server_.request_count(), 1000u);
 }
 
+// Issue 18: the task's temp dir is made once the first request is on the wire (off the spawn's
+// clock). When it cannot be made, no tool runs and the task fails as a sandbox failure, as it did
+// when the dir was made before the first request.
+TEST_F(ChildTest, TempDirThatCannotBeMadeFailsTheTaskBeforeAnyToolRuns) {
+  Scenario(
+      {{"rules", {{{"reply", {{"tool_calls", {ToolCall("bash", {{"command", "touch ran"}})}}}}}}}});
+  // A regular file where the temp dirs' directory goes.
+  std::ofstream(workdir_ + "/.forkbox-tmp") << "not a directory\n";
+  ChildRun run = Run(Start("run a tool"));
+  ASSERT_NE(run.error(), nullptr) << run.stderr_text;
+  EXPECT_EQ(run.error()->code, "sandbox");
+  EXPECT_THAT(run.error()->message, HasSubstr(".forkbox-tmp"));
+  EXPECT_NE(run.exit_code, 0);
+  EXPECT_FALSE(std::filesystem::exists(workdir_ + "/ran")) << "a tool ran without its temp dir";
+  EXPECT_EQ(server_.request_count(), 1u);
+}
+
 // Issue 15: a llama.cpp-style cut JSON argument goes back to the model as an is_error result
 // naming the problem and the schema; the request is not re-sent and the task completes. Both
 // wire formats, streaming and not.

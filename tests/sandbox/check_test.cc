@@ -262,7 +262,10 @@ struct AgentFacts {
   char error[256] = {};
 };
 
-TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
+// `split`: as forkbox-child does when its parent verified layer 2: EnterAgentNamespaces first
+// (before the policy is resolved), then PrepareAgentSandbox(kEntered) and EnterAgentSandbox.
+// Both paths must end in the same state, the waiter's included.
+void CheckAgentSandbox(bool split) {
   std::string work = MakeTempDir("agent");
   std::string outside = MakeTempDir("agent-outside");
   const std::string token = std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
@@ -277,12 +280,19 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
     close(facts_pipe[0]);
     close(done_pipe[1]);
     AgentFacts f;
+    if (split && !EnterAgentNamespaces(Settings{}).ok()) _exit(6);
     // Resolved, as forkbox-child does: the read scope is listed before the agent is confined.
     Result<Policy> resolved = ResolvePolicy(Settings{}, work);
     if (!resolved.ok()) _exit(5);
     Policy policy = *resolved;
     int keep[] = {facts_pipe[1], done_pipe[0]};
-    Result<Sandbox> report = EnterAgentSandbox(policy, keep);
+    Result<Sandbox> report = Status::Internal("not entered");
+    if (split) {
+      Result<PreparedAgentSandbox> prepared = PrepareAgentSandbox(policy, AgentLayer2::kEntered);
+      report = prepared.ok() ? EnterAgentSandbox(std::move(*prepared), keep) : prepared.status();
+    } else {
+      report = EnterAgentSandbox(policy, keep);
+    }
     f.entered = report.ok();
     if (!report.ok()) {
       snprintf(f.error, sizeof(f.error), "%s", report.status().ToString().c_str());
@@ -328,6 +338,10 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
   // In layer 2 the forked process stays behind as the waiter: it must be under no_new_privs and
   // seccomp before it waits (the agent is still running: it waits for done_pipe).
   const std::string waiter = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  std::error_code ec;
+  const auto waiter_fds =
+      std::distance(std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec),
+                    std::filesystem::directory_iterator());
   close(done_pipe[1]);
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
@@ -339,6 +353,9 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
     EXPECT_EQ(f.pid, 1) << "the agent is init of its PID namespace";
     EXPECT_NE(waiter.find("NoNewPrivs:\t1"), std::string::npos) << waiter;
     EXPECT_NE(waiter.find("Seccomp:\t2"), std::string::npos) << waiter;
+    EXPECT_NE(waiter.find("CapEff:\t0000000000000000"), std::string::npos) << waiter;
+    EXPECT_FALSE(ec) << ec.message();
+    EXPECT_EQ(waiter_fds, 0) << "the waiter holds no descriptor";
   }
   EXPECT_EQ(f.inet_socket_ok, 1);
   // Layer 2's agent allows AF_UNIX for its tools (the mounts hide every daemon's socket).
@@ -357,6 +374,13 @@ TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
   }
   EXPECT_FALSE(FileExists(tmp_probe)) << "the tool's /tmp is private";
   EXPECT_FALSE(FileExists("/dev/shm/" + shm_probe)) << "the tool's /dev/shm is private";
+}
+
+TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) { CheckAgentSandbox(false); }
+
+TEST(EnterAgentSandbox, NamespacesEnteredFirstEndInTheSameState) {
+  if (!Layer2Available()) GTEST_SKIP() << "layer 2 (user namespaces) is not available here";
+  CheckAgentSandbox(true);
 }
 
 // What Prewarm made, counted from inside an agent (non-dumpable: its /proc/self/fd links are not
