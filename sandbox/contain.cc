@@ -434,6 +434,7 @@ Status EnterAgentNamespaces(const Settings& settings) {
   p.keeper = Keeper::kWaiter;
   p.mounts = IdMapsOnly();
   FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
+  FORKBOX_RETURN_IF_ERROR(AwaitSingleThreaded());
   const char* step = "";
   int err = SetNonDumpableAndDeathSignalRaw(getppid(), &step);
   if (err == 0) err = ApplyLimitsRaw(p.limits, &step);

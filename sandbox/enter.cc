@@ -106,6 +106,7 @@ Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared, std::span<const
   std::vector<int> keep(keep_fds.begin(), keep_fds.end());
   keep.push_back(s.plan.ruleset_fd);
   keep.push_back(s.plan.cgroup_procs_fd);
+  FORKBOX_RETURN_IF_ERROR(AwaitSingleThreaded());
   FORKBOX_RETURN_IF_ERROR(CloseAllExcept(std::move(keep)));
   const char* step = "";
   // Once entered, our parent is the waiter, outside our PID namespace (getppid() is 0): both were
@@ -161,6 +162,7 @@ Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
   Report report = Check(policy);  // Probed now: the filter refuses the layer-2 probe afterwards.
   Result<ContainPlan> plan = PrepareLauncher(policy, abi, report.layer == 2, own_writable);
   if (!plan.ok()) return plan.status();
+  FORKBOX_RETURN_IF_ERROR(AwaitSingleThreaded());
   const char* step = "";
   if (int err = ContainRaw(*plan, &step)) return Status::FromErrno(err, step);
   return Sandbox(policy, std::move(report), /*inside_agent=*/true);

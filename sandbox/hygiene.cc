@@ -1,16 +1,20 @@
 #include "sandbox/hygiene.h"
 
 #include <dirent.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <iterator>
 #include <sstream>
 #include <string>
 
@@ -41,6 +45,46 @@ void ResetSignalsRaw() {
       memset(&dfl, 0, sizeof(dfl));
       dfl.sa_handler = SIG_DFL;
       sigaction(sig, &dfl, nullptr);
+    }
+  }
+}
+
+namespace {
+
+// num_threads of /proc/self/stat (field 20; the fields after the command's closing parenthesis
+// start at field 3), or -1 when it cannot be read.
+long ThreadCount() {
+  std::ifstream stat("/proc/self/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const size_t paren = text.rfind(')');
+  if (paren == std::string::npos) return -1;
+  std::istringstream fields(text.substr(paren + 1));
+  std::string field;
+  for (int i = 3; i <= 20; ++i) {
+    if (!(fields >> field)) return -1;
+  }
+  return std::strtol(field.c_str(), nullptr, 10);
+}
+
+}  // namespace
+
+Status AwaitSingleThreaded(std::chrono::milliseconds limit) {
+  const auto end = std::chrono::steady_clock::now() + limit;
+  for (int round = 0;; ++round) {
+    const long threads = ThreadCount();
+    if (threads < 0) return Status::Internal("cannot read the thread count in /proc/self/stat");
+    if (threads == 1) return Status::Ok();
+    if (std::chrono::steady_clock::now() >= end) {
+      return Status::Timeout(
+          std::to_string(threads) +
+          " threads are running; entering the sandbox needs a single-threaded process");
+    }
+    // The exiting thread needs a CPU to finish: yield first, then back off a little.
+    if (round < 64) {
+      sched_yield();
+    } else {
+      const timespec pause{0, 100'000};
+      nanosleep(&pause, nullptr);
     }
   }
 }

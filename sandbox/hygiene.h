@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <chrono>
 #include <vector>
 
 #include "base/status.h"
@@ -18,6 +19,13 @@ int SetNonDumpableAndDeathSignalRaw(pid_t expected_parent, const char** step);
 // Async-signal-safe: unblocks every signal and resets ignored ones to the default, so an exec'd
 // command does not inherit the caller's signal state (e.g. an ignored SIGPIPE).
 void ResetSignalsRaw();
+
+// Returns once this process has one thread, at most `limit` later (kTimeout then, naming the
+// count). unshare(CLONE_NEWUSER) and landlock_restrict_self need a single-threaded
+// process, and a joined thread is still counted for a moment: pthread_join returns when the
+// thread clears its tid, before the kernel takes it out of the thread group (unshare failed
+// with EINVAL about once in 200 tries right after a join, more under load).
+Status AwaitSingleThreaded(std::chrono::milliseconds limit = std::chrono::seconds(2));
 
 // The direct children of `parent`, read from /proc/*/stat.
 std::vector<pid_t> ChildrenOf(pid_t parent);
