@@ -10,6 +10,7 @@
 #include <cstdlib>
 
 #include "agent/http_module.h"
+#include "agent/http_tls.h"
 #include "agent/http_url.h"
 
 #ifndef FORKBOX_HTTP_MODULE_RELPATH
@@ -29,26 +30,51 @@ Result<std::string> ModulePath() {
   return path + FORKBOX_HTTP_MODULE_RELPATH;
 }
 
+// dlopens `path` and calls its entry point `entry` for the module's table, checking its ABI
+// version. `what` names the module in errors.
+template <typename Api>
+Result<const Api*> OpenModule(const std::string& path, const char* entry, int abi,
+                              const std::string& what) {
+  // RTLD_LOCAL: the module's symbols stay out of the global scope. RTLD_LAZY: functions never
+  // called (most of libssl's and libcrypto's, for the TLS module) are never resolved.
+  void* handle = dlopen(path.c_str(), RTLD_LAZY | RTLD_LOCAL);
+  if (handle == nullptr) {
+    std::string why = dlerror();
+    if (why.rfind(path + ": ", 0) == 0) why.erase(0, path.size() + 2);
+    return Status::Unavailable("cannot load the " + what + " " + path + " (" + why +
+                               "; cmake --install puts it there)");
+  }
+  using EntryPoint = const Api* (*)();
+  auto entry_point = reinterpret_cast<EntryPoint>(dlsym(handle, entry));
+  const Api* api = entry_point != nullptr ? entry_point() : nullptr;
+  if (api == nullptr || api->abi_version != abi) {
+    dlclose(handle);
+    return Status::Unavailable("the " + what + " " + path + " is not this build's (" + entry +
+                               " missing or of another version)");
+  }
+  return api;  // Never unloaded: OpenSSL's global state lives until exit.
+}
+
 Result<const http_module::Api*> Open() {
   Result<std::string> path = ModulePath();
   if (!path.ok()) return path.status();
-  // RTLD_LOCAL: the module's symbols stay out of the global scope. RTLD_LAZY: functions never
-  // called (most of libssl's and libcrypto's) are never resolved.
-  void* handle = dlopen(path->c_str(), RTLD_LAZY | RTLD_LOCAL);
-  if (handle == nullptr) {
-    std::string why = dlerror();
-    if (why.rfind(*path + ": ", 0) == 0) why.erase(0, path->size() + 2);
-    return Status::Unavailable("cannot load the HTTP module " + *path + " (" + why +
-                               "; cmake --install puts it there)");
-  }
-  auto entry = reinterpret_cast<http_module::EntryPoint>(dlsym(handle, http_module::kEntryPoint));
-  const http_module::Api* api = entry != nullptr ? entry() : nullptr;
-  if (api == nullptr || api->abi_version != http_module::kAbiVersion) {
-    dlclose(handle);
-    return Status::Unavailable("the HTTP module " + *path + " is not this build's (" +
-                               http_module::kEntryPoint + " missing or of another version)");
-  }
-  return api;  // Never unloaded: OpenSSL's global state lives until exit.
+  return OpenModule<http_module::Api>(*path, http_module::kEntryPoint, http_module::kAbiVersion,
+                                      "HTTP module");
+}
+
+// The TLS module (forkbox-tls.so, next to the HTTP module), loaded, initialised (OpenSSL and the
+// CA store) and handed to the HTTP module.
+Status OpenTls(const http_module::Api& http) {
+  Result<std::string> path = ModulePath();
+  if (!path.ok()) return path.status();
+  path->resize(path->rfind('/') + 1);
+  Result<const http_tls::Api*> tls = OpenModule<http_tls::Api>(
+      *path + "forkbox-tls.so", http_tls::kEntryPoint, http_tls::kAbiVersion, "TLS module");
+  if (!tls.ok()) return tls.status();
+  std::string error;
+  if (!(*tls)->init(&error)) return Status::Internal(error);
+  http.use_tls(*tls);
+  return Status::Ok();
 }
 
 // The module, loaded on first use; the process-wide dlopen handle is inherent to dlopen.
@@ -66,12 +92,20 @@ bool WantsTls(const std::string& url) {
   return parsed.ok() && parsed->tls;
 }
 
+namespace {
+
+// The TLS module for this process, once: its outcome stays (a failure is not retried).
+const Status& Tls(const http_module::Api& http) {
+  static const Status tls = OpenTls(http);
+  return tls;
+}
+
+}  // namespace
+
 Status WarmUpHttp(const std::string& url) {
   const Result<const http_module::Api*>& api = Module();
   if (!api.ok()) return api.status();
-  std::string error;
-  if (!(*api)->global_init(WantsTls(url), &error)) return Status::Internal(error);
-  return Status::Ok();
+  return WantsTls(url) ? Tls(**api) : Status::Ok();
 }
 
 Result<uint16_t> UrlPort(const std::string& url) {
@@ -147,6 +181,14 @@ Result<std::unique_ptr<HttpClient>> HttpClient::Create(const HttpTimeouts& timeo
 
 HttpResult HttpClient::Post(const std::string& url, const std::vector<std::string>& headers,
                             const std::string& body, const BodySink& sink) {
+  if (WantsTls(url)) {
+    if (const Status& tls = Tls(*api_); !tls.ok()) {
+      HttpResult failed;
+      failed.error_kind = HttpErrorKind::kTls;
+      failed.transport_error = tls.message();
+      return failed;
+    }
+  }
   return api_->post(handle_, timeouts_, url, headers, body, sink, cancelled_, on_sent_);
 }
 

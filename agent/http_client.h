@@ -75,17 +75,19 @@ struct HttpResult {
   std::string body;  // The body, unless it was handed to the body callback.
 };
 
-// Loads the HTTP module once per process (dlopen of the module, libssl and libcrypto, about a
-// millisecond). Call it before confining the process if the confinement might refuse the load;
-// WarmUpHttp and HttpClient::Create call it too. The error names the module file.
+// Loads the HTTP module once per process (dlopen of the module alone, linked with libc only; the
+// TLS module, with libssl and libcrypto, is loaded only for an https URL). Call it before confining
+// the process if the confinement might refuse the load; WarmUpHttp and HttpClient::Create call it
+// too. The error names the module file.
 Status LoadHttp();
 
 // True for an https URL (case-insensitive scheme): only then is TLS set up.
 bool WantsTls(const std::string& url);
 
-// Loads the module and, for an https `url`, sets up TLS once per process (OpenSSL's set-up and
-// the CA store, a few milliseconds): a standby child calls it while it waits for a task. An http
-// URL costs no TLS set-up at all; the first https request would do it otherwise.
+// Loads the module and, for an https `url`, the TLS module and its set-up once per process
+// (dlopen of libssl and libcrypto, OpenSSL's set-up and the CA store, a few milliseconds): a
+// standby child calls it while it waits for a task. An http URL costs no TLS set-up at all; the
+// first https request would do it otherwise.
 Status WarmUpHttp(const std::string& url);
 
 // The TCP port the client connects to for `url`: explicit, else 443 (https) or 80 (http); 0 when

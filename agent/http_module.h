@@ -1,7 +1,8 @@
 // The interface between the HTTP loader (agent/http_client.cc, in every binary) and the HTTP
-// module (agent/http_native.cc, built as the shared module forkbox-http.so, linked with libssl and
-// libcrypto only). The module is dlopen'ed the first time a binary needs HTTP, so a binary that
-// never talks to a model (`forkbox sandbox`, `--help`, `--version`) never loads a TLS library.
+// module (agent/http_native.cc, built as the shared module forkbox-http.so, linked with libc only;
+// TLS is a module of its own, agent/http_tls.h). The module is dlopen'ed the first time a binary
+// needs HTTP, so a binary that never talks to a model (`forkbox sandbox`, `--help`, `--version`)
+// never loads it.
 // Both sides are built together from this header; kAbiVersion guards a stale module.
 #pragma once
 
@@ -11,19 +12,20 @@
 #include <vector>
 
 #include "agent/http_client.h"
+#include "agent/http_tls.h"
 
 namespace forkbox::agent::http_module {
 
-inline constexpr int kAbiVersion = 3;
+inline constexpr int kAbiVersion = 4;
 
 // The module's entry point, looked up with dlsym.
 inline constexpr const char* kEntryPoint = "forkbox_http_module";
 
 struct Api {
   int abi_version = 0;
-  // With `tls`, OpenSSL's set-up and the CA store, once per process; without, nothing. False
-  // sets *error.
-  bool (*global_init)(bool tls, std::string* error) = nullptr;
+  // Hands over the TLS module's table (loaded and initialised by the caller) for every https
+  // connection from now on; until then one fails with kTls.
+  void (*use_tls)(const http_tls::Api* tls) = nullptr;
   // A fresh client (no connection yet), or nullptr with *error set.
   void* (*create)(std::string* error) = nullptr;
   void (*destroy)(void* handle) = nullptr;

@@ -513,14 +513,7 @@ HttpResult PostOrThrow(Client& client, const HttpTimeouts& timeouts, const std::
 
 // --- The module's table: no exception crosses it. ---------------------------------------------
 
-bool GlobalInit(bool tls, std::string* error) {
-  try {
-    return !tls || TlsContext(error) != nullptr;
-  } catch (const std::exception& e) {
-    *error = std::string("HTTP module: ") + e.what();
-    return false;
-  }
-}
+void UseTlsModule(const http_tls::Api* tls) { UseTls(tls); }
 
 void* Create(std::string* error) {
   try {
@@ -552,7 +545,7 @@ HttpResult Post(void* handle, const HttpTimeouts& timeouts, const std::string& u
 extern "C" __attribute__((visibility("default"))) const forkbox::agent::http_module::Api*
 forkbox_http_module() {
   using namespace forkbox::agent;
-  static const http_module::Api api{http_module::kAbiVersion, &http_native::GlobalInit,
+  static const http_module::Api api{http_module::kAbiVersion, &http_native::UseTlsModule,
                                     &http_native::Create, &http_native::Destroy,
                                     &http_native::Post};
   return &api;

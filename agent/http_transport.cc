@@ -4,17 +4,14 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
-#include <openssl/err.h>
-#include <openssl/x509v3.h>
 #include <poll.h>
 #include <sys/socket.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
-#include <filesystem>
-#include <mutex>
 
 namespace forkbox::agent::http_native {
 namespace {
@@ -24,17 +21,6 @@ using std::chrono::steady_clock;
 
 std::string ErrnoText(int err, std::string_view what) {
   return Status::FromErrno(err, what).message();
-}
-
-// The most recent OpenSSL error as text ("" when the queue is empty); empties the queue.
-std::string OpenSslError() {
-  unsigned long code = 0;
-  unsigned long last = 0;
-  while ((code = ERR_get_error()) != 0) last = code;
-  if (last == 0) return "";
-  char buf[256];
-  ERR_error_string_n(last, buf, sizeof(buf));
-  return buf;
 }
 
 std::string Duration(int64_t ms) {
@@ -102,158 +88,6 @@ HttpFailure TransferClock::Wait(int fd, short events) {
     if (n > 0) return {};
     if (n < 0 && errno != EINTR) return {HttpErrorKind::kReceive, ErrnoText(errno, "poll")};
   }
-}
-
-// --- TLS -----------------------------------------------------------------------------------
-
-namespace {
-
-// A socket BIO that sends with MSG_NOSIGNAL: a peer's reset never raises SIGPIPE. The BIO's data
-// is the descriptor (not owned).
-int BioWrite(BIO* bio, const char* data, size_t len, size_t* written) {
-  BIO_clear_retry_flags(bio);
-  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
-  const ssize_t n = ::send(fd, data, len, MSG_NOSIGNAL);
-  if (n >= 0) {
-    *written = static_cast<size_t>(n);
-    return 1;
-  }
-  if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) BIO_set_retry_write(bio);
-  return 0;
-}
-
-int BioRead(BIO* bio, char* data, size_t len, size_t* got) {
-  BIO_clear_retry_flags(bio);
-  const int fd = static_cast<int>(reinterpret_cast<intptr_t>(BIO_get_data(bio)));
-  const ssize_t n = ::recv(fd, data, len, 0);
-  if (n > 0) {
-    *got = static_cast<size_t>(n);
-    return 1;
-  }
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) {
-    BIO_set_retry_read(bio);
-  }
-  return 0;
-}
-
-long BioCtrl(BIO*, int cmd, long, void*) { return cmd == BIO_CTRL_FLUSH ? 1 : 0; }
-
-int BioCreate(BIO* bio) {
-  BIO_set_init(bio, 1);
-  return 1;
-}
-
-const BIO_METHOD* NoSignalBioMethod() {
-  static BIO_METHOD* method = [] {
-    BIO_METHOD* m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "forkbox socket");
-    if (m != nullptr) {
-      BIO_meth_set_write_ex(m, BioWrite);
-      BIO_meth_set_read_ex(m, BioRead);
-      BIO_meth_set_ctrl(m, BioCtrl);
-      BIO_meth_set_create(m, BioCreate);
-    }
-    return m;
-  }();
-  return method;
-}
-
-bool IsHashedName(const std::string& name) {
-  const size_t dot = name.find('.');
-  if (dot != 8 || dot + 1 >= name.size()) return false;
-  for (size_t i = 0; i < name.size(); ++i) {
-    if (i != dot && !std::isxdigit(static_cast<unsigned char>(name[i]))) return false;
-  }
-  return true;
-}
-
-// Every certificate of the hashed directories `dirs` (colon-separated), parsed now: the sandbox
-// entered later may not show them (a private /tmp, a carved $HOME).
-bool LoadCertDirs(X509_STORE* store, const std::string& dirs, std::string* error) {
-  for (size_t start = 0; start <= dirs.size();) {
-    const size_t colon = std::min(dirs.find(':', start), dirs.size());
-    const std::string dir = dirs.substr(start, colon - start);
-    start = colon + 1;
-    if (dir.empty()) continue;
-    std::error_code ec;
-    for (const auto& entry : std::filesystem::directory_iterator(dir, ec)) {
-      if (!IsHashedName(entry.path().filename().string())) continue;
-      if (X509_STORE_load_file(store, entry.path().c_str()) != 1) {
-        *error = "cannot read the CA certificate " + entry.path().string() + ": " + OpenSslError();
-        return false;
-      }
-    }
-    if (ec) {
-      *error = "cannot read SSL_CERT_DIR " + dir + ": " + ec.message();
-      return false;
-    }
-  }
-  return true;
-}
-
-bool SameDir(const std::string& a, const std::string& b) {
-  std::error_code ec_a, ec_b;
-  const auto ca = std::filesystem::canonical(a, ec_a), cb = std::filesystem::canonical(b, ec_b);
-  return !ec_a && !ec_b && ca == cb;
-}
-
-// OpenSSL's default verify paths (SSL_CERT_FILE, SSL_CERT_DIR, else the system's), with two
-// differences. The system's bundle file is not parsed (all ~140 CAs, 40-45 ms with OpenSSL 3.0
-// here): the system's hashed directory (/etc/ssl/certs, kept by update-ca-certificates, readable
-// in every sandbox) holds the same CAs and is read one issuer at a time during the handshake.
-// A file or another directory named in the environment is parsed now, before any sandbox, and
-// an unreadable one is an error instead of being skipped.
-bool LoadCaStore(SSL_CTX* ctx, std::string* error) {
-  X509_STORE* store = SSL_CTX_get_cert_store(ctx);
-  const char* file = std::getenv(X509_get_default_cert_file_env());
-  if (file != nullptr && X509_STORE_load_file(store, file) != 1) {
-    *error = std::string("cannot read SSL_CERT_FILE ") + file + ": " + OpenSslError();
-    return false;
-  }
-  const std::string system_dir = X509_get_default_cert_dir();
-  const char* dirs = std::getenv(X509_get_default_cert_dir_env());
-  if (dirs != nullptr && !SameDir(dirs, system_dir)) return LoadCertDirs(store, dirs, error);
-  if (SSL_CTX_load_verify_dir(ctx, system_dir.c_str()) != 1) {
-    *error = "cannot use the CA directory " + system_dir + ": " + OpenSslError();
-    return false;
-  }
-  return true;
-}
-
-SSL_CTX* MakeTlsContext(std::string* error) {
-  if (OPENSSL_init_ssl(0, nullptr) != 1) {
-    *error = "OpenSSL initialisation failed: " + OpenSslError();
-    return nullptr;
-  }
-  SSL_CTX* ctx = SSL_CTX_new(TLS_client_method());
-  static const unsigned char kAlpn[] = {8, 'h', 't', 't', 'p', '/', '1', '.', '1'};
-  if (ctx == nullptr || SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION) != 1 ||
-      SSL_CTX_set_alpn_protos(ctx, kAlpn, sizeof(kAlpn)) != 0 || NoSignalBioMethod() == nullptr) {
-    *error = "cannot set up TLS: " + OpenSslError();
-    SSL_CTX_free(ctx);
-    return nullptr;
-  }
-  std::string why;
-  if (!LoadCaStore(ctx, &why)) {
-    *error = "cannot set up TLS: " + why;
-    SSL_CTX_free(ctx);
-    return nullptr;
-  }
-  SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER, nullptr);
-  // A body read to the connection's end is checked by its framing, as curl did.
-  SSL_CTX_set_options(ctx, SSL_OP_IGNORE_UNEXPECTED_EOF);
-  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
-  return ctx;
-}
-
-}  // namespace
-
-SSL_CTX* TlsContext(std::string* error) {
-  static std::once_flag once;
-  static SSL_CTX* ctx = nullptr;
-  static std::string failure;
-  std::call_once(once, [] { ctx = MakeTlsContext(&failure); });
-  if (ctx == nullptr) *error = failure;
-  return ctx;
 }
 
 // --- Connection ------------------------------------------------------------------------------
@@ -339,45 +173,50 @@ std::unique_ptr<Connection> Connection::Open(const ParsedUrl& url, TransferClock
   return conn;
 }
 
-Connection::~Connection() { SSL_free(ssl_); }
+Connection::~Connection() {
+  if (session_ != nullptr) tls_->close(session_);
+}
 
 bool Connection::Serves(const ParsedUrl& url) const {
   return url.tls == url_.tls && url.host == url_.host && url.port == url_.port;
 }
 
+namespace {
+
+// Waits as a TLS step asked; a failure of the step becomes `kind`'s failure.
+HttpFailure AfterTlsStep(http_tls::Io io, const std::string& error, HttpErrorKind kind, int fd,
+                         TransferClock& clock) {
+  switch (io) {
+    case http_tls::Io::kWantRead:
+      return clock.Wait(fd, POLLIN);
+    case http_tls::Io::kWantWrite:
+      return clock.Wait(fd, POLLOUT);
+    case http_tls::Io::kVerifyFailed:
+      return {HttpErrorKind::kTlsVerify, error};
+    case http_tls::Io::kFailed:
+      return {kind, error};
+    case http_tls::Io::kDone:
+    case http_tls::Io::kClosed:
+      break;
+  }
+  return {};
+}
+
+}  // namespace
+
 HttpFailure Connection::Handshake(TransferClock& clock) {
+  tls_ = UsedTls();
+  if (tls_ == nullptr) {
+    return {HttpErrorKind::kTls,
+            "TLS is not set up in this process (the TLS module is not loaded)"};
+  }
   std::string error;
-  SSL_CTX* ctx = TlsContext(&error);
-  if (ctx == nullptr) return {HttpErrorKind::kTls, error};
-  ssl_ = SSL_new(ctx);
-  BIO* bio = ssl_ != nullptr ? BIO_new(NoSignalBioMethod()) : nullptr;
-  if (bio == nullptr) return {HttpErrorKind::kTls, "cannot set up TLS: " + OpenSslError()};
-  BIO_set_data(bio, reinterpret_cast<void*>(static_cast<intptr_t>(fd_.get())));
-  SSL_set_bio(ssl_, bio, bio);
-  const bool names_ok =
-      url_.ip_literal ? X509_VERIFY_PARAM_set1_ip_asc(SSL_get0_param(ssl_), url_.host.c_str()) == 1
-                      : SSL_set1_host(ssl_, url_.host.c_str()) == 1 &&
-                            SSL_set_tlsext_host_name(ssl_, url_.host.c_str()) == 1;
-  if (!names_ok) return {HttpErrorKind::kTls, "cannot set up TLS: " + OpenSslError()};
+  session_ = tls_->open(fd_.get(), url_.host, url_.ip_literal, &error);
+  if (session_ == nullptr) return {HttpErrorKind::kTls, error};
   for (;;) {
-    ERR_clear_error();
-    const int rc = SSL_connect(ssl_);
-    if (rc == 1) return {};
-    const int err = SSL_get_error(ssl_, rc);
-    if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE) {
-      if (HttpFailure f = clock.Wait(fd_.get(), err == SSL_ERROR_WANT_READ ? POLLIN : POLLOUT)) {
-        return f;
-      }
-      continue;
-    }
-    const long verify = SSL_get_verify_result(ssl_);
-    if (verify != X509_V_OK) {
-      return {HttpErrorKind::kTlsVerify, "TLS certificate verification failed for " + url_.host +
-                                             ": " + X509_verify_cert_error_string(verify)};
-    }
-    const std::string why = OpenSslError();
-    return {HttpErrorKind::kTls, "TLS handshake with " + url_.host +
-                                     " failed: " + (why.empty() ? "the connection closed" : why)};
+    const http_tls::Io io = tls_->handshake(session_, &error);
+    if (io == http_tls::Io::kDone) return {};
+    if (HttpFailure f = AfterTlsStep(io, error, HttpErrorKind::kTls, fd_.get(), clock)) return f;
   }
 }
 
@@ -385,31 +224,27 @@ HttpFailure Connection::WriteAll(std::string_view data, TransferClock& clock) {
   while (!data.empty()) {
     if (HttpFailure f = clock.Check()) return f;
     size_t n = 0;
-    short wait = POLLOUT;
-    if (ssl_ == nullptr) {
+    if (session_ == nullptr) {
       const ssize_t sent = ::send(fd_.get(), data.data(), data.size(), MSG_NOSIGNAL);
       if (sent >= 0) n = static_cast<size_t>(sent);
       if (sent < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
         return {HttpErrorKind::kSend, ErrnoText(errno, "sending the request failed")};
       }
+      if (n == 0) {
+        if (HttpFailure f = clock.Wait(fd_.get(), POLLOUT)) return f;
+      }
     } else {
-      ERR_clear_error();
-      errno = 0;
-      if (SSL_write_ex(ssl_, data.data(), data.size(), &n) != 1) {
-        const int err = SSL_get_error(ssl_, 0);
-        if (err == SSL_ERROR_WANT_READ) wait = POLLIN;
-        if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
-          return {HttpErrorKind::kSend,
-                  "sending the request failed: " + (errno != 0 && err == SSL_ERROR_SYSCALL
-                                                        ? ErrnoText(errno, "TLS")
-                                                        : "TLS: " + OpenSslError())};
+      std::string error;
+      const http_tls::Io io = tls_->write(session_, data.data(), data.size(), &n, &error);
+      if (io != http_tls::Io::kDone) {
+        n = 0;
+        if (HttpFailure f = AfterTlsStep(io, "sending the request failed: " + error,
+                                         HttpErrorKind::kSend, fd_.get(), clock)) {
+          return f;
         }
       }
     }
     data.remove_prefix(n);
-    if (n == 0) {
-      if (HttpFailure f = clock.Wait(fd_.get(), wait)) return f;
-    }
   }
   return {};
 }
@@ -417,8 +252,7 @@ HttpFailure Connection::WriteAll(std::string_view data, TransferClock& clock) {
 HttpFailure Connection::ReadSome(char* buf, size_t len, size_t* got, TransferClock& clock) {
   for (;;) {
     if (HttpFailure f = clock.Check()) return f;
-    short wait = POLLIN;
-    if (ssl_ == nullptr) {
+    if (session_ == nullptr) {
       const ssize_t n = ::recv(fd_.get(), buf, len, 0);
       if (n >= 0) {
         *got = static_cast<size_t>(n);
@@ -427,29 +261,29 @@ HttpFailure Connection::ReadSome(char* buf, size_t len, size_t* got, TransferClo
       if (errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR) {
         return {HttpErrorKind::kReceive, ErrnoText(errno, "receiving the response failed")};
       }
-    } else {
-      ERR_clear_error();
-      errno = 0;
-      if (SSL_read_ex(ssl_, buf, len, got) == 1) return {};
-      const int err = SSL_get_error(ssl_, 0);
-      if (err == SSL_ERROR_ZERO_RETURN) {
-        *got = 0;
-        return {};
-      }
-      if (err == SSL_ERROR_WANT_WRITE) wait = POLLOUT;
-      if (err != SSL_ERROR_WANT_READ && err != SSL_ERROR_WANT_WRITE) {
-        const std::string why = OpenSslError();
-        if (err == SSL_ERROR_SYSCALL && why.empty() && errno == 0) {  // EOF without close_notify.
-          *got = 0;
-          return {};
-        }
-        return {HttpErrorKind::kReceive,
-                "receiving the response failed: " +
-                    (why.empty() ? ErrnoText(errno, "TLS") : "TLS: " + why)};
-      }
+      if (HttpFailure f = clock.Wait(fd_.get(), POLLIN)) return f;
+      continue;
     }
-    if (HttpFailure f = clock.Wait(fd_.get(), wait)) return f;
+    std::string error;
+    const http_tls::Io io = tls_->read(session_, buf, len, got, &error);
+    if (io == http_tls::Io::kDone) return {};
+    if (io == http_tls::Io::kClosed) {
+      *got = 0;
+      return {};
+    }
+    if (HttpFailure f = AfterTlsStep(io, "receiving the response failed: " + error,
+                                     HttpErrorKind::kReceive, fd_.get(), clock)) {
+      return f;
+    }
   }
 }
+
+namespace {
+std::atomic<const http_tls::Api*> used_tls{nullptr};
+}  // namespace
+
+void UseTls(const http_tls::Api* tls) { used_tls.store(tls, std::memory_order_release); }
+
+const http_tls::Api* UsedTls() { return used_tls.load(std::memory_order_acquire); }
 
 }  // namespace forkbox::agent::http_native

@@ -1,9 +1,7 @@
 // The HTTP module's connection layer (agent/http_native.cc): one TCP connection, optionally
-// wrapped in TLS (OpenSSL 3), with every wait bounded by the transfer's clocks and the cancel
-// check. Built into forkbox-http.so only.
+// wrapped in TLS (from the TLS module, agent/http_tls.h), with every wait bounded by the transfer's
+// clocks and the cancel check. Built into forkbox-http.so only.
 #pragma once
-
-#include <openssl/ssl.h>
 
 #include <chrono>
 #include <cstdint>
@@ -12,6 +10,7 @@
 #include <string_view>
 
 #include "agent/http_client.h"
+#include "agent/http_tls.h"
 #include "agent/http_url.h"
 #include "base/unique_fd.h"
 
@@ -49,10 +48,11 @@ class TransferClock {
   Time last_cancel_check_;
 };
 
-// The process's TLS context (OpenSSL set-up and the CA store: SSL_CERT_FILE / SSL_CERT_DIR, else
-// the system's hashed directory), made once on first use. Null with *error set when OpenSSL
-// refuses.
-SSL_CTX* TlsContext(std::string* error);
+// The TLS module's table for https connections, handed over by the loader (http_module::Api::
+// use_tls) once it loaded that module; until then an https connection fails with kTls. Process-
+// wide, like the module itself; set before any https Post, read by each handshake.
+void UseTls(const http_tls::Api* tls);
+const http_tls::Api* UsedTls();
 
 class Connection {
  public:
@@ -76,7 +76,8 @@ class Connection {
   HttpFailure Handshake(TransferClock& clock);
   UniqueFd fd_;
   ParsedUrl url_;
-  SSL* ssl_ = nullptr;  // Owned; null for plain HTTP.
+  const http_tls::Api* tls_ = nullptr;
+  void* session_ = nullptr;  // The TLS session (owned, closed through tls_); null for plain HTTP.
 };
 
 }  // namespace forkbox::agent::http_native

@@ -1,6 +1,6 @@
-// "Pay only for what you use": warming the HTTP stack for an http model sets up no TLS (the CA
-// store is never read); for an https model it does. Its own executable: the TLS set-up happens
-// once per process, so no other test may have done it first.
+// "Pay only for what you use": warming the HTTP stack for an http model loads no TLS library
+// and sets up no TLS (the CA store is never read); for an https model it does both. Its own
+// executable: the TLS set-up happens once per process, so no other test may have done it first.
 #include <gtest/gtest.h>
 #include <sys/inotify.h>
 #include <unistd.h>
@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <string>
 
 #include "agent/http_client.h"
@@ -17,6 +18,16 @@ namespace forkbox::agent {
 namespace {
 
 namespace fs = std::filesystem;
+
+// True when this process has `name` mapped (a loaded shared object).
+bool Mapped(const std::string& name) {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find(name) != std::string::npos) return true;
+  }
+  return false;
+}
 
 // True when the watch saw the file opened since the last call.
 bool Opened(int inotify_fd) {
@@ -41,10 +52,16 @@ TEST(HttpLazyTlsTest, AnHttpModelReadsNoCaStoreAndAnHttpsModelDoes) {
   ASSERT_GE(::inotify_add_watch(watch.get(), ca.c_str(), IN_OPEN), 0);
 
   ASSERT_TRUE(WarmUpHttp("http://127.0.0.1:1/v1").ok());
+  EXPECT_TRUE(Mapped("forkbox-http.so"));
   EXPECT_FALSE(Opened(watch.get())) << "an http model set up TLS";
-  // Control: an https model reads the CA store (once per process).
+  EXPECT_FALSE(Mapped("forkbox-tls.so"));
+  EXPECT_FALSE(Mapped("libssl.so")) << "an http model loaded OpenSSL";
+  EXPECT_FALSE(Mapped("libcrypto.so"));
+  // Control: an https model loads the TLS module and reads the CA store (once per process).
   ASSERT_TRUE(WarmUpHttp("https://api.example.com").ok());
   EXPECT_TRUE(Opened(watch.get())) << "the https warm-up did not read SSL_CERT_FILE";
+  EXPECT_TRUE(Mapped("forkbox-tls.so"));
+  EXPECT_TRUE(Mapped("libssl.so"));
   fs::remove_all(tmpl);
 }
 

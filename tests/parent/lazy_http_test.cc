@@ -55,9 +55,9 @@ class LazyHttp : public ::testing::Test {
   }
 
   // A one-shot run against a port nobody listens on: it stops at its first model call.
-  Outcome ModelCall(const fs::path& forkbox) {
+  Outcome ModelCall(const fs::path& forkbox, const std::string& url = "http://127.0.0.1:9") {
     return Shell("cd " + (dir_ / "work").string() + " && ANTHROPIC_API_KEY=not-a-key " +
-                 forkbox.string() + " --provider anthropic --base-url http://127.0.0.1:9 " +
+                 forkbox.string() + " --provider anthropic --base-url " + url + " " +
                  "--child-path " + FORKBOX_BIN_DIR + "/forkbox-child --standby 0 --max-retries 0" +
                  " --workdir " + (dir_ / "work").string() + " --quiet hello");
   }
@@ -78,21 +78,28 @@ std::vector<std::string> Libraries(const std::string& ldd_output) {
   return names;
 }
 
-TEST_F(LazyHttp, TheBinaryLinksNoTlsLibraryAndTheModuleOnlyOpenSsl) {
+TEST_F(LazyHttp, TheBinaryAndTheHttpModuleLinkNoTlsLibraryTheTlsModuleOnlyOpenSsl) {
   Outcome r = Shell("ldd " + std::string(FORKBOX_BIN_DIR) + "/forkbox");
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out.find("libssl"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("libcurl"), std::string::npos) << r.out;
-  // Control: the module is what carries libssl; and nothing but libssl, libcrypto and libc.
-  Outcome module = Shell("ldd " + std::string(FORKBOX_BIN_DIR) + "/" + FORKBOX_HTTP_MODULE_RELPATH);
-  ASSERT_EQ(module.exit_code, 0) << module.err;
-  const std::vector<std::string> libs = Libraries(module.out);
-  EXPECT_NE(std::find(libs.begin(), libs.end(), "libssl.so.3"), libs.end()) << module.out;
-  for (const std::string& lib : libs) {
-    const bool allowed = lib == "libssl.so.3" || lib == "libcrypto.so.3" || lib == "libc.so.6" ||
-                         lib.rfind("linux-vdso", 0) == 0 ||
-                         lib.find("/ld-linux") != std::string::npos;
-    EXPECT_TRUE(allowed) << lib << " in\n" << module.out;
+  // The HTTP module needs libc alone; the TLS module next to it (loaded only for https) is what
+  // carries libssl (the control), and nothing but libssl, libcrypto and libc.
+  const std::string http = std::string(FORKBOX_BIN_DIR) + "/" + FORKBOX_HTTP_MODULE_RELPATH;
+  const std::string tls = http.substr(0, http.rfind('/') + 1) + "forkbox-tls.so";
+  for (const std::string& module : {http, tls}) {
+    Outcome ldd = Shell("ldd " + module);
+    ASSERT_EQ(ldd.exit_code, 0) << ldd.err;
+    const std::vector<std::string> libs = Libraries(ldd.out);
+    const bool has_ssl = std::find(libs.begin(), libs.end(), "libssl.so.3") != libs.end();
+    EXPECT_EQ(has_ssl, module == tls) << ldd.out;
+    for (const std::string& lib : libs) {
+      const bool openssl = lib == "libssl.so.3" || lib == "libcrypto.so.3";
+      const bool allowed = (openssl && module == tls) || lib == "libc.so.6" ||
+                           lib.rfind("linux-vdso", 0) == 0 ||
+                           lib.find("/ld-linux") != std::string::npos;
+      EXPECT_TRUE(allowed) << lib << " in " << module << ":\n" << ldd.out;
+    }
   }
 }
 
@@ -120,6 +127,22 @@ TEST_F(LazyHttp, AModelCallWithoutTheModuleNamesTheMissingFile) {
   EXPECT_NE(control.exit_code, 0);
   EXPECT_EQ(control.err.find("cannot load the HTTP module"), std::string::npos) << control.err;
   EXPECT_NE(control.err.find("onnect"), std::string::npos) << control.err;
+}
+
+// The HTTP module beside the binary but not the TLS module: an http model call gets as far as the
+// connection (no TLS needed), an https one names the missing TLS module.
+TEST_F(LazyHttp, AnHttpsCallWithoutTheTlsModuleNamesItAndAnHttpCallNeedsNone) {
+  const fs::path module = dir_ / "bin" / FORKBOX_HTTP_MODULE_RELPATH;
+  fs::create_directories(module.parent_path());
+  fs::copy_file(fs::path(FORKBOX_BIN_DIR) / FORKBOX_HTTP_MODULE_RELPATH, module);
+  Outcome http = ModelCall(dir_ / "bin" / "forkbox");
+  EXPECT_NE(http.exit_code, 0);
+  EXPECT_EQ(http.err.find("module"), std::string::npos) << http.err;
+  EXPECT_NE(http.err.find("onnect"), std::string::npos) << http.err;
+  Outcome https = ModelCall(dir_ / "bin" / "forkbox", "https://127.0.0.1:9");
+  EXPECT_NE(https.exit_code, 0);
+  EXPECT_NE(https.err.find("cannot load the TLS module"), std::string::npos) << https.err;
+  EXPECT_NE(https.err.find("forkbox-tls.so"), std::string::npos) << https.err;
 }
 
 }  // namespace
