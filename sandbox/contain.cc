@@ -267,6 +267,16 @@ Limits LimitsOf(const Settings& policy) {
                 policy.rlimit_nproc};
 }
 
+// LimitsOf for forkbox's own processes (the agents, the launcher): in sanitizer builds without
+// RLIMIT_AS, since ASan's shadow memory alone exceeds any sane one. Tools keep theirs.
+Limits OwnLimitsOf(const Settings& policy) {
+  Limits limits = LimitsOf(policy);
+#if defined(FORKBOX_SANITIZE)
+  limits.as_bytes = 0;
+#endif
+  return limits;
+}
+
 Status AddFilter(seccomp::Program program, ContainPlan& p) {
   Result<std::span<const sock_filter>> compiled = seccomp::Compiled(program);
   if (!compiled.ok()) return compiled.status();
@@ -404,10 +414,7 @@ Result<UniqueFd> ToolRuleset(const Policy& policy, int abi, bool layer2, bool in
 Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int cgroup_procs_fd) {
   ContainPlan p;
   p.abi = abi;
-  p.limits = LimitsOf(policy);
-#if defined(FORKBOX_SANITIZE)
-  p.limits.as_bytes = 0;  // ASan's shadow memory alone exceeds any sane RLIMIT_AS.
-#endif
+  p.limits = OwnLimitsOf(policy);
   p.cgroup_procs_fd = cgroup_procs_fd;
   p.layer2 = layer2;
   p.private_tmp = layer2;
@@ -425,10 +432,7 @@ Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int
 
 Status EnterAgentNamespaces(const Settings& settings) {
   ContainPlan p;
-  p.limits = LimitsOf(settings);
-#if defined(FORKBOX_SANITIZE)
-  p.limits.as_bytes = 0;
-#endif
+  p.limits = OwnLimitsOf(settings);
   p.layer2 = true;
   p.unshare = true;
   p.keeper = Keeper::kWaiter;
@@ -447,10 +451,7 @@ Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
                                     const std::vector<std::string>& own_writable) {
   ContainPlan p;
   p.abi = abi;
-  p.limits = LimitsOf(policy);
-#if defined(FORKBOX_SANITIZE)
-  p.limits.as_bytes = 0;
-#endif
+  p.limits = OwnLimitsOf(policy);
   p.layer2 = layer2;
   p.private_tmp = layer2;
   p.unshare = layer2;

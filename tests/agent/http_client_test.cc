@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "base/unique_fd.h"
+#include "tests/agent/loopback_listener.h"
 
 namespace forkbox::agent {
 namespace {
@@ -71,18 +72,8 @@ TEST(WantsTlsTest, OnlyHttpsUrls) {
 class HeldServer {
  public:
   HeldServer() {
-    listener_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::listen(listener_.get(), 1) != 0 ||
-        ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      ADD_FAILURE() << "cannot listen on 127.0.0.1";
-      return;
-    }
-    port_ = ntohs(addr.sin_port);
+    listener_ = loopback::Listen(1, &port_);
+    if (!listener_) return;
     thread_ = std::thread([this] { Serve(); });
   }
   ~HeldServer() { thread_.join(); }

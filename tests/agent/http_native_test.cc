@@ -20,6 +20,7 @@
 
 #include "agent/http_client.h"
 #include "base/unique_fd.h"
+#include "tests/agent/loopback_listener.h"
 
 namespace forkbox::agent {
 namespace {
@@ -54,18 +55,8 @@ class ScriptServer {
  public:
   using Handler = std::function<void(int fd)>;
   explicit ScriptServer(std::vector<Handler> handlers) : handlers_(std::move(handlers)) {
-    listener_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::listen(listener_.get(), 8) != 0 ||
-        ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      ADD_FAILURE() << "cannot listen on 127.0.0.1";
-      return;
-    }
-    port_ = ntohs(addr.sin_port);
+    listener_ = loopback::Listen(8, &port_);
+    if (!listener_) return;
     thread_ = std::thread([this] { Serve(); });
   }
   ~ScriptServer() {

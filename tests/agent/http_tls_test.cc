@@ -18,6 +18,7 @@
 
 #include "agent/http_client.h"
 #include "base/unique_fd.h"
+#include "tests/agent/loopback_listener.h"
 
 namespace forkbox::agent {
 namespace {
@@ -86,18 +87,8 @@ class TlsServer {
       ADD_FAILURE() << "cannot load " << base;
       return;
     }
-    listener_ = UniqueFd(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(addr);
-    if (::bind(listener_.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-        ::listen(listener_.get(), 4) != 0 ||
-        ::getsockname(listener_.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-      ADD_FAILURE() << "cannot listen";
-      return;
-    }
-    port_ = ntohs(addr.sin_port);
+    listener_ = loopback::Listen(4, &port_);
+    if (!listener_) return;
     thread_ = std::thread([this] { Serve(); });
   }
   ~TlsServer() {
