@@ -209,9 +209,10 @@ Result<TaskTmpDir> TaskTmpDir::OnDiskAt(const std::string& workdir, const std::s
 Result<TaskTmpDir> TaskTmpDir::OnDiskNamed(const std::string& workdir, ShortLink link,
                                            const std::string& name) {
   // Everything below is relative to descriptors: a tool that swaps .forkbox-tmp (or a task dir)
-  // for a symbolic link never makes us create, or later remove, anything through it.
+  // for a symbolic link never makes us create, or later remove, anything through it. The workdir
+  // is canonical (ResolvePolicy): a link in its place is refused too.
   TaskTmpDir dir;
-  dir.workdir_ = UniqueFd(open(workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  dir.workdir_ = UniqueFd(open(workdir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir.workdir_) return Status::FromErrno(errno, "open " + workdir);
   if (mkdirat(dir.workdir_.get(), kDirName, 0700) != 0 && errno != EEXIST) {
     return Status::FromErrno(errno, "mkdir " + workdir + "/" + kDirName);

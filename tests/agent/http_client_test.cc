@@ -134,19 +134,15 @@ TEST(RequestSentHookTest, FiresOnceWhenTheRequestIsWrittenBeforeAnyReply) {
 
 TEST(RequestSentHookTest, NeverFiresForARequestThatCannotBeSent) {
   // A port nobody listens on: bound, never listening.
-  UniqueFd taken(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(::bind(taken.get(), reinterpret_cast<sockaddr*>(&addr), len), 0);
-  ASSERT_EQ(::getsockname(taken.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
+  int port = 0;
+  UniqueFd taken = loopback::BoundNotListening(&port);
+  ASSERT_TRUE(taken.valid());
   Result<std::unique_ptr<HttpClient>> client = HttpClient::Create(HttpTimeouts{});
   ASSERT_TRUE(client.ok());
   int told = 0;
   (*client)->SetRequestSentHook([&] { ++told; });
-  HttpResult result = (*client)->Post(
-      "http://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/", {}, "hello", {});
+  HttpResult result =
+      (*client)->Post("http://127.0.0.1:" + std::to_string(port) + "/", {}, "hello", {});
   EXPECT_NE(result.transport_error, "");
   EXPECT_EQ(told, 0);
 }

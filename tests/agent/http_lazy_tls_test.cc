@@ -3,6 +3,7 @@
 // executable: the TLS set-up happens once per process, so no other test may have done it first.
 #include <gtest/gtest.h>
 #include <sys/inotify.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -35,6 +36,29 @@ bool Opened(int inotify_fd) {
   bool seen = false;
   while (::read(inotify_fd, buf, sizeof(buf)) > 0) seen = true;
   return seen;
+}
+
+// In a forked process (the TLS set-up is once per process, and no test here has done it yet):
+// WarmUpHttp for an https model with SSL_CERT_FILE naming `ca`; the exit code says how it went
+// (0 ok, 1 the expected error naming the file, 2 anything else).
+int WarmUpWithCaFile(const std::string& ca) {
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    if (::setenv("SSL_CERT_FILE", ca.c_str(), 1) != 0) ::_exit(2);
+    Status st = WarmUpHttp("https://api.example.com");
+    if (st.ok()) ::_exit(0);
+    ::_exit(st.message().find("cannot read SSL_CERT_FILE " + ca) != std::string::npos ? 1 : 2);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+  return WEXITSTATUS(status);
+}
+
+// A CA file named in the environment that cannot be read is an error naming it (OpenSSL alone
+// would skip it and then refuse every server). Control: the system bundle file is read.
+TEST(HttpLazyTlsTest, AnUnreadableSslCertFileIsAnErrorNamingIt) {
+  EXPECT_EQ(WarmUpWithCaFile("/nonexistent/forkbox-ca.pem"), 1);
+  EXPECT_EQ(WarmUpWithCaFile("/etc/ssl/certs/ca-certificates.crt"), 0);
 }
 
 TEST(HttpLazyTlsTest, AnHttpModelReadsNoCaStoreAndAnHttpsModelDoes) {

@@ -403,14 +403,10 @@ TEST(HttpNativeTest, TheSinkStopsTheTransferAndErrorBodiesAreCollected) {
 }
 
 TEST(HttpNativeTest, ConnectionRefusedSaysWhere) {
-  UniqueFd taken(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(addr);
-  ASSERT_EQ(::bind(taken.get(), reinterpret_cast<sockaddr*>(&addr), len), 0);
-  ASSERT_EQ(::getsockname(taken.get(), reinterpret_cast<sockaddr*>(&addr), &len), 0);
-  const std::string port = std::to_string(ntohs(addr.sin_port));
+  int bound = 0;
+  UniqueFd taken = loopback::BoundNotListening(&bound);
+  ASSERT_TRUE(taken.valid());
+  const std::string port = std::to_string(bound);
   auto client = Client();
   HttpResult r = Post(*client, "http://127.0.0.1:" + port + "/");
   EXPECT_EQ(r.error_kind, HttpErrorKind::kConnect);

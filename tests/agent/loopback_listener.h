@@ -1,4 +1,4 @@
-// A TCP listener on 127.0.0.1 at a port the kernel picks, for the in-test HTTP and TLS servers.
+// TCP sockets on 127.0.0.1 at a port the kernel picks, for the in-test HTTP and TLS servers.
 #pragma once
 
 #include <arpa/inet.h>
@@ -10,21 +10,25 @@
 
 namespace forkbox::loopback {
 
-// Listening with `backlog`; sets *port. An invalid fd, and a test failure, when any step fails.
+// Bound, and listening with `backlog` unless it is negative (then a connect there is refused
+// while the socket holds the port); sets *port. An invalid fd, and a test failure, on any error.
 inline UniqueFd Listen(int backlog, int* port) {
-  UniqueFd listener(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  UniqueFd sock(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0));
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   socklen_t len = sizeof(addr);
-  if (!listener || ::bind(listener.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
-      ::listen(listener.get(), backlog) != 0 ||
-      ::getsockname(listener.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ADD_FAILURE() << "cannot listen on 127.0.0.1";
+  if (!sock || ::bind(sock.get(), reinterpret_cast<sockaddr*>(&addr), len) != 0 ||
+      (backlog >= 0 && ::listen(sock.get(), backlog) != 0) ||
+      ::getsockname(sock.get(), reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
+    ADD_FAILURE() << "cannot bind on 127.0.0.1";
     return UniqueFd();
   }
   *port = ntohs(addr.sin_port);
-  return listener;
+  return sock;
 }
+
+// A port nobody listens on, held by the returned socket.
+inline UniqueFd BoundNotListening(int* port) { return Listen(-1, port); }
 
 }  // namespace forkbox::loopback
