@@ -160,7 +160,8 @@ void WarnAbout(const sandbox::Policy& policy, const std::string& program) {
 int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) {
   WarnAbout(policy, command[0]);
   // Fail closed before touching the workdir.
-  Result<sandbox::Sandbox> sandbox = sandbox::Sandbox::ForTools(policy);
+  // This process only runs the command: it scopes itself, and the command spawns from here.
+  Result<sandbox::Sandbox> sandbox = sandbox::Sandbox::ForCommand(policy);
   if (!sandbox.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", sandbox.status().message().c_str());
     return kSandboxError;

@@ -99,7 +99,8 @@ Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy, AgentLaye
 
 Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared, std::span<const int> keep_fds) {
   PreparedAgentSandbox::State& s = *prepared.state_;
-  if (!s.policy.enabled) return Sandbox(s.policy, std::move(s.report), false);
+  if (!s.policy.enabled)
+    return Sandbox(s.policy, std::move(s.report), Sandbox::Caller::kUnconfined);
   for (int fd : keep_fds) {
     if (fd < 0) return Status::InvalidArgument("EnterAgentSandbox: negative keep fd");
   }
@@ -117,7 +118,7 @@ Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared, std::span<const
     }
   }
   if (int err = ContainRaw(s.plan, &step)) return Status::FromErrno(err, step);
-  return Sandbox(std::move(s.policy), std::move(s.report), /*inside_agent=*/true);
+  return Sandbox(std::move(s.policy), std::move(s.report), Sandbox::Caller::kInsideAgent);
 }
 
 Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> keep_fds) {
@@ -165,7 +166,7 @@ Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
   FORKBOX_RETURN_IF_ERROR(AwaitSingleThreaded());
   const char* step = "";
   if (int err = ContainRaw(*plan, &step)) return Status::FromErrno(err, step);
-  return Sandbox(policy, std::move(report), /*inside_agent=*/true);
+  return Sandbox(policy, std::move(report), Sandbox::Caller::kInsideAgent);
 }
 
 }  // namespace forkbox::sandbox

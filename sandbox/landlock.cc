@@ -1,5 +1,6 @@
 #include "sandbox/landlock.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <sys/stat.h>
@@ -9,7 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstddef>
-#include <filesystem>
+#include <cstring>
 #include <set>
 
 namespace forkbox::sandbox::landlock {
@@ -40,16 +41,18 @@ int AddRule(int fd, int type, const void* attr) {
   return static_cast<int>(syscall(SYS_landlock_add_rule, fd, type, attr, 0));
 }
 
-// Adds a path rule; masks `access` to what a rule on a non-directory may carry. `type` is what
-// a listing said: a directory is opened with O_DIRECTORY (no longer one: checked as kUnknown), a
-// non-directory gets the file rights (if it became a directory since, fewer rights: fails
-// closed). Async-signal-safe.
-int AddPathRule(int ruleset_fd, const char* path, uint64_t access,
-                Grant::Type type = Grant::Type::kUnknown) {
+// Adds a rule for `name` relative to `dir_fd` (AT_FDCWD: a path); masks `access` to what a rule
+// on a non-directory may carry. `type` is what a listing said: a directory is opened with
+// O_DIRECTORY (no longer one: checked as kUnknown), a non-directory gets the file rights (if it
+// became a directory since, fewer rights: fails closed). `open_flags`: O_NOFOLLOW or 0.
+// Async-signal-safe.
+int AddPathRuleAt(int ruleset_fd, int dir_fd, const char* name, uint64_t access, Grant::Type type,
+                  int open_flags) {
   constexpr uint64_t kFileRights = kExecute | kWriteFile | kReadFile | kTruncate | kIoctlDev;
-  int fd = open(path, O_PATH | O_CLOEXEC | (type == Grant::Type::kDir ? O_DIRECTORY : 0));
+  int fd = openat(dir_fd, name,
+                  O_PATH | O_CLOEXEC | open_flags | (type == Grant::Type::kDir ? O_DIRECTORY : 0));
   if (fd < 0 && errno == ENOTDIR && type == Grant::Type::kDir) {
-    return AddPathRule(ruleset_fd, path, access);
+    return AddPathRuleAt(ruleset_fd, dir_fd, name, access, Grant::Type::kUnknown, open_flags);
   }
   if (fd < 0) return errno;
   struct stat st;
@@ -68,38 +71,90 @@ int AddPathRule(int ruleset_fd, const char* path, uint64_t access,
   return err;
 }
 
+int AddPathRule(int ruleset_fd, const char* path, uint64_t access,
+                Grant::Type type = Grant::Type::kUnknown) {
+  return AddPathRuleAt(ruleset_fd, AT_FDCWD, path, access, type, 0);
+}
+
 // Every entry of the carved directory `dir` but the denied ones and symlinks; carved entries
 // recurse. An unlistable carved directory (EACCES) yields nothing beneath it: fails closed.
+// Plain readdir: the listing's d_type, no stat where the filesystem gives one.
 void ListGrants(const std::string& dir, const std::set<std::string>& carved,
                 const std::set<std::string>& denied, std::vector<Grant>& out) {
-  std::error_code ec;
-  std::filesystem::directory_iterator it(dir, ec);
-  if (ec) return;
-  for (const auto& entry : it) {
-    const std::string child = (dir == "/" ? "/" : dir + "/") + entry.path().filename().string();
-    std::error_code lec;
+  DIR* listing = opendir(dir.c_str());
+  if (listing == nullptr) return;
+  const std::string prefix = dir == "/" ? "/" : dir + "/";
+  std::vector<std::string> carved_here;  // Listed after this directory is closed.
+  while (const dirent* entry = readdir(listing)) {
+    const char* name = entry->d_name;
+    if (std::strcmp(name, ".") == 0 || std::strcmp(name, "..") == 0) continue;
+    std::string child = prefix + name;
     if (denied.count(child) > 0) continue;
     if (carved.count(child) > 0) {
-      ListGrants(child, carved, denied, out);
-    } else if (!entry.is_symlink(lec)) {
-      // The listing's d_type: no stat for either call below.
-      const bool dir = entry.is_directory(lec);
-      out.push_back(
-          {child, lec ? Grant::Type::kUnknown : (dir ? Grant::Type::kDir : Grant::Type::kOther)});
+      carved_here.push_back(std::move(child));
+      continue;
+    }
+    unsigned char type = entry->d_type;
+    struct stat st;
+    if (type == DT_UNKNOWN && fstatat(dirfd(listing), name, &st, AT_SYMLINK_NOFOLLOW) == 0) {
+      type = S_ISLNK(st.st_mode) ? DT_LNK : S_ISDIR(st.st_mode) ? DT_DIR : DT_REG;
+    }
+    if (type == DT_LNK) continue;
+    out.push_back({std::move(child), type == DT_UNKNOWN ? Grant::Type::kUnknown
+                                     : type == DT_DIR   ? Grant::Type::kDir
+                                                        : Grant::Type::kOther});
+  }
+  closedir(listing);
+  for (const std::string& child : carved_here) ListGrants(child, carved, denied, out);
+}
+
+// The grants, each opened beneath its directory (one open per carved directory instead of a path
+// walk per entry) and never through a symbolic link: an entry that became one since the listing
+// gets its rule on the link itself, which grants nothing (access is checked where a link leads).
+// ENOENT: gone since the list was made.
+Status AddGrants(int ruleset_fd, const std::vector<Grant>& grants) {
+  std::string open_dir;
+  UniqueFd dir;
+  for (const Grant& grant : grants) {
+    const size_t slash = grant.path.rfind('/');
+    if (slash == std::string::npos || slash + 1 == grant.path.size()) {
+      if (int err = AddPathRule(ruleset_fd, grant.path.c_str(), kReadRights, grant.type)) {
+        if (err != ENOENT)
+          return Status::FromErrno(err, "landlock_add_rule(" + grant.path + ", read)");
+      }
+      continue;
+    }
+    std::string parent = slash == 0 ? "/" : grant.path.substr(0, slash);
+    if (!dir || parent != open_dir) {
+      dir.reset(open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      open_dir = std::move(parent);
+      if (!dir && errno != ENOENT) return Status::FromErrno(errno, "open " + open_dir);
+    }
+    int err = dir ? AddPathRuleAt(ruleset_fd, dir.get(), grant.path.c_str() + slash + 1,
+                                  kReadRights, grant.type, O_NOFOLLOW)
+                  : ENOENT;
+    if (err != 0 && err != ENOENT) {
+      return Status::FromErrno(err, "landlock_add_rule(" + grant.path + ", read)");
     }
   }
+  return Status::Ok();
 }
 
 Status AddReadScope(int ruleset_fd, const RulesetSpec& spec) {
-  std::vector<Grant> grants = {{"/", Grant::Type::kDir}};
-  if (!spec.denied_reads.empty()) {
-    grants = spec.read_grants.empty() ? ReadScopeGrants(spec.denied_reads) : spec.read_grants;
+  if (spec.denied_reads.empty()) {
+    if (int err = AddPathRule(ruleset_fd, "/", kReadRights, Grant::Type::kDir)) {
+      return Status::FromErrno(err, "landlock_add_rule(/, read)");
+    }
+  } else {
+    FORKBOX_RETURN_IF_ERROR(AddGrants(ruleset_fd, spec.read_grants.empty()
+                                                      ? ReadScopeGrants(spec.denied_reads)
+                                                      : spec.read_grants));
   }
-  for (const std::string& path : spec.readable) grants.push_back({path});
-  for (const Grant& grant : grants) {
-    int err = AddPathRule(ruleset_fd, grant.path.c_str(), kReadRights, grant.type);
+  // An opted-in path is granted where it leads (it was canonical when the policy was resolved).
+  for (const std::string& path : spec.readable) {
+    int err = AddPathRule(ruleset_fd, path.c_str(), kReadRights);
     if (err != 0 && err != ENOENT) {  // ENOENT: gone since the list was made.
-      return Status::FromErrno(err, "landlock_add_rule(" + grant.path + ", read)");
+      return Status::FromErrno(err, "landlock_add_rule(" + path + ", read)");
     }
   }
   return Status::Ok();

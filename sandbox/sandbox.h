@@ -178,7 +178,8 @@ class PreparedAgentSandbox;
 // signal N), its exit kills every leftover process, and it dies with the spawning thread
 // (PDEATHSIG). A ForTools handle (unconfined caller) spawns from its unix connect broker's thread
 // (the tools' Landlock domains nest in that thread's): its commands die with the handle, so keep
-// it until they were waited for. Setup and exec failures come back as a Status naming the
+// it until they were waited for. A ForCommand handle spawns from the calling thread, which it
+// scoped first. Setup and exec failures come back as a Status naming the
 // failing step.
 class Sandbox {
  public:
@@ -191,6 +192,13 @@ class Sandbox {
   // Check() would have made it, whose report() is then this handle's), otherwise the error
   // stands.
   static Result<Sandbox> ForTools(Policy policy);
+  // ForTools for a process whose only job is its commands (`forkbox sandbox`): first the calling
+  // thread enters no_new_privs and, with Landlock ABI 6+, a domain of its own that scopes
+  // abstract unix sockets and restricts nothing else. Its commands then nest in that domain and
+  // spawn from the calling thread (no hop to the broker's thread), and the broker's thread,
+  // started after, shares it. Irreversible for the calling thread and the threads it creates
+  // later, so not for a caller that goes on with other work (a test process: ForTools).
+  static Result<Sandbox> ForCommand(Policy policy);
 
   Sandbox(Sandbox&&) noexcept;
   Sandbox& operator=(Sandbox&&) noexcept;
@@ -222,9 +230,15 @@ class Sandbox {
                                            std::span<const int> keep_fds);
   friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
                                               const std::vector<std::string>& own_writable);
-  Sandbox(Policy policy, Report report, bool inside_agent);
+  // Who spawns the tools, and from which Landlock domain they nest.
+  enum class Caller {
+    kUnconfined,   // ForTools: from the broker's thread, which scopes itself.
+    kScopedSelf,   // ForCommand: from the calling thread, which scoped itself.
+    kInsideAgent,  // The agent's or the launcher's sandbox: from the calling thread.
+  };
+  Sandbox(Policy policy, Report report, Caller caller);
   Result<ChildProcess> SpawnBrokered(SpawnOptions options, ContainPlan& plan) const;
-  static Result<Sandbox> Make(Policy policy, bool assume_layer2);
+  static Result<Sandbox> Make(Policy policy, bool assume_layer2, Caller caller);
   Result<int> SharedRulesetFd() const;  // -1: none to share.
   Result<ChildProcess> SpawnHere(SpawnOptions options) const;
   const Sandbox* Layer1() const;  // The layer-1 handle once fallen back, or null.
@@ -232,7 +246,8 @@ class Sandbox {
   bool layer2_assumed_ = false;  // report_ says layer 2 unprobed (ForTools).
   Policy policy_;
   Report report_;
-  bool inside_agent_ = false;
+  Caller caller_ = Caller::kUnconfined;
+  bool inside_agent_ = false;  // caller_ == kInsideAgent: the agent's domain holds the read scope.
   std::unique_ptr<PidsCgroup> cgroup_;
   // Serves the unix connect broker of every tool spawned without network (unix_broker.h); its
   // thread starts with the first such tool (or Prewarm) and is joined when the handle goes.

@@ -1,6 +1,7 @@
-// Sandbox::ForTools and Sandbox::Spawn: a tool command under the policy, through base's one
-// fork+exec path with the contain pipeline (sandbox/contain.cc) as its step.
+// Sandbox::ForTools, ForCommand and Sandbox::Spawn: a tool command under the policy, through base's
+// one fork+exec path with the contain pipeline (sandbox/contain.cc) as its step.
 #include <fcntl.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -11,6 +12,7 @@
 #include "sandbox/cgroup.h"
 #include "sandbox/check.h"
 #include "sandbox/contain.h"
+#include "sandbox/landlock.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 #include "sandbox/unix_broker.h"
@@ -51,24 +53,29 @@ struct Sandbox::SharedState {
   std::unique_ptr<Sandbox> layer1;  // Set once layer 2 proved refused (ForTools).
 };
 
-Sandbox::Sandbox(Policy policy, Report report, bool inside_agent)
+Sandbox::Sandbox(Policy policy, Report report, Caller caller)
     : policy_(std::move(policy)),
       report_(std::move(report)),
-      inside_agent_(inside_agent),
-      broker_(std::make_unique<UnixBroker>(/*scope_self=*/!inside_agent)),
+      caller_(caller),
+      inside_agent_(caller == Caller::kInsideAgent),
+      broker_(std::make_unique<UnixBroker>(/*scope_self=*/caller == Caller::kUnconfined)),
       shared_(std::make_unique<SharedState>()) {}
 Sandbox::Sandbox(Sandbox&&) noexcept = default;
 Sandbox& Sandbox::operator=(Sandbox&&) noexcept = default;
 Sandbox::~Sandbox() = default;
 
 Result<Sandbox> Sandbox::ForTools(Policy policy) {
-  return Make(std::move(policy), /*assume_layer2=*/true);
+  return Make(std::move(policy), /*assume_layer2=*/true, Caller::kUnconfined);
 }
 
-Result<Sandbox> Sandbox::Make(Policy policy, bool assume_layer2) {
+Result<Sandbox> Sandbox::ForCommand(Policy policy) {
+  return Make(std::move(policy), /*assume_layer2=*/true, Caller::kScopedSelf);
+}
+
+Result<Sandbox> Sandbox::Make(Policy policy, bool assume_layer2, Caller caller) {
   if (!policy.enabled) {
     Report report = Check(policy);
-    return Sandbox(std::move(policy), std::move(report), false);
+    return Sandbox(std::move(policy), std::move(report), Caller::kUnconfined);
   }
   if (policy.workdir.empty() || policy.workdir[0] != '/') {
     return Status::InvalidArgument("sandbox: the workdir must be an absolute path");
@@ -76,7 +83,17 @@ Result<Sandbox> Sandbox::Make(Policy policy, bool assume_layer2) {
   int abi = 0;
   FORKBOX_RETURN_IF_ERROR(CheckEnforceable(&abi));
   Report report = assume_layer2 ? CheckAssumingLayer2(policy) : Check(policy);
-  Sandbox sandbox(std::move(policy), std::move(report), false);
+  // ForCommand scopes the calling thread once, before the broker's thread exists (which then
+  // shares the domain); a layer-1 fallback handle (assume_layer2 false) finds it scoped already.
+  if (caller == Caller::kScopedSelf && assume_layer2 && abi >= 6) {
+    if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
+      return Status::FromErrno(errno, "prctl(PR_SET_NO_NEW_PRIVS) before scoping abstract sockets");
+    }
+    if (int err = landlock::RestrictAbstractUnixScopeRaw()) {
+      return Status::FromErrno(err, "landlock_restrict_self(scope abstract unix sockets)");
+    }
+  }
+  Sandbox sandbox(std::move(policy), std::move(report), caller);
   sandbox.layer2_assumed_ = assume_layer2;
   // An unconfined caller spawns brokered tools from the broker's thread: started now, it is up
   // by the first spawn instead of starting on its critical path.
@@ -127,7 +144,7 @@ const Sandbox* Sandbox::Layer1() const {
 }
 
 Result<const Sandbox*> Sandbox::FallBackToLayer1() const {
-  Result<Sandbox> layer1 = Make(policy_, /*assume_layer2=*/false);
+  Result<Sandbox> layer1 = Make(policy_, /*assume_layer2=*/false, caller_);
   if (!layer1.ok()) return layer1.status();
   std::lock_guard<std::mutex> lock(shared_->mu);
   if (shared_->layer1) return shared_->layer1.get();
@@ -202,18 +219,20 @@ Result<ChildProcess> Sandbox::SpawnBrokered(SpawnOptions options, ContainPlan& p
   plan.broker_socket = theirs.get();
   options.carry_fds.push_back(&plan.broker_socket);
   // The agent's and the launcher's Landlock domains scope abstract sockets (ABI 6) and the
-  // tools' domains nest in them. An unconfined caller (`forkbox sandbox`) spawns from the
-  // broker's thread, which entered a domain of its own scoping them, so the tool nests there.
+  // tools' domains nest in them; so does a ForCommand caller's own. An unconfined caller
+  // (ForTools) spawns from the broker's thread, which entered a domain of its own scoping them,
+  // so the tool nests there.
   Result<ChildProcess> child = Status::Internal("the unix connect broker did not spawn");
-  if (inside_agent_) {
-    child = forkbox::Spawn(options);
-  } else {
+  if (caller_ == Caller::kUnconfined) {
     FORKBOX_RETURN_IF_ERROR(broker_->RunOnThread([&] { child = forkbox::Spawn(options); }));
+  } else {
+    child = forkbox::Spawn(options);
   }
   if (!child.ok()) return child;
   // After the spawn, while the command runs: the caller's stderr source is still open.
   UniqueFd report = ReportFd(options);
-  const bool scoped = inside_agent_ ? report_.landlock_abi >= 6 : broker_->self_scoped();
+  const bool scoped =
+      caller_ == Caller::kUnconfined ? broker_->self_scoped() : report_.landlock_abi >= 6;
   Result<UniqueFd> listener = ReceiveListener(ours.get());
   if (!listener.ok()) return listener.status().WithContext("unix connect broker");
   FORKBOX_RETURN_IF_ERROR(broker_->Serve(std::move(*listener),

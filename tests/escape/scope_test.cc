@@ -457,9 +457,10 @@ TEST_P(ScopeWorks, MultiprocessingStartMethods) {
 }
 
 // A server and a client inside talk over a pathname socket in the workdir, an abstract socket and
-// socketpairs. `forkbox sandbox` is unconfined: its broker's thread enters a Landlock domain of
-// its own scoping abstract sockets and spawns the tool, so the tool's domain nests in it (the
-// agents' brokers are scoped by their own domains: confine_test's BrokerTest).
+// socketpairs. `forkbox sandbox` (Sandbox::ForCommand) first enters a Landlock domain of its own
+// scoping abstract sockets and spawns the tool from there, so the tool's domain nests in it and
+// its broker's thread shares it (the agents' brokers are scoped by their own domains:
+// confine_test's BrokerTest).
 // The abstract name is unique per test: abstract sockets are per network namespace, which every
 // mode shares with the other tests running in parallel (a fixed name flaked with EADDRINUSE).
 TEST_P(ScopeWorks, UnixServerAndClientInside) {
