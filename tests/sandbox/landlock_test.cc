@@ -8,7 +8,10 @@
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+#include <algorithm>
 
 #include "tests/sandbox/probe_util.h"
 
@@ -132,6 +135,44 @@ TEST(Landlock, AnInheritedReadScopeIsTheCallersAlone) {
   ProbeResult control = RunProbe(Restrict(tool_fd->get()), [&] { return ReadFile(secret); });
   ASSERT_TRUE(control.reported);
   EXPECT_EQ(control.err, EACCES);
+}
+
+// The read scope's grants come from a listing made before the ruleset (the policy's). An entry
+// that became a symbolic link since gets its rule on the link itself, never on where it leads,
+// so it grants nothing there. Controls: unsandboxed, the link reads the key; a rule made
+// through the link (as an opted-in path is) makes the key readable.
+TEST(Landlock, AGrantThatBecameASymlinkGrantsNothingWhereItLeads) {
+  const std::string home = MakeTempDir("ll-swap");
+  const std::string store = home + "/store";
+  ASSERT_EQ(mkdir(store.c_str(), 0700), 0);
+  ASSERT_EQ(WriteFile(store + "/key"), 0);
+  ASSERT_EQ(WriteFile(home + "/entry"), 0);
+  RulesetSpec spec = Spec(Mode::kTool, {}, false, 0);
+  spec.denied_reads = {store};
+  spec.read_grants = ReadScopeGrants(spec.denied_reads);
+  ASSERT_TRUE(std::any_of(spec.read_grants.begin(), spec.read_grants.end(),
+                          [&](const Grant& g) { return g.path == home + "/entry"; }));
+  ASSERT_EQ(unlink((home + "/entry").c_str()), 0);
+  ASSERT_EQ(symlink((store + "/key").c_str(), (home + "/entry").c_str()), 0);
+  Result<UniqueFd> swapped = BuildRuleset(spec);
+  ASSERT_TRUE(swapped.ok()) << swapped.status().ToString();
+  ProbeResult through =
+      RunProbe(Restrict(swapped->get()), [&] { return ReadFile(home + "/entry"); });
+  ASSERT_TRUE(through.reported);
+  EXPECT_EQ(through.err, EACCES);
+  ProbeResult key = RunProbe(Restrict(swapped->get()), [&] { return ReadFile(store + "/key"); });
+  ASSERT_TRUE(key.reported);
+  EXPECT_EQ(key.err, EACCES);
+
+  EXPECT_EQ(ReadFile(home + "/entry"), 0) << "control: unsandboxed, the link reads the key";
+  RulesetSpec followed = spec;
+  followed.readable = {home + "/entry"};
+  Result<UniqueFd> control = BuildRuleset(followed);
+  ASSERT_TRUE(control.ok()) << control.status().ToString();
+  ProbeResult leaked = RunProbe(Restrict(control->get()), [&] { return ReadFile(store + "/key"); });
+  ASSERT_TRUE(leaked.reported);
+  EXPECT_EQ(leaked.value, 0) << "control: a rule made through the link grants the key: "
+                             << leaked.err;
 }
 
 TEST(Landlock, MissingWritablePathIsAnError) {
