@@ -99,8 +99,9 @@ Result<PreparedAgentSandbox> PrepareAgentSandbox(const Policy& policy, AgentLaye
 
 Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared, std::span<const int> keep_fds) {
   PreparedAgentSandbox::State& s = *prepared.state_;
-  if (!s.policy.enabled)
+  if (!s.policy.enabled) {
     return Sandbox(s.policy, std::move(s.report), Sandbox::Caller::kUnconfined);
+  }
   for (int fd : keep_fds) {
     if (fd < 0) return Status::InvalidArgument("EnterAgentSandbox: negative keep fd");
   }
