@@ -248,9 +248,9 @@ Io Handshake(void* handle, std::string* error) {
   return Io::kFailed;
 }
 
-// The failure text of an SSL_*_ex call that returned 0 with `err`.
-std::string FailureText(int err) {
-  const std::string why = OpenSslError();
+// The failure text of an SSL_*_ex call that returned 0 with `err`; `why`: OpenSslError(), taken
+// once (it empties the queue).
+std::string FailureText(int err, const std::string& why) {
   if (err == SSL_ERROR_SYSCALL && why.empty() && errno != 0) {
     return Status::FromErrno(errno, "TLS").message();
   }
@@ -265,7 +265,7 @@ Io Write(void* handle, const char* data, size_t len, size_t* done, std::string* 
   const int err = SSL_get_error(s.ssl, 0);
   if (err == SSL_ERROR_WANT_READ) return Io::kWantRead;
   if (err == SSL_ERROR_WANT_WRITE) return Io::kWantWrite;
-  *error = FailureText(err);
+  *error = FailureText(err, OpenSslError());
   return Io::kFailed;
 }
 
@@ -281,7 +281,7 @@ Io Read(void* handle, char* buf, size_t len, size_t* done, std::string* error) {
   const std::string why = OpenSslError();
   if (err == SSL_ERROR_SYSCALL && why.empty() && errno == 0)
     return Io::kClosed;  // No close_notify.
-  *error = why.empty() ? Status::FromErrno(errno, "TLS").message() : "TLS: " + why;
+  *error = FailureText(err, why);
   return Io::kFailed;
 }
 

@@ -77,12 +77,17 @@ int AddPathRule(int ruleset_fd, const char* path, uint64_t access,
 }
 
 // Every entry of the carved directory `dir` but the denied ones and symlinks; carved entries
-// recurse. An unlistable carved directory (EACCES) yields nothing beneath it: fails closed.
-// Plain readdir: the listing's d_type, no stat where the filesystem gives one.
+// recurse. An unlistable carved directory (EACCES, or a symlink now: the carved directories are
+// canonical) yields nothing beneath it: fails closed. Plain readdir: the listing's d_type, no
+// stat where the filesystem gives one.
 void ListGrants(const std::string& dir, const std::set<std::string>& carved,
                 const std::set<std::string>& denied, std::vector<Grant>& out) {
-  DIR* listing = opendir(dir.c_str());
-  if (listing == nullptr) return;
+  const int fd = open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  DIR* listing = fd < 0 ? nullptr : fdopendir(fd);
+  if (listing == nullptr) {
+    if (fd >= 0) close(fd);
+    return;
+  }
   const std::string prefix = dir == "/" ? "/" : dir + "/";
   std::vector<std::string> carved_here;  // Listed after this directory is closed.
   while (const dirent* entry = readdir(listing)) {
@@ -110,7 +115,8 @@ void ListGrants(const std::string& dir, const std::set<std::string>& carved,
 
 // The grants, each opened beneath its directory (one open per carved directory instead of a path
 // walk per entry) and never through a symbolic link: an entry that became one since the listing
-// gets its rule on the link itself, which grants nothing (access is checked where a link leads).
+// gets its rule on the link itself, which grants nothing (access is checked where a link leads),
+// and a carved directory that became one fails the ruleset (they are canonical when listed).
 // ENOENT: gone since the list was made.
 Status AddGrants(int ruleset_fd, const std::vector<Grant>& grants) {
   std::string open_dir;
@@ -126,7 +132,7 @@ Status AddGrants(int ruleset_fd, const std::vector<Grant>& grants) {
     }
     std::string parent = slash == 0 ? "/" : grant.path.substr(0, slash);
     if (!dir || parent != open_dir) {
-      dir.reset(open(parent.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+      dir.reset(open(parent.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
       open_dir = std::move(parent);
       if (!dir && errno != ENOENT) return Status::FromErrno(errno, "open " + open_dir);
     }

@@ -260,12 +260,16 @@ TEST(HttpNativeTest, TruncatedBodyIsAnError) {
   EXPECT_EQ(r.status, 200);
 }
 
+// A response the client refuses: a protocol error whose text names what was wrong.
+void ExpectProtocolError(const HttpResult& r, const std::string& what) {
+  EXPECT_EQ(r.error_kind, HttpErrorKind::kProtocol) << r.transport_error;
+  EXPECT_THAT(r.transport_error, HasSubstr(what));
+}
 TEST(HttpNativeTest, MalformedStatusLineIsAProtocolError) {
   ScriptServer server({Reply("HTTP/2 200\r\n\r\n")});
   auto client = Client();
   HttpResult r = Post(*client, server.url());
-  EXPECT_EQ(r.error_kind, HttpErrorKind::kProtocol);
-  EXPECT_THAT(r.transport_error, HasSubstr("malformed status line from the server: 'HTTP/2 200'"));
+  ExpectProtocolError(r, "malformed status line from the server: 'HTTP/2 200'");
 }
 
 TEST(HttpNativeTest, OversizedHeadersAreRefused) {
@@ -277,11 +281,9 @@ TEST(HttpNativeTest, OversizedHeadersAreRefused) {
        }())});
   auto client = Client();
   HttpResult big = Post(*client, server.url());
-  EXPECT_EQ(big.error_kind, HttpErrorKind::kProtocol);
-  EXPECT_THAT(big.transport_error, HasSubstr("exceed 64 KiB"));
+  ExpectProtocolError(big, "exceed 64 KiB");
   HttpResult many = Post(*client, server.url());
-  EXPECT_EQ(many.error_kind, HttpErrorKind::kProtocol);
-  EXPECT_THAT(many.transport_error, HasSubstr("more than 100 response headers"));
+  ExpectProtocolError(many, "more than 100 response headers");
 }
 
 TEST(HttpNativeTest, BadAndOverflowingChunkSizes) {
@@ -290,11 +292,9 @@ TEST(HttpNativeTest, BadAndOverflowingChunkSizes) {
                        Reply(head + "10000000000000000\r\nx\r\n0\r\n\r\n")});
   auto client = Client();
   HttpResult bad = Post(*client, server.url());
-  EXPECT_EQ(bad.error_kind, HttpErrorKind::kProtocol);
-  EXPECT_THAT(bad.transport_error, HasSubstr("bad chunk size: 'zz'"));
+  ExpectProtocolError(bad, "bad chunk size: 'zz'");
   HttpResult huge = Post(*client, server.url());
-  EXPECT_EQ(huge.error_kind, HttpErrorKind::kProtocol);
-  EXPECT_THAT(huge.transport_error, HasSubstr("chunk size too large"));
+  ExpectProtocolError(huge, "chunk size too large");
 }
 
 // The server reads the request and holds the connection until the test is done with it.

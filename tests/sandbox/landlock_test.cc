@@ -175,6 +175,32 @@ TEST(Landlock, AGrantThatBecameASymlinkGrantsNothingWhereItLeads) {
                              << leaked.err;
 }
 
+// A carved directory is canonical when listed; one swapped for a symbolic link before the rules
+// are made fails the ruleset, naming it, rather than granting the entries of where it leads.
+// Control: the same listing, not swapped, builds.
+TEST(Landlock, ACarvedDirectorySwappedForASymlinkFailsTheRuleset) {
+  const std::string home = MakeTempDir("ll-carved");
+  const std::string config = home + "/config";
+  const std::string elsewhere = MakeTempDir("ll-carved-elsewhere");
+  ASSERT_EQ(mkdir(config.c_str(), 0755), 0);
+  ASSERT_EQ(WriteFile(config + "/settings"), 0);
+  ASSERT_EQ(WriteFile(elsewhere + "/settings"), 0);
+  RulesetSpec spec = Spec(Mode::kTool, {}, false, 0);
+  spec.denied_reads = {config + "/token"};
+  spec.read_grants = ReadScopeGrants(spec.denied_reads);
+  ASSERT_TRUE(std::any_of(spec.read_grants.begin(), spec.read_grants.end(),
+                          [&](const Grant& g) { return g.path == config + "/settings"; }));
+  Result<UniqueFd> control = BuildRuleset(spec);
+  ASSERT_TRUE(control.ok()) << control.status().ToString();
+
+  ASSERT_EQ(rename(config.c_str(), (home + "/moved").c_str()), 0);
+  ASSERT_EQ(symlink(elsewhere.c_str(), config.c_str()), 0);
+  Result<UniqueFd> swapped = BuildRuleset(spec);
+  ASSERT_FALSE(swapped.ok());
+  EXPECT_NE(swapped.status().message().find(config), std::string::npos)
+      << swapped.status().ToString();
+}
+
 TEST(Landlock, MissingWritablePathIsAnError) {
   Result<UniqueFd> ruleset = BuildRuleset(Spec(Mode::kTool, {"/nonexistent/forkbox"}, false, 0));
   EXPECT_FALSE(ruleset.ok());
