@@ -306,6 +306,24 @@ Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p,
   return Status::Ok();
 }
 
+// Layer 2 hides /tmp behind a private tmpfs; a --readable path below it (canonical since
+// ResolvePolicy) is bound back read-only, or the flag would do nothing there. One that does not
+// exist is skipped, as its Landlock rule is.
+Status KeepReadableTmpPathsVisible(const Policy& policy, MountPlan& plan) {
+  for (const std::string& path : policy.readable) {
+    struct stat st;
+    if (path.rfind("/tmp/", 0) != 0 || stat(path.c_str(), &st) != 0) continue;
+    if (std::find(plan.visible.begin(), plan.visible.end(), path) != plan.visible.end()) continue;
+    if (plan.visible.size() >= kMaxWritablePaths) {
+      return Status::InvalidArgument("--readable: more than " + std::to_string(kMaxWritablePaths) +
+                                     " paths under /tmp");
+    }
+    plan.visible_dirs.push_back(path.substr(0, path.rfind('/')));
+    plan.visible.push_back(path);
+  }
+  return Status::Ok();
+}
+
 Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p) {
   std::vector<std::string> writable = WritableTrees(policy);
   Result<MountPlan> mounts =
@@ -321,7 +339,7 @@ Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p) {
     bool dir = std::filesystem::is_directory(path, ec);
     (dir ? p.mounts.hidden_dirs : p.mounts.hidden_files).push_back(std::move(path));
   }
-  return Status::Ok();
+  return KeepReadableTmpPathsVisible(policy, p.mounts);
 }
 
 // Layer 2 hides /tmp behind a private tmpfs. A program that lives under /tmp (a build tree there)

@@ -426,16 +426,30 @@ int MountPrivateTmpfsRaw(const MountPlan& plan, const char** step) {
   return 0;
 }
 
-// A program under /tmp bound back, read-only, onto a fresh mount point on the private tmpfs.
+// A path under /tmp bound back, read-only, onto a fresh mount point on the private tmpfs: a
+// directory for a directory (a --readable one), an empty file for a file.
 int PlaceVisibleRaw(const MountPlan& plan, size_t i, int tree, const char** step) {
-  *step = "mkdir -p (visible program's directory)";
-  if (int err = MakeDirsRaw(plan.visible_dirs[i].c_str())) return err;
-  *step = "create (visible program's mount point)";
-  int point = open(plan.visible[i].c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0700);
-  if (point < 0) return errno;
-  close(point);
-  *step = "move_mount(visible program)";
-  return AttachRaw(tree, plan.visible[i].c_str());
+  const char* path = plan.visible[i].c_str();
+  *step = "mkdir -p (visible path's directory)";
+  int err = MakeDirsRaw(plan.visible_dirs[i].c_str());
+  struct stat st;
+  *step = "fstat (visible path's tree)";
+  if (err == 0 && fstat(tree, &st) != 0) err = errno;
+  if (err == 0 && S_ISDIR(st.st_mode)) {
+    *step = "mkdir (visible directory's mount point)";
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) err = errno;
+  } else if (err == 0) {
+    *step = "create (visible file's mount point)";
+    int point = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0700);
+    if (point < 0) err = errno;
+    if (point >= 0) close(point);
+  }
+  if (err != 0) {
+    close(tree);
+    return err;
+  }
+  *step = "move_mount(visible path)";
+  return AttachRaw(tree, path);
 }
 
 // Nothing to hide at `errno` after a failed mount: ENOENT, not visible here at all (under the
@@ -486,7 +500,7 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
   if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
   // Detached copies of the writable trees, taken while they are still writable.
   int trees[kMaxWritablePaths];
-  size_t count = plan.writable.size() < kMaxWritablePaths ? plan.writable.size() : 0;
+  size_t count = plan.writable.size() <= kMaxWritablePaths ? plan.writable.size() : 0;
   if (int err = CloneTreesRaw(plan.writable, trees, count,
                               "open_tree(writable path, CLONE|RECURSIVE)", step)) {
     return err;
@@ -495,9 +509,9 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
   if (int err = SetAttrRaw(AT_FDCWD, "/", AT_RECURSIVE, MOUNT_ATTR_RDONLY)) return err;
   // Read-only clones of what must stay visible under /tmp, taken before the tmpfs hides it.
   int visible[kMaxWritablePaths];
-  size_t visible_count = plan.visible.size() < kMaxWritablePaths ? plan.visible.size() : 0;
+  size_t visible_count = plan.visible.size() <= kMaxWritablePaths ? plan.visible.size() : 0;
   if (int err = CloneTreesRaw(plan.visible, visible, visible_count,
-                              "open_tree(visible program, CLONE)", step)) {
+                              "open_tree(visible path, CLONE)", step)) {
     return err;
   }
   if (int err = MountPrivateTmpfsRaw(plan, step)) return err;

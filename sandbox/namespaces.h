@@ -33,8 +33,9 @@ struct MountPlan {
   // each gets an empty read-only tmpfs, so connect() finds no socket there (tools may create
   // AF_UNIX sockets in layer 2). /etc/resolv.conf's target under them is bound back (visible).
   std::vector<std::string> socket_dirs;
-  // Programs under /tmp that stay runnable (bound read-only, one file each) above the private
-  // tmpfs, e.g. a test binary in a build tree there. visible_dirs[i] is visible[i]'s directory.
+  // Paths under /tmp that stay visible (bound read-only) above the private tmpfs: programs named
+  // in argv (one file each, e.g. a test binary in a build tree there) and --readable paths.
+  // visible_dirs[i] is visible[i]'s directory.
   std::vector<std::string> visible;
   std::vector<std::string> visible_dirs;
   // The task temp dir's short link (TaskTmpDir::short_path()), made again on the private

@@ -9,6 +9,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "tests/escape/fixture.h"
@@ -149,6 +150,41 @@ TEST_P(SandboxWorks, WritableOptInIsExact) {
   EXPECT_FALSE(VictimChanged()) << "--writable " << allowed << " must not open its siblings\n"
                                 << VictimReport() << "\n"
                                 << r.Describe();
+}
+
+// Layer 2 gives the command a private /tmp; a --readable path below the real one is bound back
+// into it, read-only (before, the flag did nothing there: the file was not found).
+TEST_P(SandboxWorks, ReadableUnderTmpIsVisibleAndReadOnly) {
+  char dir_template[] = "/tmp/forkbox-readable-XXXXXX";
+  ASSERT_NE(mkdtemp(dir_template), nullptr) << strerror(errno);
+  const std::string dir = dir_template;
+  WriteFile(dir + "/data", "readable " + token_ + "\n", 0644);
+  ChownTree(dir, uid(), gid());
+  RunResult r = Shell("cat '" + dir + "/data'; echo x > '" + dir + "/new'",
+                      Flags({"--readable", dir}));
+  const bool created = Exists(dir + "/new");
+  std::filesystem::remove_all(dir);
+  EXPECT_TRUE(Contains(r.out, "readable " + token_)) << r.Describe();
+  if (sandboxed()) {
+    EXPECT_FALSE(created) << "--readable must not make it writable\n" << r.Describe();
+  }
+}
+
+// The largest set of writable trees a policy may have (the workdir and 31 --writable): every one
+// is mounted, the workdir too (with exactly 32, layer 2 used to mount none of them).
+TEST_P(SandboxWorks, EveryWritableTreeOfTheLargestSetIsWritable) {
+  std::vector<std::string> flags;
+  for (int i = 0; i < 31; ++i) {
+    const std::string w = outside_ + "/w" + std::to_string(i);
+    ASSERT_TRUE(std::filesystem::create_directories(w));
+    ChownTree(w, uid(), gid());
+    flags.insert(flags.end(), {"--writable", w});
+  }
+  RunResult r = Shell("echo a > '" + work_ + "/a' && echo b > '" + outside_ + "/w30/b'",
+                      Flags(flags));
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Exists(work_ + "/a")) << r.Describe();
+  EXPECT_TRUE(Exists(outside_ + "/w30/b")) << r.Describe();
 }
 
 TEST_P(SandboxWorks, BadInvocationsFailClearly) {
