@@ -160,8 +160,8 @@ TEST_P(SandboxWorks, ReadableUnderTmpIsVisibleAndReadOnly) {
   const std::string dir = dir_template;
   WriteFile(dir + "/data", "readable " + token_ + "\n", 0644);
   ChownTree(dir, uid(), gid());
-  RunResult r = Shell("cat '" + dir + "/data'; echo x > '" + dir + "/new'",
-                      Flags({"--readable", dir}));
+  RunResult r =
+      Shell("cat '" + dir + "/data'; echo x > '" + dir + "/new'", Flags({"--readable", dir}));
   const bool created = Exists(dir + "/new");
   std::filesystem::remove_all(dir);
   EXPECT_TRUE(Contains(r.out, "readable " + token_)) << r.Describe();
@@ -180,8 +180,8 @@ TEST_P(SandboxWorks, EveryWritableTreeOfTheLargestSetIsWritable) {
     ChownTree(w, uid(), gid());
     flags.insert(flags.end(), {"--writable", w});
   }
-  RunResult r = Shell("echo a > '" + work_ + "/a' && echo b > '" + outside_ + "/w30/b'",
-                      Flags(flags));
+  RunResult r =
+      Shell("echo a > '" + work_ + "/a' && echo b > '" + outside_ + "/w30/b'", Flags(flags));
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
   EXPECT_TRUE(Exists(work_ + "/a")) << r.Describe();
   EXPECT_TRUE(Exists(outside_ + "/w30/b")) << r.Describe();
