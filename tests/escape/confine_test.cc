@@ -22,6 +22,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -153,7 +155,11 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
       return s;
     }
     if (pid != nullptr) *pid = child->pid();
-    pid_.store(child->pid());
+    {
+      std::lock_guard<std::mutex> lock(pid_mu_);
+      pid_ = child->pid();
+    }
+    pid_cv_.notify_all();
     Result<int> status = child->Wait();
     s.exit_code = status.ok() ? ExitCodeFromWaitStatus(*status) : -1;
     s.out = ReadAll(root_ + "/out");
@@ -166,7 +172,16 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
   std::string root_, work_, outside_;
   uid_t uid_ = 0;
   gid_t gid_ = 0;
-  std::atomic<pid_t> pid_{0};
+  // forkbox's pid, published once Spawn returns. Its first model request can come before that
+  // (a loaded machine preempts the test thread), so the mock's handlers wait for it.
+  pid_t Pid() {
+    std::unique_lock<std::mutex> lock(pid_mu_);
+    pid_cv_.wait_for(lock, std::chrono::seconds(30), [this] { return pid_ != 0; });
+    return pid_;
+  }
+  std::mutex pid_mu_;
+  std::condition_variable pid_cv_;
+  pid_t pid_ = 0;
   MockServer server_;
 };
 
@@ -228,8 +243,9 @@ TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
   server_.SetHandler([&](const RecordedRequest&) {
     std::lock_guard<std::mutex> lock(mu);
     if (nnp.empty()) {
-      nnp = StatusField(pid_.load(), "NoNewPrivs");
-      filters = StatusField(pid_.load(), "Seccomp_filters");
+      const pid_t pid = Pid();
+      nnp = StatusField(pid, "NoNewPrivs");
+      filters = StatusField(pid, "Seccomp_filters");
     }
     return Text("done");
   });
@@ -428,7 +444,7 @@ void ConfineTest::ExpectSigkillFate(bool by_parent) {
   // Held before the kill, so that a quick death cannot be mistaken for a missing process.
   UniqueFd daemon(daemons.size() == 1 ? static_cast<int>(::syscall(SYS_pidfd_open, daemons[0], 0))
                                       : -1);
-  EXPECT_EQ(::kill(pid_.load(), SIGKILL), 0);
+  EXPECT_EQ(::kill(Pid(), SIGKILL), 0);
   session.join();
   ASSERT_EQ(daemons.size(), 1U);
   ASSERT_TRUE(daemon) << std::strerror(errno);
