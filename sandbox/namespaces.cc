@@ -439,8 +439,10 @@ int PlaceVisibleRaw(const MountPlan& plan, size_t i, int tree, const char** step
     *step = "mkdir (visible directory's mount point)";
     if (mkdir(path, 0700) != 0 && errno != EEXIST) err = errno;
   } else if (err == 0) {
+    // Read-only: the point may be the file itself, in a visible directory bound read-only before;
+    // no link followed and no wait on a FIFO there.
     *step = "create (visible file's mount point)";
-    int point = open(path, O_WRONLY | O_CREAT | O_CLOEXEC, 0700);
+    int point = open(path, O_RDONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0700);
     if (point < 0) err = errno;
     if (point >= 0) close(point);
   }

@@ -153,15 +153,17 @@ TEST_P(SandboxWorks, WritableOptInIsExact) {
 }
 
 // Layer 2 gives the command a private /tmp; a --readable path below the real one is bound back
-// into it, read-only (before, the flag did nothing there: the file was not found).
+// into it, read-only (before, the flag did nothing there: the file was not found). A program the
+// command names inside it is bound onto itself there, also read-only.
 TEST_P(SandboxWorks, ReadableUnderTmpIsVisibleAndReadOnly) {
   char dir_template[] = "/tmp/forkbox-readable-XXXXXX";
   ASSERT_NE(mkdtemp(dir_template), nullptr) << strerror(errno);
   const std::string dir = dir_template;
   WriteFile(dir + "/data", "readable " + token_ + "\n", 0644);
+  std::filesystem::copy_file("/bin/cat", dir + "/show");
   ChownTree(dir, uid(), gid());
-  RunResult r =
-      Shell("cat '" + dir + "/data'; echo x > '" + dir + "/new'", Flags({"--readable", dir}));
+  RunResult r = Shell("'" + dir + "/show' '" + dir + "/data'; echo x > '" + dir + "/new'",
+                      Flags({"--readable", dir}));
   const bool created = Exists(dir + "/new");
   std::filesystem::remove_all(dir);
   EXPECT_TRUE(Contains(r.out, "readable " + token_)) << r.Describe();
