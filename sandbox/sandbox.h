@@ -240,6 +240,8 @@ class Sandbox {
   Result<ChildProcess> SpawnBrokered(SpawnOptions options, ContainPlan& plan) const;
   static Result<Sandbox> Make(Policy policy, bool assume_layer2, Caller caller);
   Result<int> SharedRulesetFd() const;  // -1: none to share.
+  // The agent's (or launcher's) domain holds the read scope and the base filter already.
+  bool inside_agent() const { return caller_ == Caller::kInsideAgent; }
   Result<ChildProcess> SpawnHere(SpawnOptions options) const;
   const Sandbox* Layer1() const;  // The layer-1 handle once fallen back, or null.
   Result<const Sandbox*> FallBackToLayer1() const;
@@ -247,7 +249,6 @@ class Sandbox {
   Policy policy_;
   Report report_;
   Caller caller_ = Caller::kUnconfined;
-  bool inside_agent_ = false;  // caller_ == kInsideAgent: the agent's domain holds the read scope.
   std::unique_ptr<PidsCgroup> cgroup_;
   // Serves the unix connect broker of every tool spawned without network (unix_broker.h); its
   // thread starts with the first such tool (or Prewarm) and is joined when the handle goes.

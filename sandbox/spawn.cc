@@ -57,7 +57,6 @@ Sandbox::Sandbox(Policy policy, Report report, Caller caller)
     : policy_(std::move(policy)),
       report_(std::move(report)),
       caller_(caller),
-      inside_agent_(caller == Caller::kInsideAgent),
       broker_(std::make_unique<UnixBroker>(/*scope_self=*/caller == Caller::kUnconfined)),
       shared_(std::make_unique<SharedState>()) {}
 Sandbox::Sandbox(Sandbox&&) noexcept = default;
@@ -124,7 +123,7 @@ Result<int> Sandbox::SharedRulesetFd() const {
   std::lock_guard<std::mutex> lock(shared_->mu);
   if (!shared_->built) {
     Result<UniqueFd> built =
-        ToolRuleset(policy_, report_.landlock_abi, report_.layer == 2, inside_agent_);
+        ToolRuleset(policy_, report_.landlock_abi, report_.layer == 2, inside_agent());
     if (!built.ok()) return built.status();
     shared_->fd = std::move(*built);
     shared_->built = true;
@@ -188,7 +187,7 @@ Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options) const {
   Result<int> shared = SharedRulesetFd();
   if (!shared.ok()) return shared.status();
   Result<ContainPlan> plan =
-      PrepareTool(policy_, report_.landlock_abi, report_.layer == 2, inside_agent_, options.argv,
+      PrepareTool(policy_, report_.landlock_abi, report_.layer == 2, inside_agent(), options.argv,
                   cgroup_ ? cgroup_->procs_fd() : -1, *shared);
   if (!plan.ok()) return plan.status();
   UniqueFd spawner;
