@@ -310,9 +310,7 @@ ChildProcess::ChildProcess(ChildProcess&& other) noexcept
       pidfd_(std::move(other.pidfd_)),
       own_group_(other.own_group_),
       reaped_(other.reaped_),
-      status_(other.status_),
-      status_pipe_(std::move(other.status_pipe_)),
-      reported_(other.reported_) {}
+      status_(other.status_) {}
 
 ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
   if (this != &other) {
@@ -322,8 +320,6 @@ ChildProcess& ChildProcess::operator=(ChildProcess&& other) noexcept {
     own_group_ = other.own_group_;
     reaped_ = other.reaped_;
     status_ = other.status_;
-    status_pipe_ = std::move(other.status_pipe_);
-    reported_ = other.reported_;
   }
   return *this;
 }
@@ -367,27 +363,6 @@ Result<std::optional<int>> ChildProcess::Reap(bool block) {
 }
 
 Result<std::optional<int>> ChildProcess::TryWait() { return Reap(/*block=*/false); }
-
-void ChildProcess::set_status_pipe(UniqueFd read_end) { status_pipe_ = std::move(read_end); }
-
-Result<int> ChildProcess::WaitForStatus() {
-  if (reaped_ || reported_) return status_;
-  if (!status_pipe_) return Wait();
-  int status = 0;
-  size_t got = 0;
-  while (got < sizeof status) {
-    ssize_t n =
-        ::read(status_pipe_.get(), reinterpret_cast<char*>(&status) + got, sizeof status - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;  // EOF or an error: it died without reporting; its wait status tells.
-    got += static_cast<size_t>(n);
-  }
-  status_pipe_.reset();
-  if (got < sizeof status) return Wait();
-  reported_ = true;
-  status_ = status;
-  return status;
-}
 
 Result<int> ChildProcess::Wait() {
   Result<std::optional<int>> r = Reap(/*block=*/true);

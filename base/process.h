@@ -44,19 +44,6 @@ class ChildProcess {
   // whose child (clone CLONE_PARENT) is another process's to wait for.
   UniqueFd Release();
 
-  // The read end of a pipe on which the process writes its final wait status (an int) once
-  // nothing it started is left, just before it exits: a PID-namespace init whose own exit then
-  // tears the namespaces down (about a millisecond) need not be waited for to know the result.
-  void set_status_pipe(UniqueFd read_end);
-  // Readable (POLLIN or POLLHUP) once the status is known: the status pipe if set, else the pidfd.
-  int status_fd() const { return status_pipe_ ? status_pipe_.get() : pidfd_.get(); }
-  // Blocks until the status is known and returns it (the raw wait status Wait would return).
-  // With a status pipe whose process reported, the process may still be finishing its exit:
-  // reported() is then true and Wait, the destructor or the caller's exit reaps it. A process
-  // that died without reporting (a pipe at EOF) is waited for.
-  Result<int> WaitForStatus();
-  bool reported() const { return reported_; }
-
  private:
   void KillAndReap();
   Result<std::optional<int>> Reap(bool block);
@@ -65,8 +52,6 @@ class ChildProcess {
   bool own_group_ = false;
   bool reaped_ = false;
   int status_ = 0;
-  UniqueFd status_pipe_;
-  bool reported_ = false;
 };
 
 // One step the forked child runs between the fd set-up and execve, in list order. It must only

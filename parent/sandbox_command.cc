@@ -81,7 +81,7 @@ Result<int> WaitForwardingSignals(ChildProcess& child) {
   if (sfd < 0) return Status::FromErrno(errno, "signalfd");
   UniqueFd signals(sfd);
   for (;;) {
-    pollfd fds[2] = {{child.status_fd(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
+    pollfd fds[2] = {{child.pidfd(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
     if (poll(fds, 2, -1) < 0) {
       if (errno == EINTR) continue;
       return Status::FromErrno(errno, "poll");
@@ -94,7 +94,7 @@ Result<int> WaitForwardingSignals(ChildProcess& child) {
     }
     if (fds[0].revents & (POLLIN | POLLHUP)) break;
   }
-  Result<int> status = child.WaitForStatus();
+  Result<int> status = child.Wait();
   sigprocmask(SIG_SETMASK, &old, nullptr);
   return status;
 }
@@ -200,11 +200,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;
   }
   Result<int> status = WaitForwardingSignals(*child);
-  // A layer-2 init that reported has reaped everything it ran and only its own exit is left:
-  // not waited for (we exit now; bubblewrap does the same). Anything else is killed and reaped.
-  const pid_t exiting = child->reported() ? child->pid() : -1;
-  if (child->reported()) (void)child->Release();
-  sandbox::KillAllDescendants(std::span<const pid_t>(&exiting, exiting > 0 ? 1 : 0));
+  sandbox::KillAllDescendants();
   for (const std::string& line : policy.enabled
                                      ? git->Restore(sandbox::GitSurfaceGuard::After::kDone)
                                      : std::vector<std::string>{}) {

@@ -31,15 +31,10 @@ constexpr unsigned long kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID
 long RawFork() { return syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr); }
 
 // Every keeper runs under no_new_privs and the base seccomp filter before it waits on anything.
-// It keeps no descriptor but `keep_stderr`'s fd 2 and `keep_fd` (>= 3, or -1).
-void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr, int keep_fd = -1) {
+// It keeps no descriptor but `keep_stderr`'s fd 2.
+void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr) {
   syscall(SYS_close_range, 0U, keep_stderr ? 1U : ~0U, 0U);
-  if (keep_fd >= 3) {
-    syscall(SYS_close_range, 3U, static_cast<unsigned>(keep_fd) - 1, 0U);
-    syscall(SYS_close_range, static_cast<unsigned>(keep_fd) + 1, ~0U, 0U);
-  } else {
-    syscall(SYS_close_range, 3U, ~0U, 0U);
-  }
+  syscall(SYS_close_range, 3U, ~0U, 0U);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   const char* step = "";
   DropAllCapabilitiesRaw(&step);
@@ -87,13 +82,11 @@ size_t InheritedFilters(const ContainPlan& p) {
 // PID-namespace init of a tool command: reaps everything and exits with the command's status.
 // Signals without a handler are not delivered to a namespace init, so the command (pid 2) gets
 // the caller's process-group signals and the init ignores them. When the command is gone, every
-// process it left is killed and reaped before the planted-file check. Then the exit status is
-// reported on the status pipe, if any, ahead of the init's own exit (which tears the namespaces
-// down): bubblewrap's init reports the same way.
+// process it left is killed and reaped before the planted-file check.
 [[noreturn]] void RunInit(pid_t command, const ContainPlan& p) {
   ConfineKeeperRaw(p.filters.empty() || InheritedFilters(p) > 0 ? std::span<const sock_filter>()
                                                                 : p.filters.front(),
-                   /*keep_stderr=*/true, p.status_pipe);
+                   /*keep_stderr=*/true);
   int exit_code = 127;
   for (;;) {
     int status = 0;
@@ -105,11 +98,6 @@ size_t InheritedFilters(const ContainPlan& p) {
     kill(-1, SIGKILL);
   }
   RemovePlantedRaw(p.mounts);
-  if (p.status_pipe >= 0) {
-    const int status = W_EXITCODE(exit_code, 0);  // What waitpid reports for this _exit.
-    ssize_t ignored = write(p.status_pipe, &status, sizeof status);  // Short: the caller waits.
-    (void)ignored;
-  }
   _exit(exit_code);
 }
 

@@ -71,9 +71,6 @@ struct ContainPlan {
   // spawning process's broker. -1: no broker.
   bool brokered = false;
   int broker_socket = -1;
-  // A tool's namespace init writes the command's wait status here (a pipe, carried into the
-  // child) once everything in the namespace is reaped, just before it exits. -1: none.
-  int status_pipe = -1;
 };
 
 // The writable trees: the workdir, the --writable paths, the task temp dir unless it lies in the

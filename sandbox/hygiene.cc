@@ -129,7 +129,7 @@ int ReapOrphans(std::span<const pid_t> owned) {
   return reaped;
 }
 
-int KillAllDescendants(std::span<const pid_t> exiting) {
+int KillAllDescendants() {
   int killed = 0;
   if (getpid() == 1) {
     // PID namespace init: kill(-1) reaches every other process in the namespace.
@@ -139,9 +139,6 @@ int KillAllDescendants(std::span<const pid_t> exiting) {
   // the namespace), so repeat until none are left.
   for (int round = 0; round < 10000; ++round) {
     std::vector<pid_t> children = ChildrenOf(getpid());
-    std::erase_if(children, [&](pid_t pid) {
-      return std::find(exiting.begin(), exiting.end(), pid) != exiting.end();
-    });
     if (children.empty()) break;
     for (pid_t pid : children) {
       if (kill(pid, SIGKILL) == 0) ++killed;
@@ -151,7 +148,7 @@ int KillAllDescendants(std::span<const pid_t> exiting) {
       }
     }
   }
-  // Reap anything that exited on its own in the meantime (an exiting one too, if it is done).
+  // Reap anything that exited on its own in the meantime.
   while (waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
   }
   return killed;

@@ -349,9 +349,7 @@ int ReapOrphans(std::span<const pid_t> owned = {});
 // Kills every descendant of the calling process, including setsid'd and double-forked daemons
 // (re-parented to this process as subreaper or PID-namespace init), and reaps them. forkbox-child
 // calls it when its task ends. It may reap children that ChildProcess handles still own (they then
-// report ECHILD), so call it last. `exiting`: children that reported their end and are only
-// exiting (a reported namespace init, ChildProcess::reported()): neither signalled nor waited
-// for. Returns the number of processes signalled.
-int KillAllDescendants(std::span<const pid_t> exiting = {});
+// report ECHILD), so call it last. Returns the number of processes signalled.
+int KillAllDescendants();
 
 }  // namespace forkbox::sandbox

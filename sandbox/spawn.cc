@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <mutex>
-#include <optional>
 #include <utility>
 
 #include "sandbox/cgroup.h"
@@ -192,17 +191,11 @@ Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options) const {
                   cgroup_ ? cgroup_->procs_fd() : -1, *shared);
   if (!plan.ok()) return plan.status();
   UniqueFd spawner;
-  std::optional<Pipe> status;  // The namespace init's early report (ChildProcess::WaitForStatus).
   if (plan->layer2) {
     spawner.reset(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
     if (!spawner) return Status::FromErrno(errno, "pidfd_open(self)");
     plan->spawner_pidfd = spawner.get();
     options.carry_fds.push_back(&plan->spawner_pidfd);
-    Result<Pipe> made = MakePipe();
-    if (!made.ok()) return made.status().WithContext("status pipe");
-    status = std::move(*made);
-    plan->status_pipe = status->write.get();
-    options.carry_fds.push_back(&plan->status_pipe);
   }
   options.carry_fds.push_back(&plan->ruleset_fd);
   if (plan->cgroup_procs_fd >= 0) options.carry_fds.push_back(&plan->cgroup_procs_fd);
@@ -210,10 +203,8 @@ Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options) const {
   options.clone_flags = CloneFlags(*plan);
   options.keeper_step = plan->layer2;  // The namespace init waits for the command.
   options.steps.push_back(ContainStep(*plan));
-  Result<ChildProcess> child =
-      plan->brokered ? SpawnBrokered(std::move(options), *plan) : forkbox::Spawn(options);
-  if (child.ok() && status) child->set_status_pipe(std::move(status->read));
-  return child;
+  if (!plan->brokered) return forkbox::Spawn(options);
+  return SpawnBrokered(std::move(options), *plan);
 }
 
 // A tool without network: its last filter's listener comes back over a socketpair and is served

@@ -300,47 +300,6 @@ TEST(ChildProcessTest, DestructorKillsAndReaps) {
   EXPECT_TRUE(FullyGone(pid)) << "pid " << pid << " left running or as a zombie";
 }
 
-// A process that reports its status on the status pipe is done for WaitForStatus while it still
-// runs (here it goes on sleeping): the result comes without waiting for the exit.
-TEST(ChildProcessTest, WaitForStatusTakesTheReportWithoutWaitingForTheExit) {
-  Result<Pipe> report = MakePipe();
-  ASSERT_TRUE(report.ok());
-  SpawnOptions o;
-  // W_EXITCODE(3, 0) = 0x300, little-endian.
-  o.argv = {"/bin/sh", "-c", "printf '\\000\\003\\000\\000' >&3; exec sleep 100000"};
-  o.fds = {{report->write.get(), 3}};
-  Result<ChildProcess> child = Spawn(o);
-  ASSERT_TRUE(child.ok()) << child.status().ToString();
-  report->write.reset();
-  child->set_status_pipe(std::move(report->read));
-  Result<int> status = child->WaitForStatus();
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
-  EXPECT_EQ(*status, W_EXITCODE(3, 0));
-  EXPECT_TRUE(child->reported());
-  EXPECT_TRUE(child->running()) << "the reported status came from the exit, not the pipe";
-  pid_t pid = child->pid();
-  *child = ChildProcess();  // The destructor still kills and reaps it.
-  EXPECT_TRUE(FullyGone(pid));
-}
-
-// One that exits without reporting (the pipe at EOF) is waited for: its real status.
-TEST(ChildProcessTest, WaitForStatusWaitsForOneThatDiedWithoutReporting) {
-  Result<Pipe> report = MakePipe();
-  ASSERT_TRUE(report.ok());
-  SpawnOptions o;
-  o.argv = {"/bin/sh", "-c", "exit 5"};
-  o.fds = {{report->write.get(), 3}};
-  Result<ChildProcess> child = Spawn(o);
-  ASSERT_TRUE(child.ok()) << child.status().ToString();
-  report->write.reset();
-  child->set_status_pipe(std::move(report->read));
-  Result<int> status = child->WaitForStatus();
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
-  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 5);
-  EXPECT_FALSE(child->reported());
-  EXPECT_FALSE(child->running());
-}
-
 TEST(ChildProcessTest, TryWaitSeesTheExitOnceThePidfdIsReadable) {
   Result<Pipe> in = MakePipe();
   ASSERT_TRUE(in.ok());

@@ -453,8 +453,9 @@ void ConfineTest::ExpectSigkillFate(bool by_parent) {
       daemon &&
       ::poll(&pfd, 1, GetParam().sandboxed && Layer2() && !by_parent ? 30'000 : 2'000) == 1;
   for (pid_t pid : ProcessesWith(token)) ::kill(pid, SIGKILL);
-  while (::waitpid(-1, nullptr, WNOHANG) > 0) {
-  }
+  // What else survived (the command's own `exec sleep 600`, the daemon's sleep) was re-parented
+  // to us, the subreaper: killed and reaped, so no run leaves sleeps behind.
+  forkbox::sandbox::KillAllDescendants();
   const char* whose = by_parent ? "the parent's own bash command" : "a task's bash command";
   if (GetParam().sandboxed && Layer2() && !by_parent) {
     EXPECT_TRUE(died) << "a daemon of " << whose << " survived SIGKILL of forkbox in layer 2";

@@ -573,53 +573,6 @@ TEST(SpawnSandboxed, Layer2KillsDaemonsWhenTheCommandEnds) {
   EXPECT_EQ(ReadAll(held->read.get()), "") << "EOF: every holder of the pipe is dead";
 }
 
-// A layer-2 init reports the command's status ahead of its own exit (the namespaces' teardown),
-// but only once everything in the namespace is gone: the daemons' pipe is at EOF the moment the
-// report arrives, with no waiting.
-TEST(SpawnSandboxed, Layer2InitReportsTheStatusOnlyOnceEverythingItRanIsGone) {
-  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
-  Policy policy = MakePolicy(MakeTempDir("spawn-report"));
-  Result<Pipe> held = MakePipe();
-  ASSERT_TRUE(held.ok());
-  SpawnOptions options;
-  options.argv = {"/bin/sh", "-c", "setsid sleep 100000 & (sleep 100000 &) ; exit 7"};
-  options.env = ToolEnvironment(policy, environ);
-  options.fds = {{held->write.get(), 3}};
-  options.new_session = true;
-  Result<ChildProcess> child = SpawnSandboxed(policy, std::move(options));
-  ASSERT_TRUE(child.ok()) << child.status().ToString();
-  held->write.reset();
-  Result<int> status = child->WaitForStatus();
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
-  EXPECT_EQ(*status, W_EXITCODE(7, 0));
-  EXPECT_TRUE(child->reported()) << "a layer-2 command's init reports its status";
-  pollfd p{held->read.get(), POLLIN, 0};
-  ASSERT_EQ(poll(&p, 1, 0), 1) << "a daemon still held the pipe when the status came";
-  char c;
-  EXPECT_EQ(read(held->read.get(), &c, 1), 0);
-  Result<int> waited = child->Wait();  // The init's own exit status says the same.
-  ASSERT_TRUE(waited.ok()) << waited.status().ToString();
-  EXPECT_EQ(*waited, *status);
-}
-
-// An init killed before it could report (the pipe at EOF): WaitForStatus waits and says so.
-TEST(SpawnSandboxed, Layer2InitKilledBeforeItsReportIsWaitedFor) {
-  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
-  Policy policy = MakePolicy(MakeTempDir("spawn-noreport"));
-  SpawnOptions options;
-  options.argv = {"/bin/sleep", "100000"};
-  options.env = ToolEnvironment(policy, environ);
-  options.new_session = true;
-  Result<ChildProcess> child = SpawnSandboxed(policy, std::move(options));
-  ASSERT_TRUE(child.ok()) << child.status().ToString();
-  ASSERT_TRUE(child->Signal(SIGKILL).ok());
-  Result<int> status = child->WaitForStatus();
-  ASSERT_TRUE(status.ok()) << status.status().ToString();
-  EXPECT_TRUE(WIFSIGNALED(*status)) << *status;
-  EXPECT_FALSE(child->reported());
-  EXPECT_FALSE(child->running());
-}
-
 // forkbox marks itself non-dumpable; a non-dumpable process's /proc/self files belong to root
 // until its new user namespace has maps, so a non-root caller used to fail the setgroups write
 // (EACCES) and lose layer 2. The command reports its pid: 2 in a fresh PID namespace.
