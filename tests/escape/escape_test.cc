@@ -586,13 +586,14 @@ bool I386EntryExists() {
 #if defined(__x86_64__)
   pid_t pid = fork();
   if (pid == 0) {
+    signal(SIGSEGV, SIG_DFL);  // A sanitizer's handler would turn the fault into an exit.
     long ret;
     asm volatile("int $0x80" : "=a"(ret) : "a"(20L) : "memory");
     _exit(ret > 0 ? 0 : 1);
   }
   int status = 0;
   if (pid < 0 || waitpid(pid, &status, 0) != pid) return true;  // Unknown: probe it anyway.
-  return WIFEXITED(status);
+  return WIFEXITED(status) && WEXITSTATUS(status) == 0;
 #else
   return false;
 #endif
