@@ -11,6 +11,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <functional>
@@ -334,16 +335,22 @@ TEST_P(BrokerScopeTest, DatagramSocketsRefused) { ExpectDatagramsRefused(); }
 
 // One thread connects in a tight loop while another flips the address between an inside socket
 // and the outside one and dup2()s sockets over the fd: the broker connects its own dup to the one
-// address it read, so no iteration reaches outside. Bounded; the control reaches it.
+// address it read, so no iteration reaches outside; the control reaches it.
 // The outside socket is bound after the start, so layer 2's mounts know nothing of it.
+// The probe stops after 20000 iterations or 30 s (a loaded, sanitized run is many times slower);
+// a sandboxed run that got through fewer than 1000 proves too little and fails.
 void BrokerScopeTest::ExpectRaceLost(const std::string& mode) {
   const std::string path = sock_dir_ + "/race.sock";
   std::optional<Listener> listener;
   RunResult r = AfterStart(
-      "exec " + std::string(ProbePath()) + " unix_race in.sock '" + path + "' 20000 " + mode,
+      "exec " + std::string(ProbePath()) + " unix_race in.sock '" + path + "' 20000 30 " + mode,
       [&] { listener.emplace(Listener::Unix(path)); });
   Verdict(r, (listener && listener->Contacted()) || ProbeSaysEscaped(r), Control::kAlways,
           "raced connect " + mode);
+  if (!sandboxed()) return;
+  const size_t at = r.out.find("RACE iterations=");
+  ASSERT_NE(at, std::string::npos) << r.Describe();
+  EXPECT_GE(std::atol(r.out.c_str() + at + 16), 1000) << "too few raced connects\n" << r.Describe();
 }
 
 TEST_P(BrokerScopeTest, RacedConnectNeverReachesOutside) { ExpectRaceLost("unix"); }
@@ -412,7 +419,7 @@ TEST_P(NetBrokerScopeTest, ContinuingSupervisorLosesTheRace) {
   const std::string path = sock_dir_ + "/race.sock";
   Listener listener = Listener::Unix(path);
   RunResult r = Shell("cd '" + work_ + "' && exec " + std::string(ProbePath()) +
-                      " unix_race in.sock '" + path + "' 20000 inet-continue");
+                      " unix_race in.sock '" + path + "' 20000 30 inet-continue");
   EXPECT_TRUE(listener.Contacted() || ProbeSaysEscaped(r))
       << "CONTROL: a continuing supervisor must lose the race\n"
       << r.Describe();
