@@ -411,8 +411,8 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
       &options.carry_fds, &options.steps};
 
   // CLONE_PARENT changes only whose child it is, not what the child does with the memory.
-  const bool share_memory =
-      kShareMemoryOnSpawn && (options.clone_flags & ~CLONE_PARENT) == 0 && !options.keeper_step;
+  const bool share_memory = kShareMemoryOnSpawn && (options.clone_flags & ~CLONE_PARENT) == 0 &&
+                            !options.keeper_step && !options.while_starting;
   // The report (at most sizeof(Report) + kMaxReportMessage < PIPE_BUF) fits an empty pipe whole.
   Result<Pipe> err_pipe = MakePipe(share_memory ? O_NONBLOCK : 0);
   if (!err_pipe.ok()) return err_pipe.status().WithContext("spawn");
@@ -437,6 +437,7 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
   if (pid < 0) return Status::FromErrno(clone_errno, "clone");
   err_pipe->write.reset();
   ChildProcess child(static_cast<pid_t>(pid), UniqueFd(pidfd), options.new_session);
+  if (options.while_starting) FORKBOX_RETURN_IF_ERROR(options.while_starting());
   Status report = ReadReport(err_pipe->read.get(), options, /*settled=*/share_memory);
   if (!report.ok()) return report;  // The child has _exit(127)ed; its destructor reaps it.
   return child;

@@ -87,6 +87,11 @@ struct SpawnOptions {
   // command): its memory must be its own, so no CLONE_VM.
   bool keeper_step = false;
   std::vector<SpawnStep> steps;
+  // Runs in the caller right after the clone, while the child runs its steps (so never with
+  // shared memory), before Spawn waits for the execve: work a step waits for (a sandbox's ruleset
+  // filled while the namespaces are set up). A failure is returned; the child is killed and
+  // reaped.
+  std::function<Status()> while_starting;
 };
 
 // clone + execve: the one fork+exec path. The child starts with default signal dispositions and

@@ -3,6 +3,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -241,7 +242,26 @@ int AddFreshRulesRaw(int ruleset_fd, uint64_t handled, bool private_tmp, const c
   return err == ENOENT ? 0 : err;
 }
 
+constexpr uint64_t kRulesetFilled = 1;
+constexpr uint64_t kRulesetFailed = 2;
+
+// Waits for FillPendingRuleset in the spawner: only a filled ruleset is ever enforced.
+int AwaitRulesetRaw(int ready_fd, const char** step) {
+  *step = "waiting for the spawner to fill the tool's Landlock ruleset";
+  uint64_t value = 0;
+  ssize_t n = -1;
+  do {
+    n = read(ready_fd, &value, sizeof value);
+  } while (n < 0 && errno == EINTR);
+  if (n < 0) return errno;
+  close(ready_fd);
+  return n == sizeof value && value == kRulesetFilled ? 0 : ECANCELED;
+}
+
 int RestrictRaw(const ContainPlan& p, const char** step) {
+  if (p.ruleset_ready_fd >= 0) {
+    if (int err = AwaitRulesetRaw(p.ruleset_ready_fd, step)) return err;
+  }
   if (p.add_fresh_rules) {
     if (int err =
             AddFreshRulesRaw(p.ruleset_fd, landlock::FsRightsForAbi(p.abi), p.private_tmp, step)) {
@@ -284,9 +304,9 @@ Status AddFilter(seccomp::Program program, ContainPlan& p) {
   return Status::Ok();
 }
 
-Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p,
-                    const std::vector<std::string>& own_writable = {}, bool scope_signals = true,
-                    bool read_scope_inherited = false) {
+landlock::RulesetSpec SpecOf(const Policy& policy, landlock::Mode mode, const ContainPlan& p,
+                             const std::vector<std::string>& own_writable = {},
+                             bool scope_signals = true, bool read_scope_inherited = false) {
   landlock::RulesetSpec spec;
   spec.read_scope_inherited = read_scope_inherited;
   spec.abi = p.abi;
@@ -299,10 +319,32 @@ Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p,
   spec.read_grants = policy.read_grants;
   spec.allow_net = policy.allow_net;
   spec.model_port = mode == landlock::Mode::kAgent ? policy.model_port : 0;
-  Result<UniqueFd> ruleset = landlock::BuildRuleset(spec);
+  return spec;
+}
+
+Status BuildRuleset(const Policy& policy, landlock::Mode mode, ContainPlan& p,
+                    const std::vector<std::string>& own_writable = {}, bool scope_signals = true,
+                    bool read_scope_inherited = false) {
+  Result<UniqueFd> ruleset = landlock::BuildRuleset(
+      SpecOf(policy, mode, p, own_writable, scope_signals, read_scope_inherited));
   if (!ruleset.ok()) return ruleset.status();
   p.ruleset = std::move(*ruleset);
   p.ruleset_fd = p.ruleset.get();
+  return Status::Ok();
+}
+
+// The tool's ruleset, empty for now: FillPendingRuleset fills it while the namespaces are set up.
+Status PlanPendingRuleset(const Policy& policy, ContainPlan& p) {
+  landlock::RulesetSpec spec = SpecOf(policy, landlock::Mode::kTool, p);
+  Result<UniqueFd> ruleset = landlock::CreateEmptyRuleset(spec);
+  if (!ruleset.ok()) return ruleset.status();
+  UniqueFd ready(eventfd(0, EFD_CLOEXEC));
+  if (!ready) return Status::FromErrno(errno, "eventfd(tool ruleset filled)");
+  p.ruleset = std::move(*ruleset);
+  p.ruleset_fd = p.ruleset.get();
+  p.ruleset_ready = std::move(ready);
+  p.ruleset_ready_fd = p.ruleset_ready.get();
+  p.pending_rules = std::move(spec);
   return Status::Ok();
 }
 
@@ -408,8 +450,20 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
     p.add_fresh_rules = false;
     return p;
   }
-  FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kTool, p));
+  FORKBOX_RETURN_IF_ERROR(p.layer2 ? PlanPendingRuleset(policy, p)
+                                   : BuildRuleset(policy, landlock::Mode::kTool, p));
   return p;
+}
+
+Status FillPendingRuleset(ContainPlan& p) {
+  if (!p.pending_rules) return Status::Ok();
+  Status filled = landlock::FillRuleset(p.ruleset.get(), *p.pending_rules);
+  p.pending_rules.reset();
+  const uint64_t value = filled.ok() ? kRulesetFilled : kRulesetFailed;
+  if (write(p.ruleset_ready.get(), &value, sizeof value) != sizeof value && filled.ok()) {
+    return Status::FromErrno(errno, "write(tool ruleset filled)");
+  }
+  return filled;
 }
 
 Result<UniqueFd> ToolRuleset(const Policy& policy, int abi, bool layer2, bool inside_agent) {
@@ -507,12 +561,24 @@ int ContainRaw(ContainPlan& p, const char** step) {
   return RestrictRaw(p, step);
 }
 
-unsigned long CloneFlags(const ContainPlan& plan) {
-  return plan.layer2 && !plan.unshare ? kNamespaces : 0;
-}
-
-SpawnStep ContainStep(ContainPlan& plan) {
-  return SpawnStep{"contain", [&plan](const char** what) { return ContainRaw(plan, what); }};
+Status AddContainStep(ContainPlan& p, SpawnOptions& options) {
+  if (p.layer2) {
+    p.spawner.reset(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
+    if (!p.spawner) return Status::FromErrno(errno, "pidfd_open(self)");
+    p.spawner_pidfd = p.spawner.get();
+    options.carry_fds.push_back(&p.spawner_pidfd);
+  }
+  options.carry_fds.push_back(&p.ruleset_fd);
+  if (p.ruleset_ready_fd >= 0) options.carry_fds.push_back(&p.ruleset_ready_fd);
+  if (p.cgroup_procs_fd >= 0) options.carry_fds.push_back(&p.cgroup_procs_fd);
+  if (p.broker_socket >= 0) options.carry_fds.push_back(&p.broker_socket);
+  // Off the critical path: the namespaces are set up while this process fills the ruleset.
+  if (p.pending_rules) options.while_starting = [&p] { return FillPendingRuleset(p); };
+  options.clone_flags = p.layer2 && !p.unshare ? kNamespaces : 0;
+  options.keeper_step = p.layer2;  // The namespace init waits for the command.
+  options.steps.push_back(
+      SpawnStep{"contain", [&p](const char** what) { return ContainRaw(p, what); }});
+  return Status::Ok();
 }
 
 }  // namespace forkbox::sandbox

@@ -14,6 +14,7 @@
 
 #include <linux/filter.h>
 
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -55,6 +56,7 @@ struct ContainPlan {
   // A spawned tool's namespace init dies with the spawner (PDEATHSIG); this pidfd of the spawner
   // (carried into the child) tells whether it is already gone. -1 for the agent, whose waiter is
   // the process that already has PDEATHSIG.
+  UniqueFd spawner;
   int spawner_pidfd = -1;
   // Landlock: owned here, or (ruleset empty) a handle's shared ruleset (ToolRuleset) that
   // ruleset_fd names and that already holds the fresh-mount rules.
@@ -63,6 +65,13 @@ struct ContainPlan {
   // The ruleset lacks the rules of the private tmpfs and fresh mounts, which exist only once
   // the command's mount namespace does: ContainRaw adds them.
   bool add_fresh_rules = true;
+  // Set (layer 2, a per-command ruleset): `ruleset` is still empty, and the spawner fills it from
+  // this spec while the namespaces are set up (FillPendingRuleset, a SpawnOptions::while_starting
+  // hook), then writes the eventfd that ruleset_ready_fd names (carried into the child):
+  // RestrictRaw waits for it. Saves the ~170 rules' opens as root from the spawn's critical path.
+  std::optional<landlock::RulesetSpec> pending_rules;
+  UniqueFd ruleset_ready;
+  int ruleset_ready_fd = -1;
   int abi = 0;
   std::vector<std::span<const sock_filter>> filters;  // Installed in order.
   bool all_threads = false;                           // SECCOMP_FILTER_FLAG_TSYNC.
@@ -94,6 +103,10 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
 // every command nests (RulesetSpec::read_scope_inherited): ~8 rules instead of ~190 as root.
 Result<UniqueFd> ToolRuleset(const Policy& policy, int abi, bool layer2, bool inside_agent);
 
+// Fills a plan's pending ruleset and tells the child (pending_rules); OK when nothing is pending.
+// On failure the child is told too and fails its spawn step; the error names the failing rule.
+Status FillPendingRuleset(ContainPlan& plan);
+
 // The contain plan for the agent itself (in-process, Keeper::kWaiter).
 Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int cgroup_procs_fd);
 
@@ -108,8 +121,9 @@ Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
 // failing call. In layer 2 this forks: the keeper never returns.
 int ContainRaw(ContainPlan& plan, const char** step);
 
-// The same pipeline as one spawn step (the clone flags come from the plan).
-SpawnStep ContainStep(ContainPlan& plan);
-unsigned long CloneFlags(const ContainPlan& plan);
+// The same pipeline as the spawn's step: the plan's clone flags, carried fds (a layer-2 plan gets a
+// pidfd of this process, owned by the plan) and, for a pending ruleset, the while_starting hook
+// that fills it. `plan` must outlive the Spawn call.
+Status AddContainStep(ContainPlan& plan, SpawnOptions& options);
 
 }  // namespace forkbox::sandbox

@@ -34,6 +34,7 @@ bool ValidName(const std::string& name) {
 
 void ListStores(const Policy& policy, std::vector<std::string>* denied,
                 std::vector<std::string>* credentials);
+std::vector<std::string> HomesOf(const Policy& policy);
 
 Result<std::string> Canonical(const std::string& path, const char* what) {
   if (path.empty()) return Status::InvalidArgument(std::string(what) + ": empty path");
@@ -115,6 +116,7 @@ Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdi
     r = c.string();
   }
   if (policy.enabled) {
+    policy.homes = HomesOf(policy);
     std::vector<std::string> denied, credentials;
     ListStores(policy, &denied, &credentials);
     policy.read_grants = landlock::ReadScopeGrants(denied);
@@ -144,6 +146,7 @@ bool Beneath(const std::string& path, const std::string& root) {
 // ~) and the password database's home for this uid (where the user's stores really are under
 // sudo -E or a changed $HOME).
 std::vector<std::string> HomesOf(const Policy& policy) {
+  if (policy.homes) return *policy.homes;
   std::vector<std::string> homes;
   std::string home = policy.home;
   if (home.empty()) {

@@ -211,16 +211,20 @@ uint64_t HandledFsRights(const RulesetSpec& spec) {
   return FsRightsForAbi(spec.abi) & ~(spec.read_scope_inherited ? kReadRights : 0);
 }
 
-Result<UniqueFd> BuildRuleset(const RulesetSpec& spec) {
+namespace {
+
+bool RestrictsNet(const RulesetSpec& spec) {
+  if (spec.abi < 4 || spec.allow_net) return false;
+  return spec.mode == Mode::kTool || (spec.mode == Mode::kAgent && spec.model_port != 0);
+}
+
+}  // namespace
+
+Result<UniqueFd> CreateEmptyRuleset(const RulesetSpec& spec) {
   if (spec.abi < 1) return Status::Unavailable("landlock: no supported ABI");
   RulesetAttr attr{};
   attr.handled_access_fs = HandledFsRights(spec);
-  bool restrict_net = false;
-  if (spec.abi >= 4) {
-    if (spec.mode == Mode::kTool && !spec.allow_net) restrict_net = true;
-    if (spec.mode == Mode::kAgent && !spec.allow_net && spec.model_port != 0) restrict_net = true;
-  }
-  if (restrict_net) attr.handled_access_net = kNetBindTcp | kNetConnectTcp;
+  if (RestrictsNet(spec)) attr.handled_access_net = kNetBindTcp | kNetConnectTcp;
   if (spec.abi >= 6) attr.scoped = kScopeAbstractUnix | (spec.scope_signals ? kScopeSignal : 0);
   // Older kernels reject a struct larger than they know unless the tail is zero; pass only the
   // fields the ABI has.
@@ -229,28 +233,37 @@ Result<UniqueFd> BuildRuleset(const RulesetSpec& spec) {
                                 : offsetof(RulesetAttr, handled_access_net);
   int raw = CreateRuleset(&attr, size, 0);
   if (raw < 0) return Status::FromErrno(errno, "landlock_create_ruleset");
-  UniqueFd ruleset(raw);
+  return UniqueFd(raw);
+}
 
-  if (!spec.read_scope_inherited) FORKBOX_RETURN_IF_ERROR(AddReadScope(ruleset.get(), spec));
+Status FillRuleset(int ruleset_fd, const RulesetSpec& spec) {
+  const uint64_t handled = HandledFsRights(spec);
+  if (!spec.read_scope_inherited) FORKBOX_RETURN_IF_ERROR(AddReadScope(ruleset_fd, spec));
   for (const std::string& path : spec.writable) {
-    if (int err = AddPathRule(ruleset.get(), path.c_str(), attr.handled_access_fs); err != 0) {
+    if (int err = AddPathRule(ruleset_fd, path.c_str(), handled); err != 0) {
       return Status::FromErrno(err, "landlock_add_rule(" + path + ", write)");
     }
   }
-  const uint64_t dev_rights =
-      (kWriteFile | kReadFile | kTruncate | kIoctlDev) & attr.handled_access_fs;
+  const uint64_t dev_rights = (kWriteFile | kReadFile | kTruncate | kIoctlDev) & handled;
   for (const char* dev : {"/dev/null", "/dev/zero", "/dev/full"}) {
-    if (int err = AddPathRule(ruleset.get(), dev, dev_rights); err != 0) {
+    if (int err = AddPathRule(ruleset_fd, dev, dev_rights); err != 0) {
       return Status::FromErrno(err, std::string("landlock_add_rule(") + dev + ")");
     }
   }
-  if (restrict_net && spec.mode == Mode::kAgent) {
+  if (RestrictsNet(spec) && spec.mode == Mode::kAgent) {
     NetPortAttr port{kNetConnectTcp, spec.model_port};
-    if (AddRule(ruleset.get(), kRuleNetPort, &port) != 0) {
+    if (AddRule(ruleset_fd, kRuleNetPort, &port) != 0) {
       return Status::FromErrno(
           errno, "landlock_add_rule(tcp connect " + std::to_string(spec.model_port) + ")");
     }
   }
+  return Status::Ok();
+}
+
+Result<UniqueFd> BuildRuleset(const RulesetSpec& spec) {
+  Result<UniqueFd> ruleset = CreateEmptyRuleset(spec);
+  if (!ruleset.ok()) return ruleset;
+  FORKBOX_RETURN_IF_ERROR(FillRuleset(ruleset->get(), spec));
   return ruleset;
 }
 

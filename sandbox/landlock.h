@@ -93,6 +93,13 @@ struct RulesetSpec {
 // carved directory (a new ~/.netrc, ~/.aws): only what existed at build time was granted.
 Result<UniqueFd> BuildRuleset(const RulesetSpec& spec);
 
+// BuildRuleset in two halves, for a spawner that fills the ruleset while its command's namespaces
+// are set up: an empty ruleset handling what `spec` handles, and then its rules (only once
+// FillRuleset returned OK may a process restrict itself with it; until then it is a subset of
+// the allow-list, never more).
+Result<UniqueFd> CreateEmptyRuleset(const RulesetSpec& spec);
+Status FillRuleset(int ruleset_fd, const RulesetSpec& spec);
+
 // The entries of the carved directories that get read+execute (see BuildRuleset).
 std::vector<Grant> ReadScopeGrants(const std::vector<std::string>& denied);
 

@@ -45,6 +45,9 @@ struct Policy : Settings {
   // over it.
   std::optional<std::vector<std::string>> denied_reads;
   std::optional<std::vector<std::string>> credential_paths;
+  // Every home whose stores are denied (`home` and the password database's, canonical), as
+  // ResolvePolicy found them: one passwd lookup per process; nullopt: looked up at each use.
+  std::optional<std::vector<std::string>> homes;
   // Per-task temp dir (a writable tree): <workdir>/.forkbox-tmp/task-XXXXXX (TaskTmpDir).
   std::string tmpdir;
   // What tools get as TMPDIR/TMP/TEMP: TaskTmpDir::short_path(), a symbolic link to `tmpdir`

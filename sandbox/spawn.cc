@@ -166,9 +166,11 @@ Status Sandbox::Prewarm() const {
 }
 
 Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
-  if (!options.steps.empty() || !options.carry_fds.empty() || options.clone_flags != 0) {
+  if (!options.steps.empty() || !options.carry_fds.empty() || options.clone_flags != 0 ||
+      options.while_starting) {
     return Status::InvalidArgument(
-        "sandboxed spawn: steps, carry_fds and clone_flags must be empty (the sandbox owns them)");
+        "sandboxed spawn: steps, carry_fds, clone_flags and while_starting must be empty (the "
+        "sandbox owns them)");
   }
   if (options.cwd.empty()) options.cwd = policy_.workdir;
   if (!policy_.enabled) return forkbox::Spawn(options);
@@ -190,21 +192,10 @@ Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options) const {
       PrepareTool(policy_, report_.landlock_abi, report_.layer == 2, inside_agent(), options.argv,
                   cgroup_ ? cgroup_->procs_fd() : -1, *shared);
   if (!plan.ok()) return plan.status();
-  UniqueFd spawner;
-  if (plan->layer2) {
-    spawner.reset(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
-    if (!spawner) return Status::FromErrno(errno, "pidfd_open(self)");
-    plan->spawner_pidfd = spawner.get();
-    options.carry_fds.push_back(&plan->spawner_pidfd);
-  }
-  options.carry_fds.push_back(&plan->ruleset_fd);
-  if (plan->cgroup_procs_fd >= 0) options.carry_fds.push_back(&plan->cgroup_procs_fd);
   plan->pid_max = RootPidNamespaceMax(plan->layer2, policy_.rlimit_nproc);
-  options.clone_flags = CloneFlags(*plan);
-  options.keeper_step = plan->layer2;  // The namespace init waits for the command.
-  options.steps.push_back(ContainStep(*plan));
-  if (!plan->brokered) return forkbox::Spawn(options);
-  return SpawnBrokered(std::move(options), *plan);
+  if (plan->brokered) return SpawnBrokered(std::move(options), *plan);
+  FORKBOX_RETURN_IF_ERROR(AddContainStep(*plan, options));
+  return forkbox::Spawn(options);
 }
 
 // A tool without network: its last filter's listener comes back over a socketpair and is served
@@ -216,7 +207,7 @@ Result<ChildProcess> Sandbox::SpawnBrokered(SpawnOptions options, ContainPlan& p
   }
   UniqueFd ours(pair[0]), theirs(pair[1]);
   plan.broker_socket = theirs.get();
-  options.carry_fds.push_back(&plan.broker_socket);
+  FORKBOX_RETURN_IF_ERROR(AddContainStep(plan, options));
   // The agent's and the launcher's Landlock domains scope abstract sockets (ABI 6) and the
   // tools' domains nest in them; so does a ForCommand caller's own. An unconfined caller
   // (ForTools) spawns from the broker's thread, which entered a domain of its own scoping them,

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <filesystem>
 #include <string>
 
@@ -139,6 +140,62 @@ TEST(SpawnTest, StepsRunInOrderInTheChildWithCarriedFds) {
   side->write.reset();
   EXPECT_EQ(ReadAllFromFd(out->read.get()), "1\n2\nexec\nclosed\n");
   EXPECT_EQ(ReadAllFromFd(side->read.get()), "c");
+}
+
+// while_starting runs in the caller while the child runs its steps: a step that waits for what
+// the hook writes gets it, and only then does the child exec. (Were the hook run after the wait
+// for execve, the step would time out: its poll is a guard against a hang, not a sleep.)
+TEST(SpawnTest, WhileStartingRunsWhileTheStepsWaitForIt) {
+  Result<Pipe> out = MakePipe();
+  ASSERT_TRUE(out.ok());
+  Result<Pipe> go = MakePipe();
+  ASSERT_TRUE(go.ok());
+  SpawnOptions o = Sh("echo exec");
+  o.fds = {{out->write.get(), 1}};
+  int go_read = go->read.get();
+  o.carry_fds = {&go_read};
+  o.steps.push_back({"wait for the hook", [&go_read](const char**) {
+                       pollfd p = {go_read, POLLIN, 0};
+                       char c = 0;
+                       if (::poll(&p, 1, 30000) != 1 || ::read(go_read, &c, 1) != 1) return ETIME;
+                       return c == 'g' && ::write(1, "got\n", 4) == 4 ? 0 : EIO;
+                     }});
+  bool ran = false;
+  o.while_starting = [&] {
+    ran = true;
+    return ::write(go->write.get(), "g", 1) == 1 ? Status::Ok() : Status::FromErrno(errno, "write");
+  };
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  EXPECT_TRUE(ran);
+  out->write.reset();
+  EXPECT_EQ(ReadAllFromFd(out->read.get()), "got\nexec\n");
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
+}
+
+// A failing hook is the spawn's error, and the child it started is killed and reaped.
+TEST(SpawnTest, WhileStartingFailureKillsTheChild) {
+  Result<Pipe> out = MakePipe();
+  ASSERT_TRUE(out.ok());
+  SpawnOptions o = Sh("exec sleep 600");
+  o.fds = {{out->write.get(), 1}};
+  o.steps.push_back({"report pid", [](const char**) {
+                       char line[32];
+                       int n = std::snprintf(line, sizeof line, "%d\n", static_cast<int>(getpid()));
+                       return ::write(1, line, static_cast<size_t>(n)) == n ? 0 : EIO;
+                     }});
+  pid_t pid = -1;
+  o.while_starting = [&] {
+    pid = ReadPid(out->read.get());  // The child is running its steps.
+    return Status::Internal("the hook failed");
+  };
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.status().message(), "the hook failed");
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(FullyGone(pid)) << "the child of a failed spawn must be reaped";
 }
 
 TEST(SpawnTest, CloneFlagsGiveTheChildNewNamespaces) {

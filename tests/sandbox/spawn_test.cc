@@ -113,6 +113,75 @@ TEST(ToolRuleset, SharedOnlyWhereCommandsGetNoMountNamespaceOfTheirOwn) {
   EXPECT_TRUE(fresh->add_fresh_rules);
 }
 
+// A layer-2 command's ruleset is filled by the spawner while the namespaces are set up: the plan
+// holds it empty with its spec, and the fill says on the eventfd whether it succeeded (1) or not.
+TEST(ToolRuleset, Layer2RulesetIsFilledWhileTheCommandStarts) {
+  int abi = 0;
+  ASSERT_TRUE(CheckEnforceable(&abi).ok());
+  Policy policy = MakePolicy(MakeTempDir("pending-ruleset"));
+  const std::vector<std::string> argv = {"/bin/true"};
+  for (const bool fails : {false, true}) {
+    Result<ContainPlan> plan = PrepareTool(policy, abi, /*layer2=*/true, false, argv, -1);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    ASSERT_TRUE(plan->pending_rules.has_value());
+    ASSERT_GE(plan->ruleset_ready_fd, 0);
+    if (fails) plan->pending_rules->writable.push_back("/nonexistent-forkbox-writable");
+    Status filled = FillPendingRuleset(*plan);
+    EXPECT_EQ(filled.ok(), !fails) << filled.ToString();
+    if (fails) {
+      EXPECT_NE(filled.message().find("landlock_add_rule(/nonexistent-forkbox-writable, write)"),
+                std::string::npos)
+          << filled.ToString();
+    }
+    uint64_t said = 0;
+    ASSERT_EQ(read(plan->ruleset_ready_fd, &said, sizeof said), 8);
+    EXPECT_EQ(said, fails ? 2u : 1u);
+    EXPECT_FALSE(plan->pending_rules.has_value());
+  }
+  // Control: layer 1 builds the whole ruleset before the spawn; nothing is pending.
+  Result<ContainPlan> layer1 = PrepareTool(policy, abi, /*layer2=*/false, false, argv, -1);
+  ASSERT_TRUE(layer1.ok()) << layer1.status().ToString();
+  EXPECT_FALSE(layer1->pending_rules.has_value());
+  EXPECT_LT(layer1->ruleset_ready_fd, 0);
+}
+
+// The command waits for the fill and refuses a ruleset its spawner could not fill: the spawn
+// fails with that step, whatever the hook itself returned. Control: the same plan filled
+// normally runs the command.
+TEST(ToolRuleset, CommandRefusesARulesetItsSpawnerCouldNotFill) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  int abi = 0;
+  ASSERT_TRUE(CheckEnforceable(&abi).ok());
+  Policy policy = MakePolicy(MakeTempDir("unfilled-ruleset"));
+  for (const bool fails : {true, false}) {
+    Result<ContainPlan> plan = PrepareTool(policy, abi, /*layer2=*/true, false, {"/bin/true"}, -1);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    if (fails) plan->pending_rules->writable.push_back("/nonexistent-forkbox-writable");
+    SpawnOptions options;
+    options.argv = {"/bin/true"};
+    options.cwd = policy.workdir;
+    ASSERT_TRUE(AddContainStep(*plan, options).ok());
+    // The failure is told to the command but not returned here: the command must refuse it.
+    options.while_starting = [&] {
+      (void)FillPendingRuleset(*plan);
+      return Status::Ok();
+    };
+    Result<ChildProcess> child = Spawn(options);
+    if (fails) {
+      ASSERT_FALSE(child.ok()) << "ran under a ruleset its spawner could not fill";
+      EXPECT_NE(child.status().message().find(
+                    "waiting for the spawner to fill the tool's Landlock ruleset"),
+                std::string::npos)
+          << child.status().ToString();
+      continue;
+    }
+    ASSERT_TRUE(child.ok()) << child.status().ToString();
+    Result<int> status = child->Wait();
+    ASSERT_TRUE(status.ok());
+    EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
+  }
+}
+
 // A tool can replace `<workdir>/.forkbox-tmp` with a symbolic link out of the workdir before a
 // later command's (or task's) sandbox is built. The temp dir inside the workdir is then no rule of
 // its own, so the link grants nothing: the ruleset a layer-1 command restricts itself with refuses
