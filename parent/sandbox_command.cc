@@ -229,7 +229,9 @@ int SandboxCommandMain(int argc, char** argv) {
     }
     cl->workdir = cwd;
   }
-  Result<sandbox::Policy> policy = sandbox::ResolvePolicy(cl->settings, cl->workdir);
+  // This process never confines its own reads: the grants are listed with the ruleset.
+  Result<sandbox::Policy> policy =
+      sandbox::ResolvePolicy(cl->settings, cl->workdir, sandbox::GrantListing::kAtTheRuleset);
   if (!policy.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", policy.status().message().c_str());
     return 2;

@@ -92,7 +92,8 @@ std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ) {
   return env;
 }
 
-Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdir) {
+Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdir,
+                             GrantListing listing) {
   Policy policy;
   static_cast<Settings&>(policy) = settings;
   Result<std::string> wd = Canonical(workdir, "workdir");
@@ -119,7 +120,7 @@ Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdi
     policy.homes = HomesOf(policy);
     std::vector<std::string> denied, credentials;
     ListStores(policy, &denied, &credentials);
-    policy.read_grants = landlock::ReadScopeGrants(denied);
+    if (listing == GrantListing::kNow) policy.read_grants = landlock::ReadScopeGrants(denied);
     policy.denied_reads = std::move(denied);
     policy.credential_paths = std::move(credentials);
   }

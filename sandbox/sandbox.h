@@ -62,7 +62,13 @@ struct Policy : Settings {
 // Canonicalises and validates the settings for `workdir` (no field-by-field copy: a Policy is the
 // Settings plus what only this process knows). Fails on a workdir or --writable path that does
 // not exist, an invalid --env name or a non-positive rlimit.
-Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdir);
+// When the read scope's grants (Policy::read_grants) are listed: kNow, for a process that later
+// confines its own reads (it could not list the carved directories then), or kAtTheRuleset, for
+// one whose reads stay unconfined (`forkbox sandbox`: listed while its command's namespaces are set
+// up, off the critical path).
+enum class GrantListing { kNow, kAtTheRuleset };
+Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdir,
+                             GrantListing listing = GrantListing::kNow);
 
 // The credential stores tools must not read, whether they exist now or are created later, canonical
 // where they exist: the same list as CredentialPaths, below every home (policy.home and the

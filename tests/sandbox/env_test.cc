@@ -112,5 +112,22 @@ TEST(ResolvePolicy, CanonicalisesAndValidates) {
   EXPECT_FALSE(ResolvePolicy(Settings{}, "/etc/passwd").ok());
 }
 
+// The stores and homes are resolved once either way; the read scope's grants only with kNow (a
+// process that confines its own reads later), and left to the ruleset with kAtTheRuleset.
+TEST(ResolvePolicy, ListsTheReadGrantsOnlyWhenAskedToListThemNow) {
+  const std::string dir = testing::MakeTempDir("policy-grants");
+  Result<Policy> now = ResolvePolicy(Settings{}, dir);
+  ASSERT_TRUE(now.ok()) << now.status().ToString();
+  EXPECT_TRUE(now->homes.has_value());
+  ASSERT_TRUE(now->denied_reads.has_value());
+  if (now->denied_reads->empty()) GTEST_SKIP() << "no credential store to carve around here";
+  EXPECT_FALSE(now->read_grants.empty());
+  Result<Policy> later = ResolvePolicy(Settings{}, dir, GrantListing::kAtTheRuleset);
+  ASSERT_TRUE(later.ok()) << later.status().ToString();
+  EXPECT_TRUE(later->read_grants.empty());
+  EXPECT_EQ(later->denied_reads, now->denied_reads);
+  EXPECT_EQ(later->homes, now->homes);
+}
+
 }  // namespace
 }  // namespace forkbox::sandbox
