@@ -480,36 +480,4 @@ const Rule* FindRule(Program program, const std::string& syscall) {
   return nullptr;
 }
 
-int InstallRaw(std::span<const sock_filter> program, bool all_threads) {
-  sock_fprog prog{static_cast<unsigned short>(program.size()),
-                  const_cast<sock_filter*>(program.data())};
-  unsigned flags = all_threads ? SECCOMP_FILTER_FLAG_TSYNC : 0;
-  long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, flags, &prog);
-  if (rc < 0) return errno;
-  if (rc > 0) return ESRCH;  // TSYNC: a thread could not be synchronised.
-  return 0;
-}
-
-int InstallWithListenerRaw(std::span<const sock_filter> program, int* listener) {
-  sock_fprog prog{static_cast<unsigned short>(program.size()),
-                  const_cast<sock_filter*>(program.data())};
-  long rc = syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, SECCOMP_FILTER_FLAG_NEW_LISTENER, &prog);
-  if (rc < 0) return errno;
-  *listener = static_cast<int>(rc);
-  return 0;
-}
-
-bool Available(Status* error) {
-  if (prctl(PR_GET_SECCOMP, 0, 0, 0, 0) < 0) {
-    if (error) *error = Status::FromErrno(errno, "prctl(PR_GET_SECCOMP)");
-    return false;
-  }
-  uint32_t action = SECCOMP_RET_KILL_PROCESS;
-  if (syscall(SYS_seccomp, SECCOMP_GET_ACTION_AVAIL, 0, &action) != 0) {
-    if (error) *error = Status::FromErrno(errno, "seccomp(GET_ACTION_AVAIL, KILL_PROCESS)");
-    return false;
-  }
-  return true;
-}
-
 }  // namespace forkbox::sandbox::seccomp

@@ -116,6 +116,23 @@ TEST_F(LazyHttp, TheBinaryAndTheHttpModuleLinkNoTlsLibraryTheTlsModuleOnlyOpenSs
   }
 }
 
+// Every shared library costs each start (`forkbox sandbox -- CMD`, each task child) its loading:
+// the executables link libc alone. libseccomp stays with the build-time table compiler
+// (sandbox/seccomp_install.cc holds the runtime half), and no libm is needed.
+TEST_F(LazyHttp, TheExecutablesLinkLibcAlone) {
+  for (const char* exe : {"forkbox", "forkbox-child"}) {
+    Outcome ldd = Shell("ldd " + std::string(FORKBOX_BIN_DIR) + "/" + exe);
+    ASSERT_EQ(ldd.exit_code, 0) << ldd.err;
+    const std::vector<std::string> libs = Libraries(ldd.out);
+    ASSERT_NE(std::find(libs.begin(), libs.end(), "libc.so.6"), libs.end()) << ldd.out;
+    for (const std::string& lib : libs) {
+      const bool allowed = lib == "libc.so.6" || lib.rfind("linux-vdso", 0) == 0 ||
+                           lib.find("/ld-linux") != std::string::npos || SanitizerRuntime(lib);
+      EXPECT_TRUE(allowed) << lib << " in " << exe << ":\n" << ldd.out;
+    }
+  }
+}
+
 TEST_F(LazyHttp, VersionAndSandboxRunWithoutTheModule) {
   const std::string forkbox = (dir_ / "bin" / "forkbox").string();
   Outcome version = Shell(forkbox + " --version");
