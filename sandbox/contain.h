@@ -89,7 +89,8 @@ std::vector<std::string> WritableTrees(const Policy& policy);
 // The contain plan for a tool command. `inside_agent`: the caller is already an agent sandbox, so
 // namespaces, the base filter and the cgroup are inherited and only the tool layer is added.
 // `cgroup_procs_fd` is the owned cgroup's procs fd, or -1. `shared_ruleset_fd` >= 0: a ruleset
-// from ToolRuleset for the same arguments, used (not owned) instead of building one.
+// from ToolRuleset for the same arguments, used (not owned) instead of building one. A layer-2
+// plan's own ruleset is left pending (ContainPlan::pending_rules): AddContainStep fills it.
 Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool inside_agent,
                                 const std::vector<std::string>& argv, int cgroup_procs_fd,
                                 int shared_ruleset_fd = -1);
@@ -98,9 +99,10 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
 // its commands (a ruleset can restrict any number of processes; it is never changed after this).
 // Only where commands get no mount namespace of their own (inside an agent, or layer 1): the
 // private tmpfs and fresh mounts are then the caller's, so their rules are added here. Elsewhere
-// (an unsandboxed caller in layer 2) an empty fd: each command builds its own. `inside_agent`:
-// the ruleset leaves reads to the agent's own domain, which holds the same read scope and in which
-// every command nests (RulesetSpec::read_scope_inherited): ~8 rules instead of ~190 as root.
+// (an unsandboxed caller in layer 2) an empty fd: each command gets its own (PrepareTool).
+// `inside_agent`: the ruleset leaves reads to the agent's own domain, which holds the same read
+// scope and in which every command nests (RulesetSpec::read_scope_inherited): ~8 rules instead of
+// ~190 as root.
 Result<UniqueFd> ToolRuleset(const Policy& policy, int abi, bool layer2, bool inside_agent);
 
 // Fills a plan's pending ruleset and tells the child (pending_rules); OK when nothing is pending.
