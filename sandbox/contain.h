@@ -68,7 +68,7 @@ struct ContainPlan {
   // Set (layer 2, a per-command ruleset): `ruleset` is still empty, and the spawner fills it from
   // this spec while the namespaces are set up (FillPendingRuleset, a SpawnOptions::while_starting
   // hook), then writes the eventfd that ruleset_ready_fd names (carried into the child):
-  // RestrictRaw waits for it. Saves the ~170 rules' opens as root from the spawn's critical path.
+  // RestrictRaw waits for it. Takes the ~170 rules of root's read scope off the critical path.
   std::optional<landlock::RulesetSpec> pending_rules;
   UniqueFd ruleset_ready;
   int ruleset_ready_fd = -1;
