@@ -1,10 +1,13 @@
-// forkbox-bench-spawn N -- CMD [ARGS...]: runs CMD N times (after one untimed warm-up), each with a
-// plain fork + execve + waitpid, stdio on /dev/null, and prints {"ns":[...]}: the wall time of each
-// run on CLOCK_MONOTONIC, and {"cpu_ns":[...]}: the user+system CPU time of each run's whole
-// process tree (wait4's rusage: the child and every descendant it reaped), which a loaded machine
-// stretches far less than the wall time. scripts/bench uses it so that interpreter overhead does
-// not distort the spawn figures. A run that fails (exec error, non-zero exit, signal) fails the
-// whole measurement: timing a command that did not do its job would be meaningless.
+// forkbox-bench-spawn [--warmup K] N -- CMD [ARGS...]: runs CMD N times (after K untimed warm-up
+// runs, 1 unless told), each with a plain fork + execve + waitpid, stdio on /dev/null, and prints
+// {"ns":[...]}: the wall time of each run on CLOCK_MONOTONIC, {"cpu_ns":[...]}: the user+system
+// CPU time of each run's whole process tree (wait4's rusage: the child and every descendant it
+// reaped), which a loaded machine stretches far less than the wall time, and
+// {"start_unix_ns":[...]}: CLOCK_REALTIME just before each run's fork, to hold against another
+// process's clock (the mock's receive time of a request). scripts/bench uses it so that
+// interpreter overhead does not distort the spawn figures: Python forks its whole image, without
+// vfork, whenever it must change the user. A run that fails (exec error, non-zero exit, signal)
+// fails the whole measurement: timing a command that did not do its job would be meaningless.
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -23,9 +26,9 @@ extern char** environ;
 
 namespace {
 
-int64_t NowNs() {
+int64_t NowNs(clockid_t clock = CLOCK_MONOTONIC) {
   timespec ts{};
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
@@ -36,14 +39,20 @@ int64_t CpuNs(const rusage& ru) {
   return ns(ru.ru_utime) + ns(ru.ru_stime);
 }
 
-// Returns the wall time in ns (and the tree's CPU time in *cpu), or -1 after printing why the run
-// failed.
-int64_t RunOnce(char** argv, int devnull, int64_t* cpu) {
+struct Sample {
+  int64_t wall_ns = 0;
+  int64_t cpu_ns = 0;
+  int64_t start_unix_ns = 0;
+};
+
+// Fills *sample; false after printing why the run failed.
+bool RunOnce(char** argv, int devnull, Sample* sample) {
+  sample->start_unix_ns = NowNs(CLOCK_REALTIME);
   const int64_t start = NowNs();
   const pid_t pid = fork();
   if (pid < 0) {
     std::fprintf(stderr, "forkbox-bench-spawn: fork: %s\n", std::strerror(errno));
-    return -1;
+    return false;
   }
   if (pid == 0) {
     dup2(devnull, 0);
@@ -57,34 +66,55 @@ int64_t RunOnce(char** argv, int devnull, int64_t* cpu) {
   while (wait4(pid, &status, 0, &ru) < 0) {
     if (errno != EINTR) {
       std::fprintf(stderr, "forkbox-bench-spawn: waitpid: %s\n", std::strerror(errno));
-      return -1;
+      return false;
     }
   }
   const int64_t elapsed = NowNs() - start;
-  *cpu = CpuNs(ru);
+  sample->cpu_ns = CpuNs(ru);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::fprintf(stderr, "forkbox-bench-spawn: %s %s %d\n", argv[0],
                  WIFEXITED(status) ? "exited with code" : "was killed by signal",
                  WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+    return false;
+  }
+  sample->wall_ns = elapsed;
+  return true;
+}
+
+// Parses a count in [lo, hi]; -1 (after saying why) if `text` is not one.
+long ParseCount(const char* what, const char* text, long lo, long hi) {
+  char* end = nullptr;
+  const long n = std::strtol(text, &end, 10);
+  if (end == text || *end != '\0' || n < lo || n > hi) {
+    std::fprintf(stderr, "forkbox-bench-spawn: %s must be an integer in %ld..%ld, got '%s'\n", what,
+                 lo, hi, text);
     return -1;
   }
-  return elapsed;
+  return n;
+}
+
+std::string List(const std::vector<Sample>& v, int64_t Sample::*field) {
+  std::string s;
+  for (size_t i = 0; i < v.size(); ++i) s += (i > 0 ? "," : "") + std::to_string(v[i].*field);
+  return s;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
+  long warmup = 1;
+  if (argc > 2 && std::strcmp(argv[1], "--warmup") == 0) {
+    warmup = ParseCount("K", argv[2], 0, 100);
+    if (warmup < 0) return 2;
+    argc -= 2;
+    argv += 2;
+  }
   if (argc < 4 || std::strcmp(argv[2], "--") != 0) {
-    std::fprintf(stderr, "usage: forkbox-bench-spawn N -- /ABSOLUTE/CMD [ARGS...]\n");
+    std::fprintf(stderr, "usage: forkbox-bench-spawn [--warmup K] N -- /ABSOLUTE/CMD [ARGS...]\n");
     return 2;
   }
-  char* end = nullptr;
-  const long runs = std::strtol(argv[1], &end, 10);
-  if (*end != '\0' || runs < 1 || runs > 100000) {
-    std::fprintf(stderr, "forkbox-bench-spawn: N must be an integer in 1..100000, got '%s'\n",
-                 argv[1]);
-    return 2;
-  }
+  const long runs = ParseCount("N", argv[1], 1, 100000);
+  if (runs < 0) return 2;
   if (argv[3][0] != '/') {
     std::fprintf(stderr, "forkbox-bench-spawn: CMD must be an absolute path (no PATH search)\n");
     return 2;
@@ -94,24 +124,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "forkbox-bench-spawn: /dev/null: %s\n", std::strerror(errno));
     return 1;
   }
-  std::vector<int64_t> ns, cpu_ns;
-  ns.reserve(runs);
-  cpu_ns.reserve(runs);
-  for (long i = 0; i <= runs; ++i) {
-    int64_t cpu = 0;
-    const int64_t t = RunOnce(argv + 3, devnull, &cpu);
-    if (t < 0) return 1;
-    if (i > 0) {  // Run 0 warms the page cache.
-      ns.push_back(t);
-      cpu_ns.push_back(cpu);
-    }
+  std::vector<Sample> samples;
+  samples.reserve(runs);
+  for (long i = 0; i < warmup + runs; ++i) {
+    Sample sample;
+    if (!RunOnce(argv + 3, devnull, &sample)) return 1;
+    if (i >= warmup) samples.push_back(sample);  // The warm-up runs fill the page cache.
   }
-  auto list = [](const std::vector<int64_t>& v) {
-    std::string s;
-    for (size_t i = 0; i < v.size(); ++i) s += (i > 0 ? "," : "") + std::to_string(v[i]);
-    return s;
-  };
-  std::string out = "{\"ns\":[" + list(ns) + "],\"cpu_ns\":[" + list(cpu_ns) + "]}\n";
+  const std::string out = "{\"ns\":[" + List(samples, &Sample::wall_ns) + "],\"cpu_ns\":[" +
+                          List(samples, &Sample::cpu_ns) + "],\"start_unix_ns\":[" +
+                          List(samples, &Sample::start_unix_ns) + "]}\n";
   std::fputs(out.c_str(), stdout);
   return 0;
 }
