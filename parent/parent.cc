@@ -29,6 +29,7 @@
 #include "parent/terminal.h"
 #include "parent/tool_runner.h"
 #include "parent/transcripts.h"
+#include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 
 extern char** environ;
@@ -383,6 +384,10 @@ agent::ProviderHooks ParentProviderHooks(EventStream* events,
 }
 
 int Run(const Options& o) {
+  // The layer-2 probe's namespaces come and go while the settings and the policy are resolved;
+  // SetUpSandbox's Check collects the verdict.
+  std::optional<sandbox::EarlyLayer2Probe> probe;
+  if (o.sandbox.enabled) probe.emplace();
   auto prompt = ReadPrompt(o);
   if (!prompt.ok()) return Fail(o.output_format, kExitUsage, prompt.status().message());
   auto settings = ResolveSettings(o);

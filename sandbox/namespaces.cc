@@ -541,38 +541,77 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
   return 0;
 }
 
+namespace {
+
+// The process's one layer-2 probe: started by StartLayer2Probe or the first Layer2Available,
+// finished (reaped, verdict kept) by the first Layer2Available.
+struct Layer2Probe {
+  std::mutex mu;
+  enum class State { kIdle, kRunning, kDone } state = State::kIdle;
+  pid_t pid = -1;
+  bool available = false;
+  std::string reason;
+};
+
+Layer2Probe& TheLayer2Probe() {
+  static Layer2Probe probe;
+  return probe;
+}
+
+// Clones the throwaway child into new namespaces; it sets up the id maps and the mounts and
+// exits with 0 or the errno of the failing step. Never waits.
+void StartProbeLocked(Layer2Probe& probe) {
+  const MountPlan plan = IdMapsOnly();  // Probe the mechanics only; "/" stays read-only.
+  long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, nullptr,
+                     nullptr, nullptr, nullptr);
+  if (pid == 0) {
+    const char* step = "";
+    int err = WriteIdMapsRaw(plan, &step);
+    if (err == 0) err = SetUpMountsRaw(plan, &step);
+    _exit(err == 0 ? 0 : (err & 0xff ? err & 0xff : 1));
+  }
+  probe.state = Layer2Probe::State::kRunning;
+  if (pid < 0) {
+    probe.reason =
+        Status::FromErrno(errno, "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)").message();
+    probe.state = Layer2Probe::State::kDone;
+    return;
+  }
+  probe.pid = static_cast<pid_t>(pid);
+}
+
+void AwaitProbeLocked(Layer2Probe& probe) {
+  int status = 0;
+  pid_t got = -1;
+  while ((got = waitpid(probe.pid, &status, 0)) < 0 && errno == EINTR) {
+  }
+  probe.state = Layer2Probe::State::kDone;
+  if (got < 0) {
+    probe.reason = Status::FromErrno(errno, "waitpid(namespace probe)").message();
+  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+    probe.available = true;
+  } else if (WIFEXITED(status)) {
+    probe.reason = Status::FromErrno(WEXITSTATUS(status), "namespace mount setup").message();
+  } else {
+    probe.reason = "namespace probe died: " + std::to_string(status);
+  }
+}
+
+}  // namespace
+
+EarlyLayer2Probe::EarlyLayer2Probe() {
+  Layer2Probe& probe = TheLayer2Probe();
+  std::lock_guard<std::mutex> lock(probe.mu);
+  if (probe.state == Layer2Probe::State::kIdle) StartProbeLocked(probe);
+}
+
 bool Layer2Available(std::string* why) {
-  static std::once_flag once;
-  static bool available = false;
-  static std::string reason;
-  std::call_once(once, [] {
-    MountPlan plan = IdMapsOnly();  // Probe the mechanics only; "/" stays read-only.
-    const MountPlan& p = plan;
-    long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, nullptr,
-                       nullptr, nullptr, nullptr);
-    if (pid < 0) {
-      reason = Status::FromErrno(errno, "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)").message();
-      return;
-    }
-    if (pid == 0) {
-      const char* step = "";
-      int err = WriteIdMapsRaw(p, &step);
-      if (err == 0) err = SetUpMountsRaw(p, &step);
-      _exit(err == 0 ? 0 : (err & 0xff ? err & 0xff : 1));
-    }
-    int status = 0;
-    while (waitpid(static_cast<pid_t>(pid), &status, 0) < 0 && errno == EINTR) {
-    }
-    if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
-      available = true;
-    } else if (WIFEXITED(status)) {
-      reason = Status::FromErrno(WEXITSTATUS(status), "namespace mount setup").message();
-    } else {
-      reason = "namespace probe died: " + std::to_string(status);
-    }
-  });
-  if (!available && why != nullptr) *why = reason;
-  return available;
+  Layer2Probe& probe = TheLayer2Probe();
+  std::lock_guard<std::mutex> lock(probe.mu);
+  if (probe.state == Layer2Probe::State::kIdle) StartProbeLocked(probe);
+  if (probe.state == Layer2Probe::State::kRunning) AwaitProbeLocked(probe);
+  if (!probe.available && why != nullptr) *why = probe.reason;
+  return probe.available;
 }
 
 }  // namespace forkbox::sandbox

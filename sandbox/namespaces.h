@@ -74,7 +74,19 @@ int WriteIdMapsRaw(const MountPlan& plan, const char** step);
 int SetUpMountsRaw(const MountPlan& plan, const char** step);
 
 // Whether layer 2 works here (probed once per process in a throwaway child). `why` receives the
-// reason when it does not.
+// reason when it does not. Waits for the probe's child (and reaps it).
 bool Layer2Available(std::string* why = nullptr);
+
+// Starts that probe when constructed, without waiting for it, so that its namespaces are set up
+// and torn down while the caller resolves its settings; the first Layer2Available collects the
+// verdict, and so does the destructor, so that no early return leaves the child unreaped.
+// Construct it early: a small process forks fast. Starts nothing once the probe started.
+class EarlyLayer2Probe {
+ public:
+  EarlyLayer2Probe();
+  ~EarlyLayer2Probe() { Layer2Available(); }
+  EarlyLayer2Probe(const EarlyLayer2Probe&) = delete;
+  EarlyLayer2Probe& operator=(const EarlyLayer2Probe&) = delete;
+};
 
 }  // namespace forkbox::sandbox

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <optional>
 
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
@@ -243,6 +244,43 @@ TEST(SandboxCommand, FallsBackToLayer1WhereUserNamespacesAreRefused) {
   EXPECT_EQ(ReadFile(work + "/inside"), "y\n");
   EXPECT_NE(r.out.find("NoNewPrivs:1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Seccomp:2"), std::string::npos) << r.out;
+}
+
+// EarlyLayer2Probe leaves the probe's child running (its namespaces are set up while the caller
+// works on), and the first Layer2Available, or else its destructor, collects it, with the verdict
+// a probe made when asked gives (`forkbox sandbox --check`, a fresh process). The verdict is kept
+// per process, so each case runs in a fresh one: a death test, re-executed. Exit code 10: layer 2
+// available, 11: not, 1-2: a failed check. With user namespaces refused the same holds (layer 1).
+int EarlyProbeVerdict(bool refuse_userns, bool collect) {
+  if (refuse_userns && !testing::RefuseUserNamespaces()) return 3;
+  std::optional<EarlyLayer2Probe> probe;
+  probe.emplace();
+  siginfo_t info{};
+  // The child is there, not reaped by the constructor; WNOWAIT leaves it to the probe.
+  const bool started = waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) == 0 && info.si_pid > 0;
+  // Refused user namespaces: the clone itself fails, so there is no child to collect.
+  if (started == refuse_userns) return 1;
+  const bool early = collect && Layer2Available();
+  probe.reset();  // Without the collect above, this reaps.
+  if (waitpid(-1, nullptr, WNOHANG) != -1 || errno != ECHILD) return 2;
+  return (collect ? early : Layer2Available()) ? 10 : 11;
+}
+
+TEST(EarlyLayer2Probe, RunsAlongsideAndIsCollectedWithTheSameVerdict) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  for (const bool refuse : {false, true}) {
+    CmdResult check =
+        refuse ? RunCmd({"--check"}, "", testing::RefuseUserNamespaces) : RunCmd({"--check"});
+    ASSERT_EQ(check.code, 0) << check.out;
+    const int layer2 = check.out.find("layer 2,") != std::string::npos ? 10 : 11;
+    if (refuse) {
+      ASSERT_EQ(layer2, 11) << check.out;
+    }
+    EXPECT_EXIT(_exit(EarlyProbeVerdict(refuse, /*collect=*/true)),
+                ::testing::ExitedWithCode(layer2), "");
+    EXPECT_EXIT(_exit(EarlyProbeVerdict(refuse, /*collect=*/false)),
+                ::testing::ExitedWithCode(layer2), "");
+  }
 }
 
 // What the agent sees after EnterAgentSandbox, reported from inside.
