@@ -543,7 +543,7 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
 
 namespace {
 
-// The process's one layer-2 probe: started by StartLayer2Probe or the first Layer2Available,
+// The process's one layer-2 probe: started by EarlyLayer2Probe or the first Layer2Available,
 // finished (reaped, verdict kept) by the first Layer2Available.
 struct Layer2Probe {
   std::mutex mu;
@@ -570,7 +570,6 @@ void StartProbeLocked(Layer2Probe& probe) {
     if (err == 0) err = SetUpMountsRaw(plan, &step);
     _exit(err == 0 ? 0 : (err & 0xff ? err & 0xff : 1));
   }
-  probe.state = Layer2Probe::State::kRunning;
   if (pid < 0) {
     probe.reason =
         Status::FromErrno(errno, "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)").message();
@@ -578,6 +577,7 @@ void StartProbeLocked(Layer2Probe& probe) {
     return;
   }
   probe.pid = static_cast<pid_t>(pid);
+  probe.state = Layer2Probe::State::kRunning;
 }
 
 void AwaitProbeLocked(Layer2Probe& probe) {

@@ -1,0 +1,81 @@
+// forkbox-bench-spawn, the clock scripts/bench reads every spawn figure and the one-shot runs'
+// start from: one entry per timed run in each list, none for the warm-up runs, start times that are
+// this machine's unix time in order, and a clear refusal of a bad count or a failing command.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <chrono>
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <string>
+
+namespace {
+
+struct TimerRun {
+  int exit_code = -1;
+  std::string out;
+};
+
+TimerRun Timer(const std::string& args) {
+  TimerRun r;
+  const std::string cmd = std::string(FORKBOX_BIN_DIR) + "/forkbox-bench-spawn " + args + " 2>&1";
+  FILE* f = popen(cmd.c_str(), "r");
+  if (f == nullptr) return r;
+  char buf[4096];
+  size_t n = 0;
+  while ((n = fread(buf, 1, sizeof buf, f)) > 0) r.out.append(buf, n);
+  const int status = pclose(f);
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  return r;
+}
+
+int64_t UnixNs() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+TEST(SpawnTimer, ReportsEachTimedRunWithItsUnixStart) {
+  const int64_t before = UnixNs();
+  // The warm-up runs append to the file too: 2 + 3 lines, but only 3 timed entries.
+  const std::string file = ::testing::TempDir() + "/spawn-timer-runs";
+  std::remove(file.c_str());
+  TimerRun r = Timer("--warmup 2 3 -- /bin/sh -c 'echo x >> " + file + "'");
+  const int64_t after = UnixNs();
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json got = nlohmann::json::parse(r.out);
+  ASSERT_EQ(got["ns"].size(), 3u) << r.out;
+  ASSERT_EQ(got["cpu_ns"].size(), 3u) << r.out;
+  ASSERT_EQ(got["start_unix_ns"].size(), 3u) << r.out;
+  int64_t last = before;
+  for (const auto& start : got["start_unix_ns"]) {
+    EXPECT_GE(start.get<int64_t>(), last) << r.out;
+    last = start.get<int64_t>();
+  }
+  EXPECT_LE(last, after);
+  for (const auto& ns : got["ns"]) EXPECT_GT(ns.get<int64_t>(), 0);
+  FILE* f = std::fopen(file.c_str(), "r");
+  ASSERT_NE(f, nullptr);
+  int lines = 0;
+  for (int c = 0; (c = std::fgetc(f)) != EOF;) lines += c == '\n';
+  std::fclose(f);
+  EXPECT_EQ(lines, 5) << "2 warm-up runs and 3 timed ones";
+  // Without --warmup: one warm-up run, as before.
+  TimerRun plain = Timer("2 -- /bin/true");
+  ASSERT_EQ(plain.exit_code, 0) << plain.out;
+  EXPECT_EQ(nlohmann::json::parse(plain.out)["start_unix_ns"].size(), 2u);
+}
+
+TEST(SpawnTimer, RefusesBadCountsAndFailingCommands) {
+  for (const char* args : {"--warmup x 1 -- /bin/true", "--warmup 101 1 -- /bin/true",
+                           "0 -- /bin/true", "1 -- true"}) {
+    TimerRun r = Timer(args);
+    EXPECT_EQ(r.exit_code, 2) << args << ": " << r.out;
+    EXPECT_NE(r.out.find("forkbox-bench-spawn"), std::string::npos) << r.out;
+  }
+  TimerRun failed = Timer("--warmup 0 1 -- /bin/false");
+  EXPECT_EQ(failed.exit_code, 1) << failed.out;
+  EXPECT_NE(failed.out.find("/bin/false exited with code 1"), std::string::npos) << failed.out;
+}
+
+}  // namespace
