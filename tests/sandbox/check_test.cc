@@ -250,16 +250,16 @@ TEST(SandboxCommand, FallsBackToLayer1WhereUserNamespacesAreRefused) {
 // works on), and the first Layer2Available, or else its destructor, collects it, with the verdict
 // a probe made when asked gives (`forkbox sandbox --check`, a fresh process). The verdict is kept
 // per process, so each case runs in a fresh one: a death test, re-executed. Exit code 10: layer 2
-// available, 11: not, 1-2: a failed check. With user namespaces refused the same holds (layer 1).
-int EarlyProbeVerdict(bool refuse_userns, bool collect) {
+// available, 11: not, 1-2: a failed check. Where layer 2 works the child must exist right after
+// construction; where the clone is refused (our seccomp jail, as Docker's) it must not.
+int EarlyProbeVerdict(bool refuse_userns, bool expect_child, bool collect) {
   if (refuse_userns && !testing::RefuseUserNamespaces()) return 3;
   std::optional<EarlyLayer2Probe> probe;
   probe.emplace();
   siginfo_t info{};
   // The child is there, not reaped by the constructor; WNOWAIT leaves it to the probe.
   const bool started = waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) == 0 && info.si_pid > 0;
-  // Refused user namespaces: the clone itself fails, so there is no child to collect.
-  if (started == refuse_userns) return 1;
+  if ((expect_child && !started) || (refuse_userns && started)) return 1;
   const bool early = collect && Layer2Available();
   probe.reset();  // Without the collect above, this reaps.
   if (waitpid(-1, nullptr, WNOHANG) != -1 || errno != ECHILD) return 2;
@@ -276,9 +276,10 @@ TEST(EarlyLayer2Probe, RunsAlongsideAndIsCollectedWithTheSameVerdict) {
     if (refuse) {
       ASSERT_EQ(layer2, 11) << check.out;
     }
-    EXPECT_EXIT(_exit(EarlyProbeVerdict(refuse, /*collect=*/true)),
+    const bool expect_child = layer2 == 10;
+    EXPECT_EXIT(_exit(EarlyProbeVerdict(refuse, expect_child, /*collect=*/true)),
                 ::testing::ExitedWithCode(layer2), "");
-    EXPECT_EXIT(_exit(EarlyProbeVerdict(refuse, /*collect=*/false)),
+    EXPECT_EXIT(_exit(EarlyProbeVerdict(refuse, expect_child, /*collect=*/false)),
                 ::testing::ExitedWithCode(layer2), "");
   }
 }
