@@ -3,6 +3,7 @@
 // this machine's unix time in order, and a clear refusal of a bad count or a failing command.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -38,8 +39,10 @@ int64_t UnixNs() {
 TEST(SpawnTimer, ReportsEachTimedRunWithItsUnixStart) {
   const int64_t before = UnixNs();
   // The warm-up runs append to the file too: 2 + 3 lines, but only 3 timed entries.
-  const std::string file = ::testing::TempDir() + "/spawn-timer-runs";
-  std::remove(file.c_str());
+  // A fresh private directory: no other process can have planted the file's name.
+  std::string dir = ::testing::TempDir() + "/spawn-timer-XXXXXX";
+  ASSERT_NE(mkdtemp(dir.data()), nullptr);
+  const std::string file = dir + "/runs";
   TimerRun r = Timer("--warmup 2 3 -- /bin/sh -c 'echo x >> " + file + "'");
   const int64_t after = UnixNs();
   ASSERT_EQ(r.exit_code, 0) << r.out;
@@ -60,6 +63,8 @@ TEST(SpawnTimer, ReportsEachTimedRunWithItsUnixStart) {
   for (int c = 0; (c = std::fgetc(f)) != EOF;) lines += c == '\n';
   std::fclose(f);
   EXPECT_EQ(lines, 5) << "2 warm-up runs and 3 timed ones";
+  std::remove(file.c_str());
+  rmdir(dir.c_str());
   // Without --warmup: one warm-up run, as before.
   TimerRun plain = Timer("2 -- /bin/true");
   ASSERT_EQ(plain.exit_code, 0) << plain.out;

@@ -250,7 +250,7 @@ TEST(SandboxCommand, FallsBackToLayer1WhereUserNamespacesAreRefused) {
 // works on), and the first Layer2Available, or else its destructor, collects it, with the verdict
 // a probe made when asked gives (`forkbox sandbox --check`, a fresh process). The verdict is kept
 // per process, so each case runs in a fresh one: a death test, re-executed. Exit code 10: layer 2
-// available, 11: not, 1-2: a failed check. Where layer 2 works the child must exist right after
+// available, 11: not, 1-3: a failed check. Where layer 2 works the child must exist right after
 // construction; where the clone is refused (our seccomp jail, as Docker's) it must not.
 int EarlyProbeVerdict(bool refuse_userns, bool expect_child, bool collect) {
   if (refuse_userns && !testing::RefuseUserNamespaces()) return 3;
@@ -264,6 +264,22 @@ int EarlyProbeVerdict(bool refuse_userns, bool expect_child, bool collect) {
   probe.reset();  // Without the collect above, this reaps.
   if (waitpid(-1, nullptr, WNOHANG) != -1 || errno != ECHILD) return 2;
   return (collect ? early : Layer2Available()) ? 10 : 11;
+}
+
+// Someone else reaped the probe's child (a stray waitpid(-1)): the collect does not hang, and the
+// verdict fails closed with the reason. 0: as expected, 1: said available, 2: another reason.
+int StolenProbeVerdict() {
+  std::optional<EarlyLayer2Probe> probe;
+  probe.emplace();
+  if (waitpid(-1, nullptr, 0) < 0) return 0;  // No child to steal: the clone was refused here.
+  std::string why;
+  if (Layer2Available(&why)) return 1;
+  return why.find("waitpid(namespace probe)") != std::string::npos ? 0 : 2;
+}
+
+TEST(EarlyLayer2Probe, AChildReapedByOthersFailsClosedWithItsReason) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  EXPECT_EXIT(_exit(StolenProbeVerdict()), ::testing::ExitedWithCode(0), "");
 }
 
 TEST(EarlyLayer2Probe, RunsAlongsideAndIsCollectedWithTheSameVerdict) {
