@@ -153,25 +153,13 @@ struct SharedChild {
   int err_fd;
 };
 
-// AddressSanitizer cannot follow a child running on a stack of its own in the parent's memory
-// (its no-return hook unpoisons the parent's stack bounds), so sanitizer builds copy the memory.
-#if defined(FORKBOX_SANITIZE)
-constexpr bool kShareMemoryOnSpawn = false;
-#else
-constexpr bool kShareMemoryOnSpawn = true;
-#endif
-
 int RunSharedChild(void* arg) {
   const auto* c = static_cast<const SharedChild*>(arg);
   RunChild(*c->plan, c->err_fd);
 }
 
-// clone(CLONE_VM | CLONE_VFORK) on a stack of its own (posix_spawn's way): the child borrows the
-// caller's memory until execve, while the calling thread is suspended, so nothing is copied. The
-// child's writes (errno, the carried fd numbers) land in the caller's memory, which is why
-// RunChild only makes raw, async-signal-safe calls. `extra_flags`: CLONE_PARENT or 0. Returns the
-// pid or -1 with errno.
-long CloneSharingMemory(const ChildPlan& plan, int err_fd, int* pidfd, unsigned long extra_flags) {
+// The borrowed-stack half of CloneProcess.
+long CloneSharingMemory(int (*fn)(void*), void* arg, unsigned long flags, int* pidfd) {
   constexpr size_t kGuard = 4096, kStack = 256 * 1024;
   void* map = ::mmap(nullptr, kGuard + kStack, PROT_READ | PROT_WRITE,
                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
@@ -182,9 +170,8 @@ long CloneSharingMemory(const ChildPlan& plan, int err_fd, int* pidfd, unsigned 
     errno = err;
     return -1;
   }
-  SharedChild child{&plan, err_fd};
-  long pid = ::clone(RunSharedChild, static_cast<char*>(map) + kGuard + kStack,
-                     CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD | extra_flags, &child, pidfd);
+  long pid = ::clone(fn, static_cast<char*>(map) + kGuard + kStack,
+                     CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD | flags, arg, pidfd);
   int err = errno;
   ::munmap(map, kGuard + kStack);  // The child has exec'ed or exited: the stack is free again.
   errno = err;
@@ -391,6 +378,15 @@ Status ChildProcess::Signal(int sig) {
   return Status::Ok();
 }
 
+long CloneProcess(int (*fn)(void*), void* arg, unsigned long flags, bool share_memory, int* pidfd) {
+  if (share_memory && kCloneCanShareMemory) return CloneSharingMemory(fn, arg, flags, pidfd);
+  // Raw clone: glibc's fork() takes no namespace flags, and a child that makes only
+  // async-signal-safe calls needs no atfork handlers.
+  long pid = ::syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, nullptr, pidfd, nullptr, nullptr);
+  if (pid == 0) ::_exit(fn(arg));
+  return pid;
+}
+
 Result<ChildProcess> Spawn(const SpawnOptions& options) {
   FORKBOX_RETURN_IF_ERROR(ValidateOptions(options));
   // Everything the child needs is prepared here: after fork it may not allocate.
@@ -411,7 +407,7 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
       &options.carry_fds, &options.steps};
 
   // CLONE_PARENT changes only whose child it is, not what the child does with the memory.
-  const bool share_memory = kShareMemoryOnSpawn && (options.clone_flags & ~CLONE_PARENT) == 0 &&
+  const bool share_memory = kCloneCanShareMemory && (options.clone_flags & ~CLONE_PARENT) == 0 &&
                             !options.keeper_step && !options.while_starting;
   // The report (at most sizeof(Report) + kMaxReportMessage < PIPE_BUF) fits an empty pipe whole.
   Result<Pipe> err_pipe = MakePipe(share_memory ? O_NONBLOCK : 0);
@@ -421,17 +417,9 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  // Raw clone: glibc's fork() takes no namespace flags. The child only makes async-signal-safe
-  // calls, so skipping the atfork handlers is fine.
   int pidfd = -1;
-  long pid = -1;
-  if (share_memory) {
-    pid = CloneSharingMemory(plan, err_pipe->write.get(), &pidfd, options.clone_flags);
-  } else {
-    pid = ::syscall(SYS_clone, options.clone_flags | CLONE_PIDFD | SIGCHLD, nullptr, &pidfd,
-                    nullptr, nullptr);
-    if (pid == 0) RunChild(plan, err_pipe->write.get());
-  }
+  SharedChild shared{&plan, err_pipe->write.get()};
+  long pid = CloneProcess(RunSharedChild, &shared, options.clone_flags, share_memory, &pidfd);
   int clone_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) return Status::FromErrno(clone_errno, "clone");

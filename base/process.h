@@ -94,6 +94,24 @@ struct SpawnOptions {
   std::function<Status()> while_starting;
 };
 
+// AddressSanitizer cannot follow a child running on a stack of its own in the parent's memory (its
+// no-return hook unpoisons the parent's stack bounds), so sanitizer builds copy the memory.
+#if defined(FORKBOX_SANITIZE)
+inline constexpr bool kCloneCanShareMemory = false;
+#else
+inline constexpr bool kCloneCanShareMemory = true;
+#endif
+
+// The one clone of a new process: it runs fn(arg), which never returns (execve or _exit), with
+// the extra clone(2) `flags` (namespaces, CLONE_PARENT), SIGCHLD, and a pidfd in *pidfd.
+// share_memory (and kCloneCanShareMemory): the child borrows the caller's memory on a stack of its
+// own (CLONE_VM | CLONE_VFORK, posix_spawn's way), so no page table of a large caller is copied or
+// write-protected, and the calling thread is suspended until the child execs or exits. Its writes,
+// errno included, land in the caller's memory, so fn makes only raw, async-signal-safe calls
+// (which fn must anyway: the caller may be multithreaded) and block signals around the call.
+// Otherwise the memory is copied and the caller does not wait. Returns the pid or -1 with errno.
+long CloneProcess(int (*fn)(void*), void* arg, unsigned long flags, bool share_memory, int* pidfd);
+
 // clone + execve: the one fork+exec path. The child starts with default signal dispositions and
 // an empty signal mask at exec (a parent's ignored SIGPIPE must not leak into tools), and applies,
 // in order: setsid, the fd mapping, the steps, chdir, execve. Bad options (empty argv, NUL bytes,

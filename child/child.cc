@@ -12,6 +12,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -28,6 +29,7 @@
 #include "child/agent_profile.h"
 #include "child/reporter.h"
 #include "child/runner.h"
+#include "child/spawner.h"
 #include "child/start.h"
 #include "ipc/frame.h"
 #include "sandbox/namespaces.h"
@@ -504,7 +506,8 @@ ipc::ResultMessage Task::ResultOf(agent::LoopOutcome& outcome, const ChildToolRu
 
 }  // namespace
 
-int ChildMain(int, char**) {
+int ChildMain(int argc, char** argv) {
+  if (argc >= 2 && std::strcmp(argv[1], "--spawner") == 0) return SpawnerMain(argc, argv);
   // A dead parent must surface as EPIPE on fd 4, not kill us before we clean up.
   ::signal(SIGPIPE, SIG_IGN);
   // Die with the parent; keep /proc/<pid>/{mem,environ} away from the tools even with the

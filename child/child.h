@@ -17,7 +17,8 @@ inline constexpr int kExitSandbox = 3;     // The sandbox could not be built or 
 inline constexpr int kExitModel = 4;       // Model error after retries, or bad provider config.
 inline constexpr int kExitParentGone = 5;  // fd 4 broke: nobody to report to.
 
-// Returns the process exit code: 0 after a result frame, non-zero after an error frame.
+// Returns the process exit code: 0 after a result frame, non-zero after an error frame. With
+// argv[1] "--spawner" it serves as the parent's spawner instead (child/spawner.h).
 int ChildMain(int argc, char** argv);
 
 }  // namespace forkbox::child

@@ -35,6 +35,7 @@ namespace forkbox::ipc {
 
 inline constexpr int kChildControlReadFd = 3;  // parent -> child
 inline constexpr int kChildReportWriteFd = 4;  // child -> parent
+inline constexpr int kChildTranscriptFd = 5;   // The task's transcript file, when kept.
 // The workdir (O_PATH), opened once by the parent at start-up: the child's tools resolve beneath
 // it and its sandbox is built on the directory it names now, never on the workdir's name.
 inline constexpr int kChildWorkdirFd = 6;

@@ -33,7 +33,7 @@ Result<ChildProcess> SpawnDirectly(const TaskConfig& config, int control_read, i
               {control_read, ipc::kChildControlReadFd},
               {report_write, ipc::kChildReportWriteFd},
               {workdir.get(), ipc::kChildWorkdirFd}};
-  if (transcript) opts.fds.push_back({transcript.get(), kTranscriptChildFd});
+  if (transcript) opts.fds.push_back({transcript.get(), ipc::kChildTranscriptFd});
   return Spawn(opts);
 }
 

@@ -28,8 +28,7 @@ struct LaunchedChild {
 
 // fork + exec of config.child_path with fds 0-4 (stdin /dev/null, stdout and stderr to stderr
 // with config.provider.verbose, else /dev/null), and `transcript` (if valid) on fd
-// kTranscriptChildFd.
-inline constexpr int kTranscriptChildFd = 5;
+// ipc::kChildTranscriptFd.
 Result<LaunchedChild> LaunchChild(const TaskConfig& config, const UniqueFd& transcript);
 
 // The prepare frame for a child that will run tasks of `config`.

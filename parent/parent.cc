@@ -202,13 +202,14 @@ agent::ToolContext ParentToolContext(const Options& o, const Settings& s,
   return context;
 }
 
-// The spawner, forked while this process still has every right it started with: only with
+// The spawner, started while this process still has every right it started with: only with
 // subagents and the sandbox on (with --sandbox=off nothing is confined, and children start here).
 Result<std::optional<Spawner>> StartSpawner(const Options& o, const Settings& s,
                                             const sandbox::Policy& policy,
                                             const UniqueFd& workdir) {
   if (!o.subagents || !o.sandbox.enabled) return std::optional<Spawner>();
   SpawnerConfig config;
+  config.program = s.child_path;  // forkbox-child serves as the spawner too.
   config.child_path = s.child_path;
   config.child_env = sandbox::ToolEnvironment(policy, environ);
   config.workdir = UniqueFd(::fcntl(workdir.get(), F_DUPFD_CLOEXEC, 3));
@@ -384,10 +385,6 @@ agent::ProviderHooks ParentProviderHooks(EventStream* events,
 }
 
 int Run(const Options& o) {
-  // The layer-2 probe's namespaces come and go while the settings and the policy are resolved;
-  // SetUpSandbox's Check collects the verdict.
-  std::optional<sandbox::EarlyLayer2Probe> probe;
-  if (o.sandbox.enabled) probe.emplace();
   auto prompt = ReadPrompt(o);
   if (!prompt.ok()) return Fail(o.output_format, kExitUsage, prompt.status().message());
   auto settings = ResolveSettings(o);

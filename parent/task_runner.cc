@@ -176,7 +176,7 @@ class Batch {
       auto t = OpenTranscriptFile(config_.transcript_dir_fd, specs_[i].number);
       if (!t.ok()) return t.status();
       transcript = std::move(*t);
-      start.transcript_fd = kTranscriptChildFd;
+      start.transcript_fd = ipc::kChildTranscriptFd;
     }
     return LaunchChild(config_, transcript);
   }

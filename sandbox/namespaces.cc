@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "base/file.h"
+#include "base/process.h"
 #include "base/unique_fd.h"
 
 namespace forkbox::sandbox {
@@ -543,14 +544,14 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
 
 namespace {
 
-// The process's one layer-2 probe: started by EarlyLayer2Probe or the first Layer2Available,
-// finished (reaped, verdict kept) by the first Layer2Available.
+// The process's one layer-2 probe. Its child has given its verdict when the probe returns; once its
+// namespaces are torn down it is reaped by the next Layer2Available (or by the handle at exit).
 struct Layer2Probe {
   std::mutex mu;
-  enum class State { kIdle, kRunning, kDone } state = State::kIdle;
-  pid_t pid = -1;
+  bool done = false;
   bool available = false;
   std::string reason;
+  ChildProcess child;
 };
 
 Layer2Probe& TheLayer2Probe() {
@@ -558,58 +559,76 @@ Layer2Probe& TheLayer2Probe() {
   return probe;
 }
 
-// Clones the throwaway child into new namespaces; it sets up the id maps and the mounts and
-// exits with 0 or the errno of the failing step. Never waits.
-void StartProbeLocked(Layer2Probe& probe) {
-  const MountPlan plan = IdMapsOnly();  // Probe the mechanics only; "/" stays read-only.
-  long pid = syscall(SYS_clone, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID | SIGCHLD, nullptr,
-                     nullptr, nullptr, nullptr);
-  if (pid == 0) {
-    const char* step = "";
-    int err = WriteIdMapsRaw(plan, &step);
-    if (err == 0) err = SetUpMountsRaw(plan, &step);
-    _exit(err == 0 ? 0 : (err & 0xff ? err & 0xff : 1));
-  }
-  if (pid < 0) {
-    probe.reason =
-        Status::FromErrno(errno, "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)").message();
-    probe.state = Layer2Probe::State::kDone;
-    return;
-  }
-  probe.pid = static_cast<pid_t>(pid);
-  probe.state = Layer2Probe::State::kRunning;
+struct ProbeChild {
+  const MountPlan* plan;
+  int verdict_fd;  // Gets the errno of the failing step, or 0.
+};
+
+// In the new namespaces, on the caller's memory (CloneProcess): raw calls only.
+int RunProbeChild(void* arg) {
+  const auto* c = static_cast<const ProbeChild*>(arg);
+  const char* step = "";
+  int err = WriteIdMapsRaw(*c->plan, &step);
+  if (err == 0) err = SetUpMountsRaw(*c->plan, &step);
+  (void)!write(c->verdict_fd, &err, sizeof(err));
+  _exit(0);
 }
 
-void AwaitProbeLocked(Layer2Probe& probe) {
-  int status = 0;
-  pid_t got = -1;
-  while ((got = waitpid(probe.pid, &status, 0)) < 0 && errno == EINTR) {
+// Clones the throwaway child into new namespaces and reads its verdict. With shared memory (no
+// page tables copied) the caller resumes once the child is done, without waiting for its
+// namespaces to be torn down.
+void ProbeLocked(Layer2Probe& probe) {
+  probe.done = true;
+  const MountPlan plan = IdMapsOnly();  // Probe the mechanics only; "/" stays read-only.
+  Result<Pipe> verdict = MakePipe();
+  if (!verdict.ok()) {
+    probe.reason = verdict.status().WithContext("namespace probe").message();
+    return;
   }
-  probe.state = Layer2Probe::State::kDone;
-  if (got < 0) {
-    probe.reason = Status::FromErrno(errno, "waitpid(namespace probe)").message();
-  } else if (WIFEXITED(status) && WEXITSTATUS(status) == 0) {
+  ProbeChild child{&plan, verdict->write.get()};
+  // The child's id-map writes make the shared memory dumpable for a moment (WriteIdMapsRaw); the
+  // caller's own setting is put back even if the child dies in between.
+  const int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  sigset_t all, old;
+  sigfillset(&all);
+  pthread_sigmask(SIG_SETMASK, &all, &old);  // No handler may run on the child's stack.
+  int pidfd = -1;
+  long pid = CloneProcess(RunProbeChild, &child, CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID,
+                          /*share_memory=*/true, &pidfd);
+  const int clone_errno = errno;
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (dumpable >= 0) (void)prctl(PR_SET_DUMPABLE, dumpable, 0, 0, 0);
+  if (pid < 0) {
+    probe.reason =
+        Status::FromErrno(clone_errno, "clone(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)").message();
+    return;
+  }
+  probe.child = ChildProcess(static_cast<pid_t>(pid), UniqueFd(pidfd), /*own_group=*/false);
+  verdict->write.reset();
+  int err = 0;
+  ssize_t got = -1;
+  while ((got = read(verdict->read.get(), &err, sizeof(err))) < 0 && errno == EINTR) {
+  }
+  if (got != static_cast<ssize_t>(sizeof(err))) {
+    probe.reason = got < 0 ? Status::FromErrno(errno, "read(namespace probe)").message()
+                           : "namespace probe died without a verdict";
+  } else if (err == 0) {
     probe.available = true;
-  } else if (WIFEXITED(status)) {
-    probe.reason = Status::FromErrno(WEXITSTATUS(status), "namespace mount setup").message();
   } else {
-    probe.reason = "namespace probe died: " + std::to_string(status);
+    probe.reason = Status::FromErrno(err, "namespace mount setup").message();
   }
 }
 
 }  // namespace
 
-EarlyLayer2Probe::EarlyLayer2Probe() {
-  Layer2Probe& probe = TheLayer2Probe();
-  std::lock_guard<std::mutex> lock(probe.mu);
-  if (probe.state == Layer2Probe::State::kIdle) StartProbeLocked(probe);
-}
-
 bool Layer2Available(std::string* why) {
   Layer2Probe& probe = TheLayer2Probe();
   std::lock_guard<std::mutex> lock(probe.mu);
-  if (probe.state == Layer2Probe::State::kIdle) StartProbeLocked(probe);
-  if (probe.state == Layer2Probe::State::kRunning) AwaitProbeLocked(probe);
+  if (!probe.done) {
+    ProbeLocked(probe);
+  } else if (probe.child.running()) {
+    (void)probe.child.TryWait();  // Never waits for a teardown; the handle reaps at exit.
+  }
   if (!probe.available && why != nullptr) *why = probe.reason;
   return probe.available;
 }

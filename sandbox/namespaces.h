@@ -73,20 +73,10 @@ int WriteIdMapsRaw(const MountPlan& plan, const char** step);
 // Sets up the mounts. Must run as pid 1 of the new PID namespace (for /proc).
 int SetUpMountsRaw(const MountPlan& plan, const char** step);
 
-// Whether layer 2 works here (probed once per process in a throwaway child). `why` receives the
-// reason when it does not. Waits for the probe's child (and reaps it).
+// Whether layer 2 works here, probed once per process in a throwaway child that borrows this
+// process's memory (no page tables copied). `why` receives the reason when it does not. The first
+// call returns with the child's verdict, without waiting for its namespaces to be torn down; a
+// later call reaps it once it has exited, without waiting either.
 bool Layer2Available(std::string* why = nullptr);
-
-// Starts that probe when constructed, without waiting for it, so that its namespaces are set up
-// and torn down while the caller resolves its settings; the first Layer2Available collects the
-// verdict, and so does the destructor, so that no early return leaves the child unreaped.
-// Construct it early: a small process forks fast. Starts nothing once the probe started.
-class EarlyLayer2Probe {
- public:
-  EarlyLayer2Probe();
-  ~EarlyLayer2Probe() { Layer2Available(); }
-  EarlyLayer2Probe(const EarlyLayer2Probe&) = delete;
-  EarlyLayer2Probe& operator=(const EarlyLayer2Probe&) = delete;
-};
 
 }  // namespace forkbox::sandbox

@@ -341,7 +341,7 @@ Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
 // something else.
 Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path);
 
-// The parent's spawner (parent/spawner.h) confines itself before it serves a request: every fd
+// The spawner (child/spawner.h) confines itself before it serves a request: every fd
 // but 0-2 and `keep_fds` closed, non-dumpable, no_new_privs and the seccomp program kSpawner.
 // Filters and capability bounds are inherited across execve by the children it starts, so it
 // refuses only what no task child needs (sandbox/seccomp_policy.h) and keeps its capabilities

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -12,7 +13,9 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <vector>
 
+#include "base/process.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 #include "tests/sandbox/probe_util.h"
@@ -246,43 +249,22 @@ TEST(SandboxCommand, FallsBackToLayer1WhereUserNamespacesAreRefused) {
   EXPECT_NE(r.out.find("Seccomp:2"), std::string::npos) << r.out;
 }
 
-// EarlyLayer2Probe leaves the probe's child running (its namespaces are set up while the caller
-// works on), and the first Layer2Available, or else its destructor, collects it, with the verdict
-// a probe made when asked gives (`forkbox sandbox --check`, a fresh process). The verdict is kept
-// per process, so each case runs in a fresh one: a death test, re-executed. Exit code 10: layer 2
-// available, 11: not, 1-3: a failed check. Where layer 2 works the child must exist right after
-// construction; where the clone is refused (our seccomp jail, as Docker's) it must not.
-int EarlyProbeVerdict(bool refuse_userns, bool expect_child, bool collect) {
-  if (refuse_userns && !testing::RefuseUserNamespaces()) return 3;
-  std::optional<EarlyLayer2Probe> probe;
-  probe.emplace();
+// The probe's verdict is kept per process, so each case runs in a fresh one: a death test,
+// re-executed. The first Layer2Available returns the verdict a probe made when asked gives
+// (`forkbox sandbox --check`, a fresh process); once the probe's child has exited, the next call
+// reaps it, so nothing is left to reap. Exit code 10: layer 2 available, 11: not, 1-2: a failed
+// check.
+int ProbeVerdict(bool refuse_userns) {
+  if (refuse_userns && !testing::RefuseUserNamespaces()) return 1;
+  const bool available = Layer2Available();
   siginfo_t info{};
-  // The child is there, not reaped by the constructor; WNOWAIT leaves it to the probe.
-  const bool started = waitid(P_ALL, 0, &info, WEXITED | WNOWAIT) == 0 && info.si_pid > 0;
-  if ((expect_child && !started) || (refuse_userns && started)) return 1;
-  const bool early = collect && Layer2Available();
-  probe.reset();  // Without the collect above, this reaps.
+  (void)waitid(P_ALL, 0, &info, WEXITED | WNOWAIT);  // Until it exited; ECHILD: never cloned.
+  if (Layer2Available() != available) return 1;
   if (waitpid(-1, nullptr, WNOHANG) != -1 || errno != ECHILD) return 2;
-  return (collect ? early : Layer2Available()) ? 10 : 11;
+  return available ? 10 : 11;
 }
 
-// Someone else reaped the probe's child (a stray waitpid(-1)): the collect does not hang, and the
-// verdict fails closed with the reason. 0: as expected, 1: said available, 2: another reason.
-int StolenProbeVerdict() {
-  std::optional<EarlyLayer2Probe> probe;
-  probe.emplace();
-  if (waitpid(-1, nullptr, 0) < 0) return 0;  // No child to steal: the clone was refused here.
-  std::string why;
-  if (Layer2Available(&why)) return 1;
-  return why.find("waitpid(namespace probe)") != std::string::npos ? 0 : 2;
-}
-
-TEST(EarlyLayer2Probe, AChildReapedByOthersFailsClosedWithItsReason) {
-  GTEST_FLAG_SET(death_test_style, "threadsafe");
-  EXPECT_EXIT(_exit(StolenProbeVerdict()), ::testing::ExitedWithCode(0), "");
-}
-
-TEST(EarlyLayer2Probe, RunsAlongsideAndIsCollectedWithTheSameVerdict) {
+TEST(Layer2Probe, GivesTheVerdictOfACheckAndLeavesNothingToReap) {
   GTEST_FLAG_SET(death_test_style, "threadsafe");
   for (const bool refuse : {false, true}) {
     CmdResult check =
@@ -292,12 +274,45 @@ TEST(EarlyLayer2Probe, RunsAlongsideAndIsCollectedWithTheSameVerdict) {
     if (refuse) {
       ASSERT_EQ(layer2, 11) << check.out;
     }
-    const bool expect_child = layer2 == 10;
-    EXPECT_EXIT(_exit(EarlyProbeVerdict(refuse, expect_child, /*collect=*/true)),
-                ::testing::ExitedWithCode(layer2), "");
-    EXPECT_EXIT(_exit(EarlyProbeVerdict(refuse, expect_child, /*collect=*/false)),
-                ::testing::ExitedWithCode(layer2), "");
+    EXPECT_EXIT(_exit(ProbeVerdict(refuse)), ::testing::ExitedWithCode(layer2), "");
   }
+}
+
+// The page faults of writing `pages` pages this process had written before.
+long FaultsRewriting(std::vector<char>& pages) {
+  rusage before{}, after{};
+  getrusage(RUSAGE_SELF, &before);
+  for (size_t i = 0; i < pages.size(); i += 4096) pages[i] = static_cast<char>(pages[i] + 1);
+  getrusage(RUSAGE_SELF, &after);
+  return after.ru_minflt - before.ru_minflt;
+}
+
+// 0: the probe borrowed our memory (no page of ours was write-protected by a fork, so rewriting
+// 256 pages takes no faults) and our non-dumpable setting held, across its id-map writes; 1: no
+// layer 2 here; 2: faults; 3: dumpable. With `fork_control` a plain fork stands in for the probe:
+// the same rewrite must fault.
+int ProbeSharesMemory(bool fork_control) {
+  std::vector<char> pages(256 * 4096, 1);
+  (void)FaultsRewriting(pages);  // Present and written: no fault of their own is left.
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return 3;
+  if (fork_control) {
+    pid_t pid = fork();
+    if (pid == 0) _exit(0);
+    waitpid(pid, nullptr, 0);
+  } else if (!Layer2Available()) {
+    return 1;
+  }
+  if (FaultsRewriting(pages) > 64) return 2;
+  return prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 0 ? 0 : 3;
+}
+
+TEST(Layer2Probe, BorrowsTheCallersMemoryAndKeepsItNonDumpable) {
+  if (!kCloneCanShareMemory) GTEST_SKIP() << "sanitizer builds copy the memory";
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  CmdResult check = RunCmd({"--check"});
+  if (check.out.find("layer 2,") == std::string::npos) GTEST_SKIP() << "no layer 2 here";
+  EXPECT_EXIT(_exit(ProbeSharesMemory(false)), ::testing::ExitedWithCode(0), "");
+  EXPECT_EXIT(_exit(ProbeSharesMemory(true)), ::testing::ExitedWithCode(2), "") << "control";
 }
 
 // What the agent sees after EnterAgentSandbox, reported from inside.
