@@ -91,15 +91,58 @@ struct ChildPlan {
   const std::vector<SpawnStep>* steps;
 };
 
+// Parses the hex mask after `key` (e.g. "SigCgt:\t") in a /proc status text. False if absent.
+bool StatusMask(const char* text, const char* key, uint64_t* mask) {
+  const char* p = ::strstr(text, key);
+  if (p == nullptr) return false;
+  p += ::strlen(key);
+  uint64_t m = 0;
+  int digits = 0;
+  for (; *p != '\n' && *p != '\0'; ++p, ++digits) {
+    const char c = *p;
+    const int v = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+    if (v < 0 || digits == 16) return false;
+    m = (m << 4) | static_cast<uint64_t>(v);
+  }
+  *mask = m;
+  return digits > 0;
+}
+
+// The signals this process ignores or catches (bit sig-1), from its /proc/self/status: one read
+// instead of a sigaction per signal. All ones where /proc cannot tell.
+uint64_t NonDefaultSignals() {
+  constexpr uint64_t kAll = ~uint64_t{0};
+  char text[8192];
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return kAll;
+  size_t len = 0;
+  for (ssize_t n; len < sizeof(text) - 1; len += static_cast<size_t>(n)) {
+    n = ::read(fd, text + len, sizeof(text) - 1 - len);
+    if (n < 0 && errno == EINTR) n = 0;
+    if (n <= 0) break;
+  }
+  ::close(fd);
+  text[len] = '\0';
+  uint64_t ignored = 0, caught = 0;
+  if (!StatusMask(text, "\nSigIgn:\t", &ignored) || !StatusMask(text, "\nSigCgt:\t", &caught)) {
+    return kAll;
+  }
+  return ignored | caught;
+}
+
 [[noreturn]] void RunChild(const ChildPlan& plan, int err_fd) {
   // Default dispositions: a handler must not run in this half-copied process, and an ignored
-  // SIGPIPE (or any SIG_IGN) of the parent must not leak into the program we exec.
+  // SIGPIPE (or any SIG_IGN) of the parent must not leak into the program we exec. Signals stay
+  // blocked until then, so reading which ones to reset is not racy.
   struct sigaction dfl;
   ::memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  for (int sig = 1; sig < NSIG; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP) ::sigaction(sig, &dfl, nullptr);
+  const uint64_t reset = NonDefaultSignals();
+  for (int sig = 1; sig < NSIG && sig <= 64; ++sig) {
+    if (sig != SIGKILL && sig != SIGSTOP && (reset >> (sig - 1) & 1) != 0) {
+      ::sigaction(sig, &dfl, nullptr);
+    }
   }
   if (plan.new_session && ::setsid() < 0) Fail(err_fd, Stage::kSetsid, errno);
 

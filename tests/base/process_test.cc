@@ -338,6 +338,35 @@ TEST(SpawnTest, ChildStartsWithDefaultSignalsAndEmptyMask) {
             "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
 }
 
+// Handlers and ignored signals are reset before the steps run (a handler must never run on a
+// child that borrows our memory); the set to reset comes from /proc/self/status.
+TEST(SpawnTest, StepsSeeEveryDispositionAtItsDefault) {
+  struct sigaction handler = {}, ign = {}, old_usr1 = {}, old_pipe = {};
+  handler.sa_handler = [](int) {};
+  ign.sa_handler = SIG_IGN;
+  ::sigaction(SIGUSR1, &handler, &old_usr1);
+  ::sigaction(SIGPIPE, &ign, &old_pipe);
+  SpawnOptions o = Sh("exit 0");
+  o.steps.push_back({"dispositions", [](const char** what) {
+                       struct sigaction cur = {};
+                       for (int sig : {SIGUSR1, SIGPIPE}) {
+                         if (::sigaction(sig, nullptr, &cur) != 0) return errno;
+                         if (cur.sa_handler != SIG_DFL) {
+                           *what = sig == SIGUSR1 ? "SIGUSR1 kept its handler" : "SIGPIPE ignored";
+                           return EPERM;
+                         }
+                       }
+                       return 0;
+                     }});
+  Result<ChildProcess> child = Spawn(o);
+  ::sigaction(SIGUSR1, &old_usr1, nullptr);
+  ::sigaction(SIGPIPE, &old_pipe, nullptr);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
+}
+
 TEST(ChildProcessTest, DestructorKillsAndReaps) {
   Result<Pipe> in = MakePipe();
   ASSERT_TRUE(in.ok());
