@@ -97,7 +97,7 @@ Result<uint16_t> UrlPort(const std::string& url);
 
 // Runs WarmUpHttp(url) on a thread of its own, so that the dynamic loading (and for https the TLS
 // set-up) overlaps the caller's other start-up work. Wait() joins it: call it before anything
-// that needs a single-threaded process (fork of the spawner, unshare, Landlock, seccomp); the
+// that needs a single-threaded process (unshare, Landlock, seccomp); the
 // destructor joins too. Module() is a function-local static, so a caller that needs HTTP before
 // Wait() simply blocks until the thread is done.
 class HttpPreload {

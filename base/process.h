@@ -108,8 +108,9 @@ inline constexpr bool kCloneCanShareMemory = true;
 // own (CLONE_VM | CLONE_VFORK, posix_spawn's way), so no page table of a large caller is copied or
 // write-protected, and the calling thread is suspended until the child execs or exits. Its writes,
 // errno included, land in the caller's memory, so fn makes only raw, async-signal-safe calls
-// (which fn must anyway: the caller may be multithreaded) and block signals around the call.
-// Otherwise the memory is copied and the caller does not wait. Returns the pid or -1 with errno.
+// (which it must anyway: the caller may be multithreaded), and the caller blocks signals around
+// the call (no handler may run on the child's stack). Otherwise the memory is copied and the
+// caller does not wait. Returns the pid or -1 with errno.
 long CloneProcess(int (*fn)(void*), void* arg, unsigned long flags, bool share_memory, int* pidfd);
 
 // clone + execve: the one fork+exec path. The child starts with default signal dispositions and

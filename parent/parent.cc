@@ -229,7 +229,7 @@ std::vector<std::string> OwnWritable(const Settings& s) {
 
 // What the children need not find out again (ipc::ChildSandboxHints): the model's port, as this
 // process parses it (agent::UrlPort; a URL it cannot parse sends 0, and the child reports the
-// error), and whether layer 2 works here: the spawner forked before this
+// error), and whether layer 2 works here: the spawner started before this
 // process confined itself, so its children see the namespaces this process probed.
 ipc::ChildSandboxHints ChildHintsOf(const Options& o, const Settings& s,
                                     const agent::ToolContext& context) {
@@ -391,7 +391,7 @@ int Run(const Options& o) {
   if (!settings.ok()) return Fail(o.output_format, kExitUsage, settings.status().message());
   const Settings& s = *settings;
   // The HTTP module (and for an https model the TLS set-up) loads on a thread of its own while
-  // the sandbox policy and the session are set up; joined before the spawner's fork and the
+  // the sandbox policy and the session are set up; joined before the spawner's start and the
   // confinement. Started once the model URL is known: an http model sets up no TLS.
   agent::HttpPreload http(s.provider.base_url);
   SessionSandbox box;

@@ -42,7 +42,7 @@ class ParentToolRunner : public agent::ToolRunner {
   // and on the progress line.
   void GuardGitSurface(std::vector<agent::ToolResultBlock>& results, size_t end);
   // The children a command's leftovers must not be mistaken for: the standby children and the
-  // spawner (forked before confinement; killing it would leave every later task unstartable).
+  // spawner (started before confinement; killing it would leave every later task unstartable).
   std::vector<pid_t> OwnedChildren() const;
   void RunTaskBatch(const std::vector<agent::ToolUseBlock>& calls, size_t begin, size_t end,
                     std::vector<agent::ToolResultBlock>& results);
