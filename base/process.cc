@@ -3,11 +3,13 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <linux/close_range.h>
+#include <linux/magic.h>
 #include <sched.h>
 #include <signal.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -109,12 +111,18 @@ bool StatusMask(const char* text, const char* key, uint64_t* mask) {
 }
 
 // The signals this process ignores or catches (bit sig-1), from its /proc/self/status: one read
-// instead of a sigaction per signal. All ones where /proc cannot tell.
+// instead of a sigaction per signal. All ones where /proc cannot tell, or is not procfs (a file
+// planted there must not spare a handler its reset; a FIFO must not block).
 uint64_t NonDefaultSignals() {
   constexpr uint64_t kAll = ~uint64_t{0};
   char text[8192];
-  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC);
+  const int fd = ::open("/proc/self/status", O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return kAll;
+  struct statfs fs;
+  if (::fstatfs(fd, &fs) != 0 || fs.f_type != PROC_SUPER_MAGIC) {
+    ::close(fd);
+    return kAll;
+  }
   size_t len = 0;
   for (ssize_t n; len < sizeof(text) - 1; len += static_cast<size_t>(n)) {
     n = ::read(fd, text + len, sizeof(text) - 1 - len);
