@@ -71,8 +71,9 @@ void PrintCheck(const sandbox::Report& report) {
   }
 }
 
-// Waits for the command, forwarding terminal and termination signals to its process group.
-Result<int> WaitForwardingSignals(ChildProcess& child) {
+// Waits for the command, forwarding terminal and termination signals to its process group, and
+// answers its unix connect broker meanwhile (ForCommand: this thread is the broker).
+Result<int> WaitForwardingSignals(const sandbox::Sandbox& sandbox, ChildProcess& child) {
   sigset_t mask, old;
   sigemptyset(&mask);
   for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, sig);
@@ -82,10 +83,7 @@ Result<int> WaitForwardingSignals(ChildProcess& child) {
   UniqueFd signals(sfd);
   for (;;) {
     pollfd fds[2] = {{child.pidfd(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
-    if (poll(fds, 2, -1) < 0) {
-      if (errno == EINTR) continue;
-      return Status::FromErrno(errno, "poll");
-    }
+    FORKBOX_RETURN_IF_ERROR(sandbox.ServeUntil(fds));
     if (fds[1].revents & POLLIN) {
       signalfd_siginfo info;
       while (read(signals.get(), &info, sizeof(info)) == sizeof(info)) {
@@ -199,7 +197,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     std::fprintf(stderr, "forkbox sandbox: %s\n", child.status().message().c_str());
     return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;
   }
-  Result<int> status = WaitForwardingSignals(*child);
+  Result<int> status = WaitForwardingSignals(*sandbox, *child);
   sandbox::KillAllDescendants();
   for (const std::string& line : policy.enabled
                                      ? git->Restore(sandbox::GitSurfaceGuard::After::kDone)

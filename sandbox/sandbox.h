@@ -10,6 +10,7 @@
 //   .git/config] -> drop every capability -> no_new_privs -> Landlock -> seccomp.
 #pragma once
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <cstdint>
@@ -188,8 +189,8 @@ class PreparedAgentSandbox;
 // (PDEATHSIG). A ForTools handle (unconfined caller) spawns from its unix connect broker's thread
 // (the tools' Landlock domains nest in that thread's): its commands die with the handle, so keep
 // it until they were waited for. A ForCommand handle spawns from the calling thread, which it
-// scoped first. Setup and exec failures come back as a Status naming the
-// failing step.
+// scoped first, and which waits for its commands in ServeUntil. Setup and exec failures come back
+// as a Status naming the failing step.
 class Sandbox {
  public:
   // Fails closed (kUnavailable) without Landlock or seccomp. With policy.enabled == false, Spawn
@@ -204,9 +205,10 @@ class Sandbox {
   // ForTools for a process whose only job is its commands (`forkbox sandbox`): first the calling
   // thread enters no_new_privs and, with Landlock ABI 6+, a domain of its own that scopes
   // abstract unix sockets and restricts nothing else. Its commands then nest in that domain and
-  // spawn from the calling thread (no hop to the broker's thread), and the broker's thread,
-  // started after, shares it. Irreversible for the calling thread and the threads it creates
-  // later, so not for a caller that goes on with other work (a test process: ForTools).
+  // spawn from the calling thread, and that thread also answers their unix connect broker: the
+  // caller waits for its commands in ServeUntil (no broker thread). Irreversible for the calling
+  // thread and the threads it creates later, so not for a caller that goes on with other work (a
+  // test process: ForTools).
   static Result<Sandbox> ForCommand(Policy policy);
 
   Sandbox(Sandbox&&) noexcept;
@@ -219,6 +221,10 @@ class Sandbox {
   // (sandbox/unix_broker.h) until none of them is left; refusals are written on the command's
   // stderr (the fd mapped to 2, else this process's).
   Result<ChildProcess> Spawn(SpawnOptions options) const;
+  // Waits until one of `until` has an event (poll(2) semantics; revents are set). A ForCommand
+  // handle answers its commands' unix connect broker meanwhile, and only here: a command's
+  // socket() or connect() waits until its caller is in ServeUntil. With a broker thread, a poll.
+  Status ServeUntil(std::span<pollfd> until) const;
   // Makes now what every Spawn shares and the first one would otherwise make on its clock: the
   // tool Landlock ruleset (up to ~185 rules as root) and the unix connect broker's thread. Any
   // thread may call it, also while another spawns (that Spawn waits for the ruleset); not while a

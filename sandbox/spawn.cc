@@ -57,7 +57,9 @@ Sandbox::Sandbox(Policy policy, Report report, Caller caller)
     : policy_(std::move(policy)),
       report_(std::move(report)),
       caller_(caller),
-      broker_(std::make_unique<UnixBroker>(/*scope_self=*/caller == Caller::kUnconfined)),
+      broker_(std::make_unique<UnixBroker>(
+          /*scope_self=*/caller == Caller::kUnconfined,
+          caller == Caller::kScopedSelf ? BrokerThread::kCallers : BrokerThread::kOwn)),
       shared_(std::make_unique<SharedState>()) {}
 Sandbox::Sandbox(Sandbox&&) noexcept = default;
 Sandbox& Sandbox::operator=(Sandbox&&) noexcept = default;
@@ -163,6 +165,11 @@ Status Sandbox::Prewarm() const {
   Result<int> shared = SharedRulesetFd();
   if (!shared.ok()) return shared.status();
   return broker_->Start();  // Every tool is brokered (PrepareTool).
+}
+
+Status Sandbox::ServeUntil(std::span<pollfd> until) const {
+  if (const Sandbox* layer1 = Layer1()) return layer1->ServeUntil(until);
+  return broker_->ServeUntil(until);
 }
 
 Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {

@@ -29,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <set>
+#include <span>
 #include <sstream>
 #include <system_error>
 #include <thread>
@@ -548,6 +549,7 @@ struct UnixBroker::State {
   bool started = false;                         // Guarded by mu: `scoped` is final.
   bool scoped = false;                          // Guarded by mu.
   bool scope_self = false;
+  BrokerThread serving = BrokerThread::kOwn;
   UniqueFd wake;  // eventfd: task or stop changed.
   // epoll over every served listener (data.ptr: its Tool). Serve adds a new tool's listener here
   // itself, so the thread is not woken per tool: only once the tool calls (or is gone), and it
@@ -555,6 +557,9 @@ struct UnixBroker::State {
   UniqueFd listeners;
   std::thread thread;
   std::mutex run_mu;  // One RunOnThread at a time.
+  // Touched only by the one serving thread (the broker's own, or the caller's in ServeUntil).
+  std::vector<std::unique_ptr<Tool>> tools;
+  std::vector<char> req, resp;
 
   // Serves until stopped; if it ever fails, every listener goes (the tools' socket() and
   // connect() then fail with ENOSYS) and Serve refuses new ones: never a tool left waiting.
@@ -569,6 +574,11 @@ struct UnixBroker::State {
     }
     cv.notify_all();
     Loop();
+    Fail();
+  }
+  // Every listener goes and Serve refuses new ones.
+  void Fail() {
+    tools.clear();
     {
       std::lock_guard<std::mutex> lock(mu);
       stop = true;
@@ -577,8 +587,8 @@ struct UnixBroker::State {
     cv.notify_all();
   }
   void Loop();
-  bool ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std::vector<char>& req,
-                 std::vector<char>& resp);
+  bool ServeOnce(std::span<pollfd> until);
+  Status OpenFds();
   Status StartLocked();
   Status Wake() {
     uint64_t one = 1;
@@ -590,11 +600,6 @@ struct UnixBroker::State {
 };
 
 void UnixBroker::State::Loop() {
-  seccomp_notif_sizes sizes{};
-  if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) return;
-  std::vector<char> req(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
-  std::vector<char> resp(std::max<size_t>(sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp)));
-  std::vector<std::unique_ptr<Tool>> tools;
   for (;;) {
     const std::function<void()>* run = nullptr;
     {
@@ -610,16 +615,17 @@ void UnixBroker::State::Loop() {
       }
       cv.notify_all();
     }
-    if (!ServeOnce(tools, req, resp)) return;
+    if (!ServeOnce({})) return;
   }
 }
 
-// One poll over the wake eventfd, the listeners' epoll and every pending connect; then the new
-// tools, the finished connects, the notifications, and the tools no process uses any more.
-// False: poll or epoll_wait failed.
-bool UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std::vector<char>& req,
-                                  std::vector<char>& resp) {
+// One poll over the wake eventfd, the listeners' epoll, every pending connect and `until` (whose
+// revents it sets); then the new tools, the finished connects, the notifications, and the tools
+// no process uses any more. False: poll or epoll_wait failed.
+bool UnixBroker::State::ServeOnce(std::span<pollfd> until) {
   std::vector<pollfd> fds{{wake.get(), POLLIN, 0}, {listeners.get(), POLLIN, 0}};
+  fds.insert(fds.end(), until.begin(), until.end());
+  const size_t first_wait = fds.size();
   std::vector<std::pair<Tool*, ino_t>> waits;
   for (const auto& tool : tools) {
     ForgetGoneCallers(*tool);
@@ -629,6 +635,7 @@ bool UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std
     }
   }
   if (poll(fds.data(), fds.size(), -1) < 0) return errno == EINTR;
+  for (size_t i = 0; i < until.size(); ++i) until[i].revents = fds[2 + i].revents;
   if (fds[0].revents & POLLIN) {
     uint64_t count = 0;
     (void)!read(wake.get(), &count, sizeof count);
@@ -639,7 +646,7 @@ bool UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std
     incoming.clear();
   }
   for (size_t i = 0; i < waits.size(); ++i) {
-    if (fds[2 + i].revents == 0) continue;
+    if (fds[first_wait + i].revents == 0) continue;
     FinishPending(*waits[i].first, waits[i].second, resp);
   }
   if ((fds[1].revents & POLLIN) == 0) return true;
@@ -658,13 +665,26 @@ bool UnixBroker::State::ServeOnce(std::vector<std::unique_ptr<Tool>>& tools, std
   return true;
 }
 
-Status UnixBroker::State::StartLocked() {
-  if (stop) return Status::Internal("the unix connect broker stopped");
-  if (thread.joinable()) return Status::Ok();
+// The eventfd, the epoll and the notification buffers, once.
+Status UnixBroker::State::OpenFds() {
+  if (listeners) return Status::Ok();
+  seccomp_notif_sizes sizes{};
+  if (syscall(SYS_seccomp, SECCOMP_GET_NOTIF_SIZES, 0, &sizes) != 0) {
+    return Status::FromErrno(errno, "seccomp(GET_NOTIF_SIZES)");
+  }
+  req.resize(std::max<size_t>(sizes.seccomp_notif, sizeof(seccomp_notif)));
+  resp.resize(std::max<size_t>(sizes.seccomp_notif_resp, sizeof(seccomp_notif_resp)));
   wake.reset(eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
   if (!wake) return Status::FromErrno(errno, "eventfd(unix broker)");
   listeners.reset(epoll_create1(EPOLL_CLOEXEC));
   if (!listeners) return Status::FromErrno(errno, "epoll_create1(unix broker)");
+  return Status::Ok();
+}
+
+Status UnixBroker::State::StartLocked() {
+  if (stop) return Status::Internal("the unix connect broker stopped");
+  FORKBOX_RETURN_IF_ERROR(OpenFds());
+  if (serving == BrokerThread::kCallers || thread.joinable()) return Status::Ok();
   // Every signal stays blocked on the broker's thread, so a process-directed one (Ctrl-C) is
   // taken by the thread the caller handles signals on (signalfd), never by this one.
   sigset_t all, old;
@@ -680,8 +700,9 @@ Status UnixBroker::State::StartLocked() {
   return Status::Ok();
 }
 
-UnixBroker::UnixBroker(bool scope_self) : state_(std::make_unique<State>()) {
-  state_->scope_self = scope_self;
+UnixBroker::UnixBroker(bool scope_self, BrokerThread serving) : state_(std::make_unique<State>()) {
+  state_->scope_self = scope_self && serving == BrokerThread::kOwn;
+  state_->serving = serving;
 }
 
 UnixBroker::~UnixBroker() {
@@ -716,9 +737,39 @@ Status UnixBroker::Start() {
   return state_->StartLocked();
 }
 
+Status UnixBroker::ServeUntil(std::span<pollfd> until) {
+  for (pollfd& fd : until) fd.revents = 0;
+  const auto woken = [&] {
+    return std::any_of(until.begin(), until.end(), [](const pollfd& fd) { return fd.revents; });
+  };
+  bool serve = false;
+  {
+    std::lock_guard<std::mutex> lock(state_->mu);
+    serve = state_->serving == BrokerThread::kCallers && !state_->stop;
+    if (serve) FORKBOX_RETURN_IF_ERROR(state_->OpenFds());
+  }
+  if (!serve) {  // The broker's own thread serves, or nothing is served any more.
+    while (poll(until.data(), until.size(), -1) < 0) {
+      if (errno != EINTR) return Status::FromErrno(errno, "poll");
+    }
+    return Status::Ok();
+  }
+  while (!woken()) {
+    if (!state_->ServeOnce(until)) {
+      Status failed = Status::FromErrno(errno, "unix connect broker: poll");
+      state_->Fail();
+      return failed;
+    }
+  }
+  return Status::Ok();
+}
+
 Status UnixBroker::RunOnThread(const std::function<void()>& task) {
   std::lock_guard<std::mutex> one(state_->run_mu);
   std::unique_lock<std::mutex> lock(state_->mu);
+  if (state_->serving == BrokerThread::kCallers) {
+    return Status::Internal("the unix connect broker has no thread of its own");
+  }
   FORKBOX_RETURN_IF_ERROR(state_->StartLocked());
   state_->task = &task;
   FORKBOX_RETURN_IF_ERROR(state_->Wake());

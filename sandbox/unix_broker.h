@@ -26,10 +26,12 @@
 // abstract address) and are written once each on the tool's stderr.
 #pragma once
 
+#include <poll.h>
 #include <sys/types.h>
 
 #include <functional>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -47,15 +49,23 @@ struct BrokerPolicy {
   bool abstract_scoped = false;
 };
 
-// Serves the listeners of every tool a Sandbox spawned, on one thread started at the first
-// Serve() or RunOnThread(). The destructor stops and joins the thread and closes every listener
-// (a tool still running then gets ENOSYS from socket() and connect()). Thread-safe.
+// Which thread answers the tools' notifications.
+enum class BrokerThread {
+  kOwn,      // One of the broker's own, started at the first Serve, Start or RunOnThread.
+  kCallers,  // The caller's, while it waits in ServeUntil (a process whose only job is its
+             // commands: `forkbox sandbox`). No thread, so no second stack, arena or TLB
+             // shootdown per command; a tool's connect() waits until the caller is in ServeUntil.
+};
+
+// Serves the listeners of every tool a Sandbox spawned. The destructor stops and joins the thread
+// (if any) and closes every listener (a tool still running then gets ENOSYS from socket() and
+// connect()). Thread-safe, except that only one thread may be in ServeUntil.
 class UnixBroker {
  public:
-  // `scope_self`: the caller is not inside a scoped Landlock domain (`forkbox sandbox`), so the
-  // thread first enters one of its own that scopes abstract unix sockets (no_new_privs on that
-  // thread only); tools spawned through RunOnThread then nest in it.
-  explicit UnixBroker(bool scope_self);
+  // `scope_self` (kOwn only): the caller is not inside a scoped Landlock domain, so the thread
+  // first enters one of its own that scopes abstract unix sockets (no_new_privs on that thread
+  // only); tools spawned through RunOnThread then nest in it.
+  UnixBroker(bool scope_self, BrokerThread serving);
   ~UnixBroker();
   UnixBroker(const UnixBroker&) = delete;
   UnixBroker& operator=(const UnixBroker&) = delete;
@@ -66,11 +76,16 @@ class UnixBroker {
   Status Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report);
 
   // Starts the thread now rather than at the first Serve or RunOnThread, so that its start-up
-  // overlaps the caller's work before its first spawn.
+  // overlaps the caller's work before its first spawn (kCallers: opens the broker's fds only).
   Status Start();
 
+  // Waits until one of `until` has an event (poll(2): their revents are set), answering the
+  // tools meanwhile when the broker is kCallers. A failure there ends the broker as a failing
+  // thread would (every listener goes) and is returned.
+  Status ServeUntil(std::span<pollfd> until);
+
   // Runs `task` on the broker's thread and returns once it ran (a spawn, so that the tool's
-  // Landlock domain nests in the thread's). Fails when the thread cannot run.
+  // Landlock domain nests in the thread's). Fails when the thread cannot run, or with kCallers.
   Status RunOnThread(const std::function<void()>& task);
 
   // Whether the thread is in its own abstract-unix-scoped domain (scope_self and ABI 6+); known

@@ -495,8 +495,9 @@ TEST_P(ScopeWorks, UnixServerAndClientInside) {
   EXPECT_TRUE(Contains(r.out, "abstract ping")) << r.Describe();
 }
 
-// The broker's thread never takes a process-directed signal: `forkbox sandbox` forwards SIGTERM to
-// the command (which then dies of it: exit code 143) instead of dying of it itself.
+// A process-directed signal is taken by the thread that waits for the command and answers its
+// broker: `forkbox sandbox` forwards SIGTERM to the command (which then dies of it: exit code
+// 143) instead of dying of it itself.
 TEST_P(ScopeWorks, SigtermIsForwardedWhileTheBrokerRuns) {
   const std::string ready = work_ + "/ready";
   ASSERT_EQ(mkfifo(ready.c_str(), 0666), 0) << strerror(errno);
@@ -522,6 +523,54 @@ TEST_P(ScopeWorks, SigtermIsForwardedWhileTheBrokerRuns) {
   ASSERT_FALSE(r.timed_out) << r.Describe();
   EXPECT_TRUE(WIFEXITED(r.wait_status)) << "forkbox died of the signal\n" << r.Describe();
   EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.Describe();
+}
+
+// `forkbox sandbox` answers its command's connect broker on its one thread
+// (BrokerThread::kCallers): while the command, which connected through the broker once already,
+// waits on a FIFO, every forkbox process of the run (the launcher, and in layer 2 the namespace
+// init) has exactly one thread; then a second connect is still answered.
+TEST_P(ScopeWorks, TheBrokerIsTheLaunchersOwnThread) {
+  const std::string ready = work_ + "/ready", go = work_ + "/go";
+  ASSERT_EQ(mkfifo(ready.c_str(), 0666), 0) << strerror(errno);
+  ASSERT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
+  ChownTree(work_, uid(), gid());
+  std::vector<size_t> threads;
+  std::thread watcher([&] {
+    Fd in(open(ready.c_str(), O_RDONLY | O_CLOEXEC));
+    char c;
+    if (in.valid() && read(in.get(), &c, 1) == 1) {
+      for (pid_t pid : ProcessesWithMarker(token_)) {
+        const std::string proc = "/proc/" + std::to_string(pid);
+        if (ReadFile(proc + "/comm") != "forkbox\n") continue;
+        size_t count = 0;
+        std::error_code ec;
+        for (auto it = std::filesystem::directory_iterator(proc + "/task", ec);
+             !ec && it != std::filesystem::directory_iterator(); it.increment(ec)) {
+          ++count;
+        }
+        threads.push_back(count);
+      }
+    }
+    Fd out(open(go.c_str(), O_WRONLY | O_CLOEXEC));
+    if (out.valid()) (void)!write(out.get(), "g", 1);
+  });
+  RunResult r = Shell("cd '" + work_ +
+                      "' && exec /usr/bin/python3 -c \"import socket\n"
+                      "def talk(n):\n"
+                      "    s = socket.socket(socket.AF_UNIX); s.bind(n); s.listen(1)\n"
+                      "    c = socket.socket(socket.AF_UNIX); c.connect(n); a, _ = s.accept()\n"
+                      "    c.sendall(b'ping'); return a.recv(4).decode()\n"
+                      "print('before', talk('a.sock'), flush=True)\n"
+                      "open('ready', 'w').write('r')\n"
+                      "open('go').read()\n"
+                      "print('after', talk('b.sock'))\"");
+  watcher.join();
+  ASSERT_FALSE(r.timed_out) << r.Describe();
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "before ping")) << r.Describe();
+  EXPECT_TRUE(Contains(r.out, "after ping")) << r.Describe();
+  ASSERT_FALSE(threads.empty()) << "no forkbox process found\n" << r.Describe();
+  for (size_t count : threads) EXPECT_EQ(count, 1u) << r.Describe();
 }
 
 // connect() answered by the broker gives the kernel's errnos: a first connect 0, a file ENOTSOCK,
