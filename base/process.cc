@@ -138,6 +138,46 @@ uint64_t NonDefaultSignals() {
   return ignored | caught;
 }
 
+[[noreturn]] void RunStepsAndExec(const ChildPlan& plan, int err_fd, size_t first);
+
+// The command below a keeper step: the steps after it, then the exec.
+struct CommandTail {
+  const ChildPlan* plan;
+  int err_fd;
+  size_t first;
+};
+
+int RunCommandTail(void* arg) {
+  const auto* tail = static_cast<const CommandTail*>(arg);
+  RunStepsAndExec(*tail->plan, tail->err_fd, tail->first);
+}
+
+// Steps `first`.. in order, then chdir and execve. After a keeper step (SpawnStep::keep) this
+// process stays behind: the rest runs in a child that borrows its memory until execve
+// (CloneProcess, share_memory: no page table of this process is copied). Signals are still
+// blocked here, as CloneProcess requires.
+[[noreturn]] void RunStepsAndExec(const ChildPlan& plan, int err_fd, size_t first) {
+  for (size_t i = first; i < plan.steps->size(); ++i) {
+    const SpawnStep& step = (*plan.steps)[i];
+    const char* what = step.name;
+    if (int err = step.run(&what)) Fail(err_fd, Stage::kStep, err, what);
+    if (!step.keep) continue;
+    CommandTail tail{&plan, err_fd, i + 1};
+    int pidfd = -1;
+    long pid = CloneProcess(RunCommandTail, &tail, 0, /*share_memory=*/true, &pidfd);
+    if (pid < 0) Fail(err_fd, Stage::kStep, errno, "clone (the command under its keeper)");
+    ::close(pidfd);
+    step.keep(static_cast<pid_t>(pid));
+    ::_exit(127);  // keep never returns.
+  }
+  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) Fail(err_fd, Stage::kChdir, errno);
+  sigset_t none;
+  sigemptyset(&none);
+  ::sigprocmask(SIG_SETMASK, &none, nullptr);
+  ::execve(plan.argv[0], plan.argv, plan.envp);
+  Fail(err_fd, Stage::kExec, errno);
+}
+
 [[noreturn]] void RunChild(const ChildPlan& plan, int err_fd) {
   // Default dispositions: a handler must not run in this half-copied process, and an ignored
   // SIGPIPE (or any SIG_IGN) of the parent must not leak into the program we exec. Signals stay
@@ -187,16 +227,7 @@ uint64_t NonDefaultSignals() {
     Fail(err_fd, Stage::kCloseRange, errno);
   }
   if (CloexecFrom(static_cast<unsigned>(plan.above)) != 0) Fail(err_fd, Stage::kCloseRange, errno);
-  for (const SpawnStep& step : *plan.steps) {
-    const char* what = step.name;
-    if (int err = step.run(&what)) Fail(err_fd, Stage::kStep, err, what);
-  }
-  if (plan.cwd != nullptr && ::chdir(plan.cwd) != 0) Fail(err_fd, Stage::kChdir, errno);
-  sigset_t none;
-  sigemptyset(&none);
-  ::sigprocmask(SIG_SETMASK, &none, nullptr);
-  ::execve(plan.argv[0], plan.argv, plan.envp);
-  Fail(err_fd, Stage::kExec, errno);
+  RunStepsAndExec(plan, err_fd, 0);
 }
 
 struct SharedChild {
@@ -458,8 +489,10 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
       &options.carry_fds, &options.steps};
 
   // CLONE_PARENT changes only whose child it is, not what the child does with the memory.
+  const bool keeper = std::any_of(options.steps.begin(), options.steps.end(),
+                                  [](const SpawnStep& step) { return bool(step.keep); });
   const bool share_memory = kCloneCanShareMemory && (options.clone_flags & ~CLONE_PARENT) == 0 &&
-                            !options.keeper_step && !options.while_starting;
+                            !keeper && !options.while_starting;
   // The report (at most sizeof(Report) + kMaxReportMessage < PIPE_BUF) fits an empty pipe whole.
   Result<Pipe> err_pipe = MakePipe(share_memory ? O_NONBLOCK : 0);
   if (!err_pipe.ok()) return err_pipe.status().WithContext("spawn");

@@ -7,6 +7,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -57,11 +58,21 @@ class ChildProcess {
 // One step the forked child runs between the fd set-up and execve, in list order. It must only
 // make async-signal-safe calls (no allocation, no locks): the caller may be multithreaded, and a
 // step may run in a child of clone() with namespace flags. Returns 0 or an errno value; on
-// failure it may point *what at a more precise name of the failing call than `name`. A step may
-// also fork and never return in the parent branch (a namespace init that waits for the command).
+// failure it may point *what at a more precise name of the failing call than `name`.
 struct SpawnStep {
+  SpawnStep() = default;
+  SpawnStep(const char* step_name, std::function<int(const char** what)> step_run,
+            std::function<void(pid_t command)> step_keep = {})
+      : name(step_name), run(std::move(step_run)), keep(std::move(step_keep)) {}
+
   const char* name = "";
   std::function<int(const char** what)> run;
+  // A keeper step (a namespace init that waits for the command): once `run` succeeded, the
+  // process stays behind and calls keep(pid), which never returns, while a child that borrows its
+  // memory until execve (CloneProcess, share_memory) runs the later steps, the chdir and the
+  // exec; their failures still reach Spawn's caller. keep may run only once that child exec'ed or
+  // died. The spawned process then never execs, so Spawn copies the caller's memory for it.
+  std::function<void(pid_t command)> keep;
 };
 
 struct SpawnOptions {
@@ -83,9 +94,6 @@ struct SpawnOptions {
   // caller are copied, and the calling thread waits until execve (it would wait for the error
   // pipe anyway).
   unsigned long clone_flags = 0;
-  // A step forks and the spawned process itself never execs (a namespace init that waits for the
-  // command): its memory must be its own, so no CLONE_VM.
-  bool keeper_step = false;
   std::vector<SpawnStep> steps;
   // Runs in the caller right after the clone, while the child runs its steps (so never with
   // shared memory), before Spawn waits for the execve: work a step waits for (a sandbox's ruleset

@@ -29,8 +29,6 @@ namespace {
 
 constexpr unsigned long kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
 
-long RawFork() { return syscall(SYS_clone, SIGCHLD, nullptr, nullptr, nullptr, nullptr); }
-
 // Every keeper runs under no_new_privs and the base seccomp filter before it waits on anything.
 // It keeps no descriptor but `keep_stderr`'s fd 2.
 void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr) {
@@ -151,9 +149,22 @@ int ConfineInitRaw(const ContainPlan& p, const char** step) {
   return seccomp::InstallRaw(p.filters.front(), p.all_threads);
 }
 
+// In the process that goes on below a keeper: it dies with the keeper, which must still be there.
+int UnderKeeperRaw(int keeper, const char** step) {
+  *step = "prctl(PR_SET_PDEATHSIG) under the namespace keeper";
+  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+  pollfd pfd{keeper, POLLIN, 0};
+  *step = "namespace keeper already exited";
+  if (poll(&pfd, 1, 0) != 0) return ESRCH;
+  close(keeper);
+  return 0;
+}
+
 // Layer 2: fresh user, mount and PID namespaces; the calling process stays behind as the keeper
 // and the child, in the new PID namespace, goes on (returning 0). Both keepers and inits die with
 // their parent. The mounts are the caller's next step, except for a tool's init (InitSetsUp).
+// A tool's init (kInit) does not fork here: it returns, and Spawn's keeper step clones the command
+// (AddContainStep), which calls UnderKeeperRaw with the pidfd left in the plan.
 int ForkKeeperRaw(ContainPlan& p, const char** step) {
   if (p.spawner_pidfd >= 0) {
     *step = "prctl(PR_SET_PDEATHSIG) of the namespace init";
@@ -172,22 +183,19 @@ int ForkKeeperRaw(ContainPlan& p, const char** step) {
   *step = "pidfd_open(namespace keeper)";
   int keeper = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
   if (keeper < 0) return errno;
+  if (p.keeper == Keeper::kInit) {
+    p.keeper_pidfd = keeper;
+    return 0;
+  }
   std::span<const sock_filter> filter =
       p.filters.empty() ? std::span<const sock_filter>() : p.filters.front();
   // The agent is a normal (possibly later multithreaded) process: glibc's fork keeps its thread
-  // state right. A spawned child only makes raw calls until execve.
+  // state right.
   *step = "fork (namespace keeper)";
-  long pid = p.keeper == Keeper::kWaiter ? static_cast<long>(fork()) : RawFork();
+  pid_t pid = fork();
   if (pid < 0) return errno;
-  if (pid > 0 && p.keeper == Keeper::kWaiter) RunWaiter(static_cast<pid_t>(pid), filter);
-  if (pid > 0) RunInit(static_cast<pid_t>(pid), p);
-  *step = "prctl(PR_SET_PDEATHSIG) under the namespace keeper";
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
-  pollfd pfd{keeper, POLLIN, 0};
-  *step = "namespace keeper already exited";
-  if (poll(&pfd, 1, 0) != 0) return ESRCH;
-  close(keeper);
-  return 0;
+  if (pid > 0) RunWaiter(pid, filter);
+  return UnderKeeperRaw(keeper, step);
 }
 
 int EnterNamespacesRaw(ContainPlan& p, const char** step) {
@@ -542,14 +550,22 @@ Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
   return p;
 }
 
-int ContainRaw(ContainPlan& p, const char** step) {
+namespace {
+
+// The pipeline up to the namespaces: a tool's keeper step in layer 2.
+int EnterRaw(ContainPlan& p, const char** step) {
   if (p.cgroup_procs_fd >= 0) {
     *step = "join pids cgroup";
     if (int err = JoinCgroupRaw(p.cgroup_procs_fd)) return err;
   }
   if (int err = ApplyLimitsRaw(p.limits, step)) return err;
-  if (p.layer2) {
-    if (int err = EnterNamespacesRaw(p, step)) return err;
+  return p.layer2 ? EnterNamespacesRaw(p, step) : 0;
+}
+
+// The rest, in the process that goes on (a tool's command below its init).
+int ConfineRaw(ContainPlan& p, const char** step) {
+  if (p.keeper_pidfd >= 0) {
+    if (int err = UnderKeeperRaw(p.keeper_pidfd, step)) return err;
   }
   if (p.subreaper) {
     *step = "prctl(PR_SET_CHILD_SUBREAPER)";
@@ -559,6 +575,15 @@ int ContainRaw(ContainPlan& p, const char** step) {
   *step = "prctl(PR_SET_NO_NEW_PRIVS)";
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
   return RestrictRaw(p, step);
+}
+
+}  // namespace
+
+int ContainRaw(ContainPlan& p, const char** step) {
+  *step = "a tool's namespace init is Spawn's keeper step (AddContainStep)";
+  if (p.layer2 && p.keeper == Keeper::kInit) return EINVAL;
+  if (int err = EnterRaw(p, step)) return err;
+  return ConfineRaw(p, step);
 }
 
 Status AddContainStep(ContainPlan& p, SpawnOptions& options) {
@@ -575,9 +600,18 @@ Status AddContainStep(ContainPlan& p, SpawnOptions& options) {
   // Off the critical path: the namespaces are set up while this process fills the ruleset.
   if (p.pending_rules) options.while_starting = [&p] { return FillPendingRuleset(p); };
   options.clone_flags = p.layer2 && !p.unshare ? kNamespaces : 0;
-  options.keeper_step = p.layer2;  // The namespace init waits for the command.
+  if (!p.layer2) {
+    options.steps.push_back(
+        SpawnStep{"contain", [&p](const char** what) { return ContainRaw(p, what); }});
+    return Status::Ok();
+  }
+  // The namespace init sets up and stays behind; the command goes on in a child borrowing the
+  // init's memory until its exec (no page table copied), and inherits the init's confinement.
+  options.steps.push_back(SpawnStep{"contain",
+                                    [&p](const char** what) { return EnterRaw(p, what); },
+                                    [&p](pid_t command) { RunInit(command, p); }});
   options.steps.push_back(
-      SpawnStep{"contain", [&p](const char** what) { return ContainRaw(p, what); }});
+      SpawnStep{"contain (the command)", [&p](const char** what) { return ConfineRaw(p, what); }});
   return Status::Ok();
 }
 

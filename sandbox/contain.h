@@ -4,8 +4,9 @@
 //   join pids cgroup -> rlimits -> [layer 2: unshare -> id maps -> fork a keeper -> mounts]
 //   or subreaper -> drop every capability -> no_new_privs -> Landlock -> seccomp (last).
 // A tool's init (Keeper::kInit, cloned into its namespaces) runs the mounts, the capability drop,
-// no_new_privs and the base filter itself before it forks the command, which inherits them and
-// adds Landlock and the tool filter: the same end state, set up once.
+// no_new_privs and the base filter itself before Spawn's keeper step clones the command (a child
+// borrowing the init's memory until exec: SpawnStep::keep), which inherits them and adds Landlock
+// and the tool filter: the same end state, set up once.
 // A layer-2 agent whose parent verified layer 2 takes its first steps early, before its HTTP module
 // loads (EnterAgentNamespaces, sandbox.h: rlimits -> unshare -> id maps -> fork the waiter); its
 // plan then says `entered` and ContainRaw goes on from the mounts, in the same order.
@@ -58,6 +59,8 @@ struct ContainPlan {
   // the process that already has PDEATHSIG.
   UniqueFd spawner;
   int spawner_pidfd = -1;
+  // A tool's init: its own pidfd, which the command checks once it set PDEATHSIG.
+  int keeper_pidfd = -1;
   // Landlock: owned here, or (ruleset empty) a handle's shared ruleset (ToolRuleset) that
   // ruleset_fd names and that already holds the fresh-mount rules.
   UniqueFd ruleset;
@@ -120,7 +123,8 @@ Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
                                     const std::vector<std::string>& own_writable);
 
 // Runs the pipeline on the calling process. Async-signal-safe. 0 or errno; `*step` names the
-// failing call. In layer 2 this forks: the keeper never returns.
+// failing call. In layer 2 this forks: the keeper never returns. Not for a tool's layer 2
+// (Keeper::kInit: EINVAL), whose keeper is a Spawn step (AddContainStep).
 int ContainRaw(ContainPlan& plan, const char** step);
 
 // The same pipeline as the spawn's step: the plan's clone flags, carried fds (a layer-2 plan gets a

@@ -103,6 +103,54 @@ TEST(SpawnTest, ExecFailureIsARealStatus) {
   EXPECT_EQ(child.status().message(), "execve(/usr): Permission denied (errno 13)");
 }
 
+// Written by the command below a keeper step, read by the keeper once the command exec'ed.
+volatile int g_written_by_the_command = 0;
+
+// A keeper step stays behind: the later steps and the exec run in a child (another pid) that
+// borrows the keeper's memory until exec (what it writes, the keeper reads: in a copy it would
+// not), and keep gets that child's pid. The spawned process is the keeper, here exiting with 100
+// plus the command's status. Sanitizer builds copy the memory: the write stays the command's.
+TEST(SpawnTest, AKeeperStepStaysBehindAndTheCommandBorrowsItsMemory) {
+  g_written_by_the_command = 0;
+  SpawnOptions o = Sh("exit 7");
+  o.steps.push_back({"keeper", [](const char**) { return 0; },
+                     [](pid_t command) {
+                       int status = 0;
+                       if (command == ::getpid() || ::waitpid(command, &status, 0) != command ||
+                           !WIFEXITED(status)) {
+                         ::_exit(2);
+                       }
+                       ::_exit(g_written_by_the_command == 42 ? 100 + WEXITSTATUS(status) : 1);
+                     }});
+  o.steps.push_back({"in the command", [](const char**) {
+                       g_written_by_the_command = 42;
+                       return 0;
+                     }});
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok());
+  ASSERT_TRUE(WIFEXITED(*status));
+  EXPECT_EQ(WEXITSTATUS(*status), kCloneCanShareMemory ? 107 : 1);
+  EXPECT_EQ(g_written_by_the_command, 0) << "the spawned keeper copied the caller's memory";
+}
+
+// A later step's failure below a keeper reaches Spawn's caller, named.
+TEST(SpawnTest, AStepBelowAKeeperFailsTheSpawn) {
+  SpawnOptions o = Sh("exit 0");
+  o.steps.push_back({"keeper", [](const char**) { return 0; },
+                     [](pid_t command) {
+                       int status = 0;
+                       ::waitpid(command, &status, 0);
+                       ::_exit(WIFEXITED(status) ? WEXITSTATUS(status) : 3);
+                     }});
+  o.steps.push_back({"in the command", [](const char**) { return EACCES; }});
+  Result<ChildProcess> child = Spawn(o);
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.status().message(),
+            "spawn /bin/sh: in the command: Permission denied (errno 13)");
+}
+
 TEST(SpawnTest, StepFailureNamesTheStep) {
   SpawnOptions o = Sh("exit 0");
   o.steps.push_back({"landlock_restrict_self", [](const char**) { return ENOSYS; }});
