@@ -65,7 +65,7 @@ void RemovePlantedRaw(const MountPlan& mounts) {
 
 // A tool's namespace init cloned into its namespaces is pid 1 of the new PID namespace, so it can
 // mount that namespace's /proc itself: it sets up the mounts and confines itself (capabilities,
-// no_new_privs, the base filter) before it forks the command, which inherits all of it. One set-up
+// no_new_privs, the base filter) before the command is cloned, which inherits all of it. One set-up
 // and one base-filter install per command instead of one in each process.
 bool InitSetsUp(const ContainPlan& p) {
   return p.layer2 && p.keeper == Keeper::kInit && !p.unshare;
@@ -138,7 +138,7 @@ int SetUpNamespaceRaw(const ContainPlan& p, const char** step) {
   return p.pid_max > 0 ? LimitPidNamespaceRaw(p.pid_max, step) : 0;
 }
 
-// What InitSetsUp's init does before it forks the command; ContainRaw's later drop and
+// What InitSetsUp's init does before the command is cloned; ConfineRaw's later drop and
 // no_new_privs in the command are then no-ops, and RestrictRaw skips the inherited filter.
 int ConfineInitRaw(const ContainPlan& p, const char** step) {
   if (int err = DropAllCapabilitiesRaw(step)) return err;

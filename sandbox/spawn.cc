@@ -84,8 +84,8 @@ Result<Sandbox> Sandbox::Make(Policy policy, bool assume_layer2, Caller caller) 
   int abi = 0;
   FORKBOX_RETURN_IF_ERROR(CheckEnforceable(&abi));
   Report report = assume_layer2 ? CheckAssumingLayer2(policy) : Check(policy);
-  // ForCommand scopes the calling thread once, before the broker's thread exists (which then
-  // shares the domain); a layer-1 fallback handle (assume_layer2 false) finds it scoped already.
+  // ForCommand scopes the calling thread once, which then also answers the broker (ServeUntil);
+  // a layer-1 fallback handle (assume_layer2 false) finds it scoped already.
   if (caller == Caller::kScopedSelf && assume_layer2 && abi >= 6) {
     if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) {
       return Status::FromErrno(errno, "prctl(PR_SET_NO_NEW_PRIVS) before scoping abstract sockets");
