@@ -133,6 +133,25 @@ TEST_F(LazyHttp, TheExecutablesLinkLibcAlone) {
   }
 }
 
+// The executables bind every symbol at start-up, behind a read-only GOT (full RELRO), with packed
+// relative relocations (CMakeLists.txt): no lazy binding in the launcher, in a tool's namespace
+// init or in a command before its exec, and no GOT page written in each of them.
+TEST_F(LazyHttp, TheExecutablesBindNowWithFullRelro) {
+#if defined(FORKBOX_SANITIZE)
+  GTEST_SKIP() << "sanitizer builds keep the toolchain's link defaults";
+#endif
+  for (const char* exe : {"forkbox", "forkbox-child"}) {
+    const std::string path = std::string(FORKBOX_BIN_DIR) + "/" + exe;
+    Outcome dynamic = Shell("readelf -dW " + path);
+    ASSERT_EQ(dynamic.exit_code, 0) << dynamic.err;
+    EXPECT_NE(dynamic.out.find("BIND_NOW"), std::string::npos) << exe << ":\n" << dynamic.out;
+    EXPECT_NE(dynamic.out.find("(RELR)"), std::string::npos) << exe << ":\n" << dynamic.out;
+    Outcome segments = Shell("readelf -lW " + path);
+    ASSERT_EQ(segments.exit_code, 0) << segments.err;
+    EXPECT_NE(segments.out.find("GNU_RELRO"), std::string::npos) << exe << ":\n" << segments.out;
+  }
+}
+
 TEST_F(LazyHttp, VersionAndSandboxRunWithoutTheModule) {
   const std::string forkbox = (dir_ / "bin" / "forkbox").string();
   Outcome version = Shell(forkbox + " --version");
