@@ -564,6 +564,11 @@ TEST_P(ScopeWorks, TheBrokerIsTheLaunchersOwnThread) {
                       "open('ready', 'w').write('r')\n"
                       "open('go').read()\n"
                       "print('after', talk('b.sock'))\"");
+  // A command that never reached the FIFOs must not leave the watcher blocked on them: O_RDWR
+  // opens of a FIFO never block, and a byte in `ready` ends its read.
+  Fd unblock_ready(open(ready.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  if (unblock_ready.valid()) (void)!write(unblock_ready.get(), "x", 1);
+  Fd unblock_go(open(go.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
   watcher.join();
   ASSERT_FALSE(r.timed_out) << r.Describe();
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
