@@ -536,7 +536,7 @@ TEST_P(ScopeWorks, TheBrokerIsTheLaunchersOwnThread) {
   ChownTree(work_, uid(), gid());
   std::vector<size_t> threads;
   std::thread watcher([&] {
-    Fd in(open(ready.c_str(), O_RDONLY | O_CLOEXEC));
+    Fd in(open(ready.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     char c;
     if (in.valid() && read(in.get(), &c, 1) == 1) {
       for (pid_t pid : ProcessesWithMarker(token_)) {
@@ -551,7 +551,7 @@ TEST_P(ScopeWorks, TheBrokerIsTheLaunchersOwnThread) {
         threads.push_back(count);
       }
     }
-    Fd out(open(go.c_str(), O_WRONLY | O_CLOEXEC));
+    Fd out(open(go.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
     if (out.valid()) (void)!write(out.get(), "g", 1);
   });
   RunResult r = Shell("cd '" + work_ +
@@ -565,10 +565,11 @@ TEST_P(ScopeWorks, TheBrokerIsTheLaunchersOwnThread) {
                       "open('go').read()\n"
                       "print('after', talk('b.sock'))\"");
   // A command that never reached the FIFOs must not leave the watcher blocked on them: O_RDWR
-  // opens of a FIFO never block, and a byte in `ready` ends its read.
-  Fd unblock_ready(open(ready.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  // opens of a FIFO never block, and a byte in `ready` ends its read. The command can write the
+  // workdir, so no open here follows a link it put in a FIFO's place.
+  Fd unblock_ready(open(ready.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
   if (unblock_ready.valid()) (void)!write(unblock_ready.get(), "x", 1);
-  Fd unblock_go(open(go.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  Fd unblock_go(open(go.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
   watcher.join();
   ASSERT_FALSE(r.timed_out) << r.Describe();
   EXPECT_EQ(r.exit_code, 0) << r.Describe();

@@ -221,6 +221,17 @@ TEST(ToolRuleset, ATempDirRedirectedOutOfTheWorkdirGrantsNoWrite) {
   EXPECT_FALSE(std::filesystem::exists(outside + "/task-x/planted"));
 }
 
+// A tool's layer-2 init exists only as Spawn's keeper step (AddContainStep): run in-process,
+// the pipeline refuses that plan before its first step, so no command goes on without an init.
+TEST(ContainRaw, RefusesAToolsLayer2PlanOutsideSpawn) {
+  ContainPlan plan;
+  plan.keeper = Keeper::kInit;
+  plan.layer2 = true;
+  const char* step = "";
+  EXPECT_EQ(ContainRaw(plan, &step), EINVAL);
+  EXPECT_STREQ(step, "a tool's namespace init is Spawn's keeper step (AddContainStep)");
+}
+
 TEST(SpawnSandboxed, PassesTheExitStatusThrough) {
   Policy policy = MakePolicy(MakeTempDir("spawn-exit"));
   Result<RunOutput> r = RunSandboxed(policy, "exit 7");
