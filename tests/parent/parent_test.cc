@@ -129,6 +129,72 @@ TEST_F(ParentTest, VersionPrints) {
   EXPECT_NE(r.out.find("forkbox"), std::string::npos);
 }
 
+// Smaps Size and Rss (kB) of `pid`'s mapping of a file whose path ends in `suffix` with
+// permissions `perms`; {-1, -1} if there is none.
+std::pair<long, long> MappedKb(pid_t pid, const std::string& suffix, const std::string& perms) {
+  std::ifstream smaps("/proc/" + std::to_string(pid) + "/smaps");
+  std::string line;
+  bool inside = false;
+  std::pair<long, long> kb{-1, -1};
+  while (std::getline(smaps, line)) {
+    std::istringstream fields(line);
+    std::string range, mode, offset, dev, inode, path;
+    fields >> range >> mode >> offset >> dev >> inode >> path;
+    if (range.find('-') != std::string::npos && range.back() != ':') {
+      if (inside) break;
+      inside = mode == perms && path.size() >= suffix.size() &&
+               path.compare(path.size() - suffix.size(), suffix.size(), suffix) == 0;
+      continue;
+    }
+    if (!inside) continue;
+    if (range == "Size:") kb.first = std::stol(mode);
+    if (range == "Rss:") kb.second = std::stol(mode);
+  }
+  return kb;
+}
+
+// Our children named `comm` (the forkbox that RunForkbox started).
+std::vector<pid_t> ChildrenNamed(const std::string& comm) {
+  std::vector<pid_t> out;
+  for (const auto& e : fs::directory_iterator("/proc")) {
+    const std::string name = e.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    std::ifstream stat(e.path() / "stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    const size_t open = text.find('('), close = text.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    std::istringstream rest(text.substr(close + 2));
+    char state = 0;
+    pid_t ppid = 0;
+    rest >> state >> ppid;
+    if (ppid == getpid() && text.substr(open + 1, close - open - 1) == comm) {
+      out.push_back(std::stoi(name));
+    }
+  }
+  return out;
+}
+
+// base/startup.h: by its first request, the parent has every page of its code mapped (the
+// constructor in parent/main.cc). Without it, a one-shot run leaves part of its ~3 MiB of code
+// unmapped (checked with the constructor removed: Rss 2,812 of 2,948 kB). Reading the smaps of
+// the parent, which is not dumpable, takes root.
+TEST_F(ParentTest, ForkboxExecutablesRunOnFullyMappedCode) {
+  std::mutex mu;
+  std::vector<std::pair<long, long>> seen;
+  server_.SetHandler([&](const RecordedRequest&) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (pid_t pid : ChildrenNamed("forkbox")) seen.push_back(MappedKb(pid, "/forkbox", "r-xp"));
+    return Text("done");
+  });
+  RunResult r = Run({"--standby", "0", "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(seen.size(), 1u);
+  if (seen[0].first < 0 && geteuid() != 0) GTEST_SKIP() << "the parent's smaps need root";
+  EXPECT_GT(seen[0].first, 0);
+  EXPECT_EQ(seen[0].second, seen[0].first) << "Rss " << seen[0].second << " of " << seen[0].first;
+}
+
 TEST_F(ParentTest, UsageErrorsExit2) {
   EXPECT_EQ(Run({"--no-such-flag", "hi"}).exit_code, 2);
   EXPECT_EQ(Run({"--max-parallel", "0", "hi"}).exit_code, 2);
