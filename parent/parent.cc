@@ -424,7 +424,8 @@ int Run(const Options& o) {
   std::unique_ptr<LineEditor> editor;
   if (interactive) editor = MakeSessionEditor(o.persist_session);
   // From here on the parent runs confined, like a task child (docs/architecture.md).
-  Result<sandbox::Sandbox> confined = sandbox::EnterLauncherSandbox(box.policy, OwnWritable(s));
+  Result<sandbox::Sandbox> confined =
+      sandbox::EnterLauncherSandbox(box.policy, box.report, OwnWritable(s));
   if (!confined.ok()) {
     return Fail(o.output_format, kExitSandbox,
                 "cannot sandbox the parent: " + confined.status().ToString());

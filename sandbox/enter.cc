@@ -156,13 +156,14 @@ Status ConfineSpawner(std::span<const int> keep_fds) {
   return Status::Ok();
 }
 
-Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
+Result<Sandbox> EnterLauncherSandbox(const Policy& policy, Report report,
                                      const std::vector<std::string>& own_writable) {
   if (!policy.enabled) return Sandbox::ForTools(policy);
-  int abi = 0;
-  FORKBOX_RETURN_IF_ERROR(CheckEnforceable(&abi));
-  Report report = Check(policy);  // Probed now: the filter refuses the layer-2 probe afterwards.
-  Result<ContainPlan> plan = PrepareLauncher(policy, abi, report.layer == 2, own_writable);
+  if (!report.enforceable || report.landlock_abi <= 0) {
+    return Status::Unavailable("sandbox: not enforceable here (" + report.Banner() + ")");
+  }
+  Result<ContainPlan> plan =
+      PrepareLauncher(policy, report.landlock_abi, report.layer == 2, own_writable);
   if (!plan.ok()) return plan.status();
   FORKBOX_RETURN_IF_ERROR(AwaitSingleThreaded());
   const char* step = "";

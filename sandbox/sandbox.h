@@ -243,7 +243,7 @@ class Sandbox {
  private:
   friend Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared,
                                            std::span<const int> keep_fds);
-  friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
+  friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy, Report report,
                                               const std::vector<std::string>& own_writable);
   // Who spawns the tools, and from which Landlock domain they nest.
   enum class Caller {
@@ -335,9 +335,11 @@ Status EnterAgentNamespaces(const Settings& settings);
 // same read-only mounts as a task (no PID namespace and no fork: it keeps its pid, terminal,
 // signals and children). Signals are not scoped, so it can still kill the task children its
 // spawner starts outside its domain. Must be called single-threaded, once, after the spawner
-// was forked (the filter refuses namespace creation). The returned handle stacks the tool layer
-// for its own bash. With policy.enabled == false: Sandbox::ForTools (unconfined).
-Result<Sandbox> EnterLauncherSandbox(const Policy& policy,
+// was forked (the filter refuses namespace creation). `report` is Check(policy), made once before
+// the spawner started (the layer-2 probe must run before the filter); the layer and the Landlock
+// ABI are planned from it, and an unenforceable one is refused. The returned handle stacks the
+// tool layer for its own bash. With policy.enabled == false: Sandbox::ForTools (unconfined).
+Result<Sandbox> EnterLauncherSandbox(const Policy& policy, Report report,
                                      const std::vector<std::string>& own_writable);
 
 // A directory descriptor opened before entering a sandbox still reaches the mounts of the old

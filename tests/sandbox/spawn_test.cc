@@ -232,6 +232,31 @@ TEST(ContainRaw, RefusesAToolsLayer2PlanOutsideSpawn) {
   EXPECT_STREQ(step, "a tool's namespace init is Spawn's keeper step (AddContainStep)");
 }
 
+// The parent confines itself from the report it checked once (parent.cc): an unenforceable one
+// is refused before anything changes. The control: the same call with the report as checked
+// confines the (forked) process.
+TEST(EnterLauncherSandbox, RefusesAReportThatIsNotEnforceable) {
+  Policy policy = MakePolicy(MakeTempDir("launcher-report"));
+  const Report checked = Check(policy);
+  ASSERT_TRUE(checked.enforceable) << checked.Banner();
+  for (const bool enforceable : {false, true}) {
+    Report report = checked;
+    report.enforceable = enforceable;
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      Result<Sandbox> r = EnterLauncherSandbox(policy, report, {});
+      const bool nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
+      if (enforceable) _exit(r.ok() && nnp ? 0 : 1);
+      _exit(!r.ok() && r.status().code() == Status::Code::kUnavailable && !nnp ? 0 : 2);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "enforceable=" << enforceable << " status " << status;
+  }
+}
+
 TEST(SpawnSandboxed, PassesTheExitStatusThrough) {
   Policy policy = MakePolicy(MakeTempDir("spawn-exit"));
   Result<RunOutput> r = RunSandboxed(policy, "exit 7");
