@@ -503,9 +503,9 @@ TEST_P(ScopeWorks, SigtermIsForwardedWhileTheBrokerRuns) {
   ASSERT_EQ(mkfifo(ready.c_str(), 0666), 0) << strerror(errno);
   ChownTree(work_, uid(), gid());
   std::thread killer([&] {
-    Fd in(open(ready.c_str(), O_RDONLY | O_CLOEXEC));
+    Fd in(open(ready.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
     char c;
-    if (!in.valid() || read(in.get(), &c, 1) != 1) return;
+    if (!in.valid() || read(in.get(), &c, 1) != 1 || c != 'r') return;
     for (pid_t pid : ProcessesWithMarker(token_)) {
       std::string comm;
       Fd fd(open(("/proc/" + std::to_string(pid) + "/comm").c_str(), O_RDONLY | O_CLOEXEC));
@@ -519,6 +519,10 @@ TEST_P(ScopeWorks, SigtermIsForwardedWhileTheBrokerRuns) {
                       "s = socket.socket(socket.AF_UNIX)\n"
                       "open('ready', 'w').write('r')\n"
                       "time.sleep(120)\"");
+  // A command that never reached the FIFO must not leave the killer blocked on it (see
+  // TheBrokerIsTheLaunchersOwnThread): an O_RDWR open never blocks, and its 'x' kills nothing.
+  Fd unblock(open(ready.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+  if (unblock.valid()) (void)!write(unblock.get(), "x", 1);
   killer.join();
   ASSERT_FALSE(r.timed_out) << r.Describe();
   EXPECT_TRUE(WIFEXITED(r.wait_status)) << "forkbox died of the signal\n" << r.Describe();
