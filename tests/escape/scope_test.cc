@@ -495,6 +495,16 @@ TEST_P(ScopeWorks, UnixServerAndClientInside) {
   EXPECT_TRUE(Contains(r.out, "abstract ping")) << r.Describe();
 }
 
+// Opens one of a test's FIFOs in the tool-writable workdir: never through a link the command put
+// there (O_NOFOLLOW), and nothing but a FIFO (a regular file or a hard link in its place would
+// take the bytes written to it).
+Fd OpenFifo(const std::string& path, int flags) {
+  Fd fd(open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW));
+  struct stat st;
+  if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISFIFO(st.st_mode)) return Fd();
+  return fd;
+}
+
 // A process-directed signal is taken by the thread that waits for the command and answers its
 // broker: `forkbox sandbox` forwards SIGTERM to the command (which then dies of it: exit code
 // 143) instead of dying of it itself.
@@ -503,7 +513,7 @@ TEST_P(ScopeWorks, SigtermIsForwardedWhileTheBrokerRuns) {
   ASSERT_EQ(mkfifo(ready.c_str(), 0666), 0) << strerror(errno);
   ChownTree(work_, uid(), gid());
   std::thread killer([&] {
-    Fd in(open(ready.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    Fd in = OpenFifo(ready, O_RDONLY);
     char c;
     if (!in.valid() || read(in.get(), &c, 1) != 1 || c != 'r') return;
     for (pid_t pid : ProcessesWithMarker(token_)) {
@@ -521,7 +531,7 @@ TEST_P(ScopeWorks, SigtermIsForwardedWhileTheBrokerRuns) {
                       "time.sleep(120)\"");
   // A command that never reached the FIFO must not leave the killer blocked on it (see
   // TheBrokerIsTheLaunchersOwnThread): an O_RDWR open never blocks, and its 'x' kills nothing.
-  Fd unblock(open(ready.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+  Fd unblock = OpenFifo(ready, O_RDWR | O_NONBLOCK);
   if (unblock.valid()) (void)!write(unblock.get(), "x", 1);
   killer.join();
   ASSERT_FALSE(r.timed_out) << r.Describe();
@@ -540,7 +550,7 @@ TEST_P(ScopeWorks, TheBrokerIsTheLaunchersOwnThread) {
   ChownTree(work_, uid(), gid());
   std::vector<size_t> threads;
   std::thread watcher([&] {
-    Fd in(open(ready.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
+    Fd in = OpenFifo(ready, O_RDONLY);
     char c;
     if (in.valid() && read(in.get(), &c, 1) == 1) {
       for (pid_t pid : ProcessesWithMarker(token_)) {
@@ -555,7 +565,7 @@ TEST_P(ScopeWorks, TheBrokerIsTheLaunchersOwnThread) {
         threads.push_back(count);
       }
     }
-    Fd out(open(go.c_str(), O_WRONLY | O_CLOEXEC | O_NOFOLLOW));
+    Fd out = OpenFifo(go, O_WRONLY);
     if (out.valid()) (void)!write(out.get(), "g", 1);
   });
   RunResult r = Shell("cd '" + work_ +
@@ -570,10 +580,10 @@ TEST_P(ScopeWorks, TheBrokerIsTheLaunchersOwnThread) {
                       "print('after', talk('b.sock'))\"");
   // A command that never reached the FIFOs must not leave the watcher blocked on them: O_RDWR
   // opens of a FIFO never block, and a byte in `ready` ends its read. The command can write the
-  // workdir, so no open here follows a link it put in a FIFO's place.
-  Fd unblock_ready(open(ready.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+  // workdir: OpenFifo neither follows nor writes into what it put in a FIFO's place.
+  Fd unblock_ready = OpenFifo(ready, O_RDWR | O_NONBLOCK);
   if (unblock_ready.valid()) (void)!write(unblock_ready.get(), "x", 1);
-  Fd unblock_go(open(go.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+  Fd unblock_go = OpenFifo(go, O_RDWR | O_NONBLOCK);
   watcher.join();
   ASSERT_FALSE(r.timed_out) << r.Describe();
   EXPECT_EQ(r.exit_code, 0) << r.Describe();
