@@ -151,20 +151,6 @@ const char* HttpErrorKindName(HttpErrorKind kind) {
   return "unknown";
 }
 
-HttpPreload::HttpPreload(std::string url)
-    : url_(std::move(url)), thread_([this] { status_ = WarmUpHttp(url_); }) {}
-
-HttpPreload::~HttpPreload() { Join(); }
-
-Status HttpPreload::Wait() {
-  Join();
-  return status_;
-}
-
-void HttpPreload::Join() {
-  if (thread_.joinable()) thread_.join();
-}
-
 HttpClient::HttpClient(const http_module::Api* api, void* handle, const HttpTimeouts& timeouts)
     : api_(api), handle_(handle), timeouts_(timeouts) {}
 

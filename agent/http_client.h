@@ -14,7 +14,6 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <vector>
 
 #include "agent/cancel.h"
@@ -87,34 +86,14 @@ bool WantsTls(const std::string& url);
 // Loads the module and, for an https `url`, the TLS module and its set-up once per process
 // (dlopen of libssl and libcrypto, OpenSSL's set-up and the CA store, a few milliseconds): a
 // standby child calls it while it waits for a task. An http URL costs no TLS set-up at all; the
-// first https request would do it otherwise.
+// first https request would do it otherwise. Thread-safe (Module() is a function-local static): the
+// parent runs it on a thread of its own (Background) while its sandbox is set up.
 Status WarmUpHttp(const std::string& url);
 
 // The TCP port the client connects to for `url`: explicit, else 443 (https) or 80 (http); 0 when
 // it cannot be parsed or the scheme is another (agent/http_url.h). Userinfo does not change the
 // port; a Post refuses a URL with userinfo. Needs no module (the Result never fails today).
 Result<uint16_t> UrlPort(const std::string& url);
-
-// Runs WarmUpHttp(url) on a thread of its own, so that the dynamic loading (and for https the TLS
-// set-up) overlaps the caller's other start-up work. Wait() joins it: call it before anything
-// that needs a single-threaded process (unshare, Landlock, seccomp); the
-// destructor joins too. Module() is a function-local static, so a caller that needs HTTP before
-// Wait() simply blocks until the thread is done.
-class HttpPreload {
- public:
-  explicit HttpPreload(std::string url);
-  HttpPreload(const HttpPreload&) = delete;
-  HttpPreload& operator=(const HttpPreload&) = delete;
-  ~HttpPreload();
-  // The outcome; joins the thread on the first call.
-  Status Wait();
-
- private:
-  void Join();
-  std::string url_;
-  Status status_;
-  std::thread thread_;  // Last: started once url_ and status_ exist.
-};
 
 class HttpClient {
  public:

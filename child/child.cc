@@ -26,6 +26,7 @@
 #include "agent/loop.h"
 #include "agent/provider.h"
 #include "agent/tools.h"
+#include "base/background.h"
 #include "child/agent_profile.h"
 #include "child/reporter.h"
 #include "child/runner.h"
@@ -209,11 +210,11 @@ class Task {
   // stack meanwhile: the sandbox is prepared alongside (with the parent's hints: the model port
   // and the layer-2 verdict) and `http` joined before the entry needs a single-threaded process.
   // A failure of the HTTP stack sets http_failed_ (a "model" failure, not a "sandbox" one).
-  Status EnterSandbox(agent::HttpPreload& http);
+  Status EnterSandbox(Background<Status>& http);
   // The workdir and the policy, with the model's port (the parent's, else parsed from the URL).
   Status ResolvePolicy();
   // Waits for `http`; its failure sets http_failed_.
-  Status JoinHttp(agent::HttpPreload& http);
+  Status JoinHttp(Background<Status>& http);
   // A standby's wait for its start frame. kEndOfFile: retired unused.
   Status AwaitStart(ControlReader& control);
   int RunTask();
@@ -294,7 +295,7 @@ Status Task::ResolvePolicy() {
   return Status::Ok();
 }
 
-Status Task::EnterSandbox(agent::HttpPreload& http) {
+Status Task::EnterSandbox(Background<Status>& http) {
   FORKBOX_RETURN_IF_ERROR(ResolvePolicy());
   // Everything the sandbox only reads and allocates is prepared while the module loads.
   const sandbox::AgentLayer2 layer2 = namespaces_entered_ ? sandbox::AgentLayer2::kEntered
@@ -327,8 +328,8 @@ Status Task::EnterSandbox(agent::HttpPreload& http) {
   return Status::Ok();
 }
 
-Status Task::JoinHttp(agent::HttpPreload& http) {
-  Status loaded = http.Wait();
+Status Task::JoinHttp(Background<Status>& http) {
+  Status loaded = http.Get();
   if (!loaded.ok()) http_failed_ = true;
   return loaded;
 }
@@ -366,7 +367,7 @@ int Task::Run() {
   // Started only now: ReadFirst closes descriptors, which must not race the loader's own.
   // The TLS set-up (https only) opens no file that the sandbox's close of descriptors could pull
   // away (the CA store is read and closed).
-  agent::HttpPreload http(plan_.model_url);
+  Background<Status> http([url = plan_.model_url] { return agent::WarmUpHttp(url); });
   if (Status st = EnterSandbox(http); !st.ok()) {
     if (http_failed_) return Fail({"model", st.message(), kExitModel});
     return Fail({"sandbox", st.ToString(), kExitSandbox});

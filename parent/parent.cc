@@ -14,6 +14,7 @@
 #include "agent/http_client.h"
 #include "agent/provider_settings.h"
 #include "agent/tools.h"
+#include "base/background.h"
 #include "parent/agents_command.h"
 #include "parent/cli.h"
 #include "parent/config.h"
@@ -393,7 +394,7 @@ int Run(const Options& o) {
   // The HTTP module (and for an https model the TLS set-up) loads on a thread of its own while
   // the sandbox policy and the session are set up; joined before the spawner's start and the
   // confinement. Started once the model URL is known: an http model sets up no TLS.
-  agent::HttpPreload http(s.provider.base_url);
+  Background<Status> http([url = s.provider.base_url] { return agent::WarmUpHttp(url); });
   SessionSandbox box;
   if (int code = SetUpSandbox(o, s, &box); code != kExitOk) return code;
   SessionState state;
@@ -407,7 +408,7 @@ int Run(const Options& o) {
   std::function<void()> stream_restarted;  // The session's live stdout stream, if any.
   std::function<void()> request_sent;      // Starts the standby children, once there is a runner.
   // Loaded before confinement: the confined parent might not be able to read the HTTP module.
-  if (Status loaded = http.Wait(); !loaded.ok()) {
+  if (Status loaded = http.Get(); !loaded.ok()) {
     return Fail(o.output_format, kExitUsage, loaded.message());
   }
   Result<std::unique_ptr<agent::Provider>> provider = agent::MakeProvider(

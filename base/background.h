@@ -1,0 +1,68 @@
+// Background<T>: one piece of start-up work on a thread of its own, so that it overlaps the
+// caller's next steps (the HTTP module's load, the layer-2 probe, the parent's Landlock ruleset).
+#ifndef FORKBOX_BASE_BACKGROUND_H_
+#define FORKBOX_BASE_BACKGROUND_H_
+
+#include <pthread.h>
+
+#include <exception>
+#include <functional>
+#include <optional>
+#include <string>
+#include <utility>
+
+#include "base/status.h"
+
+namespace forkbox {
+
+// Starts `work` at construction. Get() waits for it and hands out the result, once. The
+// destructor waits too, so the work never outlives the scope that started it: a caller that must
+// be single-threaded next (unshare, Landlock, seccomp) lets it go or calls Get() first.
+// T is built from a Status when `work` throws (no exception leaves the thread): Status or Result.
+// When no thread can be started (EAGAIN), the work runs in Get() instead: the same result, late.
+template <typename T>
+class Background {
+ public:
+  explicit Background(std::function<T()> work) : work_(std::move(work)) {
+    started_ = pthread_create(&thread_, nullptr, &Background::Main, this) == 0;
+  }
+  Background(const Background&) = delete;
+  Background& operator=(const Background&) = delete;
+  ~Background() { Join(); }
+
+  // The work's result. Must not be called twice.
+  T Get() {
+    Join();
+    if (!result_) Run();
+    return std::move(*result_);
+  }
+
+ private:
+  static void* Main(void* self) {
+    static_cast<Background*>(self)->Run();
+    return nullptr;
+  }
+  void Run() {
+    try {
+      result_.emplace(work_());
+    } catch (const std::exception& e) {
+      result_.emplace(Status::Internal(std::string("background work: ") + e.what()));
+    } catch (...) {
+      result_.emplace(Status::Internal("background work: unknown exception"));
+    }
+  }
+  void Join() {
+    if (!started_) return;
+    started_ = false;
+    (void)pthread_join(thread_, nullptr);  // Fails only for a bad or self handle: never here.
+  }
+
+  std::function<T()> work_;
+  std::optional<T> result_;
+  pthread_t thread_{};
+  bool started_ = false;
+};
+
+}  // namespace forkbox
+
+#endif  // FORKBOX_BASE_BACKGROUND_H_
