@@ -87,7 +87,7 @@ bool WantsTls(const std::string& url);
 // (dlopen of libssl and libcrypto, OpenSSL's set-up and the CA store, a few milliseconds): a
 // standby child calls it while it waits for a task. An http URL costs no TLS set-up at all; the
 // first https request would do it otherwise. Thread-safe (Module() is a function-local static): the
-// parent runs it on a thread of its own (Background) while its sandbox is set up.
+// parent and the child run it on a thread of their own (Background) while the sandbox is set up.
 Status WarmUpHttp(const std::string& url);
 
 // The TCP port the client connects to for `url`: explicit, else 443 (https) or 80 (http); 0 when

@@ -1,5 +1,7 @@
 // Background<T>: one piece of start-up work on a thread of its own, so that it overlaps the
-// caller's next steps (the HTTP module's load, the layer-2 probe, the parent's Landlock ruleset).
+// caller's next steps (the HTTP module's load in the parent and the child). Worth it only for
+// work well above a thread's start and join: on a VM whose other CPU idles, each costs 0.3-0.7 ms
+// (README, the eleventh round).
 #ifndef FORKBOX_BASE_BACKGROUND_H_
 #define FORKBOX_BASE_BACKGROUND_H_
 
