@@ -14,6 +14,7 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <thread>
 
 namespace forkbox {
 namespace {
@@ -73,7 +74,7 @@ TEST(Background, TheDestructorWaitsForTheWork) {
 
 // At the process limit (RLIMIT_NPROC, e.g. a user with many processes) no thread can start:
 // the work then runs in Get(), on the caller's thread, and the result is the same. The control:
-// pthread_create fails there (std::thread would have thrown, ending the process). Root ignores
+// pthread_create fails there (std::thread threw std::system_error instead). Root ignores
 // the limit, so a forked copy drops to nobody first.
 TEST(Background, WithoutAThreadTheWorkRunsInGet) {
   pid_t pid = fork();
