@@ -12,7 +12,6 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <functional>
 #include <optional>
 #include <string>
@@ -508,7 +507,7 @@ ipc::ResultMessage Task::ResultOf(agent::LoopOutcome& outcome, const ChildToolRu
 }  // namespace
 
 int ChildMain(int argc, char** argv) {
-  if (argc >= 2 && std::strcmp(argv[1], "--spawner") == 0) return SpawnerMain(argc, argv);
+  if (IsSpawner(argc, argv)) return SpawnerMain(argc, argv);
   // A dead parent must surface as EPIPE on fd 4, not kill us before we clean up.
   ::signal(SIGPIPE, SIG_IGN);
   // Die with the parent; keep /proc/<pid>/{mem,environ} away from the tools even with the

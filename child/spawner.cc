@@ -133,6 +133,10 @@ int Refuse(const std::string& why, int code) {
 
 }  // namespace
 
+bool IsSpawner(int argc, char** argv) {
+  return argc >= 2 && std::strcmp(argv[1], ipc::kSpawnerFlag) == 0;
+}
+
 int SpawnerMain(int argc, char** argv) {
   const bool verbose = argc == 4 && std::strcmp(argv[3], "--verbose") == 0;
   if ((argc != 3 && !verbose) || argv[2][0] != '/') {

@@ -16,8 +16,12 @@
 
 namespace forkbox::child {
 
-// argv[1] is "--spawner". Serves until the parent closes its end; returns 2 for bad usage and 1
-// when the spawner cannot start.
+// Whether this invocation is the spawner's: argv[1] is ipc::kSpawnerFlag. Needs nothing set up, so
+// that an initialiser may ask (child/main.cc).
+bool IsSpawner(int argc, char** argv);
+
+// IsSpawner(argc, argv) holds. Serves until the parent closes its end; returns 2 for bad usage and
+// 1 when the spawner cannot start.
 int SpawnerMain(int argc, char** argv);
 
 }  // namespace forkbox::child

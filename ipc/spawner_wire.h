@@ -14,6 +14,9 @@
 
 namespace forkbox::ipc {
 
+// argv[1] of a spawner (parent/spawner.cc passes it; child/spawner.h IsSpawner tests it).
+inline constexpr char kSpawnerFlag[] = "--spawner";
+
 inline constexpr int kSpawnerSocketFd = 3;
 inline constexpr int kSpawnerWorkdirFd = 4;
 

@@ -26,7 +26,7 @@ Result<Spawner> Spawner::Start(SpawnerConfig config) {
   UniqueFd ours(pair[0]);
   UniqueFd theirs(pair[1]);
   SpawnOptions opts;
-  opts.argv = {config.program, "--spawner", config.child_path};
+  opts.argv = {config.program, ipc::kSpawnerFlag, config.child_path};
   if (config.verbose) opts.argv.push_back("--verbose");
   opts.env = std::move(config.child_env);
   opts.fds = {{theirs.get(), ipc::kSpawnerSocketFd},
