@@ -43,7 +43,7 @@ Mapping MappingOf(const void* addr) {
 
 // libc's code (getpid lives there) is only partly mapped in a test process until PrefaultCode
 // maps every page of it, and of the executable's code. (This small test binary's code is mapped
-// whole by the first faults already; TheParentRunsOnFullyMappedCode in
+// whole by the first faults already; TheParentMapsAllItsCodeTheSpawnerOnlyWhatItRuns in
 // tests/parent checks forkbox's own.)
 TEST(PrefaultCode, MapsEveryCodePageOfTheExecutableAndLibc) {
   const void* ours = reinterpret_cast<const void*>(&MappingOf);
