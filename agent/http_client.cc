@@ -102,6 +102,10 @@ const Status& Tls(const http_module::Api& http) {
 
 }  // namespace
 
+RunOn WarmUpHttpOn(const std::string& url) {
+  return WantsTls(url) ? RunOn::kThread : RunOn::kCaller;
+}
+
 Status WarmUpHttp(const std::string& url) {
   const Result<const http_module::Api*>& api = Module();
   if (!api.ok()) return api.status();

@@ -18,6 +18,7 @@
 
 #include "agent/cancel.h"
 #include "agent/retry.h"
+#include "base/background.h"
 #include "base/status.h"
 
 namespace forkbox::agent {
@@ -89,6 +90,11 @@ bool WantsTls(const std::string& url);
 // first https request would do it otherwise. Thread-safe (Module() is a function-local static): the
 // parent and the child run it on a thread of their own (Background) while the sandbox is set up.
 Status WarmUpHttp(const std::string& url);
+
+// Where WarmUpHttp(url) is worth running when it should overlap other start-up work: on a thread of
+// its own (Background) only for an https URL, whose TLS set-up takes milliseconds; an http URL's
+// module load costs less than the thread does (README, the twelfth round), so in the caller.
+RunOn WarmUpHttpOn(const std::string& url);
 
 // The TCP port the client connects to for `url`: explicit, else 443 (https) or 80 (http); 0 when
 // it cannot be parsed or the scheme is another (agent/http_url.h). Userinfo does not change the

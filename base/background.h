@@ -1,7 +1,9 @@
 // Background<T>: one piece of start-up work on a thread of its own, so that it overlaps the
 // caller's next steps (the HTTP module's load in the parent and the child). Worth it only for
-// work well above a thread's start and join: on a VM whose other CPU idles, each costs 0.3-0.7 ms
-// (README, the eleventh round).
+// work well above what a thread costs the whole process: its start (stack mapping, clone), and
+// every later mapping change or vfork-style clone of a two-threaded process, which must reach the
+// other CPU too. On the VM of the README's twelfth round that was more than an http model's
+// module load (0.31 ms inline against 0.51 ms for pthread_create alone), so callers choose.
 #ifndef FORKBOX_BASE_BACKGROUND_H_
 #define FORKBOX_BASE_BACKGROUND_H_
 
@@ -17,16 +19,21 @@
 
 namespace forkbox {
 
-// Starts `work` at construction. Get() waits for it and hands out the result, once. The
-// destructor waits too, so the work never outlives the scope that started it: a caller that must
-// be single-threaded next (unshare, Landlock, seccomp) lets it go or calls Get() first.
-// T is built from a Status when `work` throws (no exception leaves the thread): Status or Result.
-// When no thread can be started (EAGAIN), the work runs in Get() instead: the same result, late.
+// Starts `work` at construction, on a thread of its own unless told RunOn::kCaller. Get() waits for
+// it and hands out the result, once. The destructor waits too, so the work never outlives the scope
+// that started it: a caller that must be single-threaded next (unshare, Landlock, seccomp) lets it
+// go or calls Get() first. T is built from a Status when `work` throws (no exception leaves the
+// thread): Status or Result. With RunOn::kCaller, or when no thread can be started (EAGAIN), the
+// work runs in Get() instead: the same result, late.
+enum class RunOn { kThread, kCaller };
 template <typename T>
 class Background {
  public:
-  explicit Background(std::function<T()> work) : work_(std::move(work)) {
-    started_ = pthread_create(&thread_, nullptr, &Background::Main, this) == 0;
+  explicit Background(std::function<T()> work, RunOn where = RunOn::kThread)
+      : work_(std::move(work)) {
+    if (where == RunOn::kThread) {
+      started_ = pthread_create(&thread_, nullptr, &Background::Main, this) == 0;
+    }
   }
   Background(const Background&) = delete;
   Background& operator=(const Background&) = delete;

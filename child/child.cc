@@ -366,7 +366,8 @@ int Task::Run() {
   // Started only now: ReadFirst closes descriptors, which must not race the loader's own.
   // The TLS set-up (https only) opens no file that the sandbox's close of descriptors could pull
   // away (the CA store is read and closed).
-  Background<Status> http([url = plan_.model_url] { return agent::WarmUpHttp(url); });
+  Background<Status> http([url = plan_.model_url] { return agent::WarmUpHttp(url); },
+                          agent::WarmUpHttpOn(plan_.model_url));
   if (Status st = EnterSandbox(http); !st.ok()) {
     if (http_failed_) return Fail({"model", st.message(), kExitModel});
     return Fail({"sandbox", st.ToString(), kExitSandbox});

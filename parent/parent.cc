@@ -391,10 +391,11 @@ int Run(const Options& o) {
   auto settings = ResolveSettings(o);
   if (!settings.ok()) return Fail(o.output_format, kExitUsage, settings.status().message());
   const Settings& s = *settings;
-  // The HTTP module (and for an https model the TLS set-up) loads on a thread of its own while
-  // the sandbox policy and the session are set up; joined before the spawner's start and the
-  // confinement. Started once the model URL is known: an http model sets up no TLS.
-  Background<Status> http([url = s.provider.base_url] { return agent::WarmUpHttp(url); });
+  // For an https model the HTTP module and the TLS set-up load on a thread of its own while the
+  // sandbox policy and the session are set up; joined before the spawner's start and the
+  // confinement. An http model sets up no TLS, and its module loads at the join.
+  Background<Status> http([url = s.provider.base_url] { return agent::WarmUpHttp(url); },
+                          agent::WarmUpHttpOn(s.provider.base_url));
   SessionSandbox box;
   if (int code = SetUpSandbox(o, s, &box); code != kExitOk) return code;
   SessionState state;

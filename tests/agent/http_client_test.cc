@@ -61,6 +61,14 @@ TEST(WarmUpHttpTest, LoadsOnABackgroundThreadAndGetLeavesOneThread) {
   EXPECT_TRUE(LoadHttp().ok());
 }
 
+// Only the TLS set-up is worth a thread of its own: an http model's module load runs in the caller.
+TEST(WarmUpHttpOnTest, AThreadOnlyForHttps) {
+  EXPECT_EQ(WarmUpHttpOn("https://api.anthropic.com"), RunOn::kThread);
+  EXPECT_EQ(WarmUpHttpOn("HTTPS://api.openai.com/v1"), RunOn::kThread);
+  EXPECT_EQ(WarmUpHttpOn("http://127.0.0.1:8123"), RunOn::kCaller);
+  EXPECT_EQ(WarmUpHttpOn("garbage"), RunOn::kCaller);
+}
+
 TEST(WantsTlsTest, OnlyHttpsUrls) {
   EXPECT_TRUE(WantsTls("https://api.anthropic.com"));
   EXPECT_TRUE(WantsTls("HTTPS://api.anthropic.com/v1"));

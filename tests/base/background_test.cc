@@ -102,5 +102,48 @@ TEST(Background, WithoutAThreadTheWorkRunsInGet) {
       << "2: cannot drop to nobody, 3: setrlimit, 4: control: a thread started, 5: not inline";
 }
 
+// RunOn::kCaller starts no thread: the work has not run when the constructor returns, and it runs
+// in Get(), on the caller's thread. The control is the default, RunOn::kThread, in the same shape.
+TEST(Background, RunOnCallerRunsTheWorkInGetOnTheCallersThread) {
+  for (RunOn where : {RunOn::kThread, RunOn::kCaller}) {
+    std::atomic<bool> ran{false};
+    std::promise<void> started;
+    std::future<void> started_f = started.get_future();
+    auto work = [&ran, &started]() -> Result<pthread_t> {
+      ran = true;
+      started.set_value();
+      return pthread_self();
+    };
+    Background<Result<pthread_t>> background(work, where);
+    const bool ran_before_get =
+        started_f.wait_for(std::chrono::seconds(where == RunOn::kThread ? 10 : 0)) ==
+        std::future_status::ready;
+    Result<pthread_t> ran_on = background.Get();
+    ASSERT_TRUE(ran_on.ok());
+    EXPECT_TRUE(ran.load());
+    if (where == RunOn::kThread) {
+      EXPECT_TRUE(ran_before_get) << "the control: a thread runs the work before Get()";
+      EXPECT_FALSE(pthread_equal(*ran_on, pthread_self()));
+    } else {
+      EXPECT_FALSE(ran_before_get) << "RunOn::kCaller ran the work before Get()";
+      EXPECT_TRUE(pthread_equal(*ran_on, pthread_self())) << "RunOn::kCaller used a thread";
+    }
+  }
+}
+
+// Dropped without Get, a RunOn::kCaller Background never runs its work.
+TEST(Background, RunOnCallerWithoutGetNeverRuns) {
+  std::atomic<bool> ran{false};
+  {
+    Background<Status> background(
+        [&ran] {
+          ran = true;
+          return Status::Ok();
+        },
+        RunOn::kCaller);
+  }
+  EXPECT_FALSE(ran.load());
+}
+
 }  // namespace
 }  // namespace forkbox
