@@ -15,8 +15,6 @@
 #include <functional>
 #include <optional>
 #include <string>
-#include <system_error>
-#include <thread>
 #include <utility>
 #include <variant>
 #include <vector>
@@ -142,14 +140,13 @@ Result<std::pair<std::string, UniqueFd>> InheritedWorkdir(const std::string& nam
 // model call is in flight), so no ChildProcess handle owns any of them.
 void ReapOrphans() { sandbox::ReapOrphans(); }
 
-// Sandbox::Prewarm on a thread of its own, joined when the returned one goes. Without a thread
-// (none could be made) the first Spawn makes it all, as it would anyway.
-std::jthread PrewarmInBackground(std::shared_ptr<const sandbox::Sandbox> sandbox) {
-  try {
-    return std::jthread([sandbox = std::move(sandbox)] { (void)sandbox->Prewarm(); });
-  } catch (const std::system_error&) {
-    return {};
-  }
+// Sandbox::Prewarm on a thread of its own (Background), joined when `prewarm` goes; its result is
+// not needed: a failure comes back from the first Spawn, which makes whatever is missing. Without
+// a thread (none could be made) nothing runs here and the first Spawn makes it all, as it would
+// anyway.
+using PrewarmThread = std::optional<Background<Status>>;
+void PrewarmInBackground(std::shared_ptr<const sandbox::Sandbox> sandbox, PrewarmThread& prewarm) {
+  prewarm.emplace([sandbox = std::move(sandbox)] { return sandbox->Prewarm(); });
 }
 
 // What a task reports when it cannot run: the error frame's code, its text, the exit code.
@@ -218,7 +215,7 @@ class Task {
   Status AwaitStart(ControlReader& control);
   int RunTask();
   agent::ToolContext ToolContextFor() const;
-  Status PrepareTools(sandbox::TaskTmpDir& tmp, ChildToolRunner& runner, std::jthread& prewarm);
+  Status PrepareTools(sandbox::TaskTmpDir& tmp, ChildToolRunner& runner, PrewarmThread& prewarm);
   ipc::ResultMessage ResultOf(agent::LoopOutcome& outcome, const ChildToolRunner& runner);
   // Sends an event frame unless the parent is gone; a failed write marks it gone (the loop then
   // stops at its next step and the task unwinds normally, removing its temp dir).
@@ -394,7 +391,7 @@ int Task::Run() {
 // gets none, it could not write it), the tools' environment (TMPDIR), then the tool ruleset and
 // the connect broker's thread (Sandbox::Prewarm, on `prewarm`).
 Status Task::PrepareTools(sandbox::TaskTmpDir& tmp, ChildToolRunner& runner,
-                          std::jthread& prewarm) {
+                          PrewarmThread& prewarm) {
   if (start_->agent.write != "none") {
     Result<sandbox::TaskTmpDir> created = sandbox::TaskTmpDir::Create(policy_.workdir);
     if (!created.ok()) return created.status();
@@ -404,7 +401,7 @@ Status Task::PrepareTools(sandbox::TaskTmpDir& tmp, ChildToolRunner& runner,
   }
   runner.set_env(sandbox::ToolEnvironment(policy_, environ));
   // The policy is final. A failure here comes back from the first call's Spawn.
-  prewarm = PrewarmInBackground(sandbox_);
+  PrewarmInBackground(sandbox_, prewarm);
   return Status::Ok();
 }
 
@@ -426,7 +423,7 @@ int Task::RunTask() {
   // its clock (else before the first tool call). Every return below removes the temp dir; the
   // prewarm thread is joined before it goes, after the provider.
   sandbox::TaskTmpDir tmp;
-  std::jthread prewarm;
+  PrewarmThread prewarm;
   std::optional<Status> tools_ready;
   std::optional<ChildToolRunner> runner;
   auto prepare_tools = [&] {
