@@ -1,9 +1,10 @@
 // Background<T>: one piece of start-up work on a thread of its own, so that it overlaps the
-// caller's next steps (the HTTP module's load in the parent and the child). Worth it only for
-// work well above what a thread costs the whole process: its start (stack mapping, clone), and
-// every later mapping change or vfork-style clone of a two-threaded process, which must reach the
-// other CPU too. On the VM of the README's twelfth round that was more than an http model's
-// module load (0.31 ms inline against 0.51 ms for pthread_create alone), so callers choose.
+// caller's next steps (an https model's TLS set-up in the parent and the child, the child's tool
+// prewarm). Worth it only for work well above what a thread costs the whole process: its start
+// (stack mapping, clone), and every later mapping change or vfork-style clone of a two-threaded
+// process, which must reach the other CPU too. On the VM of the README's twelfth round that was
+// more than an http model's module load (0.31 ms inline against 0.51 ms for pthread_create
+// alone), so callers choose.
 #ifndef FORKBOX_BASE_BACKGROUND_H_
 #define FORKBOX_BASE_BACKGROUND_H_
 

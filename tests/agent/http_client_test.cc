@@ -49,8 +49,9 @@ int Threads() {
   return -1;
 }
 
-// As the parent and the child do: the module loads on a thread of its own, and once joined the
-// process is single-threaded again (unshare(CLONE_NEWUSER) would work).
+// As the parent and the child do for an https model (WarmUpHttpOn): the modules load on a thread
+// of its own, and once joined the process is single-threaded again (unshare(CLONE_NEWUSER) would
+// work). An http URL on a thread, which they no longer do, must work the same.
 TEST(WarmUpHttpTest, LoadsOnABackgroundThreadAndGetLeavesOneThread) {
   const int before = Threads();
   for (const char* url : {"http://127.0.0.1:1/v1", "https://api.example.com"}) {
