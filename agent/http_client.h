@@ -87,8 +87,9 @@ bool WantsTls(const std::string& url);
 // Loads the module and, for an https `url`, the TLS module and its set-up once per process
 // (dlopen of libssl and libcrypto, OpenSSL's set-up and the CA store, a few milliseconds): a
 // standby child calls it while it waits for a task. An http URL costs no TLS set-up at all; the
-// first https request would do it otherwise. Thread-safe (Module() is a function-local static): the
-// parent and the child run it on a thread of their own (Background) while the sandbox is set up.
+// first https request would do it otherwise. Thread-safe (Module() is a function-local static): for
+// an https model the parent and the child run it on a thread of their own (Background) while the
+// sandbox is set up.
 Status WarmUpHttp(const std::string& url);
 
 // Where WarmUpHttp(url) is worth running when it should overlap other start-up work: on a thread of
