@@ -106,6 +106,10 @@ RunOn WarmUpHttpOn(const std::string& url) {
   return WantsTls(url) ? RunOn::kThread : RunOn::kCaller;
 }
 
+Background<Status> StartWarmUpHttp(const std::string& url) {
+  return Background<Status>([url] { return WarmUpHttp(url); }, WarmUpHttpOn(url));
+}
+
 Status WarmUpHttp(const std::string& url) {
   const Result<const http_module::Api*>& api = Module();
   if (!api.ok()) return api.status();

@@ -97,6 +97,10 @@ Status WarmUpHttp(const std::string& url);
 // module load costs less than the thread does (README, the twelfth round), so in the caller.
 RunOn WarmUpHttpOn(const std::string& url);
 
+// WarmUpHttp(url) as a Background placed by WarmUpHttpOn: what the parent and the child start
+// before their sandbox and join (Get) before confining themselves.
+Background<Status> StartWarmUpHttp(const std::string& url);
+
 // The TCP port the client connects to for `url`: explicit, else 443 (https) or 80 (http); 0 when
 // it cannot be parsed or the scheme is another (agent/http_url.h). Userinfo does not change the
 // port; a Post refuses a URL with userinfo. Needs no module (the Result never fails today).

@@ -40,6 +40,9 @@ class Background {
   Background& operator=(const Background&) = delete;
   ~Background() { Join(); }
 
+  // True while the work has a thread of its own that Get() or the destructor has yet to join.
+  bool on_thread() const { return started_; }
+
   // The work's result. Must not be called twice.
   T Get() {
     Join();

@@ -140,14 +140,10 @@ Result<std::pair<std::string, UniqueFd>> InheritedWorkdir(const std::string& nam
 // model call is in flight), so no ChildProcess handle owns any of them.
 void ReapOrphans() { sandbox::ReapOrphans(); }
 
-// Sandbox::Prewarm on a thread of its own (Background), joined when `prewarm` goes; its result is
-// not needed: a failure comes back from the first Spawn, which makes whatever is missing. Without
-// a thread (none could be made) nothing runs here and the first Spawn makes it all, as it would
-// anyway.
+// Sandbox::Prewarm on a thread of its own, joined when it goes. Its result is not needed: a failure
+// comes back from the first Spawn, which makes whatever is missing (also when no thread could start
+// and nothing ran).
 using PrewarmThread = std::optional<Background<Status>>;
-void PrewarmInBackground(std::shared_ptr<const sandbox::Sandbox> sandbox, PrewarmThread& prewarm) {
-  prewarm.emplace([sandbox = std::move(sandbox)] { return sandbox->Prewarm(); });
-}
 
 // What a task reports when it cannot run: the error frame's code, its text, the exit code.
 struct Failure {
@@ -363,8 +359,7 @@ int Task::Run() {
   // Started only now: ReadFirst closes descriptors, which must not race the loader's own.
   // The TLS set-up (https only) opens no file that the sandbox's close of descriptors could pull
   // away (the CA store is read and closed).
-  Background<Status> http([url = plan_.model_url] { return agent::WarmUpHttp(url); },
-                          agent::WarmUpHttpOn(plan_.model_url));
+  Background<Status> http = agent::StartWarmUpHttp(plan_.model_url);
   if (Status st = EnterSandbox(http); !st.ok()) {
     if (http_failed_) return Fail({"model", st.message(), kExitModel});
     return Fail({"sandbox", st.ToString(), kExitSandbox});
@@ -401,7 +396,7 @@ Status Task::PrepareTools(sandbox::TaskTmpDir& tmp, ChildToolRunner& runner,
   }
   runner.set_env(sandbox::ToolEnvironment(policy_, environ));
   // The policy is final. A failure here comes back from the first call's Spawn.
-  PrewarmInBackground(sandbox_, prewarm);
+  prewarm.emplace([sandbox = sandbox_] { return sandbox->Prewarm(); });
   return Status::Ok();
 }
 

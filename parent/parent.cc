@@ -394,8 +394,7 @@ int Run(const Options& o) {
   // For an https model the HTTP module and the TLS set-up load on a thread of its own while the
   // sandbox policy and the session are set up; joined before the spawner's start and the
   // confinement. An http model sets up no TLS, and its module loads at the join.
-  Background<Status> http([url = s.provider.base_url] { return agent::WarmUpHttp(url); },
-                          agent::WarmUpHttpOn(s.provider.base_url));
+  Background<Status> http = agent::StartWarmUpHttp(s.provider.base_url);
   SessionSandbox box;
   if (int code = SetUpSandbox(o, s, &box); code != kExitOk) return code;
   SessionState state;

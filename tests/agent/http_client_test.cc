@@ -70,6 +70,19 @@ TEST(WarmUpHttpOnTest, AThreadOnlyForHttps) {
   EXPECT_EQ(WarmUpHttpOn("garbage"), RunOn::kCaller);
 }
 
+// What the parent and the child start: for an http model no thread, the module loaded in Get();
+// the control, an https model, gets its thread.
+TEST(WarmUpHttpOnTest, StartWarmUpHttpStartsAThreadOnlyForHttps) {
+  Background<Status> http = StartWarmUpHttp("http://127.0.0.1:1/v1");
+  EXPECT_FALSE(http.on_thread()) << "an http model's warm-up started a thread";
+  EXPECT_TRUE(http.Get().ok());
+  EXPECT_TRUE(LoadHttp().ok());
+  Background<Status> https = StartWarmUpHttp("https://api.example.com");
+  EXPECT_TRUE(https.on_thread());
+  EXPECT_TRUE(https.Get().ok());
+  EXPECT_FALSE(https.on_thread());
+}
+
 TEST(WantsTlsTest, OnlyHttpsUrls) {
   EXPECT_TRUE(WantsTls("https://api.anthropic.com"));
   EXPECT_TRUE(WantsTls("HTTPS://api.anthropic.com/v1"));

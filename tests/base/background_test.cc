@@ -115,6 +115,7 @@ TEST(Background, RunOnCallerRunsTheWorkInGetOnTheCallersThread) {
       return pthread_self();
     };
     Background<Result<pthread_t>> background(work, where);
+    EXPECT_EQ(background.on_thread(), where == RunOn::kThread);
     const bool ran_before_get =
         started_f.wait_for(std::chrono::seconds(where == RunOn::kThread ? 10 : 0)) ==
         std::future_status::ready;
