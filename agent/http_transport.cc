@@ -5,13 +5,18 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cctype>
 #include <cerrno>
 #include <cstdlib>
+#include <memory>
 
 namespace forkbox::agent::http_native {
 namespace {
@@ -140,25 +145,99 @@ UniqueFd ConnectOne(const addrinfo& ai, uint16_t port, TransferClock& clock, Htt
 struct AddrInfoFree {
   void operator()(addrinfo* ai) const { freeaddrinfo(ai); }
 };
+using AddrList = std::unique_ptr<addrinfo, AddrInfoFree>;
+
+HttpFailure LookupFailure(const std::string& host, int rc, int err) {
+  return {HttpErrorKind::kResolve,
+          "cannot resolve " + host + ": " +
+              (rc == EAI_SYSTEM ? ErrnoText(err, "getaddrinfo") : gai_strerror(rc))};
+}
+
+// One name lookup, owned jointly by the caller and the thread that runs it: whichever lets go
+// last frees it, so a caller that gave up (timeout, cancel) never waits for the resolver.
+struct Lookup {
+  std::string host;
+  std::string port;
+  addrinfo hints{};
+  int rc = 0;
+  int err = 0;
+  AddrList found;
+  std::atomic<bool> finished{false};
+  UniqueFd done;  // An eventfd, readable once `finished` is set.
+
+  void Run() {
+    addrinfo* list = nullptr;
+    rc = ::getaddrinfo(host.c_str(), port.c_str(), &hints, &list);
+    err = errno;
+    found.reset(list);
+    finished.store(true, std::memory_order_release);
+  }
+};
+
+void* RunLookup(void* arg) {
+  const std::unique_ptr<std::shared_ptr<Lookup>> owner(static_cast<std::shared_ptr<Lookup>*>(arg));
+  Lookup& lookup = **owner;
+  lookup.Run();
+  const uint64_t one = 1;
+  // An eventfd write of 1 fails only on counter overflow, and this is its only write.
+  (void)!::write(lookup.done.get(), &one, sizeof(one));
+  return nullptr;
+}
+
+// Starts `lookup` on a detached thread with every signal blocked (handlers stay on the caller's
+// threads). False when no thread could be started.
+bool StartLookup(const std::shared_ptr<Lookup>& lookup) {
+  pthread_attr_t attr;
+  if (pthread_attr_init(&attr) != 0) return false;
+  sigset_t all;
+  sigset_t before;
+  sigfillset(&all);
+  auto* arg = new std::shared_ptr<Lookup>(lookup);
+  bool started = false;
+  if (pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED) == 0 &&
+      pthread_sigmask(SIG_SETMASK, &all, &before) == 0) {
+    pthread_t thread;
+    started = pthread_create(&thread, &attr, &RunLookup, arg) == 0;
+    (void)pthread_sigmask(SIG_SETMASK, &before, nullptr);  // Puts back the mask it just read.
+  }
+  (void)pthread_attr_destroy(&attr);  // Cannot fail on Linux.
+  if (!started) delete arg;
+  return started;
+}
+
+// Resolves `url`'s host into `out`. An IP literal resolves in place (AI_NUMERICHOST never
+// blocks). A name resolves on a thread of its own while this one waits under the clock: a
+// nameserver that never answers costs the connect timeout, not glibc's retries (5 s for each
+// attempt and server), and the cancel check still ends the wait. Where no thread can be started
+// the name resolves in place, unbounded, as a plain getaddrinfo would.
+HttpFailure Resolve(const ParsedUrl& url, TransferClock& clock, AddrList* out) {
+  auto lookup = std::make_shared<Lookup>();
+  lookup->host = url.host;
+  lookup->port = std::to_string(url.port);
+  lookup->hints.ai_family = AF_UNSPEC;
+  lookup->hints.ai_socktype = SOCK_STREAM;
+  lookup->hints.ai_flags = AI_NUMERICSERV | (url.ip_literal ? AI_NUMERICHOST : 0);
+  if (!url.ip_literal) lookup->done.reset(::eventfd(0, EFD_CLOEXEC));
+  if (!lookup->done || !StartLookup(lookup)) {
+    lookup->Run();
+  } else if (HttpFailure f = clock.Wait(lookup->done.get(), POLLIN)) {
+    return f;  // The thread finishes on its own and frees the lookup.
+  }
+  if (!lookup->finished.load(std::memory_order_acquire)) {
+    return {HttpErrorKind::kInternal, "the resolver thread woke its caller before it finished"};
+  }
+  if (lookup->rc != 0) return LookupFailure(url.host, lookup->rc, lookup->err);
+  *out = std::move(lookup->found);
+  return {};
+}
 
 }  // namespace
 
 std::unique_ptr<Connection> Connection::Open(const ParsedUrl& url, TransferClock& clock,
                                              HttpFailure* failure) {
   clock.StartConnect();
-  addrinfo hints{};
-  hints.ai_family = AF_UNSPEC;
-  hints.ai_socktype = SOCK_STREAM;
-  hints.ai_flags = AI_NUMERICSERV | (url.ip_literal ? AI_NUMERICHOST : 0);
-  addrinfo* found = nullptr;
-  const int rc = ::getaddrinfo(url.host.c_str(), std::to_string(url.port).c_str(), &hints, &found);
-  std::unique_ptr<addrinfo, AddrInfoFree> list(found);
-  if (rc != 0) {
-    *failure = {HttpErrorKind::kResolve,
-                "cannot resolve " + url.host + ": " +
-                    (rc == EAI_SYSTEM ? ErrnoText(errno, "getaddrinfo") : gai_strerror(rc))};
-    return nullptr;
-  }
+  AddrList list;
+  if ((*failure = Resolve(url, clock, &list))) return nullptr;
   UniqueFd fd;
   for (const addrinfo* ai = list.get(); ai != nullptr && !fd; ai = ai->ai_next) {
     fd = ConnectOne(*ai, url.port, clock, failure);

@@ -56,9 +56,10 @@ const http_tls::Api* UsedTls();
 
 class Connection {
  public:
-  // Resolves the URL's host (getaddrinfo, AF_UNSPEC) and connects to each address in turn until
-  // one answers, then does the TLS handshake for https; all under the connect timeout, except
-  // getaddrinfo itself, which blocks without a bound (and without polling the cancel check).
+  // Resolves the URL's host (getaddrinfo, AF_UNSPEC; a name on a thread of its own, so that a
+  // nameserver that never answers cannot hold the caller) and connects to each address in turn
+  // until one answers, then does the TLS handshake for https; all under the connect timeout and
+  // the cancel check.
   static std::unique_ptr<Connection> Open(const ParsedUrl& url, TransferClock& clock,
                                           HttpFailure* failure);
   ~Connection();

@@ -1,16 +1,24 @@
 // The native HTTP client (agent/http_native.cc) against small scripted servers on 127.0.0.1: a
 // thread accepts connections and runs one handler per connection, writing raw bytes.
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <net/if.h>
+#include <netdb.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <sched.h>
 #include <signal.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstring>
 #include <ctime>
 #include <functional>
 #include <future>
@@ -355,6 +363,172 @@ TEST(HttpNativeTest, CancelStopsAWaitingRequest) {
   EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
 }
 
+TEST(HttpNativeTest, AHostNameResolvesOnTheResolverThread) {
+  ScriptServer server({Reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")});
+  auto client = Client();
+  HttpResult r = Post(*client, "http://localhost:" + std::to_string(server.port()) + "/v1/x");
+  EXPECT_EQ(r.transport_error, "");
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, "ok");
+}
+
+// --- A nameserver that never answers --------------------------------------------------------
+// Each case runs in a forked child with network and mount namespaces of its own (and a user
+// namespace when not root): lo is up, a UDP socket on 127.0.0.1:53 receives queries and answers
+// none, and /etc/resolv.conf is bind-mounted to name only it, with glibc's retries at their
+// longest (30 s, 5 attempts). The child reports "key=value" lines on a pipe.
+
+constexpr char kDeadName[] = "model.forkbox-dead-resolver.test";
+
+bool WriteFile(const char* path, const std::string& text) {
+  UniqueFd fd(::open(path, O_WRONLY | O_CLOEXEC));
+  return fd && ::write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+}
+
+std::string Why(const char* what) { return std::string(what) + ": " + std::strerror(errno); }
+
+// Enters the namespaces and starts the dead nameserver in *dns; "" or what failed.
+std::string EnterDeadNameserver(UniqueFd* dns) {
+  const uid_t uid = ::geteuid();
+  const gid_t gid = ::getegid();
+  if (uid != 0) {
+    if (::unshare(CLONE_NEWUSER) != 0) return Why("unshare(CLONE_NEWUSER)");
+    if (!WriteFile("/proc/self/setgroups", "deny") ||
+        !WriteFile("/proc/self/uid_map", "0 " + std::to_string(uid) + " 1") ||
+        !WriteFile("/proc/self/gid_map", "0 " + std::to_string(gid) + " 1")) {
+      return Why("the id maps");
+    }
+  }
+  if (::unshare(CLONE_NEWNS | CLONE_NEWNET) != 0) return Why("unshare(CLONE_NEWNS|CLONE_NEWNET)");
+  if (::mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return Why("mount");
+  UniqueFd ctl(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  ifreq ifr{};
+  std::strcpy(ifr.ifr_name, "lo");
+  if (!ctl || ::ioctl(ctl.get(), SIOCGIFFLAGS, &ifr) != 0) return Why("SIOCGIFFLAGS");
+  ifr.ifr_flags |= IFF_UP;
+  if (::ioctl(ctl.get(), SIOCSIFFLAGS, &ifr) != 0) return Why("SIOCSIFFLAGS");
+  dns->reset(::socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0));
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(53);
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (!*dns || ::bind(dns->get(), reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return Why("bind 127.0.0.1:53");
+  }
+  char conf[] = "/tmp/forkbox-resolv-XXXXXX";
+  UniqueFd file(::mkstemp(conf));
+  const std::string text = "nameserver 127.0.0.1\noptions timeout:30 attempts:5\n";
+  const bool written =
+      file && ::write(file.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+  const bool mounted = written && ::mount(conf, "/etc/resolv.conf", nullptr, MS_BIND, nullptr) == 0;
+  const std::string failed = mounted ? "" : Why("bind-mounting /etc/resolv.conf");
+  if (file) ::unlink(conf);
+  return failed;
+}
+
+bool QueryArrived(int dns) {
+  pollfd p{dns, POLLIN, 0};
+  return ::poll(&p, 1, 0) == 1;
+}
+
+// Forks; the child enters the dead-nameserver namespaces and runs `body`, whose lines come back.
+// Skips the test where the namespaces cannot be made (no user namespaces in a jail, say).
+std::string WithDeadNameserver(const std::function<std::string(int dns)>& body) {
+  int fds[2];
+  if (::pipe2(fds, O_CLOEXEC) != 0) return "pipe failed";
+  UniqueFd read_end(fds[0]);
+  UniqueFd write_end(fds[1]);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    read_end.reset();
+    UniqueFd dns;
+    const std::string failed = EnterDeadNameserver(&dns);
+    const std::string report = failed.empty() ? body(dns.get()) : "skip=" + failed + "\n";
+    (void)!::write(write_end.get(), report.data(), report.size());
+    ::_exit(0);
+  }
+  write_end.reset();
+  // A child still silent after 30 s is stuck in the lookup (glibc's own bound here is 150 s).
+  pollfd p{read_end.get(), POLLIN, 0};
+  std::string report = "hung=still waiting after 30 s\n";
+  if (::poll(&p, 1, 30'000) == 1) {
+    report.clear();
+    char buf[4096];
+    for (ssize_t n; (n = ::read(read_end.get(), buf, sizeof(buf))) > 0;) report.append(buf, n);
+  } else {
+    ::kill(pid, SIGKILL);
+  }
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  EXPECT_THAT(report, testing::Not(HasSubstr("hung=")));
+  return report;
+}
+
+// What a Post to kDeadName reports, as lines.
+std::string PostToTheDeadName(const HttpTimeouts& timeouts, CancelCheck cancel) {
+  Result<std::unique_ptr<HttpClient>> client = HttpClient::Create(timeouts);
+  if (!client.ok()) return "error=" + client.status().ToString() + "\n";
+  (*client)->SetCancelCheck(std::move(cancel));
+  const auto start = std::chrono::steady_clock::now();
+  const HttpResult r = (*client)->Post(std::string("http://") + kDeadName + ":8080/v1/x",
+                                       {"Content-Type: application/json"}, "{}", {});
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - start)
+                      .count();
+  return std::string("kind=") + HttpErrorKindName(r.error_kind) + "\nerror=" + r.transport_error +
+         "\nms=" + std::to_string(ms) + "\n";
+}
+
+// The control: getaddrinfo itself, started on a thread before the Post; "done=0" once the Post
+// has given up means it was still waiting on the dead nameserver.
+std::atomic<bool>* StartPlainLookup() {
+  auto* done = new std::atomic<bool>(false);  // Leaked: the child exits with the thread running.
+  std::thread([done] {
+    addrinfo hints{};
+    hints.ai_socktype = SOCK_STREAM;
+    addrinfo* found = nullptr;
+    if (::getaddrinfo(kDeadName, "8080", &hints, &found) == 0) ::freeaddrinfo(found);
+    done->store(true);
+  }).detach();
+  return done;
+}
+
+TEST(HttpNativeTest, ANameserverThatNeverAnswersCostsTheConnectTimeout) {
+  const std::string report = WithDeadNameserver([](int dns) {
+    std::atomic<bool>* plain_done = StartPlainLookup();
+    HttpTimeouts timeouts;
+    timeouts.connect_ms = 1000;
+    std::string lines = PostToTheDeadName(timeouts, {});
+    return lines + "query=" + std::to_string(QueryArrived(dns)) +
+           "\nplain_done=" + std::to_string(plain_done->load()) + "\n";
+  });
+  if (report.rfind("skip=", 0) == 0) GTEST_SKIP() << report;
+  EXPECT_THAT(report, HasSubstr("kind=connect-timeout\n"));
+  EXPECT_THAT(report, HasSubstr("error=no connection within 1 s (connect timeout)\n"));
+  EXPECT_THAT(report, HasSubstr("query=1\n")) << "the lookup never reached the dead nameserver";
+  // Control: the same lookup without the bound is still waiting.
+  EXPECT_THAT(report, HasSubstr("plain_done=0\n"));
+}
+
+// The cancel check says stop from its second call on (after a wait of up to 1 s, the transfer's
+// poll slice) and once the lookup reached the nameserver.
+TEST(HttpNativeTest, CancelEndsAWaitOnANameserverThatNeverAnswers) {
+  const std::string report = WithDeadNameserver([](int dns) {
+    std::atomic<bool>* plain_done = StartPlainLookup();
+    HttpTimeouts timeouts;
+    timeouts.connect_ms = 60'000;
+    int calls = 0;
+    std::string lines =
+        PostToTheDeadName(timeouts, [dns, &calls] { return ++calls >= 2 && QueryArrived(dns); });
+    return lines + "calls=" + std::to_string(calls) +
+           "\nplain_done=" + std::to_string(plain_done->load()) + "\n";
+  });
+  if (report.rfind("skip=", 0) == 0) GTEST_SKIP() << report;
+  EXPECT_THAT(report, HasSubstr("kind=cancelled\n")) << report;
+  EXPECT_THAT(report, testing::Not(HasSubstr("calls=1\n"))) << report;
+  EXPECT_THAT(report, HasSubstr("plain_done=0\n"));
+}
+
 std::string HttpDate(time_t at) {
   char date[64];
   struct tm tm {};
@@ -365,9 +539,13 @@ std::string HttpDate(time_t at) {
 
 TEST(HttpNativeTest, RetryAfterSecondsAndDates) {
   const std::string head = "HTTP/1.1 429 Too Many\r\nContent-Length: 0\r\nRetry-After: ";
-  ScriptServer server({Reply(head + "7\r\n\r\n"),
-                       Reply(head + HttpDate(::time(nullptr) + 30) + "\r\n\r\n"),
-                       Reply(head + HttpDate(::time(nullptr) - 30) + "\r\n\r\n")});
+  ScriptServer server(
+      {Reply(head + "7\r\n\r\n"), Reply(head + HttpDate(::time(nullptr) + 30) + "\r\n\r\n"),
+       Reply(head + HttpDate(::time(nullptr) - 30) + "\r\n\r\n"),
+       Reply(head + HttpDate(::time(nullptr) + 400 * 24 * 3600) + "\r\n\r\n"),
+       // Past 2262: beyond the clock's nanoseconds (a signed overflow fuzz_http found; the
+       // sanitizer build aborts on it).
+       Reply(head + "Fri, 31 Dec 2300 23:59:59 GMT\r\n\r\n"), Reply(head + "31536001\r\n\r\n")});
   auto client = Client();
   HttpResult seconds = Post(*client, server.url());
   ASSERT_TRUE(seconds.retry_after.has_value());
@@ -380,6 +558,12 @@ TEST(HttpNativeTest, RetryAfterSecondsAndDates) {
   HttpResult past = Post(*client, server.url());
   EXPECT_EQ(past.status, 429);
   EXPECT_FALSE(past.retry_after.has_value());
+  // More than a year ahead, as a date or in seconds: not a delay to honour.
+  for (const char* what : {"400 days", "year 2300", "a year and a second"}) {
+    HttpResult far = Post(*client, server.url());
+    EXPECT_EQ(far.status, 429) << what;
+    EXPECT_FALSE(far.retry_after.has_value()) << what;
+  }
 }
 
 TEST(HttpNativeTest, TheSinkStopsTheTransferAndErrorBodiesAreCollected) {
