@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <seccomp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -276,6 +277,43 @@ TEST(Layer2Probe, GivesTheVerdictOfACheckAndLeavesNothingToReap) {
     }
     EXPECT_EXIT(_exit(ProbeVerdict(refuse)), ::testing::ExitedWithCode(layer2), "");
   }
+}
+
+// 0: Layer2Available says no and why; 1: it said yes; 2: no reason; 3: the filter failed.
+// With `kill_mount`, a seccomp filter (inherited by the probe's child) kills any process that
+// calls mount(2): the child's first mount, before its verdict. This process never mounts.
+int ProbeKilledBeforeItsVerdict(bool kill_mount, std::string* why) {
+  if (kill_mount) {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    const bool ok = ctx != nullptr && prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 &&
+                    seccomp_rule_add(ctx, SCMP_ACT_KILL_PROCESS, SCMP_SYS(mount), 0) == 0 &&
+                    seccomp_load(ctx) == 0;
+    seccomp_release(ctx);
+    if (!ok) return 3;
+  }
+  if (Layer2Available(why)) return 1;
+  return why->empty() ? 2 : 0;
+}
+
+TEST(Layer2Probe, AChildKilledBeforeItsVerdictMeansNoLayer2AndSaysSo) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  CmdResult check = RunCmd({"--check"});
+  if (check.out.find("layer 2,") == std::string::npos) GTEST_SKIP() << "no layer 2 here";
+  EXPECT_EXIT(
+      {
+        std::string why;
+        const int code = ProbeKilledBeforeItsVerdict(true, &why);
+        if (code == 0 && why != "namespace probe died without a verdict") _exit(4);
+        _exit(code);
+      },
+      ::testing::ExitedWithCode(0), "");
+  // Control: the same probe without the filter gives its verdict.
+  EXPECT_EXIT(
+      {
+        std::string why;
+        _exit(ProbeKilledBeforeItsVerdict(false, &why));
+      },
+      ::testing::ExitedWithCode(1), "");
 }
 
 // The page faults of writing `pages` pages this process had written before.
