@@ -349,12 +349,14 @@ HttpFailure CopyToClose(Reader& reader, BodyOut& out) {
   }
 }
 
-// Delta seconds, or an HTTP date (IMF-fixdate, RFC 850, asctime) after `now`.
+// Delta seconds, or an HTTP date (IMF-fixdate, RFC 850, asctime) after `now`; either at most a
+// year ahead (a date further out would also overflow the clock's nanoseconds past 2262).
 std::optional<std::chrono::milliseconds> RetryAfter(std::string_view value,
                                                     std::chrono::system_clock::time_point now) {
+  constexpr int64_t kMaxSeconds = 365ll * 24 * 3600;
   uint64_t seconds = 0;
   if (ParseLength(value, &seconds)) {
-    if (seconds == 0 || seconds > 365ull * 24 * 3600) return std::nullopt;
+    if (seconds == 0 || seconds > kMaxSeconds) return std::nullopt;
     return std::chrono::seconds(seconds);
   }
   const std::string text(value);
@@ -363,7 +365,10 @@ std::optional<std::chrono::milliseconds> RetryAfter(std::string_view value,
     struct tm tm {};
     const char* end = ::strptime(text.c_str(), format, &tm);
     if (end == nullptr || *end != '\0') continue;
-    const auto at = std::chrono::system_clock::from_time_t(::timegm(&tm));
+    const time_t when = ::timegm(&tm);
+    const time_t from = std::chrono::system_clock::to_time_t(now);
+    if (when < from || when - from > kMaxSeconds) return std::nullopt;
+    const auto at = std::chrono::system_clock::from_time_t(when);
     if (at <= now) return std::nullopt;
     return std::chrono::ceil<std::chrono::milliseconds>(at - now);
   }
