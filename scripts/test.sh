@@ -43,15 +43,25 @@ if [ "${FORKBOX_TEST_QUICK:-0}" != "1" ]; then
   step "fuzz (bounded)"
   CC=clang CXX=clang++ cmake -S . -B build-fuzz -DFORKBOX_FUZZ=ON -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
   cmake --build build-fuzz -j"$jobs" --target fuzzers
+  mkdir -p build-fuzz/findings
   for fz in build-fuzz/tests/fuzz/fuzz_*; do
     [ -x "$fz" ] || continue
     name=$(basename "$fz")
     corpus="$root/tests/fuzz/corpus/${name#fuzz_}"
     work=$(mktemp -d)
     cp -r "$corpus"/. "$work"/ 2>/dev/null || true
+    findings="$root/build-fuzz/findings/$name-"
+    log="$work.log"
     echo "fuzz: $name for ${FORKBOX_FUZZ_SECONDS:-30}s"
-    "$fz" -max_total_time="${FORKBOX_FUZZ_SECONDS:-30}" -print_final_stats=0 "$work" 2>&1 | tail -n 2
-    rm -rf "$work"
+    if ! "$fz" -max_total_time="${FORKBOX_FUZZ_SECONDS:-30}" -print_final_stats=0 \
+        -artifact_prefix="$findings" "$work" >"$log" 2>&1; then
+      tail -n 60 "$log"
+      echo "fuzz: $name found a crash; the input is saved as ${findings}*" >&2
+      rm -rf "$work" "$log"
+      exit 1
+    fi
+    tail -n 2 "$log"
+    rm -rf "$work" "$log"
   done
 
 fi
