@@ -266,6 +266,9 @@ Status Task::ResolvePolicy() {
   if (!workdir.ok()) return workdir.status();
   Result<sandbox::Policy> policy = sandbox::ResolvePolicy(plan_.sandbox, workdir->first);
   if (!policy.ok()) return policy.status();
+  if (plan_.sandbox.enabled) {
+    FORKBOX_RETURN_IF_ERROR(sandbox::CheckPathsUnchanged(plan_.sandbox, *policy));
+  }
   policy_ = std::move(*policy);
   policy_.enabled = plan_.sandbox.enabled;
   // The file tools resolve beneath this descriptor.

@@ -241,7 +241,11 @@ ipc::ChildSandboxHints ChildHintsOf(const Options& o, const Settings& s,
   return hints;
 }
 
+// `policy`: the session's, resolved at start-up; children get its canonical --writable and
+// --readable paths, which they must find unchanged (a task may have swapped a directory in the
+// workdir for a link since).
 std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
+                                       const sandbox::Policy& policy,
                                        const agent::ToolContext& context, const Spawner* spawner) {
   if (!o.subagents) return std::nullopt;
   TaskConfig t;
@@ -256,7 +260,7 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   t.limits.tool_timeout_ms = context.timeout_ms;
   t.limits.max_tool_output_chars = context.max_output_chars;
   t.workdir = s.workdir;
-  t.sandbox = o.sandbox;
+  t.sandbox = static_cast<const sandbox::Settings&>(policy);
   t.child_hints = ChildHintsOf(o, s, context);
   t.transcript_dir_fd = s.transcripts.fd ? s.transcripts.fd.get() : -1;
   t.child_env = context.env;  // Scrubbed: no keys; the key travels in the start frame only.
@@ -437,7 +441,8 @@ int Run(const Options& o) {
   PrintBanner(o, s, confined->report());
   agent::ToolContext context = ParentToolContext(
       o, s, box.policy, std::make_shared<const UniqueFd>(std::move(*inside)), std::move(*confined));
-  std::optional<TaskConfig> tasks = TaskConfigOf(o, s, context, *spawner ? &**spawner : nullptr);
+  std::optional<TaskConfig> tasks =
+      TaskConfigOf(o, s, box.policy, context, *spawner ? &**spawner : nullptr);
   InterruptMode outside = interactive ? InterruptMode::kFlag : InterruptMode::kExit;
   if (Status st = InstallInterruptHandler(outside); !st.ok()) {
     return Fail(o.output_format, kExitFailure, st.ToString());

@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <tuple>
 
 #include "sandbox/landlock.h"
 #include "sandbox/sandbox.h"
@@ -134,6 +135,20 @@ Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdi
     if (value <= 0) return Status::InvalidArgument(std::string(what) + " must be positive");
   }
   return policy;
+}
+
+Status CheckPathsUnchanged(const Settings& given, const Policy& resolved) {
+  for (auto [sent, now, what] : {std::tuple{&given.writable, &resolved.writable, "--writable "},
+                                 std::tuple{&given.readable, &resolved.readable, "--readable "}}) {
+    for (size_t i = 0; i < sent->size() && i < now->size(); ++i) {
+      if ((*sent)[i] != (*now)[i]) {
+        return Status::PermissionDenied(what + (*sent)[i] + " now leads to " + (*now)[i] +
+                                        ": a symbolic link appeared in it since the session "
+                                        "started; refusing to grant it");
+      }
+    }
+  }
+  return Status::Ok();
 }
 
 namespace {

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <linux/landlock.h>
+#include <linux/openat2.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -77,19 +78,34 @@ class FdBatch {
   size_t count_ = 0;
 };
 
+// How a rule's path is walked: kFollow for system paths (/dev/shm may be a link), kNoSymlinks
+// for a path that was canonical when the policy was resolved (--writable, --readable, the
+// workdir): a link in it now was planted since (a task swapped a directory in a writable tree),
+// and following it would carry the grant wherever it leads (ELOOP instead).
+enum class Walk { kFollow, kNoSymlinks };
+
+int OpenForRule(int dir_fd, const char* name, int flags, Walk walk) {
+  if (walk == Walk::kFollow) return openat(dir_fd, name, flags);
+  open_how how{};
+  how.flags = static_cast<uint64_t>(flags);
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  return static_cast<int>(syscall(SYS_openat2, dir_fd, name, &how, sizeof how));
+}
+
 // Adds a rule for `name` relative to `dir_fd` (AT_FDCWD: a path); masks `access` to what a rule
 // on a non-directory may carry. `type` is what a listing said: a directory is opened with
 // O_DIRECTORY (no longer one: checked as kUnknown), a non-directory gets the file rights (if it
 // became a directory since, fewer rights: fails closed). `open_flags`: O_NOFOLLOW or 0. The
 // descriptor goes to `batch` when given, else it is closed here. Async-signal-safe.
 int AddPathRuleAt(int ruleset_fd, int dir_fd, const char* name, uint64_t access, Grant::Type type,
-                  int open_flags, FdBatch* batch = nullptr) {
+                  int open_flags, FdBatch* batch = nullptr, Walk walk = Walk::kFollow) {
   constexpr uint64_t kFileRights = kExecute | kWriteFile | kReadFile | kTruncate | kIoctlDev;
-  int fd = openat(dir_fd, name,
-                  O_PATH | O_CLOEXEC | open_flags | (type == Grant::Type::kDir ? O_DIRECTORY : 0));
+  int fd = OpenForRule(
+      dir_fd, name, O_PATH | O_CLOEXEC | open_flags | (type == Grant::Type::kDir ? O_DIRECTORY : 0),
+      walk);
   if (fd < 0 && errno == ENOTDIR && type == Grant::Type::kDir) {
-    return AddPathRuleAt(ruleset_fd, dir_fd, name, access, Grant::Type::kUnknown, open_flags,
-                         batch);
+    return AddPathRuleAt(ruleset_fd, dir_fd, name, access, Grant::Type::kUnknown, open_flags, batch,
+                         walk);
   }
   if (fd < 0) return errno;
   struct stat st;
@@ -112,8 +128,19 @@ int AddPathRuleAt(int ruleset_fd, int dir_fd, const char* name, uint64_t access,
 }
 
 int AddPathRule(int ruleset_fd, const char* path, uint64_t access,
-                Grant::Type type = Grant::Type::kUnknown) {
-  return AddPathRuleAt(ruleset_fd, AT_FDCWD, path, access, type, 0);
+                Grant::Type type = Grant::Type::kUnknown, Walk walk = Walk::kFollow) {
+  return AddPathRuleAt(ruleset_fd, AT_FDCWD, path, access, type, 0, nullptr, walk);
+}
+
+// The failure of a kNoSymlinks rule for `path`.
+Status RuleError(int err, const std::string& path, const char* rights) {
+  if (err == ELOOP) {
+    return Status::PermissionDenied(path +
+                                    ": a symbolic link appeared in it since the sandbox "
+                                    "policy was resolved; refusing to grant it (" +
+                                    rights + ")");
+  }
+  return Status::FromErrno(err, "landlock_add_rule(" + path + ", " + rights + ")");
 }
 
 // Every entry of the carved directory `dir` but the denied ones and symlinks; carved entries
@@ -197,11 +224,12 @@ Status AddReadScope(int ruleset_fd, const RulesetSpec& spec) {
                                                       ? ReadScopeGrants(spec.denied_reads)
                                                       : spec.read_grants));
   }
-  // An opted-in path is granted where it leads (it was canonical when the policy was resolved).
+  // An opted-in path is granted where it led when the policy was resolved (canonical then).
   for (const std::string& path : spec.readable) {
-    int err = AddPathRule(ruleset_fd, path.c_str(), kReadRights);
+    int err = AddPathRule(ruleset_fd, path.c_str(), kReadRights, Grant::Type::kUnknown,
+                          Walk::kNoSymlinks);
     if (err != 0 && err != ENOENT) {  // ENOENT: gone since the list was made.
-      return Status::FromErrno(err, "landlock_add_rule(" + path + ", read)");
+      return RuleError(err, path, "read");
     }
   }
   return Status::Ok();
@@ -281,8 +309,10 @@ Status FillRuleset(int ruleset_fd, const RulesetSpec& spec) {
   const uint64_t handled = HandledFsRights(spec);
   if (!spec.read_scope_inherited) FORKBOX_RETURN_IF_ERROR(AddReadScope(ruleset_fd, spec));
   for (const std::string& path : spec.writable) {
-    if (int err = AddPathRule(ruleset_fd, path.c_str(), handled); err != 0) {
-      return Status::FromErrno(err, "landlock_add_rule(" + path + ", write)");
+    if (int err = AddPathRule(ruleset_fd, path.c_str(), handled, Grant::Type::kUnknown,
+                              Walk::kNoSymlinks);
+        err != 0) {
+      return RuleError(err, path, "write");
     }
   }
   const uint64_t dev_rights = (kWriteFile | kReadFile | kTruncate | kIoctlDev) & handled;

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <linux/netlink.h>
+#include <linux/openat2.h>
 #include <linux/rtnetlink.h>
 #include <linux/sock_diag.h>
 #include <linux/unix_diag.h>
@@ -368,13 +369,24 @@ int WriteIdMapsRaw(const MountPlan& plan, const char** step) {
 namespace {
 
 // Detached clones (open_tree) of `paths`, taken before the mounts change. 0 or errno.
+// Detached clones of `paths` (recursive), into fds[0..count). With `no_symlinks` (the writable
+// trees, canonical when the policy was resolved) no link is followed (ELOOP): one in them now was
+// planted by a task and would carry the writable tree wherever it leads.
 int CloneTreesRaw(const std::vector<std::string>& paths, int* fds, size_t count, const char* what,
-                  const char** step) {
+                  bool no_symlinks, const char** step) {
   for (size_t i = 0; i < count; ++i) {
     *step = what;
-    fds[i] = static_cast<int>(syscall(SYS_open_tree, AT_FDCWD, paths[i].c_str(),
-                                      OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE));
-    if (fds[i] < 0) return errno;
+    open_how how{};
+    how.flags = O_PATH | O_CLOEXEC;
+    how.resolve = no_symlinks ? RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS : 0;
+    const int at =
+        static_cast<int>(syscall(SYS_openat2, AT_FDCWD, paths[i].c_str(), &how, sizeof how));
+    if (at < 0) return errno;
+    fds[i] = static_cast<int>(syscall(
+        SYS_open_tree, at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+    const int err = fds[i] < 0 ? errno : 0;
+    close(at);
+    if (err != 0) return err;
   }
   return 0;
 }
@@ -505,7 +517,8 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
   int trees[kMaxWritablePaths];
   size_t count = plan.writable.size() <= kMaxWritablePaths ? plan.writable.size() : 0;
   if (int err = CloneTreesRaw(plan.writable, trees, count,
-                              "open_tree(writable path, CLONE|RECURSIVE)", step)) {
+                              "open_tree(writable path, CLONE|RECURSIVE, no symbolic link)", true,
+                              step)) {
     return err;
   }
   *step = "mount_setattr(/, RECURSIVE, RDONLY)";
@@ -514,7 +527,7 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
   int visible[kMaxWritablePaths];
   size_t visible_count = plan.visible.size() <= kMaxWritablePaths ? plan.visible.size() : 0;
   if (int err = CloneTreesRaw(plan.visible, visible, visible_count,
-                              "open_tree(visible path, CLONE)", step)) {
+                              "open_tree(visible path, CLONE)", false, step)) {
     return err;
   }
   if (int err = MountPrivateTmpfsRaw(plan, step)) return err;

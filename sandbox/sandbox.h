@@ -71,6 +71,12 @@ enum class GrantListing { kNow, kAtTheRuleset };
 Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdir,
                              GrantListing listing = GrantListing::kNow);
 
+// For a process given paths another resolved (a task child gets the session's canonical --writable
+// and --readable paths): each must resolve to itself still. A task may have swapped a directory in
+// a writable tree for a symbolic link since, which would carry the grant wherever the link leads;
+// that is refused (kPermissionDenied, naming the path and where it leads now).
+Status CheckPathsUnchanged(const Settings& given, const Policy& resolved);
+
 // The credential stores tools must not read, whether they exist now or are created later, canonical
 // where they exist: the same list as CredentialPaths, below every home (policy.home and the
 // password database's), minus policy.readable and anything inside it. The Landlock read scope

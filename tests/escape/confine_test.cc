@@ -303,6 +303,47 @@ TEST_P(ConfineTest, ATaskAfterTheWorkdirWasSwappedWritesIntoTheRealOne) {
   }
 }
 
+// A --writable path inside the workdir: one task swaps a directory on its way for one holding a
+// link to the outside (`mv a a.old`, `mkdir a`, `ln -s OUTSIDE a/out`; in layer 2 `a/out` itself
+// is a mount point and cannot be renamed, its parent can), and the next task writes through
+// `a/out`. Children get the session's canonical path and refuse one that no longer resolves to
+// itself (and every writable rule and mount is walked without following links), so the write
+// fails and nothing lands outside; the unconfined control writes outside.
+TEST_P(ConfineTest, ATaskThatSwapsAWritablePathForALinkCannotWidenTheNextTask) {
+  fs::create_directories(work_ + "/a/out");
+  std::mutex mu;
+  std::string second_result;
+  server_.SetHandler([&](const RecordedRequest& r) {
+    const int turn = r.view.assistant_turns;
+    if (IsParent(r) && turn < 2) {
+      const char* what = turn == 0 ? "swap" : "plant";
+      return Calls({ToolCall{"task", {{"prompt", what}, {"description", what}}, ""}});
+    }
+    if (IsParent(r)) {
+      std::lock_guard<std::mutex> lock(mu);
+      second_result = r.view.LastUserText();
+      return Text("done");
+    }
+    if (turn > 0) return Text("ok");
+    const std::string command = r.view.FirstUserText() == "swap"
+                                    ? "mv a a.old && mkdir a && ln -s " + outside_ + " a/out"
+                                    : "echo x > a/out/planted";
+    return Calls({ToolCall{"bash", {{"command", command}}, ""}});
+  });
+  Session s = Run({"--standby", "0", "--writable", work_ + "/a/out"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  ASSERT_TRUE(fs::is_symlink(work_ + "/a/out")) << "the swap did not happen: " << s.err;
+  if (GetParam().sandboxed) {
+    EXPECT_FALSE(fs::exists(outside_ + "/planted"));
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_NE(second_result.find("a symbolic link appeared in it since the session started"),
+              std::string::npos)
+        << second_result;
+  } else {
+    EXPECT_TRUE(fs::exists(outside_ + "/planted")) << "control: the unconfined task escapes";
+  }
+}
+
 // Issue 13: AF_UNIX in the parent's bash and a task's bash goes through the unix connect broker
 // (sandbox/unix_broker.h), in both layers: multiprocessing's forkserver and an abstract server
 // and client inside work, a socket bound outside after the start (under /var/tmp: layer 2's

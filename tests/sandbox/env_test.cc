@@ -1,5 +1,7 @@
 // ToolEnvironment scrubbing and ResolvePolicy validation.
 #include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include <algorithm>
 
@@ -110,6 +112,34 @@ TEST(ResolvePolicy, CanonicalisesAndValidates) {
   bad_limit.rlimit_nproc = 0;
   EXPECT_FALSE(ResolvePolicy(bad_limit, dir).ok());
   EXPECT_FALSE(ResolvePolicy(Settings{}, "/etc/passwd").ok());
+}
+
+// A child gets the session's canonical paths and resolves them again: a path that now leads
+// elsewhere (a directory on its way swapped for a link) is refused, naming both. Control: the
+// same paths, unswapped, pass.
+TEST(CheckPathsUnchanged, RefusesAPathThatNowLeadsElsewhere) {
+  const std::string dir = testing::MakeTempDir("policy-swap");
+  const std::string outside = testing::MakeTempDir("policy-swap-outside");
+  ASSERT_EQ(::mkdir((dir + "/a").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((dir + "/a/out").c_str(), 0700), 0);
+  ASSERT_EQ(::mkdir((outside + "/out").c_str(), 0700), 0);
+  Settings given;
+  given.writable = {dir + "/a/out"};
+  given.readable = {dir + "/a"};
+  Result<Policy> same = ResolvePolicy(given, dir);
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_TRUE(CheckPathsUnchanged(given, *same).ok()) << "control";
+
+  ASSERT_EQ(::rename((dir + "/a").c_str(), (dir + "/a.old").c_str()), 0);
+  ASSERT_EQ(::symlink(outside.c_str(), (dir + "/a").c_str()), 0);
+  Result<Policy> swapped = ResolvePolicy(given, dir);
+  ASSERT_TRUE(swapped.ok()) << swapped.status().ToString();
+  EXPECT_EQ(swapped->writable, std::vector<std::string>{outside + "/out"}) << "what a grant hit";
+  const Status refused = CheckPathsUnchanged(given, *swapped);
+  EXPECT_EQ(refused.code(), Status::Code::kPermissionDenied);
+  EXPECT_NE(refused.message().find("--writable " + dir + "/a/out now leads to " + outside + "/out"),
+            std::string::npos)
+      << refused.message();
 }
 
 // The stores and homes are resolved once either way; the read scope's grants only with kNow (a

@@ -165,14 +165,42 @@ TEST(Landlock, AGrantThatBecameASymlinkGrantsNothingWhereItLeads) {
   EXPECT_EQ(key.err, EACCES);
 
   EXPECT_EQ(ReadFile(home + "/entry"), 0) << "control: unsandboxed, the link reads the key";
-  RulesetSpec followed = spec;
-  followed.readable = {home + "/entry"};
-  Result<UniqueFd> control = BuildRuleset(followed);
+  RulesetSpec granted = spec;
+  granted.readable = {store + "/key"};
+  Result<UniqueFd> control = BuildRuleset(granted);
   ASSERT_TRUE(control.ok()) << control.status().ToString();
-  ProbeResult leaked = RunProbe(Restrict(control->get()), [&] { return ReadFile(store + "/key"); });
+  ProbeResult leaked =
+      RunProbe(Restrict(control->get()), [&] { return ReadFile(home + "/entry"); });
   ASSERT_TRUE(leaked.reported);
-  EXPECT_EQ(leaked.value, 0) << "control: a rule made through the link grants the key: "
-                             << leaked.err;
+  EXPECT_EQ(leaked.value, 0)
+      << "control: with the key granted, the probe reads it through the link: " << leaked.err;
+}
+
+// --writable and --readable paths are canonical when the policy is resolved; a symbolic link in
+// one when the rules are made (a task swapped a directory on its way in a writable tree) fails the
+// ruleset, naming the path, instead of granting wherever the link leads. Control: the same path
+// without the link builds and grants it.
+TEST(Landlock, AWritableOrReadablePathWithALinkInItFailsTheRuleset) {
+  const std::string work = MakeTempDir("ll-opt-in");
+  const std::string outside = MakeTempDir("ll-opt-in-outside");
+  ASSERT_EQ(mkdir((work + "/a").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((work + "/a/out").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((outside + "/out").c_str(), 0700), 0);
+  for (const bool write : {true, false}) {
+    RulesetSpec spec = Spec(Mode::kTool, {}, false, 0);
+    (write ? spec.writable : spec.readable) = {work + "/a/out"};
+    Result<UniqueFd> plain = BuildRuleset(spec);
+    ASSERT_TRUE(plain.ok()) << "control: " << plain.status().ToString();
+    ASSERT_EQ(rename((work + "/a").c_str(), (work + "/a.old").c_str()), 0);
+    ASSERT_EQ(symlink(outside.c_str(), (work + "/a").c_str()), 0);
+    Result<UniqueFd> swapped = BuildRuleset(spec);
+    EXPECT_FALSE(swapped.ok()) << "a rule through the link would grant " << outside << "/out";
+    EXPECT_NE(swapped.status().ToString().find(work + "/a/out: a symbolic link appeared in it"),
+              std::string::npos)
+        << swapped.status().ToString();
+    ASSERT_EQ(unlink((work + "/a").c_str()), 0);
+    ASSERT_EQ(rename((work + "/a.old").c_str(), (work + "/a").c_str()), 0);
+  }
 }
 
 // A carved directory is canonical when listed; one swapped for a symbolic link before the rules
