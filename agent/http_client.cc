@@ -25,10 +25,19 @@ Result<std::string> ModulePath() {
   char exe[PATH_MAX];
   ssize_t n = readlink("/proc/self/exe", exe, sizeof(exe) - 1);
   if (n < 0) return Status::FromErrno(errno, "readlink /proc/self/exe (to find the HTTP module)");
-  std::string path(exe, static_cast<size_t>(n));
-  path.resize(path.rfind('/') + 1);
-  return path + FORKBOX_HTTP_MODULE_RELPATH;
+  const std::string relpath = FORKBOX_HTTP_MODULE_RELPATH;
+  return HttpModuleDirOf(std::string(exe, static_cast<size_t>(n))) +
+         relpath.substr(relpath.rfind('/'));
 }
+
+}  // namespace
+
+std::string HttpModuleDirOf(const std::string& exe) {
+  const std::string relpath = FORKBOX_HTTP_MODULE_RELPATH;
+  return exe.substr(0, exe.rfind('/') + 1) + relpath.substr(0, relpath.rfind('/'));
+}
+
+namespace {
 
 // dlopens `path` and calls its entry point `entry` for the module's table, checking its ABI
 // version. `what` names the module in errors.

@@ -75,6 +75,11 @@ struct HttpResult {
   std::string body;  // The body, unless it was handed to the body callback.
 };
 
+// The directory from which the program at `exe` (an absolute path) loads the HTTP and TLS modules:
+// <directory of exe>/<FORKBOX_HTTP_MODULE_RELPATH's directory>, e.g.
+// "/usr/local/bin/../lib/forkbox".
+std::string HttpModuleDirOf(const std::string& exe);
+
 // Loads the HTTP module once per process (dlopen of the module alone, linked with libc only; the
 // TLS module, with libssl and libcrypto, is loaded only for an https URL). Call it before confining
 // the process if the confinement might refuse the load; WarmUpHttp and HttpClient::Create call it

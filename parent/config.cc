@@ -8,6 +8,9 @@
 #include <cerrno>
 #include <filesystem>
 #include <system_error>
+#include <utility>
+
+#include "agent/http_client.h"
 
 namespace forkbox::parent {
 
@@ -61,6 +64,34 @@ Result<std::string> ResolveChildPath(const Options& options) {
                                         "' is not executable (from " + source + ")");
   }
   return canonical;
+}
+
+bool InsideTree(const std::string& path, const std::string& tree) {
+  if (tree == "/") return true;
+  return path == tree || (path.starts_with(tree) && path[tree.size()] == '/');
+}
+
+Status CheckChildOutsideWritableTrees(const std::string& child_path,
+                                      const std::vector<std::string>& writable_trees) {
+  const std::filesystem::path named = agent::HttpModuleDirOf(child_path);
+  std::error_code ec;
+  const std::filesystem::path real = std::filesystem::weakly_canonical(named, ec);
+  const std::pair<std::string, const char*> checked[] = {
+      {child_path, "forkbox-child"},
+      {named.lexically_normal().string(), "the module directory of forkbox-child"},
+      {ec ? named.lexically_normal().string() : real.string(),
+       "the module directory of forkbox-child"}};
+  for (const std::string& tree : writable_trees) {
+    for (const auto& [path, what] : checked) {
+      if (!InsideTree(path, tree)) continue;
+      return Status::InvalidArgument(
+          std::string(what) + " '" + path + "' is inside the writable tree '" + tree +
+          "': a task could replace it, and the next task would start outside the sandbox; "
+          "install forkbox outside the trees tasks write (cmake --install) or point "
+          "--child-path at a copy outside them");
+    }
+  }
+  return Status::Ok();
 }
 
 }  // namespace forkbox::parent

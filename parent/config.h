@@ -3,6 +3,7 @@
 #pragma once
 
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "ipc/messages.h"
@@ -16,5 +17,15 @@ Result<std::string> ResolveWorkdir(const Options& options);
 
 // --child-path, else $FORKBOX_CHILD, else forkbox-child next to /proc/self/exe. Must be executable.
 Result<std::string> ResolveChildPath(const Options& options);
+
+// True when the absolute, normal `path` is `tree` or lies beneath it.
+bool InsideTree(const std::string& path, const std::string& tree);
+
+// forkbox-child (canonical) and the directory of the modules it loads before its sandbox start
+// with the spawner's rights at every task: one a task could replace (it lies in a writable tree:
+// the workdir, a --writable path) would run the task's code outside the sandbox at the next
+// task's start. Such a layout is refused (kInvalidArgument, naming the file and the tree).
+Status CheckChildOutsideWritableTrees(const std::string& child_path,
+                                      const std::vector<std::string>& writable_trees);
 
 }  // namespace forkbox::parent

@@ -12,13 +12,10 @@
 #include <filesystem>
 #include <system_error>
 
+#include "parent/config.h"
+
 namespace forkbox::parent {
 namespace {
-
-bool Inside(const std::string& path, const std::string& tree) {
-  if (tree == "/") return true;
-  return path == tree || (path.starts_with(tree) && path[tree.size()] == '/');
-}
 
 Result<std::string> RandomHex64() {
   uint64_t bits = 0;
@@ -51,7 +48,7 @@ Result<TranscriptDir> OpenTranscriptDir(const std::string& dir,
     return Status::FromErrno(errno, "--transcript-dir '" + out.path + "'");
   }
   for (const std::string& tree : writable_trees) {
-    if (Inside(out.path, tree)) {
+    if (InsideTree(out.path, tree)) {
       out.warning = "--transcript-dir '" + out.path + "' is inside the writable tree '" + tree +
                     "': tools can plant files there and read other tasks' transcripts";
       break;

@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "agent/http_client.h"
 #include "base/fd_passing.h"
 #include "base/process.h"
 #include "ipc/spawner_wire.h"
@@ -126,7 +127,8 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
 
   // forkbox one-shot in work_ with `flags`, in this mode; stdout and stderr through files (no
   // pipe to pump), reaped before returning. `pid` gets forkbox's pid as soon as it runs.
-  Session Run(std::vector<std::string> flags, pid_t* pid = nullptr) {
+  Session Run(std::vector<std::string> flags, pid_t* pid = nullptr,
+              const std::string& program = std::string(FORKBOX_BIN_DIR) + "/forkbox") {
     server_.Start();
     SpawnOptions opts;
     if (GetParam().where == Where::kLayer1Jail) opts.argv.push_back(FORKBOX_ESCAPE_NO_USERNS);
@@ -138,7 +140,7 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
       }
       (void)::lchown(root_.c_str(), uid_, gid_);
     }
-    opts.argv.push_back(std::string(FORKBOX_BIN_DIR) + "/forkbox");
+    opts.argv.push_back(program);
     opts.argv.insert(opts.argv.end(), flags.begin(), flags.end());
     if (!GetParam().sandboxed) opts.argv.push_back("--sandbox=off");
     opts.argv.insert(opts.argv.end(), {"--quiet", "--no-session-persistence", "go"});
@@ -341,6 +343,49 @@ TEST_P(ConfineTest, ATaskThatSwapsAWritablePathForALinkCannotWidenTheNextTask) {
         << second_result;
   } else {
     EXPECT_TRUE(fs::exists(outside_ + "/planted")) << "control: the unconfined task escapes";
+  }
+}
+
+// forkbox run from a build tree inside the project: forkbox-child lies in the workdir, so a task
+// could rename a program of its own over it, and the spawner would start that, with the spawner's
+// rights, for the next task. Refused at start-up, before any model call; the control
+// (--sandbox=off) runs, and the second task starts the replaced program, which writes outside.
+TEST_P(ConfineTest, AChildProgramATaskCouldReplaceIsRefused) {
+  const std::string bin = work_ + "/fb/bin";
+  const std::string modules = agent::HttpModuleDirOf(bin + "/forkbox");
+  fs::create_directories(bin);
+  fs::create_directories(modules);
+  for (const char* name : {"forkbox", "forkbox-child"}) {
+    fs::copy_file(std::string(FORKBOX_BIN_DIR) + "/" + name, bin + "/" + name);
+  }
+  for (const auto& entry :
+       fs::directory_iterator(agent::HttpModuleDirOf(std::string(FORKBOX_BIN_DIR) + "/forkbox"))) {
+    fs::copy_file(entry.path(), modules + "/" + entry.path().filename().string());
+  }
+  server_.SetHandler([&](const RecordedRequest& r) {
+    const int turn = r.view.assistant_turns;
+    if (IsParent(r) && turn < 2) {
+      const char* what = turn == 0 ? "swap" : "next";
+      return Calls({ToolCall{"task", {{"prompt", what}, {"description", what}}, ""}});
+    }
+    if (IsParent(r) || turn > 0) return Text("done");
+    return Calls({ToolCall{"bash",
+                           {{"command", "printf '#!/bin/sh\\necho x > " + outside_ +
+                                            "/planted\\n' > fb/bin/x && chmod +x fb/bin/x && "
+                                            "mv fb/bin/x fb/bin/forkbox-child"}},
+                           ""}});
+  });
+  Session s = Run({"--standby", "0"}, nullptr, bin + "/forkbox");
+  if (GetParam().sandboxed) {
+    EXPECT_EQ(s.exit_code, 2) << s.err;
+    EXPECT_NE(s.err.find("forkbox-child '" + bin + "/forkbox-child' is inside the writable tree"),
+              std::string::npos)
+        << s.err;
+    EXPECT_TRUE(server_.requests().empty()) << "refused before the first model call";
+    EXPECT_FALSE(fs::exists(outside_ + "/planted"));
+  } else {
+    EXPECT_EQ(s.exit_code, 0) << s.err;
+    EXPECT_TRUE(fs::exists(outside_ + "/planted")) << "control: the replaced program started";
   }
 }
 

@@ -12,14 +12,39 @@
 #include <string>
 #include <vector>
 
+#include "agent/http_client.h"
 #include "base/unique_fd.h"
 #include "parent/child_supervisor.h"
+#include "parent/config.h"
 #include "parent/transcripts.h"
 
 namespace forkbox::parent {
 namespace {
 
 namespace fs = std::filesystem;
+
+// forkbox-child and its module directory must lie outside every writable tree (a task could
+// replace them); the module directory counts however it is spelled. Control: outside, accepted.
+TEST(ChildOutsideWritableTrees, RefusesTheProgramOrItsModulesInsideATree) {
+  const std::string child = "/opt/fb/bin/forkbox-child";
+  const std::string modules = agent::HttpModuleDirOf(child);
+  EXPECT_TRUE(CheckChildOutsideWritableTrees(child, {"/work", "/opt/fb/bin2"}).ok()) << "control";
+  const Status in_tree = CheckChildOutsideWritableTrees(child, {"/work", "/opt/fb"});
+  EXPECT_EQ(in_tree.code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(in_tree.message().find("forkbox-child '" + child +
+                                   "' is inside the writable tree "
+                                   "'/opt/fb'"),
+            std::string::npos)
+      << in_tree.message();
+  const std::string lib = std::filesystem::path(modules).lexically_normal().string();
+  const Status modules_in_tree = CheckChildOutsideWritableTrees(child, {lib});
+  EXPECT_NE(modules_in_tree.message().find("the module directory of forkbox-child"),
+            std::string::npos)
+      << modules_in_tree.message();
+  EXPECT_FALSE(CheckChildOutsideWritableTrees(child, {"/"}).ok());
+  EXPECT_TRUE(InsideTree("/a/b", "/a"));
+  EXPECT_FALSE(InsideTree("/ab", "/a"));
+}
 
 TEST(StartFrameWriter, WipesTheFrameOnceWritten) {
   int p[2];
