@@ -14,6 +14,7 @@
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
+#include <strings.h>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -237,16 +238,16 @@ bool NextLine(std::string_view* rest, std::string_view* line) {
   return true;
 }
 
-std::string Lower(std::string_view s) {
-  std::string out(s);
-  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return out;
+// Case-insensitive equality (header names and transfer codings).
+bool NoCaseEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && ::strncasecmp(a.data(), b.data(), a.size()) == 0;
 }
 
-std::string_view Trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t')) s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t')) s.remove_suffix(1);
-  return s;
+// Without leading and trailing spaces and tabs.
+std::string_view Stripped(std::string_view s) {
+  const size_t first = s.find_first_not_of(" \t");
+  if (first == std::string_view::npos) return {};
+  return s.substr(first, s.find_last_not_of(" \t") - first + 1);
 }
 
 struct Reference {
@@ -274,9 +275,10 @@ Reference Read(std::string_view rest) {
       if (line.empty()) break;
       const size_t colon = line.find(':');
       if (colon == std::string_view::npos) return ref;
-      const std::string name = Lower(line.substr(0, colon));
-      if (name == "transfer-encoding" && !te) te = Trim(line.substr(colon + 1));
-      if (name == "content-length" && !length) length = Trim(line.substr(colon + 1));
+      const std::string_view name = line.substr(0, colon);
+      if (NoCaseEquals(name, "transfer-encoding") && !te) te = Stripped(line.substr(colon + 1));
+      if (NoCaseEquals(name, "content-length") && !length)
+        length = Stripped(line.substr(colon + 1));
     }
   } while (ref.status < 200);
   ref.head = true;
@@ -285,8 +287,8 @@ Reference Read(std::string_view rest) {
     return ref;
   }
   const size_t comma = te ? te->rfind(',') : std::string_view::npos;
-  if (te &&
-      Lower(Trim(comma == std::string_view::npos ? *te : te->substr(comma + 1))) == "chunked") {
+  if (te && NoCaseEquals(Stripped(comma == std::string_view::npos ? *te : te->substr(comma + 1)),
+                         "chunked")) {
     for (;;) {
       if (!NextLine(&rest, &line)) return ref;
       uint64_t size = 0;
