@@ -439,6 +439,7 @@ std::string WithDeadNameserver(const std::function<std::string(int dns)>& body) 
   UniqueFd read_end(fds[0]);
   UniqueFd write_end(fds[1]);
   const pid_t pid = ::fork();
+  if (pid < 0) return "fork failed";
   if (pid == 0) {
     read_end.reset();
     UniqueFd dns;
