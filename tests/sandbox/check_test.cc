@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sched.h>
 #include <seccomp.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
@@ -314,6 +315,38 @@ TEST(Layer2Probe, AChildKilledBeforeItsVerdictMeansNoLayer2AndSaysSo) {
         _exit(ProbeKilledBeforeItsVerdict(false, &why));
       },
       ::testing::ExitedWithCode(1), "");
+}
+
+// 0: the mounts were set up; 1: refused at the writable trees' clone with ELOOP; 2: another
+// failure; 3: no namespaces. In new user and mount namespaces, as a layer-2 child does.
+int MountWritableTrees(const std::vector<std::string>& writable) {
+  MountPlan plan = IdMapsOnly();
+  plan.writable = writable;
+  plan.mount_proc = false;
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return 3;
+  const char* step = "";
+  if (WriteIdMapsRaw(plan, &step) != 0) return 3;
+  const int err = SetUpMountsRaw(plan, &step);
+  if (err == 0) return 0;
+  return err == ELOOP && std::string(step).find("no symbolic link") != std::string::npos ? 1 : 2;
+}
+
+// The writable trees of a mount plan are canonical when planned; one with a link in it when the
+// mounts are made (a task swapped a directory on its way) is refused, rather than its target
+// bound writable into the task's namespace. Control: the same plan, unswapped, mounts.
+TEST(SetUpMounts, AWritableTreeWithALinkInItIsRefused) {
+  GTEST_FLAG_SET(death_test_style, "threadsafe");
+  CmdResult check = RunCmd({"--check"});
+  if (check.out.find("layer 2,") == std::string::npos) GTEST_SKIP() << "no layer 2 here";
+  const std::string work = MakeTempDir("mounts-swap");
+  const std::string outside = MakeTempDir("mounts-swap-outside");
+  ASSERT_TRUE(std::filesystem::create_directories(work + "/a/out"));
+  ASSERT_TRUE(std::filesystem::create_directories(outside + "/out"));
+  const std::vector<std::string> writable = {work, work + "/a/out"};
+  EXPECT_EXIT(_exit(MountWritableTrees(writable)), ::testing::ExitedWithCode(0), "") << "control";
+  std::filesystem::rename(work + "/a", work + "/a.old");
+  std::filesystem::create_directory_symlink(outside, work + "/a");
+  EXPECT_EXIT(_exit(MountWritableTrees(writable)), ::testing::ExitedWithCode(1), "");
 }
 
 // The page faults of writing `pages` pages this process had written before.
