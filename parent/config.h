@@ -22,9 +22,10 @@ Result<std::string> ResolveChildPath(const Options& options);
 bool InsideTree(const std::string& path, const std::string& tree);
 
 // forkbox-child (canonical) and the directory of the modules it loads before its sandbox start
-// with the spawner's rights at every task: one a task could replace (it lies in a writable tree:
-// the workdir, a --writable path) would run the task's code outside the sandbox at the next
-// task's start. Such a layout is refused (kInvalidArgument, naming the file and the tree).
+// with the spawner's rights at every task: one a task could replace (it lies in one of
+// sandbox::PersistentWritableTrees: the workdir, a --writable path, layer 1's shared /dev/shm)
+// would run the task's code outside the sandbox at the next task's start. Such a layout is
+// refused (kInvalidArgument, naming the file and the tree).
 Status CheckChildOutsideWritableTrees(const std::string& child_path,
                                       const std::vector<std::string>& writable_trees);
 

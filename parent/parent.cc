@@ -150,16 +150,14 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
   if (Status scope = sandbox::CheckWorkdirScope(*p); !scope.ok()) {
     return Fail(o.output_format, kExitUsage, scope.message());
   }
-  if (o.sandbox.enabled && !s.child_path.empty()) {
-    std::vector<std::string> trees = {p->workdir};
-    trees.insert(trees.end(), p->writable.begin(), p->writable.end());
-    if (Status outside = CheckChildOutsideWritableTrees(s.child_path, trees); !outside.ok()) {
-      return Fail(o.output_format, kExitUsage, outside.message());
-    }
-  }
   out->report = sandbox::Check(*p);
   if (o.sandbox.enabled && !out->report.enforceable) {
     return Fail(o.output_format, kExitSandbox, UnavailableText(out->report));
+  }
+  if (o.sandbox.enabled && !s.child_path.empty()) {
+    Status outside = CheckChildOutsideWritableTrees(
+        s.child_path, sandbox::PersistentWritableTrees(*p, out->report.layer));
+    if (!outside.ok()) return Fail(o.output_format, kExitUsage, outside.message());
   }
   if (o.sandbox.enabled) {
     // As root, one pids cgroup for the session holds fork bombs; joining it once here spares

@@ -28,6 +28,8 @@ namespace forkbox::sandbox {
 namespace {
 
 constexpr unsigned long kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID;
+// Writable for layer-1 tools and shared with the host (AddFreshRulesRaw).
+constexpr char kLayer1SharedWritable[] = "/dev/shm";
 
 // Every keeper runs under no_new_privs and the base seccomp filter before it waits on anything.
 // It keeps no descriptor but `keep_stderr`'s fd 2.
@@ -246,7 +248,7 @@ int AddFreshRulesRaw(int ruleset_fd, uint64_t handled, bool private_tmp, const c
   // Layer 1: POSIX semaphores and shared memory (multiprocessing's SemLock) live only in
   // /dev/shm, so it is writable, shared with the user's other processes (a container's own).
   *step = "landlock_add_rule(/dev/shm, layer 1)";
-  int err = landlock::AddWritablePathRaw(ruleset_fd, handled, "/dev/shm");
+  int err = landlock::AddWritablePathRaw(ruleset_fd, handled, kLayer1SharedWritable);
   return err == ENOENT ? 0 : err;
 }
 
@@ -428,6 +430,15 @@ std::vector<std::string> WritableTrees(const Policy& policy) {
   const bool inside = policy.tmpdir.rfind(policy.workdir + "/", 0) == 0;
   if (!policy.tmpdir.empty() && !inside) writable.push_back(policy.tmpdir);
   return writable;
+}
+
+std::vector<std::string> PersistentWritableTrees(const Policy& policy, int layer) {
+  std::vector<std::string> trees = WritableTrees(policy);
+  if (layer == 2) return trees;
+  std::error_code ec;
+  std::filesystem::path shm = std::filesystem::canonical(kLayer1SharedWritable, ec);
+  if (!ec) trees.push_back(shm.string());  // Absent: no rule is added either (AddFreshRulesRaw).
+  return trees;
 }
 
 Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool inside_agent,

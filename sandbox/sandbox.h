@@ -83,6 +83,12 @@ Status CheckPathsUnchanged(const Settings& given, const Policy& resolved);
 // (both layers) is built around them.
 std::vector<std::string> DeniedReadPaths(const Policy& policy);
 
+// Every host directory a tool under `policy` can write in `layer` (1 or 2) whose contents outlive
+// the tool: the workdir, the --writable paths, a task temp dir outside the workdir, and in layer 1
+// the shared /dev/shm (canonical; layer 2 gives tools a private one). What forkbox later runs with
+// full rights (forkbox-child, its modules) must lie outside all of them.
+std::vector<std::string> PersistentWritableTrees(const Policy& policy, int layer);
+
 // Refuses (kInvalidArgument, a clear message) a workdir that is "/", a home, an ancestor of a
 // denied read path or inside one: its write rights would cover the credential stores. OK with
 // policy.allow_broad_workdir.

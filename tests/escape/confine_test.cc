@@ -17,6 +17,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -387,6 +388,75 @@ TEST_P(ConfineTest, AChildProgramATaskCouldReplaceIsRefused) {
     EXPECT_EQ(s.exit_code, 0) << s.err;
     EXPECT_TRUE(fs::exists(outside_ + "/planted")) << "control: the replaced program started";
   }
+}
+
+// forkbox installed under /dev/shm: layer-1 tools write the host's /dev/shm (multiprocessing's
+// SemLock needs it), so a task could replace forkbox-child there. Refused in layer 1, before any
+// model call. In layer 2 tools get a private /dev/shm, so the run goes on and the task's swap
+// lands in its own tmpfs. The control (--sandbox=off) swaps the real one: task 2 writes outside.
+TEST_P(ConfineTest, AChildProgramInTheHostsDevShmIsRefusedInLayer1) {
+  struct statvfs shm_fs;
+  if (::statvfs("/dev/shm", &shm_fs) != 0 || (shm_fs.f_flag & ST_NOEXEC) != 0) {
+    GTEST_SKIP() << "no executable /dev/shm here";
+  }
+  char tmpl[] = "/dev/shm/forkbox-confine-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string root = tmpl, bin = root + "/bin";
+  struct RemoveAtEnd {
+    std::string dir;
+    ~RemoveAtEnd() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove_at_end{root};
+  ::chmod(root.c_str(), 0755);
+  const std::string modules = agent::HttpModuleDirOf(bin + "/forkbox");
+  ASSERT_TRUE(fs::path(modules).lexically_normal().string().starts_with(root + "/")) << modules;
+  fs::create_directories(bin);
+  fs::create_directories(modules);
+  for (const char* name : {"forkbox", "forkbox-child"}) {
+    fs::copy_file(std::string(FORKBOX_BIN_DIR) + "/" + name, bin + "/" + name);
+  }
+  for (const auto& entry :
+       fs::directory_iterator(agent::HttpModuleDirOf(std::string(FORKBOX_BIN_DIR) + "/forkbox"))) {
+    fs::copy_file(entry.path(), modules + "/" + entry.path().filename().string());
+  }
+  if (GetParam().where == Where::kUserLayer2) {
+    for (const auto& entry : fs::recursive_directory_iterator(root)) {
+      (void)::lchown(entry.path().c_str(), uid_, gid_);
+    }
+    (void)::lchown(root.c_str(), uid_, gid_);
+  }
+  server_.SetHandler([&](const RecordedRequest& r) {
+    const int turn = r.view.assistant_turns;
+    if (IsParent(r) && turn < 2) {
+      const char* what = turn == 0 ? "swap" : "next";
+      return Calls({ToolCall{"task", {{"prompt", what}, {"description", what}}, ""}});
+    }
+    if (IsParent(r) || turn > 0) return Text("done");
+    return Calls({ToolCall{"bash",
+                           {{"command", "printf '#!/bin/sh\\necho x > " + outside_ +
+                                            "/planted\\n' > " + bin + "/x && chmod +x " + bin +
+                                            "/x && mv " + bin + "/x " + bin + "/forkbox-child"}},
+                           ""}});
+  });
+  Session s = Run({"--standby", "0"}, nullptr, bin + "/forkbox");
+  if (GetParam().sandboxed && GetParam().where == Where::kLayer1Jail) {
+    EXPECT_EQ(s.exit_code, 2) << s.err;
+    EXPECT_NE(s.err.find("forkbox-child '" + bin + "/forkbox-child' is inside the writable tree '" +
+                         fs::canonical("/dev/shm").string() + "'"),
+              std::string::npos)
+        << s.err;
+    EXPECT_TRUE(server_.requests().empty()) << "refused before the first model call";
+  } else if (GetParam().sandboxed) {
+    EXPECT_EQ(s.exit_code, 0) << s.err;
+    EXPECT_EQ(server_.requests().size(), 7u) << "both tasks ran: the swap stayed in its tmpfs";
+  } else {
+    EXPECT_EQ(s.exit_code, 0) << s.err;
+    EXPECT_TRUE(fs::exists(outside_ + "/planted")) << "control: the replaced program started";
+    return;
+  }
+  EXPECT_FALSE(fs::exists(outside_ + "/planted"));
 }
 
 // Issue 13: AF_UNIX in the parent's bash and a task's bash goes through the unix connect broker

@@ -16,6 +16,9 @@
 #include <memory>
 #include <mutex>
 #include <sstream>
+#include <string>
+#include <system_error>
+#include <vector>
 
 namespace forkbox::sandbox::testing {
 
@@ -55,11 +58,44 @@ ProbeResult RunProbe(const std::function<bool()>& setup, const std::function<lon
   return r;
 }
 
+namespace {
+
+// The directories MakeTempDir made, removed when the test process that made them exits (a
+// forked probe that calls exit() inherits the list but not the ownership).
+class TempDirs {
+ public:
+  void Add(std::string dir) {
+    std::lock_guard<std::mutex> lock(mu_);
+    dirs_.push_back(std::move(dir));
+  }
+  ~TempDirs() {
+    if (getpid() != owner_) return;
+    for (const std::string& dir : dirs_) {
+      std::error_code ec;  // Best effort: a leftover directory fails no test.
+      std::filesystem::remove_all(dir, ec);
+    }
+  }
+
+ private:
+  const pid_t owner_ = getpid();
+  std::mutex mu_;
+  std::vector<std::string> dirs_;
+};
+
+TempDirs& MadeTempDirs() {
+  static TempDirs dirs;
+  return dirs;
+}
+
+}  // namespace
+
 std::string MakeTempDir(const std::string& name) {
   const char* base = std::getenv("TEST_TMPDIR");
   std::string templ = std::string(base ? base : "/tmp") + "/forkbox-" + name + "-XXXXXX";
   if (mkdtemp(templ.data()) == nullptr) std::abort();
-  return std::filesystem::canonical(templ).string();
+  std::string dir = std::filesystem::canonical(templ).string();
+  MadeTempDirs().Add(dir);
+  return dir;
 }
 
 std::string ReadFile(const std::string& path) {

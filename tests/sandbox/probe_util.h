@@ -24,7 +24,8 @@ struct ProbeResult {
 // {probe(), errno}. The child _exit()s.
 ProbeResult RunProbe(const std::function<bool()>& setup, const std::function<long()>& probe);
 
-// A fresh directory under the test's temp dir, canonical.
+// A fresh directory under the test's temp dir, canonical; removed with everything in it when the
+// test process exits.
 std::string MakeTempDir(const std::string& name);
 
 // Reads a whole file ("" if missing).

@@ -221,6 +221,53 @@ TEST(ToolRuleset, ATempDirRedirectedOutOfTheWorkdirGrantsNoWrite) {
   EXPECT_FALSE(std::filesystem::exists(outside + "/task-x/planted"));
 }
 
+// PersistentWritableTrees lists exactly the host directories a layer-1 tool can create a file in,
+// probed with the layer-1 tool ruleset: what forkbox refuses to run from (forkbox-child) follows
+// the rules, so a shared writable directory added to them without the list fails here. Control:
+// unrestricted, every candidate is writable. Layer 2 (private /tmp and /dev/shm) lists the trees.
+TEST(PersistentWritableTrees, ListsWhatALayer1ToolCanWrite) {
+  int abi = 0;
+  ASSERT_TRUE(CheckEnforceable(&abi).ok());
+  Policy policy = MakePolicy(MakeTempDir("persistent-work"));
+  policy.writable = {MakeTempDir("persistent-writable")};
+  const std::string outside = MakeTempDir("persistent-outside");
+  const std::vector<std::string> layer1 = PersistentWritableTrees(policy, 1);
+  EXPECT_EQ(PersistentWritableTrees(policy, 2), WritableTrees(policy));
+  Result<UniqueFd> ruleset = ToolRuleset(policy, abi, /*layer2=*/false, /*inside_agent=*/false);
+  ASSERT_TRUE(ruleset.ok()) << ruleset.status().ToString();
+  ASSERT_TRUE(*ruleset);
+  // 0: created (and removed), 1: refused, 2: could not restrict.
+  auto create_in = [&](const std::string& dir, bool restrict) {
+    const std::string probe = dir + "/forkbox-persistent-" + std::to_string(getpid());
+    pid_t pid = fork();
+    if (pid == 0) {
+      if (restrict && (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+                       syscall(SYS_landlock_restrict_self, ruleset->get(), 0) != 0)) {
+        _exit(2);
+      }
+      int fd = open(probe.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+      _exit(fd >= 0 ? 0 : 1);
+    }
+    int status = 0;
+    waitpid(pid, &status, 0);
+    unlink(probe.c_str());
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  };
+  for (const char* dir : {"/dev/shm", "/tmp", "/var/tmp"}) {
+    if (!std::filesystem::is_directory(dir)) continue;
+    const std::string real = std::filesystem::canonical(dir).string();
+    ASSERT_EQ(create_in(real, false), 0) << "CONTROL: " << real;
+    const bool listed = std::count(layer1.begin(), layer1.end(), real) == 1;
+    EXPECT_EQ(create_in(real, true) == 0, listed) << real;
+  }
+  for (const std::string& tree : {policy.workdir, policy.writable[0], outside}) {
+    ASSERT_EQ(create_in(tree, false), 0) << "CONTROL: " << tree;
+    const bool listed = std::count(layer1.begin(), layer1.end(), tree) == 1;
+    EXPECT_EQ(create_in(tree, true) == 0, listed) << tree;
+  }
+  EXPECT_EQ(std::count(layer1.begin(), layer1.end(), outside), 0);
+}
+
 // A tool's layer-2 init exists only as Spawn's keeper step (AddContainStep): run in-process,
 // the pipeline refuses that plan before its first step, so no command goes on without an init.
 TEST(ContainRaw, RefusesAToolsLayer2PlanOutsideSpawn) {
@@ -430,9 +477,11 @@ std::string GitSurfaceState(const std::string& work) {
 TEST(SpawnSandboxed, Layer2KeepsGitsTrustSurfaceAndTheControlDoesNot) {
   if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
   if (system("git --version >/dev/null 2>&1") != 0) GTEST_SKIP() << "no git";
-  std::string work = MakeTempDir("spawn-gitsurface");
-  std::string control = MakeTempDir("spawn-gitsurface-control");
+  // One level down, so that the worktree the script adds beside it (../wt-*) goes with the dir.
+  const std::string work = MakeTempDir("spawn-gitsurface") + "/repo";
+  const std::string control = MakeTempDir("spawn-gitsurface-control") + "/repo";
   for (const std::string& dir : {work, control}) {
+    ASSERT_EQ(mkdir(dir.c_str(), 0755), 0);
     ASSERT_EQ(system(GitInitScript(dir).c_str()), 0);
     std::string wt = ReadFile(
         dir + "/.git/worktrees/" +
