@@ -99,16 +99,6 @@ struct Settings {
   TranscriptDir transcripts;  // fd -1: no --transcript-dir.
 };
 
-std::vector<std::string> WritableTrees(const Options& o, const std::string& workdir) {
-  std::vector<std::string> trees = {workdir};
-  for (const std::string& w : o.sandbox.writable) {
-    std::error_code ec;
-    auto canonical = std::filesystem::weakly_canonical(w, ec);
-    trees.push_back(ec ? w : canonical.string());
-  }
-  return trees;
-}
-
 Result<Settings> ResolveSettings(const Options& o) {
   Settings s;
   auto workdir = ResolveWorkdir(o);
@@ -122,7 +112,7 @@ Result<Settings> ResolveSettings(const Options& o) {
     s.child_path = std::move(*path);
   }
   if (!o.transcript_dir.empty()) {
-    auto dir = OpenTranscriptDir(o.transcript_dir, WritableTrees(o, s.workdir));
+    auto dir = OpenTranscriptDir(o.transcript_dir);
     if (!dir.ok()) return dir.status();
     s.transcripts = std::move(*dir);
   }
@@ -143,6 +133,7 @@ struct SessionSandbox {
   sandbox::Policy policy;
   sandbox::Report report;
   sandbox::TaskTmpDir tmpdir;  // Removed when the session ends.
+  std::string transcript_warning;
 };
 int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
   auto p = sandbox::ResolvePolicy(o.sandbox, s.workdir);
@@ -154,11 +145,12 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
   if (o.sandbox.enabled && !out->report.enforceable) {
     return Fail(o.output_format, kExitSandbox, UnavailableText(out->report));
   }
+  const std::vector<std::string> trees = sandbox::PersistentWritableTrees(*p, out->report.layer);
   if (o.sandbox.enabled && !s.child_path.empty()) {
-    Status outside = CheckChildOutsideWritableTrees(
-        s.child_path, sandbox::PersistentWritableTrees(*p, out->report.layer));
+    Status outside = CheckChildOutsideWritableTrees(s.child_path, trees);
     if (!outside.ok()) return Fail(o.output_format, kExitUsage, outside.message());
   }
+  if (s.transcripts.fd) out->transcript_warning = TranscriptDirWarning(s.transcripts.path, trees);
   if (o.sandbox.enabled) {
     // As root, one pids cgroup for the session holds fork bombs; joining it once here spares
     // every task and tool spawn a slow cgroup v1 attach.
@@ -177,12 +169,13 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
   return kExitOk;
 }
 
-void PrintBanner(const Options& o, const Settings& s, const sandbox::Report& report) {
+void PrintBanner(const Options& o, const Settings& s, const SessionSandbox& box,
+                 const sandbox::Report& report) {
   if (!o.sandbox.enabled) {
     Err("forkbox: WARNING: --sandbox=off: tool commands run UNSANDBOXED with your full user "
         "rights (files, network, secrets). Use only in a disposable environment.\n");
   }
-  if (!s.transcripts.warning.empty()) Err("forkbox: warning: " + s.transcripts.warning + "\n");
+  if (!box.transcript_warning.empty()) Err("forkbox: warning: " + box.transcript_warning + "\n");
   if (o.quiet) return;
   Err(std::string("forkbox ") + FORKBOX_VERSION_STRING + " · " + s.provider.name + " " +
       s.provider.model + " @ " + s.provider.base_url + " · " +
@@ -443,7 +436,7 @@ int Run(const Options& o) {
   // The file tools go through the parent's own mounts from now on (a read-only .git/config).
   Result<UniqueFd> inside = sandbox::ReopenInside(**workdir_fd, s.workdir);
   if (!inside.ok()) return Fail(o.output_format, kExitSandbox, inside.status().ToString());
-  PrintBanner(o, s, confined->report());
+  PrintBanner(o, s, box, confined->report());
   agent::ToolContext context = ParentToolContext(
       o, s, box.policy, std::make_shared<const UniqueFd>(std::move(*inside)), std::move(*confined));
   std::optional<TaskConfig> tasks =

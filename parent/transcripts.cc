@@ -29,8 +29,7 @@ Result<std::string> RandomHex64() {
 
 }  // namespace
 
-Result<TranscriptDir> OpenTranscriptDir(const std::string& dir,
-                                        const std::vector<std::string>& writable_trees) {
+Result<TranscriptDir> OpenTranscriptDir(const std::string& dir) {
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) return Status::InvalidArgument("--transcript-dir '" + dir + "': " + ec.message());
@@ -47,14 +46,18 @@ Result<TranscriptDir> OpenTranscriptDir(const std::string& dir,
   if (::faccessat(fd, ".", W_OK, AT_EACCESS) != 0) {
     return Status::FromErrno(errno, "--transcript-dir '" + out.path + "'");
   }
+  return out;
+}
+
+std::string TranscriptDirWarning(const std::string& path,
+                                 const std::vector<std::string>& writable_trees) {
   for (const std::string& tree : writable_trees) {
-    if (InsideTree(out.path, tree)) {
-      out.warning = "--transcript-dir '" + out.path + "' is inside the writable tree '" + tree +
-                    "': tools can plant files there and read other tasks' transcripts";
-      break;
+    if (InsideTree(path, tree)) {
+      return "--transcript-dir '" + path + "' is inside the writable tree '" + tree +
+             "': tools can plant files there and read other tasks' transcripts";
     }
   }
-  return out;
+  return "";
 }
 
 Result<UniqueFd> OpenTranscriptFile(int dir_fd, int number) {

@@ -15,15 +15,16 @@ namespace forkbox::parent {
 struct TranscriptDir {
   UniqueFd fd;       // O_DIRECTORY | O_CLOEXEC.
   std::string path;  // Canonical, for messages.
-  // Non-empty when the directory lies inside one of the writable trees: tools can plant files
-  // there, and a task can read or rewrite the transcripts of the others.
-  std::string warning;
 };
 
-// Creates `dir` (and parents) when missing, opens it, and checks it against `writable_trees`
-// (canonical absolute paths: the workdir and the --writable paths).
-Result<TranscriptDir> OpenTranscriptDir(const std::string& dir,
-                                        const std::vector<std::string>& writable_trees);
+// Creates `dir` (and parents) when missing, opens it, and checks that it is writable.
+Result<TranscriptDir> OpenTranscriptDir(const std::string& dir);
+
+// Non-empty when the transcript directory at `path` lies inside one of `writable_trees`
+// (canonical: sandbox::PersistentWritableTrees): tools can plant files there, and a task can read
+// or rewrite the transcripts of the others.
+std::string TranscriptDirWarning(const std::string& path,
+                                 const std::vector<std::string>& writable_trees);
 
 // A new append-only transcript file for task `number` in the directory `dir_fd`.
 Result<UniqueFd> OpenTranscriptFile(int dir_fd, int number);

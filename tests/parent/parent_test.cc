@@ -304,6 +304,25 @@ TEST_F(ParentTest, SandboxOffWarnsLoudlyEvenWhenQuiet) {
   EXPECT_NE(r.err.find("UNSANDBOXED"), std::string::npos) << r.err;
 }
 
+// A transcript directory tools can write is warned about, against the same trees forkbox-child is
+// checked against (sandbox::PersistentWritableTrees); one outside them is not.
+TEST_F(ParentTest, ATranscriptDirectoryToolsCanWriteIsWarnedAbout) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string inside = workdir_ + "/transcripts";
+  RunResult r = Run({"--quiet", "--no-subagents", "--transcript-dir", inside, "hi"});
+  EXPECT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.err.find("warning: --transcript-dir '" + fs::canonical(inside).string() +
+                       "' is inside the writable tree '" + fs::canonical(workdir_).string() + "'"),
+            std::string::npos)
+      << r.err;
+  char tmpl[] = "/var/tmp/forkbox-transcripts-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  RunResult outside = Run({"--quiet", "--no-subagents", "--transcript-dir", tmpl, "hi"});
+  fs::remove_all(tmpl);
+  EXPECT_EQ(outside.exit_code, 0) << Dump(outside);
+  EXPECT_EQ(outside.err.find("--transcript-dir"), std::string::npos) << outside.err;
+}
+
 // ---- tasks with fake children: the contract and every failure mode
 
 TEST_F(ParentTest, TaskResultIsTheSummaryAndJsonMatchesTheRecord) {

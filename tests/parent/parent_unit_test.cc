@@ -122,7 +122,7 @@ TEST_F(TranscriptTest, APlantedLinkAtAPredictableNameIsNotFollowed) {
   }
   ASSERT_EQ(Outside(), "precious\nx");
 
-  Result<TranscriptDir> dir = OpenTranscriptDir(dir_.string(), {});
+  Result<TranscriptDir> dir = OpenTranscriptDir(dir_.string());
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
   Result<UniqueFd> a = OpenTranscriptFile(dir->fd.get(), 1);
   Result<UniqueFd> b = OpenTranscriptFile(dir->fd.get(), 1);
@@ -144,7 +144,7 @@ TEST_F(TranscriptTest, APlantedLinkAtAPredictableNameIsNotFollowed) {
 }
 
 TEST_F(TranscriptTest, TheDirectoryIsUsedByDescriptorNotByName) {
-  Result<TranscriptDir> dir = OpenTranscriptDir(dir_.string(), {});
+  Result<TranscriptDir> dir = OpenTranscriptDir(dir_.string());
   ASSERT_TRUE(dir.ok());
   // Swap the name for a link to elsewhere: the descriptor still points to the original.
   fs::rename(dir_, root_ / "moved");
@@ -156,12 +156,11 @@ TEST_F(TranscriptTest, TheDirectoryIsUsedByDescriptorNotByName) {
 }
 
 TEST_F(TranscriptTest, ADirectoryInsideAWritableTreeIsWarnedAbout) {
-  Result<TranscriptDir> inside = OpenTranscriptDir(dir_.string(), {root_.string()});
-  ASSERT_TRUE(inside.ok());
-  EXPECT_NE(inside->warning.find("inside the writable tree"), std::string::npos);
-  Result<TranscriptDir> outside = OpenTranscriptDir(dir_.string(), {"/nonexistent-tree"});
-  ASSERT_TRUE(outside.ok());
-  EXPECT_EQ(outside->warning, "");
+  Result<TranscriptDir> dir = OpenTranscriptDir(dir_.string());
+  ASSERT_TRUE(dir.ok());
+  EXPECT_NE(TranscriptDirWarning(dir->path, {root_.string()}).find("inside the writable tree"),
+            std::string::npos);
+  EXPECT_EQ(TranscriptDirWarning(dir->path, {"/nonexistent-tree"}), "");
 }
 
 }  // namespace
