@@ -2,6 +2,8 @@
 // thread accepts connections and runs one handler per connection, writing raw bytes.
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <net/if.h>
@@ -9,18 +11,23 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sched.h>
+#include <pthread.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <iterator>
 #include <future>
 #include <string>
 #include <thread>
@@ -370,6 +377,50 @@ TEST(HttpNativeTest, AHostNameResolvesOnTheResolverThread) {
   EXPECT_EQ(r.transport_error, "");
   EXPECT_EQ(r.status, 200);
   EXPECT_EQ(r.body, "ok");
+}
+
+// In a forked child whose clone of a thread fails with EAGAIN (clone3 reports ENOSYS, so glibc
+// falls back to clone, whose flags a filter can see), as at a process limit: the name then
+// resolves in place and the request goes through. Exits 0 on success.
+int ResolveWithoutThreads(int port) {
+  const sock_filter filter[] = {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone3, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_clone, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
+      BPF_JUMP(BPF_JMP | BPF_JSET | BPF_K, CLONE_THREAD, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAGAIN),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+  sock_fprog prog{static_cast<unsigned short>(std::size(filter)),
+                  const_cast<sock_filter*>(filter)};
+  if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
+      ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
+    return 10;
+  }
+  pthread_t thread;
+  if (::pthread_create(&thread, nullptr, [](void*) -> void* { return nullptr; }, nullptr) !=
+      EAGAIN) {
+    return 11;  // The precondition: no thread can start here.
+  }
+  Result<std::unique_ptr<HttpClient>> client = HttpClient::Create({});
+  if (!client.ok()) return 12;
+  HttpResult r = Post(**client, "http://localhost:" + std::to_string(port) + "/v1/x");
+  return r.transport_error.empty() && r.status == 200 && r.body == "ok" ? 0 : 13;
+}
+
+TEST(HttpNativeTest, WhereNoThreadCanStartTheNameResolvesInPlace) {
+  ScriptServer server({Reply("HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok")});
+  const pid_t pid = ::fork();
+  ASSERT_GE(pid, 0) << std::strerror(errno);
+  if (pid == 0) _exit(ResolveWithoutThreads(server.port()));
+  int status = 0;
+  ASSERT_EQ(::waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << status;
+  EXPECT_EQ(WEXITSTATUS(status), 0) << "10: no filter, 11: a thread started, 12: no client, "
+                                       "13: the request failed";
+  EXPECT_EQ(server.accepts(), 1);
 }
 
 // --- A nameserver that never answers --------------------------------------------------------
