@@ -2,22 +2,22 @@
 // thread accepts connections and runs one handler per connection, writing raw bytes.
 #include <arpa/inet.h>
 #include <fcntl.h>
-#include <linux/filter.h>
-#include <linux/seccomp.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
-#include <sched.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -27,8 +27,8 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
-#include <iterator>
 #include <future>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -393,15 +393,14 @@ int ResolveWithoutThreads(int port) {
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EAGAIN),
       BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
   };
-  sock_fprog prog{static_cast<unsigned short>(std::size(filter)),
-                  const_cast<sock_filter*>(filter)};
+  sock_fprog prog{static_cast<unsigned short>(std::size(filter)), const_cast<sock_filter*>(filter)};
   if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 ||
       ::prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, &prog) != 0) {
     return 10;
   }
   pthread_t thread;
-  if (::pthread_create(&thread, nullptr, [](void*) -> void* { return nullptr; }, nullptr) !=
-      EAGAIN) {
+  if (::pthread_create(
+          &thread, nullptr, [](void*) -> void* { return nullptr; }, nullptr) != EAGAIN) {
     return 11;  // The precondition: no thread can start here.
   }
   Result<std::unique_ptr<HttpClient>> client = HttpClient::Create({});
