@@ -1,8 +1,10 @@
 #include "sandbox/contain.h"
 
+#include <limits.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -358,6 +360,15 @@ Status PlanPendingRuleset(const Policy& policy, ContainPlan& p) {
   return Status::Ok();
 }
 
+// True when `path` (canonical) is a hidden credential file or lies in a hidden store.
+bool IsHidden(const MountPlan& plan, const std::string& path) {
+  for (const std::string& dir : plan.hidden_dirs) {
+    if (path == dir || path.starts_with(dir + "/")) return true;
+  }
+  return std::find(plan.hidden_files.begin(), plan.hidden_files.end(), path) !=
+         plan.hidden_files.end();
+}
+
 // Layer 2 hides /tmp behind a private tmpfs; a --readable path below it (canonical since
 // ResolvePolicy) is bound back read-only, or the flag would do nothing there. One that does not
 // exist is skipped, as its Landlock rule is.
@@ -366,12 +377,10 @@ Status KeepReadableTmpPathsVisible(const Policy& policy, MountPlan& plan) {
     struct stat st;
     if (path.rfind("/tmp/", 0) != 0 || stat(path.c_str(), &st) != 0) continue;
     if (std::find(plan.visible.begin(), plan.visible.end(), path) != plan.visible.end()) continue;
-    if (plan.visible.size() >= kMaxWritablePaths) {
+    if (!AddVisible(plan, path, path)) {
       return Status::InvalidArgument("--readable: more than " + std::to_string(kMaxWritablePaths) +
                                      " paths under /tmp");
     }
-    plan.visible_dirs.push_back(path.substr(0, path.rfind('/')));
-    plan.visible.push_back(path);
   }
   return Status::Ok();
 }
@@ -396,7 +405,9 @@ Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p) {
 
 // Layer 2 hides /tmp behind a private tmpfs. A program that lives under /tmp (a build tree there)
 // must stay runnable: every "/tmp/..." token of argv naming an executable regular file is bound
-// back, read-only, that file alone. Data files and directories stay private.
+// back, read-only, that file alone. Data files and directories stay private. A token that is a
+// link is bound from its target, unless the target lies in a hidden credential store (the bind
+// would carry it past the mounts and the read scope).
 void KeepTmpProgramsVisible(const std::vector<std::string>& argv, MountPlan& plan) {
   for (const std::string& arg : argv) {
     for (size_t at = arg.find("/tmp/"); at != std::string::npos; at = arg.find("/tmp/", at + 1)) {
@@ -409,12 +420,9 @@ void KeepTmpProgramsVisible(const std::vector<std::string>& argv, MountPlan& pla
       if (stat(token.c_str(), &st) != 0 || !S_ISREG(st.st_mode) || (st.st_mode & 0111) == 0) {
         continue;
       }
-      if (std::find(plan.visible.begin(), plan.visible.end(), token) != plan.visible.end() ||
-          plan.visible.size() >= kMaxWritablePaths) {
-        continue;
-      }
-      plan.visible_dirs.push_back(token.substr(0, token.rfind('/')));
-      plan.visible.push_back(std::move(token));
+      char real[PATH_MAX];
+      if (realpath(token.c_str(), real) == nullptr || IsHidden(plan, real)) continue;
+      AddVisible(plan, real, token);
     }
   }
 }

@@ -287,8 +287,7 @@ void AddSocketDirs(MountPlan& plan) {
   if (ec) return;
   for (const std::string& dir : plan.socket_dirs) {
     if (resolv.rfind(dir + "/", 0) == 0) {
-      plan.visible.push_back(resolv);
-      plan.visible_dirs.push_back(resolv.substr(0, resolv.rfind('/')));
+      AddVisible(plan, resolv, resolv);
     }
   }
   AddBoundSockets(plan);
@@ -306,6 +305,17 @@ MountPlan PlanGitSurface(const std::string& workdir) {
   MountPlan plan;
   AddGitSurface(workdir, plan);
   return plan;
+}
+
+bool AddVisible(MountPlan& plan, const std::string& source, const std::string& at) {
+  if (plan.visible.size() >= kMaxWritablePaths ||
+      std::find(plan.visible.begin(), plan.visible.end(), at) != plan.visible.end()) {
+    return false;
+  }
+  plan.visible.push_back(at);
+  plan.visible_sources.push_back(source);
+  plan.visible_dirs.push_back(at.substr(0, at.rfind('/')));
+  return true;
 }
 
 Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable) {
@@ -526,8 +536,8 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
   // Read-only clones of what must stay visible under /tmp, taken before the tmpfs hides it.
   int visible[kMaxWritablePaths];
   size_t visible_count = plan.visible.size() <= kMaxWritablePaths ? plan.visible.size() : 0;
-  if (int err = CloneTreesRaw(plan.visible, visible, visible_count,
-                              "open_tree(visible path, CLONE)", false, step)) {
+  if (int err = CloneTreesRaw(plan.visible_sources, visible, visible_count,
+                              "open_tree(visible path, CLONE, no symbolic link)", true, step)) {
     return err;
   }
   if (int err = MountPrivateTmpfsRaw(plan, step)) return err;

@@ -35,8 +35,11 @@ struct MountPlan {
   std::vector<std::string> socket_dirs;
   // Paths under /tmp that stay visible (bound read-only) above the private tmpfs: programs named
   // in argv (one file each, e.g. a test binary in a build tree there) and --readable paths.
-  // visible_dirs[i] is visible[i]'s directory.
+  // visible[i] is where visible_sources[i] (canonical, walked without following any link: a swap
+  // since the plan fails the mount) is bound; visible_dirs[i] is visible[i]'s directory. Filled
+  // by AddVisible.
   std::vector<std::string> visible;
+  std::vector<std::string> visible_sources;
   std::vector<std::string> visible_dirs;
   // The task temp dir's short link (TaskTmpDir::short_path()), made again on the private
   // /dev/shm: /dev/shm/forkbox-XXXXXXXXXX -> <workdir>/.forkbox-tmp/task-XXXXXX. Empty: none.
@@ -53,6 +56,10 @@ struct MountPlan {
 inline constexpr size_t kMaxWritablePaths = 32;
 inline constexpr size_t kMaxAbsentPaths = 64;
 inline constexpr size_t kMaxHiddenSockets = 512;
+
+// Adds a visible entry: the canonical `source` bound read-only at `at`. False (nothing added) when
+// `at` is in the plan already or the plan holds kMaxWritablePaths of them.
+bool AddVisible(MountPlan& plan, const std::string& source, const std::string& at);
 
 // Resolves the git paths (a worktree's `.git` file included). Creates a missing .git/hooks so
 // that it can be protected.

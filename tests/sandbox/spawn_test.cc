@@ -683,6 +683,47 @@ TEST(SpawnSandboxed, Layer2KeepsAProgramUnderTmpRunnableButNotItsNeighbours) {
   EXPECT_EQ(r->exit_code, 1);  // `test -e` failed: the neighbour is not visible.
 }
 
+// A link under /tmp to an executable file in a credential store: naming the link in argv must
+// not bind the store's file back above the private tmpfs, while a link to a program elsewhere
+// still runs. Control: unsandboxed, the link reads the file.
+TEST(SpawnSandboxed, Layer2BindsNoLinkedProgramOutOfACredentialStore) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  char home_tmpl[] = "/var/tmp/forkbox-visible-home-XXXXXX";
+  ASSERT_NE(mkdtemp(home_tmpl), nullptr);
+  const std::string home = home_tmpl;
+  const std::string tag = std::to_string(getpid());
+  const std::string to_key = "/tmp/forkbox-visible-key-" + tag;
+  const std::string to_tool = "/tmp/forkbox-visible-tool-" + tag;
+  ASSERT_EQ(mkdir((home + "/.ssh").c_str(), 0700), 0);
+  ASSERT_EQ(mkdir((home + "/bin").c_str(), 0755), 0);
+  std::ofstream(home + "/.ssh/helper") << "#!/bin/sh\necho PRIVATE-KEY\n";
+  std::ofstream(home + "/bin/tool") << "#!/bin/sh\necho tool ran\n";
+  ASSERT_EQ(chmod((home + "/.ssh/helper").c_str(), 0755), 0);
+  ASSERT_EQ(chmod((home + "/bin/tool").c_str(), 0755), 0);
+  ASSERT_EQ(symlink((home + "/.ssh/helper").c_str(), to_key.c_str()), 0);
+  ASSERT_EQ(symlink((home + "/bin/tool").c_str(), to_tool.c_str()), 0);
+  Policy policy = MakePolicy(MakeTempDir("spawn-visible-link"));
+  policy.home = home;
+  const std::string script = "cat " + to_key + "; " + to_tool;
+  Result<RunOutput> r = RunSandboxed(policy, script);
+  SpawnOptions plain;
+  plain.argv = {"/bin/sh", "-c", "cat " + to_key};
+  Result<Pipe> out = MakePipe();
+  ASSERT_TRUE(out.ok());
+  plain.fds = {{out->write.get(), 1}};
+  Result<ChildProcess> control = Spawn(plain);
+  out->write.reset();
+  const std::string control_out = control.ok() ? ReadAll(out->read.get()) : "";
+  if (control.ok()) (void)control->Wait();
+  unlink(to_key.c_str());
+  unlink(to_tool.c_str());
+  std::filesystem::remove_all(home);
+  EXPECT_NE(control_out.find("PRIVATE-KEY"), std::string::npos) << "CONTROL: " << control_out;
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ(r->out.find("PRIVATE-KEY"), std::string::npos) << r->out;
+  EXPECT_NE(r->out.find("tool ran"), std::string::npos) << r->out;
+}
+
 TEST(JoinSessionProcessLimit, RootSpawnsInheritTheSessionCgroup) {
   if (PidsCgroup::Hierarchy().empty()) GTEST_SKIP() << "needs uid 0 and a writable pids cgroup";
   Policy policy = MakePolicy(MakeTempDir("spawn-session"));
