@@ -126,6 +126,38 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
 
   void ExpectSigkillFate(bool by_parent);
 
+  // forkbox, forkbox-child and the HTTP modules, copied to `bin` and its module directory.
+  static void CopyForkboxTo(const std::string& bin) {
+    const std::string modules = agent::HttpModuleDirOf(bin + "/forkbox");
+    fs::create_directories(bin);
+    fs::create_directories(modules);
+    for (const char* name : {"forkbox", "forkbox-child"}) {
+      fs::copy_file(std::string(FORKBOX_BIN_DIR) + "/" + name, bin + "/" + name);
+    }
+    const std::string built = agent::HttpModuleDirOf(std::string(FORKBOX_BIN_DIR) + "/forkbox");
+    for (const auto& entry : fs::directory_iterator(built)) {
+      fs::copy_file(entry.path(), modules + "/" + entry.path().filename().string());
+    }
+  }
+
+  // The parent starts two tasks; each task's bash renames a script over `bin`/forkbox-child that
+  // writes outside_/planted, so the second task runs it if the first one's swap reached it.
+  void TasksSwapTheChildProgramIn(const std::string& bin) {
+    server_.SetHandler([this, bin](const RecordedRequest& r) {
+      const int turn = r.view.assistant_turns;
+      if (IsParent(r) && turn < 2) {
+        const char* what = turn == 0 ? "swap" : "next";
+        return Calls({ToolCall{"task", {{"prompt", what}, {"description", what}}, ""}});
+      }
+      if (IsParent(r) || turn > 0) return Text("done");
+      return Calls({ToolCall{"bash",
+                             {{"command", "printf '#!/bin/sh\\necho x > " + outside_ +
+                                              "/planted\\n' > " + bin + "/x && chmod +x " + bin +
+                                              "/x && mv " + bin + "/x " + bin + "/forkbox-child"}},
+                             ""}});
+    });
+  }
+
   // forkbox one-shot in work_ with `flags`, in this mode; stdout and stderr through files (no
   // pipe to pump), reaped before returning. `pid` gets forkbox's pid as soon as it runs.
   Session Run(std::vector<std::string> flags, pid_t* pid = nullptr,
@@ -353,29 +385,8 @@ TEST_P(ConfineTest, ATaskThatSwapsAWritablePathForALinkCannotWidenTheNextTask) {
 // (--sandbox=off) runs, and the second task starts the replaced program, which writes outside.
 TEST_P(ConfineTest, AChildProgramATaskCouldReplaceIsRefused) {
   const std::string bin = work_ + "/fb/bin";
-  const std::string modules = agent::HttpModuleDirOf(bin + "/forkbox");
-  fs::create_directories(bin);
-  fs::create_directories(modules);
-  for (const char* name : {"forkbox", "forkbox-child"}) {
-    fs::copy_file(std::string(FORKBOX_BIN_DIR) + "/" + name, bin + "/" + name);
-  }
-  for (const auto& entry :
-       fs::directory_iterator(agent::HttpModuleDirOf(std::string(FORKBOX_BIN_DIR) + "/forkbox"))) {
-    fs::copy_file(entry.path(), modules + "/" + entry.path().filename().string());
-  }
-  server_.SetHandler([&](const RecordedRequest& r) {
-    const int turn = r.view.assistant_turns;
-    if (IsParent(r) && turn < 2) {
-      const char* what = turn == 0 ? "swap" : "next";
-      return Calls({ToolCall{"task", {{"prompt", what}, {"description", what}}, ""}});
-    }
-    if (IsParent(r) || turn > 0) return Text("done");
-    return Calls({ToolCall{"bash",
-                           {{"command", "printf '#!/bin/sh\\necho x > " + outside_ +
-                                            "/planted\\n' > fb/bin/x && chmod +x fb/bin/x && "
-                                            "mv fb/bin/x fb/bin/forkbox-child"}},
-                           ""}});
-  });
+  CopyForkboxTo(bin);
+  TasksSwapTheChildProgramIn(bin);
   Session s = Run({"--standby", "0"}, nullptr, bin + "/forkbox");
   if (GetParam().sandboxed) {
     EXPECT_EQ(s.exit_code, 2) << s.err;
@@ -412,34 +423,14 @@ TEST_P(ConfineTest, AChildProgramInTheHostsDevShmIsRefusedInLayer1) {
   ::chmod(root.c_str(), 0755);
   const std::string modules = agent::HttpModuleDirOf(bin + "/forkbox");
   ASSERT_TRUE(fs::path(modules).lexically_normal().string().starts_with(root + "/")) << modules;
-  fs::create_directories(bin);
-  fs::create_directories(modules);
-  for (const char* name : {"forkbox", "forkbox-child"}) {
-    fs::copy_file(std::string(FORKBOX_BIN_DIR) + "/" + name, bin + "/" + name);
-  }
-  for (const auto& entry :
-       fs::directory_iterator(agent::HttpModuleDirOf(std::string(FORKBOX_BIN_DIR) + "/forkbox"))) {
-    fs::copy_file(entry.path(), modules + "/" + entry.path().filename().string());
-  }
+  CopyForkboxTo(bin);
   if (GetParam().where == Where::kUserLayer2) {
     for (const auto& entry : fs::recursive_directory_iterator(root)) {
       (void)::lchown(entry.path().c_str(), uid_, gid_);
     }
     (void)::lchown(root.c_str(), uid_, gid_);
   }
-  server_.SetHandler([&](const RecordedRequest& r) {
-    const int turn = r.view.assistant_turns;
-    if (IsParent(r) && turn < 2) {
-      const char* what = turn == 0 ? "swap" : "next";
-      return Calls({ToolCall{"task", {{"prompt", what}, {"description", what}}, ""}});
-    }
-    if (IsParent(r) || turn > 0) return Text("done");
-    return Calls({ToolCall{"bash",
-                           {{"command", "printf '#!/bin/sh\\necho x > " + outside_ +
-                                            "/planted\\n' > " + bin + "/x && chmod +x " + bin +
-                                            "/x && mv " + bin + "/x " + bin + "/forkbox-child"}},
-                           ""}});
-  });
+  TasksSwapTheChildProgramIn(bin);
   Session s = Run({"--standby", "0"}, nullptr, bin + "/forkbox");
   if (GetParam().sandboxed && GetParam().where == Where::kLayer1Jail) {
     EXPECT_EQ(s.exit_code, 2) << s.err;
