@@ -313,6 +313,47 @@ TEST_P(ConfineTest, ParentToolsCannotWriteOutside) {
   EXPECT_EQ(fs::exists(target), !GetParam().sandboxed);
 }
 
+// The parent has no PID namespace, so its own bash sees the host's processes; their environments
+// stay closed to it (Landlock scopes ptrace, which /proc/<pid>/environ needs). A process of the
+// same user outside holds a marker in its environment; the control (--sandbox=off) reads it.
+TEST_P(ConfineTest, ParentBashCannotReadAnOutsideProcesssEnvironment) {
+  const std::string marker = "forkbox-victim-" + std::to_string(::getpid());
+  Result<Pipe> ready = MakePipe();
+  ASSERT_TRUE(ready.ok());
+  SpawnOptions victim;
+  if (GetParam().where == Where::kUserLayer2) {
+    victim.argv = {FORKBOX_ESCAPE_RUN_AS, std::to_string(uid_), std::to_string(gid_)};
+  }
+  victim.argv.insert(victim.argv.end(), {"/bin/sh", "-c", "echo ready; exec sleep 1000"});
+  victim.env = {"PATH=/usr/bin:/bin", "FORKBOX_VICTIM=" + marker};
+  victim.fds = {{ready->write.get(), 1}};
+  Result<ChildProcess> outside = Spawn(victim);  // Killed and reaped with the handle.
+  ASSERT_TRUE(outside.ok()) << outside.status().ToString();
+  ready->write.reset();
+  char line[6] = {};
+  ASSERT_EQ(::read(ready->read.get(), line, sizeof(line)), 6) << "the outside process started";
+  const std::string command =
+      "tr '\\0' '\\n' < /proc/" + std::to_string(outside->pid()) + "/environ; echo rc=$?";
+  std::mutex mu;
+  std::string result;
+  server_.SetHandler([&](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) return Calls({ToolCall{"bash", {{"command", command}}, ""}});
+    std::lock_guard<std::mutex> lock(mu);
+    if (!r.view.tool_results.empty()) result = r.view.tool_results[0].text;
+    return Text("done");
+  });
+  Session s = Run({"--no-subagents"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_NE(result.find("rc="), std::string::npos) << result;
+  if (GetParam().sandboxed) {
+    EXPECT_EQ(result.find(marker), std::string::npos) << result;
+    EXPECT_NE(result.find("Permission denied"), std::string::npos) << result;
+  } else {
+    EXPECT_NE(result.find("FORKBOX_VICTIM=" + marker), std::string::npos) << "control: " << result;
+  }
+}
+
 // The workdir is swapped for a link to the outside after start-up; the next task (--standby 0,
 // started after the swap) still writes into the real workdir, which it got as a descriptor.
 TEST_P(ConfineTest, ATaskAfterTheWorkdirWasSwappedWritesIntoTheRealOne) {
