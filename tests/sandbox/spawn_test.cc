@@ -250,8 +250,9 @@ TEST(PersistentWritableTrees, ListsWhatALayer1ToolCanWrite) {
     }
     int status = 0;
     waitpid(pid, &status, 0);
-    unlink(probe.c_str());
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const int code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    if (code == 0) unlink(probe.c_str());  // Ours (O_EXCL): never a file someone else made.
+    return code;
   };
   for (const char* dir : {"/dev/shm", "/tmp", "/var/tmp"}) {
     if (!std::filesystem::is_directory(dir)) continue;
