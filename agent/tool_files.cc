@@ -15,6 +15,7 @@
 
 #include "agent/message.h"
 #include "agent/tool_output.h"
+#include "base/path.h"
 #include "base/unique_fd.h"
 
 namespace forkbox::agent {
@@ -91,9 +92,8 @@ Result<std::string> RelativeToWorkdir(const ToolContext& ctx, const std::string&
   }
   if (path[0] != '/') return path;
   const std::string& root = ctx.workdir;
-  if (root == "/") return path.size() > 1 ? path.substr(1) : ".";
   if (path == root || path == root + "/") return std::string(".");
-  if (path.starts_with(root + "/")) return path.substr(root.size() + 1);
+  if (std::optional<std::string> below = PathBelow(path, root)) return *below;
   return Status::InvalidArgument("path '" + path + "' is outside the workdir '" + root +
                                  "'; file tools only work inside the workdir");
 }

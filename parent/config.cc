@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "agent/http_client.h"
+#include "base/path.h"
 
 namespace forkbox::parent {
 
@@ -66,11 +67,6 @@ Result<std::string> ResolveChildPath(const Options& options) {
   return canonical;
 }
 
-bool InsideTree(const std::string& path, const std::string& tree) {
-  if (tree == "/") return true;
-  return path == tree || (path.starts_with(tree) && path[tree.size()] == '/');
-}
-
 Status CheckChildOutsideWritableTrees(const std::string& child_path,
                                       const std::vector<std::string>& writable_trees) {
   const std::filesystem::path named = agent::HttpModuleDirOf(child_path);
@@ -83,7 +79,7 @@ Status CheckChildOutsideWritableTrees(const std::string& child_path,
        "the module directory of forkbox-child"}};
   for (const std::string& tree : writable_trees) {
     for (const auto& [path, what] : checked) {
-      if (!InsideTree(path, tree)) continue;
+      if (!PathWithin(path, tree)) continue;
       return Status::InvalidArgument(
           std::string(what) + " '" + path + "' is inside the writable tree '" + tree +
           "': a task could replace it, and the next task would start outside the sandbox; "

@@ -18,9 +18,6 @@ Result<std::string> ResolveWorkdir(const Options& options);
 // --child-path, else $FORKBOX_CHILD, else forkbox-child next to /proc/self/exe. Must be executable.
 Result<std::string> ResolveChildPath(const Options& options);
 
-// True when the absolute, normal `path` is `tree` or lies beneath it.
-bool InsideTree(const std::string& path, const std::string& tree);
-
 // forkbox-child (canonical) and the directory of the modules it loads before its sandbox start
 // with the spawner's rights at every task: one a task could replace (it lies in one of
 // sandbox::PersistentWritableTrees: the workdir, a --writable path, layer 1's shared /dev/shm)

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <system_error>
 
+#include "base/path.h"
 #include "parent/config.h"
 
 namespace forkbox::parent {
@@ -52,7 +53,7 @@ Result<TranscriptDir> OpenTranscriptDir(const std::string& dir) {
 std::string TranscriptDirWarning(const std::string& path,
                                  const std::vector<std::string>& writable_trees) {
   for (const std::string& tree : writable_trees) {
-    if (InsideTree(path, tree)) {
+    if (PathWithin(path, tree)) {
       return "--transcript-dir '" + path + "' is inside the writable tree '" + tree +
              "': tools can plant files there and read other tasks' transcripts";
     }

@@ -20,6 +20,7 @@
 #include <string_view>
 
 #include "base/fd_passing.h"
+#include "base/path.h"
 #include "sandbox/caps.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/hygiene.h"
@@ -362,11 +363,10 @@ Status PlanPendingRuleset(const Policy& policy, ContainPlan& p) {
 
 // True when `path` (canonical) is a hidden credential file or lies in a hidden store.
 bool IsHidden(const MountPlan& plan, const std::string& path) {
-  for (const std::string& dir : plan.hidden_dirs) {
-    if (path == dir || path.starts_with(dir + "/")) return true;
-  }
-  return std::find(plan.hidden_files.begin(), plan.hidden_files.end(), path) !=
-         plan.hidden_files.end();
+  return std::any_of(plan.hidden_dirs.begin(), plan.hidden_dirs.end(),
+                     [&path](const std::string& dir) { return PathWithin(path, dir); }) ||
+         std::find(plan.hidden_files.begin(), plan.hidden_files.end(), path) !=
+             plan.hidden_files.end();
 }
 
 // Layer 2 hides /tmp behind a private tmpfs; a --readable path below it (canonical since
@@ -435,7 +435,7 @@ std::vector<std::string> WritableTrees(const Policy& policy) {
   // The task temp dir inside the workdir is the workdir's: a tree of its own would be a rule
   // opened by path (through whatever a tool swapped `.forkbox-tmp` for: a symbolic link out of the
   // workdir) and, in layer 2, a mount pinning it (its removal failed with EBUSY).
-  const bool inside = policy.tmpdir.rfind(policy.workdir + "/", 0) == 0;
+  const bool inside = PathBelow(policy.tmpdir, policy.workdir).has_value();
   if (!policy.tmpdir.empty() && !inside) writable.push_back(policy.tmpdir);
   return writable;
 }

@@ -11,6 +11,7 @@
 #include <set>
 #include <tuple>
 
+#include "base/path.h"
 #include "sandbox/landlock.h"
 #include "sandbox/sandbox.h"
 
@@ -153,11 +154,6 @@ Status CheckPathsUnchanged(const Settings& given, const Policy& resolved) {
 
 namespace {
 
-bool Beneath(const std::string& path, const std::string& root) {
-  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                          (root == "/" || path[root.size()] == '/'));
-}
-
 // Every home whose credential stores are denied: policy.home (default $HOME, which tools see as
 // ~) and the password database's home for this uid (where the user's stores really are under
 // sudo -E or a changed $HOME).
@@ -230,7 +226,7 @@ std::vector<std::string> CandidatePaths(const Policy& policy) {
 
 bool OptedIn(const Policy& policy, const std::string& path) {
   return std::any_of(policy.readable.begin(), policy.readable.end(),
-                     [&path](const std::string& r) { return Beneath(path, r); });
+                     [&path](const std::string& r) { return PathWithin(path, r); });
 }
 
 // std::filesystem::weakly_canonical of an absolute `path` without "." or ".." components, with
@@ -302,12 +298,12 @@ Status CheckWorkdirScope(const Policy& policy) {
   std::string why;
   if (wd == "/") why = "it is /";
   for (const std::string& home : HomesOf(policy)) {
-    if (why.empty() && Beneath(home, wd)) why = "it is your home directory or contains it";
+    if (why.empty() && PathWithin(home, wd)) why = "it is your home directory or contains it";
   }
   for (const std::string& denied : DeniedReadPaths(policy)) {
     if (!why.empty()) break;
-    if (Beneath(denied, wd)) why = "it contains " + denied + ", a credential store";
-    if (Beneath(wd, denied)) why = "it is inside " + denied + ", a credential store";
+    if (PathWithin(denied, wd)) why = "it contains " + denied + ", a credential store";
+    if (PathWithin(wd, denied)) why = "it is inside " + denied + ", a credential store";
   }
   if (why.empty()) return Status::Ok();
   return Status::InvalidArgument("workdir " + wd + ": refused, " + why +

@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <optional>
 #include <set>
 
 #include "base/file.h"
+#include "base/path.h"
 #include "sandbox/namespaces.h"
 
 namespace forkbox::sandbox {
@@ -31,11 +33,6 @@ std::string NameOf(const std::string& rel) {
   size_t slash = rel.rfind('/');
   return slash == std::string::npos ? rel : rel.substr(slash + 1);
 }
-bool Beneath(const std::string& path, const std::string& root) {
-  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                          path[root.size()] == '/');
-}
-
 Entry ReadEntryAt(int parent, const std::string& name) {
   Entry e;
   struct stat st;
@@ -231,18 +228,13 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir) {
   if (fd < 0) return Status::FromErrno(errno, "open(" + workdir + ")");
   guard.root_ = UniqueFd(fd);
   const MountPlan plan = PlanGitSurface(workdir);
-  auto relative = [&workdir](const std::string& path, std::string* rel) {
-    if (path == workdir || !Beneath(path, workdir)) return false;  // Not writable by tools.
-    *rel = path.substr(workdir.size() + 1);
-    return true;
-  };
-  std::string rel;
+  // Only what lies below the workdir is writable by tools.
   for (const std::string& p : plan.pinned) {
-    if (relative(p, &rel)) guard.git_dirs_.push_back(rel);
+    if (std::optional<std::string> rel = PathBelow(p, workdir)) guard.git_dirs_.push_back(*rel);
   }
   for (const auto* list : {&plan.readonly, &plan.absent}) {
     for (const std::string& p : *list) {
-      if (relative(p, &rel)) guard.roots_.push_back(rel);
+      if (std::optional<std::string> rel = PathBelow(p, workdir)) guard.roots_.push_back(*rel);
     }
   }
   for (const std::string& g : guard.git_dirs_) {
@@ -296,7 +288,7 @@ void Note(std::vector<std::string>& lines, int err, const std::string& what,
 
 bool InAny(const std::vector<std::string>& roots, const std::string& path) {
   return std::any_of(roots.begin(), roots.end(),
-                     [&path](const std::string& r) { return Beneath(path, r); });
+                     [&path](const std::string& r) { return PathWithin(path, r); });
 }
 
 }  // namespace
@@ -349,12 +341,12 @@ void GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
   const MountPlan plan = PlanGitSurface(workdir_);
   for (const auto* list : {&plan.readonly, &plan.absent}) {
     for (const std::string& p : *list) {
-      if (p == workdir_ || !Beneath(p, workdir_)) continue;
-      const std::string rel = p.substr(workdir_.size() + 1);
+      const std::optional<std::string> rel = PathBelow(p, workdir_);
+      if (!rel) continue;
       const bool recorded = std::any_of(roots_.begin(), roots_.end(), [&](const std::string& r) {
-        return Beneath(rel, r) && !InAny(gone, r);
+        return PathWithin(*rel, r) && !InAny(gone, r);
       });
-      if (!recorded) CleanNewPath(root_.get(), rel, lines);
+      if (!recorded) CleanNewPath(root_.get(), *rel, lines);
     }
   }
 }

@@ -21,10 +21,12 @@
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
+#include <iterator>
 #include <mutex>
 #include <string_view>
 
 #include "base/file.h"
+#include "base/path.h"
 #include "base/process.h"
 #include "base/unique_fd.h"
 
@@ -189,11 +191,6 @@ void AddNestedRepos(const fs::path& dir, MountPlan& plan, int depth) {
   }
 }
 
-bool Under(const std::string& path, const std::string& root) {
-  return path == root || (path.size() > root.size() && path.compare(0, root.size(), root) == 0 &&
-                          path[root.size()] == '/');
-}
-
 // The path of every pathname socket bound in this network namespace right now, from the kernel's
 // sock_diag dump (binary: 0.09 ms for 1,000 sockets where formatting /proc/net/unix costs 0.3-0.6
 // ms). Fails where netlink is refused (the agent's seccomp allows no netlink socket).
@@ -254,18 +251,22 @@ std::vector<std::string> SocketPathsFromProc() {
 }
 
 // Every pathname socket bound in this network namespace right now, outside the writable trees
-// and the emptied directories: /dev/null is bound over each.
+// and the emptied directories: /dev/null is bound over each. A writable tree's sockets are its
+// project's and stay reachable, except under a tree of "/" (--allow-broad-workdir): that allows
+// writes everywhere, not a connect to every daemon on the host.
 void AddBoundSockets(MountPlan& plan) {
   Result<std::vector<std::string>> listed = SocketPathsByDiag();
   const std::vector<std::string> paths = listed.ok() ? std::move(*listed) : SocketPathsFromProc();
-  std::vector<std::string> skip = plan.writable;
+  std::vector<std::string> skip;
+  std::copy_if(plan.writable.begin(), plan.writable.end(), std::back_inserter(skip),
+               [](const std::string& tree) { return tree != "/"; });
   skip.insert(skip.end(), plan.socket_dirs.begin(), plan.socket_dirs.end());
   skip.insert(skip.end(), {"/tmp", "/dev/shm"});
   for (const std::string& path : paths) {
     if (plan.hidden_files.size() >= kMaxHiddenSockets) break;
     // A socket is listed once per connection: the cheap checks first, lstat once per path.
     if (std::any_of(skip.begin(), skip.end(),
-                    [&path](const std::string& root) { return Under(path, root); }) ||
+                    [&path](const std::string& root) { return PathWithin(path, root); }) ||
         std::find(plan.hidden_files.begin(), plan.hidden_files.end(), path) !=
             plan.hidden_files.end()) {
       continue;

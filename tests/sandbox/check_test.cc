@@ -106,6 +106,27 @@ TEST(PlanMounts, HidesTheSocketsBoundOutsideTheTrees) {
   rmdir(outside.c_str());
 }
 
+// With --allow-broad-workdir a workdir of "/" holds every socket, and the sockets of a writable
+// tree stay reachable; "/" is the exception: it lets a task write everywhere, not reach every
+// daemon on the host. The control: the same socket's directory as a writable tree leaves it.
+TEST(PlanMounts, AWorkdirOfRootStillHidesTheHostsSockets) {
+  char tmpl[] = "/var/tmp/fbx-plan-root-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string outside = tmpl;
+  UniqueFd listener = BoundSocket(SOCK_STREAM, outside + "/listen.sock");
+  ASSERT_TRUE(listener) << strerror(errno);
+  auto hidden_by = [&](const std::string& workdir, const std::vector<std::string>& writable) {
+    Result<MountPlan> plan = PlanMounts(workdir, writable);
+    EXPECT_TRUE(plan.ok()) << plan.status().ToString();
+    return plan.ok() && std::find(plan->hidden_files.begin(), plan->hidden_files.end(),
+                                  outside + "/listen.sock") != plan->hidden_files.end();
+  };
+  EXPECT_TRUE(hidden_by("/", {}));
+  EXPECT_FALSE(hidden_by(MakeTempDir("plan-root-work"), {outside})) << "the control";
+  unlink((outside + "/listen.sock").c_str());
+  rmdir(outside.c_str());
+}
+
 TEST(Check, DisabledPolicySaysOff) {
   Policy policy;
   policy.enabled = false;

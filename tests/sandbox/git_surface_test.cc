@@ -104,5 +104,20 @@ TEST(GitSurfaceGuard, NewRepositoryKeepsOnlyWhatGitInitMakes) {
   EXPECT_FALSE(FileExists(work + "/.git/hooks/post-commit"));
 }
 
+// A workdir of "/" (--allow-broad-workdir) lets tasks write every repository on the machine; the
+// guard records their surfaces too. It recorded none of them while its "beneath" check counted no
+// path beneath "/" (checked against that build: the hook stayed).
+TEST(GitSurfaceGuard, UndoesAPlantedHookUnderAWorkdirOfRoot) {
+  const std::string repo =
+      std::filesystem::canonical(MakeTempDir("git-guard-root")).string() + "/repo";
+  ASSERT_EQ(system(("git init -q '" + repo + "'").c_str()), 0);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take("/");
+  ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+  Write(repo + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/x\n", 0755);
+  const std::vector<std::string> undone = guard->Restore();
+  EXPECT_FALSE(FileExists(repo + "/.git/hooks/pre-commit"));
+  EXPECT_TRUE(HasLine(undone, repo.substr(1) + "/.git/hooks/pre-commit"));
+}
+
 }  // namespace
 }  // namespace forkbox::sandbox
