@@ -17,6 +17,7 @@
 
 #include "agent/tools.h"
 #include "base/file.h"
+#include "base/path.h"
 #include "base/unique_fd.h"
 
 namespace forkbox::agent {
@@ -48,7 +49,7 @@ Status CheckConfined(const std::string& path, int fd, const std::string& confine
   ssize_t n = ::readlink(link.c_str(), real, sizeof(real) - 1);
   if (n < 0) return Status::FromErrno(errno, "readlink " + link);
   std::string target(real, static_cast<size_t>(n));
-  if (target.rfind(std::string(root) + "/", 0) != 0) {
+  if (!PathBelow(target, root)) {
     return Status::PermissionDenied(path + ":1: leads outside the project (" + target + ")");
   }
   return Status::Ok();

@@ -287,7 +287,7 @@ void AddSocketDirs(MountPlan& plan) {
   const std::string resolv = fs::canonical("/etc/resolv.conf", ec).string();
   if (ec) return;
   for (const std::string& dir : plan.socket_dirs) {
-    if (resolv.rfind(dir + "/", 0) == 0) {
+    if (PathBelow(resolv, dir)) {
       AddVisible(plan, resolv, resolv);
     }
   }
