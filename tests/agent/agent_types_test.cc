@@ -241,6 +241,19 @@ TEST_F(AgentFilesTest, ProjectFilesCannotPointOutsideTheProject) {
   EXPECT_THAT(c.warnings[0], HasSubstr(ProjectForkbox() + "/leak.md:1: leads outside the project"));
 }
 
+// Confined to "/", every file is inside (a project at the root, --allow-broad-workdir). The
+// control: confined to a sibling tree, the same file leads outside.
+TEST_F(AgentFilesTest, EveryFileIsInsideAProjectAtTheRoot) {
+  Write(ProjectForkbox(), "rooted.md", Agent("rooted", "kept"));
+  AgentCatalog at_root = LoadAgentCatalog({{ProjectForkbox(), "project forkbox", "/"}});
+  EXPECT_NE(at_root.Find("rooted"), nullptr);
+  EXPECT_TRUE(at_root.warnings.empty()) << at_root.warnings[0];
+  AgentCatalog elsewhere = LoadAgentCatalog({{ProjectForkbox(), "project forkbox", home_}});
+  EXPECT_EQ(elsewhere.Find("rooted"), nullptr);
+  ASSERT_EQ(elsewhere.warnings.size(), 1u);
+  EXPECT_THAT(elsewhere.warnings[0], HasSubstr("leads outside the project"));
+}
+
 TEST_F(AgentFilesTest, AtMost64FilesPerDirectoryAreRead) {
   for (int i = 0; i < 70; ++i) {
     char name[16];
