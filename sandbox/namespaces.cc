@@ -1,5 +1,6 @@
 #include "sandbox/namespaces.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/mount.h>
 #include <linux/netlink.h>
@@ -23,6 +24,7 @@
 #include <filesystem>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <string_view>
 
 #include "base/file.h"
@@ -175,19 +177,76 @@ void AddDotGit(const fs::path& dotgit, MountPlan& plan) {
   AddReadonly(dotgit, plan);
 }
 
-// Nested repositories below the workdir (a bounded walk: depth 4, big dependency trees and git
-// dirs skipped), each protected like the workdir's own.
-void AddNestedRepos(const fs::path& dir, MountPlan& plan, int depth) {
-  std::error_code ec;
-  if (depth > 4) return;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    if (!entry.is_directory(ec) || entry.is_symlink(ec) || name == ".git" ||
-        name == "node_modules" || name == ".forkbox-tmp") {
+// How far below the workdir a nested repository is looked for (its directory's level; the
+// workdir is level 0). Every spawn in layer 2 walks this far, so it bounds the walk's cost.
+constexpr int kNestedRepoLevels = 5;
+
+std::string JoinPath(const std::string& dir, std::string_view name) {
+  return (dir == "/" ? dir : dir + "/") + std::string(name);
+}
+
+// The real subdirectories of the open directory `dir` (never a link), without git dirs and big
+// dependency trees; `*has_git`: a `.git` of any kind is among its entries. nullopt: unlistable
+// (no read permission: an O_PATH descriptor; or an error part way). getdents64 straight into
+// `buf`: two calls for most directories, where readdir's fdopendir adds an fcntl and an fstat.
+std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& buf,
+                                                    bool* has_git) {
+  std::vector<std::string> subdirs;
+  while (true) {
+    const long n = syscall(SYS_getdents64, dir, buf.data(), buf.size());
+    if (n < 0) return std::nullopt;
+    if (n == 0) return subdirs;
+    for (long at = 0; at < n;) {
+      const auto* entry = reinterpret_cast<const dirent64*>(buf.data() + at);
+      at += entry->d_reclen;
+      const std::string_view name = entry->d_name;
+      if (name == ".git") *has_git = true;
+      if (name == "." || name == ".." || name == ".git" || name == "node_modules" ||
+          name == ".forkbox-tmp") {
+        continue;
+      }
+      struct stat st;
+      if (entry->d_type == DT_DIR ||
+          (entry->d_type == DT_UNKNOWN &&
+           fstatat(dir, entry->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode))) {
+        subdirs.emplace_back(name);
+      }
+    }
+  }
+}
+
+// A directory opened to be listed, else (searchable, not readable) only to look beneath it.
+UniqueFd OpenWalkedDir(int at, const char* name, int nofollow) {
+  const int flags = O_DIRECTORY | O_CLOEXEC | nofollow;
+  UniqueFd fd(openat(at, name, O_RDONLY | flags));
+  if (!fd && errno == EACCES) fd.reset(openat(at, name, O_PATH | flags));
+  return fd;
+}
+
+bool HasDotGitAt(int dir, const std::string& rel) {
+  struct stat st;
+  return fstatat(dir, (rel.empty() ? std::string(".git") : rel + "/.git").c_str(), &st,
+                 AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+// The repository at `path` (the open `dir`, `level` below the workdir) and those below it, each
+// protected like the workdir's own: one listing per directory, each opened relative to its
+// parent and never through a link, and a `.git` found in its directory's listing (a lookup only
+// where the listing fails, and at the deepest level, which is not listed).
+void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std::vector<char>& buf,
+                   MountPlan& plan) {
+  bool has_git = false;
+  const std::optional<std::vector<std::string>> subdirs = ListSubdirs(dir.get(), buf, &has_git);
+  if (subdirs ? has_git : HasDotGitAt(dir.get(), "")) AddDotGit(JoinPath(path, ".git"), plan);
+  if (!subdirs) return;
+  for (const std::string& name : *subdirs) {
+    const std::string sub = JoinPath(path, name);
+    if (level + 1 == kNestedRepoLevels) {
+      if (HasDotGitAt(dir.get(), name)) AddDotGit(JoinPath(sub, ".git"), plan);
       continue;
     }
-    if (Exists(entry.path() / ".git")) AddDotGit(entry.path() / ".git", plan);
-    AddNestedRepos(entry.path(), plan, depth + 1);
+    UniqueFd child = OpenWalkedDir(dir.get(), name.c_str(), O_NOFOLLOW);
+    if (child) AddReposBelow(child, sub, level + 1, buf, plan);
   }
 }
 
@@ -295,9 +354,9 @@ void AddSocketDirs(MountPlan& plan) {
 }
 
 void AddGitSurface(const std::string& workdir, MountPlan& plan) {
-  fs::path dotgit = fs::path(workdir) / ".git";
-  if (Exists(dotgit)) AddDotGit(dotgit, plan);
-  AddNestedRepos(workdir, plan, 0);
+  UniqueFd dir = OpenWalkedDir(AT_FDCWD, workdir.c_str(), 0);
+  std::vector<char> buf(32 << 10);
+  if (dir) AddReposBelow(dir, workdir, 0, buf, plan);
 }
 
 }  // namespace

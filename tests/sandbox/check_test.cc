@@ -1,5 +1,6 @@
 // Check(), the banner, `forkbox sandbox` (through sandbox_cmd) and EnterAgentSandbox.
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sched.h>
@@ -7,6 +8,7 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -125,6 +127,48 @@ TEST(PlanMounts, AWorkdirOfRootStillHidesTheHostsSockets) {
   EXPECT_FALSE(hidden_by(MakeTempDir("plan-root-work"), {outside})) << "the control";
   unlink((outside + "/listen.sock").c_str());
   rmdir(outside.c_str());
+}
+
+bool Pinned(const MountPlan& plan, const std::string& dotgit) {
+  return std::find(plan.pinned.begin(), plan.pinned.end(), dotgit) != plan.pinned.end();
+}
+
+// The git surface's walk: repositories down to five levels below the workdir, none deeper,
+// none in node_modules, none reached through a link.
+TEST(PlanGitSurface, FindsRepositoriesFiveLevelsDownThroughNoLink) {
+  const std::string work = MakeTempDir("plan-levels");
+  const std::string outside = MakeTempDir("plan-levels-outside");
+  for (const std::string& dir :
+       {work + "/.git", work + "/a/.git", work + "/1/2/3/4/5/.git", work + "/1/2/3/4/5/6/.git",
+        work + "/node_modules/m/.git", outside + "/r/.git"}) {
+    std::filesystem::create_directories(dir);
+  }
+  ASSERT_EQ(symlink(outside.c_str(), (work + "/link").c_str()), 0);
+  const MountPlan plan = PlanGitSurface(work);
+  std::vector<std::string> pinned = plan.pinned;
+  std::sort(pinned.begin(), pinned.end());
+  EXPECT_EQ(pinned,
+            (std::vector<std::string>{work + "/.git", work + "/1/2/3/4/5/.git", work + "/a/.git"}));
+  EXPECT_TRUE(FileExists(work + "/1/2/3/4/5/.git/hooks")) << "made so that it can be bound";
+}
+
+// A directory the user can search but not list still has its own `.git` looked up (tools can
+// write there by name); what lies below it cannot be found. As nobody: root lists anything.
+TEST(PlanGitSurface, LooksUpTheGitDirOfADirectoryItCannotList) {
+  const std::string work = MakeTempDir("plan-unlisted");
+  std::filesystem::create_directories(work + "/locked/.git");
+  std::filesystem::create_directories(work + "/open/.git");
+  ASSERT_EQ(chmod(work.c_str(), 0755), 0);
+  ASSERT_EQ(chmod((work + "/locked").c_str(), 0711), 0);
+  auto as_nobody = [] {
+    return setgroups(0, nullptr) == 0 && setgid(65534) == 0 && setuid(65534) == 0;
+  };
+  ProbeResult found = RunProbe(as_nobody, [&] {
+    const MountPlan plan = PlanGitSurface(work);
+    return (Pinned(plan, work + "/locked/.git") ? 1L : 0L) +
+           (Pinned(plan, work + "/open/.git") ? 2L : 0L);
+  });
+  EXPECT_EQ(found.value, 3) << "1: the unlisted directory's, 2: the listed one's";
 }
 
 TEST(Check, DisabledPolicySaysOff) {
