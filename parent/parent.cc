@@ -447,10 +447,16 @@ int Run(const Options& o) {
   SessionStats stats;
   agent::LoopOptions loop = ParentLoopOptions(o, s, tasks);
   ParentToolRunner runner(context, std::move(tasks), progress, stats, outside);
-  // Interactive: the standbys warm up while the user types. One-shot: once the first request is
-  // on the wire, so that their start-up does not compete with it.
-  if (interactive) runner.StartStandby();
-  request_sent = [&runner] { runner.StartStandby(); };
+  // Interactive: git's trust surface is recorded and the standbys warm up while the user types.
+  // One-shot: once the first request is on the wire, so that neither competes with it; the
+  // record comes first, before a standby child's sandbox set-up could touch the workdir's git
+  // dirs, and before any tool (Run records it too).
+  auto prepare = [&runner] {
+    runner.RecordGitSurface();
+    runner.StartStandby();
+  };
+  if (interactive) prepare();
+  request_sent = prepare;
   TimedProvider timed(**provider, &stats.api_ms);
   if (streaming) events.Emit(InitEvent(o, s, context.sandbox->report(), loop));
   Session session(timed, std::move(loop), runner, stats);

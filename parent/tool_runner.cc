@@ -50,14 +50,7 @@ ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<Tas
       tasks_(std::move(tasks)),
       progress_(progress),
       stats_(stats),
-      outside_mode_(outside_mode) {
-  if (context_.sandbox && context_.sandbox->policy().enabled) {
-    Result<sandbox::GitSurfaceGuard> guard =
-        sandbox::GitSurfaceGuard::Take(context_.sandbox->policy().workdir);
-    if (guard.ok()) git_guard_.emplace(std::move(*guard));
-    if (!guard.ok()) progress_.Note("git trust surface NOT guarded: " + guard.status().message());
-  }
-}
+      outside_mode_(outside_mode) {}
 
 ParentToolRunner::~ParentToolRunner() = default;
 
@@ -65,6 +58,16 @@ std::vector<pid_t> ParentToolRunner::OwnedChildren() const {
   std::vector<pid_t> owned = standby_ ? standby_->waiting_pids() : std::vector<pid_t>{};
   if (tasks_ && tasks_->spawner != nullptr) owned.push_back(tasks_->spawner->pid());
   return owned;
+}
+
+void ParentToolRunner::RecordGitSurface() {
+  if (git_surface_recorded_) return;
+  git_surface_recorded_ = true;
+  if (!context_.sandbox || !context_.sandbox->policy().enabled) return;
+  Result<sandbox::GitSurfaceGuard> guard =
+      sandbox::GitSurfaceGuard::Take(context_.sandbox->policy().workdir);
+  if (guard.ok()) git_guard_.emplace(std::move(*guard));
+  if (!guard.ok()) progress_.Note("git trust surface NOT guarded: " + guard.status().message());
 }
 
 void ParentToolRunner::StartStandby() {
@@ -79,6 +82,7 @@ void ParentToolRunner::StartStandby() {
 
 std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     const std::vector<agent::ToolUseBlock>& calls, int /*turn*/) {
+  RecordGitSurface();
   FlagModeScope scope(outside_mode_);
   std::vector<agent::ToolResultBlock> results(calls.size());
   interrupt_signal_ = TakeInterrupt();  // Ctrl-C during the model call (interactive mode).

@@ -23,7 +23,8 @@ class ParentToolRunner : public agent::ToolRunner {
  public:
   // tasks: nullopt for the --no-subagents baseline (a `task` call is then an unknown tool).
   // outside_mode: the interrupt mode to restore after the tool phase.
-  // The standby children start with StartStandby, not here.
+  // The standby children start with StartStandby and git's trust surface is recorded with
+  // RecordGitSurface, not here.
   ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks, Progress& progress,
                    SessionStats& stats, InterruptMode outside_mode);
   ~ParentToolRunner() override;  // Kills and reaps the standby children.
@@ -33,6 +34,12 @@ class ParentToolRunner : public agent::ToolRunner {
   // compete with that request for the CPU), an interactive one right away; a task batch calls it
   // too, in case neither did.
   void StartStandby();
+  // With the sandbox on: records git's trust surface (once; later calls do nothing), which each
+  // tool call and task batch then restores. It walks the workdir (nested repositories, five
+  // levels), milliseconds in a built checkout, so a one-shot run calls it once its first model
+  // request is on the wire and an interactive one right away; Run calls it first, so it always
+  // comes before any tool.
+  void RecordGitSurface();
   std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
                                           int turn) override;
   int interrupt_signal() const override { return interrupt_signal_; }
@@ -56,6 +63,7 @@ class ParentToolRunner : public agent::ToolRunner {
   SessionStats& stats_;
   InterruptMode outside_mode_;
   int next_task_number_ = 1;
+  bool git_surface_recorded_ = false;
   std::optional<sandbox::GitSurfaceGuard> git_guard_;  // With the sandbox on: the record.
 };
 
