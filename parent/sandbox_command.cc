@@ -176,7 +176,9 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   sandbox->set_tmpdir(*tmp);
   // Git's trust surface, recorded before the command and put back after it (layer 1 has no
   // read-only binds; in layer 2 it also catches what the binds cannot).
-  Result<sandbox::GitSurfaceGuard> git = sandbox::GitSurfaceGuard::Take(policy.workdir);
+  // Its walk of the workdir also serves layer 2's binds (Spawn's git_surface).
+  sandbox::MountPlan surface;
+  Result<sandbox::GitSurfaceGuard> git = sandbox::GitSurfaceGuard::Take(policy.workdir, &surface);
   if (policy.enabled && !git.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", git.status().message().c_str());
     return kSandboxError;
@@ -192,7 +194,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     return 127;
   }
   options.new_session = true;
-  Result<ChildProcess> child = sandbox->Spawn(std::move(options));
+  Result<ChildProcess> child = sandbox->Spawn(std::move(options), git.ok() ? &surface : nullptr);
   if (!child.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", child.status().message().c_str());
     return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;

@@ -385,10 +385,12 @@ Status KeepReadableTmpPathsVisible(const Policy& policy, MountPlan& plan) {
   return Status::Ok();
 }
 
-Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p) {
+Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p,
+                           const MountPlan* git_surface = nullptr) {
   std::vector<std::string> writable = WritableTrees(policy);
   Result<MountPlan> mounts =
-      PlanMounts(writable.front(), std::vector<std::string>(writable.begin() + 1, writable.end()));
+      PlanMounts(writable.front(), std::vector<std::string>(writable.begin() + 1, writable.end()),
+                 git_surface);
   if (!mounts.ok()) return mounts.status();
   p.mounts = std::move(*mounts);
   if (!policy.tmpdir_short.empty()) {
@@ -451,7 +453,7 @@ std::vector<std::string> PersistentWritableTrees(const Policy& policy, int layer
 
 Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool inside_agent,
                                 const std::vector<std::string>& argv, int cgroup_procs_fd,
-                                int shared_ruleset_fd) {
+                                int shared_ruleset_fd, const MountPlan* git_surface) {
   ContainPlan p;
   p.abi = abi;
   p.limits = LimitsOf(policy);
@@ -461,7 +463,7 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
   p.private_tmp = layer2;
   p.keeper = Keeper::kInit;
   if (p.layer2) {
-    FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p));
+    FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p, git_surface));
     KeepTmpProgramsVisible(argv, p.mounts);
   }
   // Inside an agent sandbox the base filter is inherited; the tool layer stacks on top.

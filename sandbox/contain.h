@@ -94,9 +94,10 @@ std::vector<std::string> WritableTrees(const Policy& policy);
 // `cgroup_procs_fd` is the owned cgroup's procs fd, or -1. `shared_ruleset_fd` >= 0: a ruleset
 // from ToolRuleset for the same arguments, used (not owned) instead of building one. A layer-2
 // plan's own ruleset is left pending (ContainPlan::pending_rules): AddContainStep fills it.
+// `git_surface`: as PlanMounts takes it (layer 2 only).
 Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool inside_agent,
                                 const std::vector<std::string>& argv, int cgroup_procs_fd,
-                                int shared_ruleset_fd = -1);
+                                int shared_ruleset_fd = -1, const MountPlan* git_surface = nullptr);
 
 // The tool layer's complete Landlock ruleset, for a handle to build once and share between all
 // its commands (a ruleset can restrict any number of processes; it is never changed after this).

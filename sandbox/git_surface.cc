@@ -221,13 +221,13 @@ bool GitSurfaceGuard::ConfigIsSafe(const std::string& text, std::string* why) {
   return true;
 }
 
-Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir) {
+Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, MountPlan* surface) {
   GitSurfaceGuard guard;
   guard.workdir_ = workdir;
   int fd = open(workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "open(" + workdir + ")");
   guard.root_ = UniqueFd(fd);
-  const MountPlan plan = PlanGitSurface(workdir);
+  MountPlan plan = PlanGitSurface(workdir);
   // Only what lies below the workdir is writable by tools.
   for (const std::string& p : plan.pinned) {
     if (std::optional<std::string> rel = PathBelow(p, workdir)) guard.git_dirs_.push_back(*rel);
@@ -241,6 +241,7 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir) {
     guard.entries_[g] = ReadEntry(guard.root_.get(), g);
   }
   for (const std::string& r : guard.roots_) Walk(guard.root_.get(), r, 0, guard.entries_);
+  if (surface != nullptr) *surface = std::move(plan);
   return guard;
 }
 

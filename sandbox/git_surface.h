@@ -14,14 +14,17 @@
 
 #include "base/status.h"
 #include "base/unique_fd.h"
+#include "sandbox/namespaces.h"
 
 namespace forkbox::sandbox {
 
 class GitSurfaceGuard {
  public:
   // Records the surface below `workdir` (absolute, canonical). Creates a missing hooks/ and info/
-  // in each git dir, like layer 2's plan.
-  static Result<GitSurfaceGuard> Take(const std::string& workdir);
+  // in each git dir, like layer 2's plan. `surface`, when given, receives the surface found
+  // (PlanGitSurface), so that a spawn made right after need not walk the workdir again
+  // (Sandbox::Spawn's `git_surface`).
+  static Result<GitSurfaceGuard> Take(const std::string& workdir, MountPlan* surface = nullptr);
 
   // Puts the recorded surface back and returns one line per change undone, relative to the
   // workdir ("restored .git/config", "removed .git/hooks/pre-commit"). A repository that appeared

@@ -378,7 +378,8 @@ bool AddVisible(MountPlan& plan, const std::string& source, const std::string& a
   return true;
 }
 
-Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable) {
+Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable,
+                             const MountPlan* git_surface) {
   MountPlan plan;
   plan.writable.push_back(workdir);
   for (const std::string& w : writable) plan.writable.push_back(w);
@@ -387,7 +388,13 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
                                    " --writable paths");
   }
   AddSocketDirs(plan);
-  AddGitSurface(workdir, plan);
+  if (git_surface == nullptr) {
+    AddGitSurface(workdir, plan);
+  } else {
+    plan.pinned = git_surface->pinned;
+    plan.readonly = git_surface->readonly;
+    plan.absent = git_surface->absent;
+  }
   MountPlan maps = IdMapsOnly();
   plan.uid_map = std::move(maps.uid_map);
   plan.gid_map = std::move(maps.gid_map);

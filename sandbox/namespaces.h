@@ -62,8 +62,10 @@ inline constexpr size_t kMaxHiddenSockets = 512;
 bool AddVisible(MountPlan& plan, const std::string& source, const std::string& at);
 
 // Resolves the git paths (a worktree's `.git` file included). Creates a missing .git/hooks so
-// that it can be protected.
-Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable);
+// that it can be protected. `git_surface`: PlanGitSurface(workdir) made just now by the caller,
+// taken instead of walking the workdir again; nullptr: walked here.
+Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable,
+                             const MountPlan* git_surface = nullptr);
 
 // PlanMounts' git part alone (pinned, readonly, absent): what the git trust-surface guard needs,
 // without listing sockets.

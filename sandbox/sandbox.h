@@ -28,6 +28,8 @@
 
 namespace forkbox::sandbox {
 
+struct MountPlan;  // sandbox/namespaces.h
+
 // The settings resolved for one workdir: `writable` absolute and canonical, `env` valid names,
 // rlimits positive (ResolvePolicy checks all of it).
 struct Policy : Settings {
@@ -231,8 +233,10 @@ class Sandbox {
   // options.cwd defaults to the workdir. Without network, the command's (and its descendants')
   // AF_UNIX socket() and connect() go through this handle's unix connect broker
   // (sandbox/unix_broker.h) until none of them is left; refusals are written on the command's
-  // stderr (the fd mapped to 2, else this process's).
-  Result<ChildProcess> Spawn(SpawnOptions options) const;
+  // stderr (the fd mapped to 2, else this process's). `git_surface`: the workdir's git surface
+  // the caller found just now (GitSurfaceGuard::Take's `surface`), for layer 2's read-only binds
+  // instead of a walk of the workdir of their own; nullptr: walked for this command.
+  Result<ChildProcess> Spawn(SpawnOptions options, const MountPlan* git_surface = nullptr) const;
   // Waits until one of `until` has an event (poll(2) semantics; revents are set). A ForCommand
   // handle answers its commands' unix connect broker meanwhile, and only here: a command's
   // socket() or connect() waits until its caller is in ServeUntil. With a broker thread, a poll.
@@ -269,7 +273,7 @@ class Sandbox {
   Result<int> SharedRulesetFd() const;  // -1: none to share.
   // The agent's (or launcher's) domain holds the read scope and the base filter already.
   bool inside_agent() const { return caller_ == Caller::kInsideAgent; }
-  Result<ChildProcess> SpawnHere(SpawnOptions options) const;
+  Result<ChildProcess> SpawnHere(SpawnOptions options, const MountPlan* git_surface) const;
   const Sandbox* Layer1() const;  // The layer-1 handle once fallen back, or null.
   Result<const Sandbox*> FallBackToLayer1() const;
   bool layer2_assumed_ = false;  // report_ says layer 2 unprobed (ForTools).

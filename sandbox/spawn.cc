@@ -172,7 +172,7 @@ Status Sandbox::ServeUntil(std::span<pollfd> until) const {
   return broker_->ServeUntil(until);
 }
 
-Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
+Result<ChildProcess> Sandbox::Spawn(SpawnOptions options, const MountPlan* git_surface) const {
   if (!options.steps.empty() || !options.carry_fds.empty() || options.clone_flags != 0 ||
       options.while_starting) {
     return Status::InvalidArgument(
@@ -182,9 +182,9 @@ Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
   if (options.cwd.empty()) options.cwd = policy_.workdir;
   if (!policy_.enabled) return forkbox::Spawn(options);
   if (const Sandbox* layer1 = Layer1()) return layer1->Spawn(std::move(options));
-  if (!layer2_assumed_) return SpawnHere(std::move(options));
+  if (!layer2_assumed_) return SpawnHere(std::move(options), git_surface);
   SpawnOptions retry = options;
-  Result<ChildProcess> child = SpawnHere(std::move(options));
+  Result<ChildProcess> child = SpawnHere(std::move(options), git_surface);
   // The probe Check() runs, paid only now: layer 2 works, so the failure is the command's.
   if (child.ok() || Layer2Available()) return child;
   Result<const Sandbox*> layer1 = FallBackToLayer1();
@@ -192,12 +192,12 @@ Result<ChildProcess> Sandbox::Spawn(SpawnOptions options) const {
   return (*layer1)->Spawn(std::move(retry));
 }
 
-Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options) const {
+Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options, const MountPlan* git_surface) const {
   Result<int> shared = SharedRulesetFd();
   if (!shared.ok()) return shared.status();
   Result<ContainPlan> plan =
       PrepareTool(policy_, report_.landlock_abi, report_.layer == 2, inside_agent(), options.argv,
-                  cgroup_ ? cgroup_->procs_fd() : -1, *shared);
+                  cgroup_ ? cgroup_->procs_fd() : -1, *shared, git_surface);
   if (!plan.ok()) return plan.status();
   plan->pid_max = RootPidNamespaceMax(plan->layer2, policy_.rlimit_nproc);
   if (plan->brokered) return SpawnBrokered(std::move(options), *plan);

@@ -261,6 +261,41 @@ TEST(SandboxCommand, GivesATaskTmpdirAndAScrubbedEnvironment) {
   EXPECT_FALSE(FileExists(work + "/.forkbox-tmp"));
 }
 
+// The guard's walk of the workdir serves layer 2's binds too (one walk per command): a nested
+// repository's hooks are read-only while the command runs, and what the command wrote in a
+// writable place of the surface is undone after it. The control: plain sh writes both.
+TEST(SandboxCommand, ANestedRepositorysHooksAreReadOnlyAndTheSurfaceIsRestored) {
+  if (!Layer2Available()) GTEST_SKIP() << "layer 2 only: layer 1 has no read-only binds";
+  const std::string work = MakeTempDir("cmd-git");
+  ASSERT_EQ(system(("git init -q '" + work + "' && git init -q '" + work + "/a/b'").c_str()), 0);
+  const std::string plant =
+      "touch a/b/.git/hooks/pre-commit 2>&1; echo \"rc=$?\"; echo x > a/b/.git/commondir";
+  CmdResult r = RunCmd({"--workdir", work, "--", "/bin/sh", "-c", plant});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_NE(r.out.find("Read-only file system"), std::string::npos) << r.out;
+  EXPECT_FALSE(FileExists(work + "/a/b/.git/hooks/pre-commit"));
+  EXPECT_FALSE(FileExists(work + "/a/b/.git/commondir")) << r.err;
+  CmdResult control = RunCmd({"--sandbox=off", "--workdir", work, "--", "/bin/sh", "-c", plant});
+  EXPECT_NE(control.out.find("rc=0"), std::string::npos) << control.out;
+  EXPECT_TRUE(FileExists(work + "/a/b/.git/hooks/pre-commit"));
+}
+
+// With the surface given, PlanMounts takes it and does not walk the workdir for its own.
+TEST(PlanMounts, TakesAGivenGitSurfaceInsteadOfWalking) {
+  const std::string work = MakeTempDir("plan-given");
+  std::filesystem::create_directories(work + "/walked/.git");
+  MountPlan given;
+  given.pinned = {work + "/given/.git"};
+  given.readonly = {work + "/given/.git/hooks"};
+  Result<MountPlan> plan = PlanMounts(work, {}, &given);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pinned, given.pinned);
+  EXPECT_EQ(plan->readonly, given.readonly);
+  Result<MountPlan> walked = PlanMounts(work, {});
+  ASSERT_TRUE(walked.ok());
+  EXPECT_EQ(walked->pinned, std::vector<std::string>{work + "/walked/.git"}) << "the control";
+}
+
 TEST(SandboxCommand, RejectsBadUsage) {
   EXPECT_EQ(RunCmd({"--sandbox=bogus", "--", "true"}).code, 2);
   EXPECT_EQ(RunCmd({}).code, 2);
