@@ -198,6 +198,7 @@ std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& 
     if (n == 0) return subdirs;
     for (long at = 0; at < n;) {
       const auto* entry = reinterpret_cast<const dirent64*>(buf.data() + at);
+      if (entry->d_reclen == 0) return std::nullopt;  // Never from the kernel; no endless loop.
       at += entry->d_reclen;
       const std::string_view name = entry->d_name;
       if (name == ".git") *has_git = true;
