@@ -217,8 +217,10 @@ std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& 
 }
 
 // A directory opened to be listed, else (searchable, not readable) only to look beneath it.
-UniqueFd OpenWalkedDir(int at, const char* name, int nofollow) {
-  const int flags = O_DIRECTORY | O_CLOEXEC | nofollow;
+// Never through a link (a tool may swap one in after the listing) and never a FIFO (O_DIRECTORY
+// fails before it could block); directories have no hard links.
+UniqueFd OpenWalkedDir(int at, const char* name) {
+  const int flags = O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   UniqueFd fd(openat(at, name, O_RDONLY | flags));
   if (!fd && errno == EACCES) fd.reset(openat(at, name, O_PATH | flags));
   return fd;
@@ -246,7 +248,7 @@ void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std:
       if (HasDotGitAt(dir.get(), name)) AddDotGit(JoinPath(sub, ".git"), plan);
       continue;
     }
-    UniqueFd child = OpenWalkedDir(dir.get(), name.c_str(), O_NOFOLLOW);
+    UniqueFd child = OpenWalkedDir(dir.get(), name.c_str());
     if (child) AddReposBelow(child, sub, level + 1, buf, plan);
   }
 }
@@ -355,7 +357,7 @@ void AddSocketDirs(MountPlan& plan) {
 }
 
 void AddGitSurface(const std::string& workdir, MountPlan& plan) {
-  UniqueFd dir = OpenWalkedDir(AT_FDCWD, workdir.c_str(), 0);
+  UniqueFd dir = OpenWalkedDir(AT_FDCWD, workdir.c_str());
   std::vector<char> buf(32 << 10);
   if (dir) AddReposBelow(dir, workdir, 0, buf, plan);
 }
