@@ -232,7 +232,7 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, MountP
   for (const std::string& p : plan.pinned) {
     if (std::optional<std::string> rel = PathBelow(p, workdir)) guard.git_dirs_.push_back(*rel);
   }
-  for (const auto* list : {&plan.readonly, &plan.absent}) {
+  for (const auto* list : {&plan.readonly, &plan.links, &plan.absent}) {
     for (const std::string& p : *list) {
       if (std::optional<std::string> rel = PathBelow(p, workdir)) guard.roots_.push_back(*rel);
     }
@@ -340,7 +340,7 @@ void GitSurfaceGuard::RestoreRecorded(const std::vector<std::string>& gone,
 void GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
                                       std::vector<std::string>& lines) const {
   const MountPlan plan = PlanGitSurface(workdir_);
-  for (const auto* list : {&plan.readonly, &plan.absent}) {
+  for (const auto* list : {&plan.readonly, &plan.links, &plan.absent}) {
     for (const std::string& p : *list) {
       const std::optional<std::string> rel = PathBelow(p, workdir_);
       if (!rel) continue;

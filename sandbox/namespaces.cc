@@ -80,10 +80,24 @@ bool Exists(const fs::path& p) {
   return fs::exists(fs::symlink_status(p, ec));
 }
 
+void AddOnce(std::vector<std::string>& list, std::string path) {
+  if (std::find(list.begin(), list.end(), path) == list.end()) list.push_back(std::move(path));
+}
+
+// `p` is link-free up to its last component (walked, or canonical); a link there (a `.git` link,
+// `.git/hooks -> ../githooks`) goes to plan.links, and its target, which is what git reads, is
+// bound read-only: the binds stay link-free (BindOntoItselfRaw). A dangling link is planned as
+// itself and fails the mounts, as its bind by path did: a tool could create its target.
 void AddReadonly(const fs::path& p, MountPlan& plan) {
-  if (Exists(p) &&
-      std::find(plan.readonly.begin(), plan.readonly.end(), p.string()) == plan.readonly.end()) {
-    plan.readonly.push_back(p.string());
+  std::error_code ec;
+  const fs::file_status st = fs::symlink_status(p, ec);
+  if (ec || !fs::exists(st)) return;
+  const fs::path target = fs::is_symlink(st) ? fs::canonical(p, ec) : p;
+  if (ec || target == p) {
+    AddOnce(plan.readonly, p.string());
+  } else {
+    AddOnce(plan.links, p.string());
+    AddOnce(plan.readonly, target.string());
   }
 }
 
@@ -115,9 +129,15 @@ fs::path CommonDirOf(const fs::path& gitdir) {
 // hooks/ and info/ are created when missing so that they can be bound read-only; files that do
 // not exist and must not appear (commondir, config.worktree) are removed after the command.
 void AddTrustedFiles(const fs::path& dir, MountPlan& plan) {
-  std::error_code ec;
+  // Created beneath `dir` opened without following a link (it is link-free when planned): a
+  // directory a tool swapped for one since gets nothing created where the link leads.
+  open_how how{};
+  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const UniqueFd at(
+      static_cast<int>(syscall(SYS_openat2, AT_FDCWD, dir.c_str(), &how, sizeof how)));
   for (const char* sub : {"hooks", "info"}) {
-    if (!Exists(dir / sub)) fs::create_directory(dir / sub, ec);
+    if (at) (void)mkdirat(at.get(), sub, 0777);  // EEXIST: it is there (as a link too).
   }
   for (const char* name : {"hooks", "info", "config", "config.worktree", "commondir"}) {
     AddReadonly(dir / name, plan);
@@ -226,10 +246,16 @@ UniqueFd OpenWalkedDir(int at, const char* name) {
   return fd;
 }
 
+// Whether `rel`/.git (".git" for an empty `rel`) exists, as a link too, beneath `dir`; never
+// through a link (`rel` swapped for one since the listing counts as no repository: the walk
+// follows none).
 bool HasDotGitAt(int dir, const std::string& rel) {
-  struct stat st;
-  return fstatat(dir, (rel.empty() ? std::string(".git") : rel + "/.git").c_str(), &st,
-                 AT_SYMLINK_NOFOLLOW) == 0;
+  open_how how{};
+  how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;  // A `.git` link itself, not where it leads.
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
+  const std::string path = rel.empty() ? std::string(".git") : rel + "/.git";
+  return UniqueFd(static_cast<int>(syscall(SYS_openat2, dir, path.c_str(), &how, sizeof how)))
+      .valid();
 }
 
 // The repository at `path` (the open `dir`, `level` below the workdir) and those below it, each
@@ -396,6 +422,7 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
   } else {
     plan.pinned = git_surface->pinned;
     plan.readonly = git_surface->readonly;
+    plan.links = git_surface->links;
     plan.absent = git_surface->absent;
   }
   MountPlan maps = IdMapsOnly();
@@ -575,15 +602,39 @@ int HideCredentialsRaw(const MountPlan& plan, const char** step) {
   return 0;
 }
 
+// Binds `path` onto itself (read-only with `attr` MOUNT_ATTR_RDONLY) by descriptor: it is opened
+// once without following any link, cloned, given its attributes while detached, and attached onto
+// that same open inode. The plan's git paths are link-free when planned (a link met there is
+// planned as its target), so a link in one now was planted since, by a tool running alongside
+// (ELOOP); a bind by path would have followed it and protected the wrong tree.
+int BindOntoItselfRaw(const char* path, uint64_t attr) {
+  open_how how{};
+  how.flags = O_PATH | O_CLOEXEC;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  const int at = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
+  if (at < 0) return errno;
+  int err = 0;
+  const int tree = static_cast<int>(syscall(
+      SYS_open_tree, at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+  if (tree < 0) err = errno;
+  if (err == 0 && attr != 0) err = SetAttrRaw(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, attr);
+  if (err == 0 && syscall(SYS_move_mount, tree, "", at, "",
+                          MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+    err = errno;
+  }
+  if (tree >= 0) close(tree);
+  close(at);
+  return err;
+}
+
 int BindGitRaw(const MountPlan& plan, const char** step) {
   for (const std::string& p : plan.pinned) {
-    *step = "bind .git onto itself";
-    if (mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
+    *step = "bind .git onto itself (no symbolic link)";
+    if (int err = BindOntoItselfRaw(p.c_str(), 0)) return err;
   }
   for (const std::string& p : plan.readonly) {
-    *step = "bind git's trusted files read-only";
-    if (mount(p.c_str(), p.c_str(), nullptr, MS_BIND | MS_REC, nullptr) != 0) return errno;
-    if (int err = SetAttrRaw(AT_FDCWD, p.c_str(), AT_RECURSIVE, MOUNT_ATTR_RDONLY)) return err;
+    *step = "bind git's trusted files read-only (no symbolic link)";
+    if (int err = BindOntoItselfRaw(p.c_str(), MOUNT_ATTR_RDONLY)) return err;
   }
   return 0;
 }

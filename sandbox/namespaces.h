@@ -20,6 +20,10 @@ struct MountPlan {
   // the workdir's git dir (and its common dir), other worktrees' admin dirs, submodules' git
   // dirs, nested repositories' `.git`, a `.git` file.
   std::vector<std::string> readonly;
+  // Surface paths that were links when planned (`.git/hooks -> ../githooks`): readonly has their
+  // targets, since a bind meeting a link is refused (one there now was planted since); the links
+  // themselves stay writable and are guarded by GitSurfaceGuard.
+  std::vector<std::string> links;
   // Trust-surface files that did not exist (commondir, config.worktree): a bind cannot stop their
   // creation in a writable .git, so the namespace init removes them once the command and every
   // process it left behind are dead, and says so on stderr.

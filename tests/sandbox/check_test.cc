@@ -173,6 +173,26 @@ TEST(PlanGitSurface, LooksUpTheGitDirOfADirectoryItCannotList) {
   EXPECT_EQ(found.value, 3) << "1: the unlisted directory's, 2: the listed one's";
 }
 
+bool Planned(const MountPlan& plan, const std::string& readonly) {
+  return std::find(plan.readonly.begin(), plan.readonly.end(), readonly) != plan.readonly.end();
+}
+
+// A link in git's trust surface (`.git/hooks -> ../githooks`: git runs the hooks it leads to) is
+// planned as its target, which is bound read-only, and the plan stays free of links: a bind that
+// meets one fails (SetUpMounts.AGitPathWithALinkInItIsRefused). The control: a directory is
+// planned as itself.
+TEST(PlanGitSurface, PlansALinkedHooksDirectoryAsItsTarget) {
+  const std::string work = std::filesystem::canonical(MakeTempDir("plan-linked-hooks")).string();
+  std::filesystem::create_directories(work + "/.git");
+  std::filesystem::create_directories(work + "/githooks");
+  ASSERT_EQ(symlink("../githooks", (work + "/.git/hooks").c_str()), 0);
+  const MountPlan plan = PlanGitSurface(work);
+  EXPECT_TRUE(Planned(plan, work + "/githooks"));
+  EXPECT_FALSE(Planned(plan, work + "/.git/hooks"));
+  EXPECT_EQ(plan.links, std::vector<std::string>{work + "/.git/hooks"}) << "guarded as a link";
+  EXPECT_TRUE(Planned(plan, work + "/.git/info")) << "the control";
+}
+
 TEST(Check, DisabledPolicySaysOff) {
   Policy policy;
   policy.enabled = false;
@@ -289,10 +309,12 @@ TEST(PlanMounts, TakesAGivenGitSurfaceInsteadOfWalking) {
   MountPlan given;
   given.pinned = {work + "/given/.git"};
   given.readonly = {work + "/given/.git/hooks"};
+  given.links = {work + "/given/.git/info"};
   Result<MountPlan> plan = PlanMounts(work, {}, &given);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->pinned, given.pinned);
   EXPECT_EQ(plan->readonly, given.readonly);
+  EXPECT_EQ(plan->links, given.links);
   Result<MountPlan> walked = PlanMounts(work, {});
   ASSERT_TRUE(walked.ok());
   EXPECT_EQ(walked->pinned, std::vector<std::string>{work + "/walked/.git"}) << "the control";
@@ -459,6 +481,71 @@ TEST(SetUpMounts, AWritableTreeWithALinkInItIsRefused) {
   const ProbeResult swapped = mount();
   ASSERT_TRUE(swapped.reported);
   EXPECT_EQ(swapped.value, 1);
+}
+
+// A hook planted the ways a tool can: in `hooks`, else in a fresh directory put in its place.
+bool PlantHook(const std::string& hooks) {
+  auto create = [&hooks] {
+    const int fd =
+        open((hooks + "/pre-commit").c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0755);
+    if (fd >= 0) close(fd);
+    return fd >= 0;
+  };
+  if (create()) return true;
+  return rename(hooks.c_str(), (hooks + ".moved").c_str()) == 0 &&
+         mkdir(hooks.c_str(), 0755) == 0 && create();
+}
+
+// In new user and mount namespaces, as a layer-2 child does: mounts `work` writable, `hooks`
+// read-only with `bind_hooks`, then plants a hook. 0: the mounts were made and the hook refused;
+// 1: the git bind refused a link (ELOOP); 2: another failure; 3: no namespaces; 4: planted.
+int PlantInBoundHooks(const std::string& work, const std::string& hooks, bool bind_hooks) {
+  MountPlan plan = IdMapsOnly();
+  plan.writable = {work};
+  if (bind_hooks) plan.readonly = {hooks};
+  plan.mount_proc = false;
+  if (unshare(CLONE_NEWUSER | CLONE_NEWNS) != 0) return 3;
+  const char* step = "";
+  if (WriteIdMapsRaw(plan, &step) != 0) return 3;
+  if (const int err = SetUpMountsRaw(plan, &step); err != 0) {
+    const std::string what = step;
+    return err == ELOOP && what.find("git") != std::string::npos &&
+                   what.find("no symbolic link") != std::string::npos
+               ? 1
+               : 2;
+  }
+  return PlantHook(hooks) ? 4 : 0;
+}
+
+// Git's trust surface is link-free when planned
+// (PlanGitSurface.PlansALinkedHooksDirectoryAsItsTarget): a link in it when the mounts are made was
+// planted since, by a tool running alongside. Bound by path, the bind followed it and protected
+// where it leads, and the link itself, in the writable .git, could be replaced by a directory with
+// a hook in it. Now the bind is refused. Controls: unbound, the hook is planted; bound and
+// unswapped, it is refused.
+TEST(SetUpMounts, AGitPathWithALinkInItIsRefused) {
+  CmdResult check = RunCmd({"--check"});
+  if (check.out.find("layer 2,") == std::string::npos) GTEST_SKIP() << "no layer 2 here";
+  const std::string work = std::filesystem::canonical(MakeTempDir("mounts-git-swap")).string();
+  const std::string hooks = work + "/.git/hooks";
+  ASSERT_TRUE(std::filesystem::create_directories(hooks));
+  ASSERT_TRUE(std::filesystem::create_directories(work + "/elsewhere"));
+  // Forked, not a death test: a re-exec'd death test would make (and leave) temp dirs of its own.
+  auto plant = [&](bool bind_hooks) {
+    ProbeResult r =
+        RunProbe([] { return true; },
+                 [&] { return static_cast<long>(PlantInBoundHooks(work, hooks, bind_hooks)); });
+    EXPECT_TRUE(r.reported);
+    std::filesystem::remove(hooks + "/pre-commit");
+    return r.value;
+  };
+  // Bound by path, the swapped link below got its target bound, and the link was replaced by a
+  // directory with the hook in it: 4 (checked against that build).
+  EXPECT_EQ(plant(false), 4) << "control: writable without the bind";
+  EXPECT_EQ(plant(true), 0) << "control: read-only with it";
+  std::filesystem::rename(hooks, work + "/.git/hooks.old");
+  std::filesystem::create_directory_symlink(work + "/elsewhere", hooks);
+  EXPECT_EQ(plant(true), 1);
 }
 
 // The page faults of writing `pages` pages this process had written before.

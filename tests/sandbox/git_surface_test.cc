@@ -84,6 +84,33 @@ TEST(GitSurfaceGuard, UndoesPlantedHooksConfigAndRedirects) {
   EXPECT_TRUE(guard->Restore().empty()) << "the restored state is the record";
 }
 
+// `.git/hooks -> ../githooks`: git runs the hooks where the link leads, so that directory is
+// guarded too (before, only the link was, and a hook planted through it stayed: checked against
+// that build), and the link itself is put back when a tool replaces it.
+TEST(GitSurfaceGuard, GuardsALinkedHooksDirectoryAndTheLink) {
+  const std::string work = std::filesystem::canonical(MakeTempDir("git-guard-link")).string();
+  ASSERT_EQ(system(("git init -q '" + work + "' && mv '" + work + "/.git/hooks' '" + work +
+                    "/githooks' && ln -s ../githooks '" + work + "/.git/hooks'")
+                       .c_str()),
+            0);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+  Write(work + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/x\n", 0755);
+  ASSERT_TRUE(FileExists(work + "/githooks/pre-commit")) << "written through the link";
+  std::vector<std::string> undone = guard->Restore();
+  EXPECT_FALSE(FileExists(work + "/githooks/pre-commit"));
+  EXPECT_TRUE(HasLine(undone, "githooks/pre-commit"));
+  // The link replaced by a directory with a hook in it.
+  ASSERT_EQ(unlink((work + "/.git/hooks").c_str()), 0);
+  ASSERT_EQ(mkdir((work + "/.git/hooks").c_str(), 0755), 0);
+  Write(work + "/.git/hooks/pre-commit", "#!/bin/sh\n", 0755);
+  guard->Restore();
+  struct stat st;
+  ASSERT_EQ(lstat((work + "/.git/hooks").c_str(), &st), 0);
+  EXPECT_TRUE(S_ISLNK(st.st_mode)) << "the recorded link is back";
+  EXPECT_FALSE(FileExists(work + "/githooks/pre-commit"));
+}
+
 TEST(GitSurfaceGuard, NewRepositoryKeepsOnlyWhatGitInitMakes) {
   const std::string work = std::filesystem::canonical(MakeTempDir("git-guard-new")).string();
   Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
