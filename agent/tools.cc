@@ -102,4 +102,6 @@ ToolOutput RunBaseTool(const ToolUseBlock& call, const ToolContext& ctx) {
                     true, 0};
 }
 
+bool ChangesNoFile(const std::string& name) { return name == "read_file"; }
+
 }  // namespace forkbox::agent

@@ -50,6 +50,11 @@ ToolDef TaskToolDef();
 // Runs one base tool. Unknown tool names and invalid inputs are is_error results.
 ToolOutput RunBaseTool(const ToolUseBlock& call, const ToolContext& ctx);
 
+// Whether the base tool `name` never changes a file (read_file: it starts no process and opens
+// read-only): a caller that checks the workdir after each call (the parent's git trust-surface
+// guard, a walk of the workdir) may skip it there.
+bool ChangesNoFile(const std::string& name);
+
 // Opens the workdir (O_PATH | O_DIRECTORY) for ToolContext::workdir_fd. Call once at start-up.
 Result<std::shared_ptr<const UniqueFd>> OpenWorkdir(const std::string& workdir);
 

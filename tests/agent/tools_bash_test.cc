@@ -208,5 +208,14 @@ TEST(ToolDefsTest, BaseToolsHaveTheContractNamesAndFields) {
   EXPECT_EQ(task.input_schema["required"], nlohmann::json({"prompt", "description"}));
 }
 
+// Only read_file changes no file; every other tool, an unknown name and `task` (its children
+// write) may.
+TEST(ToolDefsTest, OnlyReadFileChangesNoFile) {
+  for (const ToolDef& d : BaseToolDefs()) EXPECT_EQ(ChangesNoFile(d.name), d.name == "read_file");
+  EXPECT_FALSE(ChangesNoFile("task"));
+  EXPECT_FALSE(ChangesNoFile("Read_file"));
+  EXPECT_FALSE(ChangesNoFile(""));
+}
+
 }  // namespace
 }  // namespace forkbox::agent

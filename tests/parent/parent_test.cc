@@ -973,6 +973,42 @@ TEST_F(RealChildTest, GitSurfaceChangeIsUndoneAndReportedToTheModel) {
   EXPECT_NE(r.err.find("git trust surface"), std::string::npos) << Dump(r);
 }
 
+// The guard walks the workdir after each tool call that may change a file, not after read_file.
+// A hook that appears while the session waits for the model (nothing of the session made it: the
+// test's server plants it) is undone after the next write_file, not after the read_files before
+// it, and reported in that call's result.
+TEST_F(RealChildTest, GitSurfaceIsGuardedAfterWritesNotReads) {
+  ASSERT_EQ(system(("git init -q '" + workdir_ + "'").c_str()), 0);
+  std::ofstream(workdir_ + "/a.txt") << "a\n";
+  // In a repository that appears meanwhile: the parent's own namespace binds the recorded
+  // surface read-only, so the guard could not undo a hook planted there from outside.
+  const std::string nested = workdir_ + "/nested";
+  const std::string hook = nested + "/.git/hooks/pre-commit";
+  server_.SetHandler([nested, hook](const RecordedRequest& r) {
+    switch (r.view.assistant_turns) {
+      case 0:
+        return Calls({ToolCall{"read_file", {{"path", "a.txt"}}, ""}});
+      case 1:
+        EXPECT_EQ(system(("git init -q '" + nested + "'").c_str()), 0);
+        std::ofstream(hook) << "#!/bin/sh\n";
+        return Calls({ToolCall{"read_file", {{"path", "a.txt"}}, ""}});
+      case 2:
+        return Calls({ToolCall{"write_file", {{"path", "b.txt"}, {"content", "b"}}, ""}});
+      default:
+        return Text("done");
+    }
+  });
+  RunResult r = Run(Args({"--no-subagents", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_FALSE(fs::exists(hook)) << Dump(r);
+  auto requests = server_.requests();
+  ASSERT_EQ(requests.size(), 4u);
+  EXPECT_EQ(requests[2].body.find("git's trust surface"), std::string::npos) << requests[2].body;
+  EXPECT_NE(requests[3].body.find("git's trust surface"), std::string::npos) << requests[3].body;
+  EXPECT_NE(requests[3].body.find("nested/.git/hooks/pre-commit"), std::string::npos)
+      << requests[3].body;
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
 
