@@ -382,6 +382,19 @@ void AddSocketDirs(MountPlan& plan) {
   AddBoundSockets(plan);
 }
 
+// Only git paths in a writable tree are bound: the rest of the tree is read-only already, or
+// hidden (a worktree's git dir in a repository under the private /tmp, which its bind could not
+// find).
+void KeepBindsInWritableTrees(MountPlan& plan) {
+  const auto outside = [&plan](const std::string& path) {
+    return std::none_of(plan.writable.begin(), plan.writable.end(),
+                        [&path](const std::string& tree) { return PathWithin(path, tree); });
+  };
+  for (std::vector<std::string>* list : {&plan.pinned, &plan.readonly}) {
+    list->erase(std::remove_if(list->begin(), list->end(), outside), list->end());
+  }
+}
+
 void AddGitSurface(const std::string& workdir, MountPlan& plan) {
   UniqueFd dir = OpenWalkedDir(AT_FDCWD, workdir.c_str());
   std::vector<char> buf(32 << 10);
@@ -425,6 +438,7 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
     plan.links = git_surface->links;
     plan.absent = git_surface->absent;
   }
+  KeepBindsInWritableTrees(plan);
   MountPlan maps = IdMapsOnly();
   plan.uid_map = std::move(maps.uid_map);
   plan.gid_map = std::move(maps.gid_map);

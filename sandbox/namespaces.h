@@ -65,8 +65,9 @@ inline constexpr size_t kMaxHiddenSockets = 512;
 // `at` is in the plan already or the plan holds kMaxWritablePaths of them.
 bool AddVisible(MountPlan& plan, const std::string& source, const std::string& at);
 
-// Resolves the git paths (a worktree's `.git` file included). Creates a missing .git/hooks so
-// that it can be protected. `git_surface`: PlanGitSurface(workdir) made just now by the caller,
+// Resolves the git paths (a worktree's `.git` file included); binds only those in a writable
+// tree (the rest is read-only or hidden already). Creates a missing .git/hooks so that it can be
+// protected. `git_surface`: PlanGitSurface(workdir) made just now by the caller,
 // taken instead of walking the workdir again; nullptr: walked here.
 Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable,
                              const MountPlan* git_surface = nullptr);

@@ -302,6 +302,51 @@ TEST(SandboxCommand, ANestedRepositorysHooksAreReadOnlyAndTheSurfaceIsRestored) 
   EXPECT_TRUE(FileExists(work + "/a/b/.git/hooks/pre-commit"));
 }
 
+// A worktree's git dir lies outside its workdir. Outside the writable trees everything is read-only
+// already, or hidden: under the private /tmp its bind found nothing and failed every command (the
+// build before this test: "spawn /bin/sh: bind git's trusted files read-only: No such file or
+// directory"). Only paths in a writable tree are bound now: the command runs with the worktree's
+// `.git` file read-only, and git finds its repository where --readable shows it. The control:
+// unsandboxed, that file is writable.
+TEST(SandboxCommand, AWorktreeOfARepositoryUnderTmpRunsWithItsGitFileReadOnly) {
+  if (!Layer2Available()) GTEST_SKIP() << "layer 2 only: layer 1 has no read-only binds";
+  std::string tmp = "/tmp/forkbox-worktree-XXXXXX";
+  ASSERT_NE(mkdtemp(tmp.data()), nullptr);
+  const std::string main = tmp + "/main";
+  const std::string wt = tmp + "/wt";
+  ASSERT_EQ(system(("git init -q '" + main + "' && git -C '" + main +
+                    "' -c user.email=a@b -c user.name=n commit -q --allow-empty -m init && "
+                    "git -C '" +
+                    main + "' worktree add -q '" + wt + "' 2>/dev/null")
+                       .c_str()),
+            0);
+  const std::string probe =
+      "git status --short >/dev/null 2>&1 && echo status=ok; (: > .git) 2>/dev/null || echo ro";
+  CmdResult r = RunCmd({"--workdir", wt, "--", "/bin/sh", "-c", probe});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_EQ(r.out, "ro\n") << r.err;
+  CmdResult shown = RunCmd({"--workdir", wt, "--readable", main, "--", "/bin/sh", "-c", probe});
+  EXPECT_EQ(shown.out, "status=ok\nro\n") << shown.err;
+  CmdResult control = RunCmd({"--sandbox=off", "--workdir", wt, "--", "/bin/sh", "-c", probe});
+  EXPECT_EQ(control.out, "status=ok\n") << control.err;
+  std::filesystem::remove_all(tmp);
+}
+
+// Git paths outside every writable tree are not bound (the rest of the tree is read-only or
+// hidden there), those inside are.
+TEST(PlanMounts, BindsOnlyTheGitPathsInAWritableTree) {
+  const std::string work = MakeTempDir("plan-binds");
+  const std::string other = MakeTempDir("plan-binds-other");
+  MountPlan given;
+  given.pinned = {work + "/.git", other + "/.git"};
+  given.readonly = {work + "/.git/hooks", other + "/.git/worktrees/w", "/elsewhere/.git/config"};
+  Result<MountPlan> plan = PlanMounts(work, {other + "/.git/worktrees"}, &given);
+  ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+  EXPECT_EQ(plan->pinned, std::vector<std::string>{work + "/.git"});
+  EXPECT_EQ(plan->readonly,
+            (std::vector<std::string>{work + "/.git/hooks", other + "/.git/worktrees/w"}));
+}
+
 // With the surface given, PlanMounts takes it and does not walk the workdir for its own.
 TEST(PlanMounts, TakesAGivenGitSurfaceInsteadOfWalking) {
   const std::string work = MakeTempDir("plan-given");
