@@ -222,12 +222,18 @@ bool GitSurfaceGuard::ConfigIsSafe(const std::string& text, std::string* why) {
 }
 
 Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, MountPlan* surface) {
+  MountPlan plan = PlanGitSurface(workdir);
+  Result<GitSurfaceGuard> guard = Record(workdir, plan);
+  if (guard.ok() && surface != nullptr) *surface = std::move(plan);
+  return guard;
+}
+
+Result<GitSurfaceGuard> GitSurfaceGuard::Record(const std::string& workdir, const MountPlan& plan) {
   GitSurfaceGuard guard;
   guard.workdir_ = workdir;
   int fd = open(workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "open(" + workdir + ")");
   guard.root_ = UniqueFd(fd);
-  MountPlan plan = PlanGitSurface(workdir);
   // Only what lies below the workdir is writable by tools.
   for (const std::string& p : plan.pinned) {
     if (std::optional<std::string> rel = PathBelow(p, workdir)) guard.git_dirs_.push_back(*rel);
@@ -241,7 +247,6 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, MountP
     guard.entries_[g] = ReadEntry(guard.root_.get(), g);
   }
   for (const std::string& r : guard.roots_) Walk(guard.root_.get(), r, 0, guard.entries_);
-  if (surface != nullptr) *surface = std::move(plan);
   return guard;
 }
 
@@ -337,9 +342,9 @@ void GitSurfaceGuard::RestoreRecorded(const std::vector<std::string>& gone,
   }
 }
 
-void GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
-                                      std::vector<std::string>& lines) const {
-  const MountPlan plan = PlanGitSurface(workdir_);
+MountPlan GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
+                                           std::vector<std::string>& lines) const {
+  MountPlan plan = PlanGitSurface(workdir_);
   for (const auto* list : {&plan.readonly, &plan.links, &plan.absent}) {
     for (const std::string& p : *list) {
       const std::optional<std::string> rel = PathBelow(p, workdir_);
@@ -350,6 +355,7 @@ void GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
       if (!recorded) CleanNewPath(root_.get(), *rel, lines);
     }
   }
+  return plan;
 }
 
 std::vector<std::string> GitSurfaceGuard::Restore(After after) {
@@ -357,9 +363,13 @@ std::vector<std::string> GitSurfaceGuard::Restore(After after) {
   const std::vector<std::string> gone = ForgetGoneRepos(lines);
   RestoreRecorded(gone, lines);
   // What appeared since: new repositories (git init), submodules, worktrees, `.git` files.
-  CleanNewSurface(gone, lines);
+  const size_t before_cleaning = lines.size();
+  const MountPlan surface = CleanNewSurface(gone, lines);
   if (after == After::kDone) return lines;
-  if (Result<GitSurfaceGuard> fresh = Take(workdir_); fresh.ok()) *this = std::move(*fresh);
+  // The new record takes that walk's surface, unless cleaning changed it: then it walks again.
+  Result<GitSurfaceGuard> fresh =
+      lines.size() == before_cleaning ? Record(workdir_, surface) : Take(workdir_);
+  if (fresh.ok()) *this = std::move(*fresh);
   return lines;
 }
 

@@ -49,11 +49,15 @@ class GitSurfaceGuard {
 
  private:
   GitSurfaceGuard() = default;
+  // The record of `plan`'s surface (PlanGitSurface(workdir)) as it is now.
+  static Result<GitSurfaceGuard> Record(const std::string& workdir, const MountPlan& plan);
   // Restore's steps: the recorded .git directories now gone (a replacement is removed), the
   // recorded surface put back, the surface that appeared cleaned. Each appends to `lines`.
   std::vector<std::string> ForgetGoneRepos(std::vector<std::string>& lines) const;
   void RestoreRecorded(const std::vector<std::string>& gone, std::vector<std::string>& lines) const;
-  void CleanNewSurface(const std::vector<std::string>& gone, std::vector<std::string>& lines) const;
+  // Also returns the surface it walked.
+  MountPlan CleanNewSurface(const std::vector<std::string>& gone,
+                            std::vector<std::string>& lines) const;
   std::string workdir_;
   UniqueFd root_;                         // O_PATH of the workdir.
   std::vector<std::string> roots_;        // Surface roots, relative to the workdir.

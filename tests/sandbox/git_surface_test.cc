@@ -84,6 +84,27 @@ TEST(GitSurfaceGuard, UndoesPlantedHooksConfigAndRedirects) {
   EXPECT_TRUE(guard->Restore().empty()) << "the restored state is the record";
 }
 
+// A repository that appears with only what git init makes is kept, and recorded by that Restore
+// (from the surface its own walk found: no walk of its own): a later change to its config, even a
+// safe one, is undone like any recorded one, where a repository not recorded keeps a safe config.
+TEST(GitSurfaceGuard, RecordsARepositoryThatAppearedClean) {
+  const std::string work = std::filesystem::canonical(MakeTempDir("git-guard-clean")).string();
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+  ASSERT_EQ(system(("git init -q '" + work + "/fresh'").c_str()), 0);
+  const std::string config = ReadFile(work + "/fresh/.git/config");
+  EXPECT_TRUE(guard->Restore().empty()) << "nothing to clean";
+  Write(work + "/fresh/.git/config", config + "[user]\n\tname = x\n");
+  ASSERT_EQ(system(("git init -q '" + work + "/later'").c_str()), 0);
+  Write(work + "/later/.git/config",
+        ReadFile(work + "/later/.git/config") + "[user]\n\tname = x\n");
+  std::vector<std::string> undone = guard->Restore();
+  EXPECT_EQ(ReadFile(work + "/fresh/.git/config"), config);
+  EXPECT_TRUE(HasLine(undone, "restore fresh/.git/config"));
+  EXPECT_NE(ReadFile(work + "/later/.git/config").find("name = x"), std::string::npos)
+      << "the control: a repository not recorded keeps a safe config";
+}
+
 // `.git/hooks -> ../githooks`: git runs the hooks where the link leads, so that directory is
 // guarded too (before, only the link was, and a hook planted through it stayed: checked against
 // that build), and the link itself is put back when a tool replaces it.
