@@ -64,6 +64,23 @@ int MakeDirsRaw(const char* path) {
   return 0;
 }
 
+// Links are never followed where this file resolves a planned path: one there was planted since.
+constexpr uint64_t kNoLinks = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+
+// openat2 with O_CLOEXEC added: the descriptor, or -1 with errno. Async-signal-safe.
+int OpenAt2Raw(int dir, const char* path, uint64_t flags, uint64_t resolve) {
+  open_how how{};
+  how.flags = flags | O_CLOEXEC;
+  how.resolve = resolve;
+  return static_cast<int>(syscall(SYS_openat2, dir, path, &how, sizeof how));
+}
+
+// A detached recursive clone of the mount tree at the open `at`: the descriptor, or -1 with errno.
+int CloneTreeRaw(int at) {
+  return static_cast<int>(syscall(
+      SYS_open_tree, at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+}
+
 int SetAttrRaw(int dfd, const char* path, unsigned flags, uint64_t set) {
   mount_attr attr{};
   attr.attr_set = set;
@@ -131,11 +148,7 @@ fs::path CommonDirOf(const fs::path& gitdir) {
 void AddTrustedFiles(const fs::path& dir, MountPlan& plan) {
   // Created beneath `dir` opened without following a link (it is link-free when planned): a
   // directory a tool swapped for one since gets nothing created where the link leads.
-  open_how how{};
-  how.flags = O_PATH | O_DIRECTORY | O_CLOEXEC;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const UniqueFd at(
-      static_cast<int>(syscall(SYS_openat2, AT_FDCWD, dir.c_str(), &how, sizeof how)));
+  const UniqueFd at(OpenAt2Raw(AT_FDCWD, dir.c_str(), O_PATH | O_DIRECTORY, kNoLinks));
   for (const char* sub : {"hooks", "info"}) {
     if (at) (void)mkdirat(at.get(), sub, 0777);  // EEXIST: it is there (as a link too).
   }
@@ -250,11 +263,9 @@ UniqueFd OpenWalkedDir(int at, const char* name) {
 // through a link (`rel` swapped for one since the listing counts as no repository: the walk
 // follows none).
 bool HasDotGitAt(int dir, const std::string& rel) {
-  open_how how{};
-  how.flags = O_PATH | O_NOFOLLOW | O_CLOEXEC;  // A `.git` link itself, not where it leads.
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_BENEATH;
   const std::string path = rel.empty() ? std::string(".git") : rel + "/.git";
-  return UniqueFd(static_cast<int>(syscall(SYS_openat2, dir, path.c_str(), &how, sizeof how)))
+  // O_NOFOLLOW: a `.git` link is opened itself, not where it leads.
+  return UniqueFd(OpenAt2Raw(dir, path.c_str(), O_PATH | O_NOFOLLOW, kNoLinks | RESOLVE_BENEATH))
       .valid();
 }
 
@@ -497,14 +508,9 @@ int CloneTreesRaw(const std::vector<std::string>& paths, int* fds, size_t count,
                   bool no_symlinks, const char** step) {
   for (size_t i = 0; i < count; ++i) {
     *step = what;
-    open_how how{};
-    how.flags = O_PATH | O_CLOEXEC;
-    how.resolve = no_symlinks ? RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS : 0;
-    const int at =
-        static_cast<int>(syscall(SYS_openat2, AT_FDCWD, paths[i].c_str(), &how, sizeof how));
+    const int at = OpenAt2Raw(AT_FDCWD, paths[i].c_str(), O_PATH, no_symlinks ? kNoLinks : 0);
     if (at < 0) return errno;
-    fds[i] = static_cast<int>(syscall(
-        SYS_open_tree, at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+    fds[i] = CloneTreeRaw(at);
     const int err = fds[i] < 0 ? errno : 0;
     close(at);
     if (err != 0) return err;
@@ -622,14 +628,10 @@ int HideCredentialsRaw(const MountPlan& plan, const char** step) {
 // planned as its target), so a link in one now was planted since, by a tool running alongside
 // (ELOOP); a bind by path would have followed it and protected the wrong tree.
 int BindOntoItselfRaw(const char* path, uint64_t attr) {
-  open_how how{};
-  how.flags = O_PATH | O_CLOEXEC;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const int at = static_cast<int>(syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof how));
+  const int at = OpenAt2Raw(AT_FDCWD, path, O_PATH, kNoLinks);
   if (at < 0) return errno;
   int err = 0;
-  const int tree = static_cast<int>(syscall(
-      SYS_open_tree, at, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH));
+  const int tree = CloneTreeRaw(at);
   if (tree < 0) err = errno;
   if (err == 0 && attr != 0) err = SetAttrRaw(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, attr);
   if (err == 0 && syscall(SYS_move_mount, tree, "", at, "",

@@ -191,6 +191,11 @@ TEST(PlanGitSurface, PlansALinkedHooksDirectoryAsItsTarget) {
   EXPECT_FALSE(Planned(plan, work + "/.git/hooks"));
   EXPECT_EQ(plan.links, std::vector<std::string>{work + "/.git/hooks"}) << "guarded as a link";
   EXPECT_TRUE(Planned(plan, work + "/.git/info")) << "the control";
+  // A dangling link is planned as itself, so that its bind fails: a tool could create its target.
+  std::filesystem::remove(work + "/githooks");
+  const MountPlan dangling = PlanGitSurface(work);
+  EXPECT_TRUE(Planned(dangling, work + "/.git/hooks"));
+  EXPECT_TRUE(dangling.links.empty());
 }
 
 TEST(Check, DisabledPolicySaysOff) {
@@ -591,6 +596,8 @@ TEST(SetUpMounts, AGitPathWithALinkInItIsRefused) {
   std::filesystem::rename(hooks, work + "/.git/hooks.old");
   std::filesystem::create_directory_symlink(work + "/elsewhere", hooks);
   EXPECT_EQ(plant(true), 1);
+  std::filesystem::remove(work + "/elsewhere");
+  EXPECT_EQ(plant(true), 1) << "a dangling link";
 }
 
 // The page faults of writing `pages` pages this process had written before.
