@@ -810,7 +810,14 @@ TEST_F(SpawnerTest, IsItsOwnProgramAndCopiesNothingOfOurs) {
   EXPECT_LT(FaultsRewriting(pages), 64);
   const std::string proc = "/proc/" + std::to_string(spawner.pid());
   EXPECT_EQ(fs::read_symlink(proc + "/exe"), fs::canonical(kSpawnerProgram));
-  std::string cmdline = ReadAll(proc + "/cmdline");
+  // Start returns once the exec has replaced our memory in the spawner; the kernel sets up its
+  // arguments a moment later, and until then its cmdline reads empty (seen: 1 run in 6).
+  std::string cmdline;
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while ((cmdline = ReadAll(proc + "/cmdline")).empty() &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::yield();
+  }
   std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
   EXPECT_EQ(cmdline, kSpawnerProgram + " --spawner /bin/true ");
   pid_t pid = ::fork();
