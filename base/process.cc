@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdint>
 #include <string>
@@ -240,22 +241,51 @@ int RunSharedChild(void* arg) {
   RunChild(*c->plan, c->err_fd);
 }
 
+// A stack for a child that borrows our memory: a guard page below kStack bytes. 0 or errno.
+constexpr size_t kGuard = 4096, kStack = 256 * 1024;
+
+int MapCloneStack(void** map) {
+  void* m = ::mmap(nullptr, kGuard + kStack, PROT_READ | PROT_WRITE,
+                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
+  if (m == MAP_FAILED) return errno;
+  if (::mprotect(m, kGuard, PROT_NONE) != 0) {  // An overflow faults instead of corrupting.
+    const int err = errno;
+    ::munmap(m, kGuard + kStack);
+    return err;
+  }
+  *map = m;
+  return 0;
+}
+
+// The process's kept stack, lent to one clone at a time, and whether it is lent. Kept: a munmap
+// after a child ran on our memory from another CPU waits for a TLB-shootdown IPI (0.07-0.5 ms per
+// clone on a VM, README "the fifteenth round"), and a fresh stack faults its pages in again. A
+// flag, not a mutex: a concurrent clone, or a process forked while the flag was set (it inherits
+// it set), maps a stack of its own instead, and nothing can deadlock.
+std::atomic<void*> kept_stack{nullptr};
+std::atomic<bool> kept_stack_lent{false};
+
 // The borrowed-stack half of CloneProcess.
 long CloneSharingMemory(int (*fn)(void*), void* arg, unsigned long flags, int* pidfd) {
-  constexpr size_t kGuard = 4096, kStack = 256 * 1024;
-  void* map = ::mmap(nullptr, kGuard + kStack, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_STACK, -1, 0);
-  if (map == MAP_FAILED) return -1;
-  if (::mprotect(map, kGuard, PROT_NONE) != 0) {  // An overflow faults instead of corrupting.
-    int err = errno;
-    ::munmap(map, kGuard + kStack);
-    errno = err;
-    return -1;
+  const bool borrowed = !kept_stack_lent.exchange(true, std::memory_order_acquire);
+  void* map = borrowed ? kept_stack.load(std::memory_order_relaxed) : nullptr;
+  if (map == nullptr) {
+    if (int err = MapCloneStack(&map)) {
+      if (borrowed) kept_stack_lent.store(false, std::memory_order_release);
+      errno = err;
+      return -1;
+    }
   }
   long pid = ::clone(fn, static_cast<char*>(map) + kGuard + kStack,
                      CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD | flags, arg, pidfd);
-  int err = errno;
-  ::munmap(map, kGuard + kStack);  // The child has exec'ed or exited: the stack is free again.
+  const int err = errno;
+  // The child has exec'ed or exited: the stack is free again.
+  if (borrowed) {
+    kept_stack.store(map, std::memory_order_relaxed);
+    kept_stack_lent.store(false, std::memory_order_release);
+  } else {
+    ::munmap(map, kGuard + kStack);
+  }
   errno = err;
   return pid;
 }

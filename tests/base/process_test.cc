@@ -8,15 +8,19 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/mount.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
+#include <thread>
 
 #include "ipc/frame.h"
 #include "tests/base/test_util.h"
@@ -190,6 +194,61 @@ TEST(SpawnTest, StepsRunInOrderInTheChildWithCarriedFds) {
   side->write.reset();
   EXPECT_EQ(ReadAllFromFd(out->read.get()), "1\n2\nexec\nclosed\n");
   EXPECT_EQ(ReadAllFromFd(side->read.get()), "c");
+}
+
+// Where a step of a memory-sharing child ran: an address on its stack, written into our memory.
+uintptr_t ChildStackAddress() {
+  uintptr_t at = 0;
+  SpawnOptions o;
+  o.argv = {"/bin/true"};
+  o.steps.push_back({"where", [&at](const char**) {
+                       int local = 0;
+                       at = reinterpret_cast<uintptr_t>(&local);
+                       return 0;
+                     }});
+  Result<ChildProcess> child = Spawn(o);
+  EXPECT_TRUE(child.ok()) << child.status().ToString();
+  if (child.ok()) {
+    Result<int> code = child->Wait();
+    EXPECT_TRUE(code.ok() && ExitCodeFromWaitStatus(*code) == 0);
+  }
+  return at;
+}
+
+bool Mapped(uintptr_t address) {
+  unsigned char in_core = 0;
+  void* page = reinterpret_cast<void*>(address & ~static_cast<uintptr_t>(4095));
+  return ::mincore(page, 4096, &in_core) == 0;  // ENOMEM: nothing mapped there.
+}
+
+// The memory-sharing clone lends one kept stack (a munmap after each child costs a TLB-shootdown
+// IPI on a VM): still mapped once the child has exec'ed, and the next child runs on it again
+// (a second stack would lie elsewhere while the first is still mapped).
+TEST(SpawnTest, MemorySharingClonesReuseOneKeptStack) {
+  if (!kCloneCanShareMemory) GTEST_SKIP() << "sanitizer build: the clone copies the memory";
+  const uintptr_t first = ChildStackAddress();
+  ASSERT_NE(first, 0U) << "the step did not run in our memory";
+  EXPECT_TRUE(Mapped(first)) << "the child's stack was unmapped after it exec'ed";
+  const uintptr_t second = ChildStackAddress();
+  EXPECT_EQ(second, first) << "the second child got a stack of its own";
+}
+
+// Clones from two threads at once: one borrows the kept stack, the other maps one of its own
+// (no lock: a clone waits for no other), and every child runs.
+TEST(SpawnTest, ConcurrentMemorySharingClonesAllRun) {
+  std::atomic<int> ok{0};
+  auto spawn_many = [&ok] {
+    for (int i = 0; i < 40; ++i) {
+      Result<ChildProcess> child = Spawn(Sh("exit 3"));
+      if (!child.ok()) continue;
+      Result<int> code = child->Wait();
+      if (code.ok() && ExitCodeFromWaitStatus(*code) == 3) ++ok;
+    }
+  };
+  std::thread other(spawn_many);
+  spawn_many();
+  other.join();
+  EXPECT_EQ(ok.load(), 80);
 }
 
 // while_starting runs in the caller while the child runs its steps: a step that waits for what
