@@ -7,8 +7,8 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
-#include <sys/mount.h>
 #include <sys/mman.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
