@@ -133,6 +133,7 @@ struct SessionSandbox {
   sandbox::Report report;
   sandbox::TaskTmpDir tmpdir;  // Removed when the session ends.
   std::string transcript_warning;
+  std::string git_warning;  // sandbox::HiddenGitDirWarning
 };
 int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
   auto p = sandbox::ResolvePolicy(o.sandbox, s.workdir);
@@ -150,6 +151,7 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
     if (!outside.ok()) return Fail(o.output_format, kExitUsage, outside.message());
   }
   if (s.transcripts.fd) out->transcript_warning = TranscriptDirWarning(s.transcripts.path, trees);
+  out->git_warning = sandbox::HiddenGitDirWarning(*p, out->report.layer);
   if (o.sandbox.enabled) {
     // As root, one pids cgroup for the session holds fork bombs; joining it once here spares
     // every task and tool spawn a slow cgroup v1 attach.
@@ -175,6 +177,7 @@ void PrintBanner(const Options& o, const Settings& s, const SessionSandbox& box,
         "rights (files, network, secrets). Use only in a disposable environment.\n");
   }
   if (!box.transcript_warning.empty()) Err("forkbox: warning: " + box.transcript_warning + "\n");
+  if (!box.git_warning.empty()) Err("forkbox: warning: " + box.git_warning + "\n");
   if (o.quiet) return;
   Err(std::string("forkbox ") + FORKBOX_VERSION_STRING + " · " + s.provider.name + " " +
       s.provider.model + " @ " + s.provider.base_url + " · " +

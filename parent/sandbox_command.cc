@@ -174,6 +174,10 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     return kSandboxError;
   }
   sandbox->set_tmpdir(*tmp);
+  if (std::string hidden = sandbox::HiddenGitDirWarning(policy, sandbox->report().layer);
+      !hidden.empty()) {
+    std::fprintf(stderr, "forkbox sandbox: warning: %s\n", hidden.c_str());
+  }
   // Git's trust surface, recorded before the command and put back after it (layer 1 has no
   // read-only binds; in layer 2 it also catches what the binds cannot).
   // Its walk of the workdir also serves layer 2's binds (Spawn's git_surface).

@@ -9,10 +9,12 @@
 #include <filesystem>
 #include <optional>
 #include <set>
+#include <string_view>
 #include <tuple>
 
 #include "base/path.h"
 #include "sandbox/landlock.h"
+#include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::sandbox {
@@ -310,6 +312,30 @@ Status CheckWorkdirScope(const Policy& policy) {
                                  "; tools may write anywhere in the workdir, so it would put your "
                                  "credentials and startup files within their reach. Choose a "
                                  "project directory, or pass --allow-broad-workdir");
+}
+
+std::string HiddenGitDirWarning(const Policy& policy, int layer) {
+  if (!policy.enabled || layer != 2) return "";
+  const std::optional<LinkedGitDir> git = LinkedGitDirOf(policy.workdir);
+  if (!git) return "";
+  const auto brought_back = [&policy](const std::string& path, bool under_tmp) {
+    const auto within = [&path](const std::string& tree) { return PathWithin(path, tree); };
+    return within(policy.workdir) ||
+           std::any_of(policy.writable.begin(), policy.writable.end(), within) ||
+           (under_tmp && std::any_of(policy.readable.begin(), policy.readable.end(), within));
+  };
+  for (const char* root : {"/tmp", "/dev/shm"}) {
+    const bool under_tmp = std::string_view(root) == "/tmp";
+    for (const std::string* path : {&git->common, &git->gitdir}) {
+      if (!PathWithin(*path, root) || brought_back(*path, under_tmp)) continue;
+      return "the workdir's repository " + git->common + " is under " + root +
+             ", which layer 2 replaces with a private tmpfs: git fails in every tool (\"not a "
+             "git repository\"). Add --writable " +
+             git->common + " to let tools commit" +
+             (under_tmp ? ", or --readable " + git->common + " to let them only read it" : "");
+    }
+  }
+  return "";
 }
 
 std::vector<std::string> CredentialPaths(const Policy& policy) {

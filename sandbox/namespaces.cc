@@ -414,6 +414,26 @@ void AddGitSurface(const std::string& workdir, MountPlan& plan) {
 
 }  // namespace
 
+std::optional<LinkedGitDir> LinkedGitDirOf(const std::string& dir) {
+  for (fs::path at = dir; at.is_absolute(); at = at.parent_path()) {
+    const fs::path dotgit = at / ".git";
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(dotgit, ec);
+    if (!ec && fs::is_directory(st)) return std::nullopt;
+    if (!ec && fs::is_regular_file(st)) {
+      const std::string line = FirstLineOfRegularFile(dotgit);
+      if (line.rfind("gitdir: ", 0) != 0) return std::nullopt;
+      fs::path gitdir = line.substr(8);
+      if (gitdir.is_relative()) gitdir = at / gitdir;
+      gitdir = fs::weakly_canonical(gitdir, ec);
+      if (ec || !IsDir(gitdir)) return std::nullopt;
+      return LinkedGitDir{gitdir.string(), CommonDirOf(gitdir).string()};
+    }
+    if (at == at.root_path()) break;
+  }
+  return std::nullopt;
+}
+
 MountPlan PlanGitSurface(const std::string& workdir) {
   MountPlan plan;
   AddGitSurface(workdir, plan);

@@ -4,6 +4,7 @@
 // computed before fork; the Raw functions are async-signal-safe and run in the forked child.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -75,6 +76,16 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
 // PlanMounts' git part alone (pinned, readonly, absent): what the git trust-surface guard needs,
 // without listing sockets.
 MountPlan PlanGitSurface(const std::string& workdir);
+
+// The git dir a `.git` file names ("gitdir: X", a worktree's or a submodule's), and its common
+// dir (X itself for a submodule): what git uses in `dir` when the nearest `.git` in `dir` or an
+// ancestor is such a file. nullopt when that `.git` is a directory, names no directory, or there
+// is none. Both canonical.
+struct LinkedGitDir {
+  std::string gitdir;
+  std::string common;
+};
+std::optional<LinkedGitDir> LinkedGitDirOf(const std::string& dir);
 
 // A plan with only the id maps (the same ids inside): no mounts beyond the read-only root.
 MountPlan IdMapsOnly();

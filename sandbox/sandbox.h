@@ -96,6 +96,12 @@ std::vector<std::string> PersistentWritableTrees(const Policy& policy, int layer
 // policy.allow_broad_workdir.
 Status CheckWorkdirScope(const Policy& policy);
 
+// Layer 2 replaces /tmp and /dev/shm with private tmpfs mounts. When the workdir is in a git
+// worktree (or submodule) whose git dir lies there and no --writable path (nor, under /tmp, a
+// --readable one) brings it back, every git command in a tool fails with "not a git repository":
+// the warning that says so and what to add. "" otherwise, and in layer 1 (`layer`).
+std::string HiddenGitDirWarning(const Policy& policy, int layer);
+
 // The credential stores tools must not read (what exists of them now): ~/.ssh, ~/.gnupg,
 // ~/.aws, ~/.azure, ~/.config/gcloud, ~/.kube, ~/.docker/config.json, ~/.netrc,
 // ~/.git-credentials, ~/.config/gh, ~/.npmrc, ~/.pypirc, ~/.cargo/credentials*,

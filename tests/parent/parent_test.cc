@@ -323,6 +323,39 @@ TEST_F(ParentTest, ATranscriptDirectoryToolsCanWriteIsWarnedAbout) {
   EXPECT_EQ(outside.err.find("--transcript-dir"), std::string::npos) << outside.err;
 }
 
+// A workdir in a worktree whose repository layer 2 hides (under the private /tmp) is warned about
+// before the first request (sandbox::HiddenGitDirWarning), with what to add; with that flag, or in
+// layer 1 (nothing hidden), there is no warning.
+TEST_F(ParentTest, AWorktreeWhoseRepositoryLayer2HidesIsWarnedAbout) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  char tmpl[] = "/tmp/forkbox-hidden-repo-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string main = std::string(tmpl) + "/main";
+  const std::string wt = workdir_ + "/wt";
+  ASSERT_EQ(system(("git init -q '" + main + "' && git -C '" + main +
+                    "' -c user.email=a@b -c user.name=n commit -q --allow-empty -m init && "
+                    "git -C '" +
+                    main + "' worktree add -q '" + wt + "' 2>/dev/null")
+                       .c_str()),
+            0);
+  const std::string repo = fs::canonical(main).string() + "/.git";
+  RunResult r = Run({"--no-subagents", "--workdir", wt, "hi"});
+  RunResult shown = Run({"--no-subagents", "--workdir", wt, "--readable", main, "hi"});
+  fs::remove_all(tmpl);
+  EXPECT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_EQ(shown.exit_code, 0) << Dump(shown);
+  const std::string warning =
+      "forkbox: warning: the workdir's repository " + repo + " is under /tmp";
+  if (r.err.find("sandbox: layer 2") != std::string::npos) {
+    EXPECT_NE(r.err.find(warning), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--readable " + repo), std::string::npos) << r.err;
+  } else {
+    EXPECT_NE(r.err.find("sandbox: layer 1"), std::string::npos) << r.err;
+    EXPECT_EQ(r.err.find(warning), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(shown.err.find("repository"), std::string::npos) << shown.err;
+}
+
 // ---- tasks with fake children: the contract and every failure mode
 
 TEST_F(ParentTest, TaskResultIsTheSummaryAndJsonMatchesTheRecord) {

@@ -330,11 +330,112 @@ TEST(SandboxCommand, AWorktreeOfARepositoryUnderTmpRunsWithItsGitFileReadOnly) {
   CmdResult r = RunCmd({"--workdir", wt, "--", "/bin/sh", "-c", probe});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_EQ(r.out, "ro\n") << r.err;
+  // Git fails there, and the command says why and what to add (HiddenGitDirWarning).
+  EXPECT_NE(r.err.find("warning: the workdir's repository " + main + "/.git is under /tmp"),
+            std::string::npos)
+      << r.err;
+  EXPECT_NE(r.err.find("--readable " + main + "/.git"), std::string::npos) << r.err;
   CmdResult shown = RunCmd({"--workdir", wt, "--readable", main, "--", "/bin/sh", "-c", probe});
   EXPECT_EQ(shown.out, "status=ok\nro\n") << shown.err;
+  EXPECT_EQ(shown.err.find("warning"), std::string::npos) << shown.err;
   CmdResult control = RunCmd({"--sandbox=off", "--workdir", wt, "--", "/bin/sh", "-c", probe});
   EXPECT_EQ(control.out, "status=ok\n") << control.err;
+  EXPECT_EQ(control.err.find("warning: the workdir's repository"), std::string::npos);
   std::filesystem::remove_all(tmp);
+}
+
+// A git dir under /tmp or /dev/shm (layer 2's private tmpfs) that no flag brings back: the
+// warning names the repository and the flags that would; nothing once one does, in layer 1, or
+// for a repository whose git dir is in the workdir.
+TEST(HiddenGitDirWarning, NamesAHiddenRepositoryAndTheFlagsThatShowIt) {
+  std::string tmp = "/tmp/forkbox-hidden-git-XXXXXX";
+  ASSERT_NE(mkdtemp(tmp.data()), nullptr);
+  const std::string main = tmp + "/main";
+  const std::string wt = MakeTempDir("hidden-git-wt") + "/wt";
+  ASSERT_EQ(system(("git init -q '" + main + "' && git -C '" + main +
+                    "' -c user.email=a@b -c user.name=n commit -q --allow-empty -m init && "
+                    "git -C '" +
+                    main + "' worktree add -q '" + wt + "' 2>/dev/null && mkdir '" + wt + "/sub'")
+                       .c_str()),
+            0);
+  Policy policy;
+  policy.workdir = wt;
+  const std::string warning = HiddenGitDirWarning(policy, 2);
+  EXPECT_NE(warning.find("repository " + main + "/.git is under /tmp"), std::string::npos)
+      << warning;
+  EXPECT_NE(warning.find("--writable " + main + "/.git"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("--readable " + main + "/.git"), std::string::npos) << warning;
+  policy.workdir = wt + "/sub";  // git finds the worktree's `.git` file above the workdir.
+  EXPECT_EQ(HiddenGitDirWarning(policy, 2), warning);
+  EXPECT_EQ(HiddenGitDirWarning(policy, 1), "") << "layer 1 hides no /tmp";
+  Policy writable = policy;
+  writable.writable = {main + "/.git"};
+  EXPECT_EQ(HiddenGitDirWarning(writable, 2), "");
+  Policy readable = policy;
+  readable.readable = {main};
+  EXPECT_EQ(HiddenGitDirWarning(readable, 2), "");
+  Policy off = policy;
+  off.enabled = false;
+  EXPECT_EQ(HiddenGitDirWarning(off, 2), "");
+  Policy own = policy;
+  own.workdir = main;  // Its git dir is in the workdir, which layer 2 binds back.
+  EXPECT_EQ(HiddenGitDirWarning(own, 2), "");
+  std::filesystem::remove_all(tmp);
+}
+
+// Under /dev/shm a --readable path is not bound back (only /tmp ones are): the warning stays and
+// names --writable alone.
+TEST(HiddenGitDirWarning, UnderDevShmOnlyWritableShowsIt) {
+  if (!std::filesystem::is_directory("/dev/shm")) GTEST_SKIP() << "no /dev/shm here";
+  std::string shm = "/dev/shm/forkbox-hidden-git-XXXXXX";
+  ASSERT_NE(mkdtemp(shm.data()), nullptr);
+  const std::string work = MakeTempDir("hidden-git-sub");
+  std::filesystem::create_directories(shm + "/modules/sub");
+  std::filesystem::create_directories(work + "/sub");
+  {
+    std::FILE* f = std::fopen((work + "/sub/.git").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, "gitdir: %s/modules/sub\n", shm.c_str());
+    std::fclose(f);
+  }
+  Policy policy;
+  policy.workdir = work + "/sub";
+  policy.readable = {shm};
+  const std::string warning = HiddenGitDirWarning(policy, 2);
+  EXPECT_NE(warning.find(shm + "/modules/sub is under /dev/shm"), std::string::npos) << warning;
+  EXPECT_NE(warning.find("--writable " + shm + "/modules/sub"), std::string::npos) << warning;
+  EXPECT_EQ(warning.find("--readable"), std::string::npos) << warning;
+  policy.writable = {shm};
+  EXPECT_EQ(HiddenGitDirWarning(policy, 2), "");
+  std::filesystem::remove_all(shm);
+}
+
+// LinkedGitDirOf: a worktree's `.git` file names its git dir, whose commondir names the common
+// one; a submodule's git dir is its own common dir; a `.git` directory names none.
+TEST(LinkedGitDirOf, FollowsTheGitFileAndCommondir) {
+  const std::string work = MakeTempDir("linked-git");
+  std::filesystem::create_directories(work + "/repo/.git/worktrees/w");
+  std::filesystem::create_directories(work + "/repo/.git/modules/m");
+  std::filesystem::create_directories(work + "/w/deep");
+  std::filesystem::create_directories(work + "/m");
+  const auto write = [](const std::string& path, const std::string& text) {
+    std::FILE* f = std::fopen(path.c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fputs(text.c_str(), f);
+    std::fclose(f);
+  };
+  write(work + "/w/.git", "gitdir: " + work + "/repo/.git/worktrees/w\n");
+  write(work + "/repo/.git/worktrees/w/commondir", "../..\n");
+  write(work + "/m/.git", "gitdir: ../repo/.git/modules/m\n");
+  std::optional<LinkedGitDir> w = LinkedGitDirOf(work + "/w/deep");
+  ASSERT_TRUE(w.has_value());
+  EXPECT_EQ(w->gitdir, work + "/repo/.git/worktrees/w");
+  EXPECT_EQ(w->common, work + "/repo/.git");
+  std::optional<LinkedGitDir> m = LinkedGitDirOf(work + "/m");
+  ASSERT_TRUE(m.has_value());
+  EXPECT_EQ(m->gitdir, work + "/repo/.git/modules/m");
+  EXPECT_EQ(m->common, m->gitdir);
+  EXPECT_FALSE(LinkedGitDirOf(work + "/repo").has_value()) << "a .git directory";
 }
 
 // Git paths outside every writable tree are not bound (the rest of the tree is read-only or
