@@ -182,7 +182,8 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   // read-only binds; in layer 2 it also catches what the binds cannot).
   // Its walk of the workdir also serves layer 2's binds (Spawn's git_surface).
   sandbox::MountPlan surface;
-  Result<sandbox::GitSurfaceGuard> git = sandbox::GitSurfaceGuard::Take(policy.workdir, &surface);
+  Result<sandbox::GitSurfaceGuard> git =
+      sandbox::GitSurfaceGuard::Take(policy.workdir, &surface, policy.writable);
   if (policy.enabled && !git.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", git.status().message().c_str());
     return kSandboxError;

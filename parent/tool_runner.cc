@@ -64,8 +64,9 @@ void ParentToolRunner::RecordGitSurface() {
   if (git_surface_recorded_) return;
   git_surface_recorded_ = true;
   if (!context_.sandbox || !context_.sandbox->policy().enabled) return;
+  const sandbox::Policy& policy = context_.sandbox->policy();
   Result<sandbox::GitSurfaceGuard> guard =
-      sandbox::GitSurfaceGuard::Take(context_.sandbox->policy().workdir);
+      sandbox::GitSurfaceGuard::Take(policy.workdir, nullptr, policy.writable);
   if (guard.ok()) git_guard_.emplace(std::move(*guard));
   if (!guard.ok()) progress_.Note("git trust surface NOT guarded: " + guard.status().message());
 }

@@ -221,16 +221,20 @@ bool GitSurfaceGuard::ConfigIsSafe(const std::string& text, std::string* why) {
   return true;
 }
 
-Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, MountPlan* surface) {
-  MountPlan plan = PlanGitSurface(workdir);
-  Result<GitSurfaceGuard> guard = Record(workdir, plan);
+Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, MountPlan* surface,
+                                              const std::vector<std::string>& writable) {
+  MountPlan plan = PlanGitSurface(workdir, writable);
+  Result<GitSurfaceGuard> guard = Record(workdir, writable, plan);
   if (guard.ok() && surface != nullptr) *surface = std::move(plan);
   return guard;
 }
 
-Result<GitSurfaceGuard> GitSurfaceGuard::Record(const std::string& workdir, const MountPlan& plan) {
+Result<GitSurfaceGuard> GitSurfaceGuard::Record(const std::string& workdir,
+                                                const std::vector<std::string>& writable,
+                                                const MountPlan& plan) {
   GitSurfaceGuard guard;
   guard.workdir_ = workdir;
+  guard.writable_ = writable;
   int fd = open(workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "open(" + workdir + ")");
   guard.root_ = UniqueFd(fd);
@@ -344,7 +348,7 @@ void GitSurfaceGuard::RestoreRecorded(const std::vector<std::string>& gone,
 
 MountPlan GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
                                            std::vector<std::string>& lines) const {
-  MountPlan plan = PlanGitSurface(workdir_);
+  MountPlan plan = PlanGitSurface(workdir_, writable_);
   for (const auto* list : {&plan.readonly, &plan.links, &plan.absent}) {
     for (const std::string& p : *list) {
       const std::optional<std::string> rel = PathBelow(p, workdir_);
@@ -367,8 +371,9 @@ std::vector<std::string> GitSurfaceGuard::Restore(After after) {
   const MountPlan surface = CleanNewSurface(gone, lines);
   if (after == After::kDone) return lines;
   // The new record takes that walk's surface, unless cleaning changed it: then it walks again.
-  Result<GitSurfaceGuard> fresh =
-      lines.size() == before_cleaning ? Record(workdir_, surface) : Take(workdir_);
+  Result<GitSurfaceGuard> fresh = lines.size() == before_cleaning
+                                      ? Record(workdir_, writable_, surface)
+                                      : Take(workdir_, nullptr, writable_);
   if (fresh.ok()) *this = std::move(*fresh);
   return lines;
 }

@@ -21,10 +21,11 @@ namespace forkbox::sandbox {
 class GitSurfaceGuard {
  public:
   // Records the surface below `workdir` (absolute, canonical). Creates a missing hooks/ and info/
-  // in each git dir, like layer 2's plan. `surface`, when given, receives the surface found
-  // (PlanGitSurface), so that a spawn made right after need not walk the workdir again
-  // (Sandbox::Spawn's `git_surface`).
-  static Result<GitSurfaceGuard> Take(const std::string& workdir, MountPlan* surface = nullptr);
+  // in each git dir within the workdir or a `writable` tree (the policy's --writable paths), like
+  // layer 2's plan. `surface`, when given, receives the surface found (PlanGitSurface), so that a
+  // spawn made right after need not walk the workdir again (Sandbox::Spawn's `git_surface`).
+  static Result<GitSurfaceGuard> Take(const std::string& workdir, MountPlan* surface = nullptr,
+                                      const std::vector<std::string>& writable = {});
 
   // Puts the recorded surface back and returns one line per change undone, relative to the
   // workdir ("restored .git/config", "removed .git/hooks/pre-commit"). A repository that appeared
@@ -50,7 +51,9 @@ class GitSurfaceGuard {
  private:
   GitSurfaceGuard() = default;
   // The record of `plan`'s surface (PlanGitSurface(workdir)) as it is now.
-  static Result<GitSurfaceGuard> Record(const std::string& workdir, const MountPlan& plan);
+  static Result<GitSurfaceGuard> Record(const std::string& workdir,
+                                        const std::vector<std::string>& writable,
+                                        const MountPlan& plan);
   // Restore's steps: the recorded .git directories now gone (a replacement is removed), the
   // recorded surface put back, the surface that appeared cleaned. Each appends to `lines`.
   std::vector<std::string> ForgetGoneRepos(std::vector<std::string>& lines) const;
@@ -59,6 +62,7 @@ class GitSurfaceGuard {
   MountPlan CleanNewSurface(const std::vector<std::string>& gone,
                             std::vector<std::string>& lines) const;
   std::string workdir_;
+  std::vector<std::string> writable_;     // The other writable trees (Take's `writable`).
   UniqueFd root_;                         // O_PATH of the workdir.
   std::vector<std::string> roots_;        // Surface roots, relative to the workdir.
   std::vector<std::string> git_dirs_;     // `.git` directories (relative), recorded as such.

@@ -143,12 +143,19 @@ fs::path CommonDirOf(const fs::path& gitdir) {
 }
 
 // The files git trusts enough to run code from or to redirect itself by, in one git dir.
-// hooks/ and info/ are created when missing so that they can be bound read-only; files that do
-// not exist and must not appear (commondir, config.worktree) are removed after the command.
+// hooks/ and info/ are created when missing so that they can be bound read-only, but only in a
+// writable tree (plan.writable): elsewhere tools cannot create them either, and the git dir may
+// be whatever a planted `.git` file names, where this process, unconfined while it plans, must
+// not write. Files that do not exist and must not appear (commondir, config.worktree) are
+// removed after the command.
 void AddTrustedFiles(const fs::path& dir, MountPlan& plan) {
+  const bool writable =
+      std::any_of(plan.writable.begin(), plan.writable.end(),
+                  [&dir](const std::string& tree) { return PathWithin(dir.string(), tree); });
   // Created beneath `dir` opened without following a link (it is link-free when planned): a
   // directory a tool swapped for one since gets nothing created where the link leads.
-  const UniqueFd at(OpenAt2Raw(AT_FDCWD, dir.c_str(), O_PATH | O_DIRECTORY, kNoLinks));
+  const UniqueFd at(writable ? OpenAt2Raw(AT_FDCWD, dir.c_str(), O_PATH | O_DIRECTORY, kNoLinks)
+                             : -1);
   for (const char* sub : {"hooks", "info"}) {
     if (at) (void)mkdirat(at.get(), sub, 0777);  // EEXIST: it is there (as a link too).
   }
@@ -434,8 +441,10 @@ std::optional<LinkedGitDir> LinkedGitDirOf(const std::string& dir) {
   return std::nullopt;
 }
 
-MountPlan PlanGitSurface(const std::string& workdir) {
+MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::string>& writable) {
   MountPlan plan;
+  plan.writable.push_back(workdir);
+  plan.writable.insert(plan.writable.end(), writable.begin(), writable.end());
   AddGitSurface(workdir, plan);
   return plan;
 }

@@ -74,8 +74,9 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
                              const MountPlan* git_surface = nullptr);
 
 // PlanMounts' git part alone (pinned, readonly, absent): what the git trust-surface guard needs,
-// without listing sockets.
-MountPlan PlanGitSurface(const std::string& workdir);
+// without listing sockets. A missing hooks/ or info/ is created only in a git dir within the
+// workdir or a `writable` tree (plan.writable holds them all).
+MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::string>& writable = {});
 
 // The git dir a `.git` file names ("gitdir: X", a worktree's or a submodule's), and its common
 // dir (X itself for a submodule): what git uses in `dir` when the nearest `.git` in `dir` or an

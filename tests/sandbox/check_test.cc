@@ -198,6 +198,29 @@ TEST(PlanGitSurface, PlansALinkedHooksDirectoryAsItsTarget) {
   EXPECT_TRUE(dangling.links.empty());
 }
 
+// A `.git` file may name any directory (a tool plants one, or a cloned repository ships one).
+// Planning runs unconfined, so it creates the missing hooks/ and info/ only in a git dir within a
+// writable tree, where tools could create them too; the one it names outside stays as it was.
+// The control: the same git dir, once in a --writable tree, gets both.
+TEST(PlanGitSurface, CreatesNothingOutsideTheWritableTrees) {
+  const std::string work = std::filesystem::canonical(MakeTempDir("plan-gitfile")).string();
+  const std::string named = std::filesystem::canonical(MakeTempDir("plan-gitfile-named")).string();
+  {
+    std::FILE* f = std::fopen((work + "/.git").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, "gitdir: %s\n", named.c_str());
+    std::fclose(f);
+  }
+  (void)PlanGitSurface(work);
+  Result<MountPlan> mounts = PlanMounts(work, {});
+  ASSERT_TRUE(mounts.ok()) << mounts.status().ToString();
+  EXPECT_FALSE(FileExists(named + "/hooks"));
+  EXPECT_FALSE(FileExists(named + "/info"));
+  (void)PlanGitSurface(work, {named});
+  EXPECT_TRUE(FileExists(named + "/hooks")) << "the control: in a writable tree";
+  EXPECT_TRUE(FileExists(named + "/info"));
+}
+
 TEST(Check, DisabledPolicySaysOff) {
   Policy policy;
   policy.enabled = false;
@@ -436,6 +459,26 @@ TEST(LinkedGitDirOf, FollowsTheGitFileAndCommondir) {
   EXPECT_EQ(m->gitdir, work + "/repo/.git/modules/m");
   EXPECT_EQ(m->common, m->gitdir);
   EXPECT_FALSE(LinkedGitDirOf(work + "/repo").has_value()) << "a .git directory";
+}
+
+// End to end: a `.git` file in the workdir naming a directory outside it leaves that directory
+// untouched by `forkbox sandbox` (it created hooks/ and info/ there before this test); with the
+// directory --writable they appear, as they must for their read-only binds (the control).
+TEST(SandboxCommand, AGitFileNamingADirectoryOutsideTheWorkdirWritesNothingThere) {
+  const std::string work = MakeTempDir("cmd-gitfile");
+  const std::string named = std::filesystem::canonical(MakeTempDir("cmd-gitfile-named")).string();
+  {
+    std::FILE* f = std::fopen((work + "/.git").c_str(), "w");
+    ASSERT_NE(f, nullptr);
+    std::fprintf(f, "gitdir: %s\n", named.c_str());
+    std::fclose(f);
+  }
+  CmdResult r = RunCmd({"--workdir", work, "--", "/bin/true"});
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_TRUE(std::filesystem::is_empty(named)) << "forkbox wrote outside the writable trees";
+  CmdResult control = RunCmd({"--workdir", work, "--writable", named, "--", "/bin/true"});
+  EXPECT_EQ(control.code, 0) << control.err;
+  EXPECT_TRUE(FileExists(named + "/hooks")) << control.err;
 }
 
 // Git paths outside every writable tree are not bound (the rest of the tree is read-only or
