@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 
 namespace forkbox::testing {
 
@@ -18,6 +19,14 @@ std::string ReadAllFromFd(int fd) {
     out.append(buf, static_cast<size_t>(n));
   }
   return out;
+}
+
+bool MakeGitWorktree(const std::string& main, const std::string& worktree) {
+  const std::string script = "git init -q '" + main + "' && git -C '" + main +
+                             "' -c user.email=a@b -c user.name=n commit -q --allow-empty -m init "
+                             "&& git -C '" +
+                             main + "' worktree add -q '" + worktree + "' 2>/dev/null";
+  return std::system(script.c_str()) == 0;
 }
 
 }  // namespace forkbox::testing

@@ -26,6 +26,7 @@
 #include <sstream>
 #include <thread>
 
+#include "tests/base/test_util.h"
 #include "tests/mock/mock_server.h"
 #include "tests/parent/replies.h"
 #include "tests/parent/run_forkbox.h"
@@ -332,12 +333,7 @@ TEST_F(ParentTest, AWorktreeWhoseRepositoryLayer2HidesIsWarnedAbout) {
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string main = std::string(tmpl) + "/main";
   const std::string wt = workdir_ + "/wt";
-  ASSERT_EQ(system(("git init -q '" + main + "' && git -C '" + main +
-                    "' -c user.email=a@b -c user.name=n commit -q --allow-empty -m init && "
-                    "git -C '" +
-                    main + "' worktree add -q '" + wt + "' 2>/dev/null")
-                       .c_str()),
-            0);
+  ASSERT_TRUE(forkbox::testing::MakeGitWorktree(main, wt));
   const std::string repo = fs::canonical(main).string() + "/.git";
   RunResult r = Run({"--no-subagents", "--workdir", wt, "hi"});
   RunResult shown = Run({"--no-subagents", "--workdir", wt, "--readable", main, "hi"});

@@ -22,6 +22,7 @@
 #include "base/process.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
+#include "tests/base/test_util.h"
 #include "tests/sandbox/probe_util.h"
 
 extern char** environ;
@@ -29,6 +30,7 @@ extern char** environ;
 namespace forkbox::sandbox {
 namespace {
 
+using forkbox::testing::MakeGitWorktree;
 using testing::FileExists;
 using testing::MakeTempDir;
 using testing::ProbeResult;
@@ -342,12 +344,7 @@ TEST(SandboxCommand, AWorktreeOfARepositoryUnderTmpRunsWithItsGitFileReadOnly) {
   ASSERT_NE(mkdtemp(tmp.data()), nullptr);
   const std::string main = tmp + "/main";
   const std::string wt = tmp + "/wt";
-  ASSERT_EQ(system(("git init -q '" + main + "' && git -C '" + main +
-                    "' -c user.email=a@b -c user.name=n commit -q --allow-empty -m init && "
-                    "git -C '" +
-                    main + "' worktree add -q '" + wt + "' 2>/dev/null")
-                       .c_str()),
-            0);
+  ASSERT_TRUE(MakeGitWorktree(main, wt));
   const std::string probe =
       "git status --short >/dev/null 2>&1 && echo status=ok; (: > .git) 2>/dev/null || echo ro";
   CmdResult r = RunCmd({"--workdir", wt, "--", "/bin/sh", "-c", probe});
@@ -375,12 +372,8 @@ TEST(HiddenGitDirWarning, NamesAHiddenRepositoryAndTheFlagsThatShowIt) {
   ASSERT_NE(mkdtemp(tmp.data()), nullptr);
   const std::string main = tmp + "/main";
   const std::string wt = MakeTempDir("hidden-git-wt") + "/wt";
-  ASSERT_EQ(system(("git init -q '" + main + "' && git -C '" + main +
-                    "' -c user.email=a@b -c user.name=n commit -q --allow-empty -m init && "
-                    "git -C '" +
-                    main + "' worktree add -q '" + wt + "' 2>/dev/null && mkdir '" + wt + "/sub'")
-                       .c_str()),
-            0);
+  ASSERT_TRUE(MakeGitWorktree(main, wt));
+  std::filesystem::create_directories(wt + "/sub");
   Policy policy;
   policy.workdir = wt;
   const std::string warning = HiddenGitDirWarning(policy, 2);
