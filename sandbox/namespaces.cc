@@ -133,6 +133,20 @@ std::string FirstLineOfRegularFile(const fs::path& path) {
   return text->substr(0, text->find('\n'));
 }
 
+// The git dir a `.git` file names ("gitdir: X", X relative to the file's directory), canonical;
+// nullopt for any other file, or when X is no directory.
+std::optional<fs::path> GitDirNamedBy(const fs::path& dotgit) {
+  const std::string line = FirstLineOfRegularFile(dotgit);
+  const std::string prefix = "gitdir: ";
+  if (line.rfind(prefix, 0) != 0) return std::nullopt;
+  fs::path gitdir = line.substr(prefix.size());
+  if (gitdir.is_relative()) gitdir = dotgit.parent_path() / gitdir;
+  std::error_code ec;
+  gitdir = fs::weakly_canonical(gitdir, ec);
+  if (ec || !IsDir(gitdir)) return std::nullopt;
+  return gitdir;
+}
+
 fs::path CommonDirOf(const fs::path& gitdir) {
   const std::string rel = FirstLineOfRegularFile(gitdir / "commondir");
   if (rel.empty()) return gitdir;
@@ -205,15 +219,7 @@ void AddDotGit(const fs::path& dotgit, MountPlan& plan) {
     AddGitDir(dotgit, plan);
     return;
   }
-  const std::string line = FirstLineOfRegularFile(dotgit);
-  const std::string prefix = "gitdir: ";
-  if (line.rfind(prefix, 0) == 0) {
-    fs::path gd = line.substr(prefix.size());
-    if (gd.is_relative()) gd = dotgit.parent_path() / gd;
-    std::error_code ec;
-    gd = fs::weakly_canonical(gd, ec);
-    if (!ec && IsDir(gd)) AddGitDir(gd, plan);
-  }
+  if (std::optional<fs::path> gitdir = GitDirNamedBy(dotgit)) AddGitDir(*gitdir, plan);
   AddReadonly(dotgit, plan);
 }
 
@@ -428,13 +434,9 @@ std::optional<LinkedGitDir> LinkedGitDirOf(const std::string& dir) {
     const fs::file_status st = fs::symlink_status(dotgit, ec);
     if (!ec && fs::is_directory(st)) return std::nullopt;
     if (!ec && fs::is_regular_file(st)) {
-      const std::string line = FirstLineOfRegularFile(dotgit);
-      if (line.rfind("gitdir: ", 0) != 0) return std::nullopt;
-      fs::path gitdir = line.substr(8);
-      if (gitdir.is_relative()) gitdir = at / gitdir;
-      gitdir = fs::weakly_canonical(gitdir, ec);
-      if (ec || !IsDir(gitdir)) return std::nullopt;
-      return LinkedGitDir{gitdir.string(), CommonDirOf(gitdir).string()};
+      const std::optional<fs::path> gitdir = GitDirNamedBy(dotgit);
+      if (!gitdir) return std::nullopt;
+      return LinkedGitDir{gitdir->string(), CommonDirOf(*gitdir).string()};
     }
     if (at == at.root_path()) break;
   }
