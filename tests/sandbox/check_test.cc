@@ -44,6 +44,12 @@ const Report::Line* FindLine(const Report& r, const std::string& protection) {
   return nullptr;
 }
 
+// Creates `path` (new: O_EXCL, never through a link) holding `text`; false on any failure.
+bool WriteNewFile(const std::string& path, const std::string& text) {
+  UniqueFd fd(open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644));
+  return fd && write(fd.get(), text.data(), text.size()) == static_cast<ssize_t>(text.size());
+}
+
 TEST(Check, ReportsEveryProtectionHere) {
   Policy policy;
   policy.workdir = MakeTempDir("check");
@@ -207,12 +213,7 @@ TEST(PlanGitSurface, PlansALinkedHooksDirectoryAsItsTarget) {
 TEST(PlanGitSurface, CreatesNothingOutsideTheWritableTrees) {
   const std::string work = std::filesystem::canonical(MakeTempDir("plan-gitfile")).string();
   const std::string named = std::filesystem::canonical(MakeTempDir("plan-gitfile-named")).string();
-  {
-    std::FILE* f = std::fopen((work + "/.git").c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fprintf(f, "gitdir: %s\n", named.c_str());
-    std::fclose(f);
-  }
+  ASSERT_TRUE(WriteNewFile(work + "/.git", "gitdir: " + named + "\n"));
   (void)PlanGitSurface(work);
   Result<MountPlan> mounts = PlanMounts(work, {});
   ASSERT_TRUE(mounts.ok()) << mounts.status().ToString();
@@ -408,12 +409,7 @@ TEST(HiddenGitDirWarning, UnderDevShmOnlyWritableShowsIt) {
   const std::string work = MakeTempDir("hidden-git-sub");
   std::filesystem::create_directories(shm + "/modules/sub");
   std::filesystem::create_directories(work + "/sub");
-  {
-    std::FILE* f = std::fopen((work + "/sub/.git").c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fprintf(f, "gitdir: %s/modules/sub\n", shm.c_str());
-    std::fclose(f);
-  }
+  ASSERT_TRUE(WriteNewFile(work + "/sub/.git", "gitdir: " + shm + "/modules/sub\n"));
   Policy policy;
   policy.workdir = work + "/sub";
   policy.readable = {shm};
@@ -434,15 +430,9 @@ TEST(LinkedGitDirOf, FollowsTheGitFileAndCommondir) {
   std::filesystem::create_directories(work + "/repo/.git/modules/m");
   std::filesystem::create_directories(work + "/w/deep");
   std::filesystem::create_directories(work + "/m");
-  const auto write = [](const std::string& path, const std::string& text) {
-    std::FILE* f = std::fopen(path.c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fputs(text.c_str(), f);
-    std::fclose(f);
-  };
-  write(work + "/w/.git", "gitdir: " + work + "/repo/.git/worktrees/w\n");
-  write(work + "/repo/.git/worktrees/w/commondir", "../..\n");
-  write(work + "/m/.git", "gitdir: ../repo/.git/modules/m\n");
+  ASSERT_TRUE(WriteNewFile(work + "/w/.git", "gitdir: " + work + "/repo/.git/worktrees/w\n"));
+  ASSERT_TRUE(WriteNewFile(work + "/repo/.git/worktrees/w/commondir", "../..\n"));
+  ASSERT_TRUE(WriteNewFile(work + "/m/.git", "gitdir: ../repo/.git/modules/m\n"));
   std::optional<LinkedGitDir> w = LinkedGitDirOf(work + "/w/deep");
   ASSERT_TRUE(w.has_value());
   EXPECT_EQ(w->gitdir, work + "/repo/.git/worktrees/w");
@@ -452,6 +442,13 @@ TEST(LinkedGitDirOf, FollowsTheGitFileAndCommondir) {
   EXPECT_EQ(m->gitdir, work + "/repo/.git/modules/m");
   EXPECT_EQ(m->common, m->gitdir);
   EXPECT_FALSE(LinkedGitDirOf(work + "/repo").has_value()) << "a .git directory";
+  // A `.git` file that names no directory, or holds no gitdir line, names none either.
+  std::filesystem::create_directories(work + "/gone");
+  std::filesystem::create_directories(work + "/junk");
+  ASSERT_TRUE(WriteNewFile(work + "/gone/.git", "gitdir: " + work + "/nowhere\n"));
+  ASSERT_TRUE(WriteNewFile(work + "/junk/.git", "not a gitdir line\n"));
+  EXPECT_FALSE(LinkedGitDirOf(work + "/gone").has_value());
+  EXPECT_FALSE(LinkedGitDirOf(work + "/junk").has_value());
 }
 
 // End to end: a `.git` file in the workdir naming a directory outside it leaves that directory
@@ -460,12 +457,7 @@ TEST(LinkedGitDirOf, FollowsTheGitFileAndCommondir) {
 TEST(SandboxCommand, AGitFileNamingADirectoryOutsideTheWorkdirWritesNothingThere) {
   const std::string work = MakeTempDir("cmd-gitfile");
   const std::string named = std::filesystem::canonical(MakeTempDir("cmd-gitfile-named")).string();
-  {
-    std::FILE* f = std::fopen((work + "/.git").c_str(), "w");
-    ASSERT_NE(f, nullptr);
-    std::fprintf(f, "gitdir: %s\n", named.c_str());
-    std::fclose(f);
-  }
+  ASSERT_TRUE(WriteNewFile(work + "/.git", "gitdir: " + named + "\n"));
   CmdResult r = RunCmd({"--workdir", work, "--", "/bin/true"});
   EXPECT_EQ(r.code, 0) << r.err;
   EXPECT_TRUE(std::filesystem::is_empty(named)) << "forkbox wrote outside the writable trees";
