@@ -92,6 +92,10 @@ struct ChildPlan {
   bool new_session;
   const std::vector<int*>* carry;
   const std::vector<SpawnStep>* steps;
+  // The signals to reset to their default (bit sig-1), read by the caller before the clone: the
+  // child then makes no call that can fail on its way to execve, so it never writes errno, which
+  // it shares with the calling thread (the same thread-local storage) when it borrows our memory.
+  uint64_t reset_signals;
 };
 
 // Parses the hex mask after `key` (e.g. "SigCgt:\t") in a /proc status text. False if absent.
@@ -179,17 +183,22 @@ int RunCommandTail(void* arg) {
   Fail(err_fd, Stage::kExec, errno);
 }
 
+// Whether sigaction may change `sig`: not SIGKILL or SIGSTOP, nor the signals glibc keeps for
+// itself below SIGRTMIN (it refuses them with EINVAL).
+bool ResettableSignal(int sig) {
+  return sig != SIGKILL && sig != SIGSTOP && (sig < 32 || sig >= SIGRTMIN);
+}
+
 [[noreturn]] void RunChild(const ChildPlan& plan, int err_fd) {
   // Default dispositions: a handler must not run in this half-copied process, and an ignored
   // SIGPIPE (or any SIG_IGN) of the parent must not leak into the program we exec. Signals stay
-  // blocked until then, so reading which ones to reset is not racy.
+  // blocked until then.
   struct sigaction dfl;
   ::memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
-  const uint64_t reset = NonDefaultSignals();
   for (int sig = 1; sig < NSIG && sig <= 64; ++sig) {
-    if (sig != SIGKILL && sig != SIGSTOP && (reset >> (sig - 1) & 1) != 0) {
+    if (ResettableSignal(sig) && (plan.reset_signals >> (sig - 1) & 1) != 0) {
       ::sigaction(sig, &dfl, nullptr);
     }
   }
@@ -265,27 +274,59 @@ int MapCloneStack(void** map) {
 std::atomic<void*> kept_stack{nullptr};
 std::atomic<bool> kept_stack_lent{false};
 
-// The borrowed-stack half of CloneProcess.
-long CloneSharingMemory(int (*fn)(void*), void* arg, unsigned long flags, int* pidfd) {
-  const bool borrowed = !kept_stack_lent.exchange(true, std::memory_order_acquire);
-  void* map = borrowed ? kept_stack.load(std::memory_order_relaxed) : nullptr;
-  if (map == nullptr) {
-    if (int err = MapCloneStack(&map)) {
-      if (borrowed) kept_stack_lent.store(false, std::memory_order_release);
-      errno = err;
-      return -1;
+// The stack of one child that borrows our memory: the kept one when it is free, else one mapped
+// for this child. Given back (or unmapped) on destruction, so destroy it only once the child has
+// exec'ed or exited.
+class CloneStack {
+ public:
+  CloneStack() = default;
+  CloneStack(const CloneStack&) = delete;
+  CloneStack& operator=(const CloneStack&) = delete;
+  ~CloneStack() { Release(); }
+
+  int Take() {  // 0 or errno.
+    borrowed_ = !kept_stack_lent.exchange(true, std::memory_order_acquire);
+    map_ = borrowed_ ? kept_stack.load(std::memory_order_relaxed) : nullptr;
+    if (map_ != nullptr) return 0;
+    if (int err = MapCloneStack(&map_)) {
+      Release();
+      return err;
     }
+    return 0;
   }
-  long pid = ::clone(fn, static_cast<char*>(map) + kGuard + kStack,
-                     CLONE_VM | CLONE_VFORK | CLONE_PIDFD | SIGCHLD | flags, arg, pidfd);
+  char* top() const { return static_cast<char*>(map_) + kGuard + kStack; }
+  void Release() {
+    if (borrowed_) {
+      if (map_ != nullptr) kept_stack.store(map_, std::memory_order_relaxed);
+      kept_stack_lent.store(false, std::memory_order_release);
+    } else if (map_ != nullptr) {
+      ::munmap(map_, kGuard + kStack);
+    }
+    map_ = nullptr;
+    borrowed_ = false;
+  }
+
+ private:
+  void* map_ = nullptr;
+  bool borrowed_ = false;
+};
+
+// The borrowed-stack half of CloneProcess. `stack` null: CLONE_VFORK, and the stack is free again
+// on return. Otherwise the child runs alongside the caller, and *stack keeps its stack until the
+// caller has seen it exec or exit.
+long CloneSharingMemory(int (*fn)(void*), void* arg, unsigned long flags, int* pidfd,
+                        CloneStack* stack) {
+  CloneStack own;
+  CloneStack& use = stack != nullptr ? *stack : own;
+  if (int err = use.Take()) {
+    errno = err;
+    return -1;
+  }
+  const unsigned long vfork = stack != nullptr ? 0 : CLONE_VFORK;
+  const long pid =
+      ::clone(fn, use.top(), CLONE_VM | vfork | CLONE_PIDFD | SIGCHLD | flags, arg, pidfd);
   const int err = errno;
-  // The child has exec'ed or exited: the stack is free again.
-  if (borrowed) {
-    kept_stack.store(map, std::memory_order_relaxed);
-    kept_stack_lent.store(false, std::memory_order_release);
-  } else {
-    ::munmap(map, kGuard + kStack);
-  }
+  if (pid < 0 || stack == nullptr) use.Release();  // Failed, or exec'ed or exited (vfork).
   errno = err;
   return pid;
 }
@@ -397,6 +438,63 @@ std::vector<char*> CStrings(const std::vector<std::string>& v) {
   return out;
 }
 
+bool HasKeeper(const SpawnOptions& options) {
+  return std::any_of(options.steps.begin(), options.steps.end(),
+                     [](const SpawnStep& step) { return bool(step.keep); });
+}
+
+// What a spawned child reads from the caller's memory until its execve, built before the clone
+// (the child may not allocate) from `options`, which must outlive it.
+struct Launch {
+  explicit Launch(const SpawnOptions& options);
+  Launch(const Launch&) = delete;
+  Launch& operator=(const Launch&) = delete;
+
+  std::vector<char*> argv;
+  std::vector<char*> envp;
+  std::vector<int> temps;  // One slot per mapping.
+  std::vector<int> keep;   // The targets, sorted.
+  ChildPlan plan;
+  SharedChild shared;
+};
+
+Launch::Launch(const SpawnOptions& options)
+    : argv(CStrings(options.argv)), envp(CStrings(options.env)), temps(options.fds.size(), -1) {
+  int above = 3;
+  for (const auto& [source, target] : options.fds) {
+    keep.push_back(target);
+    above = std::max({above, source + 1, target + 1});
+  }
+  std::sort(keep.begin(), keep.end());
+  plan = ChildPlan{
+      argv.data(),        envp.data(),    options.cwd.empty() ? nullptr : options.cwd.c_str(),
+      &options.fds,       temps.data(),   keep.data(),
+      keep.size(),        above,          options.new_session,
+      &options.carry_fds, &options.steps, 0};
+  shared = SharedChild{&plan, -1};
+}
+
+// Clones the child that runs `launch` and reports on `err_fd`. All signals stay blocked across
+// the clone until the child has reset its dispositions. `stack` null: as CloneProcess; else the
+// child borrows our memory without CLONE_VFORK and *stack keeps its stack.
+Result<ChildProcess> CloneLaunch(const SpawnOptions& options, Launch& launch, int err_fd,
+                                 bool share_memory, CloneStack* stack) {
+  sigset_t all, old;
+  sigfillset(&all);
+  ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  launch.plan.reset_signals = NonDefaultSignals();
+  launch.shared.err_fd = err_fd;
+  int pidfd = -1;
+  const long pid =
+      stack != nullptr
+          ? CloneSharingMemory(RunSharedChild, &launch.shared, options.clone_flags, &pidfd, stack)
+          : CloneProcess(RunSharedChild, &launch.shared, options.clone_flags, share_memory, &pidfd);
+  const int clone_errno = errno;
+  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
+  if (pid < 0) return Status::FromErrno(clone_errno, "clone");
+  return ChildProcess(static_cast<pid_t>(pid), UniqueFd(pidfd), options.new_session);
+}
+
 }  // namespace
 
 ChildProcess::ChildProcess(pid_t pid, UniqueFd pidfd, bool own_group)
@@ -491,7 +589,9 @@ Status ChildProcess::Signal(int sig) {
 }
 
 long CloneProcess(int (*fn)(void*), void* arg, unsigned long flags, bool share_memory, int* pidfd) {
-  if (share_memory && kCloneCanShareMemory) return CloneSharingMemory(fn, arg, flags, pidfd);
+  if (share_memory && kCloneCanShareMemory) {
+    return CloneSharingMemory(fn, arg, flags, pidfd, nullptr);
+  }
   // Raw clone: glibc's fork() takes no namespace flags, and a child that makes only
   // async-signal-safe calls needs no atfork handlers.
   long pid = ::syscall(SYS_clone, flags | CLONE_PIDFD | SIGCHLD, nullptr, pidfd, nullptr, nullptr);
@@ -501,48 +601,66 @@ long CloneProcess(int (*fn)(void*), void* arg, unsigned long flags, bool share_m
 
 Result<ChildProcess> Spawn(const SpawnOptions& options) {
   FORKBOX_RETURN_IF_ERROR(ValidateOptions(options));
-  // Everything the child needs is prepared here: after fork it may not allocate.
-  std::vector<char*> argv = CStrings(options.argv);
-  std::vector<char*> envp = CStrings(options.env);
-  std::vector<int> temps(options.fds.size(), -1);
-  std::vector<int> keep;
-  int above = 3;
-  for (const auto& [source, target] : options.fds) {
-    keep.push_back(target);
-    above = std::max({above, source + 1, target + 1});
-  }
-  std::sort(keep.begin(), keep.end());
-  ChildPlan plan{
-      argv.data(),        envp.data(),   options.cwd.empty() ? nullptr : options.cwd.c_str(),
-      &options.fds,       temps.data(),  keep.data(),
-      keep.size(),        above,         options.new_session,
-      &options.carry_fds, &options.steps};
-
+  Launch launch(options);
   // CLONE_PARENT changes only whose child it is, not what the child does with the memory.
-  const bool keeper = std::any_of(options.steps.begin(), options.steps.end(),
-                                  [](const SpawnStep& step) { return bool(step.keep); });
   const bool share_memory = kCloneCanShareMemory && (options.clone_flags & ~CLONE_PARENT) == 0 &&
-                            !keeper && !options.while_starting;
+                            !HasKeeper(options) && !options.while_starting;
   // The report (at most sizeof(Report) + kMaxReportMessage < PIPE_BUF) fits an empty pipe whole.
   Result<Pipe> err_pipe = MakePipe(share_memory ? O_NONBLOCK : 0);
   if (!err_pipe.ok()) return err_pipe.status().WithContext("spawn");
-
-  // All signals stay blocked across fork until the child has reset its dispositions.
-  sigset_t all, old;
-  sigfillset(&all);
-  ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  int pidfd = -1;
-  SharedChild shared{&plan, err_pipe->write.get()};
-  long pid = CloneProcess(RunSharedChild, &shared, options.clone_flags, share_memory, &pidfd);
-  int clone_errno = errno;
-  ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
-  if (pid < 0) return Status::FromErrno(clone_errno, "clone");
+  Result<ChildProcess> child =
+      CloneLaunch(options, launch, err_pipe->write.get(), share_memory, nullptr);
+  if (!child.ok()) return child.status();
   err_pipe->write.reset();
-  ChildProcess child(static_cast<pid_t>(pid), UniqueFd(pidfd), options.new_session);
   if (options.while_starting) FORKBOX_RETURN_IF_ERROR(options.while_starting());
   Status report = ReadReport(err_pipe->read.get(), options, /*settled=*/share_memory);
   if (!report.ok()) return report;  // The child has _exit(127)ed; its destructor reaps it.
   return child;
+}
+
+// Members in this order: the child is killed and reaped (if Finish did not take it) before its
+// stack is given back and what it read is freed.
+struct PendingChild::State {
+  explicit State(SpawnOptions o) : options(std::move(o)), launch(options) {}
+  SpawnOptions options;
+  Launch launch;
+  CloneStack stack;
+  UniqueFd report;  // The child's error pipe: EOF once it has exec'ed or exited.
+  ChildProcess child;
+};
+
+PendingChild::PendingChild(std::unique_ptr<State> state) : state_(std::move(state)) {}
+PendingChild::PendingChild(PendingChild&&) noexcept = default;
+PendingChild& PendingChild::operator=(PendingChild&&) noexcept = default;
+PendingChild::~PendingChild() = default;
+
+Result<PendingChild> StartSpawn(SpawnOptions options) {
+  FORKBOX_RETURN_IF_ERROR(ValidateOptions(options));
+  if (!options.carry_fds.empty() || HasKeeper(options) || options.while_starting ||
+      options.clone_flags != 0) {
+    return Status::InvalidArgument(
+        "StartSpawn: carry_fds, keeper steps, while_starting and clone flags need Spawn");
+  }
+  auto state = std::make_unique<PendingChild::State>(std::move(options));
+  Result<Pipe> err_pipe = MakePipe();
+  if (!err_pipe.ok()) return err_pipe.status().WithContext("spawn");
+  Result<ChildProcess> child =
+      CloneLaunch(state->options, state->launch, err_pipe->write.get(), kCloneCanShareMemory,
+                  kCloneCanShareMemory ? &state->stack : nullptr);
+  if (!child.ok()) return child.status();
+  err_pipe->write.reset();
+  state->report = std::move(err_pipe->read);
+  state->child = std::move(*child);
+  return PendingChild(std::move(state));
+}
+
+Result<ChildProcess> PendingChild::Finish() {
+  if (!state_) return Status::InvalidArgument("PendingChild::Finish: nothing pending");
+  std::unique_ptr<State> state = std::move(state_);
+  // Until EOF: the child no longer runs on our memory only once it has exec'ed or exited.
+  Status report = ReadReport(state->report.get(), state->options, /*settled=*/false);
+  if (!report.ok()) return report;  // `state` kills and reaps the child, then frees its stack.
+  return std::move(state->child);
 }
 
 int ExitCodeFromWaitStatus(int wait_status) {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <utility>
@@ -129,6 +130,36 @@ long CloneProcess(int (*fn)(void*), void* arg, unsigned long flags, bool share_m
 // Status naming the failing step instead of a mysterious exit code 127. The pidfd comes from
 // clone(CLONE_PIDFD) and is owned by the returned ChildProcess.
 Result<ChildProcess> Spawn(const SpawnOptions& options);
+
+// A child from StartSpawn whose steps and execve may still be under way. It owns what the child
+// reads (a copy of the options); destroyed unfinished, it kills and reaps the child first.
+class PendingChild {
+ public:
+  PendingChild(PendingChild&&) noexcept;
+  PendingChild& operator=(PendingChild&&) noexcept;
+  ~PendingChild();
+
+  // Waits until the child has exec'ed and returns it, as Spawn would; or its failure (a Status
+  // naming the step, the child reaped). Once: the handle is empty afterwards.
+  Result<ChildProcess> Finish();
+  bool pending() const { return state_ != nullptr; }
+
+ private:
+  friend Result<PendingChild> StartSpawn(SpawnOptions options);
+  struct State;
+  explicit PendingChild(std::unique_ptr<State> state);
+  std::unique_ptr<State> state_;
+};
+
+// Spawn for a caller with other work to do while the child starts: returns once it is cloned.
+// With kCloneCanShareMemory the child borrows this process's memory on a stack of its own
+// (CLONE_VM without CLONE_VFORK) and runs alongside the caller until its execve, so until
+// Finish() this process must not unshare(CLONE_NEWUSER) (EINVAL: its memory is shared). The
+// child's steps must not write the caller's memory. It also shares the calling thread's
+// thread-local storage: on its way to execve it makes no call that can fail, so only a failing
+// spawn sets that thread's errno. Options as Spawn's, without carry_fds, keeper steps,
+// while_starting and clone flags (InvalidArgument): each needs the caller to wait, or a copy.
+Result<PendingChild> StartSpawn(SpawnOptions options);
 
 // Maps a raw wait status to a shell-style exit code: the exit status, or 128+N for signal N.
 int ExitCodeFromWaitStatus(int wait_status);

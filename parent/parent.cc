@@ -205,10 +205,11 @@ agent::ToolContext ParentToolContext(const Options& o, const Settings& s,
 
 // The spawner, started while this process still has every right it started with: only with
 // subagents and the sandbox on (with --sandbox=off nothing is confined, and children start here).
-Result<std::optional<Spawner>> StartSpawner(const Options& o, const Settings& s,
-                                            const sandbox::Policy& policy,
-                                            const UniqueFd& workdir) {
-  if (!o.subagents || !o.sandbox.enabled) return std::optional<Spawner>();
+// Its execve overlaps the parent's next steps until FinishSpawner.
+Result<std::optional<PendingSpawner>> BeginSpawner(const Options& o, const Settings& s,
+                                                   const sandbox::Policy& policy,
+                                                   const UniqueFd& workdir) {
+  if (!o.subagents || !o.sandbox.enabled) return std::optional<PendingSpawner>();
   SpawnerConfig config;
   config.program = s.child_path;  // forkbox-child serves as the spawner too.
   config.child_path = s.child_path;
@@ -216,7 +217,14 @@ Result<std::optional<Spawner>> StartSpawner(const Options& o, const Settings& s,
   config.workdir = UniqueFd(::fcntl(workdir.get(), F_DUPFD_CLOEXEC, 3));
   if (!config.workdir) return Status::FromErrno(errno, "dup(workdir)");
   config.verbose = s.provider.verbose;
-  Result<Spawner> spawner = Spawner::Start(std::move(config));
+  Result<PendingSpawner> spawner = Spawner::Begin(std::move(config));
+  if (!spawner.ok()) return spawner.status();
+  return std::optional<PendingSpawner>(std::move(*spawner));
+}
+
+Result<std::optional<Spawner>> FinishSpawner(std::optional<PendingSpawner>& pending) {
+  if (!pending) return std::optional<Spawner>();
+  Result<Spawner> spawner = pending->Finish();
   if (!spawner.ok()) return spawner.status();
   return std::optional<Spawner>(std::move(*spawner));
 }
@@ -396,11 +404,20 @@ int Run(const Options& o) {
   if (!settings.ok()) return Fail(o.output_format, kExitUsage, settings.status().message());
   const Settings& s = *settings;
   // For an https model the HTTP module and the TLS set-up load on a thread of its own while the
-  // sandbox policy and the session are set up; joined before the spawner's start and the
-  // confinement. An http model sets up no TLS, and its module loads at the join.
+  // sandbox policy and the session are set up; joined before the confinement. An http model sets
+  // up no TLS, and its module loads at the join.
   Background<Status> http = agent::StartWarmUpHttp(s.provider.base_url);
   SessionSandbox box;
   if (int code = SetUpSandbox(o, s, &box); code != kExitOk) return code;
+  // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor
+  // and every child gets it (ipc::kChildWorkdirFd).
+  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(s.workdir);
+  if (!workdir_fd.ok()) return Fail(o.output_format, kExitUsage, workdir_fd.status().message());
+  Result<std::optional<PendingSpawner>> pending_spawner =
+      BeginSpawner(o, s, box.policy, **workdir_fd);
+  if (!pending_spawner.ok()) {
+    return Fail(o.output_format, kExitSandbox, pending_spawner.status().ToString());
+  }
   SessionState state;
   if (Status st = OpenSession(o, s, prompt->value_or(""), &state); !st.ok()) {
     return Fail(o.output_format, kExitUsage, st.message());
@@ -419,18 +436,18 @@ int Run(const Options& o) {
       s.provider,
       ParentProviderHooks(streaming ? &events : nullptr, &stream_restarted, &request_sent));
   if (!provider.ok()) return Fail(o.output_format, kExitUsage, provider.status().message());
-  // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor
-  // and every child gets it (ipc::kChildWorkdirFd).
-  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(s.workdir);
-  if (!workdir_fd.ok()) return Fail(o.output_format, kExitUsage, workdir_fd.status().message());
-  Result<std::optional<Spawner>> spawner = StartSpawner(o, s, box.policy, **workdir_fd);
-  if (!spawner.ok()) return Fail(o.output_format, kExitSandbox, spawner.status().ToString());
   const bool interactive = !prompt->has_value();
   std::unique_ptr<LineEditor> editor;
   if (interactive) editor = MakeSessionEditor(o.persist_session);
-  // From here on the parent runs confined, like a task child (docs/architecture.md).
-  Result<sandbox::Sandbox> confined =
-      sandbox::EnterLauncherSandbox(box.policy, box.report, OwnWritable(s));
+  // From here on the parent runs confined, like a task child (docs/architecture.md). The
+  // spawner's execve overlaps the planning; it shares our memory until then, so unshare waits.
+  Result<std::optional<Spawner>> spawner = std::optional<Spawner>();
+  Result<sandbox::Sandbox> confined = sandbox::EnterLauncherSandbox(
+      box.policy, box.report, OwnWritable(s), [&spawner, &pending_spawner] {
+        spawner = FinishSpawner(*pending_spawner);
+        return spawner.ok() ? Status::Ok() : spawner.status();
+      });
+  if (!spawner.ok()) return Fail(o.output_format, kExitSandbox, spawner.status().ToString());
   if (!confined.ok()) {
     return Fail(o.output_format, kExitSandbox,
                 "cannot sandbox the parent: " + confined.status().ToString());

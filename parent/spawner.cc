@@ -14,6 +14,21 @@
 namespace forkbox::parent {
 
 Result<Spawner> Spawner::Start(SpawnerConfig config) {
+  Result<PendingSpawner> pending = Begin(std::move(config));
+  if (!pending.ok()) return pending.status();
+  return pending->Finish();
+}
+
+Result<Spawner> PendingSpawner::Finish() {
+  Result<ChildProcess> process = process_.Finish();
+  if (!process.ok()) return process.status().WithContext("spawner");
+  Spawner spawner;
+  spawner.process_ = std::move(*process);
+  spawner.socket_ = std::move(socket_);
+  return spawner;
+}
+
+Result<PendingSpawner> Spawner::Begin(SpawnerConfig config) {
   if (config.program.empty() || config.program[0] != '/' || config.child_path.empty() ||
       config.child_path[0] != '/') {
     return Status::InvalidArgument("spawner: its program and the child path must be absolute");
@@ -38,12 +53,9 @@ Result<Spawner> Spawner::Start(SpawnerConfig config) {
                           if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
                           return ::getppid() == parent ? 0 : ESRCH;
                         }});
-  Result<ChildProcess> process = Spawn(opts);
+  Result<PendingChild> process = StartSpawn(std::move(opts));
   if (!process.ok()) return process.status().WithContext("spawner");
-  Spawner spawner;
-  spawner.process_ = std::move(*process);
-  spawner.socket_ = std::move(ours);
-  return spawner;
+  return PendingSpawner(std::move(*process), std::move(ours));
 }
 
 Result<ChildProcess> Spawner::Launch(int control_read, int report_write, int transcript) const {

@@ -27,10 +27,14 @@ struct SpawnerConfig {
   bool verbose = false;  // Children's stdout and stderr go to ours; else /dev/null.
 };
 
+class PendingSpawner;
+
 class Spawner {
  public:
   // Starts the spawner, before the parent confines itself. It dies with the calling thread.
   static Result<Spawner> Start(SpawnerConfig config);
+  // Start for a caller with other work meanwhile: the spawner's execve overlaps it (StartSpawn).
+  static Result<PendingSpawner> Begin(SpawnerConfig config);
 
   Spawner() = default;
   Spawner(Spawner&&) noexcept = default;
@@ -45,7 +49,24 @@ class Spawner {
   int socket_fd() const { return socket_.get(); }  // For the tests' raw requests.
 
  private:
+  friend class PendingSpawner;
   ChildProcess process_;
+  UniqueFd socket_;
+};
+
+// A spawner whose execve may still be under way. Until Finish() it shares this process's memory,
+// so the parent calls Finish() before it confines itself (unshare would fail). Destroyed
+// unfinished, it kills and reaps the spawner.
+class PendingSpawner {
+ public:
+  // The spawner once it has exec'ed, or why it could not start. Once.
+  Result<Spawner> Finish();
+
+ private:
+  friend class Spawner;
+  PendingSpawner(PendingChild process, UniqueFd socket)
+      : process_(std::move(process)), socket_(std::move(socket)) {}
+  PendingChild process_;
   UniqueFd socket_;
 };
 

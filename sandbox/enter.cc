@@ -157,14 +157,19 @@ Status ConfineSpawner(std::span<const int> keep_fds) {
 }
 
 Result<Sandbox> EnterLauncherSandbox(const Policy& policy, Report report,
-                                     const std::vector<std::string>& own_writable) {
-  if (!policy.enabled) return Sandbox::ForTools(policy);
+                                     const std::vector<std::string>& own_writable,
+                                     const std::function<Status()>& before_entering) {
+  if (!policy.enabled) {
+    FORKBOX_RETURN_IF_ERROR(before_entering());
+    return Sandbox::ForTools(policy);
+  }
   if (!report.enforceable || report.landlock_abi <= 0) {
     return Status::Unavailable("sandbox: not enforceable here (" + report.Banner() + ")");
   }
   Result<ContainPlan> plan =
       PrepareLauncher(policy, report.landlock_abi, report.layer == 2, own_writable);
   if (!plan.ok()) return plan.status();
+  FORKBOX_RETURN_IF_ERROR(before_entering());
   FORKBOX_RETURN_IF_ERROR(AwaitSingleThreaded());
   const char* step = "";
   if (int err = ContainRaw(*plan, &step)) return Status::FromErrno(err, step);

@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -266,7 +267,8 @@ class Sandbox {
   friend Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared,
                                            std::span<const int> keep_fds);
   friend Result<Sandbox> EnterLauncherSandbox(const Policy& policy, Report report,
-                                              const std::vector<std::string>& own_writable);
+                                              const std::vector<std::string>& own_writable,
+                                              const std::function<Status()>& before_entering);
   // Who spawns the tools, and from which Landlock domain they nest.
   enum class Caller {
     kUnconfined,   // ForTools: from the broker's thread, which scopes itself.
@@ -361,8 +363,12 @@ Status EnterAgentNamespaces(const Settings& settings);
 // the spawner started (the layer-2 probe must run before the filter); the layer and the Landlock
 // ABI are planned from it, and an unenforceable one is refused. The returned handle stacks the
 // tool layer for its own bash. With policy.enabled == false: Sandbox::ForTools (unconfined).
+// `before_entering` runs once the plan is made, before anything in the process changes (also
+// with the sandbox off): the caller's last unconfined step (the parent finishes its spawner's
+// start there, so that the spawner's execve overlaps the planning). Its failure is returned.
 Result<Sandbox> EnterLauncherSandbox(const Policy& policy, Report report,
-                                     const std::vector<std::string>& own_writable);
+                                     const std::vector<std::string>& own_writable,
+                                     const std::function<Status()>& before_entering);
 
 // A directory descriptor opened before entering a sandbox still reaches the mounts of the old
 // mount namespace (a writable .git/config in layer 2). Once inside, this opens `path` again

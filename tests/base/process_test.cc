@@ -21,6 +21,7 @@
 #include <filesystem>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "ipc/frame.h"
 #include "tests/base/test_util.h"
@@ -305,6 +306,131 @@ TEST(SpawnTest, WhileStartingFailureKillsTheChild) {
   EXPECT_EQ(child.status().message(), "the hook failed");
   ASSERT_GT(pid, 0);
   EXPECT_TRUE(FullyGone(pid)) << "the child of a failed spawn must be reaped";
+}
+
+// A step that waits (poll as a guard against a hang, not a sleep) until the caller writes to
+// fd 3 and then writes "stepped" to stdout; fd 3 gets `go`'s read end.
+void AddWaitForGo(SpawnOptions& o, const Pipe& go) {
+  o.fds.push_back({go.read.get(), 3});
+  o.steps.push_back({"wait for go", [](const char**) {
+                       pollfd p = {3, POLLIN, 0};
+                       char c = 0;
+                       if (::poll(&p, 1, 30000) != 1 || ::read(3, &c, 1) != 1) return ETIME;
+                       return ::write(1, "stepped\n", 8) == 8 ? 0 : EIO;
+                     }});
+}
+
+// StartSpawn returns while the child is still in its steps: the child waits for what the caller
+// writes only after the call. (Were it to wait for the execve like Spawn, the step would time
+// out and Finish would report it.) Finish then hands out the child, as Spawn does.
+TEST(StartSpawnTest, TheCallerGoesOnWhileTheChildStartsAndFinishReturnsIt) {
+  Result<Pipe> out = MakePipe();
+  Result<Pipe> go = MakePipe();
+  ASSERT_TRUE(out.ok() && go.ok());
+  SpawnOptions o = Sh("echo exec; exit 4");
+  o.fds = {{out->write.get(), 1}};
+  AddWaitForGo(o, *go);
+  Result<PendingChild> pending = StartSpawn(std::move(o));
+  ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+  EXPECT_TRUE(pending->pending());
+  ASSERT_EQ(::write(go->write.get(), "g", 1), 1);
+  Result<ChildProcess> child = pending->Finish();
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  EXPECT_FALSE(pending->pending());
+  out->write.reset();
+  EXPECT_EQ(ReadAllFromFd(out->read.get()), "stepped\nexec\n");
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 4);
+  EXPECT_FALSE(pending->Finish().ok()) << "a second Finish has nothing to hand out";
+}
+
+TEST(StartSpawnTest, ExecAndStepFailuresComeFromFinish) {
+  SpawnOptions o;
+  o.argv = {"/nonexistent/forkbox-child"};
+  Result<PendingChild> pending = StartSpawn(o);
+  ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+  Result<ChildProcess> child = pending->Finish();
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.status().message(),
+            "execve(/nonexistent/forkbox-child): No such file or directory (errno 2)");
+
+  o = Sh("exit 0");
+  o.steps.push_back({"the failing step", [](const char**) { return EACCES; }});
+  pending = StartSpawn(o);
+  ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+  child = pending->Finish();
+  ASSERT_FALSE(child.ok());
+  EXPECT_EQ(child.status().message(),
+            "spawn /bin/sh: the failing step: Permission denied (errno 13)");
+}
+
+// A handle dropped before Finish kills and reaps its child, which is still in its steps here.
+TEST(StartSpawnTest, AnUnfinishedHandleKillsAndReapsItsChild) {
+  Result<Pipe> out = MakePipe();
+  Result<Pipe> go = MakePipe();
+  ASSERT_TRUE(out.ok() && go.ok());
+  SpawnOptions o = Sh("exit 0");
+  o.fds = {{out->write.get(), 1}};
+  o.steps.push_back({"report pid", [](const char**) {
+                       const pid_t me = ::getpid();
+                       return ::write(1, &me, sizeof me) == sizeof me ? 0 : EIO;
+                     }});
+  AddWaitForGo(o, *go);  // Never written: only the kill ends the wait.
+  pid_t pid = -1;
+  {
+    Result<PendingChild> pending = StartSpawn(std::move(o));
+    ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+    ASSERT_EQ(::read(out->read.get(), &pid, sizeof pid), static_cast<ssize_t>(sizeof pid));
+  }
+  ASSERT_GT(pid, 0);
+  EXPECT_TRUE(FullyGone(pid)) << "the child of a dropped handle must be killed and reaped";
+}
+
+// While one child holds the kept stack, a Spawn maps a stack of its own: both children run. (On
+// one shared stack the waiting child would resume on a stack the other overwrote.)
+TEST(StartSpawnTest, ASpawnWhileAChildIsPendingRunsOnAStackOfItsOwn) {
+  Result<Pipe> out = MakePipe();
+  Result<Pipe> go = MakePipe();
+  ASSERT_TRUE(out.ok() && go.ok());
+  SpawnOptions o = Sh("echo exec");
+  o.fds = {{out->write.get(), 1}};
+  AddWaitForGo(o, *go);
+  Result<PendingChild> pending = StartSpawn(std::move(o));
+  ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+  for (int i = 0; i < 20; ++i) {
+    Result<ChildProcess> other = Spawn(Sh("exit 3"));
+    ASSERT_TRUE(other.ok()) << other.status().ToString();
+    Result<int> status = other->Wait();
+    ASSERT_TRUE(status.ok());
+    EXPECT_EQ(ExitCodeFromWaitStatus(*status), 3);
+  }
+  ASSERT_EQ(::write(go->write.get(), "g", 1), 1);
+  Result<ChildProcess> child = pending->Finish();
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  out->write.reset();
+  EXPECT_EQ(ReadAllFromFd(out->read.get()), "stepped\nexec\n");
+  ASSERT_TRUE(child->Wait().ok());
+}
+
+// What needs the caller to wait for the execve (or a copy of its memory) is refused up front.
+TEST(StartSpawnTest, RefusesOptionsThatNeedTheCallerToWait) {
+  int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(fd, 0);
+  UniqueFd owned(fd);
+  std::vector<SpawnOptions> refused(4, Sh("exit 0"));
+  refused[0].carry_fds = {&fd};
+  refused[1].steps.push_back({"keeper", [](const char**) { return 0; }, [](pid_t) {}});
+  refused[2].while_starting = [] { return Status::Ok(); };
+  refused[3].clone_flags = CLONE_NEWNS;
+  for (SpawnOptions& o : refused) {
+    Result<PendingChild> pending = StartSpawn(std::move(o));
+    ASSERT_FALSE(pending.ok());
+    EXPECT_EQ(pending.status().code(), Status::Code::kInvalidArgument);
+  }
+  Result<PendingChild> control = StartSpawn(Sh("exit 0"));
+  ASSERT_TRUE(control.ok()) << control.status().ToString();
+  EXPECT_TRUE(control->Finish().ok());
 }
 
 TEST(SpawnTest, CloneFlagsGiveTheChildNewNamespaces) {

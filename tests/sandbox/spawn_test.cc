@@ -293,15 +293,47 @@ TEST(EnterLauncherSandbox, RefusesAReportThatIsNotEnforceable) {
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {
-      Result<Sandbox> r = EnterLauncherSandbox(policy, report, {});
+      bool before_entering_ran = false;
+      Result<Sandbox> r = EnterLauncherSandbox(policy, report, {}, [&before_entering_ran] {
+        before_entering_ran = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 0;  // Still unconfined.
+        return Status::Ok();
+      });
       const bool nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
-      if (enforceable) _exit(r.ok() && nnp ? 0 : 1);
-      _exit(!r.ok() && r.status().code() == Status::Code::kUnavailable && !nnp ? 0 : 2);
+      if (enforceable) _exit(r.ok() && nnp && before_entering_ran ? 0 : 1);
+      _exit(!r.ok() && r.status().code() == Status::Code::kUnavailable && !nnp &&
+                    !before_entering_ran
+                ? 0
+                : 2);
     }
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
     EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
         << "enforceable=" << enforceable << " status " << status;
+  }
+}
+
+// The caller's last unconfined step (the parent finishes its spawner's start there) fails the
+// entry before anything changes: no no_new_privs, no Landlock domain. The control, the same call
+// with a step that succeeds, confines the (forked) process.
+TEST(EnterLauncherSandbox, AFailingBeforeEnteringStepLeavesTheProcessUnconfined) {
+  Policy policy = MakePolicy(MakeTempDir("launcher-before"));
+  const Report report = Check(policy);
+  ASSERT_TRUE(report.enforceable) << report.Banner();
+  for (const bool fail : {true, false}) {
+    pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      Result<Sandbox> r = EnterLauncherSandbox(policy, report, {}, [fail] {
+        return fail ? Status::Internal("the spawner did not start") : Status::Ok();
+      });
+      const bool nnp = prctl(PR_GET_NO_NEW_PRIVS, 0, 0, 0, 0) == 1;
+      if (!fail) _exit(r.ok() && nnp ? 0 : 1);
+      _exit(!r.ok() && r.status().message() == "the spawner did not start" && !nnp ? 0 : 2);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "fail=" << fail << " status " << status;
   }
 }
 
