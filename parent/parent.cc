@@ -404,11 +404,17 @@ int Run(const Options& o) {
   if (!settings.ok()) return Fail(o.output_format, kExitUsage, settings.status().message());
   const Settings& s = *settings;
   // For an https model the HTTP module and the TLS set-up load on a thread of its own while the
-  // sandbox policy and the session are set up; joined before the confinement. An http model sets
-  // up no TLS, and its module loads at the join.
+  // sandbox policy is set up; joined before the spawner's start. An http model sets up no TLS,
+  // and its module loads at the join.
   Background<Status> http = agent::StartWarmUpHttp(s.provider.base_url);
   SessionSandbox box;
   if (int code = SetUpSandbox(o, s, &box); code != kExitOk) return code;
+  // Loaded before confinement: the confined parent might not be able to read the HTTP module.
+  // And before the spawner starts: while it shares our memory, every mapping the load changes
+  // must reach the spawner's CPU too (twice the load's time here).
+  if (Status loaded = http.Get(); !loaded.ok()) {
+    return Fail(o.output_format, kExitUsage, loaded.message());
+  }
   // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor
   // and every child gets it (ipc::kChildWorkdirFd).
   Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(s.workdir);
@@ -428,10 +434,6 @@ int Run(const Options& o) {
                     streaming ? &events : nullptr);
   std::function<void()> stream_restarted;  // The session's live stdout stream, if any.
   std::function<void()> request_sent;      // Starts the standby children, once there is a runner.
-  // Loaded before confinement: the confined parent might not be able to read the HTTP module.
-  if (Status loaded = http.Get(); !loaded.ok()) {
-    return Fail(o.output_format, kExitUsage, loaded.message());
-  }
   Result<std::unique_ptr<agent::Provider>> provider = agent::MakeProvider(
       s.provider,
       ParentProviderHooks(streaming ? &events : nullptr, &stream_restarted, &request_sent));
