@@ -524,9 +524,8 @@ Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int
   p.keeper = Keeper::kWaiter;
   p.all_threads = true;
   if (layer2) FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p));
-  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
   // AF_UNIX in both layers: the tools' connect broker runs in the agent (layer 1 too).
-  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentNetUnix, p));
+  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentBaseNetUnix, p));
   FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kAgent, p));
   return p;
 }
@@ -563,9 +562,8 @@ Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
     FORKBOX_RETURN_IF_ERROR(PlanNamespaceMounts(policy, p));
     p.mounts.mount_proc = false;
   }
-  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kBase, p));
   // As an agent: AF_UNIX for its bash's connect broker (both layers).
-  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentNetUnix, p));
+  FORKBOX_RETURN_IF_ERROR(AddFilter(seccomp::Program::kAgentBaseNetUnix, p));
   FORKBOX_RETURN_IF_ERROR(BuildRuleset(policy, landlock::Mode::kAgent, p, own_writable,
                                        /*scope_signals=*/false));
   return p;

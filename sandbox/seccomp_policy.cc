@@ -292,6 +292,14 @@ std::vector<RuleSet> ToolNetBrokeredTable() {
                    "same port (a restarted UDP server binds again)")}}};
 }
 
+// `first`'s sets, then `second`'s: two stacked programs as one table.
+std::vector<RuleSet> Concatenated(const std::vector<RuleSet>& first,
+                                  const std::vector<RuleSet>& second) {
+  std::vector<RuleSet> out = first;
+  out.insert(out.end(), second.begin(), second.end());
+  return out;
+}
+
 // The BPF return value of an action (kNotify: the listener's broker answers).
 uint32_t RetOf(Action action) {
   if (action == Action::kNotify) return SECCOMP_RET_USER_NOTIF;
@@ -452,7 +460,10 @@ const std::vector<RuleSet>& Table(Program program) {
   static const std::vector<RuleSet> agent_unix = AgentNetUnixTable();
   static const std::vector<RuleSet> tool_brokered = ToolBrokeredTable();
   static const std::vector<RuleSet> tool_net_brokered = ToolNetBrokeredTable();
+  static const std::vector<RuleSet> agent_base_unix = Concatenated(base, agent_unix);
   switch (program) {
+    case Program::kAgentBaseNetUnix:
+      return agent_base_unix;
     case Program::kAgentNetUnix:
       return agent_unix;
     case Program::kToolBrokered:

@@ -19,9 +19,13 @@
 namespace forkbox::sandbox::seccomp {
 namespace {
 
-const Program kPrograms[] = {Program::kBase,         Program::kAgentNet,
-                             Program::kToolNoNet,    Program::kAgentNetUnix,
-                             Program::kToolBrokered, Program::kToolNetBrokered};
+const Program kPrograms[] = {Program::kBase,
+                             Program::kAgentNet,
+                             Program::kToolNoNet,
+                             Program::kAgentNetUnix,
+                             Program::kToolBrokered,
+                             Program::kToolNetBrokered,
+                             Program::kAgentBaseNetUnix};
 
 TEST(SeccompTable, EveryRuleHasAReasonAndAKnownSyscall) {
   for (Program p : kPrograms) {
@@ -46,7 +50,7 @@ TEST(SeccompTable, NoDuplicateSyscalls) {
       EXPECT_TRUE(base.insert(rule.syscall).second) << "duplicate: " << rule.syscall;
     }
   }
-  for (Program p : {Program::kAgentNet, Program::kToolNoNet}) {
+  for (Program p : {Program::kAgentNet, Program::kToolNoNet, Program::kAgentNetUnix}) {
     std::set<std::string> seen;
     for (const RuleSet& set : Table(p)) {
       for (const Rule& rule : set.rules) {
@@ -420,6 +424,42 @@ TEST(SeccompTable, CompiledProgramsAnswerEverySyscallAsTheTableSays) {
     }
     EXPECT_GT(refused, 0u) << "program " << index;  // Control: the programs refuse something.
   }
+}
+
+// The agents' one program is the base table and the agent's unix network table, set by set, and
+// answers every call as the two stacked do: the more restrictive of the two answers (no syscall
+// has rules in both, SeccompTable.NoDuplicateSyscalls). The control: the network table alone
+// allows what the base refuses, so a program that lost the base part would fail here.
+TEST(SeccompTable, TheAgentsOneProgramIsTheBaseAndTheUnixNetworkStacked) {
+  std::vector<std::string> names;
+  for (Program p : {Program::kBase, Program::kAgentNetUnix}) {
+    for (const RuleSet& set : Table(p)) names.push_back(set.name);
+  }
+  std::vector<std::string> merged;
+  for (const RuleSet& set : Table(Program::kAgentBaseNetUnix)) merged.push_back(set.name);
+  EXPECT_EQ(merged, names);
+  Result<std::span<const sock_filter>> one = Compiled(Program::kAgentBaseNetUnix);
+  Result<std::span<const sock_filter>> base = Compiled(Program::kBase);
+  Result<std::span<const sock_filter>> net = Compiled(Program::kAgentNetUnix);
+  ASSERT_TRUE(one.ok() && base.ok() && net.ok());
+  size_t differs_from_net = 0;
+  for (int nr = 0; nr < 1024; ++nr) {
+    for (uint64_t value : {uint64_t{0}, uint64_t{AF_UNIX}, uint64_t{AF_INET}, uint64_t{AF_INET6},
+                           uint64_t{AF_NETLINK}, uint64_t{AF_PACKET}, uint64_t{0xffffffff}}) {
+      seccomp_data data{};
+      data.nr = nr;
+      data.arch = (*one)[1].k;
+      for (auto& arg : data.args) arg = value;
+      const std::optional<uint32_t> a = Evaluate(*base, data);
+      const std::optional<uint32_t> b = Evaluate(*net, data);
+      const std::optional<uint32_t> got = Evaluate(*one, data);
+      ASSERT_TRUE(a && b && got) << "nr " << nr;
+      // The kernel keeps the lowest action of stacked filters (ERRNO < ALLOW).
+      EXPECT_EQ(*got, std::min(*a, *b)) << "nr " << nr << ", args " << value;
+      differs_from_net += *got != *b ? 1 : 0;
+    }
+  }
+  EXPECT_GT(differs_from_net, 0u) << "control: the base part refuses something";
 }
 
 }  // namespace
