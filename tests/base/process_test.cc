@@ -308,44 +308,52 @@ TEST(SpawnTest, WhileStartingFailureKillsTheChild) {
   EXPECT_TRUE(FullyGone(pid)) << "the child of a failed spawn must be reaped";
 }
 
-// A step that waits (poll as a guard against a hang, not a sleep) until the caller writes to
-// fd 3 and then writes "stepped" to stdout; fd 3 gets `go`'s read end.
-void AddWaitForGo(SpawnOptions& o, const Pipe& go) {
-  o.fds.push_back({go.read.get(), 3});
-  o.steps.push_back({"wait for go", [](const char**) {
-                       pollfd p = {3, POLLIN, 0};
-                       char c = 0;
-                       if (::poll(&p, 1, 30000) != 1 || ::read(3, &c, 1) != 1) return ETIME;
-                       return ::write(1, "stepped\n", 8) == 8 ? 0 : EIO;
-                     }});
-}
+// StartSpawn's children: each waits in a last step (poll as a guard against a hang, not a sleep)
+// until the test calls Go(), then writes "stepped"; their stdout is Output().
+class StartSpawnTest : public ::testing::Test {
+ protected:
+  void SetUp() override { ASSERT_TRUE(out_.ok() && go_.ok()); }
+  Result<PendingChild> StartWaiting(SpawnOptions o) {
+    o.fds = {{out_->write.get(), 1}, {go_->read.get(), 3}};
+    o.steps.push_back({"wait for go", [](const char**) {
+                         pollfd p = {3, POLLIN, 0};
+                         char c = 0;
+                         if (::poll(&p, 1, 30000) != 1 || ::read(3, &c, 1) != 1) return ETIME;
+                         return ::write(1, "stepped\n", 8) == 8 ? 0 : EIO;
+                       }});
+    return StartSpawn(std::move(o));
+  }
+  bool Go() { return ::write(go_->write.get(), "g", 1) == 1; }
+  std::string Output() {
+    out_->write.reset();
+    return ReadAllFromFd(out_->read.get());
+  }
+  int out() const { return out_->read.get(); }
+
+ private:
+  Result<Pipe> out_ = MakePipe();
+  Result<Pipe> go_ = MakePipe();
+};
 
 // StartSpawn returns while the child is still in its steps: the child waits for what the caller
 // writes only after the call. (Were it to wait for the execve like Spawn, the step would time
 // out and Finish would report it.) Finish then hands out the child, as Spawn does.
-TEST(StartSpawnTest, TheCallerGoesOnWhileTheChildStartsAndFinishReturnsIt) {
-  Result<Pipe> out = MakePipe();
-  Result<Pipe> go = MakePipe();
-  ASSERT_TRUE(out.ok() && go.ok());
-  SpawnOptions o = Sh("echo exec; exit 4");
-  o.fds = {{out->write.get(), 1}};
-  AddWaitForGo(o, *go);
-  Result<PendingChild> pending = StartSpawn(std::move(o));
+TEST_F(StartSpawnTest, TheCallerGoesOnWhileTheChildStartsAndFinishReturnsIt) {
+  Result<PendingChild> pending = StartWaiting(Sh("echo exec; exit 4"));
   ASSERT_TRUE(pending.ok()) << pending.status().ToString();
   EXPECT_TRUE(pending->pending());
-  ASSERT_EQ(::write(go->write.get(), "g", 1), 1);
+  ASSERT_TRUE(Go());
   Result<ChildProcess> child = pending->Finish();
   ASSERT_TRUE(child.ok()) << child.status().ToString();
   EXPECT_FALSE(pending->pending());
-  out->write.reset();
-  EXPECT_EQ(ReadAllFromFd(out->read.get()), "stepped\nexec\n");
+  EXPECT_EQ(Output(), "stepped\nexec\n");
   Result<int> status = child->Wait();
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(ExitCodeFromWaitStatus(*status), 4);
   EXPECT_FALSE(pending->Finish().ok()) << "a second Finish has nothing to hand out";
 }
 
-TEST(StartSpawnTest, ExecAndStepFailuresComeFromFinish) {
+TEST_F(StartSpawnTest, ExecAndStepFailuresComeFromFinish) {
   SpawnOptions o;
   o.argv = {"/nonexistent/forkbox-child"};
   Result<PendingChild> pending = StartSpawn(o);
@@ -366,22 +374,17 @@ TEST(StartSpawnTest, ExecAndStepFailuresComeFromFinish) {
 }
 
 // A handle dropped before Finish kills and reaps its child, which is still in its steps here.
-TEST(StartSpawnTest, AnUnfinishedHandleKillsAndReapsItsChild) {
-  Result<Pipe> out = MakePipe();
-  Result<Pipe> go = MakePipe();
-  ASSERT_TRUE(out.ok() && go.ok());
+TEST_F(StartSpawnTest, AnUnfinishedHandleKillsAndReapsItsChild) {
   SpawnOptions o = Sh("exit 0");
-  o.fds = {{out->write.get(), 1}};
   o.steps.push_back({"report pid", [](const char**) {
                        const pid_t me = ::getpid();
                        return ::write(1, &me, sizeof me) == sizeof me ? 0 : EIO;
                      }});
-  AddWaitForGo(o, *go);  // Never written: only the kill ends the wait.
   pid_t pid = -1;
   {
-    Result<PendingChild> pending = StartSpawn(std::move(o));
+    Result<PendingChild> pending = StartWaiting(std::move(o));  // No Go(): only a kill ends it.
     ASSERT_TRUE(pending.ok()) << pending.status().ToString();
-    ASSERT_EQ(::read(out->read.get(), &pid, sizeof pid), static_cast<ssize_t>(sizeof pid));
+    ASSERT_EQ(::read(out(), &pid, sizeof pid), static_cast<ssize_t>(sizeof pid));
   }
   ASSERT_GT(pid, 0);
   EXPECT_TRUE(FullyGone(pid)) << "the child of a dropped handle must be killed and reaped";
@@ -389,14 +392,8 @@ TEST(StartSpawnTest, AnUnfinishedHandleKillsAndReapsItsChild) {
 
 // While one child holds the kept stack, a Spawn maps a stack of its own: both children run. (On
 // one shared stack the waiting child would resume on a stack the other overwrote.)
-TEST(StartSpawnTest, ASpawnWhileAChildIsPendingRunsOnAStackOfItsOwn) {
-  Result<Pipe> out = MakePipe();
-  Result<Pipe> go = MakePipe();
-  ASSERT_TRUE(out.ok() && go.ok());
-  SpawnOptions o = Sh("echo exec");
-  o.fds = {{out->write.get(), 1}};
-  AddWaitForGo(o, *go);
-  Result<PendingChild> pending = StartSpawn(std::move(o));
+TEST_F(StartSpawnTest, ASpawnWhileAChildIsPendingRunsOnAStackOfItsOwn) {
+  Result<PendingChild> pending = StartWaiting(Sh("echo exec"));
   ASSERT_TRUE(pending.ok()) << pending.status().ToString();
   for (int i = 0; i < 20; ++i) {
     Result<ChildProcess> other = Spawn(Sh("exit 3"));
@@ -405,16 +402,15 @@ TEST(StartSpawnTest, ASpawnWhileAChildIsPendingRunsOnAStackOfItsOwn) {
     ASSERT_TRUE(status.ok());
     EXPECT_EQ(ExitCodeFromWaitStatus(*status), 3);
   }
-  ASSERT_EQ(::write(go->write.get(), "g", 1), 1);
+  ASSERT_TRUE(Go());
   Result<ChildProcess> child = pending->Finish();
   ASSERT_TRUE(child.ok()) << child.status().ToString();
-  out->write.reset();
-  EXPECT_EQ(ReadAllFromFd(out->read.get()), "stepped\nexec\n");
+  EXPECT_EQ(Output(), "stepped\nexec\n");
   ASSERT_TRUE(child->Wait().ok());
 }
 
 // What needs the caller to wait for the execve (or a copy of its memory) is refused up front.
-TEST(StartSpawnTest, RefusesOptionsThatNeedTheCallerToWait) {
+TEST_F(StartSpawnTest, RefusesOptionsThatNeedTheCallerToWait) {
   int fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
   ASSERT_GE(fd, 0);
   UniqueFd owned(fd);
