@@ -18,6 +18,7 @@
 #include <atomic>
 #include <cerrno>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -92,10 +93,11 @@ struct ChildPlan {
   bool new_session;
   const std::vector<int*>* carry;
   const std::vector<SpawnStep>* steps;
-  // The signals to reset to their default (bit sig-1), read by the caller before the clone: the
-  // child then makes no call that can fail on its way to execve, so it never writes errno, which
-  // it shares with the calling thread (the same thread-local storage) when it borrows our memory.
-  uint64_t reset_signals;
+  // The signals to reset to their default (bit sig-1). Read by the caller before the clone when
+  // the child borrows our memory: it then makes no call that can fail on its way to execve, so it
+  // never writes errno, which it shares with the calling thread (the same thread-local storage).
+  // nullopt: the child, on a copy of our memory, reads them itself, alongside the caller.
+  std::optional<uint64_t> reset_signals;
 };
 
 // Parses the hex mask after `key` (e.g. "SigCgt:\t") in a /proc status text. False if absent.
@@ -197,8 +199,9 @@ bool ResettableSignal(int sig) {
   ::memset(&dfl, 0, sizeof dfl);
   dfl.sa_handler = SIG_DFL;
   sigemptyset(&dfl.sa_mask);
+  const uint64_t reset = plan.reset_signals ? *plan.reset_signals : NonDefaultSignals();
   for (int sig = 1; sig < NSIG && sig <= 64; ++sig) {
-    if (ResettableSignal(sig) && (plan.reset_signals >> (sig - 1) & 1) != 0) {
+    if (ResettableSignal(sig) && (reset >> (sig - 1) & 1) != 0) {
       ::sigaction(sig, &dfl, nullptr);
     }
   }
@@ -470,7 +473,7 @@ Launch::Launch(const SpawnOptions& options)
       argv.data(),        envp.data(),    options.cwd.empty() ? nullptr : options.cwd.c_str(),
       &options.fds,       temps.data(),   keep.data(),
       keep.size(),        above,          options.new_session,
-      &options.carry_fds, &options.steps, 0};
+      &options.carry_fds, &options.steps, std::nullopt};
   shared = SharedChild{&plan, -1};
 }
 
@@ -482,7 +485,8 @@ Result<ChildProcess> CloneLaunch(const SpawnOptions& options, Launch& launch, in
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
-  launch.plan.reset_signals = NonDefaultSignals();
+  const bool shares = stack != nullptr || (share_memory && kCloneCanShareMemory);
+  launch.plan.reset_signals = shares ? std::optional<uint64_t>(NonDefaultSignals()) : std::nullopt;
   launch.shared.err_fd = err_fd;
   int pidfd = -1;
   const long pid =

@@ -569,9 +569,7 @@ TEST(SpawnTest, ChildStartsWithDefaultSignalsAndEmptyMask) {
             "SigBlk:\t0000000000000000\nSigIgn:\t0000000000000000\n");
 }
 
-// Handlers and ignored signals are reset before the steps run (a handler must never run on a
-// child that borrows our memory); the set to reset comes from /proc/self/status.
-TEST(SpawnTest, StepsSeeEveryDispositionAtItsDefault) {
+void ExpectStepsSeeEveryDispositionAtItsDefault(bool copy) {
   struct sigaction handler = {}, ign = {}, old_usr1 = {}, old_pipe = {};
   handler.sa_handler = [](int) {};
   ign.sa_handler = SIG_IGN;
@@ -589,6 +587,7 @@ TEST(SpawnTest, StepsSeeEveryDispositionAtItsDefault) {
                        }
                        return 0;
                      }});
+  if (copy) o.while_starting = [] { return Status::Ok(); };  // Spawn copies the memory then.
   Result<ChildProcess> child = Spawn(o);
   ::sigaction(SIGUSR1, &old_usr1, nullptr);
   ::sigaction(SIGPIPE, &old_pipe, nullptr);
@@ -596,6 +595,16 @@ TEST(SpawnTest, StepsSeeEveryDispositionAtItsDefault) {
   Result<int> status = child->Wait();
   ASSERT_TRUE(status.ok());
   EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
+}
+
+// Handlers and ignored signals are reset before the steps run (a handler must never run on a
+// child that borrows our memory); the set to reset comes from /proc/self/status, read by the
+// caller for a child that borrows our memory and by the child on a copy (while_starting).
+TEST(SpawnTest, StepsSeeEveryDispositionAtItsDefault) {
+  for (const bool copy : {false, true}) {
+    SCOPED_TRACE(copy ? "the child on a copy of our memory" : "the child borrowing our memory");
+    ExpectStepsSeeEveryDispositionAtItsDefault(copy);
+  }
 }
 
 // A /proc that is not procfs (here a tmpfs whose self/status says no signal is caught) is not
