@@ -888,6 +888,26 @@ TEST_F(SpawnerTest, RefusesMalformedRequestsAndAnyOtherKindStartingNothing) {
   EXPECT_TRUE(child->Wait().ok());
 }
 
+// A spawner that cannot exec is a Status from Finish, naming the exec: Begin returned before the
+// exec was tried. The control: the real program starts.
+TEST_F(SpawnerTest, AProgramThatCannotRunFailsFinishWithItsExecError) {
+  for (const std::string& program : {std::string("/usr"), kSpawnerProgram}) {
+    parent::SpawnerConfig config;
+    config.program = program;  // A directory: absolute, so Begin takes it; execve refuses it.
+    config.child_path = "/bin/true";
+    config.workdir = UniqueFd(::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+    Result<parent::PendingSpawner> pending = parent::Spawner::Begin(std::move(config));
+    ASSERT_TRUE(pending.ok()) << pending.status().ToString();
+    Result<parent::Spawner> spawner = pending->Finish();
+    if (program == kSpawnerProgram) {
+      EXPECT_TRUE(spawner.ok()) << spawner.status().ToString();
+      continue;
+    }
+    ASSERT_FALSE(spawner.ok());
+    EXPECT_EQ(spawner.status().message(), "spawner: execve(/usr): Permission denied (errno 13)");
+  }
+}
+
 TEST_F(SpawnerTest, DiesWithItsParent) {
   Result<Pipe> pid_pipe = MakePipe();
   Result<Pipe> go = MakePipe();
