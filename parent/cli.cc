@@ -1,6 +1,7 @@
 #include "parent/cli.h"
 
 #include <CLI/CLI.hpp>
+#include <charconv>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -36,6 +37,32 @@ OutputFormat FormatFromArgv(int argc, char** argv) {
   return format;
 }
 
+// CLI11's Range and capture_default_str format numbers through a std::stringstream, which copies
+// the locale each time: with CLI11's pairwise name check of every option added, most of a
+// one-shot run's start-up instructions. These write the same text with std::to_chars.
+template <typename T>
+std::string NumberText(T value) {
+  char buf[32];
+  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+  return ec == std::errc() ? std::string(buf, end) : std::string();
+}
+
+// CLI::Range(lo, hi) with the same help text ("INT in [1 - 64]"); its error names the range as
+// the help does. Numeric options take default_str(NumberText(variable)) for capture_default_str().
+template <typename T>
+CLI::Validator Within(T lo, T hi) {
+  const std::string range = "[" + NumberText(lo) + " - " + NumberText(hi) + "]";
+  return CLI::Validator(
+      [lo, hi, range](std::string& input) {
+        T value{};
+        if (!CLI::detail::lexical_cast(input, value) || value < lo || value > hi) {
+          return "Value " + input + " not in range " + range;
+        }
+        return std::string();
+      },
+      std::string(std::is_floating_point_v<T> ? "FLOAT" : "INT") + " in " + range);
+}
+
 // Command-line values that are not Options fields as they are.
 struct Flags {
   std::string sandbox_mode = "on";
@@ -52,20 +79,20 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("prompt", o.prompt, "The task; - reads it from stdin");
   app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)");
   app.add_option("--max-turns", o.max_turns, "Parent turn limit")
-      ->check(CLI::Range(1, 10000))
-      ->capture_default_str();
+      ->check(Within(1, 10000))
+      ->default_str(NumberText(o.max_turns));
   app.add_option("--task-max-turns", o.task_max_turns, "Turn limit of each subagent")
-      ->check(CLI::Range(1, 10000))
-      ->capture_default_str();
+      ->check(Within(1, 10000))
+      ->default_str(NumberText(o.task_max_turns));
   app.add_option("--max-parallel", o.max_parallel, "Subagents running at once")
-      ->check(CLI::Range(1, 64))
-      ->capture_default_str();
+      ->check(Within(1, 64))
+      ->default_str(NumberText(o.max_parallel));
   app.add_option("--task-timeout", o.task_timeout_s, "Seconds before a subagent is killed")
-      ->check(CLI::Range(0.001, 86400.0))
-      ->capture_default_str();
+      ->check(Within(0.001, 86400.0))
+      ->default_str(NumberText(o.task_timeout_s));
   app.add_option("--tool-timeout", o.tool_timeout_s, "Seconds before a tool command is killed")
-      ->check(CLI::Range(0.001, 86400.0))
-      ->capture_default_str();
+      ->check(Within(0.001, 86400.0))
+      ->default_str(NumberText(o.tool_timeout_s));
   app.add_option("--transcript-dir", o.transcript_dir, "Write one JSONL transcript per task here");
   app.add_option("--child-path", o.child_path,
                  "forkbox-child binary (default: $FORKBOX_CHILD, else next to forkbox)");
@@ -79,8 +106,8 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("--standby", o.standby,
                  "Subagents kept started and sandboxed ahead of their tasks; 0 starts each one "
                  "when its task comes")
-      ->check(CLI::Range(0, 64))
-      ->capture_default_str();
+      ->check(Within(0, 64))
+      ->default_str(NumberText(o.standby));
 }
 
 void AddSandboxOptions(CLI::App& app, Options& o, Flags& f) {
@@ -119,16 +146,16 @@ void AddBudgetOptions(CLI::App& app, Options& o) {
   app.add_option("--context-window", o.provider.context_window,
                  "The model's context window in tokens (default: known models' own; old tool "
                  "results are folded before a request passes 80% of it)")
-      ->check(CLI::Range(int64_t{1000}, int64_t{1} << 40));
+      ->check(Within(int64_t{1000}, int64_t{1} << 40));
   app.add_option("--thinking", o.provider.thinking_budget_tokens,
                  "Anthropic extended thinking with this token budget (at least 1024)")
-      ->check(CLI::Range(int64_t{1024}, int64_t{1} << 30));
+      ->check(Within(int64_t{1024}, int64_t{1} << 30));
   app.add_option("--task-max-tokens", o.task_max_tokens,
                  "Input + output tokens one task may use; then it summarises and stops")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
+      ->check(Within(int64_t{1}, int64_t{1} << 50));
   app.add_option("--max-tokens-total", o.max_tokens_total,
                  "Input + output tokens the whole session (parent and tasks) may use")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 50));
+      ->check(Within(int64_t{1}, int64_t{1} << 50));
 }
 
 void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
@@ -136,21 +163,21 @@ void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("--model", o.provider.model, "Model name (default: the provider's)");
   app.add_option("--base-url", o.provider.base_url, "API base URL");
   app.add_option("--max-tokens", o.provider.max_tokens, "Output token limit per model call")
-      ->check(CLI::Range(int64_t{1}, int64_t{1} << 30))
-      ->capture_default_str();
+      ->check(Within(int64_t{1}, int64_t{1} << 30))
+      ->default_str(NumberText(o.provider.max_tokens));
   app.add_option("--max-retries", o.provider.max_retries, "Retries of a failed model call")
-      ->check(CLI::Range(int64_t{0}, int64_t{100}))
-      ->capture_default_str();
+      ->check(Within(int64_t{0}, int64_t{100}))
+      ->default_str(NumberText(o.provider.max_retries));
   f.request_timeout_s = static_cast<double>(o.provider.total_timeout_ms) / 1000.0;
   f.idle_timeout_s = static_cast<double>(o.provider.idle_timeout_ms) / 1000.0;
   app.add_option("--request-timeout", f.request_timeout_s,
                  "Seconds one model request may take in all (retries not counted)")
-      ->check(CLI::Range(0.001, 86400.0))
-      ->capture_default_str();
+      ->check(Within(0.001, 86400.0))
+      ->default_str(NumberText(f.request_timeout_s));
   app.add_option("--idle-timeout", f.idle_timeout_s,
                  "Seconds a model reply may stay silent before it is abandoned")
-      ->check(CLI::Range(0.001, 86400.0))
-      ->capture_default_str();
+      ->check(Within(0.001, 86400.0))
+      ->default_str(NumberText(f.idle_timeout_s));
   AddBudgetOptions(app, o);
 }
 
@@ -295,7 +322,6 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
     outcome.out = out.str();
     outcome.err = err.str();
     outcome.exit_code = code == 0 ? kExitOk : kExitUsage;
-    if (code != 0) outcome.err += "Run with --help for more information.\n";
     return outcome;
   }
   o.has_prompt = app.count("prompt") > 0;

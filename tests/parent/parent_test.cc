@@ -126,6 +126,36 @@ TEST_F(ParentTest, HelpDocumentsOptionsAndExitCodes) {
   }
 }
 
+// The ranges and defaults the help shows are what the parser enforces and what `forkbox config`
+// reports; a refused value names its range once, with one hint to --help.
+TEST_F(ParentTest, RangesAndDefaultsAreShownAndEnforced) {
+  RunResult help = Run({"--help"});
+  for (const char* s :
+       {"--max-parallel INT:INT in [1 - 64]=4", "FLOAT:FLOAT in [0.001 - 86400]=900",
+        "INT:INT in [1000 - 1099511627776]", "--max-retries INT:INT in [0 - 100]=2"}) {
+    EXPECT_NE(help.out.find(s), std::string::npos) << s << "\n" << help.out;
+  }
+  RunResult low = Run({"--max-parallel", "0", "hi"});
+  EXPECT_EQ(low.exit_code, 2) << Dump(low);
+  EXPECT_NE(low.err.find("--max-parallel: Value 0 not in range [1 - 64]"), std::string::npos)
+      << Dump(low);
+  RunResult tiny = Run({"--tool-timeout", "0.0001", "hi"});
+  EXPECT_NE(tiny.err.find("Value 0.0001 not in range [0.001 - 86400]"), std::string::npos)
+      << Dump(tiny);
+  for (const RunResult& r : {low, tiny, Run({"--no-such-flag", "hi"}), Run({"--max-turns", "x"})}) {
+    const std::string hint = "Run with --help for more information.";
+    const size_t at = r.err.find(hint);
+    EXPECT_NE(at, std::string::npos) << Dump(r);
+    EXPECT_EQ(r.err.find(hint, at + 1), std::string::npos) << Dump(r);
+  }
+  RunResult config = Run({"config", "--sandbox=off", "--max-parallel", "7"});  // argv[1]: config
+  EXPECT_EQ(config.exit_code, 0) << Dump(config);
+  for (const char* s : {"max-parallel = 7  (flag)", "task-timeout = 900  (default)",
+                        "max-tokens = 8192  (default)", "standby = 2  (default)"}) {
+    EXPECT_NE(config.out.find(s), std::string::npos) << s << "\n" << Dump(config);
+  }
+}
+
 TEST_F(ParentTest, VersionPrints) {
   RunResult r = Run({"--version"});
   EXPECT_EQ(r.exit_code, 0);
