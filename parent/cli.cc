@@ -55,9 +55,11 @@ CLI::Validator Within(T lo, T hi) {
   return CLI::Validator(
       [lo, hi, range](std::string& input) {
         T value{};
-        if (!CLI::detail::lexical_cast(input, value) || value < lo || value > hi) {
-          return "Value " + input + " not in range " + range;
+        if (!CLI::detail::lexical_cast(input, value)) {
+          return "Value " + input + " is not " +
+                 (std::is_floating_point_v<T> ? "a number" : "an integer") + " in " + range;
         }
+        if (value < lo || value > hi) return "Value " + input + " not in range " + range;
         return std::string();
       },
       std::string(std::is_floating_point_v<T> ? "FLOAT" : "INT") + " in " + range);

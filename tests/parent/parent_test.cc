@@ -142,7 +142,11 @@ TEST_F(ParentTest, RangesAndDefaultsAreShownAndEnforced) {
   RunResult tiny = Run({"--tool-timeout", "0.0001", "hi"});
   EXPECT_NE(tiny.err.find("Value 0.0001 not in range [0.001 - 86400]"), std::string::npos)
       << Dump(tiny);
-  for (const RunResult& r : {low, tiny, Run({"--no-such-flag", "hi"}), Run({"--max-turns", "x"})}) {
+  RunResult word = Run({"--max-turns", "1.5", "hi"});
+  EXPECT_NE(word.err.find("--max-turns: Value 1.5 is not an integer in [1 - 10000]"),
+            std::string::npos)
+      << Dump(word);
+  for (const RunResult& r : {low, tiny, word, Run({"--no-such-flag", "hi"})}) {
     const std::string hint = "Run with --help for more information.";
     const size_t at = r.err.find(hint);
     EXPECT_NE(at, std::string::npos) << Dump(r);
