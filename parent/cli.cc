@@ -59,7 +59,8 @@ CLI::Validator Within(T lo, T hi) {
           return "Value " + input + " is not " +
                  (std::is_floating_point_v<T> ? "a number" : "an integer") + " in " + range;
         }
-        if (value < lo || value > hi) return "Value " + input + " not in range " + range;
+        // Written so that NaN, which strtod accepts and every comparison fails, is refused too.
+        if (!(value >= lo && value <= hi)) return "Value " + input + " not in range " + range;
         return std::string();
       },
       std::string(std::is_floating_point_v<T> ? "FLOAT" : "INT") + " in " + range);

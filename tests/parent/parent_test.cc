@@ -142,6 +142,13 @@ TEST_F(ParentTest, RangesAndDefaultsAreShownAndEnforced) {
   RunResult tiny = Run({"--tool-timeout", "0.0001", "hi"});
   EXPECT_NE(tiny.err.find("Value 0.0001 not in range [0.001 - 86400]"), std::string::npos)
       << Dump(tiny);
+  for (const char* nan : {"nan", "NaN", "-nan", "inf"}) {  // strtod reads them all.
+    RunResult r = Run({"--tool-timeout", nan, "hi"});
+    EXPECT_EQ(r.exit_code, 2) << Dump(r);
+    EXPECT_NE(r.err.find(std::string("Value ") + nan + " not in range [0.001 - 86400]"),
+              std::string::npos)
+        << Dump(r);
+  }
   RunResult word = Run({"--max-turns", "1.5", "hi"});
   EXPECT_NE(word.err.find("--max-turns: Value 1.5 is not an integer in [1 - 10000]"),
             std::string::npos)
