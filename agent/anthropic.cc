@@ -1,6 +1,7 @@
 #include "agent/anthropic.h"
 
 #include <algorithm>
+#include <limits>
 #include <map>
 
 #include "agent/sse.h"
@@ -203,7 +204,7 @@ class AnthropicStream : public StreamDecoder {
         OnBlockDelta(j);
       } else if (type == "content_block_stop") {
         Need();
-        SlotAt(j.at("index").get<int>()).closed = true;
+        SlotAt(BlockIndex(j)).closed = true;
       } else if (type == "message_delta") {
         Need();
         if (j.contains("delta") && j["delta"].is_object()) {
@@ -226,7 +227,7 @@ class AnthropicStream : public StreamDecoder {
 
   void OnBlockStart(const json& j) {
     Need();
-    const int index = j.at("index").get<int>();
+    const int index = BlockIndex(j);
     Slot slot;
     slot.block = j.at("content_block");
     if (!slot.block.is_object()) throw std::runtime_error("content_block is not an object");
@@ -240,7 +241,7 @@ class AnthropicStream : public StreamDecoder {
 
   void OnBlockDelta(const json& j) {
     Need();
-    Slot& slot = SlotAt(j.at("index").get<int>());
+    Slot& slot = SlotAt(BlockIndex(j));
     const json& delta = j.at("delta");
     const std::string dtype = delta.at("type");
     if (dtype == "text_delta") {
@@ -263,6 +264,18 @@ class AnthropicStream : public StreamDecoder {
   void Need() const {
     if (!started_) throw std::runtime_error("event before message_start");
   }
+  // A block's index: a JSON integer that fits an int (a float or a huge number would convert
+  // with undefined behaviour in get<int>).
+  static int BlockIndex(const json& event) {
+    const json& index = event.at("index");
+    const bool fits = index.is_number_unsigned()
+                          ? index.get<uint64_t>() <= std::numeric_limits<int>::max()
+                          : index.is_number_integer() && index.get<int64_t>() >= 0 &&
+                                index.get<int64_t>() <= std::numeric_limits<int>::max();
+    if (!fits) throw std::runtime_error("block index is not a small non-negative integer");
+    return static_cast<int>(index.get<int64_t>());
+  }
+
   Slot& SlotAt(int index) {
     auto it = slots_.find(index);
     if (it == slots_.end()) throw std::runtime_error("delta for unknown block index");

@@ -52,6 +52,12 @@ Result<std::string> StringField(const nlohmann::json& input, const char* tool, c
   return it->get<std::string>();
 }
 
+// A double that converts to int64_t exactly. The range comes first: the cast of 1e300 or NaN is
+// undefined. (No std::floor: the executables link no libm.)
+bool IsWholeNumber(double d) {
+  return d >= -1e15 && d <= 1e15 && static_cast<double>(static_cast<int64_t>(d)) == d;
+}
+
 // Optional positive integer (models sometimes send numbers as strings: accept "10" too).
 Result<int64_t> PositiveField(const nlohmann::json& input, const char* name, int64_t fallback) {
   auto it = input.find(name);
@@ -60,8 +66,7 @@ Result<int64_t> PositiveField(const nlohmann::json& input, const char* name, int
   int64_t v = 0;
   if (it->is_number_integer()) {
     v = it->get<int64_t>();
-  } else if (it->is_number_float() &&
-             it->get<double>() == static_cast<int64_t>(it->get<double>())) {
+  } else if (it->is_number_float() && IsWholeNumber(it->get<double>())) {
     v = static_cast<int64_t>(it->get<double>());
   } else if (it->is_string()) {
     const std::string s = it->get<std::string>();

@@ -2,6 +2,7 @@
 
 #include <CLI/CLI.hpp>
 #include <charconv>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -39,12 +40,18 @@ OutputFormat FormatFromArgv(int argc, char** argv) {
 
 // CLI11's Range and capture_default_str format numbers through a std::stringstream, which copies
 // the locale each time: with CLI11's pairwise name check of every option added, most of a
-// one-shot run's start-up instructions. These write the same text with std::to_chars.
+// one-shot run's start-up instructions. These write the same text: integers with std::to_chars,
+// floating point as the stream's default ("%g"; the floating std::to_chars would link libm).
 template <typename T>
 std::string NumberText(T value) {
   char buf[32];
-  const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
-  return ec == std::errc() ? std::string(buf, end) : std::string();
+  if constexpr (std::is_floating_point_v<T>) {
+    const int n = std::snprintf(buf, sizeof buf, "%g", static_cast<double>(value));
+    return n > 0 && static_cast<size_t>(n) < sizeof buf ? std::string(buf, n) : std::string();
+  } else {
+    const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
+    return ec == std::errc() ? std::string(buf, end) : std::string();
+  }
 }
 
 // CLI::Range(lo, hi) with the same help text ("INT in [1 - 64]"); its error names the range as

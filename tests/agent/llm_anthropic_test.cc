@@ -445,6 +445,30 @@ TEST(AnthropicStream, MalformedEventJsonFails) {
   EXPECT_THAT(d.result.error->message, testing::HasSubstr("malformed stream event"));
 }
 
+// A block index that is not a small non-negative integer is a malformed event, never a cast of a
+// float or of a huge number to int (undefined behaviour; -1, 0.5 and 2^32 used to be read as
+// blocks -1, 0 and 0). The stream is otherwise whole: only the index can fail it.
+TEST(AnthropicStream, ABlockIndexThatIsNotASmallIntegerIsMalformed) {
+  const auto stream = [](const std::string& index) {
+    return Sse({{"message_start", kStart},
+                {"content_block_start", R"({"type":"content_block_start","index":)" + index +
+                                            R"(,"content_block":{"type":"text","text":""}})"},
+                {"content_block_delta", R"({"type":"content_block_delta","index":)" + index +
+                                            R"(,"delta":{"type":"text_delta","text":"hi"}})"},
+                {"content_block_stop", R"({"type":"content_block_stop","index":)" + index + "}"},
+                {"message_delta", R"({"type":"message_delta","delta":{"stop_reason":"end_turn"}})"},
+                {"message_stop", R"({"type":"message_stop"})"}});
+  };
+  const Decoded ok = DecodeStream(stream("0"), 1000);
+  ASSERT_TRUE(ok.result.ok()) << ok.result.error->message;
+  for (const char* index : {"1e300", "-1", "0.5", "4294967296", "18446744073709551615", "\"0\""}) {
+    const Decoded d = DecodeStream(stream(index), 1000);
+    ASSERT_FALSE(d.result.ok()) << index;
+    EXPECT_EQ(d.result.error->kind, ModelError::Kind::kMalformed) << index;
+    EXPECT_THAT(d.result.error->message, testing::HasSubstr("malformed stream event")) << index;
+  }
+}
+
 TEST(AnthropicStream, MaxTokensCutToolCallNeverRuns) {
   const std::string body = Sse({
       {"message_start", kStart},

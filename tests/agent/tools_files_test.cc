@@ -61,6 +61,16 @@ TEST_F(FileToolsTest, ReadFileBadOffsetsAreErrors) {
   EXPECT_THAT(out.content, HasSubstr("2 line(s)"));
   out = Run("read_file", {{"path", "a.txt"}, {"limit", "many"}});
   EXPECT_TRUE(out.is_error);
+  // A whole float is a number a model may send; one that int64_t cannot hold is refused before
+  // any cast (whose result would be undefined: UBSan names it).
+  out = Run("read_file", {{"path", "a.txt"}, {"offset", 2.0}});
+  EXPECT_FALSE(out.is_error) << out.content;
+  EXPECT_EQ(out.content, "l2\n");
+  for (double bad : {1e300, -1e300, 2.5, 1e19}) {
+    out = Run("read_file", {{"path", "a.txt"}, {"offset", bad}});
+    EXPECT_TRUE(out.is_error) << bad;
+    EXPECT_THAT(out.content, HasSubstr("'offset' must be a positive integer")) << bad;
+  }
 }
 
 TEST_F(FileToolsTest, ReadFileBinaryGetsAMessageNotBytes) {
