@@ -264,16 +264,15 @@ class AnthropicStream : public StreamDecoder {
   void Need() const {
     if (!started_) throw std::runtime_error("event before message_start");
   }
-  // A block's index: a JSON integer that fits an int (a float or a huge number would convert
-  // with undefined behaviour in get<int>).
+  // A block's index: a JSON integer that fits an int (get<int> of a float or a huge number is a
+  // narrowing cast). An unsigned beyond INT64_MAX reads as negative here, so it is refused too.
   static int BlockIndex(const json& event) {
     const json& index = event.at("index");
-    const bool fits = index.is_number_unsigned()
-                          ? index.get<uint64_t>() <= std::numeric_limits<int>::max()
-                          : index.is_number_integer() && index.get<int64_t>() >= 0 &&
-                                index.get<int64_t>() <= std::numeric_limits<int>::max();
-    if (!fits) throw std::runtime_error("block index is not a small non-negative integer");
-    return static_cast<int>(index.get<int64_t>());
+    const int64_t value = index.is_number_integer() ? index.get<int64_t>() : -1;
+    if (value < 0 || value > std::numeric_limits<int>::max()) {
+      throw std::runtime_error("block index is not a small non-negative integer");
+    }
+    return static_cast<int>(value);
   }
 
   Slot& SlotAt(int index) {

@@ -485,14 +485,15 @@ Result<ChildProcess> CloneLaunch(const SpawnOptions& options, Launch& launch, in
   sigset_t all, old;
   sigfillset(&all);
   ::pthread_sigmask(SIG_SETMASK, &all, &old);
+  // One decision for both: how the child is cloned, and who reads the signals it resets.
   const bool shares = stack != nullptr || (share_memory && kCloneCanShareMemory);
   launch.plan.reset_signals = shares ? std::optional<uint64_t>(NonDefaultSignals()) : std::nullopt;
   launch.shared.err_fd = err_fd;
   int pidfd = -1;
-  const long pid =
-      stack != nullptr
-          ? CloneSharingMemory(RunSharedChild, &launch.shared, options.clone_flags, &pidfd, stack)
-          : CloneProcess(RunSharedChild, &launch.shared, options.clone_flags, share_memory, &pidfd);
+  const long pid = shares ? CloneSharingMemory(RunSharedChild, &launch.shared, options.clone_flags,
+                                               &pidfd, stack)
+                          : CloneProcess(RunSharedChild, &launch.shared, options.clone_flags,
+                                         /*share_memory=*/false, &pidfd);
   const int clone_errno = errno;
   ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   if (pid < 0) return Status::FromErrno(clone_errno, "clone");
