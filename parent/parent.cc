@@ -14,6 +14,7 @@
 #include "agent/provider_settings.h"
 #include "agent/tools.h"
 #include "base/background.h"
+#include "base/startup.h"
 #include "parent/agents_command.h"
 #include "parent/cli.h"
 #include "parent/config.h"
@@ -397,6 +398,22 @@ agent::ProviderHooks ParentProviderHooks(EventStream* events,
   return hooks;
 }
 
+// Layer 2: the parent becomes pid 1 of a PID namespace of its own before its spawner and any
+// thread exist (sandbox::EnterLauncherPidNamespace); this process's pid stays behind as the waiter.
+// A namespace init gets only the signals it handles from outside: the interrupt handler is
+// installed at once (Run installs it again in its final mode).
+int EnterOwnPidNamespace(const Options& o, const sandbox::Report& report) {
+  if (!o.sandbox.enabled || report.layer != 2) return kExitOk;
+  if (Status st = InstallInterruptHandler(InterruptMode::kExit); !st.ok()) {
+    return Fail(o.output_format, kExitFailure, st.ToString());
+  }
+  if (Status st = sandbox::EnterLauncherPidNamespace(); !st.ok()) {
+    return Fail(o.output_format, kExitSandbox, "cannot sandbox the parent: " + st.ToString());
+  }
+  (void)PrefaultCode();  // A fork copies no page table of code (base/startup.h): a hint again.
+  return kExitOk;
+}
+
 int Run(const Options& o) {
   auto prompt = ReadPrompt(o);
   if (!prompt.ok()) return Fail(o.output_format, kExitUsage, prompt.status().message());
@@ -412,9 +429,14 @@ int Run(const Options& o) {
   // Loaded before confinement: the confined parent might not be able to read the HTTP module.
   // And before the spawner starts: while it shares our memory, every mapping the load changes
   // must reach the spawner's CPU too (twice the load's time here).
-  if (Status loaded = http.Get(); !loaded.ok()) {
-    return Fail(o.output_format, kExitUsage, loaded.message());
-  }
+  // The PID namespace's fork copies this process's page tables, and every later write faults
+  // copy-on-write: it comes before the module loads, unless the load runs on a thread already (an
+  // https model), which must end first.
+  const bool loading = http.on_thread();
+  Status loaded = loading ? http.Get() : Status::Ok();
+  if (int code = EnterOwnPidNamespace(o, box.report); code != kExitOk) return code;
+  if (!loading) loaded = http.Get();
+  if (!loaded.ok()) return Fail(o.output_format, kExitUsage, loaded.message());
   // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor
   // and every child gets it (ipc::kChildWorkdirFd).
   Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(s.workdir);

@@ -104,13 +104,14 @@ void AddNamespaces(Report& r, bool assume_layer2) {
                "config.worktree is removed when the command ends"
              : "a tool could plant a hook that runs at your next commit");
   Add(r, "pid namespace", layer2 ? "active" : "weaker",
-      layer2 ? "tools see only the task's processes; the tree dies with the task"
+      layer2 ? "tools see only the session's processes (a task's only its task's); the tree "
+               "dies with the task"
              : "tools can list your processes; descendants are killed via the subreaper");
   // Measured by tests/escape/confine_test.cc (SigkillOfForkbox...): SIGTERM, SIGHUP and Ctrl-C
   // tear everything down in both layers; SIGKILL gives forkbox no chance to.
   Add(r, "SIGKILL of forkbox", layer2 ? "active" : "weaker",
-      layer2 ? "every task tree dies with it (PDEATHSIG on each task's PID-namespace init); a "
-               "daemon detached by the parent's own still-running bash command survives"
+      layer2 ? "nothing survives it (PDEATHSIG on the PID-namespace init of the parent and of "
+               "each task)"
              : "a daemon (setsid) detached by a still-running tool command survives: no PID "
                "namespace and no cgroup to take it down (" +
                    reason + ")");

@@ -6,7 +6,9 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -106,15 +108,11 @@ size_t InheritedFilters(const ContainPlan& p) {
 }
 
 // Dies the way the agent died, so forkbox sees the real cause.
+[[noreturn]] void DieOfRaw(int sig);
+
 [[noreturn]] void RelayStatus(int status) {
   if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
-  int sig = WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL;
-  signal(sig, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  kill(getpid(), sig);
-  _exit(128 + sig);
+  DieOfRaw(WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL);
 }
 
 // The agent's waiter, outside its PID namespace. Termination signals are taken synchronously
@@ -135,6 +133,93 @@ size_t InheritedFilters(const ContainPlan& p) {
     int sig = sigwaitinfo(&set, &info);
     if (sig > 0 && sig != SIGCHLD) kill(agent, SIGKILL);
   }
+}
+
+// Dies of `sig` as the default action would have it; the mask and the disposition are reset first.
+[[noreturn]] void DieOfRaw(int sig) {
+  signal(sig, SIG_DFL);
+  sigset_t none;
+  sigemptyset(&none);
+  sigprocmask(SIG_SETMASK, &none, nullptr);
+  kill(getpid(), sig);
+  _exit(128 + sig);
+}
+
+// What the launcher's waiter does with a signal sent to forkbox's pid. The launcher is pid 1 of
+// its PID namespace: a signal from outside reaches it only if it has a handler (SIGINT, SIGTERM
+// and SIGHUP, parent/signals.h), and never stops it but SIGSTOP.
+void PassOnRaw(pid_t launcher, int sig, int code) {
+  switch (sig) {
+    case SIGCHLD:
+    case SIGURG:
+    case SIGWINCH:  // Ignored by default; the terminal sends SIGWINCH to the launcher's group.
+      return;
+    case SIGINT:
+      // The terminal's Ctrl-C went to the whole foreground group, the launcher included.
+      if (code != SI_KERNEL) kill(launcher, sig);
+      return;
+    case SIGTERM:
+    case SIGHUP:
+    case SIGCONT:
+      kill(launcher, sig);
+      return;
+    case SIGTSTP:
+    case SIGTTIN:
+    case SIGTTOU:  // Job control: both stop, so the shell sees the job stopped, and go on together.
+      kill(launcher, SIGSTOP);
+      kill(getpid(), SIGSTOP);
+      kill(launcher, SIGCONT);
+      return;
+    default:  // The default action ends the process: the launcher (and its namespace) first.
+      kill(launcher, SIGKILL);
+      while (waitpid(launcher, nullptr, 0) < 0 && errno == EINTR) {
+      }
+      DieOfRaw(sig);
+  }
+}
+
+// The launcher's waiter keeps forkbox's pid, the one its caller signals and waits for, outside the
+// PID namespace; it relays every signal as PassOnRaw says, and the exit status.
+[[noreturn]] void RunLauncherWaiter(pid_t launcher, std::span<const sock_filter> filter) {
+  sigset_t all;
+  sigfillset(&all);
+  sigprocmask(SIG_BLOCK, &all, nullptr);
+  // It only waits: its set-up must not take a CPU from the launcher's start.
+  (void)setpriority(PRIO_PROCESS, 0, 19);
+  ConfineKeeperRaw(filter, /*keep_stderr=*/false);
+  for (;;) {
+    int status = 0;
+    // Every child: the layer-2 probe's may still be there (ReleaseLayer2ProbeChild).
+    pid_t pid = waitpid(-1, &status, WNOHANG);
+    if (pid == launcher) RelayStatus(status);
+    if (pid > 0) continue;
+    if (pid < 0 && errno != EINTR) _exit(127);
+    siginfo_t info;
+    if (sigwaitinfo(&all, &info) > 0) PassOnRaw(launcher, info.si_signo, info.si_code);
+  }
+}
+
+// The launcher's namespaces: PID and mount, and a user namespace unless root may make the first
+// two without one (then the spawner keeps root's rights in the initial one, as without them).
+int UnshareLauncherRaw(const MountPlan& maps, const char** step) {
+  if (geteuid() == 0) {
+    *step = "unshare(CLONE_NEWNS|CLONE_NEWPID)";
+    if (unshare(CLONE_NEWNS | CLONE_NEWPID) == 0) return 0;
+    if (errno != EPERM) return errno;  // EPERM: no CAP_SYS_ADMIN here; a user namespace gives it.
+  }
+  *step = "unshare(CLONE_NEWUSER|CLONE_NEWNS|CLONE_NEWPID)";
+  if (unshare(static_cast<int>(kNamespaces)) != 0) return errno;
+  return WriteIdMapsRaw(maps, step);
+}
+
+// In the launcher, pid 1 now: its mount namespace gets the /proc of its PID namespace, which
+// everything it starts inherits (and which its pid numbers, /proc/self, mean).
+int MountLauncherProcRaw(const char** step) {
+  *step = "mount(/, MS_REC|MS_PRIVATE) in the launcher";
+  if (mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) != 0) return errno;
+  *step = "mount proc /proc in the launcher";
+  if (mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) return errno;
+  return 0;
 }
 
 // The mounts and, as root, the PID namespace's cap: needs the namespace's capabilities.
@@ -544,6 +629,27 @@ Status EnterAgentNamespaces(const Settings& settings) {
   if (err == 0) err = ApplyLimitsRaw(p.limits, &step);
   if (err == 0) err = ForkKeeperRaw(p, &step);
   if (err != 0) return Status::FromErrno(err, step);
+  return Status::Ok();
+}
+
+Status EnterLauncherPidNamespace() {
+  Result<std::span<const sock_filter>> base = seccomp::Compiled(seccomp::Program::kBase);
+  if (!base.ok()) return base.status();
+  FORKBOX_RETURN_IF_ERROR(AwaitSingleThreaded());
+  const MountPlan maps = IdMapsOnly();
+  const char* step = "";
+  if (int err = UnshareLauncherRaw(maps, &step)) return Status::FromErrno(err, step);
+  ReleaseLayer2ProbeChild();
+  UniqueFd waiter(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
+  if (!waiter) return Status::FromErrno(errno, "pidfd_open(the launcher's waiter)");
+  // Single-threaded: glibc's fork keeps the launcher's (later multithreaded) state right.
+  pid_t pid = fork();
+  if (pid < 0) return Status::FromErrno(errno, "fork (the launcher's waiter)");
+  if (pid > 0) RunLauncherWaiter(pid, *base);
+  // The launcher dies with the waiter, which must still be there.
+  if (int err = UnderKeeperRaw(waiter.get(), &step)) return Status::FromErrno(err, step);
+  (void)waiter.release();  // Closed by UnderKeeperRaw.
+  if (int err = MountLauncherProcRaw(&step)) return Status::FromErrno(err, step);
   return Status::Ok();
 }
 

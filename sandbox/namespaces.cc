@@ -824,4 +824,11 @@ bool Layer2Available(std::string* why) {
   return probe.available;
 }
 
+void ReleaseLayer2ProbeChild() {
+  Layer2Probe& probe = TheLayer2Probe();
+  std::lock_guard<std::mutex> lock(probe.mu);
+  if (probe.child.running()) (void)probe.child.TryWait();
+  if (probe.child.running()) (void)probe.child.Release();
+}
+
 }  // namespace forkbox::sandbox

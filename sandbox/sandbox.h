@@ -352,6 +352,20 @@ Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared, std::span<const
 // resolved yet, so only `settings`' rlimits are used (checked positive again by ResolvePolicy).
 Status EnterAgentNamespaces(const Settings& settings);
 
+// The parent's (forkbox's) PID namespace, so that its bash and file tools see no process but the
+// session's (no command line of yours). Layer 2 only, single-threaded, before the spawner starts
+// (the spawner and every task child are then inside too): unshare (PID and mount; user too unless
+// root may do without) -> id maps -> fork -> a fresh /proc. This returns in the launcher, pid 1 of
+// the new namespace, which dies with the waiter (PDEATHSIG); its whole namespace dies with it. The
+// caller stays behind as the waiter, under no_new_privs and the base filter, no capability and no
+// descriptor: forkbox's pid for whoever started it. It relays the launcher's exit status (a death
+// by signal as that signal) and what a signal to forkbox meant: SIGTERM, SIGHUP and SIGCONT pass
+// on, SIGINT too unless the terminal sent it (the launcher, in the same process group, got it
+// itself), SIGTSTP/SIGTTIN/SIGTTOU stop both, a signal whose default ends a process ends both;
+// SIGCHLD, SIGURG and SIGWINCH are ignored. The launcher must handle SIGINT, SIGTERM and SIGHUP:
+// as a namespace init it gets no other signal from outside.
+Status EnterLauncherPidNamespace();
+
 // The parent (forkbox) confines itself once its set-up is done and before its first model call:
 // the agent's seccomp filters and Landlock domain (writable: the policy's trees plus
 // `own_writable`, e.g. its transcript directory, which its tools do not get), no_new_privs, every

@@ -180,7 +180,7 @@ TEST_F(BenchProofTest, ChildOutputMarkerNeverEntersParentMemory) {
   }
   EXPECT_TRUE(child_saw_it) << "no child request carried the marker: the canary did not run";
 
-  auto scan = ScanAddressSpace(run->process.pid(), marker);
+  auto scan = ScanAddressSpace(SessionProcess(run->process.pid()), marker);
   ASSERT_TRUE(scan.ok()) << scan.status().ToString();
   EXPECT_GT(scan->bytes_scanned, 1 << 20) << "the scan read almost nothing";
   EXPECT_EQ(scan->matches, 0) << "the marker is in the parent's memory (" << scan->regions
@@ -216,7 +216,7 @@ TEST_F(BenchProofTest, BaselineParentMemoryHoldsTheMarker) {
     GTEST_SKIP() << "the sandbox is unavailable here: " << arrived.message();
   ASSERT_TRUE(arrived);
 
-  auto scan = ScanAddressSpace(run->process.pid(), marker);
+  auto scan = ScanAddressSpace(SessionProcess(run->process.pid()), marker);
   ASSERT_TRUE(scan.ok()) << scan.status().ToString();
   EXPECT_GT(scan->matches, 0) << "the scan missed a marker the baseline parent holds ("
                               << scan->bytes_scanned << " bytes scanned)";

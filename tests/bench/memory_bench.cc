@@ -123,7 +123,7 @@ int main(int argc, char** argv) {
   forkbox::mock::MockServer server;
   server.SetHandler([&](const forkbox::mock::RecordedRequest& r) {
     forkbox::mock::Reply reply;
-    const pid_t pid = parent_pid.load();
+    const pid_t pid = forkbox::bench::SessionProcess(parent_pid.load());
     if (r.view.HasTool("task")) {
       const int turn = r.view.assistant_turns;
       if (pid > 0) {

@@ -115,6 +115,19 @@ std::vector<pid_t> ChildrenNamed(pid_t parent, std::string_view comm) {
   return out;
 }
 
+pid_t SessionProcess(pid_t forkbox) {
+  const std::vector<pid_t> launcher = ChildrenNamed(forkbox, "forkbox");
+  if (launcher.size() != 1) return forkbox;
+  // "NSpid:\t<outer>\t1": pid 1 of the namespace below forkbox's.
+  std::ifstream in("/proc/" + std::to_string(launcher[0]) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("NSpid:", 0) != 0) continue;
+    const bool init = line.size() > 2 && line.compare(line.size() - 2, 2, "\t1") == 0;
+    return init ? launcher[0] : forkbox;
+  }
+  return forkbox;
+}
+
 Result<ScanResult> ScanAddressSpace(pid_t pid, std::string_view needle) {
   if (needle.empty()) return Status::InvalidArgument("empty needle");
   auto maps = ReadableMappings(pid);

@@ -24,6 +24,12 @@ Result<MemStatus> ReadMemStatus(pid_t pid);
 // Direct children of `parent` whose comm (truncated to 15 bytes by the kernel) matches `comm`.
 std::vector<pid_t> ChildrenNamed(pid_t parent, std::string_view comm);
 
+// The process that runs forkbox's session: in layer 2 its launcher, pid 1 of a PID namespace of
+// its own and the one child of `forkbox` named forkbox (forkbox's pid stays behind as the
+// launcher's waiter, sandbox::EnterLauncherPidNamespace); elsewhere `forkbox` itself. The launcher
+// exists once forkbox has sent its first model request.
+pid_t SessionProcess(pid_t forkbox);
+
 struct ScanResult {
   int64_t matches = 0;  // Occurrences of the needle, overlapping ones included.
   int64_t regions = 0;  // Readable mappings scanned.

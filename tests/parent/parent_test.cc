@@ -245,6 +245,9 @@ TEST_F(ParentTest, TheParentMapsAllItsCodeTheSpawnerOnlyWhatItRuns) {
   server_.SetHandler([&](const RecordedRequest&) {
     std::lock_guard<std::mutex> lock(mu);
     for (pid_t forkbox : ChildrenNamed("forkbox")) {
+      // Layer 2: the session runs in forkbox's child, pid 1 of a PID namespace (its launcher).
+      const std::vector<pid_t> launcher = ChildrenNamed("forkbox", forkbox);
+      if (launcher.size() == 1) forkbox = launcher[0];
       parent.push_back(MappedKb(forkbox, "/forkbox", "r-xp"));
       for (pid_t pid : ChildrenNamed("forkbox-child", forkbox)) {
         // Past its constructors once confined; bounded, the spawner confines itself at once.
