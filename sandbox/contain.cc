@@ -107,34 +107,6 @@ size_t InheritedFilters(const ContainPlan& p) {
   _exit(exit_code);
 }
 
-// Dies the way the agent died, so forkbox sees the real cause.
-[[noreturn]] void DieOfRaw(int sig);
-
-[[noreturn]] void RelayStatus(int status) {
-  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
-  DieOfRaw(WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL);
-}
-
-// The agent's waiter, outside its PID namespace. Termination signals are taken synchronously
-// (sigwaitinfo, no handler and no global) and become SIGKILL of the agent: a namespace init only
-// gets the signals it handles, SIGKILL from outside always.
-[[noreturn]] void RunWaiter(pid_t agent, std::span<const sock_filter> filter) {
-  sigset_t set;
-  sigemptyset(&set);
-  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&set, sig);
-  sigprocmask(SIG_BLOCK, &set, nullptr);
-  ConfineKeeperRaw(filter, /*keep_stderr=*/false);
-  for (;;) {
-    int status = 0;
-    pid_t pid = waitpid(agent, &status, WNOHANG);
-    if (pid == agent && !WIFSTOPPED(status) && !WIFCONTINUED(status)) RelayStatus(status);
-    if (pid < 0 && errno != EINTR) _exit(127);
-    siginfo_t info;
-    int sig = sigwaitinfo(&set, &info);
-    if (sig > 0 && sig != SIGCHLD) kill(agent, SIGKILL);
-  }
-}
-
 // Dies of `sig` as the default action would have it; the mask and the disposition are reset first.
 [[noreturn]] void DieOfRaw(int sig) {
   signal(sig, SIG_DFL);
@@ -145,12 +117,29 @@ size_t InheritedFilters(const ContainPlan& p) {
   _exit(128 + sig);
 }
 
+// Dies the way the agent died, so forkbox sees the real cause.
+[[noreturn]] void RelayStatus(int status) {
+  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
+  DieOfRaw(WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL);
+}
+
+// Takes the stop signal `sig` (blocked, just dequeued) by its default action: stops, unless the
+// kernel discards it (an orphaned process group, with no shell to continue it).
+void StopAsDefaultRaw(int sig) {
+  signal(sig, SIG_DFL);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  kill(getpid(), sig);
+  sigprocmask(SIG_UNBLOCK, &one, nullptr);  // Delivered here.
+  sigprocmask(SIG_BLOCK, &one, nullptr);
+}
+
 // What the launcher's waiter does with a signal sent to forkbox's pid. The launcher is pid 1 of
 // its PID namespace: a signal from outside reaches it only if it has a handler (SIGINT, SIGTERM
 // and SIGHUP, parent/signals.h), and never stops it but SIGSTOP.
 void PassOnRaw(pid_t launcher, int sig, int code) {
   switch (sig) {
-    case SIGCHLD:
     case SIGURG:
     case SIGWINCH:  // Ignored by default; the terminal sends SIGWINCH to the launcher's group.
       return;
@@ -167,10 +156,16 @@ void PassOnRaw(pid_t launcher, int sig, int code) {
     case SIGTTIN:
     case SIGTTOU:  // Job control: both stop, so the shell sees the job stopped, and go on together.
       kill(launcher, SIGSTOP);
-      kill(getpid(), SIGSTOP);
+      StopAsDefaultRaw(sig);
       kill(launcher, SIGCONT);
       return;
-    default:  // The default action ends the process: the launcher (and its namespace) first.
+    default:
+      // What forkbox ignored before the fork (SIGPIPE), it ignores; any other signal ends it as
+      // its default action would: the launcher (and its namespace) first.
+      if (struct sigaction before;
+          sigaction(sig, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) {
+        return;
+      }
       kill(launcher, SIGKILL);
       while (waitpid(launcher, nullptr, 0) < 0 && errno == EINTR) {
       }
@@ -178,24 +173,40 @@ void PassOnRaw(pid_t launcher, int sig, int code) {
   }
 }
 
-// The launcher's waiter keeps forkbox's pid, the one its caller signals and waits for, outside the
-// PID namespace; it relays every signal as PassOnRaw says, and the exit status.
-[[noreturn]] void RunLauncherWaiter(pid_t launcher, std::span<const sock_filter> filter) {
-  sigset_t all;
-  sigfillset(&all);
-  sigprocmask(SIG_BLOCK, &all, nullptr);
-  // It only waits: its set-up must not take a CPU from the launcher's start.
-  (void)setpriority(PRIO_PROCESS, 0, 19);
+// What a waiter does with the signals sent to it.
+enum class Relay {
+  // The agent's (a task child): SIGTERM, SIGINT, SIGHUP and SIGQUIT become SIGKILL of the agent.
+  kKill,
+  // The launcher's: forkbox's pid, the one its caller signals and waits for; PassOnRaw.
+  kPassOn,
+};
+
+// A waiter, outside the PID namespace whose init (`init`) it started. Signals are taken
+// synchronously (sigwaitinfo, no handler and no global): a namespace init gets from outside only
+// the signals it handles, and SIGKILL. Exits as the init did.
+[[noreturn]] void RunWaiter(pid_t init, std::span<const sock_filter> filter, Relay relay) {
+  sigset_t set;
+  sigemptyset(&set);
+  for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&set, sig);
+  if (relay == Relay::kPassOn) sigfillset(&set);
+  sigprocmask(SIG_BLOCK, &set, nullptr);
+  // The launcher's only waits: its set-up must not take a CPU from the launcher's start.
+  if (relay == Relay::kPassOn) (void)setpriority(PRIO_PROCESS, 0, 19);
   ConfineKeeperRaw(filter, /*keep_stderr=*/false);
   for (;;) {
     int status = 0;
-    // Every child: the layer-2 probe's may still be there (ReleaseLayer2ProbeChild).
+    // Every child: the launcher's waiter may have the layer-2 probe's (ReleaseLayer2ProbeChild).
     pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid == launcher) RelayStatus(status);
+    if (pid == init) RelayStatus(status);
     if (pid > 0) continue;
     if (pid < 0 && errno != EINTR) _exit(127);
     siginfo_t info;
-    if (sigwaitinfo(&all, &info) > 0) PassOnRaw(launcher, info.si_signo, info.si_code);
+    if (sigwaitinfo(&set, &info) <= 0 || info.si_signo == SIGCHLD) continue;
+    if (relay == Relay::kKill) {
+      kill(init, SIGKILL);
+    } else {
+      PassOnRaw(init, info.si_signo, info.si_code);
+    }
   }
 }
 
@@ -284,7 +295,7 @@ int ForkKeeperRaw(ContainPlan& p, const char** step) {
   *step = "fork (namespace keeper)";
   pid_t pid = fork();
   if (pid < 0) return errno;
-  if (pid > 0) RunWaiter(pid, filter);
+  if (pid > 0) RunWaiter(pid, filter, Relay::kKill);
   return UnderKeeperRaw(keeper, step);
 }
 
@@ -645,7 +656,7 @@ Status EnterLauncherPidNamespace() {
   // Single-threaded: glibc's fork keeps the launcher's (later multithreaded) state right.
   pid_t pid = fork();
   if (pid < 0) return Status::FromErrno(errno, "fork (the launcher's waiter)");
-  if (pid > 0) RunLauncherWaiter(pid, *base);
+  if (pid > 0) RunWaiter(pid, *base, Relay::kPassOn);
   // The launcher dies with the waiter, which must still be there.
   if (int err = UnderKeeperRaw(waiter.get(), &step)) return Status::FromErrno(err, step);
   (void)waiter.release();  // Closed by UnderKeeperRaw.

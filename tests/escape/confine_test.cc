@@ -185,6 +185,12 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
     UniqueFd err(::open((root_ + "/err").c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600));
     UniqueFd in(::open("/dev/null", O_RDONLY | O_CLOEXEC));
     opts.fds = {{in.get(), 0}, {out.get(), 1}, {err.get(), 2}};
+    if (own_group_) {
+      // A shell's job: its own process group in our session, which the kernel does not take for
+      // an orphaned one (whose stop signals it discards).
+      opts.steps.push_back(
+          {"setpgid", [](const char**) { return ::setpgid(0, 0) == 0 ? 0 : errno; }});
+    }
     Session s;
     Result<ChildProcess> child = Spawn(opts);
     if (!child.ok()) {
@@ -205,8 +211,10 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
   }
 
   bool Layer2() const { return GetParam().where != Where::kLayer1Jail; }
-  // Sends `sig` to forkbox while it waits for its first reply; expects `expected_exit`.
-  void ExpectSignalFate(int sig, int expected_exit);
+  bool own_group_ = false;  // Run: forkbox leads a process group of its own.
+  // Sends `before` (unless 0), then `sig`, to forkbox while it waits for its first reply;
+  // expects `expected_exit`.
+  void ExpectSignalFate(int sig, int expected_exit, int before = 0);
 
   std::string root_, work_, outside_;
   uid_t uid_ = 0;
@@ -348,7 +356,8 @@ char StateOf(pid_t pid) {
 // waiter relays them. Each signal comes while the parent waits for its first reply, which waits
 // (bounded) until the signal had its effect; the unsandboxed control, where forkbox's pid is the
 // parent itself, behaves the same.
-void ConfineTest::ExpectSignalFate(int sig, int expected_exit) {
+void ConfineTest::ExpectSignalFate(int sig, int expected_exit, int before) {
+  own_group_ = true;
   std::mutex mu;
   bool stopped = false;
   server_.SetHandler([&](const RecordedRequest& r) {
@@ -356,6 +365,9 @@ void ConfineTest::ExpectSignalFate(int sig, int expected_exit) {
     const pid_t pid = Pid();
     const pid_t launcher = LauncherOf(pid);
     UniqueFd gone(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (before != 0) {
+      EXPECT_EQ(::kill(pid, before), 0);
+    }
     EXPECT_EQ(::kill(pid, sig), 0);
     if (sig != SIGTSTP) {
       pollfd pfd{gone.get(), POLLIN, 0};
@@ -391,6 +403,13 @@ TEST_P(ConfineTest, SigquitOfForkboxEndsItAsItsDefaultActionDoes) {
   ExpectSignalFate(SIGQUIT, 128 + SIGQUIT);
 }
 
+// What forkbox ignored, it still ignores: SIGPIPE changes nothing, and the SIGTERM after it (the
+// waiter takes pending signals lowest number first) ends the session as usual; were SIGPIPE taken
+// for a fatal signal, forkbox would die of it (141).
+TEST_P(ConfineTest, SigpipeOfForkboxIsIgnored) {
+  ExpectSignalFate(SIGTERM, 128 + SIGTERM, SIGPIPE);
+}
+
 // Job control: SIGTSTP stops forkbox's pid and the parent, SIGCONT resumes both, and the session
 // ends normally.
 TEST_P(ConfineTest, SigtstpStopsTheParentAndSigcontResumesIt) { ExpectSignalFate(SIGTSTP, 0); }
@@ -411,12 +430,13 @@ TEST_P(ConfineTest, ParentToolsCannotWriteOutside) {
   EXPECT_EQ(fs::exists(target), !GetParam().sandboxed);
 }
 
-// In layer 2 the parent is pid 1 of a PID namespace of its own (sandbox::EnterLauncherPidNamespace),
-// so its bash sees only the session's processes: no command line of an outside process (a password
-// on a command line). Layer 1 has no PID namespace: there it sees them (the measured gap README.md
-// states), and their environments stay closed to it in every mode (Landlock scopes ptrace, which
-// /proc/<pid>/environ needs). A process of the same user outside holds a marker in its
-// environment and another on its command line; the control (--sandbox=off) reads both.
+// In layer 2 the parent is pid 1 of a PID namespace of its own
+// (sandbox::EnterLauncherPidNamespace), so its bash sees only the session's processes: no command
+// line of an outside process (a password on a command line). Layer 1 has no PID namespace: there it
+// sees them (the measured gap README.md states), and their environments stay closed to it in every
+// mode (Landlock scopes ptrace, which /proc/<pid>/environ needs). A process of the same user
+// outside holds a marker in its environment and another on its command line; the control
+// (--sandbox=off) reads both.
 TEST_P(ConfineTest, ParentBashSeesNoOutsideProcessInLayer2NorAnyEnvironment) {
   const std::string marker = "forkbox-victim-" + std::to_string(::getpid());
   const std::string argv_marker = "0.000" + std::to_string(::getpid()) + "7";  // sleep adds it.
@@ -751,8 +771,7 @@ void ConfineTest::ExpectSigkillFate(bool by_parent) {
   ASSERT_TRUE(daemon) << std::strerror(errno);
   pollfd pfd{daemon.get(), POLLIN, 0};
   const bool died =
-      daemon &&
-      ::poll(&pfd, 1, GetParam().sandboxed && Layer2() ? 30'000 : 2'000) == 1;
+      daemon && ::poll(&pfd, 1, GetParam().sandboxed && Layer2() ? 30'000 : 2'000) == 1;
   for (pid_t pid : ProcessesWith(token)) ::kill(pid, SIGKILL);
   // What else survived (the command's own `exec sleep 600`, the daemon's sleep) was re-parented
   // to us, the subreaper: killed and reaped, so no run leaves sleeps behind.
@@ -768,9 +787,7 @@ void ConfineTest::ExpectSigkillFate(bool by_parent) {
 
 TEST_P(ConfineTest, SigkillOfForkboxLeavesNoTaskProcessInLayer2) { ExpectSigkillFate(false); }
 
-TEST_P(ConfineTest, SigkillOfForkboxLeavesNoParentBashProcessInLayer2) {
-  ExpectSigkillFate(true);
-}
+TEST_P(ConfineTest, SigkillOfForkboxLeavesNoParentBashProcessInLayer2) { ExpectSigkillFate(true); }
 
 // Every suite here runs in each layer as root and as the unprivileged user, sandboxed and not.
 const auto kAllModes =
