@@ -744,6 +744,7 @@ class InteractiveTest : public ParentTest {
   void Type(const std::string& text) {
     ASSERT_EQ(write(master_.get(), text.data(), text.size()), static_cast<ssize_t>(text.size()));
   }
+  void ExpectCtrlCAbortsAModelCallInFlight(const std::string& sandbox);
   UniqueFd master_;
   UniqueFd slave_;
 };
@@ -801,9 +802,9 @@ TEST_F(InteractiveTest, CtrlCCancelsTasksAndReturnsToThePrompt) {
   prctl(PR_SET_CHILD_SUBREAPER, 0);
 }
 
-TEST_F(InteractiveTest, CtrlCAbortsAModelCallInFlight) {
-  // The first reply is held back until the test lets it go (at most 20 s): Ctrl-C must not wait
-  // for it.
+// The first reply is held back until the test lets it go (at most 20 s): Ctrl-C (SIGINT to
+// forkbox's pid) must not wait for it. `sandbox`: --sandbox=off, or a flag the sandbox needs.
+void InteractiveTest::ExpectCtrlCAbortsAModelCallInFlight(const std::string& sandbox) {
   std::mutex mu;
   std::condition_variable cv;
   bool received = false;
@@ -816,12 +817,15 @@ TEST_F(InteractiveTest, CtrlCAbortsAModelCallInFlight) {
     cv.wait_for(lock, std::chrono::seconds(20), [&] { return release; });
     return Text("too late");
   });
-  LiveForkbox live(Spec({"--sandbox=off", "--standby=0"}));
+  LiveForkbox live(Spec({sandbox, "--standby=0"}));
   slave_.reset();
   Type("slow-q\n");
   {
     std::unique_lock<std::mutex> lock(mu);
-    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(60), [&] { return received; }));
+    if (!cv.wait_for(lock, std::chrono::seconds(60), [&] { return received; })) {
+      lock.unlock();
+      FAIL() << "no request: " << Dump(live.Finish());
+    }
   }
   live.Signal(SIGINT);
   ASSERT_TRUE(live.WaitForStderr("(interrupted)")) << live.Finish().err;
@@ -844,6 +848,16 @@ TEST_F(InteractiveTest, CtrlCAbortsAModelCallInFlight) {
   EXPECT_NE(second.body.find("slow-q"), std::string::npos);
   EXPECT_NE(second.body.find("interrupted by the user before the model answered"),
             std::string::npos);
+}
+
+TEST_F(InteractiveTest, CtrlCAbortsAModelCallInFlight) {
+  ExpectCtrlCAbortsAModelCallInFlight("--sandbox=off");
+}
+
+// In layer 2 forkbox's pid is the waiter of the parent, pid 1 of its own PID namespace: the
+// waiter passes SIGINT on (sandbox::EnterLauncherPidNamespace).
+TEST_F(InteractiveTest, CtrlCAbortsAModelCallInFlightInTheSandbox) {
+  ExpectCtrlCAbortsAModelCallInFlight("--allow-broad-workdir");  // The test's HOME is the workdir.
 }
 
 TEST_F(ParentTest, CtrlCKillsTheParentsOwnBashCommandAtOnce) {
