@@ -402,12 +402,14 @@ agent::ProviderHooks ParentProviderHooks(EventStream* events,
 // thread exist (sandbox::EnterLauncherPidNamespace); this process's pid stays behind as the waiter.
 // A namespace init gets only the signals it handles from outside: the interrupt handler is
 // installed at once (Run installs it again in its final mode).
-int EnterOwnPidNamespace(const Options& o, const sandbox::Report& report) {
+int EnterOwnPidNamespace(const Options& o, const sandbox::Policy& policy,
+                         const sandbox::Report& report) {
   if (!o.sandbox.enabled || report.layer != 2) return kExitOk;
   if (Status st = InstallInterruptHandler(InterruptMode::kExit); !st.ok()) {
     return Fail(o.output_format, kExitFailure, st.ToString());
   }
-  if (Status st = sandbox::EnterLauncherPidNamespace(); !st.ok()) {
+  if (Status st = sandbox::EnterLauncherPidNamespace(policy, o.max_parallel, o.standby);
+      !st.ok()) {
     return Fail(o.output_format, kExitSandbox, "cannot sandbox the parent: " + st.ToString());
   }
   (void)PrefaultCode();  // A fork copies no page table of code (base/startup.h): a hint again.
@@ -434,7 +436,7 @@ int Run(const Options& o) {
   // https model), which must end first.
   const bool loading = http.on_thread();
   Status loaded = loading ? http.Get() : Status::Ok();
-  if (int code = EnterOwnPidNamespace(o, box.report); code != kExitOk) return code;
+  if (int code = EnterOwnPidNamespace(o, box.policy, box.report); code != kExitOk) return code;
   if (!loading) loaded = http.Get();
   if (!loaded.ok()) return Fail(o.output_format, kExitUsage, loaded.message());
   // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor

@@ -221,7 +221,8 @@ void AddPrivileges(const Policy& policy, Report& r) {
         "uid 0: RLIMIT_NPROC does not apply; each task's and each tool command's PID namespace "
         "holds at most " +
             std::to_string(policy.rlimit_nproc) + " processes (pid_max " + std::to_string(pid_max) +
-            ")");
+            "), the session's (the parent, its tools and its tasks) that many for each task it "
+            "may run at once and for the parent's tools");
   } else if (!cgroup.empty()) {
     Add(r, "fork bomb", "active",
         "uid 0: RLIMIT_NPROC does not apply; held by a pids cgroup (" + cgroup +

@@ -643,7 +643,12 @@ Status EnterAgentNamespaces(const Settings& settings) {
   return Status::Ok();
 }
 
-Status EnterLauncherPidNamespace() {
+Status EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks, int64_t standby) {
+  // What the session may run at once: rlimit_nproc processes for each task and for the parent's
+  // own tools, plus the standbys, the spawner and the parent.
+  const int64_t tasks = concurrent_tasks < 1 ? 1 : concurrent_tasks;
+  const int64_t pid_max =
+      RootPidNamespaceMax(/*layer2=*/true, policy.rlimit_nproc * (tasks + 1) + standby + 2);
   Result<std::span<const sock_filter>> base = seccomp::Compiled(seccomp::Program::kBase);
   if (!base.ok()) return base.status();
   FORKBOX_RETURN_IF_ERROR(AwaitSingleThreaded());
@@ -661,6 +666,9 @@ Status EnterLauncherPidNamespace() {
   if (int err = UnderKeeperRaw(waiter.get(), &step)) return Status::FromErrno(err, step);
   (void)waiter.release();  // Closed by UnderKeeperRaw.
   if (int err = MountLauncherProcRaw(&step)) return Status::FromErrno(err, step);
+  if (pid_max > 0) {
+    if (int err = LimitPidNamespaceRaw(pid_max, &step)) return Status::FromErrno(err, step);
+  }
   return Status::Ok();
 }
 

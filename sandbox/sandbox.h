@@ -363,8 +363,11 @@ Status EnterAgentNamespaces(const Settings& settings);
 // on, SIGINT too unless the terminal sent it (the launcher, in the same process group, got it
 // itself), SIGTSTP/SIGTTIN/SIGTTOU stop both, a signal whose default ends a process ends both;
 // SIGCHLD, SIGURG and SIGWINCH are ignored. The launcher must handle SIGINT, SIGTERM and SIGHUP:
-// as a namespace init it gets no other signal from outside.
-Status EnterLauncherPidNamespace();
+// as a namespace init it gets no other signal from outside. As uid 0 (where RLIMIT_NPROC does not
+// apply) on Linux 6.14+, the namespace's pid_max caps the whole session: rlimit_nproc for each of
+// `concurrent_tasks` and for the parent's own tools, plus `standby` children, the spawner and the
+// parent (JoinSessionProcessLimit's budget, which then needs no cgroup).
+Status EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks, int64_t standby);
 
 // The parent (forkbox) confines itself once its set-up is done and before its first model call:
 // the agent's seccomp filters and Landlock domain (writable: the policy's trees plus

@@ -414,6 +414,29 @@ TEST_P(ConfineTest, SigpipeOfForkboxIsIgnored) {
 // ends normally.
 TEST_P(ConfineTest, SigtstpStopsTheParentAndSigcontResumesIt) { ExpectSignalFate(SIGTSTP, 0); }
 
+// As root RLIMIT_NPROC does not apply: in layer 2 the parent's PID namespace's pid_max holds a
+// fork bomb of its own bash (rlimit_nproc x (max parallel + 1) + standbys + 2 = 1,026 here; a
+// pids cgroup of 1,024 in layer 1); the unsandboxed control forks all 1,500. As the unprivileged
+// user RLIMIT_NPROC holds it, which counts every process of that user, also other tests': the
+// serial ForkBomb suite (forkbomb_test.cc) covers it.
+TEST_P(ConfineTest, ParentBashForkBombIsCappedAsRoot) {
+  if (GetParam().where == Where::kUserLayer2) GTEST_SKIP() << "root only; see forkbomb_test.cc";
+  const std::string command = std::string(FORKBOX_ESCAPE_PROBE) + " fork_bomb 1500 2>&1";
+  std::mutex mu;
+  std::string result;
+  server_.SetHandler([&](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) return Calls({ToolCall{"bash", {{"command", command}}, ""}});
+    std::lock_guard<std::mutex> lock(mu);
+    if (!r.view.tool_results.empty()) result = r.view.tool_results[0].text;
+    return Text("done");
+  });
+  Session s = Run({"--max-parallel", "1", "--standby", "0"});
+  ASSERT_EQ(s.exit_code, 0) << s.err;
+  std::lock_guard<std::mutex> lock(mu);
+  const char* want = GetParam().sandboxed ? "RESULT blocked" : "RESULT escaped";
+  EXPECT_NE(result.find(want), std::string::npos) << result;
+}
+
 // The parent's bash and its file tools cannot write outside the workdir.
 TEST_P(ConfineTest, ParentToolsCannotWriteOutside) {
   const std::string target = outside_ + "/pwned";
