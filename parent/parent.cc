@@ -408,8 +408,7 @@ int EnterOwnPidNamespace(const Options& o, const sandbox::Policy& policy,
   if (Status st = InstallInterruptHandler(InterruptMode::kExit); !st.ok()) {
     return Fail(o.output_format, kExitFailure, st.ToString());
   }
-  if (Status st = sandbox::EnterLauncherPidNamespace(policy, o.max_parallel, o.standby);
-      !st.ok()) {
+  if (Status st = sandbox::EnterLauncherPidNamespace(policy, o.max_parallel, o.standby); !st.ok()) {
     return Fail(o.output_format, kExitSandbox, "cannot sandbox the parent: " + st.ToString());
   }
   (void)PrefaultCode();  // A fork copies no page table of code (base/startup.h): a hint again.
