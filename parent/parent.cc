@@ -402,15 +402,19 @@ agent::ProviderHooks ParentProviderHooks(EventStream* events,
 // thread exist (sandbox::EnterLauncherPidNamespace); this process's pid stays behind as the waiter.
 // A namespace init gets only the signals it handles from outside: the interrupt handler is
 // installed at once (Run installs it again in its final mode).
+// `waiter_confined`: what sandbox::AwaitLauncherWaiter takes, before the first model call.
 int EnterOwnPidNamespace(const Options& o, const sandbox::Policy& policy,
-                         const sandbox::Report& report) {
+                         const sandbox::Report& report, UniqueFd* waiter_confined) {
   if (!o.sandbox.enabled || report.layer != 2) return kExitOk;
   if (Status st = InstallInterruptHandler(InterruptMode::kExit); !st.ok()) {
     return Fail(o.output_format, kExitFailure, st.ToString());
   }
-  if (Status st = sandbox::EnterLauncherPidNamespace(policy, o.max_parallel, o.standby); !st.ok()) {
-    return Fail(o.output_format, kExitSandbox, "cannot sandbox the parent: " + st.ToString());
+  Result<UniqueFd> confined = sandbox::EnterLauncherPidNamespace(policy, o.max_parallel, o.standby);
+  if (!confined.ok()) {
+    return Fail(o.output_format, kExitSandbox,
+                "cannot sandbox the parent: " + confined.status().ToString());
   }
+  *waiter_confined = std::move(*confined);
   (void)PrefaultCode();  // A fork copies no page table of code (base/startup.h): a hint again.
   return kExitOk;
 }
@@ -435,7 +439,11 @@ int Run(const Options& o) {
   // https model), which must end first.
   const bool loading = http.on_thread();
   Status loaded = loading ? http.Get() : Status::Ok();
-  if (int code = EnterOwnPidNamespace(o, box.policy, box.report); code != kExitOk) return code;
+  UniqueFd waiter_confined;
+  if (int code = EnterOwnPidNamespace(o, box.policy, box.report, &waiter_confined);
+      code != kExitOk) {
+    return code;
+  }
   if (!loading) loaded = http.Get();
   if (!loaded.ok()) return Fail(o.output_format, kExitUsage, loaded.message());
   // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor
@@ -468,9 +476,10 @@ int Run(const Options& o) {
   // spawner's execve overlaps the planning; it shares our memory until then, so unshare waits.
   Result<std::optional<Spawner>> spawner = std::optional<Spawner>();
   Result<sandbox::Sandbox> confined = sandbox::EnterLauncherSandbox(
-      box.policy, box.report, OwnWritable(s), [&spawner, &pending_spawner] {
+      box.policy, box.report, OwnWritable(s), [&spawner, &pending_spawner, &waiter_confined] {
         spawner = FinishSpawner(*pending_spawner);
-        return spawner.ok() ? Status::Ok() : spawner.status();
+        if (!spawner.ok()) return spawner.status();
+        return sandbox::AwaitLauncherWaiter(std::move(waiter_confined));
       });
   if (!spawner.ok()) return Fail(o.output_format, kExitSandbox, spawner.status().ToString());
   if (!confined.ok()) {

@@ -8,7 +8,6 @@
 #include <sys/eventfd.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
-#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -37,15 +36,22 @@ constexpr unsigned long kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID
 constexpr char kLayer1SharedWritable[] = "/dev/shm";
 
 // Every keeper runs under no_new_privs and the base seccomp filter before it waits on anything.
-// It keeps no descriptor but `keep_stderr`'s fd 2.
-void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr) {
-  syscall(SYS_close_range, 0U, keep_stderr ? 1U : ~0U, 0U);
-  syscall(SYS_close_range, 3U, ~0U, 0U);
+// It keeps no descriptor but `keep_stderr`'s fd 2; `confined_fd` (>= 3, or -1) gets one byte once
+// it is confined, and is closed.
+void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr, int confined_fd = -1) {
+  syscall(SYS_close_range, 0U, keep_stderr ? 1U : 2U, 0U);
+  const unsigned keep = confined_fd >= 3 ? static_cast<unsigned>(confined_fd) : ~0U;
+  if (keep > 3U) syscall(SYS_close_range, 3U, keep - 1, 0U);
+  if (keep != ~0U) syscall(SYS_close_range, keep + 1, ~0U, 0U);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   const char* step = "";
   DropAllCapabilitiesRaw(&step);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(127);
   if (!filter.empty() && seccomp::InstallRaw(filter, false) != 0) _exit(127);
+  if (keep == ~0U) return;
+  const char done = 1;
+  (void)!write(confined_fd, &done, 1);
+  close(confined_fd);
 }
 
 void WriteStderrRaw(const char* a, const char* b, const char* c) {
@@ -184,15 +190,15 @@ enum class Relay {
 // A waiter, outside the PID namespace whose init (`init`) it started. Signals are taken
 // synchronously (sigwaitinfo, no handler and no global): a namespace init gets from outside only
 // the signals it handles, and SIGKILL. Exits as the init did.
-[[noreturn]] void RunWaiter(pid_t init, std::span<const sock_filter> filter, Relay relay) {
+// `confined_fd`: as ConfineKeeperRaw takes it.
+[[noreturn]] void RunWaiter(pid_t init, std::span<const sock_filter> filter, Relay relay,
+                            int confined_fd = -1) {
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&set, sig);
   if (relay == Relay::kPassOn) sigfillset(&set);
   sigprocmask(SIG_BLOCK, &set, nullptr);
-  // The launcher's only waits: its set-up must not take a CPU from the launcher's start.
-  if (relay == Relay::kPassOn) (void)setpriority(PRIO_PROCESS, 0, 19);
-  ConfineKeeperRaw(filter, /*keep_stderr=*/false);
+  ConfineKeeperRaw(filter, /*keep_stderr=*/false, confined_fd);
   for (;;) {
     int status = 0;
     // Every child: the launcher's waiter may have the layer-2 probe's (ReleaseLayer2ProbeChild).
@@ -643,7 +649,8 @@ Status EnterAgentNamespaces(const Settings& settings) {
   return Status::Ok();
 }
 
-Status EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks, int64_t standby) {
+Result<UniqueFd> EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks,
+                                           int64_t standby) {
   // What the session may run at once: rlimit_nproc processes for each task and for the parent's
   // own tools, plus the standbys, the spawner and the parent.
   const int64_t tasks = concurrent_tasks < 1 ? 1 : concurrent_tasks;
@@ -658,10 +665,13 @@ Status EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks,
   ReleaseLayer2ProbeChild();
   UniqueFd waiter(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
   if (!waiter) return Status::FromErrno(errno, "pidfd_open(the launcher's waiter)");
+  Result<Pipe> confined = MakePipe();
+  if (!confined.ok()) return confined.status().WithContext("the launcher's waiter");
   // Single-threaded: glibc's fork keeps the launcher's (later multithreaded) state right.
   pid_t pid = fork();
   if (pid < 0) return Status::FromErrno(errno, "fork (the launcher's waiter)");
-  if (pid > 0) RunWaiter(pid, *base, Relay::kPassOn);
+  if (pid > 0) RunWaiter(pid, *base, Relay::kPassOn, confined->write.get());
+  confined->write.reset();
   // The launcher dies with the waiter, which must still be there.
   if (int err = UnderKeeperRaw(waiter.get(), &step)) return Status::FromErrno(err, step);
   (void)waiter.release();  // Closed by UnderKeeperRaw.
@@ -669,6 +679,17 @@ Status EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks,
   if (pid_max > 0) {
     if (int err = LimitPidNamespaceRaw(pid_max, &step)) return Status::FromErrno(err, step);
   }
+  return std::move(confined->read);
+}
+
+Status AwaitLauncherWaiter(UniqueFd confined) {
+  if (!confined) return Status::Ok();
+  char done = 0;
+  ssize_t n = -1;
+  while ((n = read(confined.get(), &done, 1)) < 0 && errno == EINTR) {
+  }
+  if (n < 0) return Status::FromErrno(errno, "read(the launcher's waiter confined)");
+  if (n == 0) return Status::Internal("the launcher's waiter died before it confined itself");
   return Status::Ok();
 }
 

@@ -367,7 +367,14 @@ Status EnterAgentNamespaces(const Settings& settings);
 // apply) on Linux 6.14+, the namespace's pid_max caps the whole session: rlimit_nproc for each of
 // `concurrent_tasks` and for the parent's own tools, plus `standby` children, the spawner and the
 // parent (JoinSessionProcessLimit's budget, which then needs no cgroup).
-Status EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks, int64_t standby);
+// Returns, in the launcher, a descriptor that the waiter writes once it is confined: the caller
+// passes it to AwaitLauncherWaiter before its first model call, so that no instant of the session
+// has an unconfined waiter (the fork returns to both at once; the waiter confines itself then).
+Result<UniqueFd> EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks,
+                                           int64_t standby);
+// Waits until the waiter wrote that it is confined; an error if it died first. OK for an empty fd
+// (no launcher namespace: layer 1, or the sandbox off).
+Status AwaitLauncherWaiter(UniqueFd confined);
 
 // The parent (forkbox) confines itself once its set-up is done and before its first model call:
 // the agent's seccomp filters and Landlock domain (writable: the policy's trees plus
