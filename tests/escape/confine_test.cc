@@ -212,6 +212,25 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
 
   bool Layer2() const { return GetParam().where != Where::kLayer1Jail; }
   bool own_group_ = false;  // Run: forkbox leads a process group of its own.
+  // Runs forkbox with `flags`; its first reply has the parent's bash run `command`. Returns that
+  // command's tool result (or forkbox's stderr when there was none); `exit_code` gets forkbox's.
+  std::string ParentBash(const std::string& command, std::vector<std::string> flags,
+                         int* exit_code) {
+    std::mutex mu;
+    std::string result;
+    server_.SetHandler([&](const RecordedRequest& r) {
+      if (r.view.assistant_turns == 0) {
+        return Calls({ToolCall{"bash", {{"command", command}}, ""}});
+      }
+      std::lock_guard<std::mutex> lock(mu);
+      if (!r.view.tool_results.empty()) result = r.view.tool_results[0].text;
+      return Text("done");
+    });
+    Session s = Run(std::move(flags));
+    *exit_code = s.exit_code;
+    std::lock_guard<std::mutex> lock(mu);
+    return result.empty() ? s.err : result;
+  }
   // Sends `before` (unless 0), then `sig`, to forkbox while it waits for its first reply;
   // expects `expected_exit`.
   void ExpectSignalFate(int sig, int expected_exit, int before = 0);
@@ -422,17 +441,10 @@ TEST_P(ConfineTest, SigtstpStopsTheParentAndSigcontResumesIt) { ExpectSignalFate
 TEST_P(ConfineTest, ParentBashForkBombIsCappedAsRoot) {
   if (GetParam().where == Where::kUserLayer2) GTEST_SKIP() << "root only; see forkbomb_test.cc";
   const std::string command = std::string(FORKBOX_ESCAPE_PROBE) + " fork_bomb 1500 2>&1";
-  std::mutex mu;
-  std::string result;
-  server_.SetHandler([&](const RecordedRequest& r) {
-    if (r.view.assistant_turns == 0) return Calls({ToolCall{"bash", {{"command", command}}, ""}});
-    std::lock_guard<std::mutex> lock(mu);
-    if (!r.view.tool_results.empty()) result = r.view.tool_results[0].text;
-    return Text("done");
-  });
-  Session s = Run({"--max-parallel", "1", "--standby", "0"});
-  ASSERT_EQ(s.exit_code, 0) << s.err;
-  std::lock_guard<std::mutex> lock(mu);
+  int exit_code = -1;
+  const std::string result =
+      ParentBash(command, {"--max-parallel", "1", "--standby", "0"}, &exit_code);
+  ASSERT_EQ(exit_code, 0) << result;
   const char* want = GetParam().sandboxed ? "RESULT blocked" : "RESULT escaped";
   EXPECT_NE(result.find(want), std::string::npos) << result;
 }
@@ -484,17 +496,9 @@ TEST_P(ConfineTest, ParentBashSeesNoOutsideProcessInLayer2NorAnyEnvironment) {
                               "/environ; echo rc=$?; echo processes=$(ls -d /proc/[0-9]* | wc -l)" +
                               "; grep -l -a -e '" + pattern + "' /proc/[0-9]*/cmdline" +
                               " 2>/dev/null | wc -l | sed 's/^/outside=/'";
-  std::mutex mu;
-  std::string result;
-  server_.SetHandler([&](const RecordedRequest& r) {
-    if (r.view.assistant_turns == 0) return Calls({ToolCall{"bash", {{"command", command}}, ""}});
-    std::lock_guard<std::mutex> lock(mu);
-    if (!r.view.tool_results.empty()) result = r.view.tool_results[0].text;
-    return Text("done");
-  });
-  Session s = Run({"--no-subagents"});
-  ASSERT_EQ(s.exit_code, 0) << s.err;
-  std::lock_guard<std::mutex> lock(mu);
+  int exit_code = -1;
+  const std::string result = ParentBash(command, {"--no-subagents"}, &exit_code);
+  ASSERT_EQ(exit_code, 0) << result;
   ASSERT_NE(result.find("rc="), std::string::npos) << result;
   EXPECT_EQ(result.find("processes=0"), std::string::npos) << "the listing works: " << result;
   if (!GetParam().sandboxed) {
