@@ -361,15 +361,17 @@ Status EnterAgentNamespaces(const Settings& settings);
 // descriptor: forkbox's pid for whoever started it. It relays the launcher's exit status (a death
 // by signal as that signal) and what a signal to forkbox meant: SIGTERM, SIGHUP and SIGCONT pass
 // on, SIGINT too unless the terminal sent it (the launcher, in the same process group, got it
-// itself), SIGTSTP/SIGTTIN/SIGTTOU stop both, a signal whose default ends a process ends both;
-// SIGCHLD, SIGURG and SIGWINCH are ignored. The launcher must handle SIGINT, SIGTERM and SIGHUP:
-// as a namespace init it gets no other signal from outside. As uid 0 (where RLIMIT_NPROC does not
-// apply) on Linux 6.14+, the namespace's pid_max caps the whole session: rlimit_nproc for each of
-// `concurrent_tasks` and for the parent's own tools, plus `standby` children, the spawner and the
-// parent (JoinSessionProcessLimit's budget, which then needs no cgroup).
-// Returns, in the launcher, a descriptor that the waiter writes once it is confined: the caller
-// passes it to AwaitLauncherWaiter before its first model call, so that no instant of the session
-// has an unconfined waiter (the fork returns to both at once; the waiter confines itself then).
+// itself), SIGTSTP/SIGTTIN/SIGTTOU stop both (as their default action does: not in an orphaned
+// process group), what forkbox ignored (SIGPIPE) stays ignored, any other signal whose default
+// ends a process ends both; SIGCHLD, SIGURG and SIGWINCH are ignored. The launcher must handle
+// SIGINT, SIGTERM and SIGHUP: as a namespace init it gets no other signal from outside. As uid 0
+// (where RLIMIT_NPROC does not apply) on Linux 6.14+, the namespace's pid_max caps the whole
+// session: rlimit_nproc for each of `concurrent_tasks` and for the parent's own tools, plus
+// `standby` children, the spawner and the parent (JoinSessionProcessLimit's budget, which then
+// needs no cgroup). Returns, in the launcher, a descriptor that the waiter writes once it is
+// confined: the caller passes it to AwaitLauncherWaiter before its first model call, so that no
+// instant of the session has an unconfined waiter (the fork returns to both at once; the waiter
+// confines itself then).
 Result<UniqueFd> EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks,
                                            int64_t standby);
 // Waits until the waiter wrote that it is confined; an error if it died first. OK for an empty fd
