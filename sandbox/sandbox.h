@@ -369,9 +369,9 @@ Status EnterAgentNamespaces(const Settings& settings);
 // session: rlimit_nproc for each of `concurrent_tasks` and for the parent's own tools, plus
 // `standby` children, the spawner and the parent (JoinSessionProcessLimit's budget, which then
 // needs no cgroup). Returns, in the launcher, a descriptor that the waiter writes once it is
-// confined: the caller passes it to AwaitLauncherWaiter before its first model call, so that no
-// instant of the session has an unconfined waiter (the fork returns to both at once; the waiter
-// confines itself then).
+// confined: the caller passes it to AwaitLauncherWaiter before its own confinement, so that no
+// model call and no tool runs while the waiter is not yet confined (the fork returns to both at
+// once; the waiter confines itself then, with no input of any kind).
 Result<UniqueFd> EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks,
                                            int64_t standby);
 // Waits until the waiter wrote that it is confined; an error if it died first. OK for an empty fd
