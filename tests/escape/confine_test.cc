@@ -41,6 +41,7 @@
 #include "ipc/spawner_wire.h"
 #include "parent/spawner.h"
 #include "sandbox/sandbox.h"
+#include "tests/bench/proc_probe.h"
 #include "tests/mock/mock_server.h"
 
 namespace forkbox::escape {
@@ -301,17 +302,8 @@ TEST_P(ConfineTest, ChildFileToolCannotPlantAGitFsmonitor) {
   }
 }
 
-// In layer 2 forkbox's pid is the waiter of its launcher, the one child of it that is pid 1 of a
-// PID namespace (sandbox::EnterLauncherPidNamespace); elsewhere forkbox itself runs the session.
-pid_t LauncherOf(pid_t forkbox) {
-  const std::string self = std::to_string(forkbox);
-  std::istringstream children(ReadAll("/proc/" + self + "/task/" + self + "/children"));
-  std::vector<pid_t> pids;
-  for (pid_t pid; children >> pid;) pids.push_back(pid);
-  if (pids.size() != 1) return forkbox;
-  const std::string nspid = StatusField(pids[0], "NSpid");
-  return nspid.size() > 2 && nspid.substr(nspid.size() - 2) == "\t1" ? pids[0] : forkbox;
-}
+// In layer 2 forkbox's pid is the waiter of its launcher (tests/bench/proc_probe.h).
+pid_t LauncherOf(pid_t forkbox) { return forkbox::bench::SessionProcess(forkbox); }
 
 // The parent process itself runs under no_new_privs and seccomp while it talks to the model
 // (read from outside, in the mock's handler, while forkbox waits for the reply); in layer 2 it is
