@@ -1,0 +1,137 @@
+// The parent's own PID namespace (sandbox::EnterLauncherPidNamespace) at the library's level: the
+// launcher is pid 1 of a fresh /proc, the waiter relays how it ended, and each step that fails
+// fails the call (never a launcher on the host's /proc). Every case runs in a forked child, which
+// becomes the waiter.
+#include <dirent.h>
+#include <gtest/gtest.h>
+#include <seccomp.h>
+#include <signal.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cctype>
+#include <cstring>
+#include <functional>
+
+#include "base/unique_fd.h"
+#include "sandbox/sandbox.h"
+#include "tests/sandbox/probe_util.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+using testing::MakeTempDir;
+
+// Numeric entries of /proc: the processes this /proc shows.
+int VisibleProcesses() {
+  DIR* dir = opendir("/proc");
+  if (dir == nullptr) return -1;
+  int count = 0;
+  while (const dirent* entry = readdir(dir)) {
+    if (std::isdigit(static_cast<unsigned char>(entry->d_name[0]))) ++count;
+  }
+  closedir(dir);
+  return count;
+}
+
+// Forks; the child runs `setup` (false: exit 100), then EnterLauncherPidNamespace and, in the
+// launcher, `launcher(result)`, whose value is the launcher's exit code. Returns the fork's wait
+// status: the waiter's, which relays the launcher's.
+int RunAsLauncher(const std::function<bool()>& setup,
+                  const std::function<int(Result<UniqueFd>&)>& launcher) {
+  pid_t pid = fork();
+  if (pid < 0) return -1;
+  if (pid == 0) {
+    if (!setup()) _exit(100);
+    Policy policy;
+    policy.workdir = MakeTempDir("launcher");
+    Result<UniqueFd> confined = EnterLauncherPidNamespace(policy, 1, 0);
+    _exit(launcher(confined));
+  }
+  int status = 0;
+  if (waitpid(pid, &status, 0) != pid) return -1;
+  return status;
+}
+
+bool NoSetup() { return true; }
+
+// Makes the launcher's /proc mount fail (EPERM) and nothing else: the mount of "/" as private
+// (MS_REC|MS_PRIVATE) still works, the proc mount's flags are refused.
+bool RefuseProcMounts() {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  bool ok = ctx != nullptr &&
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(mount), 1,
+                             SCMP_A3(SCMP_CMP_EQ, MS_NOSUID | MS_NODEV | MS_NOEXEC)) == 0 &&
+            seccomp_load(ctx) == 0;
+  seccomp_release(ctx);
+  return ok;
+}
+
+TEST(EnterLauncherPidNamespace, TheLauncherIsPidOneOfAFreshProc) {
+  // The control: this test process's /proc shows at least itself and its parent.
+  ASSERT_GT(VisibleProcesses(), 1);
+  const int status = RunAsLauncher(NoSetup, [](Result<UniqueFd>& confined) {
+    if (!confined.ok()) return 10;
+    if (!AwaitLauncherWaiter(std::move(*confined)).ok()) return 11;
+    if (getpid() != 1) return 12;
+    return VisibleProcesses() == 1 ? 0 : 13;  // Itself alone: the waiter is outside.
+  });
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+TEST(EnterLauncherPidNamespace, TheWaiterRelaysTheLaunchersExitCodeAndDeathBySignal) {
+  int status = RunAsLauncher(NoSetup, [](Result<UniqueFd>& confined) {
+    return confined.ok() && AwaitLauncherWaiter(std::move(*confined)).ok() ? 42 : 10;
+  });
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 42) << "status " << status;
+  // pid 1 of a namespace ignores what it sends itself at the default action; a fault the kernel
+  // forces ends it, and the waiter dies of the same signal.
+  status = RunAsLauncher(NoSetup, [](Result<UniqueFd>& confined) {
+    if (!confined.ok() || !AwaitLauncherWaiter(std::move(*confined)).ok()) return 10;
+    *static_cast<volatile int*>(nullptr) = 1;
+    return 11;
+  });
+  EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV) << "status " << status;
+}
+
+// A launcher that cannot mount its /proc must not go on with the host's (its bash would see every
+// process of the host): the call fails, naming the step. The control: the same run without the
+// refusal succeeds.
+TEST(EnterLauncherPidNamespace, AFailedProcMountFailsTheCall) {
+  for (const bool refuse : {true, false}) {
+    const int status =
+        RunAsLauncher(refuse ? RefuseProcMounts : NoSetup, [](Result<UniqueFd>& confined) {
+          if (confined.ok()) return AwaitLauncherWaiter(std::move(*confined)).ok() ? 0 : 11;
+          return confined.status().message().find("mount proc /proc in the launcher") !=
+                         std::string::npos
+                     ? 3
+                     : 12;
+        });
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == (refuse ? 3 : 0))
+        << "refuse=" << refuse << " status " << status;
+  }
+}
+
+// The parent waits for the waiter's byte before its first model call: a waiter that died first
+// (the pipe's end closed without it) is an error, never taken as confined.
+TEST(AwaitLauncherWaiter, AWaiterThatDiedBeforeConfiningItselfIsAnError) {
+  Result<Pipe> died = MakePipe();
+  ASSERT_TRUE(died.ok());
+  died->write.reset();
+  Status st = AwaitLauncherWaiter(std::move(died->read));
+  EXPECT_EQ(st.code(), Status::Code::kInternal);
+  EXPECT_NE(st.message().find("died before it confined itself"), std::string::npos) << st.message();
+  // The control: the byte written, as the waiter writes it once confined.
+  Result<Pipe> confined = MakePipe();
+  ASSERT_TRUE(confined.ok());
+  const char done = 1;
+  ASSERT_EQ(write(confined->write.get(), &done, 1), 1);
+  EXPECT_TRUE(AwaitLauncherWaiter(std::move(confined->read)).ok());
+  // No launcher namespace (layer 1, the sandbox off): nothing to wait for.
+  EXPECT_TRUE(AwaitLauncherWaiter(UniqueFd()).ok());
+}
+
+}  // namespace
+}  // namespace forkbox::sandbox
