@@ -1,6 +1,7 @@
 #include "sandbox/hygiene.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -18,6 +19,7 @@
 #include <sstream>
 #include <string>
 
+#include "base/unique_fd.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::sandbox {
@@ -52,18 +54,31 @@ void ResetSignalsRaw() {
 namespace {
 
 // num_threads of /proc/self/stat (field 20; the fields after the command's closing parenthesis
-// start at field 3), or -1 when it cannot be read.
+// start at field 3), or -1 when it cannot be read. Plain reads: on the parent's way to its first
+// model call, where a first iostream costs a locale's set-up.
 long ThreadCount() {
-  std::ifstream stat("/proc/self/stat");
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const size_t paren = text.rfind(')');
-  if (paren == std::string::npos) return -1;
-  std::istringstream fields(text.substr(paren + 1));
-  std::string field;
-  for (int i = 3; i <= 20; ++i) {
-    if (!(fields >> field)) return -1;
+  UniqueFd fd(open("/proc/self/stat", O_RDONLY | O_CLOEXEC));
+  if (!fd) return -1;
+  char text[1024];
+  size_t len = 0;
+  while (len < sizeof(text) - 1) {
+    const ssize_t n = read(fd.get(), text + len, sizeof(text) - 1 - len);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    len += static_cast<size_t>(n);
   }
-  return std::strtol(field.c_str(), nullptr, 10);
+  text[len] = '\0';
+  const char* paren = std::strrchr(text, ')');
+  if (paren == nullptr) return -1;
+  const char* field = paren + 1;
+  for (int i = 3; i <= 20; ++i) {
+    field += std::strspn(field, " ");
+    if (*field == '\0') return -1;
+    if (i < 20) field += std::strcspn(field, " ");
+  }
+  char* end = nullptr;
+  const long threads = std::strtol(field, &end, 10);
+  return end != field ? threads : -1;
 }
 
 }  // namespace
