@@ -1,6 +1,7 @@
 // forkbox-bench-spawn, the clock scripts/bench reads every spawn figure and the one-shot runs'
 // start from: one entry per timed run in each list, none for the warm-up runs, start times that are
-// this machine's unix time in order, and a clear refusal of a bad count or a failing command.
+// this machine's unix time in order, and a clear refusal of a bad count or a failing command; and
+// its --machine figures.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -81,6 +82,23 @@ TEST(SpawnTimer, RefusesBadCountsAndFailingCommands) {
   TimerRun failed = Timer("--warmup 0 1 -- /bin/false");
   EXPECT_EQ(failed.exit_code, 1) << failed.out;
   EXPECT_NE(failed.out.find("/bin/false exited with code 1"), std::string::npos) << failed.out;
+}
+
+// --machine: one figure of each kind per sample. A first write to a fresh page zeroes 4 KiB in a
+// page fault, which no machine does in under 50 ns; the fork's figure comes from the child's own
+// clock (unset, it would be negative).
+TEST(SpawnTimer, MachineReportsAFreshPageAndAForkPerSample) {
+  TimerRun r = Timer("--machine 3");
+  ASSERT_EQ(r.exit_code, 0) << r.out;
+  nlohmann::json got = nlohmann::json::parse(r.out);
+  ASSERT_EQ(got["fresh_page_ns"].size(), 3u) << r.out;
+  ASSERT_EQ(got["fork_child_ns"].size(), 3u) << r.out;
+  for (const auto& ns : got["fresh_page_ns"]) EXPECT_GE(ns.get<int64_t>(), 50) << r.out;
+  for (const auto& ns : got["fork_child_ns"]) EXPECT_GT(ns.get<int64_t>(), 0) << r.out;
+  for (const char* args : {"--machine 0", "--machine x"}) {
+    TimerRun bad = Timer(args);
+    EXPECT_EQ(bad.exit_code, 2) << args << ": " << bad.out;
+  }
 }
 
 }  // namespace
