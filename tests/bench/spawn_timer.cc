@@ -46,6 +46,24 @@ int64_t CpuNs(const rusage& ru) {
   return ns(ru.ru_utime) + ns(ru.ru_stime);
 }
 
+// fork(), saying why it failed (-1).
+pid_t Fork() {
+  const pid_t pid = fork();
+  if (pid < 0) std::fprintf(stderr, "forkbox-bench-spawn: fork: %s\n", std::strerror(errno));
+  return pid;
+}
+
+// Waits for `pid` (EINTR retried); false after saying why.
+bool Reap(pid_t pid, int* status, rusage* ru) {
+  while (wait4(pid, status, 0, ru) < 0) {
+    if (errno != EINTR) {
+      std::fprintf(stderr, "forkbox-bench-spawn: waitpid: %s\n", std::strerror(errno));
+      return false;
+    }
+  }
+  return true;
+}
+
 struct Sample {
   int64_t wall_ns = 0;
   int64_t cpu_ns = 0;
@@ -56,11 +74,8 @@ struct Sample {
 bool RunOnce(char** argv, int devnull, Sample* sample) {
   sample->start_unix_ns = NowNs(CLOCK_REALTIME);
   const int64_t start = NowNs();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    std::fprintf(stderr, "forkbox-bench-spawn: fork: %s\n", std::strerror(errno));
-    return false;
-  }
+  const pid_t pid = Fork();
+  if (pid < 0) return false;
   if (pid == 0) {
     dup2(devnull, 0);
     dup2(devnull, 1);
@@ -70,12 +85,7 @@ bool RunOnce(char** argv, int devnull, Sample* sample) {
   }
   int status = 0;
   rusage ru{};
-  while (wait4(pid, &status, 0, &ru) < 0) {
-    if (errno != EINTR) {
-      std::fprintf(stderr, "forkbox-bench-spawn: waitpid: %s\n", std::strerror(errno));
-      return false;
-    }
-  }
+  if (!Reap(pid, &status, &ru)) return false;
   const int64_t elapsed = NowNs() - start;
   sample->cpu_ns = CpuNs(ru);
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
@@ -128,22 +138,15 @@ bool MachineSample(int64_t* shared, std::vector<int64_t>* fresh, std::vector<int
   fresh->push_back((NowNs() - start) / static_cast<int64_t>(kPages));
   munmap(mem, kPages * page);
   const int64_t forked_at = NowNs();
-  const pid_t pid = fork();
-  if (pid < 0) {
-    std::fprintf(stderr, "forkbox-bench-spawn: fork: %s\n", std::strerror(errno));
-    return false;
-  }
+  const pid_t pid = Fork();
+  if (pid < 0) return false;
   if (pid == 0) {
     *shared = NowNs();
     _exit(0);
   }
   int status = 0;
-  while (waitpid(pid, &status, 0) < 0) {
-    if (errno != EINTR) {
-      std::fprintf(stderr, "forkbox-bench-spawn: waitpid: %s\n", std::strerror(errno));
-      return false;
-    }
-  }
+  rusage ru{};
+  if (!Reap(pid, &status, &ru)) return false;
   if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
     std::fprintf(stderr, "forkbox-bench-spawn: the forked child failed (status %d)\n", status);
     return false;
