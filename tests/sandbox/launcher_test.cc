@@ -41,12 +41,12 @@ int VisibleProcesses() {
 // status: the waiter's, which relays the launcher's.
 int RunAsLauncher(const std::function<bool()>& setup,
                   const std::function<int(Result<UniqueFd>&)>& launcher) {
+  Policy policy;
+  policy.workdir = MakeTempDir("launcher");  // Here: the child's _exit removes nothing.
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
     if (!setup()) _exit(100);
-    Policy policy;
-    policy.workdir = MakeTempDir("launcher");
     Result<UniqueFd> confined = EnterLauncherPidNamespace(policy, 1, 0);
     _exit(launcher(confined));
   }
