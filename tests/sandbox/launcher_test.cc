@@ -91,6 +91,7 @@ TEST(EnterLauncherPidNamespace, TheWaiterRelaysTheLaunchersExitCodeAndDeathBySig
   // the sanitizers leave to the kernel, unlike a bad store.
   status = RunAsLauncher(NoSetup, [](Result<UniqueFd>& confined) {
     if (!confined.ok() || !AwaitLauncherWaiter(std::move(*confined)).ok()) return 10;
+    prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  // No core file of a deliberate fault.
     __builtin_trap();
   });
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGILL) << "status " << status;
