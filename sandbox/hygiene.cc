@@ -56,7 +56,8 @@ namespace {
 // start at field 3), or -1 when it cannot be read. Plain reads: on the parent's way to its first
 // model call, where a first iostream costs a locale's set-up.
 long ThreadCount() {
-  UniqueFd fd(open("/proc/self/stat", O_RDONLY | O_CLOEXEC));
+  // procfs: nothing a tool does can plant a link or a FIFO there; O_NOFOLLOW all the same.
+  UniqueFd fd(open("/proc/self/stat", O_RDONLY | O_CLOEXEC | O_NOFOLLOW));
   if (!fd) return -1;
   char text[1024];
   size_t len = 0;
