@@ -398,18 +398,20 @@ agent::ProviderHooks ParentProviderHooks(EventStream* events,
   return hooks;
 }
 
-// Layer 2: the parent becomes pid 1 of a PID namespace of its own before its spawner and any
-// thread exist (sandbox::EnterLauncherPidNamespace); this process's pid stays behind as the waiter.
-// A namespace init gets only the signals it handles from outside: the interrupt handler is
-// installed at once (Run installs it again in its final mode).
+// The parent goes on in a launcher below forkbox's pid, which stays behind as the waiter
+// (sandbox::EnterLauncher), before its spawner and any thread exist; in layer 2 the launcher is
+// pid 1 of a PID namespace of its own. The interrupt handler is installed at once: a namespace
+// init gets only the signals it handles from outside, and the waiter's death comes as SIGTERM
+// (Run installs the handler again in its final mode).
 // `waiter_confined`: what sandbox::AwaitLauncherWaiter takes, before the first model call.
-int EnterOwnPidNamespace(const Options& o, const sandbox::Policy& policy,
-                         const sandbox::Report& report, UniqueFd* waiter_confined) {
-  if (!o.sandbox.enabled || report.layer != 2) return kExitOk;
+int EnterLauncher(const Options& o, const sandbox::Policy& policy, const sandbox::Report& report,
+                  UniqueFd* waiter_confined) {
+  if (!o.sandbox.enabled) return kExitOk;
   if (Status st = InstallInterruptHandler(InterruptMode::kExit); !st.ok()) {
     return Fail(o.output_format, kExitFailure, st.ToString());
   }
-  Result<UniqueFd> confined = sandbox::EnterLauncherPidNamespace(policy, o.max_parallel, o.standby);
+  Result<UniqueFd> confined =
+      sandbox::EnterLauncher(policy, report.layer == 2, o.max_parallel, o.standby);
   if (!confined.ok()) {
     return Fail(o.output_format, kExitSandbox,
                 "cannot sandbox the parent: " + confined.status().ToString());
@@ -434,14 +436,13 @@ int Run(const Options& o) {
   // Loaded before confinement: the confined parent might not be able to read the HTTP module.
   // And before the spawner starts: while it shares our memory, every mapping the load changes
   // must reach the spawner's CPU too (twice the load's time here).
-  // The PID namespace's fork copies this process's page tables, and every later write faults
+  // The launcher's fork copies this process's page tables, and every later write faults
   // copy-on-write: it comes before the module loads, unless the load runs on a thread already (an
   // https model), which must end first.
   const bool loading = http.on_thread();
   Status loaded = loading ? http.Get() : Status::Ok();
   UniqueFd waiter_confined;
-  if (int code = EnterOwnPidNamespace(o, box.policy, box.report, &waiter_confined);
-      code != kExitOk) {
+  if (int code = EnterLauncher(o, box.policy, box.report, &waiter_confined); code != kExitOk) {
     return code;
   }
   if (!loading) loaded = http.Get();

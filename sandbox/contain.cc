@@ -141,9 +141,11 @@ void StopAsDefaultRaw(int sig) {
   sigprocmask(SIG_BLOCK, &one, nullptr);
 }
 
-// What the launcher's waiter does with a signal sent to forkbox's pid. The launcher is pid 1 of
-// its PID namespace: a signal from outside reaches it only if it has a handler (SIGINT, SIGTERM
-// and SIGHUP, parent/signals.h), and never stops it but SIGSTOP.
+// What the launcher's waiter does with a signal sent to forkbox's pid. In layer 2 the launcher is
+// pid 1 of its PID namespace: a signal from outside reaches it only if it has a handler (SIGINT,
+// SIGTERM and SIGHUP, parent/signals.h), and never stops it but SIGSTOP. A signal that ends
+// forkbox ends the launcher by SIGTERM, never SIGKILL: its teardown puts back the git trust
+// surface and kills what its tools left (layer 1 has no namespace to do that).
 void PassOnRaw(pid_t launcher, int sig, int code) {
   switch (sig) {
     case SIGURG:
@@ -167,12 +169,12 @@ void PassOnRaw(pid_t launcher, int sig, int code) {
       return;
     default:
       // What forkbox ignored before the fork (SIGPIPE), it ignores; any other signal ends it as
-      // its default action would: the launcher (and its namespace) first.
+      // its default action would: the launcher's session first.
       if (struct sigaction before;
           sigaction(sig, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) {
         return;
       }
-      kill(launcher, SIGKILL);
+      kill(launcher, SIGTERM);
       while (waitpid(launcher, nullptr, 0) < 0 && errno == EINTR) {
       }
       DieOfRaw(sig);
@@ -256,10 +258,11 @@ int ConfineInitRaw(const ContainPlan& p, const char** step) {
   return seccomp::InstallRaw(p.filters.front(), p.all_threads);
 }
 
-// In the process that goes on below a keeper: it dies with the keeper, which must still be there.
-int UnderKeeperRaw(int keeper, const char** step) {
+// In the process that goes on below a keeper: `death_signal` comes when the keeper dies, which
+// must still be there.
+int UnderKeeperRaw(int keeper, const char** step, int death_signal = SIGKILL) {
   *step = "prctl(PR_SET_PDEATHSIG) under the namespace keeper";
-  if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+  if (prctl(PR_SET_PDEATHSIG, death_signal, 0, 0, 0) != 0) return errno;
   pollfd pfd{keeper, POLLIN, 0};
   *step = "namespace keeper already exited";
   if (poll(&pfd, 1, 0) != 0) return ESRCH;
@@ -649,19 +652,21 @@ Status EnterAgentNamespaces(const Settings& settings) {
   return Status::Ok();
 }
 
-Result<UniqueFd> EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks,
-                                           int64_t standby) {
+Result<UniqueFd> EnterLauncher(const Policy& policy, bool layer2, int64_t concurrent_tasks,
+                               int64_t standby) {
   // What the session may run at once: rlimit_nproc processes for each task and for the parent's
   // own tools, plus the standbys, the spawner and the parent.
   const int64_t tasks = concurrent_tasks < 1 ? 1 : concurrent_tasks;
   const int64_t pid_max =
-      RootPidNamespaceMax(/*layer2=*/true, policy.rlimit_nproc * (tasks + 1) + standby + 2);
+      RootPidNamespaceMax(layer2, policy.rlimit_nproc * (tasks + 1) + standby + 2);
   Result<std::span<const sock_filter>> base = seccomp::Compiled(seccomp::Program::kBase);
   if (!base.ok()) return base.status();
   FORKBOX_RETURN_IF_ERROR(AwaitSingleThreaded());
   const MountPlan maps = IdMapsOnly();
   const char* step = "";
-  if (int err = UnshareLauncherRaw(maps, &step)) return Status::FromErrno(err, step);
+  if (layer2) {
+    if (int err = UnshareLauncherRaw(maps, &step)) return Status::FromErrno(err, step);
+  }
   ReleaseLayer2ProbeChild();
   UniqueFd waiter(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
   if (!waiter) return Status::FromErrno(errno, "pidfd_open(the launcher's waiter)");
@@ -672,9 +677,11 @@ Result<UniqueFd> EnterLauncherPidNamespace(const Policy& policy, int64_t concurr
   if (pid < 0) return Status::FromErrno(errno, "fork (the launcher's waiter)");
   if (pid > 0) RunWaiter(pid, *base, Relay::kPassOn, confined->write.get());
   confined->write.reset();
-  // The launcher dies with the waiter, which must still be there.
-  if (int err = UnderKeeperRaw(waiter.get(), &step)) return Status::FromErrno(err, step);
+  // The waiter's death (SIGKILL of forkbox's pid) ends the session as SIGTERM does: the launcher
+  // kills what its tools left and puts back the git trust surface before it exits.
+  if (int err = UnderKeeperRaw(waiter.get(), &step, SIGTERM)) return Status::FromErrno(err, step);
   (void)waiter.release();  // Closed by UnderKeeperRaw.
+  if (!layer2) return std::move(confined->read);
   if (int err = MountLauncherProcRaw(&step)) return Status::FromErrno(err, step);
   if (pid_max > 0) {
     if (int err = LimitPidNamespaceRaw(pid_max, &step)) return Status::FromErrno(err, step);

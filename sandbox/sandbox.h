@@ -352,30 +352,35 @@ Result<Sandbox> EnterAgentSandbox(PreparedAgentSandbox prepared, std::span<const
 // resolved yet, so only `settings`' rlimits are used (checked positive again by ResolvePolicy).
 Status EnterAgentNamespaces(const Settings& settings);
 
-// The parent's (forkbox's) PID namespace, so that its bash and file tools see no process but the
-// session's (no command line of yours). Layer 2 only, single-threaded, before the spawner starts
-// (the spawner and every task child are then inside too): unshare (PID and mount; user too unless
-// root may do without) -> id maps -> fork -> a fresh /proc. This returns in the launcher, pid 1 of
-// the new namespace, which dies with the waiter (PDEATHSIG); its whole namespace dies with it. The
-// caller stays behind as the waiter, under no_new_privs and the base filter, no capability and no
-// descriptor: forkbox's pid for whoever started it. It relays the launcher's exit status (a death
-// by signal as that signal) and what a signal to forkbox meant: SIGTERM, SIGHUP and SIGCONT pass
-// on, SIGINT too unless the terminal sent it (the launcher, in the same process group, got it
-// itself), SIGTSTP/SIGTTIN/SIGTTOU stop both (as their default action does: not in an orphaned
-// process group), what forkbox ignored (SIGPIPE) stays ignored, any other signal whose default
-// ends a process ends both; SIGCHLD, SIGURG and SIGWINCH are ignored. The launcher must handle
-// SIGINT, SIGTERM and SIGHUP: as a namespace init it gets no other signal from outside. As uid 0
-// (where RLIMIT_NPROC does not apply) on Linux 6.14+, the namespace's pid_max caps the whole
+// The parent's (forkbox's) launcher: forkbox's pid stays behind as a small waiter and the session
+// goes on in a child of it, so that a SIGKILL of forkbox's pid still ends the session cleanly.
+// Single-threaded, before the spawner starts (the spawner and every task child are then below it).
+// In layer 2 (`layer2`) the launcher is pid 1 of a PID and mount namespace of its own (a user one
+// too unless root may do without), with a fresh /proc, so that its bash and file tools see no
+// process but the session's (no command line of yours): unshare -> id maps -> fork -> /proc. In
+// layer 1 it is a plain fork. The waiter runs under no_new_privs and the base filter, with no
+// capability and no descriptor. It relays the launcher's exit status (a death by signal as that
+// signal) and what a signal to forkbox meant: SIGTERM, SIGHUP and SIGCONT pass on, SIGINT too
+// unless the terminal sent it (the launcher, in the same process group, got it itself),
+// SIGTSTP/SIGTTIN/SIGTTOU stop both (as their default action does: not in an orphaned process
+// group), what forkbox ignored (SIGPIPE) stays ignored, any other signal whose default ends a
+// process ends the launcher by SIGTERM and then the waiter by that signal; SIGCHLD, SIGURG and
+// SIGWINCH are ignored. The launcher gets SIGTERM when the waiter dies (PDEATHSIG; a SIGKILL of
+// forkbox's pid): never SIGKILL, so that its teardown kills every process its tools left (layer 1
+// has no namespace to) and puts back the git trust surface (a planted .git/commondir). The launcher
+// must handle SIGINT, SIGTERM and SIGHUP from before this call on: as a namespace init it gets no
+// other signal from outside, and an unhandled SIGTERM would leave it running. As uid 0 (where
+// RLIMIT_NPROC does not apply) on Linux 6.14+ in layer 2, the namespace's pid_max caps the whole
 // session: rlimit_nproc for each of `concurrent_tasks` and for the parent's own tools, plus
 // `standby` children, the spawner and the parent (JoinSessionProcessLimit's budget, which then
 // needs no cgroup). Returns, in the launcher, a descriptor that the waiter writes once it is
 // confined: the caller passes it to AwaitLauncherWaiter before its own confinement, so that no
 // model call and no tool runs while the waiter is not yet confined (the fork returns to both at
 // once; the waiter confines itself then, with no input of any kind).
-Result<UniqueFd> EnterLauncherPidNamespace(const Policy& policy, int64_t concurrent_tasks,
-                                           int64_t standby);
+Result<UniqueFd> EnterLauncher(const Policy& policy, bool layer2, int64_t concurrent_tasks,
+                               int64_t standby);
 // Waits until the waiter wrote that it is confined; an error if it died first. OK for an empty fd
-// (no launcher namespace: layer 1, or the sandbox off).
+// (no launcher: the sandbox off).
 Status AwaitLauncherWaiter(UniqueFd confined);
 
 // The parent (forkbox) confines itself once its set-up is done and before its first model call:

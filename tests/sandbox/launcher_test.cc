@@ -1,9 +1,11 @@
-// The parent's own PID namespace (sandbox::EnterLauncherPidNamespace) at the library's level: the
-// launcher is pid 1 of a fresh /proc, the waiter relays how it ended, and each step that fails
-// fails the call (never a launcher on the host's /proc). Every case runs in a forked child, which
-// becomes the waiter.
+// The parent's launcher (sandbox::EnterLauncher) at the library's level: in layer 2 the launcher is
+// pid 1 of a fresh /proc, in layer 1 a plain child of the waiter; the waiter relays how it ended,
+// its death comes to the launcher as SIGTERM, and each step that fails fails the call (never a
+// layer-2 launcher on the host's /proc). Every case runs in a forked child, which becomes the
+// waiter.
 #include <dirent.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <seccomp.h>
 #include <signal.h>
 #include <sys/mount.h>
@@ -36,20 +38,23 @@ int VisibleProcesses() {
   return count;
 }
 
-// Forks; the child runs `setup` (false: exit 100), then EnterLauncherPidNamespace and, in the
-// launcher, `launcher(result)`, whose value is the launcher's exit code. Returns the fork's wait
-// status: the waiter's, which relays the launcher's.
+// Forks; the child runs `setup` (false: exit 100), then EnterLauncher in `layer2` or not and, in
+// the launcher, `launcher(result)`, whose value is the launcher's exit code. `waiter` (if set) gets
+// the fork's pid, the waiter's, before it is waited for. Returns the fork's wait status: the
+// waiter's, which relays the launcher's.
 int RunAsLauncher(const std::function<bool()>& setup,
-                  const std::function<int(Result<UniqueFd>&)>& launcher) {
+                  const std::function<int(Result<UniqueFd>&)>& launcher, bool layer2 = true,
+                  const std::function<void(pid_t)>& waiter = {}) {
   Policy policy;
   policy.workdir = MakeTempDir("launcher");  // Here: the child's _exit removes nothing.
   pid_t pid = fork();
   if (pid < 0) return -1;
   if (pid == 0) {
     if (!setup()) _exit(100);
-    Result<UniqueFd> confined = EnterLauncherPidNamespace(policy, 1, 0);
+    Result<UniqueFd> confined = EnterLauncher(policy, layer2, 1, 0);
     _exit(launcher(confined));
   }
+  if (waiter) waiter(pid);
   int status = 0;
   if (waitpid(pid, &status, 0) != pid) return -1;
   return status;
@@ -69,7 +74,7 @@ bool RefuseProcMounts() {
   return ok;
 }
 
-TEST(EnterLauncherPidNamespace, TheLauncherIsPidOneOfAFreshProc) {
+TEST(EnterLauncher, TheLauncherIsPidOneOfAFreshProc) {
   // The control: this test process's /proc shows at least itself and its parent.
   ASSERT_GT(VisibleProcesses(), 1);
   const int status = RunAsLauncher(NoSetup, [](Result<UniqueFd>& confined) {
@@ -81,7 +86,75 @@ TEST(EnterLauncherPidNamespace, TheLauncherIsPidOneOfAFreshProc) {
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
 }
 
-TEST(EnterLauncherPidNamespace, TheWaiterRelaysTheLaunchersExitCodeAndDeathBySignal) {
+pid_t g_before_fork = 0;  // The waiter's pid, set in the forked child before EnterLauncher.
+
+TEST(EnterLauncher, InLayer1TheLauncherIsAChildOfTheWaiterOnTheHostsProc) {
+  const int status = RunAsLauncher(
+      [] {
+        g_before_fork = getpid();
+        return true;
+      },
+      [](Result<UniqueFd>& confined) {
+        if (!confined.ok()) return 10;
+        if (!AwaitLauncherWaiter(std::move(*confined)).ok()) return 11;
+        if (getpid() == g_before_fork || getppid() != g_before_fork) return 12;
+        return VisibleProcesses() > 2 ? 0 : 13;  // The host's /proc: no namespace.
+      },
+      /*layer2=*/false);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "status " << status;
+}
+
+// A SIGKILL of forkbox's pid (the waiter) must still let the launcher end its session (kill what
+// its tools left, put back the git trust surface): it gets SIGTERM, which the session handles,
+// in both layers. The launcher's handler writes 'T' to a pipe this test reads. A launcher that
+// gets nothing (or SIGKILL) writes nothing; it then ends when this test closes `hold`.
+int g_term_fd = -1;
+void WriteTerm(int) {
+  const char t = 'T';
+  (void)!write(g_term_fd, &t, 1);
+  _exit(0);
+}
+
+TEST(EnterLauncher, TheWaitersDeathComesToTheLauncherAsSigterm) {
+  for (const bool layer2 : {true, false}) {
+    Result<Pipe> term = MakePipe();
+    Result<Pipe> hold = MakePipe();
+    ASSERT_TRUE(term.ok() && hold.ok());
+    g_term_fd = term->write.get();
+    const int hold_fd = hold->read.get();
+    char got = 0;
+    const int status = RunAsLauncher(
+        [unused_term = term->read.get(), unused_hold = hold->write.get()] {
+          close(unused_term);  // So that only the test holds the ends it reads and closes.
+          close(unused_hold);
+          return signal(SIGTERM, WriteTerm) != SIG_ERR;
+        },
+        [hold_fd](Result<UniqueFd>& confined) {
+          if (!confined.ok() || !AwaitLauncherWaiter(std::move(*confined)).ok()) return 10;
+          const char ready = 'R';
+          if (write(g_term_fd, &ready, 1) != 1) return 11;
+          char c;
+          while (read(hold_fd, &c, 1) < 0 && errno == EINTR) {
+          }
+          return 12;
+        },
+        layer2,
+        [&](pid_t waiter) {
+          term->write.reset();
+          hold->read.reset();
+          char ready = 0;
+          if (read(term->read.get(), &ready, 1) != 1 || ready != 'R') return;
+          kill(waiter, SIGKILL);
+          pollfd pfd{term->read.get(), POLLIN, 0};
+          if (poll(&pfd, 1, 30'000) == 1) (void)!read(term->read.get(), &got, 1);
+          hold->write.reset();  // A launcher still waiting ends now.
+        });
+    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
+    EXPECT_EQ(got, 'T') << "layer2=" << layer2 << ": the launcher did not get SIGTERM";
+  }
+}
+
+TEST(EnterLauncher, TheWaiterRelaysTheLaunchersExitCodeAndDeathBySignal) {
   int status = RunAsLauncher(NoSetup, [](Result<UniqueFd>& confined) {
     return confined.ok() && AwaitLauncherWaiter(std::move(*confined)).ok() ? 42 : 10;
   });
@@ -100,7 +173,7 @@ TEST(EnterLauncherPidNamespace, TheWaiterRelaysTheLaunchersExitCodeAndDeathBySig
 // A launcher that cannot mount its /proc must not go on with the host's (its bash would see every
 // process of the host): the call fails, naming the step. The control: the same run without the
 // refusal succeeds.
-TEST(EnterLauncherPidNamespace, AFailedProcMountFailsTheCall) {
+TEST(EnterLauncher, AFailedProcMountFailsTheCall) {
   for (const bool refuse : {true, false}) {
     const int status =
         RunAsLauncher(refuse ? RefuseProcMounts : NoSetup, [](Result<UniqueFd>& confined) {
@@ -130,7 +203,7 @@ TEST(AwaitLauncherWaiter, AWaiterThatDiedBeforeConfiningItselfIsAnError) {
   const char done = 1;
   ASSERT_EQ(write(confined->write.get(), &done, 1), 1);
   EXPECT_TRUE(AwaitLauncherWaiter(std::move(confined->read)).ok());
-  // No launcher namespace (layer 1, the sandbox off): nothing to wait for.
+  // No launcher (the sandbox off): nothing to wait for.
   EXPECT_TRUE(AwaitLauncherWaiter(UniqueFd()).ok());
 }
 
