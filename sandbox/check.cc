@@ -107,14 +107,16 @@ void AddNamespaces(Report& r, bool assume_layer2) {
       layer2 ? "tools see only the session's processes (a task's only its task's); the tree "
                "dies with the task"
              : "tools can list your processes; descendants are killed via the subreaper");
-  // Measured by tests/escape/confine_test.cc (SigkillOfForkbox...): SIGTERM, SIGHUP and Ctrl-C
-  // tear everything down in both layers; SIGKILL gives forkbox no chance to.
+  // Measured by tests/escape/confine_test.cc (SigkillOfForkbox...): forkbox's pid is the
+  // launcher's waiter, whose death the launcher gets as SIGTERM (sandbox::EnterLauncher).
   Add(r, "SIGKILL of forkbox", layer2 ? "active" : "weaker",
-      layer2 ? "nothing survives it (PDEATHSIG on the PID-namespace init of the parent and of "
-               "each task)"
-             : "a daemon (setsid) detached by a still-running tool command survives: no PID "
-               "namespace and no cgroup to take it down (" +
-                   reason + ")");
+      std::string("ends the session as SIGTERM does: forkbox's pid is a waiter whose death the "
+                  "session gets as SIGTERM, kills what the tools left and puts back git's trust "
+                  "surface") +
+          (layer2 ? "; the PID namespaces take the rest down"
+                  : "; a SIGKILL of the session process too (pkill -9) leaves a detached daemon "
+                    "(setsid): no PID namespace and no cgroup to take it down (" +
+                        reason + ")"));
 }
 
 // The read scope (Landlock, both layers) and whether the workdir itself would defeat it.

@@ -91,23 +91,39 @@ size_t InheritedFilters(const ContainPlan& p) {
   return InitSetsUp(p) && !p.filters.empty() && !first_is_listener ? 1 : 0;
 }
 
+// What a tool's namespace init gets when the process that spawned it dies (PDEATHSIG): not SIGKILL,
+// so that it can still remove what the command planted (a SIGKILL of `forkbox sandbox`). A signal
+// nobody sends a command's group. The init keeps it blocked and takes it in RunInit.
+int InitDeathSignal() { return SIGRTMAX; }
+
 // PID-namespace init of a tool command: reaps everything and exits with the command's status.
 // Signals without a handler are not delivered to a namespace init, so the command (pid 2) gets
-// the caller's process-group signals and the init ignores them. When the command is gone, every
-// process it left is killed and reaped before the planted-file check.
+// the caller's process-group signals and the init ignores them. When the command is gone, or the
+// spawning process died (InitDeathSignal), every process in the namespace is killed and reaped
+// before the planted-file check. The init runs with every signal blocked (Spawn's child), so it
+// takes SIGCHLD and the death signal synchronously: none is lost between two waits.
 [[noreturn]] void RunInit(pid_t command, const ContainPlan& p) {
   ConfineKeeperRaw(p.filters.empty() || InheritedFilters(p) > 0 ? std::span<const sock_filter>()
                                                                 : p.filters.front(),
                    /*keep_stderr=*/true);
+  sigset_t wake;
+  sigemptyset(&wake);
+  sigaddset(&wake, SIGCHLD);
+  sigaddset(&wake, InitDeathSignal());
+  sigprocmask(SIG_BLOCK, &wake, nullptr);
   int exit_code = 127;
   for (;;) {
     int status = 0;
-    pid_t pid = waitpid(-1, &status, __WALL);
+    pid_t pid = waitpid(-1, &status, __WALL | WNOHANG);
     if (pid < 0 && errno == EINTR) continue;
     if (pid < 0) break;  // ECHILD: the command and everything it left are gone.
-    if (pid != command) continue;
-    exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    kill(-1, SIGKILL);
+    if (pid == command) {
+      exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      kill(-1, SIGKILL);
+    }
+    if (pid > 0) continue;
+    siginfo_t info;  // Children left: wait for one to end, or for the spawner's death.
+    if (sigwaitinfo(&wake, &info) == InitDeathSignal()) kill(-1, SIGKILL);
   }
   RemovePlantedRaw(p.mounts);
   _exit(exit_code);
@@ -277,8 +293,15 @@ int UnderKeeperRaw(int keeper, const char** step, int death_signal = SIGKILL) {
 // (AddContainStep), which calls UnderKeeperRaw with the pidfd left in the plan.
 int ForkKeeperRaw(ContainPlan& p, const char** step) {
   if (p.spawner_pidfd >= 0) {
+    // A tool's init takes its death signal in RunInit: blocked from now on.
+    const bool init = p.keeper == Keeper::kInit;
+    sigset_t death;
+    sigemptyset(&death);
+    sigaddset(&death, InitDeathSignal());
+    *step = "sigprocmask(the namespace init's death signal)";
+    if (init && sigprocmask(SIG_BLOCK, &death, nullptr) != 0) return errno;
     *step = "prctl(PR_SET_PDEATHSIG) of the namespace init";
-    if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return errno;
+    if (prctl(PR_SET_PDEATHSIG, init ? InitDeathSignal() : SIGKILL, 0, 0, 0) != 0) return errno;
     pollfd spawner{p.spawner_pidfd, POLLIN, 0};
     *step = "the spawner already exited";
     if (poll(&spawner, 1, 0) != 0) return ESRCH;

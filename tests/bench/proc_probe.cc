@@ -116,16 +116,17 @@ std::vector<pid_t> ChildrenNamed(pid_t parent, std::string_view comm) {
 }
 
 pid_t SessionProcess(pid_t forkbox) {
-  const std::vector<pid_t> launcher = ChildrenNamed(forkbox, "forkbox");
-  if (launcher.size() != 1) return forkbox;
-  // "NSpid:\t<outer>\t1": pid 1 of the namespace below forkbox's.
-  std::ifstream in("/proc/" + std::to_string(launcher[0]) + "/status");
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind("NSpid:", 0) != 0) continue;
-    const bool init = line.size() > 2 && line.compare(line.size() - 2, 2, "\t1") == 0;
-    return init ? launcher[0] : forkbox;
+  const std::vector<pid_t> launchers = ChildrenNamed(forkbox, "forkbox");
+  for (pid_t launcher : launchers) {
+    // "NSpid:\t<outer>\t1": pid 1 of the namespace below forkbox's (layer 2).
+    std::ifstream in("/proc/" + std::to_string(launcher) + "/status");
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("NSpid:", 0) != 0) continue;
+      if (line.size() > 2 && line.compare(line.size() - 2, 2, "\t1") == 0) return launcher;
+    }
   }
-  return forkbox;
+  // Layer 1: a plain child, the only one of that name.
+  return launchers.size() == 1 ? launchers[0] : forkbox;
 }
 
 Result<ScanResult> ScanAddressSpace(pid_t pid, std::string_view needle) {

@@ -24,10 +24,10 @@ Result<MemStatus> ReadMemStatus(pid_t pid);
 // Direct children of `parent` whose comm (truncated to 15 bytes by the kernel) matches `comm`.
 std::vector<pid_t> ChildrenNamed(pid_t parent, std::string_view comm);
 
-// The process that runs forkbox's session: in layer 2 its launcher, pid 1 of a PID namespace of
-// its own and the one child of `forkbox` named forkbox (forkbox's pid stays behind as the
-// launcher's waiter, sandbox::EnterLauncherPidNamespace); elsewhere `forkbox` itself. The launcher
-// exists once forkbox has sent its first model request.
+// The process that runs forkbox's session: sandboxed, its launcher, the child of `forkbox` named
+// forkbox (forkbox's pid stays behind as the launcher's waiter, sandbox::EnterLauncher), in layer 2
+// pid 1 of a PID namespace of its own; with the sandbox off `forkbox` itself. The launcher exists
+// once forkbox has sent its first model request.
 pid_t SessionProcess(pid_t forkbox);
 
 struct ScanResult {

@@ -302,13 +302,13 @@ TEST_P(ConfineTest, ChildFileToolCannotPlantAGitFsmonitor) {
   }
 }
 
-// In layer 2 forkbox's pid is the waiter of its launcher (tests/bench/proc_probe.h).
+// Sandboxed, forkbox's pid is the waiter of its launcher (tests/bench/proc_probe.h).
 pid_t LauncherOf(pid_t forkbox) { return forkbox::bench::SessionProcess(forkbox); }
 
 // The parent process itself runs under no_new_privs and seccomp while it talks to the model
-// (read from outside, in the mock's handler, while forkbox waits for the reply); in layer 2 it is
-// pid 1 of its own PID namespace, and forkbox's pid, its waiter, is confined too: no_new_privs,
-// the base filter, no capability, no descriptor.
+// (read from outside, in the mock's handler, while forkbox waits for the reply); it runs in a
+// launcher (in layer 2 pid 1 of its own PID namespace), and forkbox's pid, its waiter, is confined
+// too: no_new_privs, the base filter, no capability, no descriptor.
 TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
   struct Seen {
     std::string nnp, filters, caps, fds;
@@ -344,13 +344,12 @@ TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
   }
   EXPECT_EQ(launcher.nnp, "1");
   EXPECT_EQ(launcher.filters, std::to_string(jail + 1)) << "the agent's program: base + network";
-  if (!Layer2()) {
-    EXPECT_EQ(launcher_pid, Pid()) << "layer 1: no PID namespace, no waiter";
-    return;
-  }
-  EXPECT_NE(launcher_pid, Pid()) << "layer 2: the parent is pid 1 of a PID namespace of its own";
+  // In both layers the parent runs in a launcher below forkbox's pid, its waiter (in layer 2 the
+  // launcher is pid 1 of a PID namespace of its own): a SIGKILL of forkbox's pid still lets the
+  // launcher end the session.
+  EXPECT_NE(launcher_pid, Pid()) << "the parent runs in a launcher below its waiter";
   EXPECT_EQ(waiter.nnp, "1");
-  EXPECT_EQ(waiter.filters, "1") << "the waiter: the base filter";
+  EXPECT_EQ(waiter.filters, std::to_string(jail + 1)) << "the waiter: the base filter";
   EXPECT_EQ(waiter.caps, "0000000000000000/0000000000000000");
   EXPECT_EQ(waiter.fds, "0") << "the waiter keeps no descriptor";
 }
@@ -755,22 +754,25 @@ std::vector<pid_t> ProcessesWith(const std::string& token) {
   return top;
 }
 
-// SIGKILL of forkbox while a bash command runs and has detached a setsid daemon: a task's command
-// (`by_parent` false) or the parent's own (true). Layer 2: the task's agent, and the parent (its
-// launcher, whose waiter is the pid killed here), are each pid 1 of a PID namespace and die by
-// PDEATHSIG, so nothing of the session survives. Layer 1 has no PID namespace and no cgroup to
-// take the daemon down: this measures that the daemon survives there (the gap README.md and
-// `forkbox sandbox --check` state). The unsandboxed control survives too. Survivors are counted
-// from outside after forkbox and its agent are reaped.
+// SIGKILL of forkbox while a bash command runs, has planted git's trust surface (a
+// .git/commondir, which redirects your next git command to a directory of its choosing; a hook,
+// which layer 2's read-only binds refuse) and detached a setsid daemon: a task's command
+// (`by_parent` false) or the parent's own (true). forkbox's pid is the launcher's waiter; its
+// death comes to the launcher as SIGTERM (sandbox::EnterLauncher), whose teardown kills what the
+// tools left and puts the surface back, in both layers (in layer 2 the PID namespaces take the
+// rest down too). The unsandboxed control keeps the daemon and the planted files. Survivors are
+// counted from outside once forkbox and its launcher are gone.
 void ConfineTest::ExpectSigkillFate(bool by_parent) {
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);  // Orphans come to us: we reap.
+  ASSERT_EQ(std::system(("git init -q " + work_).c_str()), 0);
   const std::string suffix = "ivor" + std::to_string(::getpid()) + root_.substr(root_.size() - 6);
   const std::string token = "fbsurv" + suffix;  // Only the daemon's command line holds it whole.
   const std::string fifo = work_ + "/ready";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
   const std::string command =
-      "t=fbsurv; setsid -f bash -c \"echo up > ready; sleep 600; true ${t}" + suffix +
-      "\"; exec sleep 600";
+      "echo ../planted > .git/commondir; echo 'echo hook' > .git/hooks/pre-commit; "
+      "t=fbsurv; setsid -f bash -c \"echo up > ready; sleep 600; true ${t}" +
+      suffix + "\"; exec sleep 600";
   server_.SetHandler([&](const RecordedRequest& r) {
     if (IsParent(r) && !by_parent) {
       return Calls({ToolCall{"task", {{"prompt", "d"}, {"description", "d"}}, ""}});
@@ -788,29 +790,45 @@ void ConfineTest::ExpectSigkillFate(bool by_parent) {
   // Held before the kill, so that a quick death cannot be mistaken for a missing process.
   UniqueFd daemon(daemons.size() == 1 ? static_cast<int>(::syscall(SYS_pidfd_open, daemons[0], 0))
                                       : -1);
+  const pid_t launcher_pid = LauncherOf(Pid());  // forkbox's own pid: no launcher.
+  UniqueFd launcher(launcher_pid != Pid()
+                        ? static_cast<int>(::syscall(SYS_pidfd_open, launcher_pid, 0))
+                        : -1);
   EXPECT_EQ(::kill(Pid(), SIGKILL), 0);
   session.join();
   ASSERT_EQ(daemons.size(), 1U);
   ASSERT_TRUE(daemon) << std::strerror(errno);
+  const bool sandboxed = GetParam().sandboxed;
+  ASSERT_EQ(static_cast<bool>(launcher), sandboxed) << "a launcher below forkbox's pid";
+  pollfd ended{launcher.get(), POLLIN, 0};
+  const bool launcher_ended = launcher && ::poll(&ended, 1, 30'000) == 1;
   pollfd pfd{daemon.get(), POLLIN, 0};
-  const bool died =
-      daemon && ::poll(&pfd, 1, GetParam().sandboxed && Layer2() ? 30'000 : 2'000) == 1;
+  const bool died = daemon && ::poll(&pfd, 1, sandboxed ? 30'000 : 2'000) == 1;
+  const bool commondir = fs::exists(work_ + "/.git/commondir");
+  const bool hook = fs::exists(work_ + "/.git/hooks/pre-commit");
   for (pid_t pid : ProcessesWith(token)) ::kill(pid, SIGKILL);
   // What else survived (the command's own `exec sleep 600`, the daemon's sleep) was re-parented
   // to us, the subreaper: killed and reaped, so no run leaves sleeps behind.
   forkbox::sandbox::KillAllDescendants();
   const char* whose = by_parent ? "the parent's own bash command" : "a task's bash command";
-  if (GetParam().sandboxed && Layer2()) {
-    EXPECT_TRUE(died) << "a daemon of " << whose << " survived SIGKILL of forkbox in layer 2";
+  if (sandboxed) {
+    EXPECT_TRUE(launcher_ended) << "the launcher outlived forkbox's pid by 30 s";
+    EXPECT_TRUE(died) << "a daemon of " << whose << " survived SIGKILL of forkbox";
+    EXPECT_FALSE(commondir) << "the .git/commondir " << whose << " planted survived SIGKILL";
+    EXPECT_FALSE(hook) << "the hook " << whose << " planted survived SIGKILL";
   } else {
-    EXPECT_FALSE(died) << "measured gap: without a PID namespace the daemon of " << whose
-                       << " survives";
+    EXPECT_FALSE(died) << "control: the daemon of " << whose << " did not survive";
+    EXPECT_TRUE(commondir && hook) << "control: " << whose << " planted nothing";
   }
 }
 
-TEST_P(ConfineTest, SigkillOfForkboxLeavesNoTaskProcessInLayer2) { ExpectSigkillFate(false); }
+TEST_P(ConfineTest, SigkillOfForkboxLeavesNoProcessAndNoPlantedGitFileOfATask) {
+  ExpectSigkillFate(false);
+}
 
-TEST_P(ConfineTest, SigkillOfForkboxLeavesNoParentBashProcessInLayer2) { ExpectSigkillFate(true); }
+TEST_P(ConfineTest, SigkillOfForkboxLeavesNoProcessAndNoPlantedGitFileOfTheParentsBash) {
+  ExpectSigkillFate(true);
+}
 
 // Every suite here runs in each layer as root and as the unprivileged user, sandboxed and not.
 const auto kAllModes =

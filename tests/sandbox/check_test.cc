@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "base/process.h"
@@ -464,6 +465,50 @@ TEST(SandboxCommand, AGitFileNamingADirectoryOutsideTheWorkdirWritesNothingThere
   CmdResult control = RunCmd({"--workdir", work, "--writable", named, "--", "/bin/true"});
   EXPECT_EQ(control.code, 0) << control.err;
   EXPECT_TRUE(FileExists(named + "/hooks")) << control.err;
+}
+
+// A SIGKILL of `forkbox sandbox` while its command runs: the command's namespace init gets its
+// death signal (not SIGKILL), kills the namespace and removes the .git/commondir the command
+// planted (it would send your next git command to a directory of the command's choosing). The
+// pipes reach EOF only once the init, which holds stderr, is gone. The control, unsandboxed,
+// keeps it.
+TEST(SandboxCommand, ASigkillOfItStillRemovesTheCommondirItsCommandPlanted) {
+  if (!Layer2Available()) GTEST_SKIP() << "layer 2 only: layer 1 has no init to outlive it";
+  // $$: the command's pid as it sees it (in layer 2 its namespace's).
+  const std::string plant = "echo x > .git/commondir; echo $$ > ready; exec sleep 120";
+  for (const bool sandboxed : {true, false}) {
+    const std::string work = MakeTempDir("cmd-sigkill");
+    ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
+    ASSERT_EQ(mkfifo((work + "/ready").c_str(), 0600), 0);
+    Result<Pipe> pid_pipe = MakePipe();
+    ASSERT_TRUE(pid_pipe.ok());
+    const int pid_fd = pid_pipe->write.get();
+    CmdResult r;
+    std::thread run([&] {
+      std::vector<std::string> args = {"--workdir", work, "--", "/bin/sh", "-c", plant};
+      if (!sandboxed) args.insert(args.begin(), "--sandbox=off");
+      r = RunCmd(args, "", [pid_fd] {
+        const pid_t self = getpid();
+        return write(pid_fd, &self, sizeof self) == sizeof self;
+      });
+    });
+    pid_t forkbox = 0;
+    ASSERT_EQ(read(pid_pipe->read.get(), &forkbox, sizeof forkbox),
+              static_cast<ssize_t>(sizeof forkbox));
+    // Blocks until the command planted it.
+    const pid_t command = static_cast<pid_t>(std::atoi(ReadFile(work + "/ready").c_str()));
+    EXPECT_EQ(kill(forkbox, SIGKILL), 0);
+    if (!sandboxed) EXPECT_EQ(kill(command, SIGKILL), 0);  // Nothing else would end it.
+    run.join();
+    EXPECT_EQ(r.code, 128 + SIGKILL);
+    if (sandboxed) {
+      EXPECT_FALSE(FileExists(work + "/.git/commondir")) << r.err;
+      EXPECT_NE(r.err.find("commondir: created by the command and removed"), std::string::npos)
+          << r.err;
+    } else {
+      EXPECT_TRUE(FileExists(work + "/.git/commondir")) << "control: nothing planted";
+    }
+  }
 }
 
 // Git paths outside every writable tree are not bound (the rest of the tree is read-only or
