@@ -105,8 +105,8 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step);
 // later call reaps it once it has exited, without waiting either.
 bool Layer2Available(std::string* why = nullptr);
 
-// For a process about to fork into a PID namespace of its own (EnterLauncherPidNamespace): the
-// layer-2 probe's child, if it is not reaped yet, is given up. The process that stays behind, its
+// For a process about to fork its launcher (EnterLauncher): the layer-2 probe's child, if it is
+// not reaped yet, is given up. The process that stays behind, its
 // parent, reaps it; inside, its pid would name nothing, or another process.
 void ReleaseLayer2ProbeChild();
 

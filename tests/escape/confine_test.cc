@@ -457,7 +457,7 @@ TEST_P(ConfineTest, ParentToolsCannotWriteOutside) {
 }
 
 // In layer 2 the parent is pid 1 of a PID namespace of its own
-// (sandbox::EnterLauncherPidNamespace), so its bash sees only the session's processes: no command
+// (sandbox::EnterLauncher), so its bash sees only the session's processes: no command
 // line of an outside process (a password on a command line). Layer 1 has no PID namespace: there it
 // sees them (the measured gap README.md states), and their environments stay closed to it in every
 // mode (Landlock scopes ptrace, which /proc/<pid>/environ needs). A process of the same user

@@ -854,8 +854,8 @@ TEST_F(InteractiveTest, CtrlCAbortsAModelCallInFlight) {
   ExpectCtrlCAbortsAModelCallInFlight("--sandbox=off");
 }
 
-// In layer 2 forkbox's pid is the waiter of the parent, pid 1 of its own PID namespace: the
-// waiter passes SIGINT on (sandbox::EnterLauncherPidNamespace).
+// Sandboxed, forkbox's pid is the waiter of the parent (in layer 2 pid 1 of its own PID
+// namespace): the waiter passes SIGINT on (sandbox::EnterLauncher).
 TEST_F(InteractiveTest, CtrlCAbortsAModelCallInFlightInTheSandbox) {
   ExpectCtrlCAbortsAModelCallInFlight("--allow-broad-workdir");  // The test's HOME is the workdir.
 }
