@@ -791,9 +791,8 @@ void ConfineTest::ExpectSigkillFate(bool by_parent) {
   UniqueFd daemon(daemons.size() == 1 ? static_cast<int>(::syscall(SYS_pidfd_open, daemons[0], 0))
                                       : -1);
   const pid_t launcher_pid = LauncherOf(Pid());  // forkbox's own pid: no launcher.
-  UniqueFd launcher(launcher_pid != Pid()
-                        ? static_cast<int>(::syscall(SYS_pidfd_open, launcher_pid, 0))
-                        : -1);
+  UniqueFd launcher(
+      launcher_pid != Pid() ? static_cast<int>(::syscall(SYS_pidfd_open, launcher_pid, 0)) : -1);
   EXPECT_EQ(::kill(Pid(), SIGKILL), 0);
   session.join();
   ASSERT_EQ(daemons.size(), 1U);
