@@ -110,7 +110,8 @@ int InitDeathSignal() { return SIGRTMAX; }
   sigemptyset(&wake);
   sigaddset(&wake, SIGCHLD);
   sigaddset(&wake, InitDeathSignal());
-  sigprocmask(SIG_BLOCK, &wake, nullptr);
+  // Blocked already (Spawn's child, ForkKeeperRaw); this keeps RunInit right without relying on it.
+  if (sigprocmask(SIG_BLOCK, &wake, nullptr) != 0) _exit(127);
   int exit_code = 127;
   for (;;) {
     int status = 0;
