@@ -108,14 +108,17 @@ void AddNamespaces(Report& r, bool assume_layer2) {
                "dies with the task"
              : "tools can list your processes; descendants are killed via the subreaper");
   // Measured by tests/escape/confine_test.cc (SigkillOfForkbox...): forkbox's pid is the
-  // launcher's waiter, whose death the launcher gets as SIGTERM (sandbox::EnterLauncher).
+  // launcher's waiter, whose death the launcher gets as SIGTERM (sandbox::EnterLauncher); and by
+  // tests/sandbox/check_test.cc (SandboxCommand.ASigkillOfIt...) for a layer-2 command's init.
   Add(r, "SIGKILL of forkbox", layer2 ? "active" : "weaker",
-      std::string("ends the session as SIGTERM does: forkbox's pid is a waiter whose death the "
-                  "session gets as SIGTERM, kills what the tools left and puts back git's trust "
-                  "surface") +
-          (layer2 ? "; the PID namespaces take the rest down"
-                  : "; a SIGKILL of the session process too (pkill -9) leaves a detached daemon "
-                    "(setsid): no PID namespace and no cgroup to take it down (" +
+      std::string("a session ends as on SIGTERM: forkbox's pid is a waiter whose death the session "
+                  "gets as SIGTERM, kills what the tools left and puts back git's trust surface") +
+          (layer2 ? "; the PID namespaces take the rest down; `forkbox sandbox`: its command's "
+                    "namespace init kills it and removes a planted .git/commondir"
+                  : "; a SIGKILL of the session process too (pkill -9), or of `forkbox sandbox`, "
+                    "leaves a detached daemon (setsid) and, for `forkbox sandbox`, what its "
+                    "command planted in git's trust surface: no PID namespace and no cgroup to "
+                    "take it down (" +
                         reason + ")"));
 }
 
