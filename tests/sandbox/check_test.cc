@@ -498,7 +498,9 @@ TEST(SandboxCommand, ASigkillOfItStillRemovesTheCommondirItsCommandPlanted) {
     // Blocks until the command planted it.
     const pid_t command = static_cast<pid_t>(std::atoi(ReadFile(work + "/ready").c_str()));
     EXPECT_EQ(kill(forkbox, SIGKILL), 0);
-    if (!sandboxed) EXPECT_EQ(kill(command, SIGKILL), 0);  // Nothing else would end it.
+    if (!sandboxed) {
+      EXPECT_EQ(kill(command, SIGKILL), 0);  // Nothing else would end it.
+    }
     run.join();
     EXPECT_EQ(r.code, 128 + SIGKILL);
     if (sandboxed) {
