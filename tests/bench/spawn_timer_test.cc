@@ -2,7 +2,9 @@
 // start from: one entry per timed run in each list, none for the warm-up runs, start times that are
 // this machine's unix time in order, and a clear refusal of a bad count or a failing command; and
 // its --machine figures.
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <seccomp.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -98,6 +100,52 @@ TEST(SpawnTimer, MachineReportsAFreshPageAndAForkPerSample) {
   for (const char* args : {"--machine 0", "--machine x"}) {
     TimerRun bad = Timer(args);
     EXPECT_EQ(bad.exit_code, 2) << args << ": " << bad.out;
+  }
+}
+
+// --machine when the kernel refuses its fork: exit 1 and the reason, never a figure. The timer runs
+// under a filter that fails clone (what glibc's fork calls) with EAGAIN and clone3 with ENOSYS; the
+// control, the same run without the filter, succeeds.
+TEST(SpawnTimer, MachineSaysWhyWhenItsForkFails) {
+  for (const bool refuse : {true, false}) {
+    int out[2];
+    ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
+    const std::string bin = std::string(FORKBOX_BIN_DIR) + "/forkbox-bench-spawn";
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      dup2(out[1], 1);
+      dup2(out[1], 2);
+      if (refuse) {
+        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+        if (ctx == nullptr || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAGAIN), SCMP_SYS(clone), 0) ||
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) ||
+            seccomp_load(ctx) != 0) {
+          _exit(120);
+        }
+      }
+      execl(bin.c_str(), bin.c_str(), "--machine", "1", static_cast<char*>(nullptr));
+      _exit(121);
+    }
+    close(out[1]);
+    std::string got;
+    char buf[4096];
+    ssize_t n = 0;
+    while ((n = read(out[0], buf, sizeof buf)) > 0) got.append(buf, static_cast<size_t>(n));
+    close(out[0]);
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    ASSERT_TRUE(WIFEXITED(status)) << status;
+    if (refuse) {
+      EXPECT_EQ(WEXITSTATUS(status), 1) << got;
+      EXPECT_NE(got.find("forkbox-bench-spawn: fork: Resource temporarily unavailable"),
+                std::string::npos)
+          << got;
+      EXPECT_EQ(got.find("fork_child_ns"), std::string::npos) << got;
+    } else {
+      EXPECT_EQ(WEXITSTATUS(status), 0) << got;
+      EXPECT_NE(got.find("fork_child_ns"), std::string::npos) << got;
+    }
   }
 }
 
