@@ -803,8 +803,9 @@ void ConfineTest::ExpectSigkillFate(bool by_parent) {
   const bool launcher_ended = launcher && ::poll(&ended, 1, 30'000) == 1;
   pollfd pfd{daemon.get(), POLLIN, 0};
   const bool died = daemon && ::poll(&pfd, 1, sandboxed ? 30'000 : 2'000) == 1;
-  const bool commondir = fs::exists(work_ + "/.git/commondir");
-  const bool hook = fs::exists(work_ + "/.git/hooks/pre-commit");
+  // symlink_status: a planted link counts even when it leads nowhere.
+  const bool commondir = fs::exists(fs::symlink_status(work_ + "/.git/commondir"));
+  const bool hook = fs::exists(fs::symlink_status(work_ + "/.git/hooks/pre-commit"));
   for (pid_t pid : ProcessesWith(token)) ::kill(pid, SIGKILL);
   // What else survived (the command's own `exec sleep 600`, the daemon's sleep) was re-parented
   // to us, the subreaper: killed and reaped, so no run leaves sleeps behind.
