@@ -403,20 +403,21 @@ agent::ProviderHooks ParentProviderHooks(EventStream* events,
 // pid 1 of a PID namespace of its own. The interrupt handler is installed at once: a namespace
 // init gets only the signals it handles from outside, and the waiter's death comes as SIGTERM
 // (Run installs the handler again in its final mode).
-// `waiter_confined`: what sandbox::AwaitLauncherWaiter takes, before the first model call.
+// `waiter`: its `confined` is what sandbox::AwaitLauncherWaiter takes, before the first model
+// call.
 int EnterLauncher(const Options& o, const sandbox::Policy& policy, const sandbox::Report& report,
-                  UniqueFd* waiter_confined) {
+                  sandbox::LauncherWaiter* waiter) {
   if (!o.sandbox.enabled) return kExitOk;
   if (Status st = InstallInterruptHandler(InterruptMode::kExit); !st.ok()) {
     return Fail(o.output_format, kExitFailure, st.ToString());
   }
-  Result<UniqueFd> confined =
+  Result<sandbox::LauncherWaiter> launched =
       sandbox::EnterLauncher(policy, report.layer == 2, o.max_parallel, o.standby);
-  if (!confined.ok()) {
+  if (!launched.ok()) {
     return Fail(o.output_format, kExitSandbox,
-                "cannot sandbox the parent: " + confined.status().ToString());
+                "cannot sandbox the parent: " + launched.status().ToString());
   }
-  *waiter_confined = std::move(*confined);
+  *waiter = std::move(*launched);
   (void)PrefaultCode();  // A fork copies no page table of code (base/startup.h): a hint again.
   return kExitOk;
 }
@@ -441,8 +442,8 @@ int Run(const Options& o) {
   // https model), which must end first.
   const bool loading = http.on_thread();
   Status loaded = loading ? http.Get() : Status::Ok();
-  UniqueFd waiter_confined;
-  if (int code = EnterLauncher(o, box.policy, box.report, &waiter_confined); code != kExitOk) {
+  sandbox::LauncherWaiter waiter;
+  if (int code = EnterLauncher(o, box.policy, box.report, &waiter); code != kExitOk) {
     return code;
   }
   if (!loading) loaded = http.Get();
@@ -477,10 +478,10 @@ int Run(const Options& o) {
   // spawner's execve overlaps the planning; it shares our memory until then, so unshare waits.
   Result<std::optional<Spawner>> spawner = std::optional<Spawner>();
   Result<sandbox::Sandbox> confined = sandbox::EnterLauncherSandbox(
-      box.policy, box.report, OwnWritable(s), [&spawner, &pending_spawner, &waiter_confined] {
+      box.policy, box.report, OwnWritable(s), [&spawner, &pending_spawner, &waiter] {
         spawner = FinishSpawner(*pending_spawner);
         if (!spawner.ok()) return spawner.status();
-        return sandbox::AwaitLauncherWaiter(std::move(waiter_confined));
+        return sandbox::AwaitLauncherWaiter(std::move(waiter.confined));
       });
   if (!spawner.ok()) return Fail(o.output_format, kExitSandbox, spawner.status().ToString());
   if (!confined.ok()) {
@@ -517,8 +518,11 @@ int Run(const Options& o) {
   Session session(timed, std::move(loop), runner, stats);
   session.Restore(std::move(state.restored));
   if (state.log) session.set_log(&*state.log);
-  OutputOptions out{o.output_format,  s.provider.stream, o.quiet,          &events,
-                    s.provider.model, o.persist_session, &stream_restarted};
+  OutputOptions out{o.output_format,   s.provider.stream,
+                    o.quiet,           &events,
+                    s.provider.model,  o.persist_session,
+                    &stream_restarted, [&waiter] { return sandbox::WaiterDied(waiter.pidfd); },
+                    waiter.pid};
   if (interactive) return RunInteractive(session, out, *editor, progress);
   return RunOneShot(session, **prompt, out, progress);
 }

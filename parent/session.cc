@@ -176,13 +176,17 @@ struct OneShotEnd {
   const char* subtype = "success";
 };
 
-OneShotEnd Classify(const Session::Turn& turn) {
+OneShotEnd Classify(const Session::Turn& turn, const OutputOptions& out) {
   const agent::LoopOutcome& o = turn.outcome;
   if (turn.interrupt_signal != 0) {
-    return {128 + turn.interrupt_signal,
-            std::string("interrupted by ") + SignalName(turn.interrupt_signal) +
-                "; running tasks were killed",
-            "error_interrupted"};
+    int code = 128 + turn.interrupt_signal;
+    std::string why = std::string("interrupted by ") + SignalName(turn.interrupt_signal);
+    if (turn.interrupt_signal == SIGTERM && out.waiter_died && out.waiter_died()) {
+      // What forkbox's caller saw: its pid killed. The waiter blocks every signal it can.
+      code = 128 + SIGKILL;
+      why = "forkbox (pid " + std::to_string(out.waiter_pid) + ") was killed by SIGKILL";
+    }
+    return {code, why + "; running tasks were killed", "error_interrupted"};
   }
   if (o.error) return {kExitModel, "model error: " + o.error->ToString(), "error_during_execution"};
   if (o.stop == agent::LoopStop::kRefusal) {
@@ -255,7 +259,7 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
   });
   stream.EndLine();
   const agent::LoopOutcome& o = turn.outcome;
-  const OneShotEnd end = Classify(turn);
+  const OneShotEnd end = Classify(turn, out);
   const int64_t duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                   std::chrono::steady_clock::now() - started)
                                   .count();

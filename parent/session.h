@@ -64,6 +64,10 @@ struct OutputOptions {
   // Called by the provider's retry hook before it announces a retry; the session points it at
   // its live stdout stream while one runs. May be null.
   std::function<void()>* stream_restarted = nullptr;
+  // True once forkbox's pid, the waiter above the session (sandbox::EnterLauncher), has died:
+  // its death comes as SIGTERM, which a one-shot run then reports as that death. May be empty.
+  std::function<bool()> waiter_died;
+  pid_t waiter_pid = 0;
 };
 
 // Adds the wall time of every model call to *api_ms (duration_api_ms).

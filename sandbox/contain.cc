@@ -676,8 +676,8 @@ Status EnterAgentNamespaces(const Settings& settings) {
   return Status::Ok();
 }
 
-Result<UniqueFd> EnterLauncher(const Policy& policy, bool layer2, int64_t concurrent_tasks,
-                               int64_t standby) {
+Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t concurrent_tasks,
+                                     int64_t standby) {
   // What the session may run at once: rlimit_nproc processes for each task and for the parent's
   // own tools, plus the standbys, the spawner and the parent.
   const int64_t tasks = concurrent_tasks < 1 ? 1 : concurrent_tasks;
@@ -692,8 +692,12 @@ Result<UniqueFd> EnterLauncher(const Policy& policy, bool layer2, int64_t concur
     if (int err = UnshareLauncherRaw(maps, &step)) return Status::FromErrno(err, step);
   }
   ReleaseLayer2ProbeChild();
-  UniqueFd waiter(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
+  LauncherWaiter out;
+  out.pid = getpid();
+  UniqueFd waiter(static_cast<int>(syscall(SYS_pidfd_open, out.pid, 0)));
   if (!waiter) return Status::FromErrno(errno, "pidfd_open(the launcher's waiter)");
+  out.pidfd.reset(fcntl(waiter.get(), F_DUPFD_CLOEXEC, 3));
+  if (!out.pidfd) return Status::FromErrno(errno, "dup(the launcher's waiter's pidfd)");
   Result<Pipe> confined = MakePipe();
   if (!confined.ok()) return confined.status().WithContext("the launcher's waiter");
   // Single-threaded: glibc's fork keeps the launcher's (later multithreaded) state right.
@@ -705,12 +709,19 @@ Result<UniqueFd> EnterLauncher(const Policy& policy, bool layer2, int64_t concur
   // kills what its tools left and puts back the git trust surface before it exits.
   if (int err = UnderKeeperRaw(waiter.get(), &step, SIGTERM)) return Status::FromErrno(err, step);
   (void)waiter.release();  // Closed by UnderKeeperRaw.
-  if (!layer2) return std::move(confined->read);
+  out.confined = std::move(confined->read);
+  if (!layer2) return out;
   if (int err = MountLauncherProcRaw(&step)) return Status::FromErrno(err, step);
   if (pid_max > 0) {
     if (int err = LimitPidNamespaceRaw(pid_max, &step)) return Status::FromErrno(err, step);
   }
-  return std::move(confined->read);
+  return out;
+}
+
+bool WaiterDied(const UniqueFd& pidfd) {
+  if (!pidfd) return false;
+  pollfd pfd{pidfd.get(), POLLIN, 0};
+  return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) != 0;
 }
 
 Status AwaitLauncherWaiter(UniqueFd confined) {

@@ -66,6 +66,8 @@ int MakeDirsRaw(const char* path) {
 
 // Links are never followed where this file resolves a planned path: one there was planted since.
 constexpr uint64_t kNoLinks = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+// The step whose EPERM the layer-2 probe explains (ProbeFailure).
+constexpr char kMountProcStep[] = "mount proc /proc";
 
 // openat2 with O_CLOEXEC added: the descriptor, or -1 with errno. Async-signal-safe.
 int OpenAt2Raw(int dir, const char* path, uint64_t flags, uint64_t resolve) {
@@ -725,7 +727,7 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
   if (int err = SealSocketDirsRaw(plan, step)) return err;
   if (int err = BindGitRaw(plan, step)) return err;
   if (int err = HideCredentialsRaw(plan, step)) return err;
-  *step = "mount proc /proc";
+  *step = kMountProcStep;
   if (plan.mount_proc &&
       mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, nullptr) != 0) {
     return errno;
@@ -752,17 +754,30 @@ Layer2Probe& TheLayer2Probe() {
 
 struct ProbeChild {
   const MountPlan* plan;
-  int verdict_fd;  // Gets the errno of the failing step, or 0.
+  int verdict_fd;    // Gets the errno of the failing step, or 0.
+  const char* step;  // The failing step, set before the verdict (the memory is shared).
 };
 
 // In the new namespaces, on the caller's memory (CloneProcess): raw calls only.
 int RunProbeChild(void* arg) {
-  const auto* c = static_cast<const ProbeChild*>(arg);
-  const char* step = "";
-  int err = WriteIdMapsRaw(*c->plan, &step);
-  if (err == 0) err = SetUpMountsRaw(*c->plan, &step);
+  auto* c = static_cast<ProbeChild*>(arg);
+  int err = WriteIdMapsRaw(*c->plan, &c->step);
+  if (err == 0) err = SetUpMountsRaw(*c->plan, &c->step);
   (void)!write(c->verdict_fd, &err, sizeof(err));
   _exit(0);
+}
+
+// Why the probe's namespaces could not be set up, naming the step; a refused /proc gets the
+// usual cause: a container's masked /proc paths (the kernel then refuses a fresh proc mount in a
+// user namespace, since it would reveal them).
+std::string ProbeFailure(int err, const char* step) {
+  std::string why = Status::FromErrno(err, std::string("namespace mount setup: ") + step).message();
+  if (err == EPERM && std::strcmp(step, kMountProcStep) == 0) {
+    why +=
+        "; the kernel refuses a fresh /proc in a user namespace while paths of this /proc are "
+        "masked, as a container's are (Docker: --security-opt systempaths=unconfined)";
+  }
+  return why;
 }
 
 // Clones the throwaway child into new namespaces and reads its verdict. With shared memory (no
@@ -776,7 +791,7 @@ void ProbeLocked(Layer2Probe& probe) {
     probe.reason = verdict.status().WithContext("namespace probe").message();
     return;
   }
-  ProbeChild child{&plan, verdict->write.get()};
+  ProbeChild child{&plan, verdict->write.get(), ""};
   // The child's id-map writes make the shared memory dumpable for a moment (WriteIdMapsRaw); the
   // caller's own setting is put back even if the child dies in between.
   const int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
@@ -806,7 +821,7 @@ void ProbeLocked(Layer2Probe& probe) {
   } else if (err == 0) {
     probe.available = true;
   } else {
-    probe.reason = Status::FromErrno(err, "namespace mount setup").message();
+    probe.reason = ProbeFailure(err, child.step);
   }
 }
 

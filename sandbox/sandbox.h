@@ -376,9 +376,19 @@ Status EnterAgentNamespaces(const Settings& settings);
 // needs no cgroup). Returns, in the launcher, a descriptor that the waiter writes once it is
 // confined: the caller passes it to AwaitLauncherWaiter before its own confinement, so that no
 // model call and no tool runs while the waiter is not yet confined (the fork returns to both at
-// once; the waiter confines itself then, with no input of any kind).
-Result<UniqueFd> EnterLauncher(const Policy& policy, bool layer2, int64_t concurrent_tasks,
-                               int64_t standby);
+// once; the waiter confines itself then, with no input of any kind). And a pidfd of the waiter,
+// so that the launcher can tell the waiter's death from a SIGTERM it relayed (both come as
+// SIGTERM from the same sender): WaiterDied.
+struct LauncherWaiter {
+  UniqueFd confined;  // For AwaitLauncherWaiter.
+  UniqueFd pidfd;     // The waiter's (forkbox's pid): readable once it has died.
+  pid_t pid = 0;      // forkbox's pid, as its caller knows it.
+};
+Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t concurrent_tasks,
+                                     int64_t standby);
+// True once the waiter behind `pidfd` has died (a SIGKILL of forkbox's pid); false while it runs
+// or for an empty fd.
+bool WaiterDied(const UniqueFd& pidfd);
 // Waits until the waiter wrote that it is confined; an error if it died first. OK for an empty fd
 // (no launcher: the sandbox off).
 Status AwaitLauncherWaiter(UniqueFd confined);

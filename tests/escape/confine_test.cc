@@ -811,8 +811,13 @@ void ConfineTest::ExpectSigkillFate(bool by_parent) {
   // to us, the subreaper: killed and reaped, so no run leaves sleeps behind.
   forkbox::sandbox::KillAllDescendants();
   const char* whose = by_parent ? "the parent's own bash command" : "a task's bash command";
+  std::string err;
+  std::getline(std::ifstream(root_ + "/err"), err, '\0');
   if (sandboxed) {
     EXPECT_TRUE(launcher_ended) << "the launcher outlived forkbox's pid by 30 s";
+    // The launcher says what happened: not the SIGTERM the waiter's death came as.
+    EXPECT_NE(err.find(") was killed by SIGKILL; running tasks were killed"), std::string::npos)
+        << err;
     EXPECT_TRUE(died) << "a daemon of " << whose << " survived SIGKILL of forkbox";
     EXPECT_FALSE(commondir) << "the .git/commondir " << whose << " planted survived SIGKILL";
     EXPECT_FALSE(hook) << "the hook " << whose << " planted survived SIGKILL";

@@ -5,6 +5,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <seccomp.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
@@ -601,6 +602,47 @@ TEST(SandboxCommand, FallsBackToLayer1WhereUserNamespacesAreRefused) {
   EXPECT_EQ(ReadFile(work + "/inside"), "y\n");
   EXPECT_NE(r.out.find("NoNewPrivs:1"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("Seccomp:2"), std::string::npos) << r.out;
+}
+
+// Docker masks paths of /proc (binds /dev/null over /proc/keys, /proc/kcore...). The kernel then
+// refuses a fresh proc mount in a user namespace (it would reveal them), which layer 2 needs, so
+// `forkbox sandbox` runs in layer 1 there, and --check names the refused step and its cause. As
+// nobody (root of the initial user namespace may mount it anyway), in a mount namespace of its own
+// with /proc masked as Docker does. The control: the same user without the mask gets layer 2.
+TEST(SandboxCommand, AContainersMaskedProcGivesLayer1AndSaysWhy) {
+  if (geteuid() != 0) GTEST_SKIP() << "masking /proc needs root";
+  const char* masked = nullptr;
+  for (const char* path : {"/proc/keys", "/proc/timer_list", "/proc/kcore", "/proc/sched_debug"}) {
+    if (access(path, F_OK) == 0) {
+      masked = path;
+      break;
+    }
+  }
+  if (masked == nullptr) GTEST_SKIP() << "no /proc path that Docker masks exists here";
+  const std::string work = MakeTempDir("cmd-masked-proc");
+  ASSERT_EQ(chown(work.c_str(), 65534, 65534), 0);
+  auto as_nobody = [] {
+    return setgroups(0, nullptr) == 0 && setresgid(65534, 65534, 65534) == 0 &&
+           setresuid(65534, 65534, 65534) == 0;
+  };
+  auto masked_as_nobody = [masked, as_nobody] {
+    return unshare(CLONE_NEWNS) == 0 &&
+           mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+           mount("/dev/null", masked, nullptr, MS_BIND, nullptr) == 0 && as_nobody();
+  };
+  CmdResult check = RunCmd({"--workdir", work, "--check"}, "", masked_as_nobody);
+  EXPECT_EQ(check.code, 0) << check.out << check.err;
+  EXPECT_NE(check.out.find("layer 1,"), std::string::npos) << check.out;
+  EXPECT_NE(check.out.find("mount proc /proc: Operation not permitted"), std::string::npos)
+      << check.out;
+  EXPECT_NE(check.out.find("systempaths=unconfined"), std::string::npos) << check.out;
+  CmdResult r =
+      RunCmd({"--workdir", work, "--", "sh", "-c", "echo $$ > pid"}, "", masked_as_nobody);
+  EXPECT_EQ(r.code, 0) << r.err;
+  EXPECT_GT(std::atoi(ReadFile(work + "/pid").c_str()), 2) << "layer 1 has no PID namespace";
+  // The control: no mask, layer 2.
+  CmdResult control = RunCmd({"--workdir", work, "--check"}, "", as_nobody);
+  EXPECT_NE(control.out.find("layer 2,"), std::string::npos) << control.out;
 }
 
 // The probe's verdict is kept per process, so each case runs in a fresh one: a death test,

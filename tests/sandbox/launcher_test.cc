@@ -43,7 +43,7 @@ int VisibleProcesses() {
 // the fork's pid, the waiter's, before it is waited for. Returns the fork's wait status: the
 // waiter's, which relays the launcher's.
 int RunAsLauncher(const std::function<bool()>& setup,
-                  const std::function<int(Result<UniqueFd>&)>& launcher, bool layer2 = true,
+                  const std::function<int(Result<LauncherWaiter>&)>& launcher, bool layer2 = true,
                   const std::function<void(pid_t)>& waiter = {}) {
   Policy policy;
   policy.workdir = MakeTempDir("launcher");  // Here: the child's _exit removes nothing.
@@ -51,7 +51,7 @@ int RunAsLauncher(const std::function<bool()>& setup,
   if (pid < 0) return -1;
   if (pid == 0) {
     if (!setup()) _exit(100);
-    Result<UniqueFd> confined = EnterLauncher(policy, layer2, 1, 0);
+    Result<LauncherWaiter> confined = EnterLauncher(policy, layer2, 1, 0);
     _exit(launcher(confined));
   }
   if (waiter) waiter(pid);
@@ -77,9 +77,9 @@ bool RefuseProcMounts() {
 TEST(EnterLauncher, TheLauncherIsPidOneOfAFreshProc) {
   // The control: this test process's /proc shows at least itself and its parent.
   ASSERT_GT(VisibleProcesses(), 1);
-  const int status = RunAsLauncher(NoSetup, [](Result<UniqueFd>& confined) {
+  const int status = RunAsLauncher(NoSetup, [](Result<LauncherWaiter>& confined) {
     if (!confined.ok()) return 10;
-    if (!AwaitLauncherWaiter(std::move(*confined)).ok()) return 11;
+    if (!AwaitLauncherWaiter(std::move(confined->confined)).ok()) return 11;
     if (getpid() != 1) return 12;
     return VisibleProcesses() == 1 ? 0 : 13;  // Itself alone: the waiter is outside.
   });
@@ -94,9 +94,9 @@ TEST(EnterLauncher, InLayer1TheLauncherIsAChildOfTheWaiterOnTheHostsProc) {
         g_before_fork = getpid();
         return true;
       },
-      [](Result<UniqueFd>& confined) {
+      [](Result<LauncherWaiter>& confined) {
         if (!confined.ok()) return 10;
-        if (!AwaitLauncherWaiter(std::move(*confined)).ok()) return 11;
+        if (!AwaitLauncherWaiter(std::move(confined->confined)).ok()) return 11;
         if (getpid() == g_before_fork || getppid() != g_before_fork) return 12;
         return VisibleProcesses() > 2 ? 0 : 13;  // The host's /proc: no namespace.
       },
@@ -129,8 +129,8 @@ TEST(EnterLauncher, TheWaitersDeathComesToTheLauncherAsSigterm) {
           close(unused_hold);
           return signal(SIGTERM, WriteTerm) != SIG_ERR;
         },
-        [hold_fd](Result<UniqueFd>& confined) {
-          if (!confined.ok() || !AwaitLauncherWaiter(std::move(*confined)).ok()) return 10;
+        [hold_fd](Result<LauncherWaiter>& confined) {
+          if (!confined.ok() || !AwaitLauncherWaiter(std::move(confined->confined)).ok()) return 10;
           const char ready = 'R';
           if (write(g_term_fd, &ready, 1) != 1) return 11;
           char c;
@@ -154,16 +154,79 @@ TEST(EnterLauncher, TheWaitersDeathComesToTheLauncherAsSigterm) {
   }
 }
 
+// The launcher tells the waiter's death from a SIGTERM the waiter relayed, which arrive alike
+// (sandbox::WaiterDied): the launcher takes SIGTERM, then, once the test says so ('C', sent after
+// the waiter is a zombie), answers 'D' (died) or 'A' (alive). SIGKILL of the waiter must give
+// 'D'; the control, SIGTERM to the waiter (relayed), 'A'. Both layers.
+volatile sig_atomic_t g_got_term = 0;
+void NoteTerm(int) { g_got_term = 1; }
+
+char WaiterFateSeenByTheLauncher(bool layer2, int signal_to_waiter) {
+  Result<Pipe> answer = MakePipe();
+  Result<Pipe> check = MakePipe();
+  if (!answer.ok() || !check.ok()) return '?';
+  const int answer_fd = answer->write.get();
+  const int check_fd = check->read.get();
+  char got = 0;
+  RunAsLauncher(
+      [unused_answer = answer->read.get(), unused_check = check->write.get()] {
+        close(unused_answer);
+        close(unused_check);
+        struct sigaction sa = {};
+        sa.sa_handler = NoteTerm;
+        return sigaction(SIGTERM, &sa, nullptr) == 0;
+      },
+      [answer_fd, check_fd, layer2](Result<LauncherWaiter>& launched) {
+        if (!launched.ok()) return 10;
+        if (launched->pid != getppid() && !layer2) return 11;  // Layer 1: the waiter's pid.
+        if (!AwaitLauncherWaiter(std::move(launched->confined)).ok()) return 12;
+        if (WaiterDied(launched->pidfd)) return 13;  // Alive so far.
+        const char ready = 'R';
+        if (write(answer_fd, &ready, 1) != 1) return 14;
+        char c = 0;
+        while (read(check_fd, &c, 1) < 0 && errno == EINTR) {
+        }
+        sigset_t none;
+        sigemptyset(&none);
+        while (!g_got_term) sigsuspend(&none);
+        const char seen = WaiterDied(launched->pidfd) ? 'D' : 'A';
+        return write(answer_fd, &seen, 1) == 1 ? 0 : 15;
+      },
+      layer2,
+      [&](pid_t waiter) {
+        answer->write.reset();
+        check->read.reset();
+        char ready = 0;
+        if (read(answer->read.get(), &ready, 1) != 1 || ready != 'R') return;
+        kill(waiter, signal_to_waiter);
+        siginfo_t info{};
+        if (signal_to_waiter == SIGKILL) waitid(P_PID, waiter, &info, WEXITED | WNOWAIT);
+        const char go = 'C';
+        (void)!write(check->write.get(), &go, 1);
+        pollfd pfd{answer->read.get(), POLLIN, 0};
+        if (poll(&pfd, 1, 30'000) == 1) (void)!read(answer->read.get(), &got, 1);
+        check->write.reset();
+      });
+  return got;
+}
+
+TEST(EnterLauncher, TheLauncherTellsTheWaitersDeathFromARelayedSigterm) {
+  for (const bool layer2 : {true, false}) {
+    EXPECT_EQ(WaiterFateSeenByTheLauncher(layer2, SIGKILL), 'D') << "layer2=" << layer2;
+    EXPECT_EQ(WaiterFateSeenByTheLauncher(layer2, SIGTERM), 'A') << "layer2=" << layer2;
+  }
+}
+
 TEST(EnterLauncher, TheWaiterRelaysTheLaunchersExitCodeAndDeathBySignal) {
-  int status = RunAsLauncher(NoSetup, [](Result<UniqueFd>& confined) {
-    return confined.ok() && AwaitLauncherWaiter(std::move(*confined)).ok() ? 42 : 10;
+  int status = RunAsLauncher(NoSetup, [](Result<LauncherWaiter>& confined) {
+    return confined.ok() && AwaitLauncherWaiter(std::move(confined->confined)).ok() ? 42 : 10;
   });
   EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 42) << "status " << status;
   // pid 1 of a namespace ignores what it sends itself at the default action; a fault the kernel
   // forces ends it, and the waiter dies of the same signal. A trap instruction (SIGILL), which
   // the sanitizers leave to the kernel, unlike a bad store.
-  status = RunAsLauncher(NoSetup, [](Result<UniqueFd>& confined) {
-    if (!confined.ok() || !AwaitLauncherWaiter(std::move(*confined)).ok()) return 10;
+  status = RunAsLauncher(NoSetup, [](Result<LauncherWaiter>& confined) {
+    if (!confined.ok() || !AwaitLauncherWaiter(std::move(confined->confined)).ok()) return 10;
     prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);  // No core file of a deliberate fault.
     __builtin_trap();
   });
@@ -176,8 +239,9 @@ TEST(EnterLauncher, TheWaiterRelaysTheLaunchersExitCodeAndDeathBySignal) {
 TEST(EnterLauncher, AFailedProcMountFailsTheCall) {
   for (const bool refuse : {true, false}) {
     const int status =
-        RunAsLauncher(refuse ? RefuseProcMounts : NoSetup, [](Result<UniqueFd>& confined) {
-          if (confined.ok()) return AwaitLauncherWaiter(std::move(*confined)).ok() ? 0 : 11;
+        RunAsLauncher(refuse ? RefuseProcMounts : NoSetup, [](Result<LauncherWaiter>& confined) {
+          if (confined.ok())
+            return AwaitLauncherWaiter(std::move(confined->confined)).ok() ? 0 : 11;
           return confined.status().message().find("mount proc /proc in the launcher") !=
                          std::string::npos
                      ? 3
