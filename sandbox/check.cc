@@ -115,10 +115,10 @@ void AddNamespaces(Report& r, bool assume_layer2) {
                   "gets as SIGTERM, kills what the tools left and puts back git's trust surface") +
           (layer2 ? "; the PID namespaces take the rest down; `forkbox sandbox`: its command's "
                     "namespace init kills it and removes a planted .git/commondir"
-                  : "; a SIGKILL of the session process too (pkill -9), or of `forkbox sandbox`, "
-                    "leaves a detached daemon (setsid) and, for `forkbox sandbox`, what its "
-                    "command planted in git's trust surface: no PID namespace and no cgroup to "
-                    "take it down (" +
+                  : "; `forkbox sandbox`: its command's keeper kills the command and what it "
+                    "detached (setsid), but what it planted in git's trust surface stays; a "
+                    "SIGKILL of the session process too (pkill -9) leaves a detached daemon: no "
+                    "PID namespace and no cgroup to take it down (" +
                         reason + ")"));
 }
 

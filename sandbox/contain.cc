@@ -1,5 +1,7 @@
 #include "sandbox/contain.h"
 
+#include <dirent.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <poll.h>
 #include <sched.h>
@@ -128,6 +130,104 @@ int InitDeathSignal() { return SIGRTMAX; }
   }
   RemovePlantedRaw(p.mounts);
   _exit(exit_code);
+}
+
+// The parent pid in /proc/<name>/stat ("pid (comm) state ppid ..."; comm may hold spaces and
+// parentheses), or -1. Raw calls and a stack buffer: a keeper's.
+pid_t ParentOfRaw(int proc, const char* name) {
+  char path[32] = {};
+  const size_t len = strlen(name);
+  if (len + sizeof("/stat") > sizeof(path)) return -1;
+  memcpy(path, name, len);
+  memcpy(path + len, "/stat", sizeof("/stat"));
+  const int fd = openat(proc, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* close_paren = strrchr(buf, ')');
+  if (close_paren == nullptr || close_paren[1] != ' ' || close_paren[2] == '\0') return -1;
+  return static_cast<pid_t>(strtol(close_paren + 4, nullptr, 10));  // ") S ppid"
+}
+
+// Kills one round of this process's children, found in /proc by parent pid, and reaps them;
+// returns how many it killed. Their own children come to this process next (a subreaper).
+int KillChildrenRoundRaw(pid_t self) {
+  const int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (proc < 0) return 0;
+  pid_t killed[256];
+  int count = 0;
+  alignas(8) char buf[4096];
+  long n = 0;
+  while (count < 256 && (n = syscall(SYS_getdents64, proc, buf, sizeof(buf))) > 0) {
+    for (long off = 0; off < n && count < 256;) {
+      const auto* entry = reinterpret_cast<const dirent64*>(buf + off);
+      off += entry->d_reclen;
+      char* end = nullptr;
+      const long pid = strtol(entry->d_name, &end, 10);
+      if (pid <= 0 || *end != '\0' || ParentOfRaw(proc, entry->d_name) != self) continue;
+      if (kill(static_cast<pid_t>(pid), SIGKILL) == 0) killed[count++] = static_cast<pid_t>(pid);
+    }
+  }
+  close(proc);
+  for (int i = 0; i < count; ++i) {
+    while (waitpid(killed[i], nullptr, __WALL) < 0 && errno == EINTR) {
+    }
+  }
+  return count;
+}
+
+// `forkbox sandbox`'s command in layer 1 (ContainPlan::layer1_keeper): the keeper waits for it
+// and exits with its status (what it left goes on to the spawner, a subreaper too, which kills
+// it). If the spawner dies first (InitDeathSignal, e.g. its SIGKILL), the keeper kills the command
+// and everything below it, round after round, as orphans come to it: layer 1 has no PID
+// namespace that would take them down. Base filter, no capability, no descriptor but stderr.
+[[noreturn]] void RunLayer1Keeper(pid_t command, const ContainPlan& p) {
+  ConfineKeeperRaw(p.filters.empty() ? std::span<const sock_filter>() : p.filters.front(),
+                   /*keep_stderr=*/true);
+  sigset_t wake;
+  sigemptyset(&wake);
+  sigaddset(&wake, SIGCHLD);
+  sigaddset(&wake, InitDeathSignal());
+  if (sigprocmask(SIG_BLOCK, &wake, nullptr) != 0) _exit(127);
+  for (;;) {
+    int status = 0;
+    const pid_t pid = waitpid(-1, &status, __WALL | WNOHANG);
+    if (pid < 0 && errno == EINTR) continue;
+    if (pid == command) _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    if (pid > 0) continue;  // An orphan of the command that ended.
+    if (pid < 0) _exit(127);
+    siginfo_t info;
+    if (sigwaitinfo(&wake, &info) != InitDeathSignal()) continue;
+    const pid_t self = getpid();
+    for (int round = 0; round < 10000 && KillChildrenRoundRaw(self) > 0; ++round) {
+    }
+    _exit(128 + SIGKILL);
+  }
+}
+
+// The keeper step of ContainPlan::layer1_keeper: its death signal blocked (RunLayer1Keeper takes
+// it), set, the spawner checked alive after that, and a subreaper, so the command's orphans come
+// to it. Leaves its own pidfd in the plan for the command.
+int BecomeLayer1KeeperRaw(ContainPlan& p, const char** step) {
+  sigset_t death;
+  sigemptyset(&death);
+  sigaddset(&death, InitDeathSignal());
+  *step = "sigprocmask(the command's keeper's death signal)";
+  if (sigprocmask(SIG_BLOCK, &death, nullptr) != 0) return errno;
+  *step = "prctl(PR_SET_PDEATHSIG) of the command's keeper";
+  if (prctl(PR_SET_PDEATHSIG, InitDeathSignal(), 0, 0, 0) != 0) return errno;
+  pollfd spawner{p.spawner_pidfd, POLLIN, 0};
+  *step = "the spawner already exited";
+  if (poll(&spawner, 1, 0) != 0) return ESRCH;
+  *step = "prctl(PR_SET_CHILD_SUBREAPER) of the command's keeper";
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) return errno;
+  // The command dies with its keeper (ConfineRaw's UnderKeeperRaw): it borrows this memory.
+  *step = "pidfd_open(the command's keeper)";
+  p.keeper_pidfd = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
+  return p.keeper_pidfd >= 0 ? 0 : errno;
 }
 
 // Dies of `sig` as the default action would have it; the mask and the disposition are reset first.
@@ -794,7 +894,7 @@ int ContainRaw(ContainPlan& p, const char** step) {
 }
 
 Status AddContainStep(ContainPlan& p, SpawnOptions& options) {
-  if (p.layer2) {
+  if (p.layer2 || p.layer1_keeper) {
     p.spawner.reset(static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0)));
     if (!p.spawner) return Status::FromErrno(errno, "pidfd_open(self)");
     p.spawner_pidfd = p.spawner.get();
@@ -808,6 +908,12 @@ Status AddContainStep(ContainPlan& p, SpawnOptions& options) {
   if (p.pending_rules) options.while_starting = [&p] { return FillPendingRuleset(p); };
   options.clone_flags = p.layer2 && !p.unshare ? kNamespaces : 0;
   if (!p.layer2) {
+    if (p.layer1_keeper) {
+      options.steps.push_back(
+          SpawnStep{"the command's keeper",
+                    [&p](const char** what) { return BecomeLayer1KeeperRaw(p, what); },
+                    [&p](pid_t command) { RunLayer1Keeper(command, p); }});
+    }
     options.steps.push_back(
         SpawnStep{"contain", [&p](const char** what) { return ContainRaw(p, what); }});
     return Status::Ok();

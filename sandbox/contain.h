@@ -52,6 +52,10 @@ struct ContainPlan {
   // only the mounts of the namespace step remain.
   bool entered = false;
   bool subreaper = false;  // Layer 1 agent: orphans come to it, so it can kill them.
+  // Layer 1, `forkbox sandbox`'s command: a keeper (a subreaper below the spawner, outside the
+  // command's confinement) takes the spawner's death and kills what the command left, which no
+  // namespace would (RunLayer1Keeper).
+  bool layer1_keeper = false;
   Keeper keeper = Keeper::kInit;
   MountPlan mounts;
   // A spawned tool's namespace init dies with the spawner (PDEATHSIG); this pidfd of the spawner

@@ -200,6 +200,8 @@ Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options, const MountPlan* g
                   cgroup_ ? cgroup_->procs_fd() : -1, *shared, git_surface);
   if (!plan.ok()) return plan.status();
   plan->pid_max = RootPidNamespaceMax(plan->layer2, policy_.rlimit_nproc);
+  // `forkbox sandbox` (ForCommand) in layer 1: a keeper outlives its SIGKILL to kill the command.
+  plan->layer1_keeper = !plan->layer2 && caller_ == Caller::kScopedSelf;
   if (plan->brokered) return SpawnBrokered(std::move(options), *plan);
   FORKBOX_RETURN_IF_ERROR(AddContainStep(*plan, options));
   return forkbox::Spawn(options);

@@ -10,6 +10,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -516,6 +517,56 @@ TEST(SandboxCommand, ASigkillOfItStillRemovesTheCommondirItsCommandPlanted) {
 
 // Git paths outside every writable tree are not bound (the rest of the tree is read-only or
 // hidden there), those inside are.
+// Layer 1 has no PID namespace: `forkbox sandbox`'s command runs below a keeper of its own (a
+// subreaper outside its confinement) that takes the caller's death and kills the command and what
+// it detached. Before, both outlived a SIGKILL of `forkbox sandbox`. The control, --sandbox=off:
+// both survive it (the test kills them).
+TEST(SandboxCommand, InLayer1ASigkillOfItLeavesNoProcessOfItsCommand) {
+  const std::string script =
+      "setsid -f sh -c 'echo $$ > daemon.tmp && mv daemon.tmp daemon; exec sleep 120'; "
+      "while [ ! -e daemon ]; do :; done; echo $$ > ready; exec sleep 120";
+  for (const bool sandboxed : {true, false}) {
+    const std::string work = MakeTempDir("cmd-layer1-sigkill");
+    ASSERT_EQ(mkfifo((work + "/ready").c_str(), 0600), 0);
+    Result<Pipe> pid_pipe = MakePipe();
+    ASSERT_TRUE(pid_pipe.ok());
+    const int pid_fd = pid_pipe->write.get();
+    CmdResult r;
+    std::thread run([&] {
+      std::vector<std::string> args = {"--workdir", work, "--", "/bin/sh", "-c", script};
+      if (!sandboxed) args.insert(args.begin(), "--sandbox=off");
+      r = RunCmd(args, "", [pid_fd] {
+        const pid_t self = getpid();
+        return write(pid_fd, &self, sizeof self) == sizeof self && testing::RefuseUserNamespaces();
+      });
+    });
+    pid_t forkbox = 0;
+    ASSERT_EQ(read(pid_pipe->read.get(), &forkbox, sizeof forkbox),
+              static_cast<ssize_t>(sizeof forkbox));
+    // Blocks until the command runs and its daemon wrote its pid.
+    const pid_t command = static_cast<pid_t>(std::atoi(ReadFile(work + "/ready").c_str()));
+    const pid_t daemon = static_cast<pid_t>(std::atoi(ReadFile(work + "/daemon").c_str()));
+    ASSERT_GT(command, 0);
+    ASSERT_GT(daemon, 0);
+    UniqueFd command_fd(static_cast<int>(syscall(SYS_pidfd_open, command, 0)));
+    UniqueFd daemon_fd(static_cast<int>(syscall(SYS_pidfd_open, daemon, 0)));
+    ASSERT_TRUE(command_fd && daemon_fd) << strerror(errno);
+    EXPECT_EQ(kill(forkbox, SIGKILL), 0);
+    pollfd ended[2] = {{command_fd.get(), POLLIN, 0}, {daemon_fd.get(), POLLIN, 0}};
+    const int timeout_ms = sandboxed ? 30'000 : 1'000;
+    const bool command_died = poll(&ended[0], 1, timeout_ms) == 1;
+    const bool daemon_died = poll(&ended[1], 1, timeout_ms) == 1;
+    if (!sandboxed) {  // Nothing else would end them (and the run's pipes stay open until then).
+      (void)syscall(SYS_pidfd_send_signal, command_fd.get(), SIGKILL, nullptr, 0);
+      (void)syscall(SYS_pidfd_send_signal, daemon_fd.get(), SIGKILL, nullptr, 0);
+    }
+    run.join();
+    EXPECT_EQ(r.code, 128 + SIGKILL);
+    EXPECT_EQ(command_died, sandboxed) << "sandboxed=" << sandboxed << ": the command";
+    EXPECT_EQ(daemon_died, sandboxed) << "sandboxed=" << sandboxed << ": its daemon";
+  }
+}
+
 TEST(PlanMounts, BindsOnlyTheGitPathsInAWritableTree) {
   const std::string work = MakeTempDir("plan-binds");
   const std::string other = MakeTempDir("plan-binds-other");
