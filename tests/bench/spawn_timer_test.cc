@@ -5,11 +5,13 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <seccomp.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -103,50 +105,67 @@ TEST(SpawnTimer, MachineReportsAFreshPageAndAForkPerSample) {
   }
 }
 
+// `forkbox-bench-spawn --machine 1`, under `refusal` (a seccomp filter) unless it is null: its exit
+// status and output.
+TimerRun MachineUnder(const std::function<bool(scmp_filter_ctx)>& refusal) {
+  TimerRun r;
+  int out[2];
+  if (pipe2(out, O_CLOEXEC) != 0) return r;
+  const std::string bin = std::string(FORKBOX_BIN_DIR) + "/forkbox-bench-spawn";
+  const pid_t pid = fork();
+  if (pid == 0) {
+    dup2(out[1], 1);
+    dup2(out[1], 2);
+    if (refusal) {
+      scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+      if (ctx == nullptr || !refusal(ctx) || seccomp_load(ctx) != 0) _exit(120);
+    }
+    execl(bin.c_str(), bin.c_str(), "--machine", "1", static_cast<char*>(nullptr));
+    _exit(121);
+  }
+  close(out[1]);
+  char buf[4096];
+  ssize_t n = 0;
+  while ((n = read(out[0], buf, sizeof buf)) > 0) r.out.append(buf, static_cast<size_t>(n));
+  close(out[0]);
+  int status = 0;
+  if (pid > 0 && waitpid(pid, &status, 0) == pid && WIFEXITED(status)) {
+    r.exit_code = WEXITSTATUS(status);
+  }
+  return r;
+}
+
 // --machine when the kernel refuses its fork: exit 1 and the reason, never a figure. The timer runs
 // under a filter that fails clone (what glibc's fork calls) with EAGAIN and clone3 with ENOSYS; the
 // control, the same run without the filter, succeeds.
 TEST(SpawnTimer, MachineSaysWhyWhenItsForkFails) {
-  for (const bool refuse : {true, false}) {
-    int out[2];
-    ASSERT_EQ(pipe2(out, O_CLOEXEC), 0);
-    const std::string bin = std::string(FORKBOX_BIN_DIR) + "/forkbox-bench-spawn";
-    const pid_t pid = fork();
-    ASSERT_GE(pid, 0);
-    if (pid == 0) {
-      dup2(out[1], 1);
-      dup2(out[1], 2);
-      if (refuse) {
-        scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
-        if (ctx == nullptr || seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAGAIN), SCMP_SYS(clone), 0) ||
-            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) ||
-            seccomp_load(ctx) != 0) {
-          _exit(120);
-        }
-      }
-      execl(bin.c_str(), bin.c_str(), "--machine", "1", static_cast<char*>(nullptr));
-      _exit(121);
-    }
-    close(out[1]);
-    std::string got;
-    char buf[4096];
-    ssize_t n = 0;
-    while ((n = read(out[0], buf, sizeof buf)) > 0) got.append(buf, static_cast<size_t>(n));
-    close(out[0]);
-    int status = 0;
-    ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    ASSERT_TRUE(WIFEXITED(status)) << status;
-    if (refuse) {
-      EXPECT_EQ(WEXITSTATUS(status), 1) << got;
-      EXPECT_NE(got.find("forkbox-bench-spawn: fork: Resource temporarily unavailable"),
-                std::string::npos)
-          << got;
-      EXPECT_EQ(got.find("fork_child_ns"), std::string::npos) << got;
-    } else {
-      EXPECT_EQ(WEXITSTATUS(status), 0) << got;
-      EXPECT_NE(got.find("fork_child_ns"), std::string::npos) << got;
-    }
-  }
+  TimerRun refused = MachineUnder([](scmp_filter_ctx ctx) {
+    return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EAGAIN), SCMP_SYS(clone), 0) == 0 &&
+           seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(clone3), 0) == 0;
+  });
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_NE(refused.out.find("forkbox-bench-spawn: fork: Resource temporarily unavailable"),
+            std::string::npos)
+      << refused.out;
+  EXPECT_EQ(refused.out.find("fork_child_ns"), std::string::npos) << refused.out;
+  TimerRun control = MachineUnder(nullptr);
+  EXPECT_EQ(control.exit_code, 0) << control.out;
+  EXPECT_NE(control.out.find("fork_child_ns"), std::string::npos) << control.out;
+}
+
+// --machine when its fresh pages cannot be mapped: exit 1 and the reason, never a figure. The
+// filter fails only the probe's own mapping (1 MiB, private and anonymous) with ENOMEM.
+TEST(SpawnTimer, MachineSaysWhyWhenItsMmapFails) {
+  TimerRun refused = MachineUnder([](scmp_filter_ctx ctx) {
+    return seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOMEM), SCMP_SYS(mmap), 2,
+                            SCMP_A1(SCMP_CMP_EQ, 256 * static_cast<uint64_t>(getpagesize())),
+                            SCMP_A3(SCMP_CMP_EQ, MAP_PRIVATE | MAP_ANONYMOUS)) == 0;
+  });
+  EXPECT_EQ(refused.exit_code, 1) << refused.out;
+  EXPECT_NE(refused.out.find("forkbox-bench-spawn: mmap: Cannot allocate memory"),
+            std::string::npos)
+      << refused.out;
+  EXPECT_EQ(refused.out.find("fresh_page_ns"), std::string::npos) << refused.out;
 }
 
 }  // namespace
