@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -278,6 +279,31 @@ CmdResult RunCmd(
   return r;
 }
 
+// RunCmd on a thread of its own, for a test that signals `forkbox sandbox` while it runs.
+struct BackgroundCmd {
+  std::thread thread;
+  CmdResult result;
+  pid_t pid = 0;  // Its pid, known once it runs (0: it did not start).
+};
+
+// Starts `forkbox sandbox ARGS`, with `setup` in its process before the exec; returns once that
+// process runs. Join `thread` before reading `result`.
+std::unique_ptr<BackgroundCmd> StartCmd(
+    std::vector<std::string> args, std::function<bool()> setup = [] { return true; }) {
+  auto cmd = std::make_unique<BackgroundCmd>();
+  Result<Pipe> pid_pipe = MakePipe();
+  if (!pid_pipe.ok()) std::abort();
+  const int pid_fd = pid_pipe->write.get();
+  cmd->thread = std::thread([c = cmd.get(), args = std::move(args), pid_fd, setup] {
+    c->result = RunCmd(args, "", [pid_fd, &setup] {
+      const pid_t self = getpid();
+      return write(pid_fd, &self, sizeof self) == sizeof self && setup();
+    });
+  });
+  if (read(pid_pipe->read.get(), &cmd->pid, sizeof cmd->pid) != sizeof cmd->pid) cmd->pid = 0;
+  return cmd;
+}
+
 TEST(SandboxCommand, PassesStdioAndTheExitStatusThrough) {
   std::string work = MakeTempDir("cmd");
   CmdResult cat = RunCmd({"--workdir", work, "--", "cat"}, "hello through stdin\n");
@@ -482,28 +508,19 @@ TEST(SandboxCommand, ASigkillOfItStillRemovesTheCommondirItsCommandPlanted) {
     const std::string work = MakeTempDir("cmd-sigkill");
     ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
     ASSERT_EQ(mkfifo((work + "/ready").c_str(), 0600), 0);
-    Result<Pipe> pid_pipe = MakePipe();
-    ASSERT_TRUE(pid_pipe.ok());
-    const int pid_fd = pid_pipe->write.get();
-    CmdResult r;
-    std::thread run([&] {
-      std::vector<std::string> args = {"--workdir", work, "--", "/bin/sh", "-c", plant};
-      if (!sandboxed) args.insert(args.begin(), "--sandbox=off");
-      r = RunCmd(args, "", [pid_fd] {
-        const pid_t self = getpid();
-        return write(pid_fd, &self, sizeof self) == sizeof self;
-      });
-    });
-    pid_t forkbox = 0;
-    ASSERT_EQ(read(pid_pipe->read.get(), &forkbox, sizeof forkbox),
-              static_cast<ssize_t>(sizeof forkbox));
+    std::vector<std::string> args = {"--workdir", work, "--", "/bin/sh", "-c", plant};
+    if (!sandboxed) args.insert(args.begin(), "--sandbox=off");
+    std::unique_ptr<BackgroundCmd> run = StartCmd(args);
+    const pid_t forkbox = run->pid;
+    ASSERT_GT(forkbox, 0);
     // Blocks until the command planted it.
     const pid_t command = static_cast<pid_t>(std::atoi(ReadFile(work + "/ready").c_str()));
     EXPECT_EQ(kill(forkbox, SIGKILL), 0);
     if (!sandboxed) {
       EXPECT_EQ(kill(command, SIGKILL), 0);  // Nothing else would end it.
     }
-    run.join();
+    run->thread.join();
+    const CmdResult& r = run->result;
     EXPECT_EQ(r.code, 128 + SIGKILL);
     if (sandboxed) {
       EXPECT_FALSE(FileExists(work + "/.git/commondir")) << r.err;
@@ -528,21 +545,11 @@ TEST(SandboxCommand, InLayer1ASigkillOfItLeavesNoProcessOfItsCommand) {
   for (const bool sandboxed : {true, false}) {
     const std::string work = MakeTempDir("cmd-layer1-sigkill");
     ASSERT_EQ(mkfifo((work + "/ready").c_str(), 0600), 0);
-    Result<Pipe> pid_pipe = MakePipe();
-    ASSERT_TRUE(pid_pipe.ok());
-    const int pid_fd = pid_pipe->write.get();
-    CmdResult r;
-    std::thread run([&] {
-      std::vector<std::string> args = {"--workdir", work, "--", "/bin/sh", "-c", script};
-      if (!sandboxed) args.insert(args.begin(), "--sandbox=off");
-      r = RunCmd(args, "", [pid_fd] {
-        const pid_t self = getpid();
-        return write(pid_fd, &self, sizeof self) == sizeof self && testing::RefuseUserNamespaces();
-      });
-    });
-    pid_t forkbox = 0;
-    ASSERT_EQ(read(pid_pipe->read.get(), &forkbox, sizeof forkbox),
-              static_cast<ssize_t>(sizeof forkbox));
+    std::vector<std::string> args = {"--workdir", work, "--", "/bin/sh", "-c", script};
+    if (!sandboxed) args.insert(args.begin(), "--sandbox=off");
+    std::unique_ptr<BackgroundCmd> run = StartCmd(args, testing::RefuseUserNamespaces);
+    const pid_t forkbox = run->pid;
+    ASSERT_GT(forkbox, 0);
     // Blocks until the command runs and its daemon wrote its pid.
     const pid_t command = static_cast<pid_t>(std::atoi(ReadFile(work + "/ready").c_str()));
     const pid_t daemon = static_cast<pid_t>(std::atoi(ReadFile(work + "/daemon").c_str()));
@@ -560,8 +567,8 @@ TEST(SandboxCommand, InLayer1ASigkillOfItLeavesNoProcessOfItsCommand) {
       (void)syscall(SYS_pidfd_send_signal, command_fd.get(), SIGKILL, nullptr, 0);
       (void)syscall(SYS_pidfd_send_signal, daemon_fd.get(), SIGKILL, nullptr, 0);
     }
-    run.join();
-    EXPECT_EQ(r.code, 128 + SIGKILL);
+    run->thread.join();
+    EXPECT_EQ(run->result.code, 128 + SIGKILL);
     EXPECT_EQ(command_died, sandboxed) << "sandboxed=" << sandboxed << ": the command";
     EXPECT_EQ(daemon_died, sandboxed) << "sandboxed=" << sandboxed << ": its daemon";
   }
