@@ -105,59 +105,12 @@ TEST(EnterLauncher, InLayer1TheLauncherIsAChildOfTheWaiterOnTheHostsProc) {
 }
 
 // A SIGKILL of forkbox's pid (the waiter) must still let the launcher end its session (kill what
-// its tools left, put back the git trust surface): it gets SIGTERM, which the session handles,
-// in both layers. The launcher's handler writes 'T' to a pipe this test reads. A launcher that
-// gets nothing (or SIGKILL) writes nothing; it then ends when this test closes `hold`.
-int g_term_fd = -1;
-void WriteTerm(int) {
-  const char t = 'T';
-  (void)!write(g_term_fd, &t, 1);
-  _exit(0);
-}
-
-TEST(EnterLauncher, TheWaitersDeathComesToTheLauncherAsSigterm) {
-  for (const bool layer2 : {true, false}) {
-    Result<Pipe> term = MakePipe();
-    Result<Pipe> hold = MakePipe();
-    ASSERT_TRUE(term.ok() && hold.ok());
-    g_term_fd = term->write.get();
-    const int hold_fd = hold->read.get();
-    char got = 0;
-    const int status = RunAsLauncher(
-        [unused_term = term->read.get(), unused_hold = hold->write.get()] {
-          close(unused_term);  // So that only the test holds the ends it reads and closes.
-          close(unused_hold);
-          return signal(SIGTERM, WriteTerm) != SIG_ERR;
-        },
-        [hold_fd](Result<LauncherWaiter>& confined) {
-          if (!confined.ok() || !AwaitLauncherWaiter(std::move(confined->confined)).ok()) return 10;
-          const char ready = 'R';
-          if (write(g_term_fd, &ready, 1) != 1) return 11;
-          char c;
-          while (read(hold_fd, &c, 1) < 0 && errno == EINTR) {
-          }
-          return 12;
-        },
-        layer2,
-        [&](pid_t waiter) {
-          term->write.reset();
-          hold->read.reset();
-          char ready = 0;
-          if (read(term->read.get(), &ready, 1) != 1 || ready != 'R') return;
-          kill(waiter, SIGKILL);
-          pollfd pfd{term->read.get(), POLLIN, 0};
-          if (poll(&pfd, 1, 30'000) == 1) (void)!read(term->read.get(), &got, 1);
-          hold->write.reset();  // A launcher still waiting ends now.
-        });
-    EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << "status " << status;
-    EXPECT_EQ(got, 'T') << "layer2=" << layer2 << ": the launcher did not get SIGTERM";
-  }
-}
-
-// The launcher tells the waiter's death from a SIGTERM the waiter relayed, which arrive alike
-// (sandbox::WaiterDied): the launcher takes SIGTERM, then, once the test says so ('C', sent after
-// the waiter is a zombie), answers 'D' (died) or 'A' (alive). SIGKILL of the waiter must give
-// 'D'; the control, SIGTERM to the waiter (relayed), 'A'. Both layers.
+// its tools left, put back git's trust surface): the waiter's death comes to it as SIGTERM, which
+// it handles, never as SIGKILL. And the launcher tells that death from a SIGTERM the waiter
+// relayed, which arrives alike (sandbox::WaiterDied): it takes SIGTERM, then, once the test says so
+// ('C', sent after the waiter is a zombie), answers 'D' (died) or 'A' (alive). A launcher that got
+// SIGKILL, or any signal it does not handle, answers nothing. SIGKILL of the waiter must give 'D';
+// the control, SIGTERM to the waiter (relayed), 'A'. Both layers.
 volatile sig_atomic_t g_got_term = 0;
 void NoteTerm(int) { g_got_term = 1; }
 
