@@ -86,11 +86,12 @@ bool InitSetsUp(const ContainPlan& p) {
   return p.layer2 && p.keeper == Keeper::kInit && !p.unshare;
 }
 
-// Filters the command inherits from its init: the first, unless it is the broker's (its
-// listener must be the command's own).
+// Filters the command inherits from its init or layer-1 keeper: the first, unless it is the
+// broker's (its listener must be the command's own).
 size_t InheritedFilters(const ContainPlan& p) {
   const bool first_is_listener = p.broker_socket >= 0 && p.filters.size() == 1;
-  return InitSetsUp(p) && !p.filters.empty() && !first_is_listener ? 1 : 0;
+  const bool keeper_confined = InitSetsUp(p) || p.layer1_keeper;
+  return keeper_confined && !p.filters.empty() && !first_is_listener ? 1 : 0;
 }
 
 // What a tool's namespace init gets when the process that spawned it dies (PDEATHSIG): not SIGKILL,
@@ -183,10 +184,14 @@ int KillChildrenRoundRaw(pid_t self) {
 // and exits with its status (what it left goes on to the spawner, a subreaper too, which kills
 // it). If the spawner dies first (InitDeathSignal, e.g. its SIGKILL), the keeper kills the command
 // and everything below it, round after round, as orphans come to it: layer 1 has no PID
-// namespace that would take them down. Base filter, no capability, no descriptor but stderr.
+// namespace that would take them down. Confined before the command was cloned (base filter, no
+// capability, no_new_privs: BecomeLayer1KeeperRaw), so that the command's start and a short
+// command's end wait for none of it; here it keeps no descriptor but stderr.
 [[noreturn]] void RunLayer1Keeper(pid_t command, const ContainPlan& p) {
-  ConfineKeeperRaw(p.filters.empty() ? std::span<const sock_filter>() : p.filters.front(),
-                   /*keep_stderr=*/true);
+  (void)p;
+  syscall(SYS_close_range, 0U, 1U, 0U);
+  syscall(SYS_close_range, 3U, ~0U, 0U);
+  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   sigset_t wake;
   sigemptyset(&wake);
   sigaddset(&wake, SIGCHLD);
@@ -210,7 +215,10 @@ int KillChildrenRoundRaw(pid_t self) {
 
 // The keeper step of ContainPlan::layer1_keeper: its death signal blocked (RunLayer1Keeper takes
 // it), set, the spawner checked alive after that, and a subreaper, so the command's orphans come
-// to it. Leaves its own pidfd in the plan for the command.
+// to it; then confined as a namespace init is (ConfineInitRaw: the command inherits the base
+// filter). Leaves its own pidfd in the plan for the command.
+int ConfineInitRaw(const ContainPlan& p, const char** step);
+
 int BecomeLayer1KeeperRaw(ContainPlan& p, const char** step) {
   sigset_t death;
   sigemptyset(&death);
@@ -227,7 +235,8 @@ int BecomeLayer1KeeperRaw(ContainPlan& p, const char** step) {
   // The command dies with its keeper (ConfineRaw's UnderKeeperRaw): it borrows this memory.
   *step = "pidfd_open(the command's keeper)";
   p.keeper_pidfd = static_cast<int>(syscall(SYS_pidfd_open, getpid(), 0));
-  return p.keeper_pidfd >= 0 ? 0 : errno;
+  if (p.keeper_pidfd < 0) return errno;
+  return ConfineInitRaw(p, step);
 }
 
 // Dies of `sig` as the default action would have it; the mask and the disposition are reset first.
