@@ -149,8 +149,9 @@ pid_t ParentOfRaw(int proc, const char* name) {
   if (n <= 0) return -1;
   buf[n] = '\0';
   const char* close_paren = strrchr(buf, ')');
-  if (close_paren == nullptr || close_paren[1] != ' ' || close_paren[2] == '\0') return -1;
-  return static_cast<pid_t>(strtol(close_paren + 4, nullptr, 10));  // ") S ppid"
+  // ") S ppid": the ppid starts 4 bytes on, within what was read.
+  if (close_paren == nullptr || close_paren + 4 >= buf + n || close_paren[1] != ' ') return -1;
+  return static_cast<pid_t>(strtol(close_paren + 4, nullptr, 10));
 }
 
 // Kills one round of this process's children, found in /proc by parent pid, and reaps them;
@@ -213,12 +214,12 @@ int KillChildrenRoundRaw(pid_t self) {
   }
 }
 
+int ConfineInitRaw(const ContainPlan& p, const char** step);
+
 // The keeper step of ContainPlan::layer1_keeper: its death signal blocked (RunLayer1Keeper takes
 // it), set, the spawner checked alive after that, and a subreaper, so the command's orphans come
 // to it; then confined as a namespace init is (ConfineInitRaw: the command inherits the base
 // filter). Leaves its own pidfd in the plan for the command.
-int ConfineInitRaw(const ContainPlan& p, const char** step);
-
 int BecomeLayer1KeeperRaw(ContainPlan& p, const char** step) {
   sigset_t death;
   sigemptyset(&death);
