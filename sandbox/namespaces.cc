@@ -754,16 +754,23 @@ Layer2Probe& TheLayer2Probe() {
 
 struct ProbeChild {
   const MountPlan* plan;
-  int verdict_fd;    // Gets the errno of the failing step, or 0.
-  const char* step;  // The failing step, set before the verdict (the memory is shared).
+  int verdict_fd;  // Gets a ProbeVerdict.
+};
+
+// The errno of the failing step (0: none) and the step: a literal of this binary, at the same
+// address in the caller whether the child shared its memory or had a copy (sanitizer builds).
+struct ProbeVerdict {
+  int err = 0;
+  const char* step = "";
 };
 
 // In the new namespaces, on the caller's memory (CloneProcess): raw calls only.
 int RunProbeChild(void* arg) {
-  auto* c = static_cast<ProbeChild*>(arg);
-  int err = WriteIdMapsRaw(*c->plan, &c->step);
-  if (err == 0) err = SetUpMountsRaw(*c->plan, &c->step);
-  (void)!write(c->verdict_fd, &err, sizeof(err));
+  const auto* c = static_cast<const ProbeChild*>(arg);
+  ProbeVerdict v;
+  v.err = WriteIdMapsRaw(*c->plan, &v.step);
+  if (v.err == 0) v.err = SetUpMountsRaw(*c->plan, &v.step);
+  (void)!write(c->verdict_fd, &v, sizeof(v));
   _exit(0);
 }
 
@@ -791,7 +798,7 @@ void ProbeLocked(Layer2Probe& probe) {
     probe.reason = verdict.status().WithContext("namespace probe").message();
     return;
   }
-  ProbeChild child{&plan, verdict->write.get(), ""};
+  ProbeChild child{&plan, verdict->write.get()};
   // The child's id-map writes make the shared memory dumpable for a moment (WriteIdMapsRaw); the
   // caller's own setting is put back even if the child dies in between.
   const int dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
@@ -811,17 +818,17 @@ void ProbeLocked(Layer2Probe& probe) {
   }
   probe.child = ChildProcess(static_cast<pid_t>(pid), UniqueFd(pidfd), /*own_group=*/false);
   verdict->write.reset();
-  int err = 0;
+  ProbeVerdict v;
   ssize_t got = -1;
-  while ((got = read(verdict->read.get(), &err, sizeof(err))) < 0 && errno == EINTR) {
+  while ((got = read(verdict->read.get(), &v, sizeof(v))) < 0 && errno == EINTR) {
   }
-  if (got != static_cast<ssize_t>(sizeof(err))) {
+  if (got != static_cast<ssize_t>(sizeof(v))) {
     probe.reason = got < 0 ? Status::FromErrno(errno, "read(namespace probe)").message()
                            : "namespace probe died without a verdict";
-  } else if (err == 0) {
+  } else if (v.err == 0) {
     probe.available = true;
   } else {
-    probe.reason = ProbeFailure(err, child.step);
+    probe.reason = ProbeFailure(v.err, v.step);
   }
 }
 
