@@ -188,8 +188,7 @@ int KillChildrenRoundRaw(pid_t self) {
 // namespace that would take them down. Confined before the command was cloned (base filter, no
 // capability, no_new_privs: BecomeLayer1KeeperRaw), so that the command's start and a short
 // command's end wait for none of it; here it keeps no descriptor but stderr.
-[[noreturn]] void RunLayer1Keeper(pid_t command, const ContainPlan& p) {
-  (void)p;
+[[noreturn]] void RunLayer1Keeper(pid_t command) {
   syscall(SYS_close_range, 0U, 1U, 0U);
   syscall(SYS_close_range, 3U, ~0U, 0U);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
@@ -922,7 +921,7 @@ Status AddContainStep(ContainPlan& p, SpawnOptions& options) {
       options.steps.push_back(
           SpawnStep{"the command's keeper",
                     [&p](const char** what) { return BecomeLayer1KeeperRaw(p, what); },
-                    [&p](pid_t command) { RunLayer1Keeper(command, p); }});
+                    [](pid_t command) { RunLayer1Keeper(command); }});
     }
     options.steps.push_back(
         SpawnStep{"contain", [&p](const char** what) { return ContainRaw(p, what); }});
