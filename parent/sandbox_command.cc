@@ -199,7 +199,9 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     return 127;
   }
   options.new_session = true;
-  Result<ChildProcess> child = sandbox->Spawn(std::move(options), git.ok() ? &surface : nullptr);
+  // Should this process die first (a SIGKILL), the command's keeper or init puts the surface back.
+  Result<ChildProcess> child = sandbox->Spawn(std::move(options), git.ok() ? &surface : nullptr,
+                                              policy.enabled && git.ok() ? &*git : nullptr);
   if (!child.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", child.status().message().c_str());
     return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;

@@ -114,11 +114,11 @@ void AddNamespaces(Report& r, bool assume_layer2) {
       std::string("a session ends as on SIGTERM: forkbox's pid is a waiter whose death the session "
                   "gets as SIGTERM, kills what the tools left and puts back git's trust surface") +
           (layer2 ? "; the PID namespaces take the rest down; `forkbox sandbox`: its command's "
-                    "namespace init kills it and removes a planted .git/commondir"
+                    "namespace init kills it and puts back git's trust surface"
                   : "; `forkbox sandbox`: its command's keeper kills the command and what it "
-                    "detached (setsid), but what it planted in git's trust surface stays; a "
-                    "SIGKILL of the session process too (pkill -9) leaves a detached daemon: no "
-                    "PID namespace and no cgroup to take it down (" +
+                    "detached (setsid) and puts back git's trust surface; a SIGKILL of the "
+                    "session process too (pkill -9) leaves a detached daemon: no PID namespace "
+                    "and no cgroup to take it down (" +
                         reason + ")"));
 }
 

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
+#include <exception>
 #include <filesystem>
 #include <string_view>
 
@@ -26,6 +27,7 @@
 #include "base/path.h"
 #include "sandbox/caps.h"
 #include "sandbox/cgroup.h"
+#include "sandbox/git_surface.h"
 #include "sandbox/hygiene.h"
 #include "sandbox/landlock.h"
 #include "sandbox/seccomp_policy.h"
@@ -37,20 +39,38 @@ constexpr unsigned long kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID
 // Writable for layer-1 tools and shared with the host (AddFreshRulesRaw).
 constexpr char kLayer1SharedWritable[] = "/dev/shm";
 
+// Closes every descriptor from 3 on but `keep_a` and `keep_b` (-1: none).
+void CloseAboveStderrExceptRaw(int keep_a, int keep_b) {
+  unsigned keep[2] = {keep_a >= 3 ? static_cast<unsigned>(keep_a) : ~0U,
+                      keep_b >= 3 ? static_cast<unsigned>(keep_b) : ~0U};
+  if (keep[0] > keep[1]) std::swap(keep[0], keep[1]);
+  unsigned from = 3;
+  for (const unsigned k : keep) {
+    if (k == ~0U) break;
+    if (k > from) syscall(SYS_close_range, from, k - 1, 0U);
+    from = std::max(from, k + 1);
+  }
+  syscall(SYS_close_range, from, ~0U, 0U);
+}
+
+// The descriptor an orphan guard restores through, or -1.
+int OrphanGuardFd(const ContainPlan& p) {
+  return p.orphan_guard != nullptr ? p.orphan_guard->descriptor() : -1;
+}
+
 // Every keeper runs under no_new_privs and the base seccomp filter before it waits on anything.
-// It keeps no descriptor but `keep_stderr`'s fd 2; `confined_fd` (>= 3, or -1) gets one byte once
-// it is confined, and is closed.
-void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr, int confined_fd = -1) {
+// It keeps no descriptor but `keep_stderr`'s fd 2 and `keep_fd` (-1: none); `confined_fd` (>= 3,
+// or -1) gets one byte once it is confined, and is closed.
+void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr, int confined_fd = -1,
+                      int keep_fd = -1) {
   syscall(SYS_close_range, 0U, keep_stderr ? 1U : 2U, 0U);
-  const unsigned keep = confined_fd >= 3 ? static_cast<unsigned>(confined_fd) : ~0U;
-  if (keep > 3U) syscall(SYS_close_range, 3U, keep - 1, 0U);
-  if (keep != ~0U) syscall(SYS_close_range, keep + 1, ~0U, 0U);
+  CloseAboveStderrExceptRaw(confined_fd, keep_fd);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   const char* step = "";
   DropAllCapabilitiesRaw(&step);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(127);
   if (!filter.empty() && seccomp::InstallRaw(filter, false) != 0) _exit(127);
-  if (keep == ~0U) return;
+  if (confined_fd < 3) return;
   const char done = 1;
   (void)!write(confined_fd, &done, 1);
   close(confined_fd);
@@ -75,6 +95,22 @@ void RemovePlantedRaw(const MountPlan& mounts) {
                    rc == 0 ? ": created by the command and removed (git would trust it)\n"
                            : ": created by the command and could NOT be removed; delete it before "
                              "running git\n");
+  }
+}
+
+// `forkbox sandbox`'s spawner died before it could put git's trust surface back: once nothing of
+// the command is left, its keeper or init does, from its own copy of the spawner's memory (a
+// single-threaded process's: malloc is safe here), and says so on the command's stderr.
+void RestoreOrphanedSurface(const ContainPlan& p) {
+  if (p.orphan_guard == nullptr) return;
+  try {
+    for (const std::string& line : p.orphan_guard->Restore(GitSurfaceGuard::After::kDone)) {
+      WriteStderrRaw("forkbox sandbox: git trust surface changed by the command: ", line.c_str(),
+                     "\n");
+    }
+  } catch (const std::exception& e) {
+    WriteStderrRaw(
+        "forkbox sandbox: git trust surface NOT restored after forkbox's death: ", e.what(), "\n");
   }
 }
 
@@ -108,7 +144,7 @@ int InitDeathSignal() { return SIGRTMAX; }
 [[noreturn]] void RunInit(pid_t command, const ContainPlan& p) {
   ConfineKeeperRaw(p.filters.empty() || InheritedFilters(p) > 0 ? std::span<const sock_filter>()
                                                                 : p.filters.front(),
-                   /*keep_stderr=*/true);
+                   /*keep_stderr=*/true, /*confined_fd=*/-1, OrphanGuardFd(p));
   sigset_t wake;
   sigemptyset(&wake);
   sigaddset(&wake, SIGCHLD);
@@ -116,6 +152,7 @@ int InitDeathSignal() { return SIGRTMAX; }
   // Blocked already (Spawn's child, ForkKeeperRaw); this keeps RunInit right without relying on it.
   if (sigprocmask(SIG_BLOCK, &wake, nullptr) != 0) _exit(127);
   int exit_code = 127;
+  bool orphaned = false;
   for (;;) {
     int status = 0;
     pid_t pid = waitpid(-1, &status, __WALL | WNOHANG);
@@ -127,9 +164,13 @@ int InitDeathSignal() { return SIGRTMAX; }
     }
     if (pid > 0) continue;
     siginfo_t info;  // Children left: wait for one to end, or for the spawner's death.
-    if (sigwaitinfo(&wake, &info) == InitDeathSignal()) kill(-1, SIGKILL);
+    if (sigwaitinfo(&wake, &info) == InitDeathSignal()) {
+      orphaned = true;
+      kill(-1, SIGKILL);
+    }
   }
   RemovePlantedRaw(p.mounts);
+  if (orphaned) RestoreOrphanedSurface(p);
   _exit(exit_code);
 }
 
@@ -185,12 +226,13 @@ int KillChildrenRoundRaw(pid_t self) {
 // and exits with its status (what it left goes on to the spawner, a subreaper too, which kills
 // it). If the spawner dies first (InitDeathSignal, e.g. its SIGKILL), the keeper kills the command
 // and everything below it, round after round, as orphans come to it: layer 1 has no PID
-// namespace that would take them down. Confined before the command was cloned (base filter, no
-// capability, no_new_privs: BecomeLayer1KeeperRaw), so that the command's start and a short
-// command's end wait for none of it; here it keeps no descriptor but stderr.
-[[noreturn]] void RunLayer1Keeper(pid_t command) {
+// namespace that would take them down; then it puts back git's trust surface (the orphan guard).
+// Confined before the command was cloned (base filter, no capability, no_new_privs:
+// BecomeLayer1KeeperRaw), so that the command's start and a short command's end wait for none of
+// it; here it keeps no descriptor but stderr and the orphan guard's.
+[[noreturn]] void RunLayer1Keeper(pid_t command, const ContainPlan& p) {
   syscall(SYS_close_range, 0U, 1U, 0U);
-  syscall(SYS_close_range, 3U, ~0U, 0U);
+  CloseAboveStderrExceptRaw(OrphanGuardFd(p), -1);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   sigset_t wake;
   sigemptyset(&wake);
@@ -209,6 +251,7 @@ int KillChildrenRoundRaw(pid_t self) {
     const pid_t self = getpid();
     for (int round = 0; round < 10000 && KillChildrenRoundRaw(self) > 0; ++round) {
     }
+    RestoreOrphanedSurface(p);
     _exit(128 + SIGKILL);
   }
 }
@@ -921,7 +964,7 @@ Status AddContainStep(ContainPlan& p, SpawnOptions& options) {
       options.steps.push_back(
           SpawnStep{"the command's keeper",
                     [&p](const char** what) { return BecomeLayer1KeeperRaw(p, what); },
-                    [](pid_t command) { RunLayer1Keeper(command); }});
+                    [&p](pid_t command) { RunLayer1Keeper(command, p); }});
     }
     options.steps.push_back(
         SpawnStep{"contain", [&p](const char** what) { return ContainRaw(p, what); }});

@@ -41,6 +41,10 @@ class GitSurfaceGuard {
   // makes git run a program or read config from elsewhere. `why` receives the first other line.
   static bool ConfigIsSafe(const std::string& text, std::string* why);
 
+  // The O_PATH descriptor of the workdir that Restore works through: a process that closes its
+  // other descriptors before it restores (a keeper, Sandbox::Spawn's orphan_guard) keeps this one.
+  int descriptor() const { return root_.get(); }
+
   struct Entry {
     enum class Kind { kAbsent, kFile, kDir, kSymlink, kOther } kind = Kind::kAbsent;
     unsigned mode = 0;

@@ -29,7 +29,8 @@
 
 namespace forkbox::sandbox {
 
-struct MountPlan;  // sandbox/namespaces.h
+struct MountPlan;       // sandbox/namespaces.h
+class GitSurfaceGuard;  // sandbox/git_surface.h
 
 // The settings resolved for one workdir: `writable` absolute and canonical, `env` valid names,
 // rlimits positive (ResolvePolicy checks all of it).
@@ -243,7 +244,13 @@ class Sandbox {
   // stderr (the fd mapped to 2, else this process's). `git_surface`: the workdir's git surface
   // the caller found just now (GitSurfaceGuard::Take's `surface`), for layer 2's read-only binds
   // instead of a walk of the workdir of their own; nullptr: walked for this command.
-  Result<ChildProcess> Spawn(SpawnOptions options, const MountPlan* git_surface = nullptr) const;
+  // `orphan_guard` (a ForCommand handle only; nullptr: none): the guard of git's trust surface
+  // that the caller puts back after the command. Should the caller die first (a SIGKILL), the
+  // command's layer-1 keeper or layer-2 namespace init puts it back instead, from its own copy of
+  // the caller's memory, once nothing of the command is left; the caller must therefore be
+  // single-threaded when it spawns, and the guard's descriptor is kept open in that process.
+  Result<ChildProcess> Spawn(SpawnOptions options, const MountPlan* git_surface = nullptr,
+                             GitSurfaceGuard* orphan_guard = nullptr) const;
   // Waits until one of `until` has an event (poll(2) semantics; revents are set). A ForCommand
   // handle answers its commands' unix connect broker meanwhile, and only here: a command's
   // socket() or connect() waits until its caller is in ServeUntil. With a broker thread, a poll.
@@ -281,7 +288,8 @@ class Sandbox {
   Result<int> SharedRulesetFd() const;  // -1: none to share.
   // The agent's (or launcher's) domain holds the read scope and the base filter already.
   bool inside_agent() const { return caller_ == Caller::kInsideAgent; }
-  Result<ChildProcess> SpawnHere(SpawnOptions options, const MountPlan* git_surface) const;
+  Result<ChildProcess> SpawnHere(SpawnOptions options, const MountPlan* git_surface,
+                                 GitSurfaceGuard* orphan_guard) const;
   const Sandbox* Layer1() const;  // The layer-1 handle once fallen back, or null.
   Result<const Sandbox*> FallBackToLayer1() const;
   bool layer2_assumed_ = false;  // report_ says layer 2 unprobed (ForTools).

@@ -172,7 +172,8 @@ Status Sandbox::ServeUntil(std::span<pollfd> until) const {
   return broker_->ServeUntil(until);
 }
 
-Result<ChildProcess> Sandbox::Spawn(SpawnOptions options, const MountPlan* git_surface) const {
+Result<ChildProcess> Sandbox::Spawn(SpawnOptions options, const MountPlan* git_surface,
+                                    GitSurfaceGuard* orphan_guard) const {
   if (!options.steps.empty() || !options.carry_fds.empty() || options.clone_flags != 0 ||
       options.while_starting) {
     return Status::InvalidArgument(
@@ -181,18 +182,24 @@ Result<ChildProcess> Sandbox::Spawn(SpawnOptions options, const MountPlan* git_s
   }
   if (options.cwd.empty()) options.cwd = policy_.workdir;
   if (!policy_.enabled) return forkbox::Spawn(options);
-  if (const Sandbox* layer1 = Layer1()) return layer1->Spawn(std::move(options));
-  if (!layer2_assumed_) return SpawnHere(std::move(options), git_surface);
+  if (orphan_guard != nullptr && caller_ != Caller::kScopedSelf) {
+    return Status::InvalidArgument("sandboxed spawn: an orphan guard needs a ForCommand handle");
+  }
+  if (const Sandbox* layer1 = Layer1()) {
+    return layer1->Spawn(std::move(options), nullptr, orphan_guard);
+  }
+  if (!layer2_assumed_) return SpawnHere(std::move(options), git_surface, orphan_guard);
   SpawnOptions retry = options;
-  Result<ChildProcess> child = SpawnHere(std::move(options), git_surface);
+  Result<ChildProcess> child = SpawnHere(std::move(options), git_surface, orphan_guard);
   // The probe Check() runs, paid only now: layer 2 works, so the failure is the command's.
   if (child.ok() || Layer2Available()) return child;
   Result<const Sandbox*> layer1 = FallBackToLayer1();
   if (!layer1.ok()) return layer1.status();
-  return (*layer1)->Spawn(std::move(retry));
+  return (*layer1)->Spawn(std::move(retry), nullptr, orphan_guard);
 }
 
-Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options, const MountPlan* git_surface) const {
+Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options, const MountPlan* git_surface,
+                                        GitSurfaceGuard* orphan_guard) const {
   Result<int> shared = SharedRulesetFd();
   if (!shared.ok()) return shared.status();
   Result<ContainPlan> plan =
@@ -202,6 +209,7 @@ Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options, const MountPlan* g
   plan->pid_max = RootPidNamespaceMax(plan->layer2, policy_.rlimit_nproc);
   // `forkbox sandbox` (ForCommand) in layer 1: a keeper outlives its SIGKILL to kill the command.
   plan->layer1_keeper = !plan->layer2 && caller_ == Caller::kScopedSelf;
+  plan->orphan_guard = orphan_guard;
   if (plan->brokered) return SpawnBrokered(std::move(options), *plan);
   FORKBOX_RETURN_IF_ERROR(AddContainStep(*plan, options));
   return forkbox::Spawn(options);

@@ -532,6 +532,85 @@ TEST(SandboxCommand, ASigkillOfItStillRemovesTheCommondirItsCommandPlanted) {
   }
 }
 
+// A SIGKILL of `forkbox sandbox` while its command runs, in each layer: what the command planted
+// in git's trust surface is undone all the same, by the command's keeper (layer 1, where nothing
+// of the surface is read-only) or namespace init (layer 2, where a repository the command created
+// is writable), from its copy of the record `forkbox sandbox` took. Before, a hook, a config key
+// and a commondir stayed in layer 1, and the new repository's hook in layer 2. The control,
+// --sandbox=off, keeps all of them.
+TEST(SandboxCommand, ASigkillOfItStillUndoesWhatItsCommandPlantedInGitsTrustSurface) {
+  // In layer 2 the first two writes fail (read-only binds); the script goes on.
+  const std::string plant =
+      "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; "
+      "git config core.fsmonitor 'touch pwned'; echo x > .git/commondir; "
+      "git init -q sub && printf '#!/bin/sh\\n' > sub/.git/hooks/post-checkout && "
+      "chmod +x sub/.git/hooks/post-checkout; echo $$ > ready; exec sleep 120";
+  struct Mode {
+    const char* name;
+    bool sandboxed;
+    bool layer1;
+    bool as_nobody;
+  };
+  std::vector<Mode> modes = {{"layer 1, root", true, true, false},
+                             {"layer 1, nobody", true, true, true},
+                             {"unsandboxed", false, false, false}};
+  if (Layer2Available()) {
+    modes.push_back({"layer 2, root", true, false, false});
+    modes.push_back({"layer 2, nobody", true, false, true});
+  }
+  for (const Mode& mode : modes) {
+    SCOPED_TRACE(mode.name);
+    const std::string work = MakeTempDir("cmd-sigkill-surface");
+    ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
+    const std::string config = ReadFile(work + "/.git/config");
+    ASSERT_EQ(mkfifo((work + "/ready").c_str(), 0600), 0);
+    if (mode.as_nobody) {
+      ASSERT_EQ(system(("chown -R 65534:65534 '" + work + "'").c_str()), 0);
+    }
+    std::vector<std::string> args = {"--workdir", work, "--", "/bin/sh", "-c", plant};
+    if (!mode.sandboxed) args.insert(args.begin(), "--sandbox=off");
+    std::unique_ptr<BackgroundCmd> run = StartCmd(args, [mode] {
+      if (mode.as_nobody && !(setgroups(0, nullptr) == 0 && setresgid(65534, 65534, 65534) == 0 &&
+                              setresuid(65534, 65534, 65534) == 0)) {
+        return false;
+      }
+      return !mode.layer1 || testing::RefuseUserNamespaces();
+    });
+    ASSERT_GT(run->pid, 0);
+    const pid_t command = static_cast<pid_t>(std::atoi(ReadFile(work + "/ready").c_str()));
+    ASSERT_GT(command, 0);
+    EXPECT_EQ(kill(run->pid, SIGKILL), 0);
+    if (!mode.sandboxed) {  // Nothing else would end it.
+      EXPECT_EQ(kill(command, SIGKILL), 0);
+    }
+    run->thread.join();  // EOF of its pipes: the keeper or init, which holds stderr, is gone.
+    const std::string& err = run->result.err;
+    EXPECT_EQ(run->result.code, 128 + SIGKILL);
+    const bool kept = !mode.sandboxed;
+    EXPECT_EQ(FileExists(work + "/sub/.git/hooks/post-checkout"), kept) << err;
+    EXPECT_EQ(FileExists(work + "/.git/commondir"), kept) << err;
+    if (!mode.sandboxed || mode.layer1) {  // Layer 2's read-only binds refused these two.
+      EXPECT_EQ(FileExists(work + "/.git/hooks/pre-commit"), kept) << err;
+      EXPECT_EQ(ReadFile(work + "/.git/config") == config, !kept) << err;
+    }
+    if (mode.sandboxed) {
+      EXPECT_NE(err.find("git trust surface changed by the command: removed "
+                         "sub/.git/hooks/post-checkout"),
+                std::string::npos)
+          << err;
+    }
+    if (mode.layer1) {
+      EXPECT_NE(err.find("git trust surface changed by the command: restore .git/config"),
+                std::string::npos)
+          << err;
+      EXPECT_NE(err.find("git trust surface changed by the command: remove .git/hooks/pre-commit"),
+                std::string::npos)
+          << err;
+    }
+    EXPECT_EQ(err.find("could NOT"), std::string::npos) << err;
+  }
+}
+
 // Git paths outside every writable tree are not bound (the rest of the tree is read-only or
 // hidden there), those inside are.
 // Layer 1 has no PID namespace: `forkbox sandbox`'s command runs below a keeper of its own (a
