@@ -12,28 +12,6 @@ namespace {
 
 using nlohmann::json;
 
-Decoded Fail(ModelError::Kind kind, std::string message, bool retryable,
-             std::string error_type = "") {
-  Decoded d;
-  ModelError e;
-  e.kind = kind;
-  e.error_type = std::move(error_type);
-  e.message = std::move(message);
-  d.result.error = std::move(e);
-  d.retryable = retryable;
-  return d;
-}
-
-Decoded Malformed(std::string message) {
-  return Fail(ModelError::Kind::kMalformed, std::move(message), /*retryable=*/true);
-}
-
-std::string Excerpt(std::string_view s) {
-  std::string out(s.substr(0, 120));
-  MakeValidUtf8(out);
-  return s.size() > 120 ? out + "..." : out;
-}
-
 json DumpSafe(const std::string& s) {
   // Strings must be valid UTF-8 for JSON; the loop already cleans tool output, this is the
   // backstop.
@@ -113,26 +91,19 @@ Decoded ErrorFromJson(const json& j) {
   ModelError e;
   ParseErrorBody(j.dump(), e);
   const bool retryable = IsRetryableStreamError(e.error_type, 0);
-  Decoded d = Fail(
+  Decoded d = DecodeFailure(
       e.error_type == "overloaded_error" ? ModelError::Kind::kOverloaded : ModelError::Kind::kHttp,
       e.message.empty() ? "error event without a message" : e.message, retryable, e.error_type);
   d.result.error->request_id = e.request_id;
   return d;
 }
 
-class AnthropicStream : public StreamDecoder {
+class AnthropicStream : public SseStreamDecoder {
  public:
-  explicit AnthropicStream(const TextSink& on_text) : on_text_(on_text) {}
-
-  bool Feed(std::string_view bytes) override {
-    if (failure_) return false;
-    const bool ok = parser_.Feed(bytes, [this](const SseEvent& ev) { OnEvent(ev); });
-    if (!ok && !failure_) failure_ = Malformed("stream event larger than the parser's limit");
-    return !failure_;
-  }
+  using SseStreamDecoder::SseStreamDecoder;
 
   Decoded Finish() override {
-    if (failure_) return *failure_;
+    if (failure()) return *failure();
     if (!stopped_) {
       return Malformed(started_ ? "stream ended before message_stop (truncated reply)"
                                 : "stream ended before message_start (empty or truncated reply)");
@@ -181,15 +152,15 @@ class AnthropicStream : public StreamDecoder {
     bool closed = false;
   };
 
-  void OnEvent(const SseEvent& ev) {
-    if (failure_ || stopped_) return;
+  void OnEvent(const SseEvent& ev) override {
+    if (stopped_) return;
     try {
       const json j = json::parse(ev.data);
       std::string type = ev.event;
       if (j.is_object() && j.contains("type") && j["type"].is_string()) type = j["type"];
       if (type == "ping") return;
       if (type == "error") {
-        failure_ = ErrorFromJson(j);
+        Fail(ErrorFromJson(j));
         return;
       }
       if (!j.is_object()) throw std::runtime_error("event data is not an object");
@@ -220,8 +191,8 @@ class AnthropicStream : public StreamDecoder {
       }
       // Unknown event types are ignored, as the API's versioning policy asks.
     } catch (const std::exception& e) {
-      failure_ =
-          Malformed("malformed stream event (" + std::string(e.what()) + "): " + Excerpt(ev.data));
+      Fail(
+          Malformed("malformed stream event (" + std::string(e.what()) + "): " + Excerpt(ev.data)));
     }
   }
 
@@ -234,7 +205,7 @@ class AnthropicStream : public StreamDecoder {
     slot.is_tool = slot.block.value("type", "") == "tool_use";
     if (slot.block.value("type", "") == "text") {
       const std::string text = slot.block.value("text", "");
-      if (!text.empty() && on_text_) on_text_(text);
+      EmitText(text);
     }
     slots_[index] = std::move(slot);
   }
@@ -247,7 +218,7 @@ class AnthropicStream : public StreamDecoder {
     if (dtype == "text_delta") {
       const std::string& text = delta.at("text").get_ref<const std::string&>();
       slot.block["text"] = slot.block.value("text", "") + text;
-      if (on_text_ && !text.empty()) on_text_(text);
+      EmitText(text);
     } else if (dtype == "input_json_delta") {
       slot.partial_json += delta.at("partial_json").get<std::string>();
       slot.has_json = true;
@@ -281,14 +252,11 @@ class AnthropicStream : public StreamDecoder {
     return it->second;
   }
 
-  TextSink on_text_;
-  SseParser parser_;
   std::map<int, Slot> slots_;  // By index: the reply's block order.
   Usage usage_;
   std::string raw_stop_;
   bool started_ = false;
   bool stopped_ = false;
-  std::optional<Decoded> failure_;
 };
 
 class AnthropicWire : public WireFormat {

@@ -11,22 +11,6 @@ namespace {
 
 using nlohmann::json;
 
-Decoded Malformed(std::string message) {
-  Decoded d;
-  ModelError e;
-  e.kind = ModelError::Kind::kMalformed;
-  e.message = std::move(message);
-  d.result.error = std::move(e);
-  d.retryable = true;
-  return d;
-}
-
-std::string Excerpt(std::string_view s) {
-  std::string out(s.substr(0, 120));
-  MakeValidUtf8(out);
-  return s.size() > 120 ? out + "..." : out;
-}
-
 std::string Clean(const std::string& s) {
   std::string copy = s;
   MakeValidUtf8(copy);
@@ -167,19 +151,12 @@ struct Accumulator {
   }
 };
 
-class OpenAiStream : public StreamDecoder {
+class OpenAiStream : public SseStreamDecoder {
  public:
-  explicit OpenAiStream(const TextSink& on_text) : on_text_(on_text) {}
-
-  bool Feed(std::string_view bytes) override {
-    if (failure_) return false;
-    const bool ok = parser_.Feed(bytes, [this](const SseEvent& ev) { OnEvent(ev); });
-    if (!ok && !failure_) failure_ = Malformed("stream event larger than the parser's limit");
-    return !failure_;
-  }
+  using SseStreamDecoder::SseStreamDecoder;
 
   Decoded Finish() override {
-    if (failure_) return *failure_;
+    if (failure()) return *failure();
     if (!done_) {
       return Malformed(chunks_ > 0 ? "stream ended before [DONE] (truncated reply)"
                                    : "stream ended without any chunk (empty reply)");
@@ -188,8 +165,8 @@ class OpenAiStream : public StreamDecoder {
   }
 
  private:
-  void OnEvent(const SseEvent& ev) {
-    if (failure_ || done_) return;
+  void OnEvent(const SseEvent& ev) override {
+    if (done_) return;
     if (ev.data == "[DONE]") {
       done_ = true;
       return;
@@ -198,7 +175,7 @@ class OpenAiStream : public StreamDecoder {
       const json j = json::parse(ev.data);
       if (!j.is_object()) throw std::runtime_error("chunk is not an object");
       if (j.contains("error") && !j["error"].is_null()) {
-        failure_ = ErrorFromJson(j);
+        Fail(ErrorFromJson(j));
         return;
       }
       ++chunks_;
@@ -221,7 +198,7 @@ class OpenAiStream : public StreamDecoder {
         if (auto c = delta->find("content"); c != delta->end() && c->is_string()) {
           const std::string& text = c->get_ref<const std::string&>();
           acc_.text += text;
-          if (on_text_ && !text.empty()) on_text_(text);
+          EmitText(text);
         }
         if (auto rf = delta->find("refusal"); rf != delta->end() && rf->is_string()) {
           acc_.refusal += rf->get<std::string>();
@@ -231,17 +208,14 @@ class OpenAiStream : public StreamDecoder {
         }
       }
     } catch (const std::exception& e) {
-      failure_ =
-          Malformed("malformed stream chunk (" + std::string(e.what()) + "): " + Excerpt(ev.data));
+      Fail(
+          Malformed("malformed stream chunk (" + std::string(e.what()) + "): " + Excerpt(ev.data)));
     }
   }
 
-  TextSink on_text_;
-  SseParser parser_;
   Accumulator acc_;
   int chunks_ = 0;
   bool done_ = false;
-  std::optional<Decoded> failure_;
 };
 
 class OpenAiWire : public WireFormat {

@@ -1,6 +1,9 @@
 #include "agent/wire.h"
 
 #include <atomic>
+#include <utility>
+
+#include "base/utf8.h"
 
 namespace forkbox::agent {
 
@@ -26,6 +29,37 @@ bool ParseErrorBody(std::string_view body, ModelError& error) {
   }
   if (auto id = j.find("request_id"); id != j.end() && id->is_string()) error.request_id = *id;
   return true;
+}
+
+Decoded DecodeFailure(ModelError::Kind kind, std::string message, bool retryable,
+                      std::string error_type) {
+  Decoded d;
+  ModelError e;
+  e.kind = kind;
+  e.error_type = std::move(error_type);
+  e.message = std::move(message);
+  d.result.error = std::move(e);
+  d.retryable = retryable;
+  return d;
+}
+
+Decoded Malformed(std::string message) {
+  return DecodeFailure(ModelError::Kind::kMalformed, std::move(message), /*retryable=*/true);
+}
+
+std::string Excerpt(std::string_view s) {
+  std::string out(s.substr(0, 120));
+  MakeValidUtf8(out);
+  return s.size() > 120 ? out + "..." : out;
+}
+
+bool SseStreamDecoder::Feed(std::string_view bytes) {
+  if (failure_) return false;
+  const bool ok = parser_.Feed(bytes, [this](const SseEvent& ev) {
+    if (!failure_) OnEvent(ev);
+  });
+  if (!ok && !failure_) failure_ = Malformed("stream event larger than the parser's limit");
+  return !failure_;
 }
 
 bool IsRetryableStreamError(const std::string& error_type, int code) {

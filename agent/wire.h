@@ -7,12 +7,14 @@
 
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "agent/message.h"
 #include "agent/provider.h"
+#include "agent/sse.h"
 
 namespace forkbox::agent {
 
@@ -32,6 +34,38 @@ class StreamDecoder {
   virtual bool Feed(std::string_view bytes) = 0;
   // Called once the transfer ended. A stream without its final event is a truncated reply.
   virtual Decoded Finish() = 0;
+};
+
+// A failed decode of kind `kind`; `retryable`: whether a new attempt may help.
+Decoded DecodeFailure(ModelError::Kind kind, std::string message, bool retryable,
+                      std::string error_type = "");
+// A reply that is not what its format promises (retryable: the next attempt may get a whole one).
+Decoded Malformed(std::string message);
+// The first 120 bytes of `s`, made valid UTF-8, with "..." when cut: a reply quoted in an error.
+std::string Excerpt(std::string_view s);
+
+// The StreamDecoder of a format whose replies stream as Server-Sent Events: Feed parses them and
+// hands each complete event to OnEvent, until the stream fails (an oversized event, or OnEvent's
+// Fail); Feed then returns false and failure() holds why.
+class SseStreamDecoder : public StreamDecoder {
+ public:
+  explicit SseStreamDecoder(const TextSink& on_text) : on_text_(on_text) {}
+  bool Feed(std::string_view bytes) final;
+
+ protected:
+  // Called for each event while the stream has not failed.
+  virtual void OnEvent(const SseEvent& ev) = 0;
+  void Fail(Decoded why) { failure_ = std::move(why); }
+  const std::optional<Decoded>& failure() const { return failure_; }
+  // Hands assistant text to the sink (none for empty text).
+  void EmitText(const std::string& text) const {
+    if (on_text_ && !text.empty()) on_text_(text);
+  }
+
+ private:
+  TextSink on_text_;
+  SseParser parser_;
+  std::optional<Decoded> failure_;
 };
 
 class WireFormat {

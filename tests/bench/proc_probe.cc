@@ -7,8 +7,10 @@
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
+#include <chrono>
 #include <fstream>
 #include <sstream>
+#include <thread>
 
 #include "base/unique_fd.h"
 
@@ -115,18 +117,47 @@ std::vector<pid_t> ChildrenNamed(pid_t parent, std::string_view comm) {
   return out;
 }
 
-pid_t SessionProcess(pid_t forkbox) {
-  const std::vector<pid_t> launchers = ChildrenNamed(forkbox, "forkbox");
-  for (pid_t launcher : launchers) {
-    // "NSpid:\t<outer>\t1": pid 1 of the namespace below forkbox's (layer 2).
-    std::ifstream in("/proc/" + std::to_string(launcher) + "/status");
-    for (std::string line; std::getline(in, line);) {
-      if (line.rfind("NSpid:", 0) != 0) continue;
-      if (line.size() > 2 && line.compare(line.size() - 2, 2, "\t1") == 0) return launcher;
+namespace {
+
+// The state letter of /proc/<pid>/stat ('Z': a zombie), or 0 once it is gone.
+char StateLetter(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return 0;
+  const size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
+}
+
+// "NSpid:\t<outer>\t1": pid 1 of a PID namespace below the caller's.
+bool IsNamespaceInit(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/status");
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind("NSpid:", 0) == 0) {
+      return line.size() > 2 && line.compare(line.size() - 2, 2, "\t1") == 0;
     }
   }
-  // Layer 1: a plain child, the only one of that name.
-  return launchers.size() == 1 ? launchers[0] : forkbox;
+  return false;
+}
+
+}  // namespace
+
+pid_t SessionProcess(pid_t forkbox) {
+  // The layer-2 probe's child (sandbox::ReleaseLayer2ProbeChild), pid 1 of a PID namespace of its
+  // own too, may still be ending below forkbox: the launcher is the one that stays.
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  for (;;) {
+    std::vector<pid_t> live, inits;
+    for (pid_t child : ChildrenNamed(forkbox, "forkbox")) {
+      const char state = StateLetter(child);
+      if (state == 0 || state == 'Z') continue;
+      live.push_back(child);
+      if (IsNamespaceInit(child)) inits.push_back(child);
+    }
+    if (inits.size() == 1) return inits[0];
+    if (inits.empty() && live.size() <= 1) return live.empty() ? forkbox : live[0];  // Layer 1.
+    if (std::chrono::steady_clock::now() >= until) return inits.empty() ? forkbox : inits[0];
+    std::this_thread::yield();
+  }
 }
 
 Result<ScanResult> ScanAddressSpace(pid_t pid, std::string_view needle) {

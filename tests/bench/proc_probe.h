@@ -27,7 +27,8 @@ std::vector<pid_t> ChildrenNamed(pid_t parent, std::string_view comm);
 // The process that runs forkbox's session: sandboxed, its launcher, the child of `forkbox` named
 // forkbox (forkbox's pid stays behind as the launcher's waiter, sandbox::EnterLauncher), in layer 2
 // pid 1 of a PID namespace of its own; with the sandbox off `forkbox` itself. The launcher exists
-// once forkbox has sent its first model request.
+// once forkbox has sent its first model request. Waits (at most 30 s) while another child of that
+// name is still ending: the layer-2 probe's, also pid 1 of a namespace, a zombie at last.
 pid_t SessionProcess(pid_t forkbox);
 
 struct ScanResult {
