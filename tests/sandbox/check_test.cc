@@ -551,12 +551,13 @@ TEST(SandboxCommand, ASigkillOfItStillUndoesWhatItsCommandPlantedInGitsTrustSurf
     bool layer1;
     bool as_nobody;
   };
-  std::vector<Mode> modes = {{"layer 1, root", true, true, false},
-                             {"layer 1, nobody", true, true, true},
-                             {"unsandboxed", false, false, false}};
+  // Root runs each layer again as nobody.
+  const bool root = geteuid() == 0;
+  std::vector<Mode> modes = {{"layer 1", true, true, false}, {"unsandboxed", false, false, false}};
+  if (root) modes.push_back({"layer 1, nobody", true, true, true});
   if (Layer2Available()) {
-    modes.push_back({"layer 2, root", true, false, false});
-    modes.push_back({"layer 2, nobody", true, false, true});
+    modes.push_back({"layer 2", true, false, false});
+    if (root) modes.push_back({"layer 2, nobody", true, false, true});
   }
   for (const Mode& mode : modes) {
     SCOPED_TRACE(mode.name);
