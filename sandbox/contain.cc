@@ -911,13 +911,17 @@ Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
 
 namespace {
 
-// The pipeline up to the namespaces: a tool's keeper step in layer 2.
+// The pipeline up to the namespaces: a tool's keeper step in layer 2. RLIMIT_AS is the
+// command's alone (ConfineRaw): its init may still allocate to put back git's trust surface after
+// the spawner's death (RestoreOrphanedSurface), also in a sanitizer build.
 int EnterRaw(ContainPlan& p, const char** step) {
   if (p.cgroup_procs_fd >= 0) {
     *step = "join pids cgroup";
     if (int err = JoinCgroupRaw(p.cgroup_procs_fd)) return err;
   }
-  if (int err = ApplyLimitsRaw(p.limits, step)) return err;
+  Limits shared = p.limits;
+  shared.as_bytes = 0;
+  if (int err = ApplyLimitsRaw(shared, step)) return err;
   return p.layer2 ? EnterNamespacesRaw(p, step) : 0;
 }
 
@@ -925,6 +929,11 @@ int EnterRaw(ContainPlan& p, const char** step) {
 int ConfineRaw(ContainPlan& p, const char** step) {
   if (p.keeper_pidfd >= 0) {
     if (int err = UnderKeeperRaw(p.keeper_pidfd, step)) return err;
+  }
+  if (p.limits.as_bytes > 0) {
+    Limits as_only;
+    as_only.as_bytes = p.limits.as_bytes;
+    if (int err = ApplyLimitsRaw(as_only, step)) return err;
   }
   if (p.subreaper) {
     *step = "prctl(PR_SET_CHILD_SUBREAPER)";

@@ -2,7 +2,8 @@
 // self-sandboxing (EnterAgentSandbox, in-process) and by every tool spawn (Sandbox::Spawn, in the
 // forked child) alike:
 //   join pids cgroup -> rlimits -> [layer 2: unshare -> id maps -> fork a keeper -> mounts]
-//   or subreaper -> drop every capability -> no_new_privs -> Landlock -> seccomp (last).
+//   or subreaper -> RLIMIT_AS -> drop every capability -> no_new_privs -> Landlock -> seccomp
+//   (last). A tool's RLIMIT_AS is its command's alone: its init may still allocate.
 // A tool's init (Keeper::kInit, cloned into its namespaces) runs the mounts, the capability drop,
 // no_new_privs and the base filter itself before Spawn's keeper step clones the command (a child
 // borrowing the init's memory until exec: SpawnStep::keep), which inherits them and adds Landlock
