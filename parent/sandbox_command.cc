@@ -199,9 +199,11 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     return 127;
   }
   options.new_session = true;
-  // Should this process die first (a SIGKILL), the command's keeper or init puts the surface back.
+  // Should this process die first (a SIGKILL), the command's keeper or init puts the surface back
+  // and removes the temp dir.
+  const sandbox::Sandbox::AfterCommand after{git.ok() ? &*git : nullptr, &*tmp};
   Result<ChildProcess> child = sandbox->Spawn(std::move(options), git.ok() ? &surface : nullptr,
-                                              policy.enabled && git.ok() ? &*git : nullptr);
+                                              policy.enabled ? &after : nullptr);
   if (!child.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", child.status().message().c_str());
     return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;

@@ -39,32 +39,43 @@ constexpr unsigned long kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID
 // Writable for layer-1 tools and shared with the host (AddFreshRulesRaw).
 constexpr char kLayer1SharedWritable[] = "/dev/shm";
 
-// Closes every descriptor from 3 on but `keep_a` and `keep_b` (-1: none).
-void CloseAboveStderrExceptRaw(int keep_a, int keep_b) {
-  unsigned keep[2] = {keep_a >= 3 ? static_cast<unsigned>(keep_a) : ~0U,
-                      keep_b >= 3 ? static_cast<unsigned>(keep_b) : ~0U};
-  if (keep[0] > keep[1]) std::swap(keep[0], keep[1]);
+// Descriptors a keeper or init keeps besides stderr to undo what its command left for a dead
+// spawner (ContainPlan::orphaned), each -1 when none.
+struct KeptFds {
+  int fds[3] = {-1, -1, -1};
+};
+
+KeptFds KeptFdsOf(const ContainPlan& p) {
+  KeptFds kept;
+  if (p.orphaned.git != nullptr) kept.fds[0] = p.orphaned.git->descriptor();
+  if (p.orphaned.tmp != nullptr) {
+    kept.fds[1] = p.orphaned.tmp->descriptors()[0];
+    kept.fds[2] = p.orphaned.tmp->descriptors()[1];
+  }
+  return kept;
+}
+
+// Closes every descriptor from 3 on but those in `kept` and `also` (-1: none).
+void CloseAboveStderrExceptRaw(const KeptFds& kept, int also = -1) {
+  int keep[4] = {kept.fds[0], kept.fds[1], kept.fds[2], also};
+  std::sort(std::begin(keep), std::end(keep));
   unsigned from = 3;
-  for (const unsigned k : keep) {
-    if (k == ~0U) break;
+  for (const int fd : keep) {
+    if (fd < 3 || static_cast<unsigned>(fd) < from) continue;
+    const unsigned k = static_cast<unsigned>(fd);
     if (k > from) syscall(SYS_close_range, from, k - 1, 0U);
-    from = std::max(from, k + 1);
+    from = k + 1;
   }
   syscall(SYS_close_range, from, ~0U, 0U);
 }
 
-// The descriptor an orphan guard restores through, or -1.
-int OrphanGuardFd(const ContainPlan& p) {
-  return p.orphan_guard != nullptr ? p.orphan_guard->descriptor() : -1;
-}
-
 // Every keeper runs under no_new_privs and the base seccomp filter before it waits on anything.
-// It keeps no descriptor but `keep_stderr`'s fd 2 and `keep_fd` (-1: none); `confined_fd` (>= 3,
-// or -1) gets one byte once it is confined, and is closed.
+// It keeps no descriptor but `keep_stderr`'s fd 2 and `kept`; `confined_fd` (>= 3, or -1) gets one
+// byte once it is confined, and is closed.
 void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr, int confined_fd = -1,
-                      int keep_fd = -1) {
+                      const KeptFds& kept = {}) {
   syscall(SYS_close_range, 0U, keep_stderr ? 1U : 2U, 0U);
-  CloseAboveStderrExceptRaw(confined_fd, keep_fd);
+  CloseAboveStderrExceptRaw(kept, confined_fd);
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   const char* step = "";
   DropAllCapabilitiesRaw(&step);
@@ -98,20 +109,23 @@ void RemovePlantedRaw(const MountPlan& mounts) {
   }
 }
 
-// `forkbox sandbox`'s spawner died before it could put git's trust surface back: once nothing of
-// the command is left, its keeper or init does, from its own copy of the spawner's memory (a
-// single-threaded process's: malloc is safe here), and says so on the command's stderr.
-void RestoreOrphanedSurface(const ContainPlan& p) {
-  if (p.orphan_guard == nullptr) return;
-  try {
-    for (const std::string& line : p.orphan_guard->Restore(GitSurfaceGuard::After::kDone)) {
-      WriteStderrRaw("forkbox sandbox: git trust surface changed by the command: ", line.c_str(),
-                     "\n");
+// `forkbox sandbox`'s spawner died before it could undo what its command left: once nothing of
+// the command is left, its keeper or init puts back git's trust surface and removes the temp dir,
+// from its own copy of the spawner's memory (a single-threaded process's: malloc is safe here),
+// and says what it put back on the command's stderr.
+void UndoForDeadSpawner(const ContainPlan& p) {
+  if (p.orphaned.git != nullptr) {
+    try {
+      for (const std::string& line : p.orphaned.git->Restore(GitSurfaceGuard::After::kDone)) {
+        WriteStderrRaw("forkbox sandbox: git trust surface changed by the command: ", line.c_str(),
+                       "\n");
+      }
+    } catch (const std::exception& e) {
+      WriteStderrRaw("forkbox sandbox: git trust surface NOT restored after forkbox's death: ",
+                     e.what(), "\n");
     }
-  } catch (const std::exception& e) {
-    WriteStderrRaw(
-        "forkbox sandbox: git trust surface NOT restored after forkbox's death: ", e.what(), "\n");
   }
+  if (p.orphaned.tmp != nullptr) p.orphaned.tmp->Remove();
 }
 
 // A tool's namespace init cloned into its namespaces is pid 1 of the new PID namespace, so it can
@@ -144,7 +158,7 @@ int InitDeathSignal() { return SIGRTMAX; }
 [[noreturn]] void RunInit(pid_t command, const ContainPlan& p) {
   ConfineKeeperRaw(p.filters.empty() || InheritedFilters(p) > 0 ? std::span<const sock_filter>()
                                                                 : p.filters.front(),
-                   /*keep_stderr=*/true, /*confined_fd=*/-1, OrphanGuardFd(p));
+                   /*keep_stderr=*/true, /*confined_fd=*/-1, KeptFdsOf(p));
   sigset_t wake;
   sigemptyset(&wake);
   sigaddset(&wake, SIGCHLD);
@@ -170,7 +184,7 @@ int InitDeathSignal() { return SIGRTMAX; }
     }
   }
   RemovePlantedRaw(p.mounts);
-  if (orphaned) RestoreOrphanedSurface(p);
+  if (orphaned) UndoForDeadSpawner(p);
   _exit(exit_code);
 }
 
@@ -226,13 +240,14 @@ int KillChildrenRoundRaw(pid_t self) {
 // and exits with its status (what it left goes on to the spawner, a subreaper too, which kills
 // it). If the spawner dies first (InitDeathSignal, e.g. its SIGKILL), the keeper kills the command
 // and everything below it, round after round, as orphans come to it: layer 1 has no PID
-// namespace that would take them down; then it puts back git's trust surface (the orphan guard).
+// namespace that would take them down; then it undoes what the spawner would have
+// (UndoForDeadSpawner).
 // Confined before the command was cloned (base filter, no capability, no_new_privs:
 // BecomeLayer1KeeperRaw), so that the command's start and a short command's end wait for none of
-// it; here it keeps no descriptor but stderr and the orphan guard's.
+// it; here it keeps no descriptor but stderr and those of ContainPlan::orphaned.
 [[noreturn]] void RunLayer1Keeper(pid_t command, const ContainPlan& p) {
   syscall(SYS_close_range, 0U, 1U, 0U);
-  CloseAboveStderrExceptRaw(OrphanGuardFd(p), -1);
+  CloseAboveStderrExceptRaw(KeptFdsOf(p));
   prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
   sigset_t wake;
   sigemptyset(&wake);
@@ -251,7 +266,7 @@ int KillChildrenRoundRaw(pid_t self) {
     const pid_t self = getpid();
     for (int round = 0; round < 10000 && KillChildrenRoundRaw(self) > 0; ++round) {
     }
-    RestoreOrphanedSurface(p);
+    UndoForDeadSpawner(p);
     _exit(128 + SIGKILL);
   }
 }
@@ -913,7 +928,7 @@ namespace {
 
 // The pipeline up to the namespaces: a tool's keeper step in layer 2. RLIMIT_AS is the
 // command's alone (ConfineRaw): its init may still allocate to put back git's trust surface after
-// the spawner's death (RestoreOrphanedSurface), also in a sanitizer build.
+// the spawner's death (UndoForDeadSpawner), also in a sanitizer build.
 int EnterRaw(ContainPlan& p, const char** step) {
   if (p.cgroup_procs_fd >= 0) {
     *step = "join pids cgroup";

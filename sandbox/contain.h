@@ -57,9 +57,9 @@ struct ContainPlan {
   // command's confinement) takes the spawner's death and kills what the command left, which no
   // namespace would (RunLayer1Keeper).
   bool layer1_keeper = false;
-  // `forkbox sandbox` (Sandbox::Spawn's orphan_guard): what the command's layer-1 keeper or
-  // layer-2 init puts back, in its copy of the spawner's memory, if the spawner dies first.
-  GitSurfaceGuard* orphan_guard = nullptr;
+  // `forkbox sandbox` (Sandbox::Spawn's `orphaned`): what the command's layer-1 keeper or
+  // layer-2 init undoes, in its copy of the spawner's memory, if the spawner dies first.
+  Sandbox::AfterCommand orphaned;
   Keeper keeper = Keeper::kInit;
   MountPlan mounts;
   // A spawned tool's namespace init dies with the spawner (PDEATHSIG); this pidfd of the spawner

@@ -42,7 +42,7 @@ class GitSurfaceGuard {
   static bool ConfigIsSafe(const std::string& text, std::string* why);
 
   // The O_PATH descriptor of the workdir that Restore works through: a process that closes its
-  // other descriptors before it restores (a keeper, Sandbox::Spawn's orphan_guard) keeps this one.
+  // other descriptors before it restores (a keeper, Sandbox::Spawn's `orphaned`) keeps this one.
   int descriptor() const { return root_.get(); }
 
   struct Entry {

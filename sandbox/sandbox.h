@@ -13,6 +13,7 @@
 #include <poll.h>
 #include <sys/types.h>
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -154,6 +155,12 @@ class TaskTmpDir {
   const std::string& short_path() const { return short_; }
   // Sets policy->tmpdir and policy->tmpdir_short.
   void ApplyTo(Policy* policy) const;
+  // What the destructor does, once: removes the directory and its link (by descriptor).
+  void Remove();
+  // The descriptors Remove works through (-1 when none): a process that closes its other
+  // descriptors before it removes the directory (a keeper, Sandbox::Spawn's `orphaned`) keeps
+  // these.
+  std::array<int, 2> descriptors() const { return {workdir_.get(), root_.get()}; }
   // For a kPrivateDir temp dir whose command falls back to layer 1: the task dir on disk with
   // its link made at that one's `short_path` (TMPDIR stays the same string). Fails if the name
   // is taken.
@@ -244,13 +251,17 @@ class Sandbox {
   // stderr (the fd mapped to 2, else this process's). `git_surface`: the workdir's git surface
   // the caller found just now (GitSurfaceGuard::Take's `surface`), for layer 2's read-only binds
   // instead of a walk of the workdir of their own; nullptr: walked for this command.
-  // `orphan_guard` (a ForCommand handle only; nullptr: none): the guard of git's trust surface
-  // that the caller puts back after the command. Should the caller die first (a SIGKILL), the
-  // command's layer-1 keeper or layer-2 namespace init puts it back instead, from its own copy of
-  // the caller's memory, once nothing of the command is left; the caller must therefore be
-  // single-threaded when it spawns, and the guard's descriptor is kept open in that process.
+  // `orphaned` (a ForCommand handle only; nullptr: none): what the caller puts back and removes
+  // after the command. Should the caller die first (a SIGKILL), the command's layer-1 keeper or
+  // layer-2 namespace init does it instead, from its own copy of the caller's memory, once
+  // nothing of the command is left; the caller must therefore be single-threaded when it spawns,
+  // and their descriptors are kept open in that process.
+  struct AfterCommand {
+    GitSurfaceGuard* git = nullptr;  // Restored (GitSurfaceGuard::Restore).
+    TaskTmpDir* tmp = nullptr;       // Removed (TaskTmpDir::Remove).
+  };
   Result<ChildProcess> Spawn(SpawnOptions options, const MountPlan* git_surface = nullptr,
-                             GitSurfaceGuard* orphan_guard = nullptr) const;
+                             const AfterCommand* orphaned = nullptr) const;
   // Waits until one of `until` has an event (poll(2) semantics; revents are set). A ForCommand
   // handle answers its commands' unix connect broker meanwhile, and only here: a command's
   // socket() or connect() waits until its caller is in ServeUntil. With a broker thread, a poll.
@@ -289,7 +300,10 @@ class Sandbox {
   // The agent's (or launcher's) domain holds the read scope and the base filter already.
   bool inside_agent() const { return caller_ == Caller::kInsideAgent; }
   Result<ChildProcess> SpawnHere(SpawnOptions options, const MountPlan* git_surface,
-                                 GitSurfaceGuard* orphan_guard) const;
+                                 const AfterCommand* orphaned) const;
+  // `orphaned` for a command that runs in the layer-1 fallback: the temp dir on disk is the
+  // fallback's (FallBackToLayer1), where the caller's was a private one.
+  std::optional<AfterCommand> Layer1Orphaned(const AfterCommand* orphaned) const;
   const Sandbox* Layer1() const;  // The layer-1 handle once fallen back, or null.
   Result<const Sandbox*> FallBackToLayer1() const;
   bool layer2_assumed_ = false;  // report_ says layer 2 unprobed (ForTools).

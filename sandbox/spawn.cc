@@ -173,7 +173,7 @@ Status Sandbox::ServeUntil(std::span<pollfd> until) const {
 }
 
 Result<ChildProcess> Sandbox::Spawn(SpawnOptions options, const MountPlan* git_surface,
-                                    GitSurfaceGuard* orphan_guard) const {
+                                    const AfterCommand* orphaned) const {
   if (!options.steps.empty() || !options.carry_fds.empty() || options.clone_flags != 0 ||
       options.while_starting) {
     return Status::InvalidArgument(
@@ -182,24 +182,35 @@ Result<ChildProcess> Sandbox::Spawn(SpawnOptions options, const MountPlan* git_s
   }
   if (options.cwd.empty()) options.cwd = policy_.workdir;
   if (!policy_.enabled) return forkbox::Spawn(options);
-  if (orphan_guard != nullptr && caller_ != Caller::kScopedSelf) {
-    return Status::InvalidArgument("sandboxed spawn: an orphan guard needs a ForCommand handle");
+  if (orphaned != nullptr && caller_ != Caller::kScopedSelf) {
+    return Status::InvalidArgument(
+        "sandboxed spawn: what to undo for a dead caller needs a ForCommand handle");
   }
   if (const Sandbox* layer1 = Layer1()) {
-    return layer1->Spawn(std::move(options), nullptr, orphan_guard);
+    const std::optional<AfterCommand> after = Layer1Orphaned(orphaned);
+    return layer1->Spawn(std::move(options), nullptr, after ? &*after : nullptr);
   }
-  if (!layer2_assumed_) return SpawnHere(std::move(options), git_surface, orphan_guard);
+  if (!layer2_assumed_) return SpawnHere(std::move(options), git_surface, orphaned);
   SpawnOptions retry = options;
-  Result<ChildProcess> child = SpawnHere(std::move(options), git_surface, orphan_guard);
+  Result<ChildProcess> child = SpawnHere(std::move(options), git_surface, orphaned);
   // The probe Check() runs, paid only now: layer 2 works, so the failure is the command's.
   if (child.ok() || Layer2Available()) return child;
   Result<const Sandbox*> layer1 = FallBackToLayer1();
   if (!layer1.ok()) return layer1.status();
-  return (*layer1)->Spawn(std::move(retry), nullptr, orphan_guard);
+  const std::optional<AfterCommand> after = Layer1Orphaned(orphaned);
+  return (*layer1)->Spawn(std::move(retry), nullptr, after ? &*after : nullptr);
+}
+
+std::optional<Sandbox::AfterCommand> Sandbox::Layer1Orphaned(const AfterCommand* orphaned) const {
+  if (orphaned == nullptr) return std::nullopt;
+  AfterCommand after = *orphaned;
+  std::lock_guard<std::mutex> lock(shared_->mu);
+  if (shared_->layer1_tmp.descriptors()[1] >= 0) after.tmp = &shared_->layer1_tmp;
+  return after;
 }
 
 Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options, const MountPlan* git_surface,
-                                        GitSurfaceGuard* orphan_guard) const {
+                                        const AfterCommand* orphaned) const {
   Result<int> shared = SharedRulesetFd();
   if (!shared.ok()) return shared.status();
   Result<ContainPlan> plan =
@@ -209,7 +220,7 @@ Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options, const MountPlan* g
   plan->pid_max = RootPidNamespaceMax(plan->layer2, policy_.rlimit_nproc);
   // `forkbox sandbox` (ForCommand) in layer 1: a keeper outlives its SIGKILL to kill the command.
   plan->layer1_keeper = !plan->layer2 && caller_ == Caller::kScopedSelf;
-  plan->orphan_guard = orphan_guard;
+  if (orphaned != nullptr) plan->orphaned = *orphaned;
   if (plan->brokered) return SpawnBrokered(std::move(options), *plan);
   FORKBOX_RETURN_IF_ERROR(AddContainStep(*plan, options));
   return forkbox::Spawn(options);

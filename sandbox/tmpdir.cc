@@ -240,16 +240,19 @@ void TaskTmpDir::ApplyTo(Policy* policy) const {
   policy->tmpdir_short = short_;
 }
 
-TaskTmpDir::~TaskTmpDir() {
+TaskTmpDir::~TaskTmpDir() { Remove(); }
+
+void TaskTmpDir::Remove() {
   if (!root_) return;
+  const UniqueFd root = std::move(root_);
   if (own_link_ && !short_.empty()) RemoveShortLink(short_, path_);
-  RemoveTreeAt(root_.get(), name_.c_str(), 0);
+  RemoveTreeAt(root.get(), name_.c_str(), 0);
   // Leave no trace: drop .forkbox-tmp when no other task is using it. rmdir never follows a link,
   // and removes only an empty directory, whatever now has that name.
-  if (!OnlyGitIgnore(root_.get())) return;
-  (void)unlinkat(root_.get(), ".gitignore", 0);
+  if (!OnlyGitIgnore(root.get())) return;
+  (void)unlinkat(root.get(), ".gitignore", 0);
   if (unlinkat(workdir_.get(), kDirName, AT_REMOVEDIR) != 0) {
-    (void)EnsureGitIgnore(root_.get());  // Another task created its directory meanwhile.
+    (void)EnsureGitIgnore(root.get());  // Another task created its directory meanwhile.
   }
 }
 

@@ -544,7 +544,8 @@ TEST(SandboxCommand, ASigkillOfItStillUndoesWhatItsCommandPlantedInGitsTrustSurf
       "printf '#!/bin/sh\\necho pwned\\n' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit; "
       "git config core.fsmonitor 'touch pwned'; echo x > .git/commondir; "
       "git init -q sub && printf '#!/bin/sh\\n' > sub/.git/hooks/post-checkout && "
-      "chmod +x sub/.git/hooks/post-checkout; echo $$ > ready; exec sleep 120";
+      "chmod +x sub/.git/hooks/post-checkout; echo x > \"$TMPDIR/f\"; echo \"$TMPDIR\" > tmpdir; "
+      "echo $$ > ready; exec sleep 120";
   struct Mode {
     const char* name;
     bool sandboxed;
@@ -609,6 +610,23 @@ TEST(SandboxCommand, ASigkillOfItStillUndoesWhatItsCommandPlantedInGitsTrustSurf
           << err;
     }
     EXPECT_EQ(err.find("could NOT"), std::string::npos) << err;
+    // The temp dir (in layer 1 on disk, with its link in /dev/shm) is removed too.
+    int task_dirs = 0;
+    std::error_code ec;
+    for (const auto& e : std::filesystem::directory_iterator(work + "/.forkbox-tmp", ec)) {
+      task_dirs += e.path().filename().string().rfind("task-", 0) == 0 ? 1 : 0;
+    }
+    std::string link = ReadFile(work + "/tmpdir");
+    if (!link.empty() && link.back() == '\n') link.pop_back();
+    ASSERT_FALSE(link.empty());
+    struct stat st;
+    const bool link_kept = mode.layer1 || !mode.sandboxed ? lstat(link.c_str(), &st) == 0 : kept;
+    EXPECT_EQ(task_dirs, kept ? 1 : 0) << err;
+    EXPECT_EQ(link_kept, kept) << link;
+    if (kept) {  // The control's leftovers.
+      std::filesystem::remove_all(work + "/.forkbox-tmp", ec);
+      (void)unlink(link.c_str());
+    }
   }
 }
 

@@ -407,17 +407,19 @@ TEST(SpawnSandboxed, ReportsExecFailuresAndBadOptionsAsStatus) {
   with_step.steps.push_back({"mine", [](const char**) { return 0; }});
   EXPECT_EQ(SpawnSandboxed(policy, with_step).status().code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(SpawnSandboxed(policy, SpawnOptions{}).status().code(), Status::Code::kInvalidArgument);
-  // An orphan guard is restored in a copy of the caller's memory: only a ForCommand caller, which
-  // spawns from its one thread, may hand one (a ForTools handle spawns from its broker's thread).
+  // What to undo for a dead caller is undone in a copy of the caller's memory: only a ForCommand
+  // caller, which spawns from its one thread, may hand it (a ForTools handle spawns from its
+  // broker's thread).
   Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(policy.workdir);
   ASSERT_TRUE(guard.ok()) << guard.status().ToString();
   Result<Sandbox> tools = Sandbox::ForTools(policy);
   ASSERT_TRUE(tools.ok()) << tools.status().ToString();
   SpawnOptions plain;
   plain.argv = {"/bin/true"};
-  Result<ChildProcess> refused = tools->Spawn(plain, nullptr, &*guard);
+  const Sandbox::AfterCommand after{&*guard, nullptr};
+  Result<ChildProcess> refused = tools->Spawn(plain, nullptr, &after);
   EXPECT_EQ(refused.status().code(), Status::Code::kInvalidArgument);
-  EXPECT_NE(refused.status().message().find("orphan guard"), std::string::npos)
+  EXPECT_NE(refused.status().message().find("needs a ForCommand handle"), std::string::npos)
       << refused.status().message();
 }
 
