@@ -119,15 +119,6 @@ std::vector<pid_t> ChildrenNamed(pid_t parent, std::string_view comm) {
 
 namespace {
 
-// The state letter of /proc/<pid>/stat ('Z': a zombie), or 0 once it is gone.
-char StateLetter(pid_t pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  std::string stat;
-  if (!std::getline(in, stat)) return 0;
-  const size_t close = stat.rfind(')');
-  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
-}
-
 // "NSpid:\t<outer>\t1": pid 1 of a PID namespace below the caller's.
 bool IsNamespaceInit(pid_t pid) {
   std::ifstream in("/proc/" + std::to_string(pid) + "/status");
@@ -141,6 +132,14 @@ bool IsNamespaceInit(pid_t pid) {
 
 }  // namespace
 
+char ProcessState(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  std::string stat;
+  if (!std::getline(in, stat)) return 0;
+  const size_t close = stat.rfind(')');
+  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
+}
+
 pid_t SessionProcess(pid_t forkbox) {
   // The layer-2 probe's child (sandbox::ReleaseLayer2ProbeChild), pid 1 of a PID namespace of its
   // own too, may still be ending below forkbox: the launcher is the one that stays.
@@ -148,7 +147,7 @@ pid_t SessionProcess(pid_t forkbox) {
   for (;;) {
     std::vector<pid_t> live, inits;
     for (pid_t child : ChildrenNamed(forkbox, "forkbox")) {
-      const char state = StateLetter(child);
+      const char state = ProcessState(child);
       if (state == 0 || state == 'Z') continue;
       live.push_back(child);
       if (IsNamespaceInit(child)) inits.push_back(child);

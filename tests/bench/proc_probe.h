@@ -24,6 +24,9 @@ Result<MemStatus> ReadMemStatus(pid_t pid);
 // Direct children of `parent` whose comm (truncated to 15 bytes by the kernel) matches `comm`.
 std::vector<pid_t> ChildrenNamed(pid_t parent, std::string_view comm);
 
+// The state letter of /proc/<pid>/stat ('T': stopped, 'Z': a zombie), or 0 once it is gone.
+char ProcessState(pid_t pid);
+
 // The process that runs forkbox's session: sandboxed, its launcher, the child of `forkbox` named
 // forkbox (forkbox's pid stays behind as the launcher's waiter, sandbox::EnterLauncher), in layer 2
 // pid 1 of a PID namespace of its own; with the sandbox off `forkbox` itself. The launcher exists

@@ -354,13 +354,6 @@ TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
   EXPECT_EQ(waiter.fds, "0") << "the waiter keeps no descriptor";
 }
 
-// The state letter of /proc/<pid>/stat ('T': stopped), or 0 when it is gone.
-char StateOf(pid_t pid) {
-  const std::string stat = ReadAll("/proc/" + std::to_string(pid) + "/stat");
-  const size_t close = stat.rfind(')');
-  return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
-}
-
 // forkbox's pid is what its caller signals. In layer 2 that is the waiter of the parent, which is
 // pid 1 of its own PID namespace and gets no signal from outside it has no handler for: the
 // waiter relays them. Each signal comes while the parent waits for its first reply, which waits
@@ -385,13 +378,15 @@ void ConfineTest::ExpectSignalFate(int sig, int expected_exit, int before) {
       return Text("done");
     }
     const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while ((StateOf(launcher) != 'T' || StateOf(pid) != 'T') &&
+    while ((forkbox::bench::ProcessState(launcher) != 'T' ||
+            forkbox::bench::ProcessState(pid) != 'T') &&
            std::chrono::steady_clock::now() < until) {
       std::this_thread::yield();
     }
     {
       std::lock_guard<std::mutex> lock(mu);
-      stopped = StateOf(launcher) == 'T' && StateOf(pid) == 'T';
+      stopped =
+          forkbox::bench::ProcessState(launcher) == 'T' && forkbox::bench::ProcessState(pid) == 'T';
     }
     EXPECT_EQ(::kill(pid, SIGCONT), 0);
     return Text("done");
