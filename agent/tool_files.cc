@@ -1,7 +1,9 @@
 #include "agent/tool_files.h"
 
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
@@ -9,6 +11,8 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdio>
+#include <cstring>
 #include <optional>
 #include <string>
 #include <vector>
@@ -97,10 +101,30 @@ Result<std::string> RelativeToWorkdir(const ToolContext& ctx, const std::string&
   }
   if (path[0] != '/') return path;
   const std::string& root = ctx.workdir;
-  if (path == root || path == root + "/") return std::string(".");
-  if (std::optional<std::string> below = PathBelow(path, root)) return *below;
+  const std::string tidy = TidySeparators(path);  // "/w//a" names "/w/a" as the kernel sees it.
+  if (tidy == root || tidy == root + "/") return std::string(".");
+  if (std::optional<std::string> below = PathBelow(tidy, root)) return *below;
   return Status::InvalidArgument("path '" + path + "' is outside the workdir '" + root +
                                  "'; file tools only work inside the workdir");
+}
+
+// The kernel's limits, checked before write_file creates a parent directory for a path that
+// could never be opened.
+Status CheckNameLengths(const std::string& rel) {
+  if (rel.size() >= PATH_MAX) {
+    return Status::InvalidArgument("the path is longer than " + std::to_string(PATH_MAX - 1) +
+                                   " bytes");
+  }
+  for (size_t start = 0; start < rel.size();) {
+    size_t slash = rel.find('/', start);
+    if (slash == std::string::npos) slash = rel.size();
+    if (slash - start > NAME_MAX) {
+      return Status::InvalidArgument("a file name in the path is longer than " +
+                                     std::to_string(NAME_MAX) + " bytes");
+    }
+    start = slash + 1;
+  }
+  return Status::Ok();
 }
 
 // Resolves the path field into a Call.
@@ -113,13 +137,16 @@ Result<Call> Begin(const nlohmann::json& input, const ToolContext& ctx, const ch
   }
   Result<std::string> rel = RelativeToWorkdir(ctx, *path);
   if (!rel.ok()) return Status::InvalidArgument(std::string(tool) + ": " + rel.status().message());
+  if (Status s = CheckNameLengths(*rel); !s.ok()) {
+    return Status::InvalidArgument(std::string(tool) + ": '" + *path + "': " + s.message());
+  }
   const auto budget = std::chrono::milliseconds(std::max<int64_t>(ctx.timeout_ms, 1));
   return Call{tool, *path, *rel, ctx.workdir_fd->get(), Clock::now() + budget};
 }
 
 Status CheckDeadline(const Call& c) {
   if (Clock::now() < c.deadline) return Status::Ok();
-  return Status::Timeout(std::string(c.tool) + ": " + Quote(c) + ": timed out");
+  return Status::Timeout("timed out (the tool timeout); nothing was changed");
 }
 
 // An open descriptor, or the errno that refused it (the tools word each errno for the model).
@@ -187,17 +214,18 @@ std::optional<ToolOutput> RefuseIfNotRegular(const Call& c, int fd, struct stat*
 struct FileOpen {
   UniqueFd fd;
   ToolOutput refusal;
+  struct stat st {};
 };
 FileOpen OpenRegular(const Call& c, int flags, struct stat* st) {
   Opened o = OpenBeneath(c.workdir_fd, c.rel, flags | O_NONBLOCK | O_NOCTTY);
-  if (!o.ok()) return {UniqueFd(), OpenError(c, o.err)};
-  if (auto refused = RefuseIfNotRegular(c, o.fd.get(), st)) return {UniqueFd(), *refused};
-  return {std::move(o.fd), {}};
+  if (!o.ok()) return {UniqueFd(), OpenError(c, o.err), {}};
+  if (auto refused = RefuseIfNotRegular(c, o.fd.get(), st)) return {UniqueFd(), *refused, {}};
+  return {std::move(o.fd), {}, *st};
 }
 
-// Creates the missing directories above c.rel, each beneath the workdir descriptor. Returns 0 or
-// the errno that stopped it.
-int MakeParents(const Call& c) {
+// Creates the missing directories above c.rel, each beneath the workdir descriptor, and lists
+// those it created in `created` (outermost first). Returns 0 or the errno that stopped it.
+int MakeParents(const Call& c, std::vector<std::string>* created) {
   std::vector<std::string> parts;
   for (size_t start = 0, slash; (slash = c.rel.find('/', start)) != std::string::npos;
        start = slash + 1) {
@@ -211,13 +239,29 @@ int MakeParents(const Call& c) {
     if (dir.err == ENOENT) {
       Opened parent = OpenBeneath(c.workdir_fd, prefix, O_PATH | O_DIRECTORY);
       if (!parent.ok()) return parent.err;
-      if (::mkdirat(parent.fd.get(), part.c_str(), 0755) != 0 && errno != EEXIST) return errno;
+      if (::mkdirat(parent.fd.get(), part.c_str(), 0755) == 0) {
+        created->push_back(next);
+      } else if (errno != EEXIST) {
+        return errno;
+      }
       dir = OpenBeneath(c.workdir_fd, next, O_PATH | O_DIRECTORY);
     }
     if (!dir.ok()) return dir.err;
     prefix = next;
   }
   return 0;
+}
+
+// Removes what MakeParents created, innermost first, when the write it was for failed. Best
+// effort: a directory something else filled meanwhile stays (rmdir refuses it).
+void RemoveCreated(const Call& c, const std::vector<std::string>& created) {
+  for (auto it = created.rbegin(); it != created.rend(); ++it) {
+    const size_t slash = it->rfind('/');
+    Opened parent = OpenBeneath(c.workdir_fd, it->substr(0, slash), O_PATH | O_DIRECTORY);
+    if (!parent.ok() || ::unlinkat(parent.fd.get(), it->c_str() + slash + 1, AT_REMOVEDIR) != 0) {
+      return;
+    }
+  }
 }
 
 // Opens c.rel for writing, created if missing: beneath the workdir, regular files only.
@@ -228,14 +272,16 @@ FileOpen OpenForWrite(const Call& c, bool* existed) {
   if (*existed) o = OpenBeneath(c.workdir_fd, c.rel, kFlags);
   if (!o.ok()) {
     if (*existed && o.err == ENOENT) {
-      return {UniqueFd(), Error(std::string(c.tool) + ": " + Quote(c) +
-                                " is a dangling symbolic link; refusing to follow it")};
+      return {UniqueFd(),
+              Error(std::string(c.tool) + ": " + Quote(c) +
+                    " is a dangling symbolic link; refusing to follow it"),
+              {}};
     }
-    return {UniqueFd(), OpenError(c, o.err)};
+    return {UniqueFd(), OpenError(c, o.err), {}};
   }
   struct stat st {};
-  if (auto refused = RefuseIfNotRegular(c, o.fd.get(), &st)) return {UniqueFd(), *refused};
-  return {std::move(o.fd), {}};
+  if (auto refused = RefuseIfNotRegular(c, o.fd.get(), &st)) return {UniqueFd(), *refused, {}};
+  return {std::move(o.fd), {}, st};
 }
 
 Status ReadWhole(const Call& c, int fd, std::string* out, int64_t cap) {
@@ -255,12 +301,11 @@ Status ReadWhole(const Call& c, int fd, std::string* out, int64_t cap) {
   }
 }
 
-// Replaces the file's content through its descriptor (no second open by name).
-Status WriteWhole(const Call& c, int fd, std::string_view data) {
-  if (::ftruncate(fd, 0) != 0) return Status::FromErrno(errno, "ftruncate");
+// Writes all of `data` at the start of `fd`; with a deadline, each write checks it first.
+Status WriteAll(const Call* deadline, int fd, std::string_view data) {
   off_t offset = 0;
   while (!data.empty()) {
-    FORKBOX_RETURN_IF_ERROR(CheckDeadline(c));
+    if (deadline != nullptr) FORKBOX_RETURN_IF_ERROR(CheckDeadline(*deadline));
     ssize_t n = ::pwrite(fd, data.data(), data.size(), offset);
     if (n < 0) {
       if (errno == EINTR) continue;
@@ -270,6 +315,94 @@ Status WriteWhole(const Call& c, int fd, std::string_view data) {
     offset += n;
   }
   return Status::Ok();
+}
+
+// The directory holding c.rel's last component (opened beneath the workdir) and that name.
+struct Place {
+  UniqueFd dir;
+  std::string name;
+};
+std::optional<Place> PlaceOf(const Call& c) {
+  const size_t slash = c.rel.rfind('/');
+  std::string dir = slash == std::string::npos ? "." : c.rel.substr(0, slash);
+  std::string name = slash == std::string::npos ? c.rel : c.rel.substr(slash + 1);
+  if (name.empty() || name == "." || name == "..") return std::nullopt;
+  Opened d = OpenBeneath(c.workdir_fd, dir.empty() ? "." : dir, O_PATH | O_DIRECTORY);
+  if (!d.ok()) return std::nullopt;
+  return Place{std::move(d.fd), std::move(name)};
+}
+
+// A fresh hidden name next to `name`, within NAME_MAX.
+std::string TempNameFor(const std::string& name) {
+  uint64_t r = 0;
+  if (::getrandom(&r, sizeof r, 0) != sizeof r)
+    r = static_cast<uint64_t>(Clock::now().time_since_epoch().count());
+  char suffix[32];
+  std::snprintf(suffix, sizeof suffix, ".forkbox-%016llx", static_cast<unsigned long long>(r));
+  return "." + name.substr(0, NAME_MAX - 1 - std::strlen(suffix)) + suffix;
+}
+
+// Puts `data` in place of the existing file `st` names by writing a temporary file next to it and
+// renaming it over the name: a failure or a timeout leaves the old content whole, and the file's
+// other hard links (perhaps outside the workdir) keep it. The copy keeps the mode and the owner.
+// false: not possible here (the name is a symbolic link, the directory is not writable, the owner
+// cannot be kept, a mount point); an error: the write itself failed, the file is unchanged.
+Result<bool> ReplaceByRename(const Call& c, const struct stat& st, std::string_view data) {
+  std::optional<Place> p = PlaceOf(c);
+  struct stat named {};
+  if (!p || ::fstatat(p->dir.get(), p->name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 ||
+      named.st_ino != st.st_ino || named.st_dev != st.st_dev) {
+    return false;
+  }
+  std::string tmp_name;
+  UniqueFd tmp;
+  for (int attempt = 0; attempt < 8 && !tmp; ++attempt) {
+    tmp_name = TempNameFor(p->name);
+    tmp = UniqueFd(::openat(p->dir.get(), tmp_name.c_str(),
+                            O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!tmp && errno != EEXIST) return false;
+  }
+  if (!tmp) return false;
+  struct stat made {};
+  Status written = WriteAll(&c, tmp.get(), data);
+  bool kept =
+      written.ok() && ::fchmod(tmp.get(), st.st_mode & 0777) == 0 && ::fstat(tmp.get(), &made) == 0;
+  if (kept && (made.st_uid != st.st_uid || made.st_gid != st.st_gid)) {
+    kept = ::fchown(tmp.get(), st.st_uid, st.st_gid) == 0;
+  }
+  if (kept && ::renameat(p->dir.get(), tmp_name.c_str(), p->dir.get(), p->name.c_str()) == 0) {
+    return true;
+  }
+  // Nothing to report if this fails too: the name is fresh and only ours.
+  (void)::unlinkat(p->dir.get(), tmp_name.c_str(), 0);
+  if (!written.ok()) return written;
+  return false;
+}
+
+// Replaces the content of the existing file open as `fd` (see ReplaceByRename). Where a rename
+// cannot, it is rewritten in place through `fd` (no second open by name), the deadline checked
+// before the truncation only: a timeout never leaves it half written. A file with other hard links
+// is then refused: writing through it would change them too. `note` says what the links kept.
+Status ReplaceContent(const Call& c, int fd, const struct stat& st, std::string_view data,
+                      std::string* note) {
+  Result<bool> renamed = ReplaceByRename(c, st, data);
+  if (!renamed.ok()) return renamed.status();
+  if (*renamed) {
+    if (st.st_nlink > 1) {
+      *note = "; it had " + std::to_string(st.st_nlink) +
+              " hard links: this name has its own copy now, the other names keep the old content";
+    }
+    return Status::Ok();
+  }
+  if (st.st_nlink > 1) {
+    return Status::PermissionDenied(
+        "has " + std::to_string(st.st_nlink) +
+        " hard links and cannot be replaced by a new file here; writing through it would change "
+        "the other names too, which may lie outside the workdir: refused");
+  }
+  FORKBOX_RETURN_IF_ERROR(CheckDeadline(c));
+  if (::ftruncate(fd, 0) != 0) return Status::FromErrno(errno, "ftruncate");
+  return WriteAll(nullptr, fd, data);
 }
 
 // True when `s` looks like text: no NUL and valid UTF-8, ignoring a character that the end of
@@ -298,21 +431,27 @@ struct LineReader {
   bool more = false;      // Stopped at `limit` with more content after it.
   int64_t total = 0;
   char last_byte = '\n';
+  Utf8CharStarts scan;  // Counts the characters of the text as it will be shown (made valid).
+
+  int64_t cut_at = 0;  // With `cut`: the file's byte offset of the first byte not shown.
 
   // Consumes one chunk; false once nothing more is wanted.
   bool Feed(std::string_view chunk) {
+    const int64_t base = total;
     total += static_cast<int64_t>(chunk.size());
     if (!chunk.empty()) last_byte = chunk.back();
-    for (char c : chunk) {
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      const char c = chunk[i];
       const bool wanted = line >= offset && (limit < 0 || line < offset + limit);
       if (!wanted && line >= offset) {
         more = true;
         return false;
       }
       if (wanted) {
-        const bool start = !IsUtf8Continuation(c);
+        const bool start = scan.Starts(c);
         if (start && chars == max_chars) {
           cut = true;
+          cut_at = base + static_cast<int64_t>(i);
           return false;
         }
         if (start) ++chars;
@@ -342,17 +481,27 @@ ToolOutput ReadResult(const Call& c, LineReader& r, int64_t file_size) {
   }
   ToolOutput result;
   result.raw_bytes = r.total;
+  // Where the next call starts: the line after the last whole one shown.
+  const bool whole_lines = !r.out.empty() && r.out.back() == '\n';
+  const int64_t next = r.last_line + (whole_lines ? 1 : 0);
   const size_t replaced = MakeValidUtf8(r.out);
   result.content = std::move(r.out);
   if (replaced > 0) {
     result.content += "\n[" + std::to_string(replaced) + " invalid UTF-8 sequences replaced]";
   }
-  if (r.cut) {
-    const int64_t next = r.last_line + (result.content.back() == '\n' ? 1 : 0);
+  if (r.cut && next > r.offset) {
     result.content += "\n[... output truncated at " + std::to_string(r.max_chars) +
-                      " characters inside line " + std::to_string(r.last_line) + " of a " +
-                      std::to_string(file_size) +
+                      (whole_lines ? " characters after line " : " characters inside line ") +
+                      std::to_string(r.last_line) + " of a " + std::to_string(file_size) +
                       "-byte file; continue with offset=" + std::to_string(next) + " ...]";
+  } else if (r.cut) {
+    // An offset cannot reach past the cut of a line longer than the cap.
+    result.content += "\n[... output truncated: line " + std::to_string(r.last_line) +
+                      " alone is longer than " + std::to_string(r.max_chars) +
+                      " characters; the rest of the " + std::to_string(file_size) +
+                      "-byte file starts at byte " + std::to_string(r.cut_at) +
+                      ": read it with bash, e.g. `tail -c +" + std::to_string(r.cut_at + 1) +
+                      " FILE | head -c " + std::to_string(r.max_chars) + "` ...]";
   } else if (r.more) {
     result.content +=
         "\n[... more lines follow; continue with offset=" + std::to_string(r.offset + r.limit) +
@@ -387,7 +536,9 @@ ToolOutput RunReadFileTool(const nlohmann::json& input, const ToolContext& ctx) 
   std::string sniff;
   char buf[64 * 1024];
   for (;;) {
-    if (Status s = CheckDeadline(*c); !s.ok()) return Error(s.message());
+    if (Status s = CheckDeadline(*c); !s.ok()) {
+      return Error("read_file: " + Quote(*c) + ": timed out (the tool timeout)");
+    }
     ssize_t n = ::read(f.fd.get(), buf, sizeof buf);
     if (n < 0 && errno == EINTR) continue;
     if (n < 0)
@@ -413,15 +564,32 @@ ToolOutput RunWriteFileTool(const nlohmann::json& input, const ToolContext& ctx)
   if (!c.ok()) return Error(c.status().message());
   Result<std::string> content = StringField(input, "write_file", "content");
   if (!content.ok()) return Error(content.status().message());
-  if (const int err = MakeParents(*c); err != 0) return OpenError(*c, err);
+  if (c->rel.ends_with('/')) return OpenError(*c, EISDIR);
+  std::vector<std::string> created;
+  if (const int err = MakeParents(*c, &created); err != 0) {
+    RemoveCreated(*c, created);
+    return OpenError(*c, err);
+  }
   bool existed = false;
   FileOpen f = OpenForWrite(*c, &existed);
-  if (!f.fd) return f.refusal;
-  if (Status s = WriteWhole(*c, f.fd.get(), *content); !s.ok()) {
+  if (!f.fd) {
+    RemoveCreated(*c, created);
+    return f.refusal;
+  }
+  std::string note;
+  Status s = existed ? ReplaceContent(*c, f.fd.get(), f.st, *content, &note)
+                     : WriteAll(&*c, f.fd.get(), *content);
+  if (!s.ok()) {
+    if (!existed) {
+      // What this call created goes again: a half-written new file helps no one.
+      std::optional<Place> p = PlaceOf(*c);
+      if (p) (void)::unlinkat(p->dir.get(), p->name.c_str(), 0);
+      RemoveCreated(*c, created);
+    }
     return Error("write_file: " + Quote(*c) + ": " + s.message());
   }
   return ToolOutput{(existed ? "overwrote " : "created ") + Quote(*c) + " (" +
-                        std::to_string(content->size()) + " bytes)",
+                        std::to_string(content->size()) + " bytes" + note + ")",
                     false, 0};
 }
 
@@ -461,11 +629,13 @@ ToolOutput RunEditFileTool(const nlohmann::json& input, const ToolContext& ctx) 
   const int64_t line =
       1 + std::count(data.begin(), data.begin() + static_cast<ptrdiff_t>(first), '\n');
   data.replace(first, old_text->size(), *new_text);
-  if (Status s = WriteWhole(*c, f.fd.get(), data); !s.ok()) {
+  std::string note;
+  if (Status s = ReplaceContent(*c, f.fd.get(), st, data, &note); !s.ok()) {
     return Error("edit_file: " + Quote(*c) + ": " + s.message());
   }
   return ToolOutput{
-      "edited " + Quote(*c) + ": replaced 1 occurrence at line " + std::to_string(line), false, 0};
+      "edited " + Quote(*c) + ": replaced 1 occurrence at line " + std::to_string(line) + note,
+      false, 0};
 }
 
 }  // namespace forkbox::agent

@@ -1,6 +1,7 @@
 #include "agent/tool_output.h"
 
 #include <algorithm>
+#include <vector>
 
 #include "agent/message.h"
 #include "agent/tools.h"
@@ -8,22 +9,17 @@
 namespace forkbox::agent {
 namespace {
 
-// Counts characters the way the cut does: every byte that is not a continuation byte.
-int64_t CountChars(std::string_view s) {
-  return std::count_if(s.begin(), s.end(),
-                       [](char c) { return IsCharStart(static_cast<unsigned char>(c)); });
-}
-
-// Byte offset where the last `chars` characters of `s` begin.
+// Byte offset where the last `chars` characters of `s` begin (its characters counted from its
+// first byte, as Utf8CharStarts does).
 size_t TailStart(std::string_view s, int64_t chars) {
   if (chars <= 0) return s.size();
-  size_t i = s.size();
-  int64_t seen = 0;
-  while (i > 0) {
-    --i;
-    if (IsCharStart(static_cast<unsigned char>(s[i])) && ++seen == chars) return i;
+  std::vector<size_t> starts;
+  Utf8CharStarts scan;
+  for (size_t i = 0; i < s.size(); ++i) {
+    if (scan.Starts(s[i])) starts.push_back(i);
   }
-  return 0;
+  if (static_cast<int64_t>(starts.size()) <= chars) return 0;
+  return starts[starts.size() - static_cast<size_t>(chars)];
 }
 
 std::string DroppedMarker(int64_t bytes) {
@@ -36,8 +32,9 @@ std::string CutOutput(std::string s, int64_t max_chars, int64_t dropped_extra_by
   if (max_chars < 0) max_chars = 0;
   size_t i = 0;
   int64_t chars = 0;
+  Utf8CharStarts scan;
   while (i < s.size()) {
-    if (IsCharStart(static_cast<unsigned char>(s[i]))) {
+    if (scan.Starts(s[i])) {
       if (chars == max_chars) break;
       ++chars;
     }
@@ -56,18 +53,22 @@ BoundedOutput::BoundedOutput(int64_t max_chars)
 void BoundedOutput::Append(std::string_view bytes) {
   total_bytes_ += static_cast<int64_t>(bytes.size());
   size_t i = 0;
-  // Fill the head up to its character limit (a character's continuation bytes stay with it).
-  while (i < bytes.size()) {
-    bool start = IsCharStart(static_cast<unsigned char>(bytes[i]));
-    if (start && head_chars_ == head_chars_limit_) break;
-    if (start) ++head_chars_;
-    head_.push_back(bytes[i]);
-    ++i;
+  // Byte by byte until more characters came than the cap allows: the head up to its limit, then
+  // the tail. After that only the last characters matter, which Finish finds, so the rest is
+  // appended whole.
+  for (; i < bytes.size() && !over_cap_; ++i) {
+    const bool start = chars_.Starts(bytes[i]);
+    if (!in_tail_ && start && head_chars_ == head_chars_limit_) in_tail_ = true;
+    if (!in_tail_) {
+      head_chars_ += start ? 1 : 0;
+      head_.push_back(bytes[i]);
+      continue;
+    }
+    tail_chars_ += start ? 1 : 0;
+    tail_.push_back(bytes[i]);
+    over_cap_ = head_chars_ + tail_chars_ > max_chars_;
   }
-  if (i == bytes.size()) return;
-  std::string_view rest = bytes.substr(i);
-  tail_chars_seen_ += CountChars(rest);
-  tail_.append(rest);
+  tail_.append(bytes.substr(i));
   // 4 bytes per character always hold the last max_chars characters; trim in big steps so the
   // erase cost stays amortised.
   const size_t keep = static_cast<size_t>(max_chars_) * 4 + 4;
@@ -81,7 +82,7 @@ void BoundedOutput::Append(std::string_view bytes) {
 std::string BoundedOutput::Finish() {
   std::string out;
   int64_t dropped = tail_trimmed_bytes_;
-  if (dropped == 0 && head_chars_ + tail_chars_seen_ <= max_chars_) {
+  if (dropped == 0 && !over_cap_) {
     out = head_ + tail_;
   } else {
     size_t start = TailStart(tail_, max_chars_ - head_chars_);

@@ -23,15 +23,15 @@ class BoundedOutput {
  private:
   int64_t max_chars_;
   int64_t head_chars_limit_;
+  Utf8CharStarts chars_;
   std::string head_;
   int64_t head_chars_ = 0;
+  bool in_tail_ = false;
   std::string tail_;  // Raw bytes after the head; trimmed from the front when too big.
-  int64_t tail_chars_seen_ = 0;
+  int64_t tail_chars_ = 0;
+  bool over_cap_ = false;  // More characters came than max_chars: something is dropped.
   int64_t tail_trimmed_bytes_ = 0;
   int64_t total_bytes_ = 0;
 };
-
-// True for bytes that start a UTF-8 character (or are stray bytes): everything but 10xxxxxx.
-inline bool IsCharStart(unsigned char c) { return !IsUtf8Continuation(static_cast<char>(c)); }
 
 }  // namespace forkbox::agent

@@ -17,4 +17,9 @@ bool PathWithin(std::string_view path, std::string_view tree);
 // "/"), or nullopt when `path` is `tree` itself or does not lie beneath it.
 std::optional<std::string> PathBelow(std::string_view path, std::string_view tree);
 
+// `path` with repeated separators and "." components removed ("/w//a/./b" -> "/w/a/b"); ".."
+// stays (only the file system can say where it leads) and so does a trailing "/" (it asks for a
+// directory). A path made only of them becomes "/" or ".".
+std::string TidySeparators(std::string_view path);
+
 }  // namespace forkbox

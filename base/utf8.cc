@@ -5,29 +5,40 @@
 namespace forkbox {
 namespace {
 
+// The sequence a lead byte starts: its length (0: the byte is a sequence of its own, ill-formed:
+// a continuation byte, a C0/C1 overlong lead or F5..FF) and the allowed range of its second byte.
+// Table 3-7 of the Unicode standard.
+struct Lead {
+  size_t len = 0;
+  uint8_t lo = 0x80, hi = 0xBF;
+};
+Lead LeadOf(uint8_t b0) {
+  Lead l;
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    l.len = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    l.len = 3;
+    if (b0 == 0xE0) l.lo = 0xA0;  // Overlong.
+    if (b0 == 0xED) l.hi = 0x9F;  // Surrogates.
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    l.len = 4;
+    if (b0 == 0xF0) l.lo = 0x90;  // Overlong.
+    if (b0 == 0xF4) l.hi = 0x8F;  // Above U+10FFFF.
+  }
+  return l;
+}
+
 // Length (1..4) of the valid sequence at s[i], or 0. When 0, *consumed is the length of the
 // maximal ill-formed subpart (Unicode's "substitution of maximal subparts": one U+FFFD each).
-// Table 3-7 of the Unicode standard.
 size_t Scan(std::string_view s, size_t i, size_t* consumed) {
   auto byte = [&](size_t k) { return static_cast<uint8_t>(s[k]); };
   const uint8_t b0 = byte(i);
   *consumed = 1;
   if (b0 < 0x80) return 1;
-  size_t len = 0;
-  uint8_t lo = 0x80, hi = 0xBF;  // Allowed range of the second byte.
-  if (b0 >= 0xC2 && b0 <= 0xDF) {
-    len = 2;
-  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
-    len = 3;
-    if (b0 == 0xE0) lo = 0xA0;  // Overlong.
-    if (b0 == 0xED) hi = 0x9F;  // Surrogates.
-  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
-    len = 4;
-    if (b0 == 0xF0) lo = 0x90;  // Overlong.
-    if (b0 == 0xF4) hi = 0x8F;  // Above U+10FFFF.
-  } else {
-    return 0;  // Continuation byte, C0/C1 overlong lead, or F5..FF.
-  }
+  const Lead lead = LeadOf(b0);
+  const size_t len = lead.len;
+  const uint8_t lo = lead.lo, hi = lead.hi;
+  if (len == 0) return 0;
   for (size_t k = 1; k < len; ++k) {
     if (i + k >= s.size()) return 0;
     const uint8_t b = byte(i + k);
@@ -39,6 +50,23 @@ size_t Scan(std::string_view s, size_t i, size_t* consumed) {
 }
 
 }  // namespace
+
+bool Utf8CharStarts::Starts(char c) {
+  const auto b = static_cast<uint8_t>(c);
+  if (need_ > 0 && b >= lo_ && b <= hi_) {
+    --need_;
+    lo_ = 0x80;
+    hi_ = 0xBF;
+    return false;
+  }
+  // A byte outside the pending sequence's range ends it (one maximal ill-formed subpart) and
+  // starts anew.
+  const Lead lead = b < 0x80 ? Lead{} : LeadOf(b);
+  need_ = lead.len > 0 ? static_cast<int>(lead.len) - 1 : 0;
+  lo_ = lead.lo;
+  hi_ = lead.hi;
+  return true;
+}
 
 size_t Utf8SequenceLength(std::string_view s, size_t i) {
   size_t consumed = 0;

@@ -20,6 +20,19 @@ inline bool IsValidUtf8(std::string_view bytes) {
 // Replaces each maximal ill-formed subpart with U+FFFD; returns how many were replaced.
 size_t MakeValidUtf8(std::string& s);
 
+// Tells, byte by byte, where the characters of the text MakeValidUtf8 makes of a byte stream begin:
+// each valid sequence and each maximal ill-formed subpart (one U+FFFD). Counting the starts counts
+// the repaired text's characters exactly, whatever the bytes (a run of stray continuation bytes is
+// that many characters), and no character spans more than 4 bytes.
+class Utf8CharStarts {
+ public:
+  bool Starts(char c);
+
+ private:
+  int need_ = 0;                         // Continuation bytes the pending sequence still expects.
+  unsigned char lo_ = 0x80, hi_ = 0xBF;  // The next one's allowed range.
+};
+
 // True for 10xxxxxx, the bytes that continue a multi-byte sequence (counting characters means
 // counting the other bytes).
 inline bool IsUtf8Continuation(char c) { return (static_cast<unsigned char>(c) & 0xC0) == 0x80; }

@@ -81,5 +81,20 @@ TEST(BoundedOutputTest, InvalidUtf8IsReplacedAndReported) {
   EXPECT_THAT(r, HasSubstr("2 invalid UTF-8 sequences replaced"));
 }
 
+// Stray continuation bytes are characters of the output (each becomes U+FFFD). They were not
+// counted: 11.5 MB of 0x80 came through uncut as 34 MB of JSON, which the API refused.
+TEST(BoundedOutputTest, StrayContinuationBytesCountAndAreCut) {
+  BoundedOutput out(1000);
+  const std::string chunk(64 * 1024, '\x80');
+  for (int i = 0; i < 40; ++i) out.Append(chunk);
+  std::string r = out.Finish();
+  EXPECT_THAT(r, HasSubstr("bytes dropped"));
+  EXPECT_LE(testing::CountChars(r), 1000 + 200) << "the cap and the two markers";
+}
+
+TEST(CutOutputTest, StrayContinuationBytesCount) {
+  EXPECT_THAT(CutOutput(std::string(5000, '\x80'), 100), HasSubstr("4900 bytes dropped"));
+}
+
 }  // namespace
 }  // namespace forkbox::agent

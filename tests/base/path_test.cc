@@ -41,5 +41,16 @@ TEST(PathBelow, ThePartBelowTheTreeOrNothing) {
   EXPECT_EQ(PathBelow("/v/a", "/w"), std::nullopt);
 }
 
+TEST(TidySeparators, RepeatedSeparatorsAndDotsGoDotDotAndATrailingSlashStay) {
+  EXPECT_EQ(TidySeparators("/w//a/./b"), "/w/a/b");
+  EXPECT_EQ(TidySeparators("//w///a"), "/w/a");
+  EXPECT_EQ(TidySeparators("/w/a/../b"), "/w/a/../b") << "only the file system knows where .. goes";
+  EXPECT_EQ(TidySeparators("/w/dir/"), "/w/dir/");
+  EXPECT_EQ(TidySeparators("/w/dir/."), "/w/dir");
+  EXPECT_EQ(TidySeparators("a//b/"), "a/b/");
+  EXPECT_EQ(TidySeparators("///"), "/");
+  EXPECT_EQ(TidySeparators("./."), ".");
+}
+
 }  // namespace
 }  // namespace forkbox

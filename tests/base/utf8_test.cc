@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <random>
 #include <string>
 
 namespace forkbox {
@@ -52,6 +53,42 @@ TEST(Utf8Test, TruncateNeverSplitsASequence) {
   EXPECT_EQ(TruncateUtf8(text, 4), "ab");
   EXPECT_EQ(TruncateUtf8(text, 5), "ab\xE2\x9C\x93");
   EXPECT_EQ(TruncateUtf8(text, 0), "");
+}
+
+// Counting the starts Utf8CharStarts reports over any bytes gives the number of characters of the
+// text MakeValidUtf8 makes of them: the cap on tool output counts what the model is sent.
+TEST(Utf8Test, CharStartsCountTheCharactersOfTheRepairedText) {
+  auto starts = [](std::string_view s) {
+    Utf8CharStarts scan;
+    size_t n = 0;
+    for (char c : s) n += scan.Starts(c) ? 1 : 0;
+    return n;
+  };
+  auto repaired_chars = [](std::string s) {
+    MakeValidUtf8(s);
+    size_t n = 0;
+    for (char c : s) n += IsUtf8Continuation(c) ? 0 : 1;
+    return n;
+  };
+  for (const std::string& s :
+       {std::string(1000, '\x80'),
+        std::string("\xE0\xA0"
+                    "A"),
+        std::string("\xF0\x90\x80"), std::string("\xED\xA0\x80"), std::string("\xC0\xAF"),
+        std::string("a\xE2\x82\xAC"
+                    "b"),
+        std::string("\xF4\x90\x80\x80"), std::string("\xFF\xFE"), std::string("\xC2")}) {
+    EXPECT_EQ(starts(s), repaired_chars(s)) << s.size();
+  }
+  EXPECT_EQ(starts(std::string(1000, '\x80')), 1000u) << "each stray byte is a character";
+  // Random bytes, drawn mostly from the bytes the rules single out.
+  const std::string pool = "A\x80\x8F\x90\x9F\xA0\xBF\xC0\xC2\xDF\xE0\xE1\xED\xEF\xF0\xF4\xF5\xFF";
+  std::mt19937 rng(18);
+  for (int round = 0; round < 20000; ++round) {
+    std::string s(rng() % 12, '\0');
+    for (char& c : s) c = round % 2 ? pool[rng() % pool.size()] : static_cast<char>(rng());
+    ASSERT_EQ(starts(s), repaired_chars(s)) << "round " << round;
+  }
 }
 
 }  // namespace
