@@ -253,8 +253,12 @@ Result<ChildProcess> Sandbox::SpawnBrokered(SpawnOptions options, ContainPlan& p
       caller_ == Caller::kUnconfined ? broker_->self_scoped() : report_.landlock_abi >= 6;
   Result<UniqueFd> listener = ReceiveListener(ours.get());
   if (!listener.ok()) return listener.status().WithContext("unix connect broker");
+  // Not yet reaped, so the pid is still the command's.
+  UniqueFd command(static_cast<int>(syscall(SYS_pidfd_open, child->pid(), 0)));
+  if (!command) return Status::FromErrno(errno, "pidfd_open(the command)");
   FORKBOX_RETURN_IF_ERROR(broker_->Serve(std::move(*listener),
-                                         BrokerPolicyOf(policy_, plan, scoped), std::move(report)));
+                                         BrokerPolicyOf(policy_, plan, scoped), std::move(report),
+                                         std::move(command)));
   return child;
 }
 

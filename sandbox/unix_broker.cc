@@ -59,11 +59,24 @@ struct Pending {
   socklen_t len = 0;
 };
 
+struct Tool;
+// What an event of the epoll set is about: a tool's listener, or the end of its command.
+struct Watch {
+  enum What { kListener, kCommand } what;
+  Tool* tool;
+};
+
 // One tool's listener and what the broker holds for it.
 struct Tool {
+  Watch on_listener{Watch::kListener, this};
+  Watch on_command{Watch::kCommand, this};
   UniqueFd listener;
   BrokerPolicy policy;
   UniqueFd report;
+  // The spawned process's pidfd while `report` is open, in the epoll set: once it ended, the report
+  // goes, so a daemon the command left (it keeps the filter) does not hold the caller's output.
+  // A pidfd of its own (pidfd_open, not a dup): its close takes it out of the epoll set.
+  UniqueFd command;
   std::map<ino_t, UniqueFd> held;  // Sockets made for the tool, by inode, not yet connected.
   std::vector<Pending> pending;
   std::set<std::string> reported;
@@ -551,9 +564,9 @@ struct UnixBroker::State {
   bool scope_self = false;
   BrokerThread serving = BrokerThread::kOwn;
   UniqueFd wake;  // eventfd: task or stop changed.
-  // epoll over every served listener (data.ptr: its Tool). Serve adds a new tool's listener here
-  // itself, so the thread is not woken per tool: only once the tool calls (or is gone), and it
-  // takes `incoming` before it reads which listener that was.
+  // epoll over every served listener and command pidfd (data.ptr: a Watch). Serve adds a new
+  // tool's here itself, so the thread is not woken per tool: only once the tool calls, ends (or is
+  // gone), and it takes `incoming` before it reads which tool that was.
   UniqueFd listeners;
   std::thread thread;
   std::mutex run_mu;  // One RunOnThread at a time.
@@ -653,8 +666,18 @@ bool UnixBroker::State::ServeOnce(std::span<pollfd> until) {
   epoll_event events[16];
   int n = epoll_wait(listeners.get(), events, 16, 0);
   if (n < 0) return errno == EINTR;
+  // Ended commands first: a listener's hang-up below may free its tool.
   for (int i = 0; i < n; ++i) {
-    auto* tool = static_cast<Tool*>(events[i].data.ptr);
+    const auto* watch = static_cast<const Watch*>(events[i].data.ptr);
+    if (watch->what != Watch::kCommand) continue;
+    (void)epoll_ctl(listeners.get(), EPOLL_CTL_DEL, watch->tool->command.get(), nullptr);
+    watch->tool->report.reset();
+    watch->tool->command.reset();
+  }
+  for (int i = 0; i < n; ++i) {
+    const auto* watch = static_cast<const Watch*>(events[i].data.ptr);
+    if (watch->what != Watch::kListener) continue;
+    Tool* tool = watch->tool;
     if (events[i].events & EPOLLIN) {
       HandleOne(*tool, req, resp);
     } else if (events[i].events & (EPOLLHUP | EPOLLERR)) {
@@ -715,18 +738,26 @@ UnixBroker::~UnixBroker() {
   state_->thread.join();
 }
 
-Status UnixBroker::Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report) {
+Status UnixBroker::Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report,
+                         UniqueFd command) {
   auto tool = std::make_unique<Tool>();
   tool->listener = std::move(listener);
   tool->policy = std::move(policy);
   tool->report = std::move(report);
+  if (tool->report) tool->command = std::move(command);
   std::lock_guard<std::mutex> lock(state_->mu);
   FORKBOX_RETURN_IF_ERROR(state_->StartLocked());
   epoll_event event{};
   event.events = EPOLLIN;
-  event.data.ptr = tool.get();
+  event.data.ptr = &tool->on_listener;
   if (epoll_ctl(state_->listeners.get(), EPOLL_CTL_ADD, tool->listener.get(), &event) != 0) {
     return Status::FromErrno(errno, "epoll_ctl(unix broker listener)");
+  }
+  event.data.ptr = &tool->on_command;
+  if (tool->command &&
+      epoll_ctl(state_->listeners.get(), EPOLL_CTL_ADD, tool->command.get(), &event) != 0) {
+    (void)epoll_ctl(state_->listeners.get(), EPOLL_CTL_DEL, tool->listener.get(), nullptr);
+    return Status::FromErrno(errno, "epoll_ctl(the command's pidfd)");
   }
   state_->incoming.push_back(std::move(tool));  // Before the thread can read its event (mu).
   return Status::Ok();

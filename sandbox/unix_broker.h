@@ -71,9 +71,10 @@ class UnixBroker {
   UnixBroker& operator=(const UnixBroker&) = delete;
 
   // Takes one tool's listener until no process uses its filter any more (POLLHUP). `report` is
-  // where refusals are written (the tool's stderr; may be empty). The listener joins the thread's
+  // where refusals are written (the tool's stderr; may be empty) until `command` (a pidfd of the
+  // spawned process; may be empty: then until the end) ends. The listener joins the thread's
   // epoll set directly: the thread first wakes when the tool calls or is gone.
-  Status Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report);
+  Status Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report, UniqueFd command);
 
   // Starts the thread now rather than at the first Serve or RunOnThread, so that its start-up
   // overlaps the caller's work before its first spawn (kCallers: opens the broker's fds only).

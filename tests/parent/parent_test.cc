@@ -1800,6 +1800,44 @@ TEST_F(RealChildTest, TasksStillStartAfterTheParentsOwnBashCommands) {
   EXPECT_EQ(j["answer"], "final");
 }
 
+// A daemon that detached with its descriptors on /dev/null does not hold its command's output:
+// the call ends with the command, in the parent and in a task. The sandbox's connect broker kept
+// a copy of the output pipe (where it reports refusals) for as long as the daemon lived, so each
+// such call waited out the 2 s drain and said a background process kept the output open.
+TEST_F(RealChildTest, ADaemonThatClosedItsOutputDoesNotHoldTheCall) {
+  auto daemon = [](const std::string& pid_file) {
+    return "setsid -f sh -c 'echo $$ > " + pid_file + ".tmp; mv " + pid_file + ".tmp " +
+           pid_file + "; exec sleep 1000' >/dev/null 2>&1 </dev/null; while [ ! -s " + pid_file +
+           " ]; do :; done; echo ok";
+  };
+  server_.SetHandler([&daemon](const RecordedRequest& r) {
+    if (!r.view.HasTool("task")) {
+      if (r.view.assistant_turns == 0) {
+        return Calls({ToolCall{"bash", {{"command", daemon("child.pid")}}, ""}});
+      }
+      return Text("child summary");
+    }
+    switch (r.view.assistant_turns) {
+      case 0:
+        return Calls({ToolCall{"bash", {{"command", daemon("parent.pid")}}, ""}});
+      case 1:
+        return Calls({Task("start a daemon", "daemon")});
+      default:
+        return Text("final");
+    }
+  });
+  RunResult r = Run(Args({"--json", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto parents = Requests(IsParent);
+  auto children = Requests(IsChild);
+  ASSERT_GE(parents.size(), 2u);
+  ASSERT_GE(children.size(), 2u);
+  EXPECT_EQ(parents[1].view.tool_results.at(0).text, "ok\n[exit code 0]");
+  EXPECT_EQ(children[1].view.tool_results.at(0).text, "ok\n[exit code 0]");
+  // (The pids in the files are the sandbox's PID namespaces' own; the session's end killing its
+  // daemons is SighupTearsDownTheSession... and confine_test's.)
+}
+
 // A parent whose own loop runs out of --max-tokens-total answers from what it has, and says so:
 // exit 0 like --max-turns, but the result event is `error_max_budget` with is_error and an
 // error, and stderr names the budget. Control: the same session with room left is a success.
