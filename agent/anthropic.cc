@@ -26,10 +26,7 @@ json EncodeBlock(const ContentBlock& block) {
     return {{"type", "text"}, {"text", DumpSafe(text->text)}};
   }
   if (const auto* use = std::get_if<ToolUseBlock>(&block)) {
-    return {{"type", "tool_use"},
-            {"id", use->id},
-            {"name", use->name},
-            {"input", use->input.is_object() ? use->input : json::object()}};
+    return {{"type", "tool_use"}, {"id", use->id}, {"name", use->name}, {"input", SentInput(*use)}};
   }
   if (const auto* result = std::get_if<ToolResultBlock>(&block)) {
     json j = {{"type", "tool_result"}, {"tool_use_id", result->tool_use_id}};

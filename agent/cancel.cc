@@ -21,14 +21,16 @@ int PollUnlessCancelled(pollfd* fds, nfds_t nfds, int timeout_ms, const CancelCh
   sigemptyset(&stop);
   sigaddset(&stop, SIGINT);
   sigaddset(&stop, SIGTERM);
+  sigaddset(&stop, SIGHUP);
   if (pthread_sigmask(SIG_BLOCK, &stop, &before) != 0) return ::ppoll(fds, nfds, timeout, nullptr);
   int n = 0;
   if (cancelled()) {
     *was_cancelled = true;
   } else {
-    sigset_t during = before;  // SIGINT and SIGTERM open only while waiting.
+    sigset_t during = before;  // SIGINT, SIGTERM and SIGHUP open only while waiting.
     sigdelset(&during, SIGINT);
     sigdelset(&during, SIGTERM);
+    sigdelset(&during, SIGHUP);
     n = ::ppoll(fds, nfds, timeout, &during);
   }
   const int saved = errno;

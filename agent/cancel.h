@@ -1,7 +1,7 @@
 // Cancelling blocking waits when the user presses Ctrl-C.
 //
-// The parent's SIGINT/SIGTERM handler records the signal; a CancelCheck reads that record. A
-// wait must not miss a signal that lands between the check and the wait, so both signals are
+// The parent's SIGINT/SIGTERM/SIGHUP handler records the signal; a CancelCheck reads that record.
+// A wait must not miss a signal that lands between the check and the wait, so the signals are
 // blocked around the check and the wait unblocks them atomically (ppoll): a signal either came
 // before the check (the check sees it) or interrupts the wait (EINTR, and the caller checks
 // again).
@@ -18,7 +18,8 @@ namespace forkbox::agent {
 using CancelCheck = std::function<bool()>;
 
 // poll(2) that also returns when `cancelled` becomes true. With a check, the wait itself runs
-// with SIGINT and SIGTERM unblocked (whatever the mask was) and the check with both blocked.
+// with SIGINT, SIGTERM and SIGHUP unblocked (whatever the mask was) and the check with them
+// blocked.
 // Returns what ppoll returns (-1 with errno EINTR when a signal interrupted the wait), or 0 with
 // *was_cancelled set when the check said stop before waiting. `timeout_ms` < 0: no limit.
 int PollUnlessCancelled(pollfd* fds, nfds_t nfds, int timeout_ms, const CancelCheck& cancelled,

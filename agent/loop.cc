@@ -205,7 +205,8 @@ class Loop {
       if (Handle(std::move(r.response))) break;
     }
     // An interrupted run has nothing to summarise: the user stopped it.
-    if (out_.final_text.empty() && out_.stop != LoopStop::kInterrupted) {
+    if (options_.fallback_summary && out_.final_text.empty() &&
+        out_.stop != LoopStop::kInterrupted) {
       out_.final_text = FallbackSummary(messages_, first_new_, out_);
     }
     out_.final_text = CapText(std::move(out_.final_text), options_.max_final_text_bytes);
@@ -443,6 +444,7 @@ class Loop {
       user.content.emplace_back(std::in_place_type<ToolResultBlock>, std::move(r));
     }
     out_.tool_calls += static_cast<int>(calls.size());
+    if (observer_.on_tool_results) observer_.on_tool_results(out_.turns, user);
     messages_.push_back(std::move(user));
   }
 

@@ -70,11 +70,18 @@ struct LoopOptions {
   // A budget shared with others (the session's, agent/budget.h): every call is spent on it and
   // the wind-up above also happens when what is left of it would be passed. May be null.
   std::shared_ptr<TokenBudget> shared_budget;
+  // When the loop ends without final text (malformed calls, a model error, an empty reply): a
+  // made-up summary of what it did, for a caller that passes it on as its result (a task's
+  // summary, read by the parent's model). Off: final_text stays empty (the parent's answer).
+  bool fallback_summary = true;
 };
 
 struct LoopObserver {
   std::function<void(int turn, const ToolUseBlock& call)> on_tool_call;
   std::function<void(int turn, const Response& response)> on_response;
+  // The user message of tool results about to be sent: one result per call of the turn, the
+  // loop's own answers to malformed calls included.
+  std::function<void(int turn, const Message& results)> on_tool_results;
   TextSink on_text;                                          // Streamed assistant text.
   std::function<void(const nlohmann::json&)> on_transcript;  // One JSONL record per step.
 };

@@ -42,4 +42,8 @@ std::vector<ToolUseBlock> ToolUsesOf(const Message& m) {
   return out;
 }
 
+nlohmann::json SentInput(const ToolUseBlock& use) {
+  return use.input.is_object() ? use.input : nlohmann::json::object();
+}
+
 }  // namespace forkbox::agent

@@ -25,7 +25,7 @@ struct ToolUseBlock {
   // An object for a well-formed call. A model's malformed arguments are kept as they came: the
   // raw text as a JSON string when it is not valid JSON, else the non-object value. The loop
   // answers such a call with an is_error result naming the problem (CheckToolCall) and never runs
-  // it; the encoders send {} in its place.
+  // it; the encoders send {} in its place (SentInput).
   nlohmann::json input = nlohmann::json::object();
 };
 
@@ -90,6 +90,8 @@ struct Response {
 // Helpers.
 std::string TextOf(const Message& m);  // Concatenated text blocks.
 std::vector<ToolUseBlock> ToolUsesOf(const Message& m);
+// The input as the encoders send it back to the model: the object, or {} for a malformed call.
+nlohmann::json SentInput(const ToolUseBlock& use);
 // One UTF-8 implementation (base/utf8.h) for the whole agent.
 using ::forkbox::MakeValidUtf8;
 

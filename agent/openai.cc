@@ -262,9 +262,7 @@ void AppendOpenAiMessage(const Message& m, json& messages) {
       tool_calls.push_back(
           {{"id", use->id},
            {"type", "function"},
-           {"function",
-            {{"name", use->name},
-             {"arguments", (use->input.is_object() ? use->input : json::object()).dump()}}}});
+           {"function", {{"name", use->name}, {"arguments", SentInput(*use).dump()}}}});
     } else if (const auto* result = std::get_if<ToolResultBlock>(&block)) {
       std::string content = Clean(result->content);
       if (result->is_error) content = "Error: " + content;

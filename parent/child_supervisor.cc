@@ -111,6 +111,7 @@ void ChildSupervisor::Add(size_t id, LaunchedChild child, std::string start_fram
 }
 
 void ChildSupervisor::RunOnce() {
+  TakeRecordedInterrupt();
   Status s = loop_.RunOnce(NextTimeoutMs());
   if (!s.ok()) {
     // epoll itself broke: nothing can be supervised any more; kill everything.
@@ -118,6 +119,7 @@ void ChildSupervisor::RunOnce() {
       Kill(*c, KillReason::kError, "parent event loop failed: " + s.ToString());
   }
   CheckDeadlines();
+  TakeRecordedInterrupt();
   std::erase_if(running_, [](const std::unique_ptr<Child>& c) { return c->done; });
 }
 
@@ -261,11 +263,17 @@ void ChildSupervisor::CheckDeadlines() {
 }
 
 void ChildSupervisor::OnSignal() {
-  int sig;
-  while ((sig = signals_.Read()) != 0) {
-    if (interrupt_signal_ == 0) interrupt_signal_ = sig;
-  }
-  if (interrupt_signal_ == 0) return;
+  for (int sig; (sig = signals_.Read()) != 0;) Interrupt(sig);
+}
+
+// The handler is blocked while the batch runs: the flag holds only what the session recorded.
+void ChildSupervisor::TakeRecordedInterrupt() {
+  if (InterruptPending()) Interrupt(TakeInterrupt());
+}
+
+void ChildSupervisor::Interrupt(int sig) {
+  if (interrupt_signal_ != 0) return;
+  interrupt_signal_ = sig;
   const std::string why = std::string("interrupted by ") + SignalName(interrupt_signal_);
   for (auto& c : running_) {
     if (!c->done) Kill(*c, KillReason::kCancelled, why);

@@ -81,9 +81,12 @@ class ChildSupervisor {
   // before Add returns).
   void Add(size_t id, LaunchedChild child, std::string start_frame, int64_t timeout_ms);
   // Waits for the next event or deadline and handles it. A broken event loop kills every child.
+  // An interrupt recorded on the handler's flag meanwhile (RecordStdoutFailure: an event could
+  // not be written) is taken like a signal, before waiting and after.
   void RunOnce();
   size_t running() const { return running_.size(); }
-  // The first SIGINT/SIGTERM seen (0: none); every child is then killed.
+  // The first SIGINT/SIGTERM/SIGHUP seen, or the flag's SIGPIPE (0: none); every child is then
+  // killed.
   int interrupt_signal() const { return interrupt_signal_; }
 
  private:
@@ -96,6 +99,8 @@ class ChildSupervisor {
   void CloseControl(Child& c);
   void CloseReport(Child& c);
   void OnSignal();
+  void Interrupt(int sig);
+  void TakeRecordedInterrupt();
   int NextTimeoutMs() const;
   void CheckDeadlines();
 

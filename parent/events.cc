@@ -37,8 +37,10 @@ nlohmann::json MessageJson(const agent::Message& message) {
           if constexpr (std::is_same_v<T, agent::TextBlock>) {
             content.push_back({{"type", "text"}, {"text", b.text}});
           } else if constexpr (std::is_same_v<T, agent::ToolUseBlock>) {
-            content.push_back(
-                {{"type", "tool_use"}, {"id", b.id}, {"name", b.name}, {"input", b.input}});
+            content.push_back({{"type", "tool_use"},
+                               {"id", b.id},
+                               {"name", b.name},
+                               {"input", agent::SentInput(b)}});
           } else if constexpr (std::is_same_v<T, agent::ToolResultBlock>) {
             content.push_back({{"type", "tool_result"},
                                {"tool_use_id", b.tool_use_id},
@@ -67,7 +69,10 @@ void EventStream::Emit(nlohmann::json event) {
   while (!rest.empty()) {
     ssize_t n = ::write(fd_, rest.data(), rest.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;
+    if (n <= 0) {
+      if (on_failure_) on_failure_(n < 0 ? errno : EIO);
+      return;
+    }
     rest.remove_prefix(static_cast<size_t>(n));
   }
 }

@@ -4,6 +4,7 @@
 // a child's messages and tool output never reach the parent, so they never reach the stream.
 #pragma once
 
+#include <functional>
 #include <nlohmann/json.hpp>
 #include <string>
 
@@ -19,21 +20,23 @@ enum class OutputFormat { kText, kJson, kStreamJson };
 std::string NewSessionId();
 
 // Content blocks as Claude Code spells them: text, tool_use {id, name, input}, tool_result
-// {tool_use_id, content, is_error}.
+// {tool_use_id, content, is_error}. A tool_use's input is the one sent to the model (SentInput).
 nlohmann::json MessageJson(const agent::Message& message);
 nlohmann::json UsageJson(const agent::Usage& usage);
 
 class EventStream {
  public:
-  EventStream(int fd, std::string session_id) : fd_(fd), session_id_(std::move(session_id)) {}
-  // Adds "schema" and "session_id", writes the event as one line with a single write (best
-  // effort: a closed stdout does not stop the session).
+  // on_write_failure: called with the errno of each event that could not be written whole.
+  EventStream(int fd, std::string session_id, std::function<void(int err)> on_write_failure = {})
+      : fd_(fd), session_id_(std::move(session_id)), on_failure_(std::move(on_write_failure)) {}
+  // Adds "schema" and "session_id", writes the event as one line with a single write.
   void Emit(nlohmann::json event);
   const std::string& session_id() const { return session_id_; }
 
  private:
   int fd_;
   std::string session_id_;
+  std::function<void(int err)> on_failure_;
 };
 
 // The error object of json and stream-json modes for configuration and usage errors.

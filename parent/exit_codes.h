@@ -4,19 +4,23 @@
 namespace forkbox::parent {
 
 inline constexpr int kExitOk = 0;
-inline constexpr int kExitFailure = 1;  // An unexpected internal error (the message says which).
+inline constexpr int kExitFailure = 1;  // An internal error, or stdout could not be written.
 inline constexpr int kExitUsage = 2;    // Bad command line or configuration.
 inline constexpr int kExitModel = 3;    // The model call failed, or the model refused (one-shot).
 inline constexpr int kExitSandbox = 4;  // The sandbox cannot be enforced (see --sandbox=off).
 inline constexpr int kExitInterrupted = 130;  // SIGINT (Ctrl-C); SIGTERM 143, SIGHUP 129.
+inline constexpr int kExitBrokenPipe = 141;   // stdout's reader is gone (EPIPE): 128 + SIGPIPE.
 
 inline constexpr const char* kExitCodesHelp =
     "Exit codes:\n"
     "  0    success\n"
-    "  1    internal error\n"
+    "  1    internal error, or stdout could not be written (ENOSPC, EIO...)\n"
     "  2    usage or configuration error\n"
-    "  3    model error (HTTP/transport failure, or a refusal in one-shot mode)\n"
+    "  3    model error (HTTP/transport failure, a refusal, malformed tool calls only, or no\n"
+    "       answer at all, in one-shot mode)\n"
     "  4    sandbox unavailable (the kernel cannot enforce it; --sandbox=off opts out)\n"
-    "  130  interrupted by Ctrl-C (143 for SIGTERM, 129 for SIGHUP)\n";
+    "  130  interrupted by Ctrl-C (143 for SIGTERM, 129 for SIGHUP; 137 when forkbox's pid was\n"
+    "       killed by SIGKILL)\n"
+    "  141  stdout's reader went away (EPIPE, as if killed by SIGPIPE)\n";
 
 }  // namespace forkbox::parent

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
@@ -55,6 +56,15 @@ int Fail(OutputFormat format, int code, const std::string& message) {
     WriteText(STDOUT_FILENO, ErrorResultJson(code, message).dump() + "\n");
   }
   return code;
+}
+
+// What a command prints is its point (--help, --version, `forkbox sessions`): a failed write is
+// an error exit.
+int Print(const std::string& text, int code) {
+  const int err = WriteAll(STDOUT_FILENO, text);
+  if (err == 0) return code;
+  Err("forkbox: " + Status::FromErrno(err, "cannot write to stdout").message() + "\n");
+  return err == EPIPE ? kExitBrokenPipe : kExitFailure;
 }
 
 Result<std::string> ReadStdin() {
@@ -290,6 +300,7 @@ agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s,
   loop.max_turns = o.max_turns;
   loop.max_tokens = s.provider.max_tokens;
   loop.keep_results_of = {"task"};  // Task summaries stay when old tool results are folded.
+  loop.fallback_summary = false;    // stdout carries the model's answer or nothing.
   if (tasks) loop.shared_budget = tasks->session_budget;
   if (!loop.shared_budget && o.max_tokens_total > 0) {
     loop.shared_budget = std::make_shared<agent::TokenBudget>(o.max_tokens_total);
@@ -380,7 +391,8 @@ nlohmann::json InitEvent(const Options& o, const Settings& s, const sandbox::Rep
           {"forkbox_version", FORKBOX_VERSION_STRING}};
 }
 
-// Ctrl-C in interactive mode stops the call in flight; a retry restarts the live stdout stream
+// Ctrl-C (SIGTERM, SIGHUP, a failed write to stdout) stops the call in flight or the wait before
+// a retry; a retry restarts the live stdout stream
 // (if any) and is announced (on `events` too when not null); a request on the wire calls
 // *request_sent (if set).
 agent::ProviderHooks ParentProviderHooks(EventStream* events,
@@ -461,7 +473,7 @@ int Run(const Options& o) {
   if (Status st = OpenSession(o, s, prompt->value_or(""), &state); !st.ok()) {
     return Fail(o.output_format, kExitUsage, st.message());
   }
-  EventStream events(STDOUT_FILENO, state.id);
+  EventStream events(STDOUT_FILENO, state.id, RecordStdoutFailure);
   const bool streaming = o.output_format == OutputFormat::kStreamJson;
   Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0, STDERR_FILENO,
                     streaming ? &events : nullptr);
@@ -496,13 +508,14 @@ int Run(const Options& o) {
       o, s, box.policy, std::make_shared<const UniqueFd>(std::move(*inside)), std::move(*confined));
   std::optional<TaskConfig> tasks =
       TaskConfigOf(o, s, box.policy, context, *spawner ? &**spawner : nullptr);
-  InterruptMode outside = interactive ? InterruptMode::kFlag : InterruptMode::kExit;
-  if (Status st = InstallInterruptHandler(outside); !st.ok()) {
+  // From here on an interrupt only stops what runs, and the session ends through its result
+  // (one-shot: RunOneShot goes back to kExit to write it).
+  if (Status st = InstallInterruptHandler(InterruptMode::kFlag); !st.ok()) {
     return Fail(o.output_format, kExitFailure, st.ToString());
   }
   SessionStats stats;
   agent::LoopOptions loop = ParentLoopOptions(o, s, tasks);
-  ParentToolRunner runner(context, std::move(tasks), progress, stats, outside);
+  ParentToolRunner runner(context, std::move(tasks), progress, stats);
   // Interactive: git's trust surface is recorded and the standbys warm up while the user types.
   // One-shot: once the first request is on the wire, so that neither competes with it; the
   // record comes first, before a standby child's sandbox set-up could touch the workdir's git
@@ -551,22 +564,17 @@ int SessionsMain() {
            (info.first_prompt.empty() ? "(interactive)" : Ellipsis(info.first_prompt, 60)) + "\n";
   }
   if (out.empty()) out = "no sessions in " + *dir + "\n";
-  WriteText(STDOUT_FILENO, out);
-  return kExitOk;
+  return Print(out, kExitOk);
 }
 
 // `forkbox config [FLAGS]`: the effective settings and where each came from.
 int ConfigMain(int argc, char** argv) {
   CliOutcome cli = ParseCommandLine(argc, argv);
   WriteText(STDERR_FILENO, cli.err);
-  if (!cli.options) {
-    WriteText(STDOUT_FILENO, cli.out);
-    return cli.exit_code;
-  }
+  if (!cli.options) return Print(cli.out, cli.exit_code);
   std::string out;
   for (const auto& [name, value] : cli.effective) out += name + " = " + value + "\n";
-  WriteText(STDOUT_FILENO, out);
-  return kExitOk;
+  return Print(out, kExitOk);
 }
 
 }  // namespace
@@ -587,8 +595,7 @@ int ParentMain(int argc, char** argv) {
     WriteText(STDOUT_FILENO, ErrorResultJson(cli.exit_code, first_line).dump() + "\n");
     return cli.exit_code;
   }
-  WriteText(STDOUT_FILENO, cli.out);
-  if (!cli.options) return cli.exit_code;
+  if (!cli.options) return Print(cli.out, cli.exit_code);
   int code;
   try {
     code = Run(*cli.options);

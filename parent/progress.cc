@@ -221,12 +221,4 @@ void Progress::TaskFinished(int number, const std::string& line, const TaskRecor
   }
 }
 
-void Progress::ToolResults(const std::vector<agent::ToolResultBlock>& results) {
-  if (events_ == nullptr) return;
-  agent::Message message{agent::Role::kUser, {}};
-  for (const auto& r : results) message.content.push_back(r);
-  events_->Emit(
-      {{"type", "user"}, {"message", MessageJson(message)}, {"parent_tool_use_id", nullptr}});
-}
-
 }  // namespace forkbox::parent

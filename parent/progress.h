@@ -59,7 +59,6 @@ class Progress {
   bool live_block() const { return enabled_ && tty_; }
   // record: what the task did (the task_notification event).
   void TaskFinished(int number, const std::string& line, const TaskRecord& record);
-  void ToolResults(const std::vector<agent::ToolResultBlock>& results);
   bool enabled() const { return enabled_; }
 
  private:

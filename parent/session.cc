@@ -18,6 +18,11 @@ namespace {
 
 void WriteFd(int fd, std::string_view s) { WriteText(fd, s); }
 
+// The session's output: a failed write stops the session (RecordStdoutFailure).
+void WriteStdout(std::string_view s) {
+  if (const int err = WriteAll(STDOUT_FILENO, s); err != 0) RecordStdoutFailure(err);
+}
+
 // Length of an incomplete UTF-8 sequence at the end of `s` (0 when it ends complete): held back
 // so a character split between two stream fragments is neutralised whole on a terminal.
 size_t IncompleteTail(std::string_view s) {
@@ -50,9 +55,9 @@ class StdoutStream {
     if (ready.empty()) return;
     if (turn_ended_) {
       turn_ended_ = false;
-      WriteFd(STDOUT_FILENO, at_line_start_ ? "\n" : "\n\n");
+      WriteStdout(at_line_start_ ? "\n" : "\n\n");
     }
-    WriteFd(STDOUT_FILENO, ready);
+    WriteStdout(ready);
     at_line_start_ = ready.back() == '\n';
     wrote_ = in_attempt_ = true;
     pending_.erase(0, ready.size());
@@ -64,8 +69,8 @@ class StdoutStream {
   }
   // Ends the last line; no paragraph break (Write would add one after TurnEnded).
   void EndLine() {
-    if (!pending_.empty()) WriteFd(STDOUT_FILENO, std::exchange(pending_, ""));
-    if (wrote_ && !at_line_start_) WriteFd(STDOUT_FILENO, "\n");
+    if (!pending_.empty()) WriteStdout(std::exchange(pending_, ""));
+    if (wrote_ && !at_line_start_) WriteStdout("\n");
     at_line_start_ = true;
     turn_ended_ = false;
   }
@@ -105,7 +110,8 @@ Session::Session(agent::Provider& provider, agent::LoopOptions options, ParentTo
     : provider_(provider), options_(std::move(options)), runner_(runner), stats_(stats) {}
 
 Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_text,
-                           const std::function<void(const agent::Response&)>& on_response) {
+                           const std::function<void(const agent::Response&)>& on_response,
+                           const std::function<void(const agent::Message&)>& on_results) {
   size_t before = messages_.size();
   // After an interrupt the context ends with the user's tool results: the new prompt joins that
   // message, since roles must alternate.
@@ -120,6 +126,7 @@ Session::Turn Session::Ask(const std::string& prompt, const agent::TextSink& on_
   if (on_response) {
     observer.on_response = [&](int, const agent::Response& r) { on_response(r); };
   }
+  if (on_results) observer.on_tool_results = [&](int, const agent::Message& m) { on_results(m); };
   Turn turn;
   turn.outcome = agent::RunLoop(provider_, messages_, options_, runner_, observer);
   turn.interrupt_signal = turn.outcome.interrupt_signal;  // Tools interrupted (answered as such).
@@ -176,36 +183,66 @@ struct OneShotEnd {
   const char* subtype = "success";
 };
 
+bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
+
+OneShotEnd Interrupted(int sig, const OutputOptions& out) {
+  int code = 128 + sig;
+  std::string why = std::string("interrupted by ") + SignalName(sig);
+  if (sig == SIGTERM && out.waiter_died && out.waiter_died()) {
+    // What forkbox's caller saw: its pid killed. The waiter blocks every signal it can.
+    code = 128 + SIGKILL;
+    why = "forkbox (pid " + std::to_string(out.waiter_pid) + ") was killed by SIGKILL";
+  }
+  return {code, why + "; running tasks were killed", "error_interrupted"};
+}
+
+// How a loop that was not interrupted and got no model error ended.
+OneShotEnd Stopped(const agent::LoopOutcome& o) {
+  switch (o.stop) {
+    case agent::LoopStop::kRefusal:
+      return {kExitModel, "the model refused to answer", "error_during_execution"};
+    case agent::LoopStop::kMalformedToolCalls:
+      return {kExitModel,
+              "the model gave up: " + std::to_string(agent::kMaxMalformedTurns) +
+                  " turns in a row of only malformed tool calls",
+              "error_during_execution"};
+    case agent::LoopStop::kMaxTurns:
+      return {kExitOk, "stopped at the parent turn limit (--max-turns)", "error_max_turns"};
+    case agent::LoopStop::kBudget:
+      // The answer was written from what the session had when --max-tokens-total ran out:
+      // usable, but a script must be able to tell it from a finished one (like --max-turns).
+      return {kExitOk, "stopped at the session token budget (--max-tokens-total)",
+              "error_max_budget"};
+    case agent::LoopStop::kMaxTokens:
+    case agent::LoopStop::kContextWindow:
+      return {kExitOk,
+              "the answer was cut short (" + std::string(agent::LoopStopName(o.stop)) + ")",
+              "error_during_execution"};
+    default:
+      return {};
+  }
+}
+
 OneShotEnd Classify(const Session::Turn& turn, const OutputOptions& out) {
+  if (const int err = StdoutFailure(); err != 0) {
+    return {err == EPIPE ? kExitBrokenPipe : kExitFailure,
+            Status::FromErrno(err, "cannot write to stdout").message(), "error_during_execution"};
+  }
+  if (turn.interrupt_signal != 0) return Interrupted(turn.interrupt_signal, out);
   const agent::LoopOutcome& o = turn.outcome;
-  if (turn.interrupt_signal != 0) {
-    int code = 128 + turn.interrupt_signal;
-    std::string why = std::string("interrupted by ") + SignalName(turn.interrupt_signal);
-    if (turn.interrupt_signal == SIGTERM && out.waiter_died && out.waiter_died()) {
-      // What forkbox's caller saw: its pid killed. The waiter blocks every signal it can.
-      code = 128 + SIGKILL;
-      why = "forkbox (pid " + std::to_string(out.waiter_pid) + ") was killed by SIGKILL";
-    }
-    return {code, why + "; running tasks were killed", "error_interrupted"};
-  }
   if (o.error) return {kExitModel, "model error: " + o.error->ToString(), "error_during_execution"};
-  if (o.stop == agent::LoopStop::kRefusal) {
-    return {kExitModel, "the model refused to answer", "error_during_execution"};
+  OneShotEnd end = Stopped(o);
+  if (end.code == kExitOk && Blank(o.final_text)) {
+    // Nothing to print: not an answer, whatever the stop.
+    end.code = kExitModel;
+    end.problem =
+        o.stop == agent::LoopStop::kCompleted
+            ? "the model's final reply was empty"
+            : "the model gave no answer (stop: " + std::string(agent::LoopStopName(o.stop)) +
+                  "); " + end.problem;
+    if (std::string_view(end.subtype) == "success") end.subtype = "error_during_execution";
   }
-  if (o.stop == agent::LoopStop::kMaxTurns) {
-    return {kExitOk, "stopped at the parent turn limit (--max-turns)", "error_max_turns"};
-  }
-  if (o.stop == agent::LoopStop::kBudget) {
-    // The answer was written from what the session had when --max-tokens-total ran out: usable,
-    // but a script must be able to tell it from a finished one (like --max-turns).
-    return {kExitOk, "stopped at the session token budget (--max-tokens-total)",
-            "error_max_budget"};
-  }
-  if (o.stop == agent::LoopStop::kMaxTokens || o.stop == agent::LoopStop::kContextWindow) {
-    return {kExitOk, "the answer was cut short (" + std::string(agent::LoopStopName(o.stop)) + ")",
-            "error_during_execution"};
-  }
-  return {};
+  return end;
 }
 
 nlohmann::json ResultEvent(const Session& session, const Session::Turn& turn, const OneShotEnd& end,
@@ -226,6 +263,42 @@ nlohmann::json ResultEvent(const Session& session, const Session::Turn& turn, co
           {"error", end.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(end.problem)}};
 }
 
+// What is left (writing the result) polls no flag and may block on a full pipe: from here on a
+// signal ends forkbox at once (kExit). One that came after the last cancel check still stops the
+// session: its answer is not given.
+void TakeLateInterrupt(Session::Turn& turn) {
+  SetInterruptMode(InterruptMode::kExit);
+  const int sig = TakeInterrupt();
+  if (sig == 0 || turn.interrupt_signal != 0) return;
+  turn.interrupt_signal = sig;
+  turn.outcome.stop = agent::LoopStop::kInterrupted;
+  turn.outcome.final_text.clear();
+}
+
+// The --json object, the stream's result event, or the answer (text; `live`: on the terminal
+// already). A failed write is recorded (RecordStdoutFailure).
+void WriteResult(const Session& session, const Session::Turn& turn, const OneShotEnd& end,
+                 const OutputOptions& out, int64_t duration_ms, bool live) {
+  const agent::LoopOutcome& o = turn.outcome;
+  if (out.format == OutputFormat::kStreamJson) {
+    out.events->Emit(ResultEvent(session, turn, end, duration_ms));
+  } else if (out.format == OutputFormat::kJson) {
+    nlohmann::json j = StatsJson(session.stats(), o.final_text, agent::LoopStopName(o.stop),
+                                 session.context_bytes());
+    j["exit_code"] = end.code;
+    j["session_id"] = out.events->session_id();
+    j["model"] = out.model;
+    j["duration_ms"] = duration_ms;
+    j["duration_api_ms"] = session.stats().api_ms;
+    if (!end.problem.empty()) j["error"] = end.problem;
+    WriteStdout(j.dump() + "\n");
+  } else if (end.code == kExitOk && !live) {
+    std::string text = o.final_text;
+    while (!text.empty() && text.back() == '\n') text.pop_back();
+    WriteStdout(text + "\n");
+  }
+}
+
 }  // namespace
 
 int RunOneShot(Session& session, const std::string& prompt, const OutputOptions& out,
@@ -241,7 +314,7 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
   StdoutStream stream(live ? out.stream_restarted : nullptr);
   agent::TextSink sink;
   if (live) sink = [&](std::string_view s) { stream.Write(s); };
-  Session::Turn turn = session.Ask(prompt, sink, [&](const agent::Response& r) {
+  auto on_response = [&](const agent::Response& r) {
     if (streaming) {
       out.events->Emit({{"type", "assistant"},
                         {"message", MessageJson(r.message)},
@@ -256,30 +329,20 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
     std::string narration = agent::TextOf(r.message);
     while (!narration.empty() && narration.back() == '\n') narration.pop_back();
     if (!narration.empty()) progress.Note(narration);
-  });
+  };
+  auto on_results = [&](const agent::Message& results) {
+    if (!streaming) return;
+    out.events->Emit(
+        {{"type", "user"}, {"message", MessageJson(results)}, {"parent_tool_use_id", nullptr}});
+  };
+  Session::Turn turn = session.Ask(prompt, sink, on_response, on_results);
   stream.EndLine();
-  const agent::LoopOutcome& o = turn.outcome;
-  const OneShotEnd end = Classify(turn, out);
+  TakeLateInterrupt(turn);
   const int64_t duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                   std::chrono::steady_clock::now() - started)
                                   .count();
-  if (streaming) {
-    out.events->Emit(ResultEvent(session, turn, end, duration_ms));
-  } else if (out.format == OutputFormat::kJson) {
-    nlohmann::json j = StatsJson(session.stats(), o.final_text, agent::LoopStopName(o.stop),
-                                 session.context_bytes());
-    j["exit_code"] = end.code;
-    j["session_id"] = out.events->session_id();
-    j["model"] = out.model;
-    j["duration_ms"] = duration_ms;
-    j["duration_api_ms"] = session.stats().api_ms;
-    if (!end.problem.empty()) j["error"] = end.problem;
-    WriteFd(STDOUT_FILENO, j.dump() + "\n");
-  } else if (end.code != kExitModel && !o.final_text.empty() && !live) {
-    std::string text = o.final_text;
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    WriteFd(STDOUT_FILENO, text + "\n");
-  }
+  WriteResult(session, turn, Classify(turn, out), out, duration_ms, live);
+  const OneShotEnd end = Classify(turn, out);  // Again: the result's own write may have failed.
   if (!end.problem.empty()) WriteFd(STDERR_FILENO, "forkbox: " + end.problem + "\n");
   if (out.format == OutputFormat::kText && !out.quiet) {
     progress.Note("stats: " + StatsLine(session.stats(), session.context_bytes()));
@@ -364,6 +427,10 @@ int AskInteractively(Session& session, const std::string& input, const OutputOpt
     WriteFd(STDERR_FILENO, "forkbox: the model refused\n");
   } else if (turn.outcome.stop == agent::LoopStop::kMaxTurns) {
     WriteFd(STDERR_FILENO, "forkbox: stopped at the parent turn limit (--max-turns)\n");
+  } else if (OneShotEnd end = Stopped(turn.outcome); end.code != kExitOk) {
+    WriteFd(STDERR_FILENO, "forkbox: " + end.problem + "\n");
+  } else if (Blank(turn.outcome.final_text)) {
+    WriteFd(STDERR_FILENO, "forkbox: the model gave no answer\n");
   }
   return 0;
 }

@@ -28,9 +28,11 @@ class Session {
     int interrupt_signal = 0;  // Non-zero: the turn was cancelled.
   };
   // Runs one user prompt to the end. on_text receives streamed assistant text (fragments of an
-  // attempt that is then retried included); on_response receives each complete model reply.
+  // attempt that is then retried included); on_response receives each complete model reply;
+  // on_results each user message of tool results, as the model is sent it.
   Turn Ask(const std::string& prompt, const agent::TextSink& on_text,
-           const std::function<void(const agent::Response&)>& on_response = {});
+           const std::function<void(const agent::Response&)>& on_response = {},
+           const std::function<void(const agent::Message&)>& on_results = {});
 
   // Replaces the conversation with a resumed one (parent/session_store.h).
   void Restore(std::vector<agent::Message> messages) { messages_ = std::move(messages); }

@@ -19,6 +19,7 @@ namespace {
 
 volatile sig_atomic_t g_signal = 0;
 volatile sig_atomic_t g_exit_mode = 0;
+int g_stdout_errno = 0;
 
 void OnInterrupt(int signo) {
   if (g_exit_mode) {
@@ -134,6 +135,8 @@ const char* SignalName(int signo) {
       return "SIGHUP";
     case SIGTERM:
       return "SIGTERM";
+    case SIGPIPE:
+      return "a failed write to stdout";
   }
   return "a signal";
 }
@@ -176,6 +179,13 @@ int TakeInterrupt() {
 void RecordInterrupt(int signo) { g_signal = signo; }
 
 bool InterruptPending() { return g_signal != 0; }
+
+void RecordStdoutFailure(int err) {
+  if (g_stdout_errno == 0) g_stdout_errno = err;
+  if (g_signal == 0) g_signal = SIGPIPE;
+}
+
+int StdoutFailure() { return g_stdout_errno; }
 
 Result<BlockedSignals> BlockedSignals::Create() {
   sigset_t set, old;

@@ -1,12 +1,14 @@
 // Process hardening and interrupt handling for the parent.
 //
 // Two regimes:
-//  - Outside the task phase (model calls, the prompt) SIGINT/SIGTERM go to a handler. In kExit
-//    mode (one-shot) it _exit()s with 128+signo: no children exist then, so nothing is left
-//    behind (standby children die with the parent through PDEATHSIG). In kFlag mode
-//    (interactive, or while a base tool runs) it only records the signal; a model call in flight
-//    and the parent's own bash command poll it (InterruptPending) and stop, and the session then
-//    treats the turn as interrupted.
+//  - Outside the task phase SIGINT/SIGTERM/SIGHUP go to a handler. In kFlag mode (the whole
+//    session, one-shot and interactive) it only records the signal; a model call in flight, a
+//    retry wait and the parent's own bash command poll it (InterruptPending) and stop, and the
+//    session ends the turn as interrupted (one-shot: through its result, with 128 + the signal).
+//    In kExit mode it _exit()s with 128 + signo after killing every child: for what cannot poll
+//    the flag, the start-up before the session (sandbox set-up, waiting for the spawner) and the
+//    one-shot result's write (a full pipe blocks). A PID namespace's init (the sandboxed
+//    launcher) gets only the signals it handles, so a handler is in place from the start.
 //  - During a task batch the signals are blocked and read from a signalfd in the event loop.
 #pragma once
 
@@ -27,7 +29,7 @@ Status HardenProcess();
 // SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed) all stop the session: running work
 // is killed, every process forkbox started is killed, and it exits 128 + the signal number.
 inline constexpr int kInterruptSignals[] = {SIGINT, SIGTERM, SIGHUP};
-// "Ctrl-C", "SIGTERM", "SIGHUP".
+// "Ctrl-C", "SIGTERM", "SIGHUP" (and for SIGPIPE "a failed write to stdout").
 const char* SignalName(int signo);
 
 // SIGKILLs every child of this process (whatever was re-parented to it included) and reaps them,
@@ -46,8 +48,15 @@ int TakeInterrupt();
 // Whether a signal is recorded, without clearing it: the cancel check of model calls and of the
 // parent's own tool commands (agent/cancel.h).
 bool InterruptPending();
-// Records a signal as if the handler saw it (the task phase forwards signalfd reads here).
+// Records a signal as if the handler saw it.
 void RecordInterrupt(int signo);
+
+// A write of the session's output to stdout (the answer, the events) failed with `err`: the
+// session stops as if interrupted (a pending SIGPIPE, which every cancel check sees and a task
+// batch takes) and ends with kExitBrokenPipe for EPIPE, else kExitFailure. The first one is kept.
+void RecordStdoutFailure(int err);
+// The errno of the first failed write to stdout; 0: none.
+int StdoutFailure();
 
 // Blocks SIGINT and SIGTERM for its lifetime and exposes them as a non-blocking signalfd.
 class BlockedSignals {

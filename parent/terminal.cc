@@ -66,7 +66,7 @@ std::string NeutraliseControls(std::string_view text) {
   return out;
 }
 
-void WriteText(int fd, std::string_view text) {
+int WriteAll(int fd, std::string_view text) {
   std::string neutralised;
   if (isatty(fd)) {
     neutralised = NeutraliseControls(text);
@@ -75,9 +75,13 @@ void WriteText(int fd, std::string_view text) {
   while (!text.empty()) {
     ssize_t n = ::write(fd, text.data(), text.size());
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // The reader is gone: output is best effort.
+    if (n < 0) return errno;
+    if (n == 0) return EIO;  // No progress on a non-empty write: never retried forever.
     text.remove_prefix(static_cast<size_t>(n));
   }
+  return 0;
 }
+
+void WriteText(int fd, std::string_view text) { (void)WriteAll(fd, text); }
 
 }  // namespace forkbox::parent

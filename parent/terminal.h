@@ -14,7 +14,10 @@ namespace forkbox::parent {
 // 0x9b as CSI). Everything else is unchanged.
 std::string NeutraliseControls(std::string_view text);
 
-// Writes all of `text` to `fd` (retrying EINTR, best effort), neutralised when `fd` is a terminal.
+// Writes all of `text` to `fd` (retrying EINTR), neutralised when `fd` is a terminal. Returns 0,
+// or the errno of the write that failed (EPIPE: the reader is gone; ENOSPC, EIO...).
+int WriteAll(int fd, std::string_view text);
+// WriteAll, best effort: for stderr and output whose loss changes nothing.
 void WriteText(int fd, std::string_view text);
 
 }  // namespace forkbox::parent

@@ -9,20 +9,6 @@
 namespace forkbox::parent {
 namespace {
 
-// Restores the outside interrupt mode when the tool phase ends, also by exception.
-class FlagModeScope {
- public:
-  explicit FlagModeScope(InterruptMode outside) : outside_(outside) {
-    SetInterruptMode(InterruptMode::kFlag);
-  }
-  ~FlagModeScope() { SetInterruptMode(outside_); }
-  FlagModeScope(const FlagModeScope&) = delete;
-  FlagModeScope& operator=(const FlagModeScope&) = delete;
-
- private:
-  InterruptMode outside_;
-};
-
 // Answers every call that has no result yet.
 void AnswerInterrupted(const std::vector<agent::ToolUseBlock>& calls,
                        std::vector<agent::ToolResultBlock>& results) {
@@ -44,13 +30,8 @@ std::string CallDetail(const agent::ToolUseBlock& call) {
 }  // namespace
 
 ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks,
-                                   Progress& progress, SessionStats& stats,
-                                   InterruptMode outside_mode)
-    : context_(std::move(context)),
-      tasks_(std::move(tasks)),
-      progress_(progress),
-      stats_(stats),
-      outside_mode_(outside_mode) {}
+                                   Progress& progress, SessionStats& stats)
+    : context_(std::move(context)), tasks_(std::move(tasks)), progress_(progress), stats_(stats) {}
 
 ParentToolRunner::~ParentToolRunner() = default;
 
@@ -84,9 +65,8 @@ void ParentToolRunner::StartStandby() {
 std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     const std::vector<agent::ToolUseBlock>& calls, int /*turn*/) {
   RecordGitSurface();
-  FlagModeScope scope(outside_mode_);
   std::vector<agent::ToolResultBlock> results(calls.size());
-  interrupt_signal_ = TakeInterrupt();  // Ctrl-C during the model call (interactive mode).
+  interrupt_signal_ = TakeInterrupt();  // Ctrl-C after the model call's check.
   size_t i = 0;
   while (i < calls.size() && interrupt_signal_ == 0) {
     if (tasks_ && calls[i].name == "task") {
@@ -112,7 +92,6 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     interrupt_signal_ = TakeInterrupt();
   }
   if (interrupt_signal_ != 0) AnswerInterrupted(calls, results);
-  progress_.ToolResults(results);
   return results;
 }
 

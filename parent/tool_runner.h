@@ -22,11 +22,12 @@ namespace forkbox::parent {
 class ParentToolRunner : public agent::ToolRunner {
  public:
   // tasks: nullopt for the --no-subagents baseline (a `task` call is then an unknown tool).
-  // outside_mode: the interrupt mode to restore after the tool phase.
+  // The session runs in InterruptMode::kFlag: a base tool polls the flag, a task batch reads the
+  // signals from a signalfd.
   // The standby children start with StartStandby and git's trust surface is recorded with
   // RecordGitSurface, not here.
   ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks, Progress& progress,
-                   SessionStats& stats, InterruptMode outside_mode);
+                   SessionStats& stats);
   ~ParentToolRunner() override;  // Kills and reaps the standby children.
   // With tasks, tasks->standby > 0 and no transcripts: starts the standby children (once; later
   // calls do nothing), so a task does not wait for fork + exec + sandbox set-up. A one-shot run
@@ -61,7 +62,6 @@ class ParentToolRunner : public agent::ToolRunner {
   bool standby_started_ = false;
   Progress& progress_;
   SessionStats& stats_;
-  InterruptMode outside_mode_;
   int next_task_number_ = 1;
   bool git_surface_recorded_ = false;
   std::optional<sandbox::GitSurfaceGuard> git_guard_;  // With the sandbox on: the record.

@@ -97,6 +97,16 @@ class ParentTest : public ::testing::Test {
     return out;
   }
 
+  // A one-shot run to drive with LiveForkbox.
+  RunSpec LiveSpec(std::vector<std::string> args) {
+    server_.Start();
+    RunSpec spec;
+    spec.args = std::move(args);
+    spec.env = Env();
+    spec.cwd = workdir_;
+    return spec;
+  }
+
   // Parent: one task per call in `calls`, then the final answer; children: fake (never asked).
   void ScriptOneTaskThenAnswer(const std::string& answer) {
     server_.SetHandler([answer](const RecordedRequest& r) {
@@ -1922,6 +1932,315 @@ TEST_F(RealChildTest, ParentFoldsOldToolResultsButKeepsTaskSummaries) {
   EXPECT_EQ(last.view.tool_results[0].text, summary);  // The task summary stayed.
   EXPECT_NE(last.view.tool_results[1].text.find("tool result folded"), std::string::npos);
   EXPECT_GE(last.view.tool_results[7].text.size(), 20'000u);  // The latest stays whole.
+}
+
+}  // namespace
+}  // namespace forkbox::parent_test
+
+// ---- how a one-shot run ends: interrupts, no answer, a stdout that cannot be written
+
+namespace forkbox::parent_test {
+namespace {
+
+using nlohmann::json;
+
+// The first request is held until Release (at most 20 s), so that a test acts while a model call
+// is in flight; every later request gets `then`.
+class HeldFirstReply {
+ public:
+  HeldFirstReply(MockServer& server, Reply first, Reply then) : state_(std::make_shared<State>()) {
+    server.SetHandler([state = state_, first, then](const RecordedRequest&) {
+      std::unique_lock<std::mutex> lock(state->mu);
+      if (state->held) return then;
+      state->held = true;
+      state->cv.notify_all();
+      state->cv.wait_for(lock, std::chrono::seconds(20), [&] { return state->release; });
+      return first;
+    });
+  }
+  ~HeldFirstReply() { Release(); }
+  bool WaitForRequest() {
+    std::unique_lock<std::mutex> lock(state_->mu);
+    return state_->cv.wait_for(lock, std::chrono::seconds(60), [&] { return state_->held; });
+  }
+  void Release() {
+    {
+      std::lock_guard<std::mutex> lock(state_->mu);
+      state_->release = true;
+    }
+    state_->cv.notify_all();
+  }
+
+ private:
+  struct State {
+    std::mutex mu;
+    std::condition_variable cv;
+    bool held = false;
+    bool release = false;
+  };
+  std::shared_ptr<State> state_;
+};
+
+// What each output format says of an interrupted one-shot run: exit code, the JSON result (the
+// stream's last event, valid against docs/events.md) and stderr.
+void ExpectInterruptedResult(const RunResult& r, const std::string& format, int code,
+                             const std::string& why) {
+  EXPECT_EQ(r.exit_code, code) << Dump(r);
+  EXPECT_NE(r.err.find("forkbox: " + why), std::string::npos) << Dump(r);
+  EXPECT_EQ(r.out.find("too late"), std::string::npos) << Dump(r);
+  if (format == "text") {
+    EXPECT_EQ(r.out, "") << Dump(r);
+  } else if (format == "json") {
+    json j = json::parse(r.out);
+    EXPECT_EQ(j["exit_code"], code);
+    EXPECT_EQ(j["stop"], "interrupted");
+    EXPECT_EQ(j["answer"], "");
+    EXPECT_NE(j.value("error", "").find(why), std::string::npos) << r.out;
+  } else {
+    const json schema = SchemaFromDocs();
+    std::vector<json> events = Lines(r.out);
+    ASSERT_GE(events.size(), 2u) << Dump(r);
+    for (const json& e : events) EXPECT_EQ(Validate(e, schema, "$"), "") << e.dump();
+    EXPECT_EQ(events.front()["subtype"], "init");
+    const json& last = events.back();
+    EXPECT_EQ(last["type"], "result");
+    EXPECT_EQ(last["subtype"], "error_interrupted");
+    EXPECT_EQ(last["is_error"], true);
+    EXPECT_EQ(last["exit_code"], code);
+    EXPECT_NE(last.value("error", "").find(why), std::string::npos) << r.out;
+  }
+}
+
+// A one-shot model call used to end in the handler's _exit(): the right code, but no result
+// and no JSON. It is aborted at once (the reply is still held when forkbox has ended) and the
+// session ends through its result, in every format and for each signal.
+TEST_F(ParentTest, AnInterruptDuringAModelCallEndsThroughTheResult) {
+  struct Case {
+    int sig;
+    const char* format;
+    const char* why;
+  };
+  for (const Case& c : {Case{SIGINT, "json", "interrupted by Ctrl-C"},
+                        Case{SIGTERM, "stream-json", "interrupted by SIGTERM"},
+                        Case{SIGHUP, "text", "interrupted by SIGHUP"}}) {
+    SCOPED_TRACE(c.format);
+    HeldFirstReply held(server_, Text("too late"), Text("too late"));
+    LiveForkbox live(LiveSpec({"--sandbox=off", "--standby=0", "--output-format", c.format, "go"}));
+    ASSERT_TRUE(held.WaitForRequest()) << Dump(live.Finish());
+    live.Signal(c.sig);
+    RunResult r = live.Finish();  // The reply is still held: the call did not wait for it.
+    held.Release();
+    ExpectInterruptedResult(r, c.format, 128 + c.sig, c.why);
+    server_.ClearRequests();
+  }
+}
+
+// The wait before a retry (the server asked for 60 s) is cancelled the same way.
+TEST_F(ParentTest, AnInterruptDuringARetryWaitEndsThroughTheResult) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.index > 0) return Text("too late");
+    Reply busy;
+    busy.fault = mock::Fault{};
+    busy.fault->kind = mock::Fault::Kind::kStatus;
+    busy.fault->status = 429;
+    busy.fault->retry_after = "60";
+    return busy;
+  });
+  LiveForkbox live(
+      LiveSpec({"--sandbox=off", "--standby=0", "--output-format", "stream-json", "go"}));
+  ASSERT_TRUE(live.WaitForStderr("retrying in 60 s")) << Dump(live.Finish());
+  live.Signal(SIGINT);
+  RunResult r = live.Finish();
+  ExpectInterruptedResult(r, "stream-json", 130, "interrupted by Ctrl-C");
+  EXPECT_EQ(server_.request_count(), 1u);
+}
+
+// Sandboxed, forkbox's pid is the launcher's waiter: its SIGKILL reaches the session as SIGTERM
+// during the model call, and the result tells it as the death it was (README, Ctrl-C).
+TEST_F(RealChildTest, ASigkillOfForkboxDuringAModelCallIsReportedAsSuch) {
+  if (!sandbox_args_.empty()) GTEST_SKIP() << "needs the sandbox (the launcher and its waiter)";
+  HeldFirstReply held(server_, Text("too late"), Text("too late"));
+  LiveForkbox live(LiveSpec({"--allow-broad-workdir", "--standby=0", "--json", "go"}));
+  const pid_t forkbox = live.pid();
+  ASSERT_TRUE(held.WaitForRequest()) << Dump(live.Finish());
+  live.Signal(SIGKILL);
+  RunResult r = live.Finish();  // The launcher holds stdout and stderr until it has ended.
+  held.Release();
+  ExpectInterruptedResult(r, "json", 137,
+                          "forkbox (pid " + std::to_string(forkbox) +
+                              ") was killed by SIGKILL; running tasks were killed");
+}
+
+// Every tool_result the model is sent reaches the stream, the loop's own answers to malformed
+// calls included (a turn of only malformed calls has its `user` event too), and a tool_use's
+// input is the object the model is sent back ({} for arguments that are not JSON).
+TEST_F(ParentTest, StreamJsonShowsExactlyWhatTheModelIsSent) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls(
+          {ToolCall{"nosuchtool", {{"x", 1}}, ""}, ToolCall{"bash", {{"command", "echo ok"}}, ""}});
+    }
+    if (r.view.assistant_turns == 1) {
+      return Calls({ToolCall{"bash", json("{\"command\": \"ls"), ""}});  // Cut JSON.
+    }
+    return Text("final answer");
+  });
+  RunResult r =
+      Run({"--sandbox=off", "--standby=0", "--quiet", "--output-format", "stream-json", "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  ASSERT_EQ(server_.request_count(), 3u);
+  const json schema = SchemaFromDocs();
+  json uses = json::array(), results = json::array();
+  for (const json& e : Lines(r.out)) {
+    EXPECT_EQ(Validate(e, schema, "$"), "") << e.dump();
+    if (e["type"] != "assistant" && e["type"] != "user") continue;
+    for (const json& b : e["message"]["content"]) {
+      if (b["type"] == "tool_use") uses.push_back({b["id"], b["name"], b["input"]});
+      if (b["type"] == "tool_result") {
+        results.push_back({b["tool_use_id"], b["content"], b["is_error"]});
+      }
+    }
+  }
+  // The last request holds the whole conversation as the model was sent it.
+  const RecordedRequest last = server_.request(2);
+  json sent_uses = json::array(), sent_results = json::array();
+  for (const json& m : last.json.at("messages")) {
+    if (!m.at("content").is_array()) continue;
+    for (const json& b : m.at("content")) {
+      if (b["type"] == "tool_use") sent_uses.push_back({b["id"], b["name"], b["input"]});
+    }
+  }
+  for (const auto& t : last.view.tool_results) {
+    sent_results.push_back({t.tool_use_id, t.text, t.is_error});
+  }
+  EXPECT_EQ(uses, sent_uses) << r.out;
+  EXPECT_EQ(results, sent_results) << r.out;
+  ASSERT_EQ(results.size(), 3u) << r.out;
+  EXPECT_EQ(uses[2][2], json::object());
+  EXPECT_NE(results[0][1].get<std::string>().find("unknown tool 'nosuchtool'"), std::string::npos);
+  EXPECT_NE(results[2][1].get<std::string>().find("not valid JSON"), std::string::npos);
+}
+
+// stdout carries a real answer or nothing: a model that only made malformed calls until the loop
+// gave up, or whose final reply was empty, is a model error (exit 3) with the reason on stderr
+// and in the result, never a made-up summary printed as the answer.
+TEST_F(ParentTest, AModelThatGivesUpOrSaysNothingIsAnErrorNotAnAnswer) {
+  server_.SetHandler([](const RecordedRequest&) {
+    return Calls({ToolCall{"bash", json("{\"command\": \"ls"), ""}});
+  });
+  const std::string gave_up = "the model gave up: 3 turns in a row of only malformed tool calls";
+  RunResult text = Run({"--sandbox=off", "--standby=0", "--quiet", "go"});
+  EXPECT_EQ(text.exit_code, 3) << Dump(text);
+  EXPECT_EQ(text.out, "") << Dump(text);
+  EXPECT_NE(text.err.find("forkbox: " + gave_up), std::string::npos) << Dump(text);
+  RunResult j = Run({"--sandbox=off", "--standby=0", "--json", "go"});
+  EXPECT_EQ(j.exit_code, 3) << Dump(j);
+  json object = json::parse(j.out);
+  EXPECT_EQ(object["answer"], "");
+  EXPECT_EQ(object["stop"], "malformed_tool_calls");
+  EXPECT_EQ(object["exit_code"], 3);
+  EXPECT_EQ(object["error"], gave_up);
+  RunResult stream = Run({"--sandbox=off", "--standby=0", "--output-format", "stream-json", "go"});
+  EXPECT_EQ(stream.exit_code, 3) << Dump(stream);
+  const json result = Lines(stream.out).back();
+  EXPECT_EQ(result["subtype"], "error_during_execution");
+  EXPECT_EQ(result["is_error"], true);
+  EXPECT_EQ(result["result"], "");
+  EXPECT_EQ(result["exit_code"], 3);
+  EXPECT_EQ(result["error"], gave_up);
+
+  server_.SetHandler([](const RecordedRequest&) { return Text(""); });
+  RunResult empty = Run({"--sandbox=off", "--standby=0", "--quiet", "go"});
+  EXPECT_EQ(empty.exit_code, 3) << Dump(empty);
+  EXPECT_EQ(empty.out, "") << Dump(empty);
+  EXPECT_NE(empty.err.find("forkbox: the model's final reply was empty"), std::string::npos)
+      << Dump(empty);
+
+  server_.SetHandler([](const RecordedRequest&) {
+    Reply reply;
+    reply.fault = mock::Fault{};
+    reply.fault->status = 401;
+    return reply;
+  });
+  RunResult failed = Run({"--sandbox=off", "--standby=0", "--json", "go"});
+  EXPECT_EQ(failed.exit_code, 3) << Dump(failed);
+  EXPECT_EQ(json::parse(failed.out)["answer"], "") << Dump(failed);
+}
+
+// A write of the answer or of an event that fails is an error exit with the reason on stderr;
+// in stream-json the session stops at that write (here the first event: no model call is made).
+TEST_F(ParentTest, AFailedWriteToStdoutIsAnErrorExit) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("the answer"); });
+  for (const char* format : {"text", "json", "stream-json"}) {
+    SCOPED_TRACE(format);
+    server_.ClearRequests();
+    UniqueFd full(open("/dev/full", O_WRONLY | O_CLOEXEC));
+    ASSERT_TRUE(full);
+    RunSpec spec = LiveSpec({"--sandbox=off", "--standby=0", "--output-format", format, "go"});
+    spec.stdout_fd = full.get();
+    RunResult r = RunForkbox(spec);
+    EXPECT_EQ(r.exit_code, 1) << Dump(r);
+    EXPECT_NE(r.err.find("forkbox: cannot write to stdout: No space left on device"),
+              std::string::npos)
+        << Dump(r);
+    EXPECT_EQ(server_.request_count(), std::string(format) == "stream-json" ? 0u : 1u);
+  }
+  UniqueFd full(open("/dev/full", O_WRONLY | O_CLOEXEC));
+  RunSpec version = LiveSpec({"--version"});
+  version.stdout_fd = full.get();
+  EXPECT_EQ(RunForkbox(version).exit_code, 1);
+}
+
+// stdout's reader goes away (`forkbox ... | head -1`): the next event's write fails with EPIPE
+// and the session ends there, exit 141 as if killed by SIGPIPE: the bash call of the reply whose
+// event could not be written never runs and no further model call is made.
+TEST_F(ParentTest, AClosedStdoutEndsTheSessionAt141) {
+  HeldFirstReply held(server_, Calls({ToolCall{"bash", {{"command", "echo ran > ran.txt"}}, ""}}),
+                      Text("never"));
+  LiveForkbox live(
+      LiveSpec({"--sandbox=off", "--standby=0", "--output-format", "stream-json", "go"}));
+  ASSERT_TRUE(live.WaitForStdout("\"init\"")) << Dump(live.Finish());
+  live.CloseStdout();
+  held.Release();  // The reply comes only now: its `assistant` event meets the closed pipe.
+  RunResult r = live.Finish();
+  EXPECT_EQ(r.exit_code, 141) << Dump(r);
+  EXPECT_NE(r.err.find("forkbox: cannot write to stdout: Broken pipe"), std::string::npos)
+      << Dump(r);
+  EXPECT_FALSE(fs::exists(fs::path(workdir_) / "ran.txt"));
+  EXPECT_EQ(server_.request_count(), 1u);
+}
+
+// The same during a task batch: the task's next progress event cannot be written, and the
+// running task is killed at once instead of being waited for (its second command would block
+// until --task-timeout).
+TEST_F(RealChildTest, AClosedStdoutStopsRunningTasks) {
+  ASSERT_EQ(mkfifo((fs::path(workdir_) / "go.fifo").c_str(), 0600), 0);
+  ASSERT_EQ(mkfifo((fs::path(workdir_) / "stay.fifo").c_str(), 0600), 0);
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.HasTool("task")) {
+      return r.view.assistant_turns == 0 ? Calls({Task("wait", "waiter")}) : Text("final");
+    }
+    if (r.view.assistant_turns > 0) return Text("child summary");
+    return Calls({ToolCall{"bash", {{"command", "cat go.fifo"}}, ""},
+                  ToolCall{"bash", {{"command", "cat stay.fifo"}}, ""}});
+  });
+  std::vector<std::string> args =
+      Args({"--standby=0", "--task-timeout", "30", "--output-format", "stream-json", "go"});
+  if (sandbox_args_.empty()) args.insert(args.begin(), "--allow-broad-workdir");
+  LiveForkbox live(LiveSpec(args));
+  ASSERT_TRUE(live.WaitForStdout("cat go.fifo")) << Dump(live.Finish());
+  live.CloseStdout();
+  {
+    std::ofstream go(fs::path(workdir_) / "go.fifo");  // The first command ends.
+    go << "go\n";
+  }
+  RunResult r = live.Finish();
+  EXPECT_EQ(r.exit_code, 141) << Dump(r);
+  EXPECT_NE(r.err.find("task cancelled: interrupted by a failed write to stdout"),
+            std::string::npos)
+      << Dump(r);
+  EXPECT_EQ(r.err.find("timed out"), std::string::npos) << Dump(r);
+  EXPECT_EQ(Requests(IsParent).size(), 1u);
 }
 
 }  // namespace

@@ -35,7 +35,8 @@ LiveForkbox::LiveForkbox(const RunSpec& spec) {
   opts.cwd = spec.cwd;
   int stdin_fd = spec.stdin_text ? in->read.get() : null_fd.get();
   if (spec.stdin_fd >= 0) stdin_fd = spec.stdin_fd;
-  opts.fds = {{stdin_fd, 0}, {out->write.get(), 1}, {err->write.get(), 2}};
+  const int stdout_fd = spec.stdout_fd >= 0 ? spec.stdout_fd : out->write.get();
+  opts.fds = {{stdin_fd, 0}, {stdout_fd, 1}, {err->write.get(), 2}};
   auto child = Spawn(opts);
   if (!child.ok()) throw std::runtime_error("spawn forkbox: " + child.status().ToString());
   process_ = std::move(*child);
@@ -47,7 +48,7 @@ LiveForkbox::LiveForkbox(const RunSpec& spec) {
     (void)st;  // forkbox may legitimately not read stdin (usage errors).
   }
   in->write.reset();
-  out_ = std::move(out->read);
+  if (spec.stdout_fd < 0) out_ = std::move(out->read);
   err_ = std::move(err->read);
 }
 
@@ -86,6 +87,13 @@ bool LiveForkbox::Pump() {
 
 bool LiveForkbox::WaitForStderr(const std::string& needle) {
   while (result_.err.find(needle) == std::string::npos) {
+    if (!Pump()) return false;
+  }
+  return true;
+}
+
+bool LiveForkbox::WaitForStdout(const std::string& needle) {
+  while (result_.out.find(needle) == std::string::npos) {
     if (!Pump()) return false;
   }
   return true;

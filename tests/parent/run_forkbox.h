@@ -15,6 +15,7 @@ struct RunSpec {
   std::vector<std::string> env;           // Complete environment ("NAME=value").
   std::optional<std::string> stdin_text;  // nullopt: /dev/null (or stdin_fd).
   int stdin_fd = -1;                      // When >= 0: this fd (e.g. a pty) becomes stdin.
+  int stdout_fd = -1;                     // When >= 0: this fd becomes stdout (out stays empty).
   std::string cwd;
 };
 
@@ -30,6 +31,11 @@ class LiveForkbox {
   pid_t pid() const { return process_.pid(); }
   // Reads stdout/stderr until stderr contains `needle` (true) or both close (false).
   bool WaitForStderr(const std::string& needle);
+  // Reads stdout/stderr until stdout contains `needle` (true) or both close (false).
+  bool WaitForStdout(const std::string& needle);
+  // Closes the read end of the stdout pipe: forkbox's next write to it fails with EPIPE.
+  void CloseStdout() { out_.reset(); }
+  const std::string& out() const { return result_.out; }
   void Signal(int sig);
   // Reads to EOF and reaps.
   RunResult Finish();
