@@ -1816,8 +1816,8 @@ TEST_F(RealChildTest, TasksStillStartAfterTheParentsOwnBashCommands) {
 // such call waited out the 2 s drain and said a background process kept the output open.
 TEST_F(RealChildTest, ADaemonThatClosedItsOutputDoesNotHoldTheCall) {
   auto daemon = [](const std::string& pid_file) {
-    return "setsid -f sh -c 'echo $$ > " + pid_file + ".tmp; mv " + pid_file + ".tmp " +
-           pid_file + "; exec sleep 1000' >/dev/null 2>&1 </dev/null; while [ ! -s " + pid_file +
+    return "setsid -f sh -c 'echo $$ > " + pid_file + ".tmp; mv " + pid_file + ".tmp " + pid_file +
+           "; exec sleep 1000' >/dev/null 2>&1 </dev/null; while [ ! -s " + pid_file +
            " ]; do :; done; echo ok";
   };
   server_.SetHandler([&daemon](const RecordedRequest& r) {

@@ -38,7 +38,8 @@ int ServeUntilThenFailThePoll() {
   if (failed.ok()) return 5;
   if (failed.message().find("unix connect broker: poll") == std::string::npos) return 6;
   // The broker stopped: a new tool's listener is refused, not left unanswered.
-  Status serve = broker.Serve(UniqueFd(dup(read_end.get())), BrokerPolicy{}, UniqueFd(), UniqueFd());
+  Status serve =
+      broker.Serve(UniqueFd(dup(read_end.get())), BrokerPolicy{}, UniqueFd(), UniqueFd());
   if (serve.ok() || serve.message().find("stopped") == std::string::npos) return 7;
   return 0;
 }
