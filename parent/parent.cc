@@ -105,7 +105,7 @@ Result<Settings> ResolveSettings(const Options& o) {
   if (!workdir.ok()) return workdir.status();
   s.workdir = std::move(*workdir);
   s.provider = o.provider;
-  FORKBOX_RETURN_IF_ERROR(agent::ResolveProviderSettings(s.provider));
+  FORKBOX_RETURN_IF_ERROR(agent::ResolveProviderSettings(s.provider, o.provider_files));
   if (o.subagents) {
     auto path = ResolveChildPath(o);
     if (!path.ok()) return path.status();
@@ -557,7 +557,7 @@ int SessionsMain() {
 
 // `forkbox config [FLAGS]`: the effective settings and where each came from.
 int ConfigMain(int argc, char** argv) {
-  CliOutcome cli = ParseCommandLine(argc, argv);
+  CliOutcome cli = ParseCommandLine(argc, argv, CliCommand::kConfig);
   WriteText(STDERR_FILENO, cli.err);
   if (!cli.options) {
     WriteText(STDOUT_FILENO, cli.out);
@@ -583,7 +583,8 @@ int ParentMain(int argc, char** argv) {
   if (Status st = HardenProcess(); !st.ok()) return Fail(cli.format, kExitFailure, st.ToString());
   WriteText(STDERR_FILENO, cli.err);
   if (!cli.options && cli.exit_code != kExitOk && cli.format != OutputFormat::kText) {
-    const std::string first_line = cli.err.substr(0, cli.err.find('\n'));
+    std::string first_line = cli.err.substr(0, cli.err.find('\n'));
+    if (first_line.starts_with("forkbox: ")) first_line.erase(0, 9);  // As Fail's messages.
     WriteText(STDOUT_FILENO, ErrorResultJson(cli.exit_code, first_line).dump() + "\n");
     return cli.exit_code;
   }
