@@ -1,5 +1,7 @@
 #include "parent/cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdio>
@@ -12,6 +14,7 @@
 #include "parent/config.h"
 #include "parent/config_file.h"
 #include "parent/exit_codes.h"
+#include "parent/terminal.h"
 
 #ifndef FORKBOX_VERSION
 #define FORKBOX_VERSION "unknown"
@@ -457,9 +460,25 @@ CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command) {
     return outcome;
   }
   o.has_prompt = app.count("prompt") > 0;
-  if (command == CliCommand::kConfig) outcome.effective = Effective(app, given, o, sources);
+  if (command == CliCommand::kConfig) {
+    if (o.has_prompt) {
+      outcome.err = "forkbox config: takes flags only, not a PROMPT (\"" + o.prompt + "\")\n";
+      outcome.exit_code = kExitUsage;
+      return outcome;
+    }
+    outcome.effective = Effective(app, given, o, sources);
+  }
   outcome.options = std::move(o);
   return outcome;
+}
+
+int SubcommandParseExit(CLI::App& app, const CLI::ParseError& error) {
+  std::ostringstream out, err;
+  const int code = app.exit(error, out, err);
+  WriteText(STDOUT_FILENO, out.str());
+  if (code == 0) return kExitOk;
+  WriteText(STDERR_FILENO, app.get_name() + ": " + err.str());
+  return kExitUsage;
 }
 
 }  // namespace forkbox::parent

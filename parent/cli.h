@@ -8,6 +8,11 @@
 
 #include "parent/options.h"
 
+namespace CLI {
+class App;
+class ParseError;
+}  // namespace CLI
+
 namespace forkbox::parent {
 
 struct CliOutcome {
@@ -25,7 +30,7 @@ struct CliOutcome {
 
 enum class CliCommand {
   kRun,     // forkbox [FLAGS] [PROMPT]
-  kConfig,  // forkbox config [FLAGS]: fills `effective`.
+  kConfig,  // forkbox config [FLAGS]: no PROMPT; fills `effective`.
 };
 
 // The flags, then the config files (parent/config_file.h) under them: flags > environment >
@@ -35,5 +40,9 @@ enum class CliCommand {
 // The environment's settings (provider, model, base-url, child-path) are left unresolved: the
 // files' values go to Options::provider_files and child_path_file, below the environment.
 CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command = CliCommand::kRun);
+
+// A subcommand's (`forkbox sessions`, `forkbox agents`) parse error or --help: the help on stdout
+// (returns 0), or "<app name>: " and the error on stderr (returns 2).
+int SubcommandParseExit(CLI::App& app, const CLI::ParseError& error);
 
 }  // namespace forkbox::parent

@@ -23,6 +23,7 @@
 #include "parent/sandbox_command.h"
 #include "parent/session.h"
 #include "parent/session_store.h"
+#include "parent/sessions_command.h"
 #include "parent/signals.h"
 #include "parent/spawner.h"
 #include "parent/system_prompt.h"
@@ -527,34 +528,6 @@ int Run(const Options& o) {
   return RunOneShot(session, **prompt, out, progress);
 }
 
-std::string Ellipsis(std::string s, size_t max) {
-  for (char& c : s) c = (c == '\n' || c == '\t') ? ' ' : c;
-  if (s.size() <= max) return s;
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut) + "...";
-}
-
-// `forkbox sessions`: id, time, workdir, turns, tokens and first prompt, most recent first.
-int SessionsMain() {
-  auto dir = SessionsDir(false);
-  if (!dir.ok()) return Fail(OutputFormat::kText, kExitUsage, dir.status().message());
-  std::string out;
-  for (const SessionInfo& info : ListSessions(*dir)) {
-    char when[32];
-    std::time_t t = static_cast<std::time_t>(info.modified);
-    struct tm tm_local;
-    localtime_r(&t, &tm_local);
-    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm_local);
-    out += info.id + "  " + when + "  " + info.workdir + "  " + Plural(info.turns, "turn") + "  " +
-           Plural(info.tokens, "token") + "  " +
-           (info.first_prompt.empty() ? "(interactive)" : Ellipsis(info.first_prompt, 60)) + "\n";
-  }
-  if (out.empty()) out = "no sessions in " + *dir + "\n";
-  WriteText(STDOUT_FILENO, out);
-  return kExitOk;
-}
-
 // `forkbox config [FLAGS]`: the effective settings and where each came from.
 int ConfigMain(int argc, char** argv) {
   CliOutcome cli = ParseCommandLine(argc, argv, CliCommand::kConfig);
@@ -575,7 +548,9 @@ int ParentMain(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "sandbox") == 0) {
     return SandboxCommandMain(argc - 1, argv + 1);
   }
-  if (argc == 2 && std::strcmp(argv[1], "sessions") == 0) return SessionsMain();
+  if (argc >= 2 && std::strcmp(argv[1], "sessions") == 0) {
+    return SessionsCommandMain(argc - 1, argv + 1);
+  }
   if (argc >= 2 && std::strcmp(argv[1], "agents") == 0)
     return AgentsCommandMain(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "config") == 0) return ConfigMain(argc - 1, argv + 1);

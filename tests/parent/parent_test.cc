@@ -1503,6 +1503,40 @@ TEST_F(SessionTest, ResumeContinueListAndACorruptTail) {
   EXPECT_EQ(missing.exit_code, 2) << Dump(missing);
 }
 
+// Defect 9: `sessions` is a subcommand: --workdir narrows the list, anything else is a usage
+// error, and none of it becomes a prompt. `config` takes no prompt either.
+TEST_F(SessionTest, SessionsIsASubcommandThatNeverPrompts) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const fs::path other = fs::path(workdir_) / "other";
+  fs::create_directories(other);
+  RunResult here = RunIn({"--sandbox=off", "--json", "a prompt here"});
+  ASSERT_EQ(here.exit_code, 0) << Dump(here);
+  RunResult there = RunIn({"--sandbox=off", "--workdir", other.string(), "a prompt there"});
+  ASSERT_EQ(there.exit_code, 0) << Dump(there);
+  const size_t requests = server_.request_count();
+
+  RunResult all = RunIn({"sessions"});
+  ASSERT_EQ(all.exit_code, 0) << Dump(all);
+  EXPECT_NE(all.out.find("a prompt here"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("a prompt there"), std::string::npos) << all.out;
+  RunResult only = RunIn({"sessions", "--workdir", other.string()});
+  ASSERT_EQ(only.exit_code, 0) << Dump(only);
+  EXPECT_EQ(only.out.find("a prompt here"), std::string::npos) << only.out;
+  EXPECT_NE(only.out.find("a prompt there"), std::string::npos) << only.out;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"sessions", "-q"},
+                                             {"sessions", "hello"},
+                                             {"sessions", "--workdir", workdir_ + "/missing"},
+                                             {"config", "hello"},
+                                             {"agents", "-q"}}) {
+    RunResult r = RunIn(args);
+    EXPECT_EQ(r.exit_code, 2) << args[1] << "\n" << Dump(r);
+    EXPECT_NE(r.err.find("forkbox " + args[0]), std::string::npos) << Dump(r);
+  }
+  EXPECT_EQ(server_.request_count(), requests);
+  EXPECT_EQ(Files().size(), 2u);
+}
+
 // The state dir is within the tools' reach when the workdir covers it (a workdir of $HOME): a
 // planted FIFO or symlink among the session files must neither hang nor be followed.
 TEST_F(SessionTest, PlantedFifosAndSymlinksAreRefusedNotFollowed) {
