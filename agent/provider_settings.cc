@@ -21,6 +21,21 @@ Status Invalid(const ipc::ProviderSettings& s, std::string message) {
   return Status::InvalidArgument(std::move(message));
 }
 
+// An empty `value` becomes the first non-empty of the variable, the file's value and `fallback`.
+void Fill(std::string& value, const char* variable, const std::string& file,
+          const std::string& fallback, SettingSource* source) {
+  SettingSource from;
+  if (value.empty() && !(value = Env(variable)).empty()) {
+    from = {SettingSource::kEnvironment, variable};
+  } else if (value.empty() && !(value = file).empty()) {
+    from.kind = SettingSource::kFile;
+  } else if (value.empty()) {
+    value = fallback;
+    from.kind = SettingSource::kDefault;
+  }
+  if (source != nullptr) *source = std::move(from);
+}
+
 }  // namespace
 
 std::string DefaultBaseUrl(const std::string& provider) {
@@ -31,15 +46,16 @@ std::string DefaultModel(const std::string& provider) {
   return provider == "openai" ? "gpt-4.1" : "claude-sonnet-4-5";
 }
 
-void ApplyEnvironmentDefaults(ipc::ProviderSettings& s) {
-  if (s.name.empty()) s.name = Env("FORKBOX_PROVIDER");
-  if (s.name.empty()) s.name = "anthropic";
+void ApplyEnvironmentDefaults(ipc::ProviderSettings& s, const ProviderFileSettings& files,
+                              ProviderSources* sources) {
+  Fill(s.name, "FORKBOX_PROVIDER", files.name, "anthropic", sources ? &sources->name : nullptr);
+  // The variables of the provider chosen above: another provider's URL or key is not for it.
   const bool openai = s.name == "openai";
-  if (s.api_key.empty()) s.api_key = Env(openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
-  if (s.base_url.empty()) s.base_url = Env(openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL");
-  if (s.model.empty()) s.model = Env("FORKBOX_MODEL");
-  if (s.base_url.empty()) s.base_url = DefaultBaseUrl(s.name);
-  if (s.model.empty()) s.model = DefaultModel(s.name);
+  Fill(s.api_key, openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY", "", "", nullptr);
+  Fill(s.base_url, openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL", files.base_url,
+       DefaultBaseUrl(s.name), sources ? &sources->base_url : nullptr);
+  Fill(s.model, "FORKBOX_MODEL", files.model, DefaultModel(s.name),
+       sources ? &sources->model : nullptr);
 }
 
 Status ValidateProviderSettings(const ipc::ProviderSettings& s) {
@@ -86,8 +102,8 @@ Status ValidateProviderSettings(const ipc::ProviderSettings& s) {
   return Status::Ok();
 }
 
-Status ResolveProviderSettings(ipc::ProviderSettings& s) {
-  ApplyEnvironmentDefaults(s);
+Status ResolveProviderSettings(ipc::ProviderSettings& s, const ProviderFileSettings& files) {
+  ApplyEnvironmentDefaults(s, files);
   while (s.base_url.size() > 1 && s.base_url.back() == '/') s.base_url.pop_back();
   return ValidateProviderSettings(s);
 }

@@ -1,4 +1,5 @@
-// The provider settings, resolved once. The parent turns flags plus the environment into one
+// The provider settings, resolved once. The parent turns flags, the environment and the config
+// files into one
 // ipc::ProviderSettings (ResolveProviderSettings) and from then on every consumer takes it as it
 // is: the parent's own provider, the start frame, the child's provider. ValidateProviderSettings
 // is the only place that knows which settings are valid (MakeProvider calls it too, since it is a
@@ -16,10 +17,33 @@ namespace forkbox::agent {
 std::string DefaultBaseUrl(const std::string& provider);
 std::string DefaultModel(const std::string& provider);
 
-// Fills the fields the caller left empty from the environment (FORKBOX_PROVIDER, then
-// ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL or OPENAI_API_KEY / OPENAI_BASE_URL for that provider,
-// FORKBOX_MODEL), then from the provider's defaults. The name defaults to anthropic.
-void ApplyEnvironmentDefaults(ipc::ProviderSettings& settings);
+// The config files' values of the settings the environment also sets. They rank below the
+// environment and above the provider's defaults (flags > environment > files). Empty: unset.
+struct ProviderFileSettings {
+  std::string name;
+  std::string model;
+  std::string base_url;
+};
+
+// Where ApplyEnvironmentDefaults took a value from (`forkbox config` prints it).
+struct SettingSource {
+  enum Kind { kGiven, kEnvironment, kFile, kDefault };
+  Kind kind = kGiven;
+  std::string variable;  // kEnvironment: the variable's name.
+};
+struct ProviderSources {
+  SettingSource name;
+  SettingSource base_url;
+  SettingSource model;
+};
+
+// Fills the fields the caller left empty, each from the first that sets it: the environment
+// (FORKBOX_PROVIDER; ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL or OPENAI_API_KEY / OPENAI_BASE_URL
+// of the provider chosen so, never of the other one; FORKBOX_MODEL), then `files`, then the
+// provider's defaults. The name defaults to anthropic. API keys come from the environment only.
+void ApplyEnvironmentDefaults(ipc::ProviderSettings& settings,
+                              const ProviderFileSettings& files = {},
+                              ProviderSources* sources = nullptr);
 
 // Name, key (required for anthropic, no line breaks), an http(s) base URL without whitespace (and
 // without /v1 for anthropic), positive token limit and timeouts, retries in [0, 100]. The error
@@ -27,6 +51,7 @@ void ApplyEnvironmentDefaults(ipc::ProviderSettings& settings);
 Status ValidateProviderSettings(const ipc::ProviderSettings& settings);
 
 // ApplyEnvironmentDefaults, drops trailing slashes of the base URL, then validates.
-Status ResolveProviderSettings(ipc::ProviderSettings& settings);
+Status ResolveProviderSettings(ipc::ProviderSettings& settings,
+                               const ProviderFileSettings& files = {});
 
 }  // namespace forkbox::agent

@@ -4,8 +4,8 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
-#include <sstream>
 
+#include "parent/cli.h"
 #include "parent/config.h"
 #include "parent/exit_codes.h"
 
@@ -71,11 +71,7 @@ int AgentsCommandMain(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    std::ostringstream out, err;
-    int code = app.exit(e, out, err);
-    std::fputs(out.str().c_str(), stdout);
-    std::fputs(err.str().c_str(), stderr);
-    return code == 0 ? kExitOk : kExitUsage;
+    return SubcommandParseExit(app, e);
   }
   Result<std::string> workdir = ResolveWorkdir(o);
   if (!workdir.ok()) {

@@ -1,15 +1,20 @@
 #include "parent/cli.h"
 
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 
+#include "parent/config.h"
 #include "parent/config_file.h"
 #include "parent/exit_codes.h"
+#include "parent/terminal.h"
 
 #ifndef FORKBOX_VERSION
 #define FORKBOX_VERSION "unknown"
@@ -25,9 +30,9 @@ OutputFormat FormatNamed(const std::string& name) {
 }
 
 // The requested format read without CLI11, so that a command line CLI11 rejects still gets its
-// error in the format it asked for.
-OutputFormat FormatFromArgv(int argc, char** argv) {
-  OutputFormat format = OutputFormat::kText;
+// error in the format it asked for; nullopt when it asks for none.
+std::optional<OutputFormat> FormatFromArgv(int argc, char** argv) {
+  std::optional<OutputFormat> format;
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     if (arg == "--") break;
@@ -110,6 +115,12 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   auto* cont = app.add_flag("-c,--continue", o.continue_session,
                             "Resume the most recent session of this workdir");
   app.add_option("-r,--resume", o.resume, "Resume the session with this id (forkbox sessions)")
+      ->check(CLI::Validator(
+          [](std::string& id) {
+            return id.empty() ? std::string("the session id is empty (forkbox sessions lists them)")
+                              : std::string();
+          },
+          ""))
       ->excludes(cont);
   app.add_flag("--no-session-persistence", f.no_persistence,
                "Keep nothing of this session in $XDG_STATE_HOME/forkbox/sessions");
@@ -207,32 +218,8 @@ void ApplyFlags(const Flags& f, Options& o) {
   }
 }
 
-std::string WorkdirFromArgv(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--") break;
-    if (arg.starts_with("--workdir=")) return arg.substr(10);
-    if (arg == "--workdir" && i + 1 < argc) return argv[i + 1];
-  }
-  return "";
-}
-
-bool OnCommandLine(int argc, char** argv, const CLI::Option& opt) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string arg = argv[i];
-    if (arg == "--") break;
-    for (const std::string& name : opt.get_lnames()) {
-      if (arg == "--" + name || arg.starts_with("--" + name + "=")) return true;
-    }
-    for (const std::string& name : opt.get_snames()) {
-      if (arg == "-" + name) return true;
-    }
-  }
-  return false;
-}
-
-// The config files' kinds of option; single-valued options take the last value (a flag
-// overrides a config file).
+// The config files' kinds of option; single-valued options take the last value (--max-turns 3
+// --max-turns 4 is 4).
 std::map<std::string, OptionKind> PrepareForConfig(CLI::App& app) {
   std::map<std::string, OptionKind> kinds;
   for (CLI::Option* opt : app.get_options()) {
@@ -240,11 +227,11 @@ std::map<std::string, OptionKind> PrepareForConfig(CLI::App& app) {
     const std::string& name = opt->get_lnames()[0];
     if (name == "help" || name == "version") continue;
     const std::string type = opt->get_type_name();
-    const bool number =
-        type.starts_with("INT") || type.starts_with("UINT") || type.starts_with("FLOAT");
+    const bool integer = type.starts_with("INT") || type.starts_with("UINT");
     OptionKind kind = opt->get_expected_max() == 0        ? OptionKind::kFlag
                       : opt->get_items_expected_max() > 1 ? OptionKind::kList
-                      : number                            ? OptionKind::kNumber
+                      : integer                           ? OptionKind::kInteger
+                      : type.starts_with("FLOAT")         ? OptionKind::kNumber
                                                           : OptionKind::kString;
     if (kind != OptionKind::kList) opt->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
     kinds[name] = kind;
@@ -252,13 +239,128 @@ std::map<std::string, OptionKind> PrepareForConfig(CLI::App& app) {
   return kinds;
 }
 
-std::vector<std::pair<std::string, std::string>> Effective(const CLI::App& app, int argc,
-                                                           char** argv, const ConfigArgs& config) {
+// Config key -> where its value came from ("user config PATH:LINE").
+using Sources = std::map<std::string, std::string>;
+// The options decided so far, and by which entry (nullptr: the command line).
+using Taken = std::map<const CLI::Option*, const ConfigEntry*>;
+
+// Keys the environment can set too: their files' values rank below it, so they are resolved with
+// it (agent::ResolveProviderSettings, ResolveChildPath), never given as flags.
+bool SetBelowEnvironment(const ConfigEntry& e, Options& o) {
+  const std::string& value = e.values.at(0);
+  if (e.key == "provider") {
+    o.provider_files.name = value;
+  } else if (e.key == "model") {
+    o.provider_files.model = value;
+  } else if (e.key == "base-url") {
+    o.provider_files.base_url = value;
+  } else if (e.key == "child-path") {
+    o.child_path_file = value;
+  } else {
+    return false;
+  }
+  return true;
+}
+
+// The entry's value into its option, validated and stored as the flag's would be; an error names
+// the file, the line and the key.
+Status GiveValue(CLI::Option& opt, const ConfigEntry& e) {
+  try {
+    opt.add_result(e.values);
+    opt.run_callback();
+  } catch (const CLI::Error& error) {
+    std::string why = error.what();
+    if (why.starts_with(opt.get_name() + ": ")) why.erase(0, opt.get_name().size() + 2);
+    return Status::InvalidArgument(e.where + ": key \"" + e.key + "\": " + why);
+  }
+  return Status::Ok();
+}
+
+// One entry, unless a flag or a higher file decided its option or one it excludes (--verbose
+// drops quiet = true). Two keys of one file that exclude each other are an error. A list
+// (writable, env, readable) adds its items to the flags'.
+Status ApplyEntry(CLI::App& app, const ConfigEntry& e, Taken& taken, Options& o, Sources& sources) {
+  CLI::Option* opt = app.get_option_no_throw("--" + e.key);
+  if (opt == nullptr) return Status::Internal("config key \"" + e.key + "\" has no option");
+  if (opt->get_items_expected_max() <= 1) {
+    const std::set<CLI::Option*> excludes = opt->get_excludes();
+    const ConfigEntry* clash = nullptr;
+    for (const auto& [other, by] : taken) {
+      if (other != opt && excludes.count(const_cast<CLI::Option*>(other)) == 0) continue;
+      if (by == nullptr || by->project != e.project || other == opt) return Status::Ok();
+      clash = by;
+    }
+    if (clash != nullptr) {
+      return Status::InvalidArgument(e.where + ": key \"" + e.key + "\" excludes key \"" +
+                                     clash->key + "\" (" + clash->where + "); keep one");
+    }
+    taken[opt] = &e;
+  }
+  sources[e.key] = e.where;
+  if (SetBelowEnvironment(e, o)) return Status::Ok();
+  return GiveValue(*opt, e);
+}
+
+// The files under the flags, the project's over the user's. Every entry that can be is applied,
+// so that an error still takes the output format the files ask for; returns the first error.
+Status ApplyConfig(CLI::App& app, const std::vector<ConfigEntry>& entries,
+                   const std::set<const CLI::Option*>& given, Options& o, Sources& sources) {
+  Taken taken;
+  for (const CLI::Option* opt : given) taken[opt] = nullptr;
+  Status first;
+  for (auto e = entries.rbegin(); e != entries.rend(); ++e) {
+    Status st = ApplyEntry(app, *e, taken, o, sources);
+    if (first.ok()) first = std::move(st);
+  }
+  return first;
+}
+
+std::string SourceText(const agent::SettingSource& from, const std::string& key,
+                       const Sources& sources) {
+  switch (from.kind) {
+    case agent::SettingSource::kGiven:
+      return "flag";
+    case agent::SettingSource::kEnvironment:
+      return "environment (" + from.variable + ")";
+    case agent::SettingSource::kFile:
+      if (auto it = sources.find(key); it != sources.end()) return it->second;
+      break;
+    case agent::SettingSource::kDefault:
+      break;
+  }
+  return "default";
+}
+
+// The settings the environment can set, as the run resolves them: key -> "value  (source)".
+std::map<std::string, std::string> BelowEnvironment(const Options& o, const Sources& sources) {
+  ipc::ProviderSettings provider = o.provider;
+  agent::ProviderSources from;
+  agent::ApplyEnvironmentDefaults(provider, o.provider_files, &from);
+  std::map<std::string, std::string> out = {
+      {"provider", provider.name + "  (" + SourceText(from.name, "provider", sources) + ")"},
+      {"model", provider.model + "  (" + SourceText(from.model, "model", sources) + ")"},
+      {"base-url",
+       provider.base_url + "  (" + SourceText(from.base_url, "base-url", sources) + ")"}};
+  if (Result<ChildPathChoice> child = ChooseChildPath(o); child.ok()) {
+    out["child-path"] = child->path + "  (" + SourceText(child->from, "child-path", sources) + ")";
+  }
+  return out;
+}
+
+// Every long option's effective value and where it came from (`forkbox config`).
+std::vector<std::pair<std::string, std::string>> Effective(
+    const CLI::App& app, const std::set<const CLI::Option*>& given, const Options& o,
+    const Sources& sources) {
+  const std::map<std::string, std::string> below = BelowEnvironment(o, sources);
   std::vector<std::pair<std::string, std::string>> out;
   for (const CLI::Option* opt : app.get_options()) {
     if (opt->get_lnames().empty()) continue;
     const std::string& name = opt->get_lnames()[0];
     if (name == "help" || name == "version") continue;
+    if (auto it = below.find(name); it != below.end()) {
+      out.emplace_back(name, it->second);
+      continue;
+    }
     std::string value;
     if (opt->get_items_expected_max() > 1) {
       for (const std::string& r : opt->results()) value += (value.empty() ? "" : ",") + r;
@@ -268,23 +370,57 @@ std::vector<std::pair<std::string, std::string>> Effective(const CLI::App& app, 
     if (opt->count() == 0) {
       value = opt->get_expected_max() == 0 ? "false" : opt->get_default_str();
     }
-    std::string source = "default";
-    const std::string env = EnvironmentFor(name);
-    if (OnCommandLine(argc, argv, *opt)) {
-      source = "flag";
-    } else if (!env.empty() && std::getenv(env.c_str()) != nullptr) {
-      source = "environment (" + env + ")";
-    } else if (auto it = config.sources.find(name); it != config.sources.end()) {
-      source = it->second;
-    }
+    const auto file = sources.find(name);
+    std::string source = file != sources.end() ? file->second : "default";
+    // A list adds the files' items to the flags'.
+    if (given.count(opt) > 0) source = file != sources.end() ? "flag, " + source : "flag";
     out.emplace_back(name, value + "  (" + source + ")");
   }
   return out;
 }
 
+// Every option, the help text around them and --version.
+void AddOptions(CLI::App& app, Options& o, Flags& f) {
+  app.footer(
+      std::string(
+          "\nWith PROMPT (or - for stdin) forkbox answers once; without it, on a terminal,\n"
+          "it opens an interactive session (/context, /quit).\n\n"
+          "forkbox sandbox -- CMD runs any command under the tool policy;\n"
+          "forkbox sandbox --check prints what the sandbox enforces here.\n"
+          "forkbox sessions lists the saved sessions (--continue, --resume ID).\n"
+          "forkbox agents lists the subagent types (`subagent_type`) and their sandbox.\n"
+          "forkbox config prints the effective settings and where each came from.\n\n"
+          "Settings: flags > environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,\n"
+          "OPENAI_API_KEY, OPENAI_BASE_URL, FORKBOX_PROVIDER, FORKBOX_MODEL, FORKBOX_CHILD)\n"
+          "> <workdir>/.forkbox/config.toml > ~/.config/forkbox/config.toml. API keys are\n"
+          "only read from the environment, never from the command line or a file.\n\n") +
+      kExitCodesHelp);
+  app.set_version_flag("--version", std::string("forkbox ") + FORKBOX_VERSION);
+  AddSessionOptions(app, o, f);
+  AddSandboxOptions(app, o, f);
+  AddOutputOptions(app, o, f);
+  AddProviderOptions(app, o, f);
+}
+
+// The output format the config files alone ask for, resolved as a run's on a fresh parser: for
+// the error of a command line CLI11 refused (`workdir`: what it read of --workdir, if anything).
+OutputFormat FilesFormat(const std::string& workdir) {
+  Options o;
+  Flags f;
+  CLI::App app;
+  AddOptions(app, o, f);
+  std::vector<ConfigEntry> entries;
+  Sources sources;
+  // Their errors wait: the command line's comes first.
+  (void)ReadConfigFiles(PrepareForConfig(app), workdir, &entries);
+  (void)ApplyConfig(app, entries, {}, o, sources);
+  ApplyFlags(f, o);
+  return o.output_format;
+}
+
 }  // namespace
 
-CliOutcome ParseCommandLine(int argc, char** argv) {
+CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command) {
   Options o;
   Flags flags;
   CLI::App app{
@@ -292,53 +428,57 @@ CliOutcome ParseCommandLine(int argc, char** argv) {
       "edit_file, and delegates subtasks with `task` to sandboxed child agents that run in\n"
       "parallel and return only a summary.",
       "forkbox"};
-  app.footer(std::string(
-                 "\nWith PROMPT (or - for stdin) forkbox answers once; without it, on a terminal,\n"
-                 "it opens an interactive session (/context, /quit).\n\n"
-                 "forkbox sandbox -- CMD runs any command under the tool policy;\n"
-                 "forkbox sandbox --check prints what the sandbox enforces here.\n"
-                 "forkbox sessions lists the saved sessions (--continue, --resume ID).\n"
-                 "forkbox agents lists the subagent types (`subagent_type`) and their sandbox.\n"
-                 "forkbox config prints the effective settings and where each came from.\n\n"
-                 "Provider settings: flags > environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,\n"
-                 "OPENAI_API_KEY, OPENAI_BASE_URL, FORKBOX_PROVIDER, FORKBOX_MODEL). API keys are\n"
-                 "only read from the environment, never from the command line.\n\n") +
-             kExitCodesHelp);
-  app.set_version_flag("--version", std::string("forkbox ") + FORKBOX_VERSION);
-  AddSessionOptions(app, o, flags);
-  AddSandboxOptions(app, o, flags);
-  AddOutputOptions(app, o, flags);
-  AddProviderOptions(app, o, flags);
-
+  AddOptions(app, o, flags);
   CliOutcome outcome;
-  outcome.format = FormatFromArgv(argc, argv);
-  Result<ConfigArgs> config = ReadConfigFiles(PrepareForConfig(app), WorkdirFromArgv(argc, argv));
-  if (!config.ok()) {
-    outcome.err = "forkbox: " + config.status().message() + "\n";
-    outcome.exit_code = kExitUsage;
-    return outcome;
-  }
-  // The config files' arguments first: a flag given again overrides them.
-  std::vector<std::string> args = {argv[0]};
-  args.insert(args.end(), config->args.begin(), config->args.end());
-  for (int i = 1; i < argc; ++i) args.emplace_back(argv[i]);
-  std::vector<char*> pointers;
-  for (std::string& a : args) pointers.push_back(a.data());
+  const std::map<std::string, OptionKind> kinds = PrepareForConfig(app);
+  // The command line alone first: its errors are its own, and it decides what the files may not.
   try {
-    app.parse(static_cast<int>(pointers.size()), pointers.data());
+    app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
     std::ostringstream out, err;
     int code = app.exit(e, out, err);
     outcome.out = out.str();
     outcome.err = err.str();
     outcome.exit_code = code == 0 ? kExitOk : kExitUsage;
+    const std::optional<OutputFormat> asked = FormatFromArgv(argc, argv);
+    if (code != 0) outcome.format = asked ? *asked : FilesFormat(o.workdir);
+    return outcome;
+  }
+  std::set<const CLI::Option*> given;
+  for (const CLI::Option* opt : app.get_options()) {
+    if (opt->count() > 0) given.insert(opt);
+  }
+  std::vector<ConfigEntry> entries;
+  Sources sources;
+  Status read = ReadConfigFiles(kinds, o.workdir, &entries);
+  Status applied = ApplyConfig(app, entries, given, o, sources);
+  ApplyFlags(flags, o);
+  outcome.format = o.output_format;
+  if (Status bad = !read.ok() ? read : applied; !bad.ok()) {
+    outcome.err = "forkbox: " + bad.message() + "\n";
+    outcome.exit_code = kExitUsage;
     return outcome;
   }
   o.has_prompt = app.count("prompt") > 0;
-  ApplyFlags(flags, o);
-  outcome.effective = Effective(app, argc, argv, *config);
+  if (command == CliCommand::kConfig) {
+    if (o.has_prompt) {
+      outcome.err = "forkbox config: takes flags only, not a PROMPT (\"" + o.prompt + "\")\n";
+      outcome.exit_code = kExitUsage;
+      return outcome;
+    }
+    outcome.effective = Effective(app, given, o, sources);
+  }
   outcome.options = std::move(o);
   return outcome;
+}
+
+int SubcommandParseExit(CLI::App& app, const CLI::ParseError& error) {
+  std::ostringstream out, err;
+  const int code = app.exit(error, out, err);
+  WriteText(STDOUT_FILENO, out.str());
+  if (code == 0) return kExitOk;
+  WriteText(STDERR_FILENO, app.get_name() + ": " + err.str());
+  return kExitUsage;
 }
 
 }  // namespace forkbox::parent

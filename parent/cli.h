@@ -8,6 +8,11 @@
 
 #include "parent/options.h"
 
+namespace CLI {
+class App;
+class ParseError;
+}  // namespace CLI
+
 namespace forkbox::parent {
 
 struct CliOutcome {
@@ -18,12 +23,26 @@ struct CliOutcome {
   // What the command line asked for, also when parsing failed: json and stream-json modes report
   // a usage error as a JSON object on stdout too.
   OutputFormat format = OutputFormat::kText;
-  // Every long option's effective value and where it came from ("flag", "environment (VAR)",
-  // "user config PATH:LINE", "project config PATH:LINE", "default"): `forkbox config`.
+  // kConfig: every long option's effective value and where it came from ("flag", "environment
+  // (VAR)", "user config PATH:LINE", "project config PATH:LINE", "default").
   std::vector<std::pair<std::string, std::string>> effective;
 };
 
-// Flags over the config files (parent/config_file.h), whose values go in front of argv's.
-CliOutcome ParseCommandLine(int argc, char** argv);
+enum class CliCommand {
+  kRun,     // forkbox [FLAGS] [PROMPT]
+  kConfig,  // forkbox config [FLAGS]: no PROMPT; fills `effective`.
+};
+
+// The flags, then the config files (parent/config_file.h) under them: flags > environment >
+// project > user. A file's value for an option the command line sets, or for one it excludes
+// (quiet = true under -v), is dropped; two such flags are a usage error. A file's bad value is an
+// error naming the file, the line and the key, in the output format the flags and files ask for.
+// The environment's settings (provider, model, base-url, child-path) are left unresolved: the
+// files' values go to Options::provider_files and child_path_file, below the environment.
+CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command = CliCommand::kRun);
+
+// A subcommand's (`forkbox sessions`, `forkbox agents`) parse error or --help: the help on stdout
+// (returns 0), or "<app name>: " and the error on stderr (returns 2).
+int SubcommandParseExit(CLI::App& app, const CLI::ParseError& error);
 
 }  // namespace forkbox::parent

@@ -39,30 +39,36 @@ Result<std::string> ResolveWorkdir(const Options& options) {
   return canonical;
 }
 
+Result<ChildPathChoice> ChooseChildPath(const Options& options) {
+  using agent::SettingSource;
+  if (!options.child_path.empty()) return ChildPathChoice{options.child_path, {}};
+  const char* env = getenv("FORKBOX_CHILD");
+  if (env != nullptr && *env != '\0') {
+    return ChildPathChoice{env, {SettingSource::kEnvironment, "FORKBOX_CHILD"}};
+  }
+  if (!options.child_path_file.empty()) {
+    return ChildPathChoice{options.child_path_file, {SettingSource::kFile, ""}};
+  }
+  std::error_code ec;
+  auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (ec) return Status::Internal("readlink /proc/self/exe: " + ec.message());
+  return ChildPathChoice{(self.parent_path() / "forkbox-child").string(),
+                         {SettingSource::kDefault, ""}};
+}
+
 Result<std::string> ResolveChildPath(const Options& options) {
-  std::string path = options.child_path;
-  const char* source = "--child-path";
-  if (path.empty()) {
-    const char* env = getenv("FORKBOX_CHILD");
-    if (env != nullptr && *env != '\0') {
-      path = env;
-      source = "FORKBOX_CHILD";
-    }
-  }
-  if (path.empty()) {
-    std::error_code ec;
-    auto self = std::filesystem::read_symlink("/proc/self/exe", ec);
-    if (ec) return Status::Internal("readlink /proc/self/exe: " + ec.message());
-    path = (self.parent_path() / "forkbox-child").string();
-    source = "the default (next to forkbox)";
-  }
-  auto canonical = Canonical(path, "forkbox-child");
+  Result<ChildPathChoice> choice = ChooseChildPath(options);
+  if (!choice.ok()) return choice.status();
+  const char* const kFrom[] = {"--child-path", "FORKBOX_CHILD", "the config file",
+                               "the default (next to forkbox)"};
+  const std::string from = kFrom[choice->from.kind];
+  auto canonical = Canonical(choice->path, "forkbox-child");
   if (!canonical.ok()) {
-    return Status::InvalidArgument(canonical.status().message() + " (from " + source + ")");
+    return Status::InvalidArgument(canonical.status().message() + " (from " + from + ")");
   }
   if (access(canonical->c_str(), X_OK) != 0) {
     return Status::FromErrno(errno, std::string("forkbox-child '") + *canonical +
-                                        "' is not executable (from " + source + ")");
+                                        "' is not executable (from " + from + ")");
   }
   return canonical;
 }

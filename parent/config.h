@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/provider_settings.h"
 #include "base/status.h"
 #include "ipc/messages.h"
 #include "parent/options.h"
@@ -15,7 +16,15 @@ namespace forkbox::parent {
 // The absolute, canonical working directory (default: the current directory).
 Result<std::string> ResolveWorkdir(const Options& options);
 
-// --child-path, else $FORKBOX_CHILD, else forkbox-child next to /proc/self/exe. Must be executable.
+// The forkbox-child to run, as named, and where the name came from: --child-path, else
+// $FORKBOX_CHILD, else the config files' child-path, else forkbox-child next to /proc/self/exe.
+struct ChildPathChoice {
+  std::string path;
+  agent::SettingSource from;  // kGiven: --child-path.
+};
+Result<ChildPathChoice> ChooseChildPath(const Options& options);
+
+// ChooseChildPath's file, canonical. Must be executable.
 Result<std::string> ResolveChildPath(const Options& options);
 
 // forkbox-child (canonical) and the directory of the modules it loads before its sandbox start

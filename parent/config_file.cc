@@ -3,9 +3,9 @@
 #include <fcntl.h>
 #include <toml++/toml.h>
 
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
-#include <set>
 
 #include "base/file.h"
 
@@ -49,6 +49,17 @@ std::string Where(bool project, const std::string& path, const toml::node& node)
          std::to_string(node.source().begin.line);
 }
 
+// The shortest text that reads back as `value` ("%g" would turn 1e-7 into 1e-07 but 0.1234567
+// into 0.123457).
+std::string DoubleText(double value) {
+  char buf[32] = "";
+  for (int precision = 1; precision <= 17; ++precision) {
+    std::snprintf(buf, sizeof buf, "%.*g", precision, value);
+    if (std::strtod(buf, nullptr) == value) break;
+  }
+  return buf;
+}
+
 // One value as a command-line argument value; false on a wrong type.
 bool ValueText(const toml::node& node, OptionKind kind, std::vector<std::string>* out) {
   if (kind == OptionKind::kList) {
@@ -70,12 +81,28 @@ bool ValueText(const toml::node& node, OptionKind kind, std::vector<std::string>
     out->push_back(*node.value<std::string>());
   } else if (node.is_integer()) {
     out->push_back(std::to_string(*node.value<int64_t>()));
-  } else if (node.is_floating_point()) {
-    out->push_back(std::to_string(*node.value<double>()));
+  } else if (kind == OptionKind::kNumber && node.is_floating_point()) {
+    out->push_back(DoubleText(*node.value<double>()));
   } else {
-    return false;
+    return false;  // 7.5 or 5e0 for a count is a float, not an integer.
   }
   return true;
+}
+
+const char* Expected(OptionKind kind) {
+  switch (kind) {
+    case OptionKind::kFlag:
+      return "true or false";
+    case OptionKind::kInteger:
+      return "an integer";
+    case OptionKind::kNumber:
+      return "a number";
+    case OptionKind::kList:
+      return "an array of strings";
+    case OptionKind::kString:
+      break;
+  }
+  return "a string";
 }
 
 Status CheckProjectKey(const std::string& key, const toml::node& node, const std::string& where) {
@@ -99,8 +126,40 @@ Status CheckProjectKey(const std::string& key, const toml::node& node, const std
                                  key);
 }
 
+// One key of a file, checked, appended to *out.
+Status ReadKey(const std::string& key, const toml::node& node, const std::string& where,
+               bool project, const std::map<std::string, OptionKind>& options,
+               std::vector<ConfigEntry>* out) {
+  auto option = options.find(key);
+  // No flag carries a secret, so only an unknown key can be an attempt at one
+  // (task-max-tokens is an option, api-key or token is not).
+  const bool secret_like = key.find("key") != std::string::npos ||
+                           key.find("token") != std::string::npos ||
+                           key.find("secret") != std::string::npos;
+  if (option == options.end() && secret_like) {
+    return Status::InvalidArgument(where + ": key \"" + key +
+                                   "\": API keys are never read from config files; set "
+                                   "ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment");
+  }
+  if (option == options.end()) {
+    return Status::InvalidArgument(where + ": unknown key \"" + key +
+                                   "\" (keys are the long flag names without the dashes)");
+  }
+  if (project) FORKBOX_RETURN_IF_ERROR(CheckProjectKey(key, node, where));
+  ConfigEntry entry;
+  if (!ValueText(node, option->second, &entry.values)) {
+    return Status::InvalidArgument(where + ": key \"" + key + "\": expected " +
+                                   Expected(option->second));
+  }
+  entry.key = key;
+  entry.where = where;
+  entry.project = project;
+  out->push_back(std::move(entry));
+  return Status::Ok();
+}
+
 Status ReadOne(const std::string& path, bool project,
-               const std::map<std::string, OptionKind>& options, ConfigArgs* out) {
+               const std::map<std::string, OptionKind>& options, std::vector<ConfigEntry>* out) {
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
     return Status::Ok();
@@ -119,64 +178,38 @@ Status ReadOne(const std::string& path, bool project,
                                    ":" + std::to_string(e.source().begin.line) + ": " +
                                    std::string(e.description()));
   }
-  for (const auto& [k, node] : table) {
-    const std::string key(k.str());
-    const std::string where = Where(project, path, node);
-    auto option = options.find(key);
-    // No flag carries a secret, so only an unknown key can be an attempt at one
-    // (task-max-tokens is an option, api-key or token is not).
-    const bool secret_like = key.find("key") != std::string::npos ||
-                             key.find("token") != std::string::npos ||
-                             key.find("secret") != std::string::npos;
-    if (option == options.end() && secret_like) {
-      return Status::InvalidArgument(where + ": key \"" + key +
-                                     "\": API keys are never read from config files; set "
-                                     "ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment");
+  // Every good key is kept, so that the error still takes the file's output format; the error
+  // reported is the first by line (the table is in key order).
+  Status first;
+  int64_t first_line = 0;
+  for (const auto& [key, node] : table) {
+    Status st =
+        ReadKey(std::string(key.str()), node, Where(project, path, node), project, options, out);
+    const int64_t line = node.source().begin.line;
+    if (!st.ok() && (first.ok() || line < first_line)) {
+      first = std::move(st);
+      first_line = line;
     }
-    if (option == options.end()) {
-      return Status::InvalidArgument(where + ": unknown key \"" + key +
-                                     "\" (keys are the long flag names without the dashes)");
-    }
-    if (project) FORKBOX_RETURN_IF_ERROR(CheckProjectKey(key, node, where));
-    std::vector<std::string> values;
-    if (!ValueText(node, option->second, &values)) {
-      const char* want = option->second == OptionKind::kFlag     ? "true or false"
-                         : option->second == OptionKind::kList   ? "an array of strings"
-                         : option->second == OptionKind::kNumber ? "a number"
-                                                                 : "a string";
-      return Status::InvalidArgument(where + ": key \"" + key + "\": expected " + want);
-    }
-    const std::string env = EnvironmentFor(key);
-    if (!env.empty() && Env(env.c_str()) != nullptr) continue;  // The environment wins.
-    for (const std::string& v : values) out->args.push_back("--" + key + "=" + v);
-    out->sources[key] = where;
   }
-  return Status::Ok();
+  return first;
 }
 
 }  // namespace
 
-std::string EnvironmentFor(const std::string& key) {
-  if (key == "provider") return "FORKBOX_PROVIDER";
-  if (key == "model") return "FORKBOX_MODEL";
-  if (key == "base-url") {
-    const char* p = Env("FORKBOX_PROVIDER");
-    return p != nullptr && std::string(p) == "openai" ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL";
+Status ReadConfigFiles(const std::map<std::string, OptionKind>& options, const std::string& workdir,
+                       std::vector<ConfigEntry>* out) {
+  const size_t first = out->size();
+  FORKBOX_RETURN_IF_ERROR(ReadOne(UserConfigPath(), false, options, out));
+  // The project is the workdir's, wherever it was chosen (a project file cannot choose it).
+  std::string chosen = workdir;
+  for (size_t i = first; i < out->size() && chosen.empty(); ++i) {
+    if ((*out)[i].key == "workdir" && !(*out)[i].values.empty()) chosen = (*out)[i].values[0];
   }
-  return "";
-}
-
-Result<ConfigArgs> ReadConfigFiles(const std::map<std::string, OptionKind>& options,
-                                   const std::string& workdir) {
-  ConfigArgs out;
-  FORKBOX_RETURN_IF_ERROR(ReadOne(UserConfigPath(), false, options, &out));
   std::error_code ec;
   const std::filesystem::path dir =
-      std::filesystem::absolute(workdir.empty() ? "." : workdir, ec).lexically_normal();
-  if (ec) return Status::InvalidArgument("--workdir '" + workdir + "': " + ec.message());
-  FORKBOX_RETURN_IF_ERROR(
-      ReadOne((dir / ".forkbox" / "config.toml").string(), true, options, &out));
-  return out;
+      std::filesystem::absolute(chosen.empty() ? "." : chosen, ec).lexically_normal();
+  if (ec) return Status::InvalidArgument("--workdir '" + chosen + "': " + ec.message());
+  return ReadOne((dir / ".forkbox" / "config.toml").string(), true, options, out);
 }
 
 }  // namespace forkbox::parent

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/provider_settings.h"
 #include "ipc/messages.h"
 #include "parent/events.h"
 
@@ -24,14 +25,19 @@ struct Options {
   std::string transcript_dir;
   bool quiet = false;
   OutputFormat output_format = OutputFormat::kText;  // --output-format; --json is json.
-  // Unresolved: empty name, key, base URL and model come from the environment and the provider's
-  // defaults (agent::ResolveProviderSettings). --sandbox=off clears sandbox.enabled (and warns
-  // loudly on every run).
+  // Unresolved: empty name, key, base URL and model come from the environment, the config files
+  // (provider_files) and the provider's defaults (agent::ResolveProviderSettings). --sandbox=off
+  // clears sandbox.enabled (and warns loudly on every run).
   ipc::ProviderSettings provider;
   ipc::SandboxSettings sandbox;
-  std::string child_path;  // Empty: $FORKBOX_CHILD, else forkbox-child next to /proc/self/exe.
-  bool subagents = true;   // --no-subagents: the single-agent baseline.
-  int standby = 2;         // Children kept sandboxed ahead of tasks; 0: start each on demand.
+  // Empty: $FORKBOX_CHILD, else child_path_file, else forkbox-child next to /proc/self/exe.
+  std::string child_path;
+  // The config files' values of the settings the environment also sets: they rank below it
+  // (flags > environment > files), so they are resolved with it, not as flags.
+  agent::ProviderFileSettings provider_files;
+  std::string child_path_file;
+  bool subagents = true;  // --no-subagents: the single-agent baseline.
+  int standby = 2;        // Children kept sandboxed ahead of tasks; 0: start each on demand.
   bool continue_session = false;  // --continue: the latest session of this workdir.
   std::string resume;             // --resume ID.
   bool persist_session = true;    // --no-session-persistence clears it.

@@ -24,6 +24,7 @@
 #include "parent/sandbox_command.h"
 #include "parent/session.h"
 #include "parent/session_store.h"
+#include "parent/sessions_command.h"
 #include "parent/signals.h"
 #include "parent/spawner.h"
 #include "parent/system_prompt.h"
@@ -56,15 +57,6 @@ int Fail(OutputFormat format, int code, const std::string& message) {
     WriteText(STDOUT_FILENO, ErrorResultJson(code, message).dump() + "\n");
   }
   return code;
-}
-
-// What a command prints is its point (--help, --version, `forkbox sessions`): a failed write is
-// an error exit.
-int Print(const std::string& text, int code) {
-  const int err = WriteAll(STDOUT_FILENO, text);
-  if (err == 0) return code;
-  Err("forkbox: " + Status::FromErrno(err, "cannot write to stdout").message() + "\n");
-  return err == EPIPE ? kExitBrokenPipe : kExitFailure;
 }
 
 Result<std::string> ReadStdin() {
@@ -115,7 +107,7 @@ Result<Settings> ResolveSettings(const Options& o) {
   if (!workdir.ok()) return workdir.status();
   s.workdir = std::move(*workdir);
   s.provider = o.provider;
-  FORKBOX_RETURN_IF_ERROR(agent::ResolveProviderSettings(s.provider));
+  FORKBOX_RETURN_IF_ERROR(agent::ResolveProviderSettings(s.provider, o.provider_files));
   if (o.subagents) {
     auto path = ResolveChildPath(o);
     if (!path.ok()) return path.status();
@@ -540,41 +532,14 @@ int Run(const Options& o) {
   return RunOneShot(session, **prompt, out, progress);
 }
 
-std::string Ellipsis(std::string s, size_t max) {
-  for (char& c : s) c = (c == '\n' || c == '\t') ? ' ' : c;
-  if (s.size() <= max) return s;
-  size_t cut = max;
-  while (cut > 0 && (static_cast<unsigned char>(s[cut]) & 0xC0) == 0x80) --cut;
-  return s.substr(0, cut) + "...";
-}
-
-// `forkbox sessions`: id, time, workdir, turns, tokens and first prompt, most recent first.
-int SessionsMain() {
-  auto dir = SessionsDir(false);
-  if (!dir.ok()) return Fail(OutputFormat::kText, kExitUsage, dir.status().message());
-  std::string out;
-  for (const SessionInfo& info : ListSessions(*dir)) {
-    char when[32];
-    std::time_t t = static_cast<std::time_t>(info.modified);
-    struct tm tm_local;
-    localtime_r(&t, &tm_local);
-    std::strftime(when, sizeof(when), "%Y-%m-%d %H:%M", &tm_local);
-    out += info.id + "  " + when + "  " + info.workdir + "  " + Plural(info.turns, "turn") + "  " +
-           Plural(info.tokens, "token") + "  " +
-           (info.first_prompt.empty() ? "(interactive)" : Ellipsis(info.first_prompt, 60)) + "\n";
-  }
-  if (out.empty()) out = "no sessions in " + *dir + "\n";
-  return Print(out, kExitOk);
-}
-
 // `forkbox config [FLAGS]`: the effective settings and where each came from.
 int ConfigMain(int argc, char** argv) {
-  CliOutcome cli = ParseCommandLine(argc, argv);
+  CliOutcome cli = ParseCommandLine(argc, argv, CliCommand::kConfig);
   WriteText(STDERR_FILENO, cli.err);
-  if (!cli.options) return Print(cli.out, cli.exit_code);
+  if (!cli.options) return PrintOutput(cli.out, cli.exit_code);
   std::string out;
   for (const auto& [name, value] : cli.effective) out += name + " = " + value + "\n";
-  return Print(out, kExitOk);
+  return PrintOutput(out, kExitOk);
 }
 
 }  // namespace
@@ -583,7 +548,9 @@ int ParentMain(int argc, char** argv) {
   if (argc >= 2 && std::strcmp(argv[1], "sandbox") == 0) {
     return SandboxCommandMain(argc - 1, argv + 1);
   }
-  if (argc == 2 && std::strcmp(argv[1], "sessions") == 0) return SessionsMain();
+  if (argc >= 2 && std::strcmp(argv[1], "sessions") == 0) {
+    return SessionsCommandMain(argc - 1, argv + 1);
+  }
   if (argc >= 2 && std::strcmp(argv[1], "agents") == 0)
     return AgentsCommandMain(argc - 1, argv + 1);
   if (argc >= 2 && std::strcmp(argv[1], "config") == 0) return ConfigMain(argc - 1, argv + 1);
@@ -591,11 +558,12 @@ int ParentMain(int argc, char** argv) {
   if (Status st = HardenProcess(); !st.ok()) return Fail(cli.format, kExitFailure, st.ToString());
   WriteText(STDERR_FILENO, cli.err);
   if (!cli.options && cli.exit_code != kExitOk && cli.format != OutputFormat::kText) {
-    const std::string first_line = cli.err.substr(0, cli.err.find('\n'));
+    std::string first_line = cli.err.substr(0, cli.err.find('\n'));
+    if (first_line.starts_with("forkbox: ")) first_line.erase(0, 9);  // As Fail's messages.
     WriteText(STDOUT_FILENO, ErrorResultJson(cli.exit_code, first_line).dump() + "\n");
     return cli.exit_code;
   }
-  if (!cli.options) return Print(cli.out, cli.exit_code);
+  if (!cli.options) return PrintOutput(cli.out, cli.exit_code);
   int code;
   try {
     code = Run(*cli.options);

@@ -5,6 +5,9 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "base/status.h"
+#include "parent/exit_codes.h"
+
 namespace forkbox::parent {
 namespace {
 
@@ -83,5 +86,13 @@ int WriteAll(int fd, std::string_view text) {
 }
 
 void WriteText(int fd, std::string_view text) { (void)WriteAll(fd, text); }
+
+int PrintOutput(std::string_view text, int code) {
+  const int err = WriteAll(STDOUT_FILENO, text);
+  if (err == 0) return code;
+  WriteText(STDERR_FILENO,
+            "forkbox: " + Status::FromErrno(err, "cannot write to stdout").message() + "\n");
+  return err == EPIPE ? kExitBrokenPipe : kExitFailure;
+}
 
 }  // namespace forkbox::parent

@@ -19,5 +19,9 @@ std::string NeutraliseControls(std::string_view text);
 int WriteAll(int fd, std::string_view text);
 // WriteAll, best effort: for stderr and output whose loss changes nothing.
 void WriteText(int fd, std::string_view text);
+// Writes what a command prints as its point (--help, --version, `forkbox sessions`) to stdout and
+// returns `code`; a failed write is an error exit instead (kExitBrokenPipe for EPIPE, else
+// kExitFailure), said on stderr.
+int PrintOutput(std::string_view text, int code);
 
 }  // namespace forkbox::parent

@@ -60,6 +60,43 @@ TEST(ProviderSettings, ResolveTrimsTheUrlAndValidatesOnce) {
   EXPECT_THAT(made.status().message(), HasSubstr(ValidateProviderSettings(bad).message()));
 }
 
+// Flags > environment > files > defaults; a provider's variables count for that provider only, so
+// another provider's base URL neither overrides nor drops the file's (defect 4).
+TEST(ProviderSettings, TheFilesRankBelowTheEffectiveProvidersVariables) {
+  unsetenv("FORKBOX_PROVIDER");
+  unsetenv("FORKBOX_MODEL");
+  unsetenv("OPENAI_BASE_URL");
+  setenv("ANTHROPIC_BASE_URL", "http://anthropic.example", 1);
+  ProviderFileSettings files;
+  files.name = "openai";
+  files.base_url = "http://127.0.0.1:9/v1";
+  files.model = "m-file";
+  ProviderConfig c;
+  ProviderSources from;
+  ApplyEnvironmentDefaults(c, files, &from);
+  EXPECT_EQ(c.name, "openai");
+  EXPECT_EQ(c.base_url, "http://127.0.0.1:9/v1");
+  EXPECT_EQ(c.model, "m-file");
+  EXPECT_EQ(from.base_url.kind, SettingSource::kFile);
+  setenv("OPENAI_BASE_URL", "http://openai.example/v1", 1);
+  setenv("FORKBOX_MODEL", "m-env", 1);
+  ProviderConfig env;
+  ApplyEnvironmentDefaults(env, files, &from);
+  EXPECT_EQ(env.base_url, "http://openai.example/v1");
+  EXPECT_EQ(env.model, "m-env");
+  EXPECT_EQ(from.base_url.kind, SettingSource::kEnvironment);
+  EXPECT_EQ(from.base_url.variable, "OPENAI_BASE_URL");
+  EXPECT_EQ(from.name.kind, SettingSource::kFile);
+  ProviderConfig flag;
+  flag.model = "m-flag";
+  ApplyEnvironmentDefaults(flag, files, &from);
+  EXPECT_EQ(flag.model, "m-flag");
+  EXPECT_EQ(from.model.kind, SettingSource::kGiven);
+  for (const char* name : {"ANTHROPIC_BASE_URL", "OPENAI_BASE_URL", "FORKBOX_MODEL"}) {
+    unsetenv(name);
+  }
+}
+
 // --thinking follows the Messages API's rules: Anthropic only, >= 1024, below max_tokens.
 TEST(ProviderSettings, ThinkingBudgetIsChecked) {
   ProviderConfig c;

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -291,6 +292,9 @@ TEST_F(ParentTest, UsageErrorsExit2) {
   EXPECT_EQ(Run({"--standby", "-1", "hi"}).exit_code, 2);
   EXPECT_EQ(Run({"--standby", "65", "hi"}).exit_code, 2);
   EXPECT_EQ(Run({"--workdir", workdir_ + "/missing", "hi"}).exit_code, 2);
+  RunResult no_id = Run({"-r", "", "hi"});  // Not a new session.
+  EXPECT_EQ(no_id.exit_code, 2) << Dump(no_id);
+  EXPECT_NE(no_id.err.find("--resume: the session id is empty"), std::string::npos) << Dump(no_id);
   EXPECT_EQ(Run({"--child-path", workdir_ + "/no-child", "hi"}).exit_code, 2);
   RunResult no_prompt = Run({});  // stdin is /dev/null, not a terminal.
   EXPECT_EQ(no_prompt.exit_code, 2);
@@ -1509,6 +1513,40 @@ TEST_F(SessionTest, ResumeContinueListAndACorruptTail) {
   EXPECT_EQ(missing.exit_code, 2) << Dump(missing);
 }
 
+// Defect 9: `sessions` is a subcommand: --workdir narrows the list, anything else is a usage
+// error, and none of it becomes a prompt. `config` takes no prompt either.
+TEST_F(SessionTest, SessionsIsASubcommandThatNeverPrompts) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const fs::path other = fs::path(workdir_) / "other";
+  fs::create_directories(other);
+  RunResult here = RunIn({"--sandbox=off", "--json", "a prompt here"});
+  ASSERT_EQ(here.exit_code, 0) << Dump(here);
+  RunResult there = RunIn({"--sandbox=off", "--workdir", other.string(), "a prompt there"});
+  ASSERT_EQ(there.exit_code, 0) << Dump(there);
+  const size_t requests = server_.request_count();
+
+  RunResult all = RunIn({"sessions"});
+  ASSERT_EQ(all.exit_code, 0) << Dump(all);
+  EXPECT_NE(all.out.find("a prompt here"), std::string::npos) << all.out;
+  EXPECT_NE(all.out.find("a prompt there"), std::string::npos) << all.out;
+  RunResult only = RunIn({"sessions", "--workdir", other.string()});
+  ASSERT_EQ(only.exit_code, 0) << Dump(only);
+  EXPECT_EQ(only.out.find("a prompt here"), std::string::npos) << only.out;
+  EXPECT_NE(only.out.find("a prompt there"), std::string::npos) << only.out;
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"sessions", "-q"},
+                                             {"sessions", "hello"},
+                                             {"sessions", "--workdir", workdir_ + "/missing"},
+                                             {"config", "hello"},
+                                             {"agents", "-q"}}) {
+    RunResult r = RunIn(args);
+    EXPECT_EQ(r.exit_code, 2) << args[1] << "\n" << Dump(r);
+    EXPECT_NE(r.err.find("forkbox " + args[0]), std::string::npos) << Dump(r);
+  }
+  EXPECT_EQ(server_.request_count(), requests);
+  EXPECT_EQ(Files().size(), 2u);
+}
+
 // The state dir is within the tools' reach when the workdir covers it (a workdir of $HOME): a
 // planted FIFO or symlink among the session files must neither hang nor be followed.
 TEST_F(SessionTest, PlantedFifosAndSymlinksAreRefusedNotFollowed) {
@@ -1552,13 +1590,21 @@ class ConfigTest : public ParentTest {
   }
   fs::path User() const { return fs::path(workdir_) / ".config" / "forkbox" / "config.toml"; }
   fs::path Project() const { return fs::path(workdir_) / ".forkbox" / "config.toml"; }
-  RunResult RunWith(std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
+  // `extra_env` adds variables or replaces Env()'s of the same name.
+  RunResult RunWith(std::vector<std::string> args, std::vector<std::string> extra_env = {},
+                    std::string cwd = "") {
     server_.Start();
     RunSpec spec;
     spec.args = std::move(args);
-    spec.env = Env();
+    for (const std::string& var : Env()) {
+      const std::string name = var.substr(0, var.find('=') + 1);
+      if (std::none_of(extra_env.begin(), extra_env.end(),
+                       [&](const std::string& e) { return e.starts_with(name); })) {
+        spec.env.push_back(var);
+      }
+    }
     spec.env.insert(spec.env.end(), extra_env.begin(), extra_env.end());
-    spec.cwd = workdir_;
+    spec.cwd = cwd.empty() ? workdir_ : cwd;
     return RunForkbox(spec);
   }
 };
@@ -1573,7 +1619,7 @@ TEST_F(ConfigTest, PrecedenceIsFlagsEnvironmentProjectUser) {
       << r.out;
   EXPECT_NE(r.out.find("max-turns = 5  (project config"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("task-max-turns = 3  (flag)"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("model =   (environment (FORKBOX_MODEL))"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("model = m-env  (environment (FORKBOX_MODEL))"), std::string::npos) << r.out;
 
   // The values take effect: the project's max-turns = 1 stops a looping model after one turn.
   Write(Project(), "max-turns = 1\n");
@@ -1593,7 +1639,8 @@ TEST_F(ConfigTest, BadFilesAreErrorsNamingFileLineAndKey) {
       << r.err;
   Write(User(), "max-parallel = \"many\"\n");
   r = RunWith({"--sandbox=off", "go"});
-  EXPECT_NE(r.err.find(":1: key \"max-parallel\": expected a number"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find(":1: key \"max-parallel\": expected an integer"), std::string::npos)
+      << r.err;
   Write(User(), "api-key = \"sk-ant-x\"\n");
   r = RunWith({"--sandbox=off", "go"});
   EXPECT_EQ(r.exit_code, 2);
@@ -1660,6 +1707,136 @@ TEST_F(ConfigTest, APlantedProjectFifoOrLinkIsRefusedNotFollowed) {
   RunResult user = RunWith({"config"});
   EXPECT_EQ(user.exit_code, 0) << Dump(user);
   EXPECT_NE(user.out.find("3"), std::string::npos) << Dump(user);
+}
+
+// Defect 4: the environment variable of another provider neither overrides nor drops the file's
+// base-url; the effective provider's own variable wins over it (environment > user).
+TEST_F(ConfigTest, OnlyTheEffectiveProvidersVariableOverridesTheFilesBaseUrl) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("from the file's url"); });
+  server_.Start();
+  Write(User(), "provider = \"openai\"\nbase-url = \"" + server_.openai_base_url() + "\"\n");
+  const std::vector<std::string> env = {"ANTHROPIC_BASE_URL=http://127.0.0.1:1",
+                                        "OPENAI_API_KEY=" + key_};
+  RunResult r = RunWith({"--sandbox=off", "--no-subagents", "hi"}, env);
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_EQ(r.out, "from the file's url\n");
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request(0).format, mock::Format::kOpenAi);
+  RunResult shown = RunWith({"config"}, env);
+  EXPECT_NE(shown.out.find("base-url = " + server_.openai_base_url() + "  (user config " +
+                           User().string() + ":2)"),
+            std::string::npos)
+      << shown.out;
+  // The effective provider's own variable wins over the file.
+  Write(User(), "provider = \"openai\"\nbase-url = \"http://127.0.0.1:1/v1\"\n");
+  r = RunWith({"--sandbox=off", "--no-subagents", "hi"},
+              {"OPENAI_BASE_URL=" + server_.openai_base_url(), "OPENAI_API_KEY=" + key_});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_EQ(server_.request_count(), 2u);
+}
+
+// Defect 6: flags > config. A flag drops a file's value that it excludes; two such flags on the
+// command line, or two such keys in one file, stay an error.
+TEST_F(ConfigTest, AFlagOverridesAConflictingFileSetting) {
+  Write(User(), "quiet = true\n");
+  RunResult r = RunWith({"config", "-v"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("verbose = true  (flag)"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("quiet = false  (default)"), std::string::npos) << r.out;
+  Write(User(), "output-format = \"json\"\n");
+  r = RunWith({"config", "--json"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("output-format = text  (default)"), std::string::npos) << r.out;
+  // A real run: json = true in the file, stream-json on the command line.
+  Write(User(), "json = true\n");
+  server_.SetHandler([](const RecordedRequest&) { return Text("streamed"); });
+  r = RunWith({"--sandbox=off", "--no-subagents", "--output-format", "stream-json", "hi"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("\"subtype\":\"init\""), std::string::npos) << r.out;
+  // The command line alone, and one file alone, may not contradict themselves.
+  fs::remove(User());
+  r = RunWith({"-q", "-v", "hi"});
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find("excludes"), std::string::npos) << Dump(r);
+  Write(User(), "quiet = true\nverbose = true\n");
+  r = RunWith({"config"});
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find(User().string() + ":"), std::string::npos) << Dump(r);
+  EXPECT_NE(r.err.find("excludes key"), std::string::npos) << Dump(r);
+  EXPECT_EQ(server_.request_count(), 1u);
+}
+
+// Defect 7: a bad value in a file is refused naming the file, the line and the key, in the output
+// format the file asks for; so is a command line CLI11 refuses.
+TEST_F(ConfigTest, BadValuesNameTheFileTheLineAndTheKey) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"max-turns = 0", "key \"max-turns\": Value 0 not in range [1 - 10000]"},
+      {"max-turns = 5e0", "key \"max-turns\": expected an integer"},
+      {"max-turns = 7.5", "key \"max-turns\": expected an integer"},
+      {"task-timeout = 1e-7", "key \"task-timeout\": Value 1e-07 not in range [0.001 - 86400]"},
+      {"resume = \"\"", "key \"resume\": the session id is empty"}};
+  for (const auto& [line, message] : cases) {
+    Write(User(), std::string("model = \"m\"\n") + line + "\n");
+    RunResult r = RunWith({"--sandbox=off", "hi"});
+    EXPECT_EQ(r.exit_code, 2) << Dump(r);
+    EXPECT_NE(r.err.find(User().string() + ":2: " + message), std::string::npos) << Dump(r);
+    EXPECT_EQ(r.err.find("--help"), std::string::npos) << Dump(r);
+    EXPECT_EQ(r.out, "") << Dump(r);
+    // With output-format = "json" in the file: the documented error object on stdout.
+    Write(User(), std::string("output-format = \"json\"\n") + line + "\n");
+    r = RunWith({"--sandbox=off", "hi"});
+    EXPECT_EQ(r.exit_code, 2) << Dump(r);
+    const auto error = nlohmann::json::parse(r.out, nullptr, false);
+    ASSERT_TRUE(error.is_object()) << Dump(r);
+    EXPECT_EQ(error.value("subtype", ""), "error_usage") << Dump(r);
+    EXPECT_NE(error.value("error", "").find(message), std::string::npos) << Dump(r);
+  }
+  RunResult flag = RunWith({"--no-such-flag", "hi"});
+  EXPECT_EQ(flag.exit_code, 2) << Dump(flag);
+  EXPECT_NE(flag.out.find("\"error_usage\""), std::string::npos) << Dump(flag);
+  EXPECT_EQ(server_.request_count(), 0u);
+}
+
+// Defect 8: `forkbox config` prints the environment's values themselves, and FORKBOX_CHILD ranks
+// above the file's child-path as it does in a run.
+TEST_F(ConfigTest, ConfigPrintsTheEnvironmentsValuesAndSources) {
+  Write(User(), "child-path = \"/from/the/file\"\nmodel = \"m-file\"\n");
+  RunResult r = RunWith({"config"}, {"FORKBOX_MODEL=m", "FORKBOX_PROVIDER=openai",
+                                     "OPENAI_BASE_URL=http://x/v1", "FORKBOX_CHILD=/from/env"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  for (const char* line : {"model = m  (environment (FORKBOX_MODEL))",
+                           "provider = openai  (environment "
+                           "(FORKBOX_PROVIDER))",
+                           "base-url = http://x/v1  (environment (OPENAI_BASE_URL))",
+                           "child-path = /from/env  (environment (FORKBOX_CHILD))"}) {
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n" << r.out;
+  }
+  r = RunWith({"config"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("child-path = /from/the/file  (user config " + User().string() + ":1)"),
+            std::string::npos)
+      << r.out;
+  EXPECT_NE(r.out.find("provider = anthropic  (default)"), std::string::npos) << r.out;
+  // The run agrees: FORKBOX_CHILD is the child it names, not the file's.
+  r = RunWith({"--sandbox=off", "hi"}, {"FORKBOX_CHILD=" + workdir_ + "/no-child"});
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find("(from FORKBOX_CHILD)"), std::string::npos) << Dump(r);
+}
+
+// Defect 10: the user file's workdir is the project whose file is read, not the current
+// directory.
+TEST_F(ConfigTest, TheUserFilesWorkdirChoosesTheProjectFile) {
+  const fs::path project = fs::path(workdir_) / "project";
+  Write(project / ".forkbox" / "config.toml", "max-parallel = 3\n");
+  Write(Project(), "max-parallel = 5\n");  // The current directory's: not the workdir.
+  Write(User(), "workdir = \"" + project.string() + "\"\n");
+  RunResult r = RunWith({"config"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("max-parallel = 3  (project config " + project.string()), std::string::npos)
+      << r.out;
+  // The flag still decides over the file.
+  r = RunWith({"config", "--workdir", workdir_});
+  EXPECT_NE(r.out.find("max-parallel = 5  (project config"), std::string::npos) << r.out;
 }
 
 }  // namespace
