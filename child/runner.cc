@@ -2,6 +2,8 @@
 
 #include <string>
 
+#include "sandbox/sandbox.h"
+
 namespace forkbox::child {
 namespace {
 
@@ -45,6 +47,9 @@ std::vector<agent::ToolResultBlock> ChildToolRunner::Run(
       continue;
     }
     agent::ToolOutput out = agent::RunBaseTool(call, ctx_);
+    // Nothing the command started outlives it, detached daemons included (the agent is their
+    // subreaper or PID-namespace init; tools run one at a time, so none of its children is owned).
+    sandbox::KillOrphans({});
     tool_output_bytes_ +=
         out.raw_bytes > 0 ? out.raw_bytes : static_cast<int64_t>(out.content.size());
     results.push_back(agent::ToolResultBlock{call.id, std::move(out.content), out.is_error});

@@ -11,8 +11,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cerrno>
-#include <filesystem>
-#include <fstream>
 
 namespace forkbox::parent {
 namespace {
@@ -101,29 +99,6 @@ void KillAndReapAllChildren() {
     pid_t pid = waitpid(-1, nullptr, 0);
     if (pid < 0 && errno == ECHILD) return;
     if (pid < 0 && errno != EINTR) return;
-  }
-}
-
-std::vector<pid_t> ChildrenExcept(const std::vector<pid_t>& keep) {
-  std::vector<pid_t> out;
-  std::error_code ec;
-  for (const auto& task : std::filesystem::directory_iterator("/proc/self/task", ec)) {
-    std::ifstream in(task.path() / "children");
-    for (pid_t pid; in >> pid;) {
-      if (std::find(keep.begin(), keep.end(), pid) == keep.end()) out.push_back(pid);
-    }
-  }
-  return out;
-}
-
-void KillOrphans(const std::vector<pid_t>& keep) {
-  // Each killed orphan's own children come to us in turn: repeat until none is left.
-  for (std::vector<pid_t> pids = ChildrenExcept(keep); !pids.empty(); pids = ChildrenExcept(keep)) {
-    for (pid_t pid : pids) kill(pid, SIGKILL);
-    for (pid_t pid : pids) {
-      while (waitpid(pid, nullptr, 0) < 0 && errno == EINTR) {
-      }
-    }
   }
 }
 

@@ -34,11 +34,9 @@ const char* SignalName(int signo);
 
 // SIGKILLs every child of this process (whatever was re-parented to it included) and reaps them,
 // round after round, until none is left. Async-signal-safe (the exit-mode handler calls it); the
-// session calls it once more when it ends.
+// session calls it once more when it ends. (After one of its own tool commands the parent calls
+// sandbox::KillOrphans, which keeps the standby children.)
 void KillAndReapAllChildren();
-// After one of the parent's own tool commands: kills and reaps every child except `keep` (the
-// standby children), that is, whatever the command left re-parented to us (a `setsid -f` daemon).
-void KillOrphans(const std::vector<pid_t>& keep);
 
 enum class InterruptMode { kExit, kFlag };
 Status InstallInterruptHandler(InterruptMode mode);

@@ -81,7 +81,7 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     progress_.Note(call.name + ": " + ipc::MakeEventDetail(CallDetail(call)));
     agent::ToolOutput out = agent::RunBaseTool(call, context_);
     // Nothing the command started outlives it, detached daemons included (we are a subreaper).
-    KillOrphans(OwnedChildren());
+    sandbox::KillOrphans(OwnedChildren());
     ++stats_.parent_tool_calls;
     results[i] = agent::ToolResultBlock{call.id, std::move(out.content), out.is_error};
     // Tools run one at a time and nothing of theirs outlives them: after one that changes no

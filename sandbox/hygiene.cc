@@ -144,16 +144,15 @@ int ReapOrphans(std::span<const pid_t> owned) {
   return reaped;
 }
 
-int KillAllDescendants() {
+int KillOrphans(std::span<const pid_t> keep) {
   int killed = 0;
-  if (getpid() == 1) {
-    // PID namespace init: kill(-1) reaches every other process in the namespace.
-    if (kill(-1, SIGKILL) == 0) ++killed;
-  }
-  // Kill the direct children; their orphans are re-parented to us (the subreaper, or init of
-  // the namespace), so repeat until none are left.
+  // Each killed one's own children come to us next (the subreaper, or init of the namespace):
+  // repeat until none is left.
   for (int round = 0; round < 10000; ++round) {
     std::vector<pid_t> children = ChildrenOf(getpid());
+    std::erase_if(children, [&](pid_t pid) {
+      return std::find(keep.begin(), keep.end(), pid) != keep.end();
+    });
     if (children.empty()) break;
     for (pid_t pid : children) {
       if (kill(pid, SIGKILL) == 0) ++killed;
@@ -163,6 +162,16 @@ int KillAllDescendants() {
       }
     }
   }
+  return killed;
+}
+
+int KillAllDescendants() {
+  int killed = 0;
+  if (getpid() == 1) {
+    // PID namespace init: kill(-1) reaches every other process in the namespace.
+    if (kill(-1, SIGKILL) == 0) ++killed;
+  }
+  killed += KillOrphans({});
   // Reap anything that exited on its own in the meantime.
   while (waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
   }

@@ -454,6 +454,11 @@ Status ConfineSpawner(std::span<const int> keep_fds);
 // RLIMIT_NPROC or the pids cgroup. Returns the number reaped.
 int ReapOrphans(std::span<const pid_t> owned = {});
 
+// Kills every child of the calling process not in `keep` and reaps it, then the same for what that
+// re-parented to it (a subreaper or PID-namespace init), until none is left: what a tool command
+// left running, detached daemons included, once it ended. Returns the number killed.
+int KillOrphans(std::span<const pid_t> keep);
+
 // Kills every descendant of the calling process, including setsid'd and double-forked daemons
 // (re-parented to this process as subreaper or PID-namespace init), and reaps them. forkbox-child
 // calls it when its task ends. It may reap children that ChildProcess handles still own (they then

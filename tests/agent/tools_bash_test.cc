@@ -177,7 +177,8 @@ TEST_F(BashToolTest, EscapedDescendantHoldingThePipeStopsReadingAfterDrain) {
   EXPECT_THAT(out.content, HasSubstr("kept the output open"));
   EXPECT_THAT(out.content, EndsWith("[exit code 0]"));
   pid_t esc = std::stoi(testing::ReadFile(dir_.Join("esc.pid")));
-  // It left the group on purpose; forkbox-child kills such leftovers when the task ends.
+  // It left the group on purpose; the tool runners (parent and forkbox-child) kill such leftovers
+  // once the call ended (sandbox::KillOrphans), not the tool itself.
   ASSERT_EQ(::kill(esc, SIGKILL), 0);
   ExpectKilled(esc);
 }

@@ -2025,6 +2025,35 @@ TEST_F(RealChildTest, ADaemonThatClosedItsOutputDoesNotHoldTheCall) {
   // daemons is SighupTearsDownTheSession... and confine_test's.)
 }
 
+// What a task's bash command started does not outlive the command, detached daemons included,
+// as in the parent: the next call of the same task finds no process of it. (They were killed only
+// when the task ended.)
+TEST_F(RealChildTest, ATasksDaemonDiesWithItsCommand) {
+  const std::string name = "forkbox-daemon-" + RandomToken();
+  const std::string start = "setsid -f bash -c 'exec -a " + name +
+                            " sleep 1000' >/dev/null 2>&1 </dev/null; echo started";
+  // The bracket keeps grep's own command line from matching.
+  const std::string count =
+      "for p in /proc/[0-9]*; do tr '\\0' ' ' < $p/cmdline 2>/dev/null; "
+      "echo; done | grep -c '^[" +
+      name.substr(0, 1) + "]" + name.substr(1) + "'; true";
+  server_.SetHandler([&](const RecordedRequest& r) {
+    if (!r.view.HasTool("task")) {
+      if (r.view.assistant_turns == 0) return Calls({ToolCall{"bash", {{"command", start}}, ""}});
+      if (r.view.assistant_turns == 1) return Calls({ToolCall{"bash", {{"command", count}}, ""}});
+      return Text("child summary");
+    }
+    if (r.view.assistant_turns == 0) return Calls({Task("start a daemon", "daemon")});
+    return Text("final");
+  });
+  RunResult r = Run(Args({"--json", "go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  auto children = Requests(IsChild);
+  ASSERT_GE(children.size(), 3u);
+  EXPECT_EQ(children[1].view.tool_results.at(0).text, "started\n[exit code 0]");
+  EXPECT_EQ(children[2].view.tool_results.at(1).text, "0\n[exit code 0]");
+}
+
 // A parent whose own loop runs out of --max-tokens-total answers from what it has, and says so:
 // exit 0 like --max-turns, but the result event is `error_max_budget` with is_error and an
 // error, and stderr names the budget. Control: the same session with room left is a success.
