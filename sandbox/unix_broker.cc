@@ -68,6 +68,17 @@ struct Watch {
 
 // One tool's listener and what the broker holds for it.
 struct Tool {
+  Tool() = default;
+  Tool(const Tool&) = delete;
+  Tool& operator=(const Tool&) = delete;
+  // Out of the epoll set by hand: a close alone leaves a descriptor there while a fork of another
+  // thread still holds a copy, and its next event would point here.
+  ~Tool() {
+    if (epoll < 0) return;
+    if (command) (void)epoll_ctl(epoll, EPOLL_CTL_DEL, command.get(), nullptr);
+    if (listener) (void)epoll_ctl(epoll, EPOLL_CTL_DEL, listener.get(), nullptr);
+  }
+  int epoll = -1;  // The broker's epoll set (borrowed: State destroys its tools before it).
   Watch on_listener{Watch::kListener, this};
   Watch on_command{Watch::kCommand, this};
   UniqueFd listener;
@@ -554,6 +565,11 @@ void HandleOne(Tool& tool, std::vector<char>& req_buf, std::vector<char>& resp_b
 }  // namespace
 
 struct UnixBroker::State {
+  // The tools go first: each takes its descriptors out of `listeners` (~Tool).
+  ~State() {
+    tools.clear();
+    incoming.clear();
+  }
   std::mutex mu;
   std::condition_variable cv;
   std::vector<std::unique_ptr<Tool>> incoming;  // Guarded by mu.
@@ -750,6 +766,7 @@ Status UnixBroker::Serve(UniqueFd listener, BrokerPolicy policy, UniqueFd report
   epoll_event event{};
   event.events = EPOLLIN;
   event.data.ptr = &tool->on_listener;
+  tool->epoll = state_->listeners.get();
   if (epoll_ctl(state_->listeners.get(), EPOLL_CTL_ADD, tool->listener.get(), &event) != 0) {
     return Status::FromErrno(errno, "epoll_ctl(unix broker listener)");
   }

@@ -8,9 +8,13 @@
 #include <gtest/gtest.h>
 #include <poll.h>
 #include <sys/resource.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
+#include <string>
 #include <vector>
 
 namespace forkbox::sandbox {
@@ -54,6 +58,70 @@ TEST(UnixBrokerCallers, APollFailureIsReportedAndStopsTheBroker) {
   EXPECT_EQ(WEXITSTATUS(status), 0)
       << "3: the control wait failed, 5: the poll failure was not reported, 6: not named, 7: the "
          "broker went on";
+}
+
+// How many descriptors the epoll sets of this process hold (fdinfo's "tfd:" lines).
+int EpollRegistrations() {
+  int n = 0;
+  for (const auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    if (std::filesystem::read_symlink(fd.path(), ec).string() != "anon_inode:[eventpoll]") continue;
+    std::ifstream info("/proc/self/fdinfo/" + fd.path().filename().string());
+    for (std::string line; std::getline(info, line);) n += line.rfind("tfd:", 0) == 0 ? 1 : 0;
+  }
+  return n;
+}
+
+// 0 on success, else the number of the check that failed.
+int AGoneToolLeavesNothingInTheEpollSet() {
+  alarm(30);
+  UnixBroker broker(/*scope_self=*/false, BrokerThread::kCallers);
+  int listener[2], gate[2], until[2], hold[2];
+  if (pipe2(listener, O_CLOEXEC) != 0 || pipe2(gate, O_CLOEXEC) != 0 ||
+      pipe2(until, O_CLOEXEC) != 0 || pipe2(hold, O_CLOEXEC) != 0) {
+    return 1;
+  }
+  char byte = 0;
+  const pid_t command = fork();  // Runs until the gate opens.
+  if (command == 0) {
+    close(listener[1]);  // Only this process's copy may keep the "filter" in use.
+    _exit(read(gate[0], &byte, 1) == 1 ? 0 : 1);
+  }
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, command, 0)));
+  UniqueFd report(open("/dev/null", O_WRONLY | O_CLOEXEC));
+  if (!pidfd || !report) return 2;
+  if (!broker.Serve(UniqueFd(listener[0]), BrokerPolicy{}, std::move(report), std::move(pidfd))
+           .ok()) {
+    return 3;
+  }
+  if (EpollRegistrations() != 2) return 4;  // The listener and the command's pidfd.
+  close(listener[1]);  // No process uses the "filter": the tool is gone at the next wait.
+  // A fork holds a copy of every descriptor, the broker's pidfd too, as a spawn of another thread
+  // does until its exec: a close alone then leaves the pidfd registered.
+  const pid_t holder = fork();
+  if (holder == 0) _exit(read(hold[0], &byte, 1) == 1 ? 0 : 1);
+  if (write(until[1], "x", 1) != 1) return 5;
+  pollfd ready{until[0], POLLIN, 0};
+  if (!broker.ServeUntil({&ready, 1}).ok()) return 6;
+  const int left = EpollRegistrations();
+  if (write(gate[1], "x", 1) != 1 || write(hold[1], "x", 1) != 1) return 7;
+  waitpid(command, nullptr, 0);
+  waitpid(holder, nullptr, 0);
+  return left == 0 ? 0 : 8;
+}
+
+// A tool's listener and command pidfd leave the broker's epoll set with the tool: otherwise the
+// command's end, still seen through a copy some fork holds, pointed at the freed tool (a
+// use-after-free that crashed forkbox-child in long tasks).
+TEST(UnixBrokerCallers, AGoneToolLeavesNothingInTheEpollSet) {
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) _exit(AGoneToolLeavesNothingInTheEpollSet());
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
+  EXPECT_EQ(WEXITSTATUS(status), 0)
+      << "4: not both registered, 6: the wait failed, 8: a descriptor stayed in the epoll set";
 }
 
 }  // namespace
