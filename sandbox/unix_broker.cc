@@ -682,22 +682,24 @@ bool UnixBroker::State::ServeOnce(std::span<pollfd> until) {
   epoll_event events[16];
   int n = epoll_wait(listeners.get(), events, 16, 0);
   if (n < 0) return errno == EINTR;
-  // Ended commands first: a listener's hang-up below may free its tool.
+  // Sorted before anything is freed (a listener's hang-up frees its tool, whose command may have
+  // an event in this batch too); ended commands first.
+  std::vector<std::pair<Tool*, uint32_t>> ready[2];
   for (int i = 0; i < n; ++i) {
     const auto* watch = static_cast<const Watch*>(events[i].data.ptr);
-    if (watch->what != Watch::kCommand) continue;
-    (void)epoll_ctl(listeners.get(), EPOLL_CTL_DEL, watch->tool->command.get(), nullptr);
-    watch->tool->report.reset();
-    watch->tool->command.reset();
+    const uint32_t what = events[i].events;  // epoll_event is packed: copied, not bound.
+    ready[watch->what == Watch::kCommand ? 0 : 1].emplace_back(watch->tool, what);
   }
-  for (int i = 0; i < n; ++i) {
-    const auto* watch = static_cast<const Watch*>(events[i].data.ptr);
-    if (watch->what != Watch::kListener) continue;
-    Tool* tool = watch->tool;
-    if (events[i].events & EPOLLIN) {
+  for (const auto& [tool, _] : ready[0]) {
+    (void)epoll_ctl(listeners.get(), EPOLL_CTL_DEL, tool->command.get(), nullptr);
+    tool->report.reset();
+    tool->command.reset();
+  }
+  for (const auto& [tool, what] : ready[1]) {
+    if (what & EPOLLIN) {
       HandleOne(*tool, req, resp);
-    } else if (events[i].events & (EPOLLHUP | EPOLLERR)) {
-      // No process uses the filter. Closing the listener takes it out of the epoll.
+    } else if (what & (EPOLLHUP | EPOLLERR)) {
+      // No process uses the filter. ~Tool takes its descriptors out of the epoll set.
       std::erase_if(tools, [&](const std::unique_ptr<Tool>& t) { return t.get() == tool; });
     }
   }
