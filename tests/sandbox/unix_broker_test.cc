@@ -48,14 +48,29 @@ int ServeUntilThenFailThePoll() {
   return 0;
 }
 
-TEST(UnixBrokerCallers, APollFailureIsReportedAndStopsTheBroker) {
+// Runs `body` in a forked child (its limits, alarm and forks stay there) and returns its exit
+// code, or -1 (with a failure) when it did not exit.
+int ExitCodeInChild(int (*body)()) {
   const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) _exit(ServeUntilThenFailThePoll());
+  if (pid < 0) {
+    ADD_FAILURE() << "fork failed";
+    return -1;
+  }
+  if (pid == 0) _exit(body());
   int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0)
+  if (waitpid(pid, &status, 0) != pid) {
+    ADD_FAILURE() << "waitpid failed";
+    return -1;
+  }
+  if (!WIFEXITED(status)) {
+    ADD_FAILURE() << "killed by signal " << WTERMSIG(status);
+    return -1;
+  }
+  return WEXITSTATUS(status);
+}
+
+TEST(UnixBrokerCallers, APollFailureIsReportedAndStopsTheBroker) {
+  EXPECT_EQ(ExitCodeInChild(ServeUntilThenFailThePoll), 0)
       << "3: the control wait failed, 5: the poll failure was not reported, 6: not named, 7: the "
          "broker went on";
 }
@@ -114,13 +129,7 @@ int AGoneToolLeavesNothingInTheEpollSet() {
 // command's end, still seen through a copy some fork holds, pointed at the freed tool (a
 // use-after-free that crashed forkbox-child in long tasks).
 TEST(UnixBrokerCallers, AGoneToolLeavesNothingInTheEpollSet) {
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) _exit(AGoneToolLeavesNothingInTheEpollSet());
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0)
+  EXPECT_EQ(ExitCodeInChild(AGoneToolLeavesNothingInTheEpollSet), 0)
       << "4: not both registered, 6: the wait failed, 8: a descriptor stayed in the epoll set";
 }
 
@@ -154,13 +163,7 @@ int AToolWhoseListenerAndCommandEndTogether() {
 // its command's event after it must not be read through it (ASan saw that read in `forkbox
 // sandbox`; a plain build passes either way).
 TEST(UnixBrokerCallers, AToolWhoseListenerAndCommandEndTogetherIsReadBeforeItIsFreed) {
-  const pid_t pid = fork();
-  ASSERT_GE(pid, 0);
-  if (pid == 0) _exit(AToolWhoseListenerAndCommandEndTogether());
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  ASSERT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
-  EXPECT_EQ(WEXITSTATUS(status), 0)
+  EXPECT_EQ(ExitCodeInChild(AToolWhoseListenerAndCommandEndTogether), 0)
       << "6: the wait failed, 7: a descriptor stayed in the epoll set";
 }
 
