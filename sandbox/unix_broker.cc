@@ -695,12 +695,13 @@ bool UnixBroker::State::ServeOnce(std::span<pollfd> until) {
     tool->report.reset();
     tool->command.reset();
   }
-  for (const auto& [tool, what] : ready[1]) {
-    if (what & EPOLLIN) {
+  for (const auto& event : ready[1]) {
+    Tool* tool = event.first;  // Not a structured binding: clang 14 cannot capture those.
+    if (event.second & EPOLLIN) {
       HandleOne(*tool, req, resp);
-    } else if (what & (EPOLLHUP | EPOLLERR)) {
+    } else if (event.second & (EPOLLHUP | EPOLLERR)) {
       // No process uses the filter. ~Tool takes its descriptors out of the epoll set.
-      std::erase_if(tools, [&](const std::unique_ptr<Tool>& t) { return t.get() == tool; });
+      std::erase_if(tools, [tool](const std::unique_ptr<Tool>& t) { return t.get() == tool; });
     }
   }
   return true;
