@@ -64,7 +64,8 @@ int AgentsCommandMain(int argc, char** argv) {
       "forkbox agents"};
   Options o;
   std::string sandbox_mode = "on";
-  app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)");
+  app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)")
+      ->check(NonEmpty());
   app.add_flag("--allow-net", o.sandbox.allow_net,
                "Show the sandbox as a session with --allow-net gets it");
   app.add_option("--sandbox", sandbox_mode, "on|off")->check(CLI::IsMember({"on", "off"}));

@@ -23,6 +23,8 @@
 namespace forkbox::parent {
 namespace {
 
+constexpr char kEmptyValue[] = "the value is empty";
+
 OutputFormat FormatNamed(const std::string& name) {
   if (name == "json") return OutputFormat::kJson;
   if (name == "stream-json") return OutputFormat::kStreamJson;
@@ -92,7 +94,8 @@ struct Flags {
 
 void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("prompt", o.prompt, "The task; - reads it from stdin");
-  app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)");
+  app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)")
+      ->check(NonEmpty());
   app.add_option("--max-turns", o.max_turns, "Parent turn limit")
       ->check(Within(1, 10000))
       ->default_str(NumberText(o.max_turns));
@@ -108,19 +111,16 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("--tool-timeout", o.tool_timeout_s, "Seconds before a tool command is killed")
       ->check(Within(0.001, 86400.0))
       ->default_str(NumberText(o.tool_timeout_s));
-  app.add_option("--transcript-dir", o.transcript_dir, "Write one JSONL transcript per task here");
+  app.add_option("--transcript-dir", o.transcript_dir, "Write one JSONL transcript per task here")
+      ->check(NonEmpty());
   app.add_option("--child-path", o.child_path,
-                 "forkbox-child binary (default: $FORKBOX_CHILD, else next to forkbox)");
+                 "forkbox-child binary (default: $FORKBOX_CHILD, else next to forkbox)")
+      ->check(NonEmpty());
   app.add_flag("--no-subagents", f.no_subagents, "Baseline: base tools only, no task tool");
   auto* cont = app.add_flag("-c,--continue", o.continue_session,
                             "Resume the most recent session of this workdir");
   app.add_option("-r,--resume", o.resume, "Resume the session with this id (forkbox sessions)")
-      ->check(CLI::Validator(
-          [](std::string& id) {
-            return id.empty() ? std::string("the session id is empty (forkbox sessions lists them)")
-                              : std::string();
-          },
-          ""))
+      ->check(NonEmpty("the session id is empty (forkbox sessions lists them)"))
       ->excludes(cont);
   app.add_flag("--no-session-persistence", f.no_persistence,
                "Keep nothing of this session in $XDG_STATE_HOME/forkbox/sessions");
@@ -180,9 +180,10 @@ void AddBudgetOptions(CLI::App& app, Options& o) {
 }
 
 void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
-  app.add_option("--provider", o.provider.name, "anthropic or openai");
-  app.add_option("--model", o.provider.model, "Model name (default: the provider's)");
-  app.add_option("--base-url", o.provider.base_url, "API base URL");
+  app.add_option("--provider", o.provider.name, "anthropic or openai")->check(NonEmpty());
+  app.add_option("--model", o.provider.model, "Model name (default: the provider's)")
+      ->check(NonEmpty());
+  app.add_option("--base-url", o.provider.base_url, "API base URL")->check(NonEmpty());
   app.add_option("--max-tokens", o.provider.max_tokens, "Output token limit per model call")
       ->check(Within(int64_t{1}, int64_t{1} << 30))
       ->default_str(NumberText(o.provider.max_tokens));
@@ -297,7 +298,11 @@ Status ApplyEntry(CLI::App& app, const ConfigEntry& e, Taken& taken, Options& o,
     taken[opt] = &e;
   }
   sources[e.key] = e.where;
-  if (SetBelowEnvironment(e, o)) return Status::Ok();
+  if (SetBelowEnvironment(e, o)) {
+    // Not given to the option, so its NonEmpty check is made here.
+    if (!e.values.at(0).empty()) return Status::Ok();
+    return Status::InvalidArgument(e.where + ": key \"" + e.key + "\": " + kEmptyValue);
+  }
   return GiveValue(*opt, e);
 }
 
@@ -470,6 +475,13 @@ CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command) {
   }
   outcome.options = std::move(o);
   return outcome;
+}
+
+CLI::Validator NonEmpty(std::string why) {
+  if (why.empty()) why = kEmptyValue;
+  return CLI::Validator(
+      [why = std::move(why)](std::string& value) { return value.empty() ? why : std::string(); },
+      "");
 }
 
 int SubcommandParseExit(CLI::App& app, const CLI::ParseError& error) {

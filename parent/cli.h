@@ -11,6 +11,7 @@
 namespace CLI {
 class App;
 class ParseError;
+class Validator;
 }  // namespace CLI
 
 namespace forkbox::parent {
@@ -40,6 +41,11 @@ enum class CliCommand {
 // The environment's settings (provider, model, base-url, child-path) are left unresolved: the
 // files' values go to Options::provider_files and child_path_file, below the environment.
 CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command = CliCommand::kRun);
+
+// Refuses an empty value with `why` (default "the value is empty"). An empty --model "$UNSET" must
+// not quietly mean the default: every option that names a path, a provider, a model or a session
+// takes it.
+CLI::Validator NonEmpty(std::string why = "");
 
 // A subcommand's (`forkbox sessions`, `forkbox agents`) parse error or --help: the help on stdout
 // (returns 0), or "<app name>: " and the error on stderr (returns 2).

@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "parent/cli.h"
 #include "sandbox/git_surface.h"
 #include "sandbox/sandbox.h"
 
@@ -112,8 +113,8 @@ std::optional<CommandLine> Parse(int argc, char** argv, int* exit_code) {
                "forkbox sandbox"};
   app.footer("Usage: forkbox sandbox [OPTIONS] -- CMD [ARGS...]   |   forkbox sandbox --check");
   std::string mode = "on";
-  app.add_option("--workdir", cl.workdir,
-                 "The only writable tree (default: the current directory)");
+  app.add_option("--workdir", cl.workdir, "The only writable tree (default: the current directory)")
+      ->check(NonEmpty());
   app.add_flag("--allow-net", cl.settings.allow_net, "Let the command create sockets");
   app.add_option("--writable", cl.settings.writable, "An extra writable path (repeatable)")
       ->allow_extra_args(false);

@@ -48,7 +48,8 @@ int SessionsCommandMain(int argc, char** argv) {
       "or the latest of a workdir with --continue",
       "forkbox sessions"};
   Options o;
-  app.add_option("--workdir", o.workdir, "Only the sessions of this project directory");
+  app.add_option("--workdir", o.workdir, "Only the sessions of this project directory")
+      ->check(NonEmpty());
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

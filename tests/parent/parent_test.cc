@@ -296,6 +296,21 @@ TEST_F(ParentTest, UsageErrorsExit2) {
   EXPECT_EQ(no_id.exit_code, 2) << Dump(no_id);
   EXPECT_NE(no_id.err.find("--resume: the session id is empty"), std::string::npos) << Dump(no_id);
   EXPECT_EQ(Run({"--child-path", workdir_ + "/no-child", "hi"}).exit_code, 2);
+  // An empty value (`--model "$UNSET"`) is refused, never read as "the default".
+  for (const char* flag :
+       {"--workdir", "--child-path", "--transcript-dir", "--provider", "--model", "--base-url"}) {
+    RunResult empty = Run({flag, "", "hi"});
+    EXPECT_EQ(empty.exit_code, 2) << flag << Dump(empty);
+    EXPECT_NE(empty.err.find(std::string(flag) + ": the value is empty"), std::string::npos)
+        << Dump(empty);
+  }
+  for (const char* sub : {"sandbox", "sessions", "agents"}) {
+    std::vector<std::string> args = {sub, "--workdir", ""};
+    if (std::string(sub) == "sandbox") args.insert(args.end(), {"--", "/bin/true"});
+    RunResult empty = Run(args);
+    EXPECT_EQ(empty.exit_code, 2) << sub << Dump(empty);
+    EXPECT_NE(empty.err.find("--workdir: the value is empty"), std::string::npos) << Dump(empty);
+  }
   RunResult no_prompt = Run({});  // stdin is /dev/null, not a terminal.
   EXPECT_EQ(no_prompt.exit_code, 2);
   EXPECT_NE(no_prompt.err.find("stdin is not a terminal"), std::string::npos) << no_prompt.err;
@@ -1774,7 +1789,9 @@ TEST_F(ConfigTest, BadValuesNameTheFileTheLineAndTheKey) {
       {"max-turns = 5e0", "key \"max-turns\": expected an integer"},
       {"max-turns = 7.5", "key \"max-turns\": expected an integer"},
       {"task-timeout = 1e-7", "key \"task-timeout\": Value 1e-07 not in range [0.001 - 86400]"},
-      {"resume = \"\"", "key \"resume\": the session id is empty"}};
+      {"resume = \"\"", "key \"resume\": the session id is empty"},
+      {"workdir = \"\"", "key \"workdir\": the value is empty"},
+      {"base-url = \"\"", "key \"base-url\": the value is empty"}};
   for (const auto& [line, message] : cases) {
     Write(User(), std::string("model = \"m\"\n") + line + "\n");
     RunResult r = RunWith({"--sandbox=off", "hi"});
