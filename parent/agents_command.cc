@@ -1,13 +1,14 @@
 #include "parent/agents_command.h"
 
-#include <CLI/CLI.hpp>
-#include <cstdio>
+#include <unistd.h>
+
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
 #include "parent/cli.h"
 #include "parent/config.h"
 #include "parent/exit_codes.h"
+#include "parent/terminal.h"
 
 namespace forkbox::parent {
 namespace {
@@ -58,25 +59,14 @@ Result<agent::AgentType> ResolveSubagentType(const agent::AgentCatalog& catalog,
 }
 
 int AgentsCommandMain(int argc, char** argv) {
-  CLI::App app{
-      "forkbox agents: the agent types a task can run, where each is defined, and what "
-      "its sandbox is",
-      "forkbox agents"};
-  Options o;
-  std::string sandbox_mode = "on";
-  app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)")
-      ->check(NonEmpty());
-  app.add_flag("--allow-net", o.sandbox.allow_net,
-               "Show the sandbox as a session with --allow-net gets it");
-  app.add_option("--sandbox", sandbox_mode, "on|off")->check(CLI::IsMember({"on", "off"}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    return SubcommandParseExit(app, e);
-  }
+  // A session's flags and config files: the sandbox shown is the one such a session gets.
+  CliOutcome cli = ParseCommandLine(argc, argv, CliCommand::kAgents);
+  WriteText(STDERR_FILENO, cli.err);
+  if (!cli.options) return PrintOutput(cli.out, cli.exit_code);
+  const Options& o = *cli.options;
   Result<std::string> workdir = ResolveWorkdir(o);
   if (!workdir.ok()) {
-    std::fprintf(stderr, "forkbox agents: %s\n", workdir.status().message().c_str());
+    WriteText(STDERR_FILENO, "forkbox agents: " + workdir.status().message() + "\n");
     return kExitUsage;
   }
   agent::AgentCatalog catalog = LoadAgents(*workdir);
@@ -84,12 +74,11 @@ int AgentsCommandMain(int argc, char** argv) {
                     " (precedence: project forkbox > project claude > user forkbox > user "
                     "claude > built-in; a task names one with subagent_type, default general)\n";
   for (const agent::AgentType& a : catalog.agents) {
-    out += "\n" + DescribeAgent(a, o.sandbox.allow_net, sandbox_mode == "on");
+    out += "\n" + DescribeAgent(a, o.sandbox.allow_net, o.sandbox.enabled);
   }
   if (!catalog.warnings.empty()) out += "\nwarnings:\n";
   for (const std::string& w : catalog.warnings) out += "  " + w + "\n";
-  std::fputs(out.c_str(), stdout);
-  return kExitOk;
+  return PrintOutput(out, kExitOk);
 }
 
 }  // namespace forkbox::parent

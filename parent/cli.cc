@@ -465,14 +465,13 @@ CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command) {
     return outcome;
   }
   o.has_prompt = app.count("prompt") > 0;
-  if (command == CliCommand::kConfig) {
-    if (o.has_prompt) {
-      outcome.err = "forkbox config: takes flags only, not a PROMPT (\"" + o.prompt + "\")\n";
-      outcome.exit_code = kExitUsage;
-      return outcome;
-    }
-    outcome.effective = Effective(app, given, o, sources);
+  if (command != CliCommand::kRun && o.has_prompt) {
+    outcome.err = std::string("forkbox ") + (command == CliCommand::kConfig ? "config" : "agents") +
+                  ": takes flags only, not a PROMPT (\"" + o.prompt + "\")\n";
+    outcome.exit_code = kExitUsage;
+    return outcome;
   }
+  if (command == CliCommand::kConfig) outcome.effective = Effective(app, given, o, sources);
   outcome.options = std::move(o);
   return outcome;
 }

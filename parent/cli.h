@@ -32,6 +32,7 @@ struct CliOutcome {
 enum class CliCommand {
   kRun,     // forkbox [FLAGS] [PROMPT]
   kConfig,  // forkbox config [FLAGS]: no PROMPT; fills `effective`.
+  kAgents,  // forkbox agents [FLAGS]: no PROMPT; the options a session with them would get.
 };
 
 // The flags, then the config files (parent/config_file.h) under them: flags > environment >

@@ -395,6 +395,17 @@ TEST_P(AgentTypesE2eTest, AgentsCommandListsSourcesSandboxNotesAndWarnings) {
   EXPECT_THAT(r.out, HasSubstr("claude-style.md:5: color: unknown key, ignored"));
   EXPECT_THAT(r.out,
               HasSubstr("warnings:\n  " + workdir_ + "/.claude/agents/broken.md:3: maxTurns"));
+  // The user's config file counts as a session's would: allow-net there, no flag here.
+  WriteFile(home_ + "/.config/forkbox/config.toml", "allow-net = true\n");
+  spec.args = {"agents"};
+  RunResult from_file = RunForkbox(spec);
+  ASSERT_EQ(from_file.exit_code, 0) << Dump(from_file);
+  EXPECT_THAT(from_file.out, HasSubstr("network inherit (--allow-net: on)"));
+  ASSERT_EQ(unlink((home_ + "/.config/forkbox/config.toml").c_str()), 0);
+  spec.args = {"agents", "--sandbox=off"};
+  RunResult off = RunForkbox(spec);
+  ASSERT_EQ(off.exit_code, 0) << Dump(off);
+  EXPECT_THAT(off.out, HasSubstr("sandbox:   OFF (--sandbox=off)"));
   // A session warns about the broken file on stderr and still runs.
   server_.SetHandler([](const RecordedRequest&) { return Text("fine"); });
   RunResult s = Run({"hi"});

@@ -1553,7 +1553,7 @@ TEST_F(SessionTest, SessionsIsASubcommandThatNeverPrompts) {
                                              {"sessions", "hello"},
                                              {"sessions", "--workdir", workdir_ + "/missing"},
                                              {"config", "hello"},
-                                             {"agents", "-q"}}) {
+                                             {"agents", "hello"}}) {
     RunResult r = RunIn(args);
     EXPECT_EQ(r.exit_code, 2) << args[1] << "\n" << Dump(r);
     EXPECT_NE(r.err.find("forkbox " + args[0]), std::string::npos) << Dump(r);
