@@ -180,32 +180,30 @@ std::vector<std::string> HomesOf(const Policy& policy) {
   return out;
 }
 
-constexpr const char* kHomeStores[] = {".ssh",
-                                       ".gnupg",
-                                       ".aws",
-                                       ".azure",
-                                       ".config/gcloud",
-                                       ".kube",
-                                       ".docker/config.json",
-                                       ".netrc",
-                                       ".git-credentials",
-                                       ".config/gh",
-                                       ".npmrc",
-                                       ".pypirc",
-                                       ".cargo/credentials",
-                                       ".cargo/credentials.toml",
-                                       ".password-store",
-                                       ".local/share/keyrings",
-                                       ".mozilla",
-                                       ".config/google-chrome",
-                                       ".config/chromium",
-                                       ".config/BraveSoftware",
-                                       ".bash_history",
-                                       ".zsh_history",
-                                       ".python_history",
-                                       ".psql_history",
-                                       ".mysql_history",
-                                       ".local/share/fish/fish_history"};
+// Below each home: what holds a key, a token or a password. A directory above a store cannot be
+// listed (the read scope is an allow-list), so ~/.cache keeps out (~/.cache/huggingface/token);
+// so do files that builds read (~/.m2/settings.xml, ~/.gradle/gradle.properties).
+constexpr const char* kHomeStores[] = {
+    ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".oci",
+    // Container registries.
+    ".docker/config.json", ".config/containers/auth.json",
+    // Git and forges: git-credential-store's two files, gh, hub.
+    ".netrc", ".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub",
+    // Package registries.
+    ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
+    // Other agents' logins.
+    ".claude/.credentials.json", ".codex/auth.json",
+    // Databases, secret managers, cloud tools.
+    ".pgpass", ".my.cnf", ".vault-token", ".terraform.d/credentials.tfrc.json", ".s3cfg", ".boto",
+    ".config/rclone", ".config/doctl", ".huggingface/token", ".password-store",
+    ".local/share/keyrings",
+    // Browser and mail profiles.
+    ".mozilla", ".thunderbird", ".config/google-chrome", ".config/chromium",
+    ".config/BraveSoftware",
+    // Histories: typed passwords and AUTH commands end up there.
+    ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history",
+    ".local/share/fish/fish_history", ".node_repl_history", ".sqlite_history", ".rediscli_history",
+    ".irb_history"};
 
 // Every store, existing or not, as spelled (not canonical).
 std::vector<std::string> CandidatePaths(const Policy& policy) {

@@ -105,10 +105,9 @@ Status CheckWorkdirScope(const Policy& policy);
 // the warning that says so and what to add. "" otherwise, and in layer 1 (`layer`).
 std::string HiddenGitDirWarning(const Policy& policy, int layer);
 
-// The credential stores tools must not read (what exists of them now): ~/.ssh, ~/.gnupg,
-// ~/.aws, ~/.azure, ~/.config/gcloud, ~/.kube, ~/.docker/config.json, ~/.netrc,
-// ~/.git-credentials, ~/.config/gh, ~/.npmrc, ~/.pypirc, ~/.cargo/credentials*,
-// ~/.password-store, ~/.local/share/keyrings, browser profiles, shell histories, and as root
+// The credential stores tools must not read (what exists of them now): the table in env.cc
+// (~/.ssh, ~/.aws, ~/.git-credentials, other agents' logins, database and cloud tokens, browser
+// and mail profiles, histories, ...; the README lists it), and as root
 // /etc/shadow, /etc/gshadow and /etc/ssh/*_key; canonical, minus policy.readable and anything
 // inside it (hidden even inside a writable tree). Layer 2 mounts an empty read-only tmpfs over each
 // directory and /dev/null over each file (mounts rather than a Landlock read allow-list, which

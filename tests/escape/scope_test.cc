@@ -62,6 +62,71 @@ TEST_P(ScopeTest, ReadAwsCredentials) { ExpectSecretUnreadable(".aws/credentials
 TEST_P(ScopeTest, ReadNetrc) { ExpectSecretUnreadable(".netrc"); }
 TEST_P(ScopeTest, ReadGhToken) { ExpectSecretUnreadable(".config/gh/hosts.yml"); }
 
+// Every store the README lists, planted below $HOME (a file in each directory store): none is
+// readable, and the control reads every one, so a store dropped from the table fails here.
+TEST_P(ScopeTest, EveryListedStoreIsUnreadable) {
+  const std::vector<std::string> stores = {".ssh/id_ed25519",
+                                           ".gnupg/private-keys-v1.d/k.key",
+                                           ".aws/credentials",
+                                           ".azure/msal_token_cache.json",
+                                           ".config/gcloud/credentials.db",
+                                           ".kube/config",
+                                           ".oci/config",
+                                           ".docker/config.json",
+                                           ".config/containers/auth.json",
+                                           ".netrc",
+                                           ".git-credentials",
+                                           ".config/git/credentials",
+                                           ".config/gh/hosts.yml",
+                                           ".config/hub",
+                                           ".npmrc",
+                                           ".pypirc",
+                                           ".cargo/credentials",
+                                           ".cargo/credentials.toml",
+                                           ".claude/.credentials.json",
+                                           ".codex/auth.json",
+                                           ".pgpass",
+                                           ".my.cnf",
+                                           ".vault-token",
+                                           ".terraform.d/credentials.tfrc.json",
+                                           ".s3cfg",
+                                           ".boto",
+                                           ".config/rclone/rclone.conf",
+                                           ".config/doctl/config.yaml",
+                                           ".huggingface/token",
+                                           ".password-store/site.gpg",
+                                           ".local/share/keyrings/login.keyring",
+                                           ".mozilla/firefox/p/logins.json",
+                                           ".thunderbird/p/key4.db",
+                                           ".config/google-chrome/Default/Cookies",
+                                           ".config/chromium/Default/Cookies",
+                                           ".config/BraveSoftware/Default/Cookies",
+                                           ".bash_history",
+                                           ".zsh_history",
+                                           ".python_history",
+                                           ".psql_history",
+                                           ".mysql_history",
+                                           ".local/share/fish/fish_history",
+                                           ".node_repl_history",
+                                           ".sqlite_history",
+                                           ".rediscli_history",
+                                           ".irb_history"};
+  std::string script = "echo PROBE read-stores; ";
+  for (const std::string& rel : stores) {
+    ASSERT_NO_FATAL_FAILURE(PlantSecret(rel));
+    script += "grep -qs " + secret_ + " '" + home_ + "/" + rel + "' && echo 'READ " + rel + "'; ";
+  }
+  RunResult r = Shell(script + "true");
+  size_t read = 0;
+  for (size_t at = r.out.find("READ "); at != std::string::npos; at = r.out.find("READ ", at + 1)) {
+    ++read;
+  }
+  if (!sandboxed()) {
+    EXPECT_EQ(read, stores.size()) << r.out;
+  }
+  Verdict(r, read > 0, Control::kAlways, "read a listed credential store");
+}
+
 // A store kept elsewhere and linked in (a dotfiles manager): denied where it really is. The
 // stores are canonicalised with a fast path that must leave symlinks to weakly_canonical.
 TEST_P(ScopeTest, ReadSymlinkedStoreAtItsTarget) {
