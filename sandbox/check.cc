@@ -72,7 +72,7 @@ void AddFilters(const Policy& policy, Report& r) {
   }
   Add(r, "seccomp", seccomp_ok ? "active" : "unavailable",
       seccomp_ok ? "native ABI only (i386 and x32 killed); mount, ptrace, bpf, io_uring, "
-                   "TIOCSTI, setuid/setgid chmod... refused"
+                   "TIOCSTI, setuid/setgid files... refused"
                  : seccomp_why.message());
   r.enforceable = abi > 0 && seccomp_ok;
 }

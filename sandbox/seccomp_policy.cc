@@ -64,6 +64,16 @@ Rule RefuseSetId(const char* name, unsigned mode_arg) {
               "a set-id file another user (or root) later runs is a privilege escalation"};
 }
 
+// The same bits given when the file is made: root's empty setuid file, which root later copies a
+// program into in place (cp, cat >), runs as root for everyone.
+Rule RefuseSetIdCreation(const char* name, unsigned mode_arg) {
+  return Rule{name,
+              Action::kEperm,
+              SetIdModeBits(mode_arg),
+              {},
+              "setuid/setgid bits at creation: the same file chmod would make"};
+}
+
 // THE POLICY. Everything not listed is allowed: Landlock confines the filesystem, the namespace
 // layer the view, and this table the kernel's attack surface and the escapes Landlock cannot see.
 std::vector<RuleSet> BaseTable() {
@@ -97,6 +107,11 @@ std::vector<RuleSet> BaseTable() {
            RefuseSetId("fchmod", 1),
            RefuseSetId("fchmodat", 2),
            RefuseSetId("fchmodat2", 2),
+           RefuseSetIdCreation("open", 2),
+           RefuseSetIdCreation("openat", 3),
+           RefuseSetIdCreation("creat", 1),
+           RefuseSetIdCreation("mknod", 1),
+           RefuseSetIdCreation("mknodat", 2),
        }},
       {"calls libc must fall back from",
        {
@@ -177,11 +192,21 @@ std::vector<RuleSet> AgentNetTable() {
                  "the agent reaches the model over TCP only; no netlink, unix, raw or vsock"}}}};
 }
 
+// Every tool program's: the one creation call whose mode seccomp cannot read. Not in the base
+// table: the agents' file tools open with openat2 (RESOLVE_BENEATH), never with set-id bits.
+RuleSet ToolSetIdSet() {
+  return {"set-id files (tools)",
+          {Enosys("openat2",
+                  "its mode (setuid/setgid bits) lives in memory seccomp cannot read; libc's "
+                  "open() is openat, and callers of openat2 fall back to it")}};
+}
+
 std::vector<RuleSet> ToolNoNetTable() {
   return {{"tool network",
            {Eperm("socket",
                   "no network for tools; AF_UNIX too, a read-only mount does not stop "
-                  "connect() to a daemon (socketpair stays allowed)")}}};
+                  "connect() to a daemon (socketpair stays allowed)")}},
+          ToolSetIdSet()};
 }
 
 // The base table minus what a task child's own layer-2 set-up calls after the spawner's exec
@@ -265,7 +290,8 @@ std::vector<RuleSet> ToolBrokeredTable() {
                  {},
                  "datagram unix sockets name their destination in sendto/sendmsg memory seccomp "
                  "cannot read (/dev/log, a daemon's dgram socket)"},
-            DatagramPairsRefused(), BrokeredConnect(), BrokeredListen()}}};
+            DatagramPairsRefused(), BrokeredConnect(), BrokeredListen()}},
+          ToolSetIdSet()};
 }
 
 // --allow-net: the network, not local daemons. The broker makes every unix, inet and inet6 socket
@@ -289,7 +315,8 @@ std::vector<RuleSet> ToolNetBrokeredTable() {
             DatagramPairsRefused(), BrokeredConnect(), BrokeredListen(),
             Always("bind", Action::kNotify,
                    "continued after the broker let go of its dups of closed sockets holding the "
-                   "same port (a restarted UDP server binds again)")}}};
+                   "same port (a restarted UDP server binds again)")}},
+          ToolSetIdSet()};
 }
 
 // `first`'s sets, then `second`'s: two stacked programs as one table.

@@ -153,6 +153,31 @@ TEST(SeccompTable, ChmodFamilyRefusesSetuidAndSetgidBitsOnTheModeArgument) {
   }
 }
 
+// The same bits given at creation, and openat2 (its mode in memory) sent back to openat in tools.
+TEST(SeccompTable, CreationCallsRefuseSetuidAndSetgidModes) {
+  for (auto [name, arg] : {std::pair{"open", 2u}, std::pair{"openat", 3u}, std::pair{"creat", 1u},
+                           std::pair{"mknod", 1u}, std::pair{"mknodat", 2u}}) {
+    const Rule* rule = FindRule(Program::kBase, name);
+    ASSERT_NE(rule, nullptr) << name;
+    EXPECT_EQ(rule->action, Action::kEperm) << name;
+    std::set<uint32_t> bits;
+    for (const ArgMatch& m : rule->any_of) {
+      EXPECT_EQ(m.arg, arg) << name;
+      EXPECT_EQ(m.mask, m.value) << name;
+      bits.insert(m.value);
+    }
+    EXPECT_EQ(bits, (std::set<uint32_t>{S_ISUID, S_ISGID})) << name;
+  }
+  for (Program tool : {Program::kToolNoNet, Program::kToolBrokered, Program::kToolNetBrokered}) {
+    const Rule* rule = FindRule(tool, "openat2");
+    ASSERT_NE(rule, nullptr);
+    EXPECT_EQ(rule->action, Action::kEnosys);
+    EXPECT_TRUE(rule->any_of.empty() && rule->unless_arg0.empty());
+  }
+  // The agents open beneath their workdir with openat2 themselves.
+  EXPECT_EQ(FindRule(Program::kAgentBaseNetUnix, "openat2"), nullptr);
+}
+
 TEST(SeccompTable, IoctlRefusesTiocstiAndTioclinuxOnTheLow32Bits) {
   const Rule* rule = FindRule(Program::kBase, "ioctl");
   ASSERT_NE(rule, nullptr);

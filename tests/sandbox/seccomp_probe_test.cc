@@ -2,6 +2,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <linux/io_uring.h>
+#include <linux/openat2.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/ioctl.h>
@@ -287,6 +288,68 @@ TEST_F(SeccompProbe, SetuidAndSetgidChmodIsRefusedAndTheControlSucceeds) {
       EXPECT_EQ(mode(), 0755u | bits) << name;
     }
   }
+}
+
+// A set-id file made directly (open, openat, creat, mknod, mknodat with S_ISUID or S_ISGID in the
+// mode): refused under the tool filters, checked from outside; openat2 answers ENOSYS there. The
+// control makes each file with the bit.
+TEST_F(SeccompProbe, SetuidAndSetgidCreationIsRefusedAndTheControlSucceeds) {
+  const std::string dir = testing::MakeTempDir("setid-create");
+  using Make = std::function<long(const char*, mode_t)>;
+  const std::vector<std::pair<const char*, Make>> calls = {
+      {"open", [](const char* f, mode_t m) { return syscall(SYS_open, f, O_CREAT | O_WRONLY, m); }},
+      {"openat", [](const char* f,
+                    mode_t m) { return syscall(SYS_openat, AT_FDCWD, f, O_CREAT | O_WRONLY, m); }},
+      {"creat", [](const char* f, mode_t m) { return syscall(SYS_creat, f, m); }},
+      {"mknod", [](const char* f, mode_t m) { return syscall(SYS_mknod, f, S_IFREG | m, 0); }},
+      {"mknodat",
+       [](const char* f, mode_t m) { return syscall(SYS_mknodat, AT_FDCWD, f, S_IFREG | m, 0); }},
+  };
+  auto mode = [](const std::string& f) {
+    struct stat st {};
+    return stat(f.c_str(), &st) == 0 ? st.st_mode & 07777 : 0u;
+  };
+  int n = 0;
+  for (const auto& [name, call] : calls) {
+    for (mode_t bits : {mode_t{S_ISUID}, mode_t{S_ISGID}}) {
+      const std::string file = dir + "/f" + std::to_string(n++);
+      const std::string control = file + "-control";
+      ExpectRefused(
+          kTool,
+          [&call, &file, bits] {
+            umask(0);
+            return call(file.c_str(), 0755 | bits);
+          },
+          EPERM, name);
+      EXPECT_EQ(mode(file), 0u) << name << ": nothing was made";
+      ProbeResult plain = RunProbe(Install(kTool), [&call, &file] {
+        umask(0);
+        return call(file.c_str(), 0755) < 0 ? -1L : 0L;
+      });
+      EXPECT_EQ(plain.value, 0) << name << ": a plain mode stays allowed";
+      EXPECT_EQ(mode(file), 0755u) << name;
+      ProbeResult made = RunProbe(NoFilter, [&call, &control, bits] {
+        umask(0);
+        return call(control.c_str(), 0755 | bits) < 0 ? -1L : 0L;
+      });
+      EXPECT_EQ(made.value, 0) << name << ": the unsandboxed control must make the file";
+      EXPECT_EQ(mode(control), 0755u | bits) << name << ": with the bit";
+    }
+  }
+  const std::string via2 = dir + "/openat2";
+  auto openat2_call = [&via2] {
+    open_how how{};
+    how.flags = O_CREAT | O_WRONLY;
+    how.mode = 04755;
+    umask(0);
+    return syscall(SYS_openat2, AT_FDCWD, via2.c_str(), &how, sizeof how);
+  };
+  ExpectRefused(kTool, openat2_call, ENOSYS, "openat2");
+  EXPECT_EQ(mode(via2), 0u);
+  ProbeResult control =
+      RunProbe(NoFilter, [&openat2_call] { return openat2_call() < 0 ? -1L : 0L; });
+  EXPECT_EQ(control.value, 0);
+  EXPECT_EQ(mode(via2), 04755u) << "the unsandboxed control makes a setuid file with openat2";
 }
 
 TEST_F(SeccompProbe, X32AbiIsKilled) {
