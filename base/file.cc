@@ -1,11 +1,14 @@
 #include "base/file.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <string_view>
+#include <vector>
 
 namespace forkbox {
 
@@ -52,5 +55,44 @@ Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, i
   if (!fd.ok()) return fd.status();
   return ReadToEnd(fd->get(), max_bytes, path);
 }
+
+namespace {
+
+constexpr int kMaxRemoveDepth = 256;  // Each level holds a descriptor until it is done.
+
+// A directory's owner rights, set on the directory `fd` pins (O_PATH): through its /proc magic
+// link, so a name swapped for a symbolic link meanwhile changes nothing elsewhere.
+void AddOwnerRights(int fd) {
+  const std::string self = "/proc/self/fd/" + std::to_string(fd);
+  struct stat st;
+  if (fstat(fd, &st) == 0) (void)chmod(self.c_str(), (st.st_mode & 07777) | S_IRWXU);
+}
+
+int RemoveTreeBelow(int parent, const char* name, int depth) {
+  if (unlinkat(parent, name, 0) == 0) return 0;
+  if (errno != EISDIR) return errno == ENOENT ? 0 : errno;
+  UniqueFd pinned(openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!pinned) return errno == ENOENT ? 0 : errno;
+  if (depth > kMaxRemoveDepth) return ELOOP;
+  AddOwnerRights(pinned.get());
+  UniqueFd dir(openat(pinned.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* entries = dir ? fdopendir(dir.get()) : nullptr;
+  if (entries != nullptr) {
+    (void)dir.release();  // Owned by `entries` now.
+    std::vector<std::string> names;
+    while (const dirent* e = readdir(entries)) {
+      std::string_view n(e->d_name);
+      if (n != "." && n != "..") names.emplace_back(n);
+    }
+    for (const std::string& n : names) (void)RemoveTreeBelow(dirfd(entries), n.c_str(), depth + 1);
+    closedir(entries);
+  }
+  if (unlinkat(parent, name, AT_REMOVEDIR) == 0) return 0;
+  return errno == ENOENT ? 0 : errno;
+}
+
+}  // namespace
+
+int RemoveTreeAt(int parent, const char* name) { return RemoveTreeBelow(parent, name, 0); }
 
 }  // namespace forkbox

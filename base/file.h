@@ -32,4 +32,10 @@ Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags);
 // OpenRegularFile + ReadToEnd.
 Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, int extra_flags = 0);
 
+// rm -rf of the entry `name` of the directory `parent`, never following a symbolic link: a tool may
+// swap any name for one meanwhile, and the removal then goes no further than that link.
+// Directories made read-only (or unlistable) get their owner's rights first. Returns 0 (also when
+// nothing was there) or the errno of the entry's own removal; what stays below it goes unreported.
+int RemoveTreeAt(int parent, const char* name);
+
 }  // namespace forkbox

@@ -101,7 +101,8 @@ void ParentToolRunner::GuardGitSurface(std::vector<agent::ToolResultBlock>& resu
   if (undone.empty()) return;
   std::string text =
       "\n[forkbox: this changed git's trust surface (hooks, config, commondir...: code git "
-      "would run outside the sandbox); undone:";
+      "would run outside the sandbox) or the project's agent config (.forkbox/, .claude/: what "
+      "the next session and Claude Code trust; only the user edits them); undone:";
   for (std::string& line : undone) {
     MakeValidUtf8(line);
     text += "\n  " + line;

@@ -100,8 +100,9 @@ void AddNamespaces(Report& r, bool assume_layer2) {
                "connect broker, with and without --allow-net)");
   Add(r, ".git/hooks read-only", layer2 ? "active" : missing,
       layer2 ? "git's trust surface is read-only (hooks, info, config, config.worktree, "
-               "commondir, other worktrees, submodules, nested repos); a planted commondir or "
-               "config.worktree is removed when the command ends"
+               "commondir, other worktrees, submodules, nested repos), and so are .forkbox/ and "
+               ".claude/; a planted commondir, config.worktree or agent config is removed when "
+               "the command ends"
              : "a tool could plant a hook that runs at your next commit");
   Add(r, "pid namespace", layer2 ? "active" : "weaker",
       layer2 ? "tools see only the session's processes (a task's only its task's); the tree "

@@ -24,6 +24,7 @@
 #include <string_view>
 
 #include "base/fd_passing.h"
+#include "base/file.h"
 #include "base/path.h"
 #include "sandbox/caps.h"
 #include "sandbox/cgroup.h"
@@ -94,18 +95,23 @@ void WriteStderrRaw(const char* a, const char* b, const char* c) {
   }
 }
 
-// Once nothing of the command is left: removes the git trust-surface files that did not exist
-// before it ran (a planted .git/commondir redirects the user's next git command outside the
-// sandbox) and says so on the command's stderr.
+// Once nothing of the command is left: removes the trust-surface paths that did not exist before
+// it ran (a planted .git/commondir redirects the user's next git command outside the sandbox; a
+// .claude/settings.json's hooks run at the next `claude`) and says so on the command's stderr.
+// The init is single-threaded: RemoveTreeAt's allocations are safe here.
 void RemovePlantedRaw(const MountPlan& mounts) {
   for (const std::string& path : mounts.absent) {
     struct stat st;
     if (lstat(path.c_str(), &st) != 0) continue;
-    int rc = S_ISDIR(st.st_mode) ? rmdir(path.c_str()) : unlink(path.c_str());
+    const size_t slash = path.rfind('/');
+    const UniqueFd parent(
+        open(path.substr(0, slash).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    const int err = parent ? RemoveTreeAt(parent.get(), path.c_str() + slash + 1) : errno;
     WriteStderrRaw("forkbox: ", path.c_str(),
-                   rc == 0 ? ": created by the command and removed (git would trust it)\n"
-                           : ": created by the command and could NOT be removed; delete it before "
-                             "running git\n");
+                   err == 0 ? ": created by the command and removed (git or an agent would trust "
+                              "it)\n"
+                            : ": created by the command and could NOT be removed; delete it "
+                              "before running git or an agent\n");
   }
 }
 

@@ -97,16 +97,7 @@ void Walk(int root, const std::string& rel, int depth, std::map<std::string, Ent
 int RemoveAt(int root, const std::string& rel) {
   Result<UniqueFd> parent = OpenDirBeneath(root, DirOf(rel), O_PATH);
   if (!parent.ok()) return ENOENT;
-  const std::string name = NameOf(rel);
-  struct stat st;
-  if (fstatat(parent->get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0) {
-    return errno == ENOENT ? 0 : errno;
-  }
-  if (S_ISDIR(st.st_mode)) {
-    for (const std::string& child : ListDir(root, rel)) RemoveAt(root, rel + "/" + child);
-    return unlinkat(parent->get(), name.c_str(), AT_REMOVEDIR) == 0 ? 0 : errno;
-  }
-  return unlinkat(parent->get(), name.c_str(), 0) == 0 ? 0 : errno;
+  return RemoveTreeAt(parent->get(), NameOf(rel).c_str());
 }
 
 // Puts `e` at `rel` (whatever is there goes first). 0 or errno.

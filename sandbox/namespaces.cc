@@ -421,10 +421,22 @@ void KeepBindsInWritableTrees(MountPlan& plan) {
   }
 }
 
+// The project's agent configuration, guarded like git's surface: the next session trusts
+// .forkbox/ (config.toml, agents/: a task's planted explore.md or model would run it), and the
+// user's next `claude` trusts .claude/ (agents, commands, settings.json's hooks run commands).
+void AddProjectConfig(const std::string& workdir, MountPlan& plan) {
+  for (const char* name : {".forkbox", ".claude"}) {
+    const fs::path path = fs::path(workdir) / name;
+    AddReadonly(path, plan);
+    AddAbsent(path, plan);
+  }
+}
+
 void AddGitSurface(const std::string& workdir, MountPlan& plan) {
   UniqueFd dir = OpenWalkedDir(AT_FDCWD, workdir.c_str());
   std::vector<char> buf(32 << 10);
   if (dir) AddReposBelow(dir, workdir, 0, buf, plan);
+  AddProjectConfig(workdir, plan);
 }
 
 }  // namespace

@@ -19,15 +19,16 @@ struct MountPlan {
   std::vector<std::string> pinned;
   // Git's trust surface, bound read-only: hooks/, info/, config, config.worktree, commondir of
   // the workdir's git dir (and its common dir), other worktrees' admin dirs, submodules' git
-  // dirs, nested repositories' `.git`, a `.git` file.
+  // dirs, nested repositories' `.git`, a `.git` file; and the workdir's .forkbox/ and .claude/
+  // (agent files, config, hooks that the next session or `claude` trusts).
   std::vector<std::string> readonly;
   // Surface paths that were links when planned (`.git/hooks -> ../githooks`): readonly has their
   // targets, since a bind meeting a link is refused (one there now was planted since); the links
   // themselves stay writable and are guarded by GitSurfaceGuard.
   std::vector<std::string> links;
-  // Trust-surface files that did not exist (commondir, config.worktree): a bind cannot stop their
-  // creation in a writable .git, so the namespace init removes them once the command and every
-  // process it left behind are dead, and says so on stderr.
+  // Trust-surface files that did not exist (commondir, config.worktree, .forkbox, .claude): a bind
+  // cannot stop their creation in a writable tree, so the namespace init removes them once the
+  // command and every process it left behind are dead, and says so on stderr.
   std::vector<std::string> absent;
   // Credential stores hidden from the command: an empty read-only tmpfs over each directory,
   // /dev/null over each file; and /dev/null over every pathname socket bound when the plan was

@@ -102,40 +102,6 @@ void RemoveShortLink(const std::string& link, const std::string& target) {
   }
 }
 
-constexpr int kMaxRemoveDepth = 256;  // Each level holds a descriptor until it is done.
-
-// A directory's owner rights, set on the directory `fd` pins (O_PATH): through its /proc magic
-// link, so a name swapped for a symbolic link meanwhile changes nothing elsewhere.
-void AddOwnerRights(int fd) {
-  const std::string self = "/proc/self/fd/" + std::to_string(fd);
-  struct stat st;
-  if (fstat(fd, &st) == 0) (void)chmod(self.c_str(), (st.st_mode & 07777) | S_IRWXU);
-}
-
-// Removes the entry `name` of the directory `parent` and, for a directory, everything in it,
-// never following a symbolic link: a tool may swap any name for one while this runs, and the
-// removal then goes no further than that link. Directories a tool made read-only (or unlistable)
-// get their owner's rights first. Best effort, like the end of a task: nobody to report to.
-void RemoveTreeAt(int parent, const char* name, int depth) {
-  if (unlinkat(parent, name, 0) == 0 || errno != EISDIR) return;
-  UniqueFd pinned(openat(parent, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!pinned || depth > kMaxRemoveDepth) return;
-  AddOwnerRights(pinned.get());
-  UniqueFd dir(openat(pinned.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  DIR* entries = dir ? fdopendir(dir.get()) : nullptr;
-  if (entries != nullptr) {
-    (void)dir.release();  // Owned by `entries` now.
-    std::vector<std::string> names;
-    while (const dirent* e = readdir(entries)) {
-      std::string_view n(e->d_name);
-      if (n != "." && n != "..") names.emplace_back(n);
-    }
-    for (const std::string& n : names) RemoveTreeAt(dirfd(entries), n.c_str(), depth + 1);
-    closedir(entries);
-  }
-  (void)unlinkat(parent, name, AT_REMOVEDIR);
-}
-
 // Creates `name` in `dir` with "*\n" unless it exists: the temp dirs stay out of git.
 Status EnsureGitIgnore(int dir) {
   UniqueFd fd(
@@ -246,7 +212,7 @@ void TaskTmpDir::Remove() {
   if (!root_) return;
   const UniqueFd root = std::move(root_);
   if (own_link_ && !short_.empty()) RemoveShortLink(short_, path_);
-  RemoveTreeAt(root.get(), name_.c_str(), 0);
+  (void)RemoveTreeAt(root.get(), name_.c_str());  // Best effort: nobody to report to.
   // Leave no trace: drop .forkbox-tmp when no other task is using it. rmdir never follows a link,
   // and removes only an empty directory, whatever now has that name.
   if (!OnlyGitIgnore(root.get())) return;

@@ -205,6 +205,27 @@ TEST_P(ScopeTest, BroadWorkdirRefused) {
 // A tool plants everything git trusts (hooks, fsmonitor in config, config.worktree, a commondir
 // redirect, a nested repository's hook, a new nested repository, a `.git` file); then the user
 // runs git status, commit and checkout outside. Nothing may run.
+// The project's agent config as the next session and `claude` read it (.forkbox/config.toml and
+// agents/, .claude/settings.json's hooks and agents/): whatever a command changes or plants there
+// is undone once it ends. The control keeps all of it.
+TEST_P(ScopeTest, ProjectAgentConfigIsPutBack) {
+  const std::string config = work_ + "/.forkbox/config.toml";
+  ASSERT_EQ(mkdir((work_ + "/.forkbox").c_str(), 0755), 0);
+  WriteFile(config, "max-turns = 5\n");
+  ChownTree(work_, uid(), gid());
+  RunResult r =
+      Shell("cd '" + work_ +
+            "'; echo PROBE plant-agent-config; echo 'model = \"x\"' >> .forkbox/config.toml; "
+            "mkdir -p .forkbox/agents .claude/agents; echo evil > .forkbox/agents/explore.md; "
+            "echo '{\"hooks\":{}}' > .claude/settings.json; echo evil > .claude/agents/a.md; true");
+  std::string planted;
+  if (ReadFile(config) != "max-turns = 5\n") planted += " config.toml";
+  for (const char* rel : {"/.forkbox/agents", "/.claude"}) {
+    if (Exists(work_ + rel)) planted += rel;
+  }
+  Verdict(r, !planted.empty(), Control::kAlways, "plant the project's agent config:" + planted);
+}
+
 TEST_P(ScopeTest, GitSurfaceRunsNothingOutside) {
   ASSERT_EQ(GitOutside(work_, {"init", "-q"}).exit_code, 0);
   ASSERT_EQ(GitOutside(work_ + "/", {"commit", "-q", "--allow-empty", "-m", "one"}).exit_code, 0);

@@ -1089,6 +1089,37 @@ TEST_F(RealChildTest, GitSurfaceChangeIsUndoneAndReportedToTheModel) {
   EXPECT_NE(r.err.find("git trust surface"), std::string::npos) << Dump(r);
 }
 
+// A task that plants an agent definition and a config for the next session (a read-only
+// `explore` made writable, a model switched) loses both when it ends; the parent's model is told.
+TEST_F(RealChildTest, ATasksPlantedAgentConfigIsUndoneAndReported) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (IsParent(r)) {
+      if (r.view.assistant_turns == 0) return Calls({Task("plant", "plant")});
+      return Text("planted");
+    }
+    if (r.view.assistant_turns == 0) {
+      return Calls(
+          {ToolCall{"bash",
+                    {{"command",
+                      "mkdir -p .forkbox/agents .claude && echo 'model = \"m2\"' > "
+                      ".forkbox/config.toml && printf -- '---\\nname: explore\\n---\\n' "
+                      "> .forkbox/agents/explore.md && echo '{}' > .claude/settings.json"}},
+                    ""}});
+    }
+    return Text("done");
+  });
+  RunResult r = Run(Args({"go"}));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_FALSE(fs::exists(fs::path(workdir_) / ".forkbox")) << Dump(r);
+  EXPECT_FALSE(fs::exists(fs::path(workdir_) / ".claude")) << Dump(r);
+  const auto requests = server_.requests();
+  ASSERT_FALSE(requests.empty());
+  EXPECT_NE(requests.back().body.find("the project's agent config"), std::string::npos)
+      << requests.back().body;
+  EXPECT_NE(requests.back().body.find(".forkbox/agents/explore.md"), std::string::npos)
+      << requests.back().body;
+}
+
 // The guard walks the workdir after each tool call that may change a file, not after read_file.
 // A hook that appears while the session waits for the model (nothing of the session made it: the
 // test's server plants it) is undone after the next write_file, not after the read_files before
