@@ -260,9 +260,15 @@ TEST_F(ParentTest, TheParentMapsAllItsCodeTheSpawnerOnlyWhatItRuns) {
       const std::vector<pid_t> launcher = ChildrenNamed("forkbox", forkbox);
       if (launcher.size() == 1) forkbox = launcher[0];
       parent.push_back(MappedKb(forkbox, "/forkbox", "r-xp"));
-      for (pid_t pid : ChildrenNamed("forkbox-child", forkbox)) {
-        // Past its constructors once confined; bounded, the spawner confines itself at once.
-        const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      // The spawner starts while the parent prepares this request: under load it may not be
+      // forked yet, or not past its constructors (confined). Bounded: it confines itself at once.
+      const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+      std::vector<pid_t> spawners = ChildrenNamed("forkbox-child", forkbox);
+      while (spawners.empty() && std::chrono::steady_clock::now() < until) {
+        std::this_thread::yield();
+        spawners = ChildrenNamed("forkbox-child", forkbox);
+      }
+      for (pid_t pid : spawners) {
         while (SeccompMode(pid) == 0 && std::chrono::steady_clock::now() < until) {
           std::this_thread::yield();
         }
