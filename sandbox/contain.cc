@@ -43,7 +43,7 @@ constexpr char kLayer1SharedWritable[] = "/dev/shm";
 // Descriptors a keeper or init keeps besides stderr to undo what its command left for a dead
 // spawner (ContainPlan::orphaned), each -1 when none.
 struct KeptFds {
-  int fds[3] = {-1, -1, -1};
+  int fds[4] = {-1, -1, -1, -1};
 };
 
 KeptFds KeptFdsOf(const ContainPlan& p) {
@@ -52,13 +52,14 @@ KeptFds KeptFdsOf(const ContainPlan& p) {
   if (p.orphaned.tmp != nullptr) {
     kept.fds[1] = p.orphaned.tmp->descriptors()[0];
     kept.fds[2] = p.orphaned.tmp->descriptors()[1];
+    kept.fds[3] = p.orphaned.tmp->descriptors()[2];
   }
   return kept;
 }
 
 // Closes every descriptor from 3 on but those in `kept` and `also` (-1: none).
 void CloseAboveStderrExceptRaw(const KeptFds& kept, int also = -1) {
-  int keep[4] = {kept.fds[0], kept.fds[1], kept.fds[2], also};
+  int keep[5] = {kept.fds[0], kept.fds[1], kept.fds[2], kept.fds[3], also};
   std::sort(std::begin(keep), std::end(keep));
   unsigned from = 3;
   for (const int fd : keep) {

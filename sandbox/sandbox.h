@@ -137,6 +137,8 @@ enum class ShortLink {
 
 // A per-task temp directory removed (recursively) by its destructor:
 // <workdir>/.forkbox-tmp/task-XXXXXX, where .forkbox-tmp/.gitignore ("*") keeps it out of git.
+// Its owner holds a flock on it, so a task killed before its destructor ran (Ctrl-C, a timeout,
+// SIGKILL) leaves a directory the next Create or Remove in that workdir sweeps away.
 // Tools reach it by a short path, /dev/shm/forkbox-XXXXXXXXXX (a symbolic link with an
 // unpredictable name), because an AF_UNIX path holds 108 bytes and Python's forkserver binds
 // $TMPDIR/pymp-*/listener-*. /dev/shm, not /tmp: layer 1's Landlock lets the agents (confined
@@ -159,7 +161,8 @@ class TaskTmpDir {
   // The descriptors Remove works through (-1 when none): a process that closes its other
   // descriptors before it removes the directory (a keeper, Sandbox::Spawn's `orphaned`) keeps
   // these.
-  std::array<int, 2> descriptors() const { return {workdir_.get(), root_.get()}; }
+  // The lock, too: a keeper that outlives its spawner keeps the directory from being swept.
+  std::array<int, 3> descriptors() const { return {workdir_.get(), root_.get(), lock_.get()}; }
   // For a kPrivateDir temp dir whose command falls back to layer 1: the task dir on disk with
   // its link made at that one's `short_path` (TMPDIR stays the same string). Fails if the name
   // is taken.
@@ -174,6 +177,7 @@ class TaskTmpDir {
   // The removal goes by these, never by path_ (a tool may swap a name for a symbolic link).
   UniqueFd workdir_;  // O_PATH
   UniqueFd root_;     // <workdir>/.forkbox-tmp
+  UniqueFd lock_;     // task-XXXXXX, flocked while this owns it
   std::string name_;  // task-XXXXXX in root_
 };
 

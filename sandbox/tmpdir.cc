@@ -2,6 +2,7 @@
 // and its short link /dev/shm/forkbox-XXXXXXXXXX.
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -131,15 +132,52 @@ bool OnlyGitIgnore(int dir) {
   return only;
 }
 
-// A fresh task-XXXXXX beneath `root`: mkdirat with a random name, never an existing one.
-Result<std::string> MakeTaskDir(int root) {
+// The task dir `name` beneath `root`, opened and locked (flock LOCK_EX): its owner holds the lock
+// for its life, and the kernel lets go of it when the owner dies, however it dies. Empty when
+// another holds it, or the name no longer leads to the directory locked (a sweep removed it).
+UniqueFd LockTaskDir(int root, const std::string& name) {
+  UniqueFd fd(openat(root, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!fd || flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return UniqueFd();
+  struct stat held, named;
+  if (fstat(fd.get(), &held) != 0 ||
+      fstatat(root, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 ||
+      held.st_ino != named.st_ino || held.st_dev != named.st_dev) {
+    return UniqueFd();
+  }
+  return fd;
+}
+
+// Removes the task dirs beneath `root` whose owner died before it could (a task killed on
+// Ctrl-C, SIGTERM or its timeout; a session killed with SIGKILL): their locks are free.
+void SweepDeadTaskDirs(int root) {
+  UniqueFd listing(openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* entries = listing ? fdopendir(listing.get()) : nullptr;
+  if (entries == nullptr) return;
+  (void)listing.release();  // Owned by `entries` now.
+  std::vector<std::string> names;
+  while (const dirent* e = readdir(entries)) {
+    if (std::string_view(e->d_name).rfind("task-", 0) == 0) names.emplace_back(e->d_name);
+  }
+  closedir(entries);
+  for (const std::string& name : names) {
+    // Best effort: what cannot be removed now is tried again by the next task.
+    if (UniqueFd dead = LockTaskDir(root, name)) (void)RemoveTreeAt(root, name.c_str());
+  }
+}
+
+// A fresh task-XXXXXX beneath `root`, locked (*lock): mkdirat with a random name, never an
+// existing one; a name a concurrent sweep took is given up for another.
+Result<std::string> MakeTaskDir(int root, UniqueFd* lock) {
   for (int attempt = 0; attempt < kLinkAttempts; ++attempt) {
     Result<std::string> random = RandomName();
     if (!random.ok()) return random.status();
     const std::string name = "task-" + random->substr(std::strlen(kLinkPrefix), 6);
-    if (mkdirat(root, name.c_str(), 0700) == 0) return name;
-    if (errno != EEXIST)
+    if (mkdirat(root, name.c_str(), 0700) != 0) {
+      if (errno == EEXIST) continue;
       return Status::FromErrno(errno, std::string("mkdir ") + kDirName + "/" + name);
+    }
+    *lock = LockTaskDir(root, name);
+    if (*lock) return name;
   }
   return Status::Internal(std::string("no free task directory name in ") + kDirName);
 }
@@ -190,7 +228,8 @@ Result<TaskTmpDir> TaskTmpDir::OnDiskNamed(const std::string& workdir, ShortLink
   }
   dir.root_ = std::move(*root);
   FORKBOX_RETURN_IF_ERROR(EnsureGitIgnore(dir.root_.get()));
-  Result<std::string> task = MakeTaskDir(dir.root_.get());
+  SweepDeadTaskDirs(dir.root_.get());
+  Result<std::string> task = MakeTaskDir(dir.root_.get(), &dir.lock_);
   if (!task.ok()) return task.status();
   dir.name_ = std::move(*task);
   dir.path_ = workdir + "/" + kDirName + "/" + dir.name_;  // The destructor removes it now.
@@ -213,6 +252,8 @@ void TaskTmpDir::Remove() {
   const UniqueFd root = std::move(root_);
   if (own_link_ && !short_.empty()) RemoveShortLink(short_, path_);
   (void)RemoveTreeAt(root.get(), name_.c_str());  // Best effort: nobody to report to.
+  lock_.reset();
+  SweepDeadTaskDirs(root.get());
   // Leave no trace: drop .forkbox-tmp when no other task is using it. rmdir never follows a link,
   // and removes only an empty directory, whatever now has that name.
   if (!OnlyGitIgnore(root.get())) return;
@@ -228,6 +269,7 @@ TaskTmpDir::TaskTmpDir(TaskTmpDir&& other) noexcept
       own_link_(std::exchange(other.own_link_, false)),
       workdir_(std::move(other.workdir_)),
       root_(std::move(other.root_)),
+      lock_(std::move(other.lock_)),
       name_(std::exchange(other.name_, {})) {}
 
 TaskTmpDir& TaskTmpDir::operator=(TaskTmpDir&& other) noexcept {
@@ -238,6 +280,7 @@ TaskTmpDir& TaskTmpDir::operator=(TaskTmpDir&& other) noexcept {
     own_link_ = std::exchange(other.own_link_, false);
     workdir_ = std::move(other.workdir_);
     root_ = std::move(other.root_);
+    lock_ = std::move(other.lock_);
     name_ = std::exchange(other.name_, {});
   }
   return *this;

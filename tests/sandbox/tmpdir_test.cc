@@ -1,4 +1,7 @@
+#include <fcntl.h>
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -54,6 +57,62 @@ TEST(TaskTmpDir, TwoTasksGetDistinctDirectoriesAndMovesTransferOwnership) {
   EXPECT_FALSE(FileExists(a_path));
   EXPECT_TRUE(FileExists(b->path()));
   EXPECT_EQ(ReadFile(work + "/.forkbox-tmp/.gitignore"), "*\n") << "still used by b";
+}
+
+// A TaskTmpDir made in a forked process that then waits; its path comes back over a pipe.
+struct Holder {
+  pid_t pid = -1;
+  std::string path;
+};
+Holder HoldTaskTmpDir(const std::string& work) {
+  int fds[2];
+  if (pipe(fds) != 0) return {};
+  Holder h;
+  h.pid = fork();
+  if (h.pid == 0) {
+    close(fds[0]);
+    Result<TaskTmpDir> dir = TaskTmpDir::Create(work, ShortLink::kInNamespaces);
+    const std::string path = dir.ok() ? dir->path() : "";
+    std::ofstream(path + "/left") << "by a killed task";
+    if (write(fds[1], path.data(), path.size()) != static_cast<ssize_t>(path.size())) _exit(1);
+    close(fds[1]);
+    pause();  // Until killed: its destructor never runs.
+    _exit(0);
+  }
+  close(fds[1]);
+  char buf[4096];
+  ssize_t n;
+  while ((n = read(fds[0], buf, sizeof buf)) > 0) h.path.append(buf, static_cast<size_t>(n));
+  close(fds[0]);
+  return h;
+}
+
+void KillAndReap(pid_t pid) {
+  kill(pid, SIGKILL);
+  int status = 0;
+  waitpid(pid, &status, 0);
+}
+
+// A task killed before its destructor ran (Ctrl-C, a timeout, SIGKILL) leaves its directory: the
+// next Create in that workdir removes it, while a live task's stays; the last Remove takes the
+// rest and the dot folder. Without the locks, the killed task's directory stays for good.
+TEST(TaskTmpDir, ADeadTasksDirectoryIsSweptALiveOnesIsNot) {
+  const std::string work = testing::MakeTempDir("tmpdir-sweep");
+  Holder killed = HoldTaskTmpDir(work);
+  Holder live = HoldTaskTmpDir(work);
+  ASSERT_FALSE(killed.path.empty());
+  ASSERT_FALSE(live.path.empty());
+  KillAndReap(killed.pid);
+  ASSERT_TRUE(FileExists(killed.path + "/left"));
+  {
+    Result<TaskTmpDir> next = TaskTmpDir::Create(work, ShortLink::kInNamespaces);
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    EXPECT_FALSE(FileExists(killed.path)) << "the dead task's directory is swept";
+    EXPECT_TRUE(FileExists(live.path + "/left")) << "a live task's directory is kept";
+    KillAndReap(live.pid);
+  }
+  EXPECT_FALSE(FileExists(live.path)) << "the last Remove sweeps it";
+  EXPECT_FALSE(FileExists(work + "/.forkbox-tmp"));
 }
 
 std::string LinkTarget(const std::string& link) {
@@ -185,6 +244,10 @@ TEST(TaskTmpDir, MakingALinkSweepsOurDanglingOnes) {
   const std::string other = "/dev/shm/forkbox-sweep-other-" + token;
   ASSERT_EQ(mkdir((work + "/.forkbox-tmp").c_str(), 0700), 0);
   ASSERT_EQ(mkdir((work + "/.forkbox-tmp/task-live").c_str(), 0700), 0);
+  // A live task holds its directory's lock (else the directory is a dead task's, and swept).
+  const int held = open((work + "/.forkbox-tmp/task-live").c_str(), O_RDONLY | O_CLOEXEC);
+  ASSERT_GE(held, 0);
+  ASSERT_EQ(flock(held, LOCK_EX), 0);
   ASSERT_EQ(symlink((work + "/.forkbox-tmp/task-gone").c_str(), gone.c_str()), 0);
   ASSERT_EQ(symlink((work + "/.forkbox-tmp/task-live").c_str(), live.c_str()), 0);
   ASSERT_EQ(symlink((work + "/not-a-task").c_str(), other.c_str()), 0);
@@ -197,6 +260,7 @@ TEST(TaskTmpDir, MakingALinkSweepsOurDanglingOnes) {
   unlink(gone.c_str());
   unlink(live.c_str());
   unlink(other.c_str());
+  close(held);
 }
 
 // The names in `dir`, "." and ".." left out.
