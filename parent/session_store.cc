@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "base/file.h"
+#include "parent/stats.h"
 
 namespace forkbox::parent {
 namespace {
@@ -74,8 +75,7 @@ agent::Message MessageFromJson(const json& j) {
   return m;
 }
 
-Status WriteLine(int fd, const json& j) {
-  const std::string line = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+Status WriteText(int fd, const std::string& line) {
   size_t off = 0;
   while (off < line.size()) {
     ssize_t n = ::write(fd, line.data() + off, line.size() - off);
@@ -86,6 +86,10 @@ Status WriteLine(int fd, const json& j) {
   return Status::Ok();
 }
 
+Status WriteLine(int fd, const json& j) {
+  return WriteText(fd, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
 bool ValidId(const std::string& id) {
   return !id.empty() && id.size() <= 64 &&
          std::all_of(id.begin(), id.end(), [](char c) { return std::isxdigit(c) || c == '-'; });
@@ -93,6 +97,80 @@ bool ValidId(const std::string& id) {
 
 std::string PathOf(const std::string& dir, const std::string& id) {
   return dir + "/" + id + ".jsonl";
+}
+
+// Line 1. Throws json::exception when it is not a session header.
+void ReadHeader(const json& j, SessionInfo* info) {
+  if (j.at("type") != "session") throw json::other_error::create(501, "no header", &j);
+  info->id = j.at("id");
+  info->workdir = j.at("workdir");
+  info->created = j.at("created");
+  info->first_prompt = j.at("first_prompt");
+}
+
+// A line after the header: a turn (the whole conversation after it) or a clear. Throws
+// json::exception when the line is malformed, and `out` is then unchanged.
+void ApplyRecord(const json& j, LoadedSession* out) {
+  if (j.at("type") == "clear") {
+    out->messages.clear();
+    return;
+  }
+  std::vector<agent::Message> conversation;
+  for (const json& m : j.at("messages")) conversation.push_back(MessageFromJson(m));
+  const int64_t tokens = j.at("input_tokens").get<int64_t>() + j.at("output_tokens").get<int64_t>();
+  std::string prompt = j.contains("prompt") ? j.at("prompt").get<std::string>() : "";
+  if (out->info.first_prompt.empty()) out->info.first_prompt = std::move(prompt);
+  out->info.turns += 1;
+  out->info.tokens += tokens;
+  out->messages = std::move(conversation);
+}
+
+// "line 3 was" or "lines 2, 3 were", at most ten numbers.
+std::string SkippedLines(const std::vector<size_t>& lines) {
+  std::string s = lines.size() == 1 ? "line " : "lines ";
+  for (size_t i = 0; i < lines.size() && i < 10; ++i) {
+    s += (i == 0 ? "" : ", ") + std::to_string(lines[i]);
+  }
+  if (lines.size() > 10) s += " and " + std::to_string(lines.size() - 10) + " more";
+  return s + (lines.size() == 1 ? " was" : " were");
+}
+
+// Every line is a whole snapshot, so a bad line is skipped and the lines after it still count:
+// the session resumes from its last good line, and nothing valid is ever dropped.
+Result<LoadedSession> ParseSession(const std::string& id, const std::string& text) {
+  LoadedSession out;
+  std::vector<size_t> skipped;
+  size_t number = 0;
+  size_t last_good = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    const bool complete = end != std::string::npos;
+    if (!complete) end = text.size();
+    ++number;
+    try {
+      json j = json::parse(text.begin() + static_cast<std::ptrdiff_t>(start),
+                           text.begin() + static_cast<std::ptrdiff_t>(end));
+      if (number == 1) {
+        ReadHeader(j, &out.info);
+      } else {
+        ApplyRecord(j, &out);
+      }
+      last_good = number;
+      out.needs_newline = !complete;
+    } catch (const json::exception&) {
+      if (number == 1) return Status::InvalidArgument("session " + id + ": unreadable header");
+      skipped.push_back(number);
+      if (!complete) out.cut_at = static_cast<int64_t>(start);
+    }
+    start = end + 1;
+  }
+  if (number == 0) return Status::InvalidArgument("session " + id + " is empty");
+  if (!skipped.empty()) {
+    out.warning = "session " + id + ": " + SkippedLines(skipped) +
+                  " corrupt or truncated and skipped; resuming from line " +
+                  std::to_string(last_good) + " (" + Plural(out.info.turns, "turn") + ")";
+  }
+  return out;
 }
 
 }  // namespace
@@ -140,49 +218,8 @@ Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id)
     return Status::Error(Status::Code::kNotFound, "no session " + id + " in " + dir);
   }
   if (!text.ok()) return text.status();
-  std::istringstream in(*text);
-  LoadedSession out;
-  std::string line;
-  size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    const bool complete = !in.eof();  // The last line without its newline is cut.
-    try {
-      if (!complete) throw json::other_error::create(501, "truncated line", nullptr);
-      json j = json::parse(line);
-      if (number == 1) {
-        if (j.at("type") != "session") throw json::other_error::create(501, "no header", &j);
-        out.info.id = j.at("id");
-        out.info.workdir = j.at("workdir");
-        out.info.created = j.at("created");
-        out.info.first_prompt = j.at("first_prompt");
-        out.good_bytes += static_cast<int64_t>(line.size()) + 1;
-        continue;
-      }
-      if (j.at("type") == "clear") {
-        out.messages.clear();
-        out.good_bytes += static_cast<int64_t>(line.size()) + 1;
-        continue;
-      }
-      std::vector<agent::Message> conversation;
-      for (const json& m : j.at("messages")) conversation.push_back(MessageFromJson(m));
-      if (out.info.first_prompt.empty() && j.contains("prompt")) {
-        out.info.first_prompt = j.at("prompt").get<std::string>();
-      }
-      out.info.turns += 1;
-      out.info.tokens += j.at("input_tokens").get<int64_t>() + j.at("output_tokens").get<int64_t>();
-      out.messages = std::move(conversation);
-      out.good_bytes += static_cast<int64_t>(line.size()) + 1;
-    } catch (const json::exception& e) {
-      if (number == 1) return Status::InvalidArgument("session " + id + ": unreadable header");
-      out.warning = "session " + id + ": line " + std::to_string(number) +
-                    " is corrupt or truncated; resuming from the last complete turn (" +
-                    std::to_string(out.info.turns) + ")";
-      break;
-    }
-  }
-  if (number == 0) return Status::InvalidArgument("session " + id + " is empty");
-  out.info.modified = st.st_mtime;
+  Result<LoadedSession> out = ParseSession(id, *text);
+  if (out.ok()) out->info.modified = st.st_mtime;
   return out;
 }
 
@@ -229,9 +266,11 @@ Result<SessionLog> SessionLog::Append(const std::string& dir, const LoadedSessio
   Result<UniqueFd> fd = OpenRegularFile(path, O_WRONLY | O_APPEND | O_NOFOLLOW);
   if (!fd.ok()) return fd.status();
   SessionLog log{std::move(*fd)};
-  if (::ftruncate(log.fd_.get(), loaded.good_bytes) != 0) {
+  // Only a cut last line goes: the next line would otherwise be glued to it.
+  if (loaded.cut_at >= 0 && ::ftruncate(log.fd_.get(), loaded.cut_at) != 0) {
     return Status::FromErrno(errno, "truncate " + path);
   }
+  if (loaded.needs_newline) FORKBOX_RETURN_IF_ERROR(WriteText(log.fd_.get(), "\n"));
   return log;
 }
 

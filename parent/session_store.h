@@ -34,8 +34,10 @@ struct SessionInfo {
 struct LoadedSession {
   SessionInfo info;
   std::vector<agent::Message> messages;
-  std::string warning;     // Non-empty when a corrupt or truncated tail was skipped.
-  int64_t good_bytes = 0;  // Length of the file up to the last complete line.
+  std::string warning;  // Non-empty when corrupt or truncated lines were skipped (named).
+  // >= 0: the last line is cut (no newline, not JSON) and starts at this offset.
+  int64_t cut_at = -1;
+  bool needs_newline = false;  // The last line is whole but lost its newline.
 };
 
 // $XDG_STATE_HOME/forkbox (or $HOME/.local/state/forkbox), created 0700 when missing: the
@@ -47,7 +49,8 @@ Result<std::string> SessionsDir(bool create);
 // Every readable session, most recent first.
 std::vector<SessionInfo> ListSessions(const std::string& dir);
 
-// Reads up to the last complete turn. A missing or headerless file is an error.
+// Resumes from the last good line: a corrupt or truncated line is skipped (each line is a whole
+// snapshot) and named in `warning`. A missing or headerless file is an error.
 Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id);
 // The most recently modified session of `workdir`.
 Result<std::string> LatestSessionFor(const std::string& dir, const std::string& workdir);
@@ -57,7 +60,8 @@ class SessionLog {
   // Creates <dir>/<id>.jsonl with its header, or (resume) opens the existing one for appending.
   static Result<SessionLog> Create(const std::string& dir, const std::string& id,
                                    const std::string& workdir, const std::string& first_prompt);
-  // Opens a loaded session for appending, cutting a corrupt tail off first.
+  // Opens a loaded session for appending. Only a cut last line (LoadedSession::cut_at) is cut
+  // off; every other line, corrupt or not, stays.
   static Result<SessionLog> Append(const std::string& dir, const LoadedSession& loaded);
   // Appends one completed prompt: the prompt, the conversation after it, and what it cost.
   Status AddTurn(const std::string& prompt, const std::vector<agent::Message>& conversation,

@@ -1458,15 +1458,23 @@ namespace {
 class SessionTest : public ParentTest {
  protected:
   fs::path Dir() const { return fs::path(workdir_) / "state" / "forkbox" / "sessions"; }
-  RunResult RunIn(std::vector<std::string> args) {
+  RunSpec SpecIn(std::vector<std::string> args) {
     server_.Start();
     RunSpec spec;
     spec.args = std::move(args);
     spec.env = Env();
     spec.env.push_back("XDG_STATE_HOME=" + workdir_ + "/state");
     spec.cwd = workdir_;
-    return RunForkbox(spec);
+    return spec;
   }
+  RunResult RunIn(std::vector<std::string> args) { return RunForkbox(SpecIn(std::move(args))); }
+  // A one-shot run that starts a session of `prompt`; its id.
+  std::string NewSession(const std::string& prompt) {
+    RunResult r = RunIn({"--sandbox=off", "--json", prompt});
+    EXPECT_EQ(r.exit_code, 0) << Dump(r);
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["session_id"].get<std::string>() : "";
+  }
+  fs::path FileOf(const std::string& id) const { return Dir() / (id + ".jsonl"); }
   std::vector<fs::path> Files() const {
     std::vector<fs::path> files;
     if (fs::exists(Dir())) {
@@ -2464,6 +2472,71 @@ TEST_F(RealChildTest, AClosedStdoutStopsRunningTasks) {
       << Dump(r);
   EXPECT_EQ(r.err.find("timed out"), std::string::npos) << Dump(r);
   EXPECT_EQ(Requests(IsParent).size(), 1u);
+}
+
+// ---- Session files (parent/session_store.h)
+
+// Each line of a file, as written.
+std::vector<std::string> FileLines(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+void WriteFile(const fs::path& path, const std::vector<std::string>& lines,
+               const std::string& tail = "") {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  for (const std::string& line : lines) out << line << '\n';
+  out << tail;
+}
+
+// Defect D5: each line is a whole snapshot of the conversation, so a corrupt line is skipped and
+// named, the session resumes from its last good line, and no later valid line is deleted. Only
+// a cut last line goes (the next line would be glued to it).
+TEST_F(SessionTest, ACorruptLineIsSkippedAndTheValidLinesAfterItAreKept) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    return Text("answer " + std::to_string(r.view.user_texts.size()));
+  });
+  const std::string id = NewSession("p1");
+  ASSERT_FALSE(id.empty());
+  for (const char* p : {"p2", "p3"}) {
+    RunResult r = RunIn({"--sandbox=off", "--resume", id, p});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  }
+  const std::vector<std::string> good = FileLines(FileOf(id));
+  ASSERT_EQ(good.size(), 4u);  // The header and three turns.
+  struct Case {
+    size_t line;  // 1-based.
+    std::string from;
+    std::string to;
+    std::string tail;  // A cut line after the last one.
+    std::string warning;
+  };
+  const std::vector<Case> cases = {
+      {2, "\"p1\"", std::string("\"p\0\"", 4), "",
+       "line 2 was corrupt or truncated and skipped; resuming from line 4 (2 turns)"},
+      {3, "\"role\":\"user\"", "\"role\":\"usr\"", "{\"type\":\"turn\",\"mess",
+       "lines 3, 5 were corrupt or truncated and skipped; resuming from line 4 (2 turns)"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.line);
+    std::vector<std::string> lines = good;
+    const size_t at = lines[c.line - 1].find(c.from);
+    ASSERT_NE(at, std::string::npos) << lines[c.line - 1];
+    lines[c.line - 1].replace(at, c.from.size(), c.to);
+    WriteFile(FileOf(id), lines, c.tail);
+    RunResult r = RunIn({"--sandbox=off", "--resume", id, "next"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_NE(r.err.find("session " + id + ": " + c.warning), std::string::npos) << Dump(r);
+    // The model sees the conversation of line 4, the last good one.
+    const auto req = server_.request(server_.request_count() - 1);
+    EXPECT_EQ(req.view.user_texts, (std::vector<std::string>{"p1", "p2", "p3", "next"}));
+    // On disk: every line kept, the corrupt one too, and the new turn after them.
+    std::vector<std::string> after = FileLines(FileOf(id));
+    ASSERT_EQ(after.size(), 5u);
+    after.pop_back();
+    EXPECT_EQ(after, lines);
+  }
 }
 
 }  // namespace
