@@ -91,8 +91,9 @@ Status WriteLine(int fd, const json& j) {
 }
 
 bool ValidId(const std::string& id) {
-  return !id.empty() && id.size() <= 64 &&
-         std::all_of(id.begin(), id.end(), [](char c) { return std::isxdigit(c) || c == '-'; });
+  return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c)) != 0 || c == '-';
+  });
 }
 
 std::string PathOf(const std::string& dir, const std::string& id) {
@@ -152,6 +153,13 @@ Result<LoadedSession> ParseSession(const std::string& id, const std::string& tex
                            text.begin() + static_cast<std::ptrdiff_t>(end));
       if (number == 1) {
         ReadHeader(j, &out.info);
+        // The id becomes a path when the session is appended to: it must be the file's own.
+        if (!ValidId(out.info.id) || out.info.id != id) {
+          return Status::InvalidArgument(
+              "session " + id + ": refused: its header names session " +
+              json(out.info.id).dump(-1, ' ', false, json::error_handler_t::replace) +
+              ", not its own id");
+        }
       } else {
         ApplyRecord(j, &out);
       }

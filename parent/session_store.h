@@ -50,7 +50,8 @@ Result<std::string> SessionsDir(bool create);
 std::vector<SessionInfo> ListSessions(const std::string& dir);
 
 // Resumes from the last good line: a corrupt or truncated line is skipped (each line is a whole
-// snapshot) and named in `warning`. A missing or headerless file is an error.
+// snapshot) and named in `warning`. A missing or headerless file is an error, and so is a header
+// whose id is not `id` (the file's name): that id would be the path appended to.
 Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id);
 // The most recently modified session of `workdir`.
 Result<std::string> LatestSessionFor(const std::string& dir, const std::string& workdir);

@@ -2539,5 +2539,44 @@ TEST_F(SessionTest, ACorruptLineIsSkippedAndTheValidLinesAfterItAreKept) {
   }
 }
 
+// Defect D9: a header's id is never a path: a file whose header names another id (one that
+// climbs out of the sessions directory, or another session's) is refused, listed nowhere, and
+// neither it nor what its id names is written to.
+TEST_F(SessionTest, AHeaderWhoseIdIsNotTheFilesNameIsRefused) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string id = NewSession("a real session");
+  ASSERT_FALSE(id.empty());
+  const std::vector<std::string> real = FileLines(FileOf(id));
+  const fs::path victim = fs::path(workdir_) / "victim.jsonl";  // ../../../victim from Dir().
+  WriteFile(victim, {"precious"});
+  for (const std::string& bad : {std::string("../../../victim"), id}) {
+    SCOPED_TRACE(bad);
+    std::vector<std::string> planted = real;
+    nlohmann::json header = nlohmann::json::parse(planted[0]);
+    header["id"] = bad;
+    planted[0] = header.dump();
+    WriteFile(Dir() / "abcd.jsonl", planted);
+
+    RunResult list = RunIn({"sessions"});
+    ASSERT_EQ(list.exit_code, 0) << Dump(list);
+    EXPECT_EQ(list.out.find("victim"), std::string::npos) << list.out;
+    EXPECT_EQ(list.out.find("abcd"), std::string::npos) << list.out;
+    EXPECT_EQ(list.out.find(id), list.out.rfind(id)) << list.out;
+    RunResult resume = RunIn({"--sandbox=off", "--resume", "abcd", "x"});
+    EXPECT_EQ(resume.exit_code, 2) << Dump(resume);
+    EXPECT_NE(resume.err.find("session abcd: refused: its header names session \"" + bad + "\""),
+              std::string::npos)
+        << Dump(resume);
+    EXPECT_EQ(FileLines(victim), std::vector<std::string>{"precious"});
+    EXPECT_EQ(FileLines(FileOf(id)), real);
+    EXPECT_EQ(FileLines(Dir() / "abcd.jsonl"), planted);
+  }
+  // --continue takes the real session, although the planted file is newer.
+  RunResult more = RunIn({"--sandbox=off", "--continue", "more"});
+  ASSERT_EQ(more.exit_code, 0) << Dump(more);
+  EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(), "a real session");
+  EXPECT_EQ(FileLines(FileOf(id)).size(), real.size() + 1);
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
