@@ -227,7 +227,10 @@ Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id)
   }
   if (!text.ok()) return text.status();
   Result<LoadedSession> out = ParseSession(id, *text);
-  if (out.ok()) out->info.modified = st.st_mtime;
+  if (out.ok()) {
+    out->info.modified = st.st_mtim.tv_sec;
+    out->info.modified_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  }
   return out;
 }
 
@@ -242,8 +245,13 @@ std::vector<SessionInfo> ListSessions(const std::string& dir) {
     if (loaded.ok()) sessions.push_back(loaded->info);
   }
   ::closedir(d);
-  std::sort(sessions.begin(), sessions.end(),
-            [](const SessionInfo& a, const SessionInfo& b) { return a.modified > b.modified; });
+  // Sessions touched in the same second are common (a one-shot run, then --continue): the
+  // nanoseconds order them, and a tie still has one order.
+  std::sort(sessions.begin(), sessions.end(), [](const SessionInfo& a, const SessionInfo& b) {
+    if (a.modified_ns != b.modified_ns) return a.modified_ns > b.modified_ns;
+    if (a.created != b.created) return a.created > b.created;
+    return a.id > b.id;
+  });
   return sessions;
 }
 

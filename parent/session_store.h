@@ -24,8 +24,9 @@ namespace forkbox::parent {
 struct SessionInfo {
   std::string id;
   std::string workdir;
-  int64_t created = 0;   // Unix seconds.
-  int64_t modified = 0;  // Unix seconds (the file's mtime).
+  int64_t created = 0;      // Unix seconds.
+  int64_t modified = 0;     // Unix seconds (the file's mtime).
+  int64_t modified_ns = 0;  // The same mtime in nanoseconds since the epoch.
   std::string first_prompt;
   int64_t turns = 0;  // Completed prompts.
   int64_t tokens = 0;
@@ -46,7 +47,8 @@ Result<std::string> StateDir(bool create);
 // StateDir()/sessions, created 0700 when missing.
 Result<std::string> SessionsDir(bool create);
 
-// Every readable session, most recent first.
+// Every readable session, most recently modified first (to the nanosecond; then the latest
+// created, then the greatest id).
 std::vector<SessionInfo> ListSessions(const std::string& dir);
 
 // Resumes from the last good line: a corrupt or truncated line is skipped (each line is a whole

@@ -2578,5 +2578,31 @@ TEST_F(SessionTest, AHeaderWhoseIdIsNotTheFilesNameIsRefused) {
   EXPECT_EQ(FileLines(FileOf(id)).size(), real.size() + 1);
 }
 
+// Defect D8: --continue takes the session modified last, to the nanosecond: sessions touched in
+// the same second were taken in directory order. Each round makes another one the newest.
+TEST_F(SessionTest, ContinueTakesTheNewestSessionOfTheSameSecond) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(NewSession("session " + std::to_string(i)));
+    ASSERT_FALSE(ids.back().empty());
+  }
+  for (size_t newest = 0; newest < ids.size(); ++newest) {
+    SCOPED_TRACE(newest);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      struct timespec times[2];
+      times[0].tv_sec = 0;
+      times[0].tv_nsec = UTIME_OMIT;
+      times[1].tv_sec = 1700000000;  // One second for all, told apart by the nanoseconds.
+      times[1].tv_nsec = i == newest ? 900 : 100 + static_cast<long>(i);
+      ASSERT_EQ(utimensat(AT_FDCWD, FileOf(ids[i]).c_str(), times, 0), 0);
+    }
+    RunResult r = RunIn({"--sandbox=off", "--continue", "which?"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(),
+              "session " + std::to_string(newest));
+  }
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
