@@ -257,7 +257,7 @@ std::vector<SessionInfo> ListSessions(const std::string& dir) {
 
 Result<std::string> LatestSessionFor(const std::string& dir, const std::string& workdir) {
   for (const SessionInfo& s : ListSessions(dir)) {
-    if (s.workdir == workdir) return s.id;
+    if (s.workdir == workdir && s.turns > 0) return s.id;
   }
   return Status::Error(Status::Code::kNotFound, "no session to continue for " + workdir);
 }
@@ -268,13 +268,14 @@ Result<SessionLog> SessionLog::Create(const std::string& dir, const std::string&
   int fd =
       ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno(errno, "create " + path);
-  SessionLog log{UniqueFd(fd)};
-  FORKBOX_RETURN_IF_ERROR(WriteLine(log.fd_.get(), {{"type", "session"},
-                                                    {"id", id},
-                                                    {"workdir", workdir},
-                                                    {"created", std::time(nullptr)},
-                                                    {"first_prompt", first_prompt}}));
-  return log;
+  // Created now, while the state dir can still be written to (the parent is confined later).
+  const json header = {{"type", "session"},
+                       {"id", id},
+                       {"workdir", workdir},
+                       {"created", std::time(nullptr)},
+                       {"first_prompt", first_prompt}};
+  return SessionLog(UniqueFd(fd),
+                    header.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 Result<SessionLog> SessionLog::Append(const std::string& dir, const LoadedSession& loaded) {
@@ -295,14 +296,22 @@ Status SessionLog::AddTurn(const std::string& prompt,
                            const agent::Usage& usage) {
   json messages = json::array();
   for (const auto& m : conversation) messages.push_back(MessageToJson(m));
-  return WriteLine(fd_.get(), {{"type", "turn"},
-                               {"prompt", prompt},
-                               {"messages", std::move(messages)},
-                               {"turns", turns},
-                               {"input_tokens", usage.input_tokens},
-                               {"output_tokens", usage.output_tokens}});
+  const json turn = {{"type", "turn"},
+                     {"prompt", prompt},
+                     {"messages", std::move(messages)},
+                     {"turns", turns},
+                     {"input_tokens", usage.input_tokens},
+                     {"output_tokens", usage.output_tokens}};
+  // The header goes with the first turn, in one write.
+  FORKBOX_RETURN_IF_ERROR(WriteText(
+      fd_.get(), header_ + turn.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"));
+  header_.clear();
+  return Status::Ok();
 }
 
-Status SessionLog::AddClear() { return WriteLine(fd_.get(), {{"type", "clear"}}); }
+Status SessionLog::AddClear() {
+  if (!header_.empty()) return Status::Ok();  // No turn yet: there is nothing to clear.
+  return WriteLine(fd_.get(), {{"type", "clear"}});
+}
 
 }  // namespace forkbox::parent

@@ -55,12 +55,13 @@ std::vector<SessionInfo> ListSessions(const std::string& dir);
 // snapshot) and named in `warning`. A missing or headerless file is an error, and so is a header
 // whose id is not `id` (the file's name): that id would be the path appended to.
 Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id);
-// The most recently modified session of `workdir`.
+// The most recently modified session of `workdir` that has a turn.
 Result<std::string> LatestSessionFor(const std::string& dir, const std::string& workdir);
 
 class SessionLog {
  public:
-  // Creates <dir>/<id>.jsonl with its header, or (resume) opens the existing one for appending.
+  // Creates <dir>/<id>.jsonl, empty: its header is written with the first turn, so a session
+  // left before any prompt is no session (LoadSession refuses an empty file).
   static Result<SessionLog> Create(const std::string& dir, const std::string& id,
                                    const std::string& workdir, const std::string& first_prompt);
   // Opens a loaded session for appending. Only a cut last line (LoadedSession::cut_at) is cut
@@ -73,8 +74,10 @@ class SessionLog {
   Status AddClear();
 
  private:
-  explicit SessionLog(UniqueFd fd) : fd_(std::move(fd)) {}
+  explicit SessionLog(UniqueFd fd, std::string header = "")
+      : fd_(std::move(fd)), header_(std::move(header)) {}
   UniqueFd fd_;
+  std::string header_;  // Not yet written: the header line, written with the first turn.
 };
 
 }  // namespace forkbox::parent

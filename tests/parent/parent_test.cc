@@ -2604,5 +2604,35 @@ TEST_F(SessionTest, ContinueTakesTheNewestSessionOfTheSameSecond) {
   }
 }
 
+// Defect D7: a REPL left with Ctrl-D before any prompt leaves no session behind, and --continue
+// takes the last conversation, never a session without turns (as an older forkbox wrote them).
+TEST_F(SessionTest, ASessionWithoutTurnsIsNeitherWrittenNorContinued) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string id = NewSession("important context");
+  ASSERT_FALSE(id.empty());
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  UniqueFd master_fd(master);
+  UniqueFd slave_fd(slave);
+  RunSpec spec = SpecIn({"--sandbox=off"});
+  spec.stdin_fd = slave;
+  LiveForkbox repl(spec);
+  slave_fd.reset();                        // Only forkbox holds the terminal now.
+  ASSERT_EQ(write(master, "\x04", 1), 1);  // Ctrl-D.
+  RunResult left = repl.Finish();
+  ASSERT_EQ(left.exit_code, 0) << Dump(left);
+  RunResult list = RunIn({"sessions"});
+  ASSERT_EQ(list.exit_code, 0) << Dump(list);
+  EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 1) << list.out;
+  EXPECT_NE(list.out.find(id), std::string::npos) << list.out;
+
+  nlohmann::json header = nlohmann::json::parse(FileLines(FileOf(id))[0]);
+  header["id"] = "abcd";
+  WriteFile(Dir() / "abcd.jsonl", {header.dump()});  // Newer, and no turn.
+  RunResult more = RunIn({"--sandbox=off", "--continue", "follow-up"});
+  ASSERT_EQ(more.exit_code, 0) << Dump(more);
+  EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(), "important context");
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
