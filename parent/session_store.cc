@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,7 +11,6 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <sstream>
 #include <type_traits>
 
 #include "base/file.h"
@@ -100,6 +100,30 @@ std::string PathOf(const std::string& dir, const std::string& id) {
   return dir + "/" + id + ".jsonl";
 }
 
+// <dir>/<id>.jsonl, opened with `flags` | O_NOFOLLOW and only when it is a regular file.
+Result<UniqueFd> OpenSessionFile(const std::string& dir, const std::string& id, int flags,
+                                 struct stat* st) {
+  if (!ValidId(id)) return Status::InvalidArgument("not a session id: '" + id + "'");
+  Result<UniqueFd> fd = OpenRegularFile(PathOf(dir, id), flags | O_NOFOLLOW, st);
+  if (!fd.ok() && fd.status().code() == Status::Code::kNotFound) {
+    return Status::Error(Status::Code::kNotFound, "no session " + id + " in " + dir);
+  }
+  return fd;
+}
+
+// Held until the fd is closed, by this process or its end (a crash too): two forkbox runs that
+// both appended to one session would each drop the other's turns.
+Status LockSession(int fd, const std::string& id) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return Status::Ok();
+  if (errno == EWOULDBLOCK) {
+    return Status::Error(Status::Code::kUnavailable,
+                         "session " + id +
+                             " is in use by another forkbox (still running); resume it once that "
+                             "one has ended, or start a new session");
+  }
+  return Status::FromErrno(errno, "lock session " + id);
+}
+
 // Line 1. Throws json::exception when it is not a session header.
 void ReadHeader(const json& j, SessionInfo* info) {
   if (j.at("type") != "session") throw json::other_error::create(501, "no header", &j);
@@ -181,6 +205,17 @@ Result<LoadedSession> ParseSession(const std::string& id, const std::string& tex
   return out;
 }
 
+Result<LoadedSession> ReadSession(int fd, const struct stat& st, const std::string& dir,
+                                  const std::string& id) {
+  Result<std::string> text = ReadToEnd(fd, kMaxSessionFileBytes, PathOf(dir, id));
+  if (!text.ok()) return text.status();
+  Result<LoadedSession> out = ParseSession(id, *text);
+  if (out.ok()) {
+    out->info.modified = st.st_mtim.tv_sec;
+    out->info.modified_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  return out;
+}
 }  // namespace
 
 Result<std::string> StateDir(bool create) {
@@ -216,22 +251,10 @@ Result<std::string> SessionsDir(bool create) {
 }
 
 Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id) {
-  if (!ValidId(id)) return Status::InvalidArgument("not a session id: '" + id + "'");
-  const std::string path = PathOf(dir, id);
   struct stat st;
-  Result<UniqueFd> fd = OpenRegularFile(path, O_NOFOLLOW, &st);
-  Result<std::string> text =
-      fd.ok() ? ReadToEnd(fd->get(), kMaxSessionFileBytes, path) : Result<std::string>(fd.status());
-  if (!text.ok() && text.status().code() == Status::Code::kNotFound) {
-    return Status::Error(Status::Code::kNotFound, "no session " + id + " in " + dir);
-  }
-  if (!text.ok()) return text.status();
-  Result<LoadedSession> out = ParseSession(id, *text);
-  if (out.ok()) {
-    out->info.modified = st.st_mtim.tv_sec;
-    out->info.modified_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
-  }
-  return out;
+  Result<UniqueFd> fd = OpenSessionFile(dir, id, 0, &st);
+  if (!fd.ok()) return fd.status();
+  return ReadSession(fd->get(), st, dir, id);
 }
 
 std::vector<SessionInfo> ListSessions(const std::string& dir) {
@@ -268,26 +291,34 @@ Result<SessionLog> SessionLog::Create(const std::string& dir, const std::string&
   int fd =
       ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno(errno, "create " + path);
+  UniqueFd file(fd);
+  FORKBOX_RETURN_IF_ERROR(LockSession(file.get(), id));
   // Created now, while the state dir can still be written to (the parent is confined later).
   const json header = {{"type", "session"},
                        {"id", id},
                        {"workdir", workdir},
                        {"created", std::time(nullptr)},
                        {"first_prompt", first_prompt}};
-  return SessionLog(UniqueFd(fd),
+  return SessionLog(std::move(file),
                     header.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-Result<SessionLog> SessionLog::Append(const std::string& dir, const LoadedSession& loaded) {
-  const std::string path = PathOf(dir, loaded.info.id);
-  Result<UniqueFd> fd = OpenRegularFile(path, O_WRONLY | O_APPEND | O_NOFOLLOW);
+Result<SessionLog> SessionLog::Resume(const std::string& dir, const std::string& id,
+                                      LoadedSession* loaded) {
+  struct stat st;
+  Result<UniqueFd> fd = OpenSessionFile(dir, id, O_RDWR | O_APPEND, &st);
   if (!fd.ok()) return fd.status();
+  // Locked before it is read: what is read is then what is appended to.
+  FORKBOX_RETURN_IF_ERROR(LockSession(fd->get(), id));
+  Result<LoadedSession> read = ReadSession(fd->get(), st, dir, id);
+  if (!read.ok()) return read.status();
+  *loaded = std::move(*read);
   SessionLog log{std::move(*fd)};
   // Only a cut last line goes: the next line would otherwise be glued to it.
-  if (loaded.cut_at >= 0 && ::ftruncate(log.fd_.get(), loaded.cut_at) != 0) {
-    return Status::FromErrno(errno, "truncate " + path);
+  if (loaded->cut_at >= 0 && ::ftruncate(log.fd_.get(), loaded->cut_at) != 0) {
+    return Status::FromErrno(errno, "truncate " + PathOf(dir, id));
   }
-  if (loaded.needs_newline) FORKBOX_RETURN_IF_ERROR(WriteText(log.fd_.get(), "\n"));
+  if (loaded->needs_newline) FORKBOX_RETURN_IF_ERROR(WriteText(log.fd_.get(), "\n"));
   return log;
 }
 

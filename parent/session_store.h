@@ -5,9 +5,11 @@
 // is small by design), turns, input_tokens, output_tokens}, appended when the prompt ends, so a
 // crash loses at most the prompt in flight, and {"type":"clear"} when /clear emptied the context
 // (a resumed session starts from there). An interactive session's header has no first prompt: its
-// first turn's `prompt` is the session's first prompt. Only the parent's
-// conversation is kept: children's contexts are never persisted (only --transcript-dir records
-// them).
+// first turn's `prompt` is the session's first prompt. The header is written with the first turn:
+// a session without turns leaves an empty file, which is no session. The forkbox that writes a
+// session holds an flock on it (SessionLog), so that no other one appends to it meanwhile. Only
+// the parent's conversation is kept: children's contexts are never persisted (only
+// --transcript-dir records them).
 #pragma once
 
 #include <cstdint>
@@ -61,12 +63,15 @@ Result<std::string> LatestSessionFor(const std::string& dir, const std::string& 
 class SessionLog {
  public:
   // Creates <dir>/<id>.jsonl, empty: its header is written with the first turn, so a session
-  // left before any prompt is no session (LoadSession refuses an empty file).
+  // left before any prompt is no session (LoadSession refuses an empty file). Locked like Resume.
   static Result<SessionLog> Create(const std::string& dir, const std::string& id,
                                    const std::string& workdir, const std::string& first_prompt);
-  // Opens a loaded session for appending. Only a cut last line (LoadedSession::cut_at) is cut
-  // off; every other line, corrupt or not, stays.
-  static Result<SessionLog> Append(const std::string& dir, const LoadedSession& loaded);
+  // Opens <dir>/<id>.jsonl for appending, locks it (flock) for as long as the log lives, and only
+  // then loads it into *loaded (as LoadSession). A session another live forkbox holds is
+  // kUnavailable, naming it. Only a cut last line (LoadedSession::cut_at) is cut off; every other
+  // line, corrupt or not, stays.
+  static Result<SessionLog> Resume(const std::string& dir, const std::string& id,
+                                   LoadedSession* loaded);
   // Appends one completed prompt: the prompt, the conversation after it, and what it cost.
   Status AddTurn(const std::string& prompt, const std::vector<agent::Message>& conversation,
                  int64_t turns, const agent::Usage& usage);

@@ -2634,5 +2634,44 @@ TEST_F(SessionTest, ASessionWithoutTurnsIsNeitherWrittenNorContinued) {
   EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(), "important context");
 }
 
+// Defect D6: two forkbox runs on one session each dropped the other's turns (the last writer
+// won). A live forkbox holds its session: a second one is refused, naming it; the lock goes when
+// its holder ends, by a crash too.
+TEST_F(SessionTest, ASessionHeldByALiveForkboxIsRefusedToAnother) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string id = NewSession("first");
+  ASSERT_FALSE(id.empty());
+  {
+    HeldFirstReply held(server_, Text("from A"), Text("from B"));
+    LiveForkbox a(SpecIn({"--sandbox=off", "--standby=0", "--resume", id, "prompt A"}));
+    ASSERT_TRUE(held.WaitForRequest()) << Dump(a.Finish());
+    for (const char* how : {"--resume", "--continue"}) {
+      std::vector<std::string> args = {"--sandbox=off", "--standby=0", how};
+      if (std::string(how) == "--resume") args.push_back(id);
+      args.push_back("prompt B");
+      RunResult b = RunIn(args);
+      EXPECT_EQ(b.exit_code, 2) << how << "\n" << Dump(b);
+      EXPECT_NE(b.err.find("session " + id + " is in use by another forkbox"), std::string::npos)
+          << Dump(b);
+    }
+    held.Release();
+    RunResult ra = a.Finish();
+    ASSERT_EQ(ra.exit_code, 0) << Dump(ra);
+    EXPECT_EQ(ra.out, "from A\n");
+  }
+  {
+    HeldFirstReply held(server_, Text("never"), Text("never"));
+    LiveForkbox crashed(SpecIn({"--sandbox=off", "--standby=0", "--resume", id, "lost"}));
+    ASSERT_TRUE(held.WaitForRequest()) << Dump(crashed.Finish());
+    crashed.Signal(SIGKILL);
+    crashed.Finish();
+  }
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  RunResult after = RunIn({"--sandbox=off", "--standby=0", "--resume", id, "after"});
+  ASSERT_EQ(after.exit_code, 0) << Dump(after);
+  EXPECT_EQ(server_.request(server_.request_count() - 1).view.user_texts,
+            (std::vector<std::string>{"first", "prompt A", "after"}));
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
