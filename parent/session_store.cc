@@ -313,6 +313,11 @@ Result<SessionLog> SessionLog::Resume(const std::string& dir, const std::string&
   Result<LoadedSession> read = ReadSession(fd->get(), st, dir, id);
   if (!read.ok()) return read.status();
   *loaded = std::move(*read);
+  // A file that was made readable to others (a copy, an older forkbox) is private again before
+  // the conversation goes on in it.
+  if ((st.st_mode & 07777) != 0600 && ::fchmod(fd->get(), 0600) != 0) {
+    return Status::FromErrno(errno, "chmod 0600 " + PathOf(dir, id));
+  }
   SessionLog log{std::move(*fd)};
   // Only a cut last line goes: the next line would otherwise be glued to it.
   if (loaded->cut_at >= 0 && ::ftruncate(log.fd_.get(), loaded->cut_at) != 0) {

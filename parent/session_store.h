@@ -68,8 +68,8 @@ class SessionLog {
                                    const std::string& workdir, const std::string& first_prompt);
   // Opens <dir>/<id>.jsonl for appending, locks it (flock) for as long as the log lives, and only
   // then loads it into *loaded (as LoadSession). A session another live forkbox holds is
-  // kUnavailable, naming it. Only a cut last line (LoadedSession::cut_at) is cut off; every other
-  // line, corrupt or not, stays.
+  // kUnavailable, naming it. The file is made 0600 if it is not. Only a cut last line
+  // (LoadedSession::cut_at) is cut off; every other line, corrupt or not, stays.
   static Result<SessionLog> Resume(const std::string& dir, const std::string& id,
                                    LoadedSession* loaded);
   // Appends one completed prompt: the prompt, the conversation after it, and what it cost.

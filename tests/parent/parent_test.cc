@@ -2673,5 +2673,19 @@ TEST_F(SessionTest, ASessionHeldByALiveForkboxIsRefusedToAnother) {
             (std::vector<std::string>{"first", "prompt A", "after"}));
 }
 
+// A session file found readable to others (copied, or chmod-ed) is private again once resumed.
+TEST_F(SessionTest, AResumedSessionFileIsMadePrivate) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string id = NewSession("secret");
+  ASSERT_FALSE(id.empty());
+  ASSERT_EQ(chmod(FileOf(id).c_str(), 0644), 0);
+  RunResult r = RunIn({"--sandbox=off", "--resume", id, "more"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  struct stat st;
+  ASSERT_EQ(stat(FileOf(id).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(FileLines(FileOf(id)).size(), 3u);
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
