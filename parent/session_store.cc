@@ -205,6 +205,7 @@ Result<LoadedSession> ParseSession(const std::string& id, const std::string& tex
   return out;
 }
 
+// The session open on `fd` (stat-ed as `st`), read from its start.
 Result<LoadedSession> ReadSession(int fd, const struct stat& st, const std::string& dir,
                                   const std::string& id) {
   Result<std::string> text = ReadToEnd(fd, kMaxSessionFileBytes, PathOf(dir, id));
@@ -216,6 +217,7 @@ Result<LoadedSession> ReadSession(int fd, const struct stat& st, const std::stri
   }
   return out;
 }
+
 }  // namespace
 
 Result<std::string> StateDir(bool create) {
