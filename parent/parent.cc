@@ -329,16 +329,19 @@ Status OpenSession(const Options& o, const Settings& s, const std::string& first
     if (!latest.ok()) return latest.status();
     id = *latest;
   }
-  auto loaded = LoadSession(*dir, id);
-  if (!loaded.ok()) return loaded.status();
-  if (!loaded->warning.empty()) Err("forkbox: warning: " + loaded->warning + "\n");
-  out->id = id;
-  out->restored = std::move(loaded->messages);
+  LoadedSession loaded;
   if (o.persist_session) {
-    auto log = SessionLog::Append(*dir, *loaded);
+    auto log = SessionLog::Resume(*dir, id, &loaded);
     if (!log.ok()) return log.status();
     out->log.emplace(std::move(*log));
+  } else {
+    auto read = LoadSession(*dir, id);  // Read only: no lock.
+    if (!read.ok()) return read.status();
+    loaded = std::move(*read);
   }
+  if (!loaded.warning.empty()) Err("forkbox: warning: " + loaded.warning + "\n");
+  out->id = id;
+  out->restored = std::move(loaded.messages);
   return Status::Ok();
 }
 

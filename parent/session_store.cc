@@ -2,6 +2,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -10,10 +11,10 @@
 #include <cstdlib>
 #include <ctime>
 #include <filesystem>
-#include <sstream>
 #include <type_traits>
 
 #include "base/file.h"
+#include "parent/stats.h"
 
 namespace forkbox::parent {
 namespace {
@@ -74,8 +75,7 @@ agent::Message MessageFromJson(const json& j) {
   return m;
 }
 
-Status WriteLine(int fd, const json& j) {
-  const std::string line = j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+Status WriteText(int fd, const std::string& line) {
   size_t off = 0;
   while (off < line.size()) {
     ssize_t n = ::write(fd, line.data() + off, line.size() - off);
@@ -86,13 +86,136 @@ Status WriteLine(int fd, const json& j) {
   return Status::Ok();
 }
 
+Status WriteLine(int fd, const json& j) {
+  return WriteText(fd, j.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
 bool ValidId(const std::string& id) {
-  return !id.empty() && id.size() <= 64 &&
-         std::all_of(id.begin(), id.end(), [](char c) { return std::isxdigit(c) || c == '-'; });
+  return !id.empty() && id.size() <= 64 && std::all_of(id.begin(), id.end(), [](char c) {
+    return std::isxdigit(static_cast<unsigned char>(c)) != 0 || c == '-';
+  });
 }
 
 std::string PathOf(const std::string& dir, const std::string& id) {
   return dir + "/" + id + ".jsonl";
+}
+
+// <dir>/<id>.jsonl, opened with `flags` | O_NOFOLLOW and only when it is a regular file.
+Result<UniqueFd> OpenSessionFile(const std::string& dir, const std::string& id, int flags,
+                                 struct stat* st) {
+  if (!ValidId(id)) return Status::InvalidArgument("not a session id: '" + id + "'");
+  Result<UniqueFd> fd = OpenRegularFile(PathOf(dir, id), flags | O_NOFOLLOW, st);
+  if (!fd.ok() && fd.status().code() == Status::Code::kNotFound) {
+    return Status::Error(Status::Code::kNotFound, "no session " + id + " in " + dir);
+  }
+  return fd;
+}
+
+// Held until the fd is closed, by this process or its end (a crash too): two forkbox runs that
+// both appended to one session would each drop the other's turns.
+Status LockSession(int fd, const std::string& id) {
+  if (::flock(fd, LOCK_EX | LOCK_NB) == 0) return Status::Ok();
+  if (errno == EWOULDBLOCK) {
+    return Status::Error(Status::Code::kUnavailable,
+                         "session " + id +
+                             " is in use by another forkbox (still running); resume it once that "
+                             "one has ended, or start a new session");
+  }
+  return Status::FromErrno(errno, "lock session " + id);
+}
+
+// Line 1. Throws json::exception when it is not a session header.
+void ReadHeader(const json& j, SessionInfo* info) {
+  if (j.at("type") != "session") throw json::other_error::create(501, "no header", &j);
+  info->id = j.at("id");
+  info->workdir = j.at("workdir");
+  info->created = j.at("created");
+  info->first_prompt = j.at("first_prompt");
+}
+
+// A line after the header: a turn (the whole conversation after it) or a clear. Throws
+// json::exception when the line is malformed, and `out` is then unchanged.
+void ApplyRecord(const json& j, LoadedSession* out) {
+  if (j.at("type") == "clear") {
+    out->messages.clear();
+    return;
+  }
+  std::vector<agent::Message> conversation;
+  for (const json& m : j.at("messages")) conversation.push_back(MessageFromJson(m));
+  const int64_t tokens = j.at("input_tokens").get<int64_t>() + j.at("output_tokens").get<int64_t>();
+  std::string prompt = j.contains("prompt") ? j.at("prompt").get<std::string>() : "";
+  if (out->info.first_prompt.empty()) out->info.first_prompt = std::move(prompt);
+  out->info.turns += 1;
+  out->info.tokens += tokens;
+  out->messages = std::move(conversation);
+}
+
+// "line 3 was" or "lines 2, 3 were", at most ten numbers.
+std::string SkippedLines(const std::vector<size_t>& lines) {
+  std::string s = lines.size() == 1 ? "line " : "lines ";
+  for (size_t i = 0; i < lines.size() && i < 10; ++i) {
+    s += (i == 0 ? "" : ", ") + std::to_string(lines[i]);
+  }
+  if (lines.size() > 10) s += " and " + std::to_string(lines.size() - 10) + " more";
+  return s + (lines.size() == 1 ? " was" : " were");
+}
+
+// Every line is a whole snapshot, so a bad line is skipped and the lines after it still count:
+// the session resumes from its last good line, and nothing valid is ever dropped.
+Result<LoadedSession> ParseSession(const std::string& id, const std::string& text) {
+  LoadedSession out;
+  std::vector<size_t> skipped;
+  size_t number = 0;
+  size_t last_good = 0;
+  for (size_t start = 0; start < text.size();) {
+    size_t end = text.find('\n', start);
+    const bool complete = end != std::string::npos;
+    if (!complete) end = text.size();
+    ++number;
+    try {
+      json j = json::parse(text.begin() + static_cast<std::ptrdiff_t>(start),
+                           text.begin() + static_cast<std::ptrdiff_t>(end));
+      if (number == 1) {
+        ReadHeader(j, &out.info);
+        // The id becomes a path when the session is appended to: it must be the file's own.
+        if (!ValidId(out.info.id) || out.info.id != id) {
+          return Status::InvalidArgument(
+              "session " + id + ": refused: its header names session " +
+              json(out.info.id).dump(-1, ' ', false, json::error_handler_t::replace) +
+              ", not its own id");
+        }
+      } else {
+        ApplyRecord(j, &out);
+      }
+      last_good = number;
+      out.needs_newline = !complete;
+    } catch (const json::exception&) {
+      if (number == 1) return Status::InvalidArgument("session " + id + ": unreadable header");
+      skipped.push_back(number);
+      if (!complete) out.cut_at = static_cast<int64_t>(start);
+    }
+    start = end + 1;
+  }
+  if (number == 0) return Status::InvalidArgument("session " + id + " is empty");
+  if (!skipped.empty()) {
+    out.warning = "session " + id + ": " + SkippedLines(skipped) +
+                  " corrupt or truncated and skipped; resuming from line " +
+                  std::to_string(last_good) + " (" + Plural(out.info.turns, "turn") + ")";
+  }
+  return out;
+}
+
+// The session open on `fd` (stat-ed as `st`), read from its start.
+Result<LoadedSession> ReadSession(int fd, const struct stat& st, const std::string& dir,
+                                  const std::string& id) {
+  Result<std::string> text = ReadToEnd(fd, kMaxSessionFileBytes, PathOf(dir, id));
+  if (!text.ok()) return text.status();
+  Result<LoadedSession> out = ParseSession(id, *text);
+  if (out.ok()) {
+    out->info.modified = st.st_mtim.tv_sec;
+    out->info.modified_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  }
+  return out;
 }
 
 }  // namespace
@@ -130,60 +253,10 @@ Result<std::string> SessionsDir(bool create) {
 }
 
 Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id) {
-  if (!ValidId(id)) return Status::InvalidArgument("not a session id: '" + id + "'");
-  const std::string path = PathOf(dir, id);
   struct stat st;
-  Result<UniqueFd> fd = OpenRegularFile(path, O_NOFOLLOW, &st);
-  Result<std::string> text =
-      fd.ok() ? ReadToEnd(fd->get(), kMaxSessionFileBytes, path) : Result<std::string>(fd.status());
-  if (!text.ok() && text.status().code() == Status::Code::kNotFound) {
-    return Status::Error(Status::Code::kNotFound, "no session " + id + " in " + dir);
-  }
-  if (!text.ok()) return text.status();
-  std::istringstream in(*text);
-  LoadedSession out;
-  std::string line;
-  size_t number = 0;
-  while (std::getline(in, line)) {
-    ++number;
-    const bool complete = !in.eof();  // The last line without its newline is cut.
-    try {
-      if (!complete) throw json::other_error::create(501, "truncated line", nullptr);
-      json j = json::parse(line);
-      if (number == 1) {
-        if (j.at("type") != "session") throw json::other_error::create(501, "no header", &j);
-        out.info.id = j.at("id");
-        out.info.workdir = j.at("workdir");
-        out.info.created = j.at("created");
-        out.info.first_prompt = j.at("first_prompt");
-        out.good_bytes += static_cast<int64_t>(line.size()) + 1;
-        continue;
-      }
-      if (j.at("type") == "clear") {
-        out.messages.clear();
-        out.good_bytes += static_cast<int64_t>(line.size()) + 1;
-        continue;
-      }
-      std::vector<agent::Message> conversation;
-      for (const json& m : j.at("messages")) conversation.push_back(MessageFromJson(m));
-      if (out.info.first_prompt.empty() && j.contains("prompt")) {
-        out.info.first_prompt = j.at("prompt").get<std::string>();
-      }
-      out.info.turns += 1;
-      out.info.tokens += j.at("input_tokens").get<int64_t>() + j.at("output_tokens").get<int64_t>();
-      out.messages = std::move(conversation);
-      out.good_bytes += static_cast<int64_t>(line.size()) + 1;
-    } catch (const json::exception& e) {
-      if (number == 1) return Status::InvalidArgument("session " + id + ": unreadable header");
-      out.warning = "session " + id + ": line " + std::to_string(number) +
-                    " is corrupt or truncated; resuming from the last complete turn (" +
-                    std::to_string(out.info.turns) + ")";
-      break;
-    }
-  }
-  if (number == 0) return Status::InvalidArgument("session " + id + " is empty");
-  out.info.modified = st.st_mtime;
-  return out;
+  Result<UniqueFd> fd = OpenSessionFile(dir, id, 0, &st);
+  if (!fd.ok()) return fd.status();
+  return ReadSession(fd->get(), st, dir, id);
 }
 
 std::vector<SessionInfo> ListSessions(const std::string& dir) {
@@ -197,14 +270,19 @@ std::vector<SessionInfo> ListSessions(const std::string& dir) {
     if (loaded.ok()) sessions.push_back(loaded->info);
   }
   ::closedir(d);
-  std::sort(sessions.begin(), sessions.end(),
-            [](const SessionInfo& a, const SessionInfo& b) { return a.modified > b.modified; });
+  // Sessions touched in the same second are common (a one-shot run, then --continue): the
+  // nanoseconds order them, and a tie still has one order.
+  std::sort(sessions.begin(), sessions.end(), [](const SessionInfo& a, const SessionInfo& b) {
+    if (a.modified_ns != b.modified_ns) return a.modified_ns > b.modified_ns;
+    if (a.created != b.created) return a.created > b.created;
+    return a.id > b.id;
+  });
   return sessions;
 }
 
 Result<std::string> LatestSessionFor(const std::string& dir, const std::string& workdir) {
   for (const SessionInfo& s : ListSessions(dir)) {
-    if (s.workdir == workdir) return s.id;
+    if (s.workdir == workdir && s.turns > 0) return s.id;
   }
   return Status::Error(Status::Code::kNotFound, "no session to continue for " + workdir);
 }
@@ -215,23 +293,39 @@ Result<SessionLog> SessionLog::Create(const std::string& dir, const std::string&
   int fd =
       ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
   if (fd < 0) return Status::FromErrno(errno, "create " + path);
-  SessionLog log{UniqueFd(fd)};
-  FORKBOX_RETURN_IF_ERROR(WriteLine(log.fd_.get(), {{"type", "session"},
-                                                    {"id", id},
-                                                    {"workdir", workdir},
-                                                    {"created", std::time(nullptr)},
-                                                    {"first_prompt", first_prompt}}));
-  return log;
+  UniqueFd file(fd);
+  FORKBOX_RETURN_IF_ERROR(LockSession(file.get(), id));
+  // Created now, while the state dir can still be written to (the parent is confined later).
+  const json header = {{"type", "session"},
+                       {"id", id},
+                       {"workdir", workdir},
+                       {"created", std::time(nullptr)},
+                       {"first_prompt", first_prompt}};
+  return SessionLog(std::move(file),
+                    header.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
-Result<SessionLog> SessionLog::Append(const std::string& dir, const LoadedSession& loaded) {
-  const std::string path = PathOf(dir, loaded.info.id);
-  Result<UniqueFd> fd = OpenRegularFile(path, O_WRONLY | O_APPEND | O_NOFOLLOW);
+Result<SessionLog> SessionLog::Resume(const std::string& dir, const std::string& id,
+                                      LoadedSession* loaded) {
+  struct stat st;
+  Result<UniqueFd> fd = OpenSessionFile(dir, id, O_RDWR | O_APPEND, &st);
   if (!fd.ok()) return fd.status();
-  SessionLog log{std::move(*fd)};
-  if (::ftruncate(log.fd_.get(), loaded.good_bytes) != 0) {
-    return Status::FromErrno(errno, "truncate " + path);
+  // Locked before it is read: what is read is then what is appended to.
+  FORKBOX_RETURN_IF_ERROR(LockSession(fd->get(), id));
+  Result<LoadedSession> read = ReadSession(fd->get(), st, dir, id);
+  if (!read.ok()) return read.status();
+  *loaded = std::move(*read);
+  // A file that was made readable to others (a copy, an older forkbox) is private again before
+  // the conversation goes on in it.
+  if ((st.st_mode & 07777) != 0600 && ::fchmod(fd->get(), 0600) != 0) {
+    return Status::FromErrno(errno, "chmod 0600 " + PathOf(dir, id));
   }
+  SessionLog log{std::move(*fd)};
+  // Only a cut last line goes: the next line would otherwise be glued to it.
+  if (loaded->cut_at >= 0 && ::ftruncate(log.fd_.get(), loaded->cut_at) != 0) {
+    return Status::FromErrno(errno, "truncate " + PathOf(dir, id));
+  }
+  if (loaded->needs_newline) FORKBOX_RETURN_IF_ERROR(WriteText(log.fd_.get(), "\n"));
   return log;
 }
 
@@ -240,14 +334,22 @@ Status SessionLog::AddTurn(const std::string& prompt,
                            const agent::Usage& usage) {
   json messages = json::array();
   for (const auto& m : conversation) messages.push_back(MessageToJson(m));
-  return WriteLine(fd_.get(), {{"type", "turn"},
-                               {"prompt", prompt},
-                               {"messages", std::move(messages)},
-                               {"turns", turns},
-                               {"input_tokens", usage.input_tokens},
-                               {"output_tokens", usage.output_tokens}});
+  const json turn = {{"type", "turn"},
+                     {"prompt", prompt},
+                     {"messages", std::move(messages)},
+                     {"turns", turns},
+                     {"input_tokens", usage.input_tokens},
+                     {"output_tokens", usage.output_tokens}};
+  // The header goes with the first turn, in one write.
+  FORKBOX_RETURN_IF_ERROR(WriteText(
+      fd_.get(), header_ + turn.dump(-1, ' ', false, json::error_handler_t::replace) + "\n"));
+  header_.clear();
+  return Status::Ok();
 }
 
-Status SessionLog::AddClear() { return WriteLine(fd_.get(), {{"type", "clear"}}); }
+Status SessionLog::AddClear() {
+  if (!header_.empty()) return Status::Ok();  // No turn yet: there is nothing to clear.
+  return WriteLine(fd_.get(), {{"type", "clear"}});
+}
 
 }  // namespace forkbox::parent

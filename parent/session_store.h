@@ -5,9 +5,11 @@
 // is small by design), turns, input_tokens, output_tokens}, appended when the prompt ends, so a
 // crash loses at most the prompt in flight, and {"type":"clear"} when /clear emptied the context
 // (a resumed session starts from there). An interactive session's header has no first prompt: its
-// first turn's `prompt` is the session's first prompt. Only the parent's
-// conversation is kept: children's contexts are never persisted (only --transcript-dir records
-// them).
+// first turn's `prompt` is the session's first prompt. The header is written with the first turn:
+// a session without turns leaves an empty file, which is no session. The forkbox that writes a
+// session holds an flock on it (SessionLog), so that no other one appends to it meanwhile. Only
+// the parent's conversation is kept: children's contexts are never persisted (only
+// --transcript-dir records them).
 #pragma once
 
 #include <cstdint>
@@ -24,8 +26,9 @@ namespace forkbox::parent {
 struct SessionInfo {
   std::string id;
   std::string workdir;
-  int64_t created = 0;   // Unix seconds.
-  int64_t modified = 0;  // Unix seconds (the file's mtime).
+  int64_t created = 0;      // Unix seconds.
+  int64_t modified = 0;     // Unix seconds (the file's mtime).
+  int64_t modified_ns = 0;  // The same mtime in nanoseconds since the epoch.
   std::string first_prompt;
   int64_t turns = 0;  // Completed prompts.
   int64_t tokens = 0;
@@ -34,8 +37,10 @@ struct SessionInfo {
 struct LoadedSession {
   SessionInfo info;
   std::vector<agent::Message> messages;
-  std::string warning;     // Non-empty when a corrupt or truncated tail was skipped.
-  int64_t good_bytes = 0;  // Length of the file up to the last complete line.
+  std::string warning;  // Non-empty when corrupt or truncated lines were skipped (named).
+  // >= 0: the last line is cut (no newline, not JSON) and starts at this offset.
+  int64_t cut_at = -1;
+  bool needs_newline = false;  // The last line is whole but lost its newline.
 };
 
 // $XDG_STATE_HOME/forkbox (or $HOME/.local/state/forkbox), created 0700 when missing: the
@@ -44,21 +49,29 @@ Result<std::string> StateDir(bool create);
 // StateDir()/sessions, created 0700 when missing.
 Result<std::string> SessionsDir(bool create);
 
-// Every readable session, most recent first.
+// Every readable session, most recently modified first (to the nanosecond; then the latest
+// created, then the greatest id).
 std::vector<SessionInfo> ListSessions(const std::string& dir);
 
-// Reads up to the last complete turn. A missing or headerless file is an error.
+// Resumes from the last good line: a corrupt or truncated line is skipped (each line is a whole
+// snapshot) and named in `warning`. A missing or headerless file is an error, and so is a header
+// whose id is not `id` (the file's name): that id would be the path appended to.
 Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id);
-// The most recently modified session of `workdir`.
+// The most recently modified session of `workdir` that has a turn.
 Result<std::string> LatestSessionFor(const std::string& dir, const std::string& workdir);
 
 class SessionLog {
  public:
-  // Creates <dir>/<id>.jsonl with its header, or (resume) opens the existing one for appending.
+  // Creates <dir>/<id>.jsonl, empty: its header is written with the first turn, so a session
+  // left before any prompt is no session (LoadSession refuses an empty file). Locked like Resume.
   static Result<SessionLog> Create(const std::string& dir, const std::string& id,
                                    const std::string& workdir, const std::string& first_prompt);
-  // Opens a loaded session for appending, cutting a corrupt tail off first.
-  static Result<SessionLog> Append(const std::string& dir, const LoadedSession& loaded);
+  // Opens <dir>/<id>.jsonl for appending, locks it (flock) for as long as the log lives, and only
+  // then loads it into *loaded (as LoadSession). A session another live forkbox holds is
+  // kUnavailable, naming it. The file is made 0600 if it is not. Only a cut last line
+  // (LoadedSession::cut_at) is cut off; every other line, corrupt or not, stays.
+  static Result<SessionLog> Resume(const std::string& dir, const std::string& id,
+                                   LoadedSession* loaded);
   // Appends one completed prompt: the prompt, the conversation after it, and what it cost.
   Status AddTurn(const std::string& prompt, const std::vector<agent::Message>& conversation,
                  int64_t turns, const agent::Usage& usage);
@@ -66,8 +79,10 @@ class SessionLog {
   Status AddClear();
 
  private:
-  explicit SessionLog(UniqueFd fd) : fd_(std::move(fd)) {}
+  explicit SessionLog(UniqueFd fd, std::string header = "")
+      : fd_(std::move(fd)), header_(std::move(header)) {}
   UniqueFd fd_;
+  std::string header_;  // Not yet written: the header line, written with the first turn.
 };
 
 }  // namespace forkbox::parent

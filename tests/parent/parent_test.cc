@@ -1495,15 +1495,23 @@ namespace {
 class SessionTest : public ParentTest {
  protected:
   fs::path Dir() const { return fs::path(workdir_) / "state" / "forkbox" / "sessions"; }
-  RunResult RunIn(std::vector<std::string> args) {
+  RunSpec SpecIn(std::vector<std::string> args) {
     server_.Start();
     RunSpec spec;
     spec.args = std::move(args);
     spec.env = Env();
     spec.env.push_back("XDG_STATE_HOME=" + workdir_ + "/state");
     spec.cwd = workdir_;
-    return RunForkbox(spec);
+    return spec;
   }
+  RunResult RunIn(std::vector<std::string> args) { return RunForkbox(SpecIn(std::move(args))); }
+  // A one-shot run that starts a session of `prompt`; its id.
+  std::string NewSession(const std::string& prompt) {
+    RunResult r = RunIn({"--sandbox=off", "--json", prompt});
+    EXPECT_EQ(r.exit_code, 0) << Dump(r);
+    return r.exit_code == 0 ? nlohmann::json::parse(r.out)["session_id"].get<std::string>() : "";
+  }
+  fs::path FileOf(const std::string& id) const { return Dir() / (id + ".jsonl"); }
   std::vector<fs::path> Files() const {
     std::vector<fs::path> files;
     if (fs::exists(Dir())) {
@@ -2501,6 +2509,219 @@ TEST_F(RealChildTest, AClosedStdoutStopsRunningTasks) {
       << Dump(r);
   EXPECT_EQ(r.err.find("timed out"), std::string::npos) << Dump(r);
   EXPECT_EQ(Requests(IsParent).size(), 1u);
+}
+
+// ---- Session files (parent/session_store.h)
+
+// Each line of a file, as written.
+std::vector<std::string> FileLines(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+void WriteFile(const fs::path& path, const std::vector<std::string>& lines,
+               const std::string& tail = "") {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  for (const std::string& line : lines) out << line << '\n';
+  out << tail;
+}
+
+// Defect D5: each line is a whole snapshot of the conversation, so a corrupt line is skipped and
+// named, the session resumes from its last good line, and no later valid line is deleted. Only
+// a cut last line goes (the next line would be glued to it).
+TEST_F(SessionTest, ACorruptLineIsSkippedAndTheValidLinesAfterItAreKept) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    return Text("answer " + std::to_string(r.view.user_texts.size()));
+  });
+  const std::string id = NewSession("p1");
+  ASSERT_FALSE(id.empty());
+  for (const char* p : {"p2", "p3"}) {
+    RunResult r = RunIn({"--sandbox=off", "--resume", id, p});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  }
+  const std::vector<std::string> good = FileLines(FileOf(id));
+  ASSERT_EQ(good.size(), 4u);  // The header and three turns.
+  struct Case {
+    size_t line;  // 1-based.
+    std::string from;
+    std::string to;
+    std::string tail;  // A cut line after the last one.
+    std::string warning;
+  };
+  const std::vector<Case> cases = {
+      {2, "\"p1\"", std::string("\"p\0\"", 4), "",
+       "line 2 was corrupt or truncated and skipped; resuming from line 4 (2 turns)"},
+      {3, "\"role\":\"user\"", "\"role\":\"usr\"", "{\"type\":\"turn\",\"mess",
+       "lines 3, 5 were corrupt or truncated and skipped; resuming from line 4 (2 turns)"}};
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.line);
+    std::vector<std::string> lines = good;
+    const size_t at = lines[c.line - 1].find(c.from);
+    ASSERT_NE(at, std::string::npos) << lines[c.line - 1];
+    lines[c.line - 1].replace(at, c.from.size(), c.to);
+    WriteFile(FileOf(id), lines, c.tail);
+    RunResult r = RunIn({"--sandbox=off", "--resume", id, "next"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_NE(r.err.find("session " + id + ": " + c.warning), std::string::npos) << Dump(r);
+    // The model sees the conversation of line 4, the last good one.
+    const auto req = server_.request(server_.request_count() - 1);
+    EXPECT_EQ(req.view.user_texts, (std::vector<std::string>{"p1", "p2", "p3", "next"}));
+    // On disk: every line kept, the corrupt one too, and the new turn after them.
+    std::vector<std::string> after = FileLines(FileOf(id));
+    ASSERT_EQ(after.size(), 5u);
+    after.pop_back();
+    EXPECT_EQ(after, lines);
+  }
+}
+
+// Defect D9: a header's id is never a path: a file whose header names another id (one that
+// climbs out of the sessions directory, or another session's) is refused, listed nowhere, and
+// neither it nor what its id names is written to.
+TEST_F(SessionTest, AHeaderWhoseIdIsNotTheFilesNameIsRefused) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string id = NewSession("a real session");
+  ASSERT_FALSE(id.empty());
+  const std::vector<std::string> real = FileLines(FileOf(id));
+  const fs::path victim = fs::path(workdir_) / "victim.jsonl";  // ../../../victim from Dir().
+  WriteFile(victim, {"precious"});
+  for (const std::string& bad : {std::string("../../../victim"), id}) {
+    SCOPED_TRACE(bad);
+    std::vector<std::string> planted = real;
+    nlohmann::json header = nlohmann::json::parse(planted[0]);
+    header["id"] = bad;
+    planted[0] = header.dump();
+    WriteFile(Dir() / "abcd.jsonl", planted);
+
+    RunResult list = RunIn({"sessions"});
+    ASSERT_EQ(list.exit_code, 0) << Dump(list);
+    EXPECT_EQ(list.out.find("victim"), std::string::npos) << list.out;
+    EXPECT_EQ(list.out.find("abcd"), std::string::npos) << list.out;
+    EXPECT_EQ(list.out.find(id), list.out.rfind(id)) << list.out;
+    RunResult resume = RunIn({"--sandbox=off", "--resume", "abcd", "x"});
+    EXPECT_EQ(resume.exit_code, 2) << Dump(resume);
+    EXPECT_NE(resume.err.find("session abcd: refused: its header names session \"" + bad + "\""),
+              std::string::npos)
+        << Dump(resume);
+    EXPECT_EQ(FileLines(victim), std::vector<std::string>{"precious"});
+    EXPECT_EQ(FileLines(FileOf(id)), real);
+    EXPECT_EQ(FileLines(Dir() / "abcd.jsonl"), planted);
+  }
+  // --continue takes the real session, although the planted file is newer.
+  RunResult more = RunIn({"--sandbox=off", "--continue", "more"});
+  ASSERT_EQ(more.exit_code, 0) << Dump(more);
+  EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(), "a real session");
+  EXPECT_EQ(FileLines(FileOf(id)).size(), real.size() + 1);
+}
+
+// Defect D8: --continue takes the session modified last, to the nanosecond: sessions touched in
+// the same second were taken in directory order. Each round makes another one the newest.
+TEST_F(SessionTest, ContinueTakesTheNewestSessionOfTheSameSecond) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  std::vector<std::string> ids;
+  for (int i = 0; i < 3; ++i) {
+    ids.push_back(NewSession("session " + std::to_string(i)));
+    ASSERT_FALSE(ids.back().empty());
+  }
+  for (size_t newest = 0; newest < ids.size(); ++newest) {
+    SCOPED_TRACE(newest);
+    for (size_t i = 0; i < ids.size(); ++i) {
+      struct timespec times[2];
+      times[0].tv_sec = 0;
+      times[0].tv_nsec = UTIME_OMIT;
+      times[1].tv_sec = 1700000000;  // One second for all, told apart by the nanoseconds.
+      times[1].tv_nsec = i == newest ? 900 : 100 + static_cast<long>(i);
+      ASSERT_EQ(utimensat(AT_FDCWD, FileOf(ids[i]).c_str(), times, 0), 0);
+    }
+    RunResult r = RunIn({"--sandbox=off", "--continue", "which?"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(),
+              "session " + std::to_string(newest));
+  }
+}
+
+// Defect D7: a REPL left with Ctrl-D before any prompt leaves no session behind, and --continue
+// takes the last conversation, never a session without turns (as an older forkbox wrote them).
+TEST_F(SessionTest, ASessionWithoutTurnsIsNeitherWrittenNorContinued) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string id = NewSession("important context");
+  ASSERT_FALSE(id.empty());
+  int master = -1, slave = -1;
+  ASSERT_EQ(openpty(&master, &slave, nullptr, nullptr, nullptr), 0);
+  UniqueFd master_fd(master);
+  UniqueFd slave_fd(slave);
+  RunSpec spec = SpecIn({"--sandbox=off"});
+  spec.stdin_fd = slave;
+  LiveForkbox repl(spec);
+  slave_fd.reset();                        // Only forkbox holds the terminal now.
+  ASSERT_EQ(write(master, "\x04", 1), 1);  // Ctrl-D.
+  RunResult left = repl.Finish();
+  ASSERT_EQ(left.exit_code, 0) << Dump(left);
+  RunResult list = RunIn({"sessions"});
+  ASSERT_EQ(list.exit_code, 0) << Dump(list);
+  EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 1) << list.out;
+  EXPECT_NE(list.out.find(id), std::string::npos) << list.out;
+
+  nlohmann::json header = nlohmann::json::parse(FileLines(FileOf(id))[0]);
+  header["id"] = "abcd";
+  WriteFile(Dir() / "abcd.jsonl", {header.dump()});  // Newer, and no turn.
+  RunResult more = RunIn({"--sandbox=off", "--continue", "follow-up"});
+  ASSERT_EQ(more.exit_code, 0) << Dump(more);
+  EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(), "important context");
+}
+
+// Defect D6: two forkbox runs on one session each dropped the other's turns (the last writer
+// won). A live forkbox holds its session: a second one is refused, naming it; the lock goes when
+// its holder ends, by a crash too.
+TEST_F(SessionTest, ASessionHeldByALiveForkboxIsRefusedToAnother) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string id = NewSession("first");
+  ASSERT_FALSE(id.empty());
+  {
+    HeldFirstReply held(server_, Text("from A"), Text("from B"));
+    LiveForkbox a(SpecIn({"--sandbox=off", "--standby=0", "--resume", id, "prompt A"}));
+    ASSERT_TRUE(held.WaitForRequest()) << Dump(a.Finish());
+    for (const char* how : {"--resume", "--continue"}) {
+      std::vector<std::string> args = {"--sandbox=off", "--standby=0", how};
+      if (std::string(how) == "--resume") args.push_back(id);
+      args.push_back("prompt B");
+      RunResult b = RunIn(args);
+      EXPECT_EQ(b.exit_code, 2) << how << "\n" << Dump(b);
+      EXPECT_NE(b.err.find("session " + id + " is in use by another forkbox"), std::string::npos)
+          << Dump(b);
+    }
+    held.Release();
+    RunResult ra = a.Finish();
+    ASSERT_EQ(ra.exit_code, 0) << Dump(ra);
+    EXPECT_EQ(ra.out, "from A\n");
+  }
+  {
+    HeldFirstReply held(server_, Text("never"), Text("never"));
+    LiveForkbox crashed(SpecIn({"--sandbox=off", "--standby=0", "--resume", id, "lost"}));
+    ASSERT_TRUE(held.WaitForRequest()) << Dump(crashed.Finish());
+    crashed.Signal(SIGKILL);
+    crashed.Finish();
+  }
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  RunResult after = RunIn({"--sandbox=off", "--standby=0", "--resume", id, "after"});
+  ASSERT_EQ(after.exit_code, 0) << Dump(after);
+  EXPECT_EQ(server_.request(server_.request_count() - 1).view.user_texts,
+            (std::vector<std::string>{"first", "prompt A", "after"}));
+}
+
+// A session file found readable to others (copied, or chmod-ed) is private again once resumed.
+TEST_F(SessionTest, AResumedSessionFileIsMadePrivate) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string id = NewSession("secret");
+  ASSERT_FALSE(id.empty());
+  ASSERT_EQ(chmod(FileOf(id).c_str(), 0644), 0);
+  RunResult r = RunIn({"--sandbox=off", "--resume", id, "more"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  struct stat st;
+  ASSERT_EQ(stat(FileOf(id).c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0600u);
+  EXPECT_EQ(FileLines(FileOf(id)).size(), 3u);
 }
 
 }  // namespace
