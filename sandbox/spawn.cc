@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -21,11 +22,17 @@ namespace forkbox::sandbox {
 namespace {
 
 // Where the broker writes its refusals: the command's stderr, reopened (a file description of
-// its own, non-blocking) where possible so a full pipe never stalls the broker.
+// its own, non-blocking) where possible so a full pipe never stalls the broker. A regular file
+// is shared instead (a dup): with an offset of its own, the report at the end would be
+// overwritten by the command's next write at its offset (`forkbox sandbox ... > log 2>&1`).
 UniqueFd ReportFd(const SpawnOptions& options) {
   int source = STDERR_FILENO;
   for (const auto& [from, to] : options.fds) {
     if (to == STDERR_FILENO) source = from;
+  }
+  struct stat st;
+  if (fstat(source, &st) == 0 && S_ISREG(st.st_mode)) {
+    return UniqueFd(fcntl(source, F_DUPFD_CLOEXEC, 3));  // Never blocks.
   }
   std::string self = "/proc/self/fd/" + std::to_string(source);
   UniqueFd fd(open(self.c_str(), O_WRONLY | O_APPEND | O_NONBLOCK | O_CLOEXEC | O_NOCTTY));

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -302,6 +303,53 @@ std::unique_ptr<BackgroundCmd> StartCmd(
   });
   if (read(pid_pipe->read.get(), &cmd->pid, sizeof cmd->pid) != sizeof cmd->pid) cmd->pid = 0;
   return cmd;
+}
+
+// `forkbox sandbox ... > log 2>&1`: the broker's refusal reaches the log and stays there, the
+// command's later writes going after it, not over it (they have no O_APPEND). In layer 1, where
+// the broker answers every connect (layer 2 also hides a socket bound before the start).
+TEST(SandboxCommand, ARefusalReportInARegularFileStderrIsNotOverwritten) {
+  if (system("python3 -c pass 2>/dev/null") != 0) GTEST_SKIP() << "no python3";
+  const std::string work = MakeTempDir("cmd-report");
+  const std::string log = MakeTempDir("cmd-report-log") + "/log";
+  // A daemon's socket outside the workdir, where layer 2 does not hide it (/tmp is private).
+  char sock_dir[] = "/var/tmp/fbx-report-XXXXXX";
+  ASSERT_NE(mkdtemp(sock_dir), nullptr);
+  const std::string sock = std::string(sock_dir) + "/d.sock";
+  const int daemon = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un addr{};
+  addr.sun_family = AF_UNIX;
+  std::snprintf(addr.sun_path, sizeof addr.sun_path, "%s", sock.c_str());
+  ASSERT_EQ(bind(daemon, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(listen(daemon, 1), 0);
+  const std::string script =
+      "import socket, sys\nsys.stderr.write('before\\n'); sys.stderr.flush()\n"
+      "try: socket.socket(socket.AF_UNIX).connect('" +
+      sock +
+      "')\n"
+      "except OSError: pass\nsys.stderr.write('A' * 150 + '\\n')\n";
+  std::vector<std::string> args = {SANDBOX_CMD, "--workdir", work, "--", "python3", "-c", script};
+  std::vector<char*> argv;
+  for (std::string& a : args) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int fd = open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    if (fd < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0) _exit(120);
+    if (!testing::RefuseUserNamespaces()) _exit(122);
+    execve(argv[0], argv.data(), environ);
+    _exit(121);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  close(daemon);
+  unlink(sock.c_str());
+  rmdir(sock_dir);
+  const std::string text = ReadFile(log);
+  EXPECT_EQ(text.find("before\n"), 0u) << text;
+  EXPECT_NE(text.find("forkbox: connect to " + sock), std::string::npos) << text;
+  EXPECT_NE(text.find(std::string(150, 'A')), std::string::npos) << text;
 }
 
 TEST(SandboxCommand, PassesStdioAndTheExitStatusThrough) {
