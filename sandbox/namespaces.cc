@@ -234,11 +234,12 @@ std::string JoinPath(const std::string& dir, std::string_view name) {
 }
 
 // The real subdirectories of the open directory `dir` (never a link), without git dirs and big
-// dependency trees; `*has_git`: a `.git` of any kind is among its entries. nullopt: unlistable
-// (no read permission: an O_PATH descriptor; or an error part way). getdents64 straight into
-// `buf`: two calls for most directories, where readdir's fdopendir adds an fcntl and an fstat.
-std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& buf,
-                                                    bool* has_git) {
+// dependency trees; `*has_git`: a `.git` of any kind is among its entries; `*has_head`: a HEAD
+// (a bare repository's, with objects/ and refs/). nullopt: unlistable (no read permission: an
+// O_PATH descriptor; or an error part way). getdents64 straight into `buf`: two calls for most
+// directories, where readdir's fdopendir adds an fcntl and an fstat.
+std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& buf, bool* has_git,
+                                                    bool* has_head) {
   std::vector<std::string> subdirs;
   while (true) {
     const long n = syscall(SYS_getdents64, dir, buf.data(), buf.size());
@@ -250,6 +251,7 @@ std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& 
       at += entry->d_reclen;
       const std::string_view name = entry->d_name;
       if (name == ".git") *has_git = true;
+      if (name == "HEAD") *has_head = true;
       if (name == "." || name == ".." || name == ".git" || name == "node_modules" ||
           name == ".forkbox-tmp") {
         continue;
@@ -284,16 +286,44 @@ bool HasDotGitAt(int dir, const std::string& rel) {
       .valid();
 }
 
+// Whether the listed directory `dir` is a git dir itself, as git decides (a bare repository:
+// `git init --bare docs`, whose config and hooks `git -C docs` trusts): objects/ and refs/
+// among `subdirs`, and a HEAD holding a ref or an object name.
+bool IsBareGitDir(int dir, const std::vector<std::string>& subdirs) {
+  const auto has = [&subdirs](const char* name) {
+    return std::find(subdirs.begin(), subdirs.end(), name) != subdirs.end();
+  };
+  if (!has("objects") || !has("refs")) return false;
+  // Never a FIFO's open or read that blocks the walk; never through a link.
+  const UniqueFd head(openat(dir, "HEAD", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat st;
+  if (!head || fstat(head.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
+  char text[64];
+  const ssize_t n = read(head.get(), text, sizeof text);
+  if (n <= 0) return false;
+  const std::string_view line(text, static_cast<size_t>(n));
+  if (line.rfind("ref: refs/", 0) == 0) return true;
+  // A detached HEAD: an object name.
+  return n >= 40 && line.substr(0, 40).find_first_not_of("0123456789abcdef") == line.npos;
+}
+
 // The repository at `path` (the open `dir`, `level` below the workdir) and those below it, each
 // protected like the workdir's own: one listing per directory, each opened relative to its
 // parent and never through a link, and a `.git` found in its directory's listing (a lookup only
-// where the listing fails, and at the deepest level, which is not listed).
+// where the listing fails, and at the deepest level, which is not listed). A bare repository is
+// a git dir of its own, and nothing below it is walked.
 void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std::vector<char>& buf,
                    MountPlan& plan) {
-  bool has_git = false;
-  const std::optional<std::vector<std::string>> subdirs = ListSubdirs(dir.get(), buf, &has_git);
+  bool has_git = false, has_head = false;
+  const std::optional<std::vector<std::string>> subdirs =
+      ListSubdirs(dir.get(), buf, &has_git, &has_head);
   if (subdirs ? has_git : HasDotGitAt(dir.get(), "")) AddDotGit(JoinPath(path, ".git"), plan);
   if (!subdirs) return;
+  if (has_head && IsBareGitDir(dir.get(), *subdirs)) {
+    plan.pinned.push_back(path);  // As a .git directory: what was removed stays removed.
+    AddGitDir(path, plan);
+    return;
+  }
   for (const std::string& name : *subdirs) {
     const std::string sub = JoinPath(path, name);
     if (level + 1 == kNestedRepoLevels) {

@@ -226,6 +226,31 @@ TEST_P(ScopeTest, ProjectAgentConfigIsPutBack) {
   Verdict(r, !planted.empty(), Control::kAlways, "plant the project's agent config:" + planted);
 }
 
+// A bare repository in the workdir is a git dir itself (`git -C docs` trusts its config and
+// hooks): one that was there and one a tool creates keep no hook a tool plants. A fetch into each
+// from outside runs reference-transaction only in the control.
+TEST_P(ScopeTest, BareRepositorySurfaceRunsNothingOutside) {
+  const std::string src = work_ + "/src";
+  ASSERT_EQ(mkdir(src.c_str(), 0755), 0);
+  ChownTree(work_, uid(), gid());
+  ASSERT_EQ(GitOutside(src, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(GitOutside(src, {"commit", "-q", "--allow-empty", "-m", "one"}).exit_code, 0);
+  ASSERT_EQ(GitOutside(work_, {"init", "-q", "--bare", "existing"}).exit_code, 0);
+  ChownTree(work_, uid(), gid());
+  const std::string mark = outside_ + "/RAN-";
+  WriteFile(work_ + "/hook.sh", "#!/bin/sh\ntouch " + mark + "$(basename \"$PWD\")\n", 0755);
+  ChownTree(work_, uid(), gid());
+  RunResult r = Shell("cd '" + work_ +
+                      "' && echo PROBE bare && git init -q --bare new; for b in existing new; do "
+                      "cp hook.sh $b/hooks/reference-transaction; done; exit 0");
+  std::string ran;
+  for (const char* bare : {"existing", "new"}) {
+    GitOutside(work_ + "/" + bare, {"fetch", "-q", src, "HEAD:refs/heads/t"});
+    if (Exists(mark + bare)) ran += std::string(" ") + bare;
+  }
+  Verdict(r, !ran.empty(), Control::kAlways, "a hook in a bare repository ran outside:" + ran);
+}
+
 TEST_P(ScopeTest, GitSurfaceRunsNothingOutside) {
   ASSERT_EQ(GitOutside(work_, {"init", "-q"}).exit_code, 0);
   ASSERT_EQ(GitOutside(work_ + "/", {"commit", "-q", "--allow-empty", "-m", "one"}).exit_code, 0);
