@@ -12,6 +12,8 @@
 //   exit4     one event, then exits 4 (the real child's "model error") without a frame
 //   hugeerror an error frame with a 300 KB message (a model's error page), exit 4
 //   hugesummary  a result whose summary is 100 KB of three-byte characters
+//   linger    a valid result, then waits forever instead of exiting
+//   closepipe one event, closes its report pipe, waits forever
 // Every mode accepts a prepare frame before the start frame (a standby child), exits 0 when fd 3
 // closes after it, and the ok summary says whether one came (prepared=yes/no) and which sandbox
 // hints the start frame carried (a standby's prepare frame must carry the same).
@@ -116,6 +118,10 @@ int main() {
   if (mode == "killed") raise(SIGKILL);
   if (mode == "noresult") return 0;
   if (mode == "exit4") return 4;
+  if (mode == "closepipe") {
+    close(kOut);
+    WaitForever();
+  }
 
   // ok: report what we were given, so the test can check the contract.
   std::string key = start->provider.api_key;
@@ -144,5 +150,6 @@ int main() {
     for (int i = 0; i < 100'000 / 3; ++i) result.summary += "\xE2\x82\xAC";  // U+20AC.
   }
   Send(result);
+  if (mode == "linger") WaitForever();
   return 0;
 }

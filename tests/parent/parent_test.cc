@@ -557,6 +557,34 @@ TEST_F(ParentTest, ASummaryOverTheLimitIsCutAtACharacterBoundaryWithANote) {
   EXPECT_LT(result.text.size(), 16u * 1024u + 100u);
 }
 
+// Audit C: a child that reported its end (or closed its report pipe) but does not exit holds the
+// batch for a short grace only, not until --task-timeout; its result stands.
+TEST_F(ParentTest, AChildThatDoesNotExitAfterItsEndIsKilledAfterAShortGrace) {
+  struct Case {
+    const char* mode;
+    bool is_error;
+    const char* text;
+  };
+  for (const Case& c : {Case{"linger", false, "fake summary for [do the thing]"},
+                        Case{"closepipe", true, "closed its report pipe without a result"}}) {
+    SCOPED_TRACE(c.mode);
+    server_.ClearRequests();
+    ScriptOneTaskThenAnswer("noted");
+    const auto started = std::chrono::steady_clock::now();
+    RunResult r =
+        Run({"--sandbox=off", "--task-timeout", "30", "--child-path", FakeChild(c.mode), "go"});
+    const auto took = std::chrono::steady_clock::now() - started;
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_LT(took, std::chrono::seconds(20)) << "held until --task-timeout";
+    auto parents = Requests(IsParent);
+    ASSERT_EQ(parents.size(), 2u);
+    ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+    const auto& result = parents[1].view.tool_results[0];
+    EXPECT_EQ(result.is_error, c.is_error) << result.text;
+    EXPECT_NE(result.text.find(c.text), std::string::npos) << result.text;
+  }
+}
+
 // ---- the standby child
 
 // The parent asks for `n` tasks one turn after another, then answers.
