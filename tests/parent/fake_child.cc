@@ -119,7 +119,7 @@ int main() {
   if (mode == "noresult") return 0;
   if (mode == "exit4") return 4;
   if (mode == "closepipe") {
-    close(kOut);
+    if (close(kOut) != 0) return 23;
     WaitForever();
   }
 
