@@ -61,16 +61,6 @@ void StripToolUses(Message& m) {
                 [](const ContentBlock& b) { return std::holds_alternative<ToolUseBlock>(b); });
 }
 
-// Cuts at a UTF-8 boundary so that at most max_bytes bytes of text remain, plus a marker.
-std::string CapText(std::string text, int64_t max_bytes) {
-  if (max_bytes <= 0 || static_cast<int64_t>(text.size()) <= max_bytes) return text;
-  const size_t cut = TruncateUtf8(text, static_cast<size_t>(max_bytes)).size();
-  const size_t dropped = text.size() - cut;
-  text.resize(cut);
-  text += "\n[... summary truncated: " + std::to_string(dropped) + " bytes dropped ...]";
-  return text;
-}
-
 std::string Shorten(std::string s, size_t max_bytes) {
   if (s.size() <= max_bytes) return s;
   s.resize(TruncateUtf8(s, max_bytes).size());
@@ -209,7 +199,11 @@ class Loop {
         out_.stop != LoopStop::kInterrupted) {
       out_.final_text = FallbackSummary(messages_, first_new_, out_);
     }
-    out_.final_text = CapText(std::move(out_.final_text), options_.max_final_text_bytes);
+    if (options_.max_final_text_bytes > 0) {
+      out_.final_text =
+          CutUtf8WithNote(std::move(out_.final_text),
+                          static_cast<size_t>(options_.max_final_text_bytes), "summary");
+    }
     Record({{"type", "end"},
             {"stop", LoopStopName(out_.stop)},
             {"turns", out_.turns},

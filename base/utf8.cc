@@ -114,4 +114,15 @@ std::string_view TruncateUtf8(std::string_view text, size_t max_bytes) {
   return text.substr(0, end);
 }
 
+std::string CutUtf8WithNote(std::string text, size_t max_bytes, std::string_view what) {
+  if (text.size() <= max_bytes) return text;
+  const size_t cut = TruncateUtf8(text, max_bytes).size();
+  const size_t dropped = text.size() - cut;
+  text.resize(cut);
+  text += "\n[... ";
+  text += what;
+  text += " truncated: " + std::to_string(dropped) + " bytes dropped ...]";
+  return text;
+}
+
 }  // namespace forkbox

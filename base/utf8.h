@@ -41,4 +41,10 @@ inline bool IsUtf8Continuation(char c) { return (static_cast<unsigned char>(c) &
 // Expects valid UTF-8; invalid bytes count as one-byte sequences.
 std::string_view TruncateUtf8(std::string_view text, size_t max_bytes);
 
+// `text` when it fits max_bytes; otherwise its TruncateUtf8 prefix followed by the note
+// "\n[... <what> truncated: <n> bytes dropped ...]" (at most kMaxCutNoteBytes + what.size()
+// bytes), so whoever reads the text knows it was cut.
+std::string CutUtf8WithNote(std::string text, size_t max_bytes, std::string_view what);
+inline constexpr size_t kMaxCutNoteBytes = 64;
+
 }  // namespace forkbox

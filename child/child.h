@@ -8,14 +8,17 @@
 // code names the failure class.
 #pragma once
 
+#include "ipc/child_exit.h"
+
 namespace forkbox::child {
 
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitInternal = 1;    // Unexpected failure (error frame code "internal").
-inline constexpr int kExitBadStart = 2;    // Missing, malformed or oversized start frame.
-inline constexpr int kExitSandbox = 3;     // The sandbox could not be built or entered.
-inline constexpr int kExitModel = 4;       // Model error after retries, or bad provider config.
-inline constexpr int kExitParentGone = 5;  // fd 4 broke: nobody to report to.
+// The codes themselves are shared with the parent (ipc/child_exit.h).
+inline constexpr int kExitOk = ipc::kChildExitOk;
+inline constexpr int kExitInternal = ipc::kChildExitInternal;
+inline constexpr int kExitBadStart = ipc::kChildExitBadStart;
+inline constexpr int kExitSandbox = ipc::kChildExitSandbox;
+inline constexpr int kExitModel = ipc::kChildExitModel;
+inline constexpr int kExitParentGone = ipc::kChildExitParentGone;
 
 // Returns the process exit code: 0 after a result frame, non-zero after an error frame. With
 // argv[1] "--spawner" it serves as the parent's spawner instead (child/spawner.h).

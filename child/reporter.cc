@@ -5,6 +5,7 @@
 
 #include <cstdio>
 
+#include "base/utf8.h"
 #include "ipc/frame.h"
 
 namespace forkbox::child {
@@ -18,7 +19,7 @@ void Reporter::CountUsage(const agent::Usage& usage) {
 Status Reporter::Event(int64_t turn, const std::string& tool, std::string_view detail) {
   ipc::EventMessage event;
   event.turn = turn;
-  event.tool = tool;
+  event.tool = ipc::MakeLabel(tool);  // The model names the tools it calls: any text.
   event.detail = ipc::MakeEventDetail(detail);
   event.input_tokens = input_tokens_;
   event.output_tokens = output_tokens_;
@@ -28,8 +29,10 @@ Status Reporter::Event(int64_t turn, const std::string& tool, std::string_view d
 Status Reporter::Result(const ipc::ResultMessage& result) { return ipc::WriteMessage(fd_, result); }
 
 void Reporter::Error(const std::string& code, const std::string& message) {
-  std::fprintf(stderr, "forkbox-child: %s: %s\n", code.c_str(), message.c_str());
-  Status st = ipc::WriteMessage(fd_, ipc::ErrorMessage{code, message});
+  // Cut first: a model's error text has no bound, and a frame over the cap would not be sent.
+  const std::string text = CutUtf8WithNote(message, ipc::kMaxErrorMessageBytes, "error message");
+  std::fprintf(stderr, "forkbox-child: %s: %s\n", code.c_str(), text.c_str());
+  Status st = ipc::WriteMessage(fd_, ipc::ErrorMessage{code, text});
   if (!st.ok()) {
     std::fprintf(stderr, "forkbox-child: could not send the error frame: %s\n",
                  st.ToString().c_str());

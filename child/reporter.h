@@ -18,9 +18,11 @@ class Reporter {
   explicit Reporter(int fd) : fd_(fd) {}
   // Adds one model call's usage (input counts cache reads and writes too, as ResultStats does).
   void CountUsage(const agent::Usage& usage);
+  // `tool` and `detail` are made one line (ipc::MakeLabel, ipc::MakeEventDetail).
   Status Event(int64_t turn, const std::string& tool, std::string_view detail);
   Status Result(const ipc::ResultMessage& result);
-  // Best effort: also echoed to stderr, so a failure is never silent even without a parent.
+  // Best effort: also echoed to stderr, so a failure is never silent even without a parent. The
+  // message is cut to ipc::kMaxErrorMessageBytes with a note, so the frame always fits.
   void Error(const std::string& code, const std::string& message);
 
  private:

@@ -143,6 +143,35 @@ class FieldReader {
   std::string prefix_;
 };
 
+// C0 controls, DEL, and C1 controls (U+0080..U+009F, e.g. the one-byte CSI of some terminals).
+bool IsControl(std::string_view text, size_t i, size_t len) {
+  auto b0 = static_cast<unsigned char>(text[i]);
+  if (len == 1) return b0 < 0x20 || b0 == 0x7F;
+  return len == 2 && b0 == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0;
+}
+
+bool HasControl(std::string_view text) {
+  for (size_t i = 0; i < text.size();) {
+    const size_t len = std::max<size_t>(Utf8SequenceLength(text, i), 1);
+    if (IsControl(text, i, len)) return true;
+    i += len;
+  }
+  return false;
+}
+
+// A short one-line text the parent shows as it is (a tool name, a stop reason, an event detail).
+Status CheckLine(const FieldReader& r, const char* key, std::string_view text, size_t max_bytes) {
+  if (text.size() > max_bytes) {
+    return r.Bad(key, std::to_string(text.size()) + " bytes exceeds the limit of " +
+                          std::to_string(max_bytes));
+  }
+  if (text.find_first_of("\r\n") != std::string_view::npos) {
+    return r.Bad(key, "must be a single line");
+  }
+  if (HasControl(text)) return r.Bad(key, "must not contain control characters");
+  return Status::Ok();
+}
+
 Status CheckPath(const FieldReader& r, const char* key, const std::string& path) {
   if (path.find('\0') != std::string::npos) return r.Bad(key, "contains a NUL byte");
   return Status::Ok();
@@ -278,18 +307,13 @@ Result<Message> ReadPrepare(const FieldReader& r) {
 
 Result<Message> ReadEvent(const FieldReader& r) {
   EventMessage m;
-  FORKBOX_RETURN_IF_ERROR(r.Int("turn", 0, kInt64Max, &m.turn));
+  FORKBOX_RETURN_IF_ERROR(r.Int("turn", 0, kMaxReportedTurns, &m.turn));
   FORKBOX_RETURN_IF_ERROR(r.String("tool", &m.tool));
+  FORKBOX_RETURN_IF_ERROR(CheckLine(r, "tool", m.tool, kMaxLabelBytes));
   FORKBOX_RETURN_IF_ERROR(r.String("detail", &m.detail));
-  if (m.detail.size() > kMaxEventDetailBytes) {
-    return r.Bad("detail", std::to_string(m.detail.size()) + " bytes exceeds the limit of " +
-                               std::to_string(kMaxEventDetailBytes));
-  }
-  if (m.detail.find_first_of("\r\n") != std::string::npos) {
-    return r.Bad("detail", "must be a single line");
-  }
-  FORKBOX_RETURN_IF_ERROR(r.Int("input_tokens", 0, kInt64Max, &m.input_tokens));
-  FORKBOX_RETURN_IF_ERROR(r.Int("output_tokens", 0, kInt64Max, &m.output_tokens));
+  FORKBOX_RETURN_IF_ERROR(CheckLine(r, "detail", m.detail, kMaxEventDetailBytes));
+  FORKBOX_RETURN_IF_ERROR(r.Int("input_tokens", 0, kMaxReportedCount, &m.input_tokens));
+  FORKBOX_RETURN_IF_ERROR(r.Int("output_tokens", 0, kMaxReportedCount, &m.output_tokens));
   return Message(std::move(m));
 }
 
@@ -300,23 +324,26 @@ Result<Message> ReadResult(const FieldReader& r) {
   FORKBOX_RETURN_IF_ERROR(r.Object("stats", &sub));
   FieldReader s(*sub, "stats");
   ResultStats& st = m.stats;
-  FORKBOX_RETURN_IF_ERROR(s.Int("turns", 0, kInt64Max, &st.turns));
-  FORKBOX_RETURN_IF_ERROR(s.Int("input_tokens", 0, kInt64Max, &st.input_tokens));
-  FORKBOX_RETURN_IF_ERROR(s.Int("output_tokens", 0, kInt64Max, &st.output_tokens));
+  constexpr int64_t kMax = kMaxReportedCount;
+  FORKBOX_RETURN_IF_ERROR(s.Int("turns", 0, kMaxReportedTurns, &st.turns));
+  FORKBOX_RETURN_IF_ERROR(s.Int("input_tokens", 0, kMax, &st.input_tokens));
+  FORKBOX_RETURN_IF_ERROR(s.Int("output_tokens", 0, kMax, &st.output_tokens));
   FORKBOX_RETURN_IF_ERROR(
-      s.OptionalInt("cache_read_input_tokens", 0, kInt64Max, &st.cache_read_input_tokens));
+      s.OptionalInt("cache_read_input_tokens", 0, kMax, &st.cache_read_input_tokens));
   FORKBOX_RETURN_IF_ERROR(
-      s.OptionalInt("cache_creation_input_tokens", 0, kInt64Max, &st.cache_creation_input_tokens));
-  FORKBOX_RETURN_IF_ERROR(s.Int("tool_calls", 0, kInt64Max, &st.tool_calls));
-  FORKBOX_RETURN_IF_ERROR(s.Int("tool_output_bytes", 0, kInt64Max, &st.tool_output_bytes));
-  FORKBOX_RETURN_IF_ERROR(s.Int("elapsed_ms", 0, kInt64Max, &st.elapsed_ms));
+      s.OptionalInt("cache_creation_input_tokens", 0, kMax, &st.cache_creation_input_tokens));
+  FORKBOX_RETURN_IF_ERROR(s.Int("tool_calls", 0, kMax, &st.tool_calls));
+  FORKBOX_RETURN_IF_ERROR(s.Int("tool_output_bytes", 0, kMax, &st.tool_output_bytes));
+  FORKBOX_RETURN_IF_ERROR(s.Int("elapsed_ms", 0, kMax, &st.elapsed_ms));
   FORKBOX_RETURN_IF_ERROR(s.String("stop_reason", &st.stop_reason, /*allow_empty=*/false));
+  FORKBOX_RETURN_IF_ERROR(CheckLine(s, "stop_reason", st.stop_reason, kMaxLabelBytes));
   return Message(std::move(m));
 }
 
 Result<Message> ReadError(const FieldReader& r) {
   ErrorMessage m;
   FORKBOX_RETURN_IF_ERROR(r.String("code", &m.code, /*allow_empty=*/false));
+  FORKBOX_RETURN_IF_ERROR(CheckLine(r, "code", m.code, kMaxLabelBytes));
   FORKBOX_RETURN_IF_ERROR(r.String("message", &m.message));
   return Message(std::move(m));
 }
@@ -442,25 +469,17 @@ Result<Message> FromJson(const nlohmann::json& j) {
   } else if (type == "prepare") {
     result = ReadPrepare(r);
   } else {
-    return Status::InvalidArgument("unknown message type \"" + type +
+    // A label's length at most: the type is the peer's text, and the error may reach the model.
+    return Status::InvalidArgument("unknown message type \"" + MakeLabel(type) +
                                    "\" (expected prepare, start, event, result or error)");
   }
   if (!result.ok()) return result.status().WithContext(type + " message");
   return result;
 }
 
-namespace {
-// C0 controls, DEL, and C1 controls (U+0080..U+009F, e.g. the one-byte CSI of some terminals).
-bool IsControl(std::string_view text, size_t i, size_t len) {
-  auto b0 = static_cast<unsigned char>(text[i]);
-  if (len == 1) return b0 < 0x20 || b0 == 0x7F;
-  return len == 2 && b0 == 0xC2 && static_cast<unsigned char>(text[i + 1]) < 0xA0;
-}
-}  // namespace
-
-std::string MakeEventDetail(std::string_view text) {
+std::string MakeOneLine(std::string_view text, size_t max_bytes) {
   std::string line;
-  line.reserve(std::min(text.size(), kMaxEventDetailBytes));
+  line.reserve(std::min(text.size(), max_bytes));
   size_t i = 0;
   while (i < text.size()) {
     size_t len = Utf8SequenceLength(text, i);
@@ -473,11 +492,16 @@ std::string MakeEventDetail(std::string_view text) {
     } else {
       piece = text.substr(i, len);
     }
-    if (line.size() + piece.size() > kMaxEventDetailBytes) break;  // Never split a sequence.
+    if (line.size() + piece.size() > max_bytes) break;  // Never split a sequence.
     line += piece;
     i += len;
   }
   return line;
+}
+
+std::string EnforceCut(std::string text, size_t max_bytes, std::string_view what) {
+  if (text.size() <= max_bytes + kMaxCutNoteBytes + what.size()) return text;
+  return CutUtf8WithNote(std::move(text), max_bytes, what);
 }
 
 }  // namespace forkbox::ipc

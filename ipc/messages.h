@@ -106,9 +106,21 @@ struct PrepareMessage {
   bool operator==(const PrepareMessage&) const = default;
 };
 
+// Bounds on what a child reports, so that the parent's sums (tokens, kept-out bytes, the session
+// budget) can never overflow: a value beyond is a protocol error. Tokens, bytes, tool calls and
+// milliseconds: kMaxReportedCount (2^48, about 2.8e14); turns: kMaxReportedTurns.
+inline constexpr int64_t kMaxReportedCount = int64_t{1} << 48;
+inline constexpr int64_t kMaxReportedTurns = 1'000'000;
+// A tool name, a stop reason, an error code: at most this many bytes, no control characters
+// (they reach the progress lines and the model's tool result).
+inline constexpr size_t kMaxLabelBytes = 64;
+// An error frame's message: the child cuts it to this with a note (base/utf8.h CutUtf8WithNote);
+// the parent cuts whatever exceeds that again (EnforceCut).
+inline constexpr size_t kMaxErrorMessageBytes = 16 * 1024;
+
 struct EventMessage {
-  int64_t turn = 0;
-  std::string tool;    // Tool name, or "" for a model turn without tools.
+  int64_t turn = 0;    // At most kMaxReportedTurns.
+  std::string tool;    // Tool name, or "" for a model turn without tools; a label (kMaxLabelBytes).
   std::string detail;  // One line, at most kMaxEventDetailBytes bytes (truncated on construction).
   // The task's model usage so far, cumulative (input counts cache tokens too, as ResultStats
   // does), so a task that dies before its result frame still reports what it spent.
@@ -125,7 +137,7 @@ struct ResultStats {
   int64_t tool_calls = 0;
   int64_t tool_output_bytes = 0;  // Bytes of tool output the child saw (kept out of the parent).
   int64_t elapsed_ms = 0;
-  std::string stop_reason;  // "completed", "max_turns", "refusal", "max_tokens", ...
+  std::string stop_reason;  // "completed", "max_turns", "refusal", "max_tokens", ...: a label.
   // The shares of input_tokens read from and written to the prompt cache (optional in frames).
   int64_t cache_read_input_tokens = 0;
   int64_t cache_creation_input_tokens = 0;
@@ -133,14 +145,16 @@ struct ResultStats {
 };
 
 struct ResultMessage {
+  // At most limits.max_summary_bytes plus the note of the child's cut ("summary"); the parent cuts
+  // a longer one (EnforceCut): it enforces the limit it sent.
   std::string summary;
   ResultStats stats;
   bool operator==(const ResultMessage&) const = default;
 };
 
 struct ErrorMessage {
-  std::string code;  // "bad_start", "sandbox", "model", "internal", ...
-  std::string message;
+  std::string code;     // "bad_start", "sandbox", "model", "internal", ...: a label.
+  std::string message;  // At most kMaxErrorMessageBytes plus a cut's note (see there).
   bool operator==(const ErrorMessage&) const = default;
 };
 
@@ -157,9 +171,19 @@ nlohmann::json ToJson(const Message& message);
 // Strings are not checked for UTF-8 again: the frame decoder validated the raw bytes, once.
 Result<Message> FromJson(const nlohmann::json& j);
 
-// Makes an event detail one line of at most kMaxEventDetailBytes bytes of valid UTF-8: control
-// bytes (newlines, tabs, ESC) become spaces, invalid bytes become U+FFFD, and the cut never
-// splits a multi-byte sequence.
-std::string MakeEventDetail(std::string_view text);
+// Makes `text` one line of at most max_bytes bytes of valid UTF-8: control bytes (newlines,
+// tabs, ESC) become spaces, invalid bytes become U+FFFD, and the cut never splits a multi-byte
+// sequence.
+std::string MakeOneLine(std::string_view text, size_t max_bytes);
+// MakeOneLine for an event detail (kMaxEventDetailBytes) and a label (kMaxLabelBytes).
+inline std::string MakeEventDetail(std::string_view text) {
+  return MakeOneLine(text, kMaxEventDetailBytes);
+}
+inline std::string MakeLabel(std::string_view text) { return MakeOneLine(text, kMaxLabelBytes); }
+
+// The receiving side of a cut the sender makes with CutUtf8WithNote(text, max_bytes, what): a
+// text within max_bytes plus such a note passes unchanged, a longer one is cut at max_bytes (at
+// a UTF-8 boundary) with the note.
+std::string EnforceCut(std::string text, size_t max_bytes, std::string_view what);
 
 }  // namespace forkbox::ipc

@@ -16,6 +16,11 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
+// How long a child may take to exit after its final message or the end of its report pipe. It
+// only has to clean up (its tools, its temp dir); one that stays alive longer is killed, so that
+// it cannot hold the whole batch until --task-timeout.
+constexpr auto kExitGrace = std::chrono::seconds(2);
+
 }  // namespace
 
 bool StartFrameWriter::WriteSome(int fd) {
@@ -48,6 +53,7 @@ struct ChildSupervisor::Child {
   ipc::FrameDecoder decoder;
   Clock::time_point started;
   Clock::time_point deadline;
+  Clock::time_point exit_deadline = Clock::time_point::max();  // Armed by ArmExitGrace.
   ChildReport out;
   bool done = false;
 };
@@ -154,6 +160,7 @@ void ChildSupervisor::DrainReport(Child& c) {
         c.out.killed = KillReason::kError;
         c.out.kill_text = "protocol error from child: " + st.message();
       }
+      ArmExitGrace(c);
       return CloseReport(c);
     }
     if (Status st = c.decoder.Feed(std::string_view(buf, static_cast<size_t>(n))); !st.ok()) {
@@ -191,10 +198,12 @@ bool ChildSupervisor::Handle(Child& c, ipc::Message message) {
   }
   if (auto* res = std::get_if<ipc::ResultMessage>(&message)) {
     c.out.result = std::move(*res);
+    ArmExitGrace(c);
     return true;
   }
   if (auto* err = std::get_if<ipc::ErrorMessage>(&message)) {
     c.out.error = std::move(*err);
+    ArmExitGrace(c);
     return true;
   }
   Kill(c, KillReason::kError,
@@ -238,10 +247,32 @@ void ChildSupervisor::Kill(Child& c, KillReason reason, const std::string& why) 
   (void)c.process.Signal(SIGKILL);
 }
 
+void ChildSupervisor::ArmExitGrace(Child& c) {
+  c.exit_deadline = std::min(c.exit_deadline, Clock::now() + kExitGrace);
+}
+
+// The child reported its end (or closed its report pipe) but did not exit within kExitGrace.
+void ChildSupervisor::KillLingering(Child& c) {
+  c.exit_deadline = Clock::time_point::max();  // Once: the pidfd event reports the kill.
+  if (c.out.result || c.out.error) {
+    // What it reported stands; only the process goes.
+    c.deadline = Clock::time_point::max();
+    CloseControl(c);
+    CloseReport(c);
+    (void)c.process.Signal(SIGKILL);
+    return;
+  }
+  Kill(c, KillReason::kError,
+       "child closed its report pipe without a result and did not exit within " +
+           FormatSeconds(std::chrono::milliseconds(kExitGrace).count()));
+}
+
 int ChildSupervisor::NextTimeoutMs() const {
   auto now = Clock::now();
   auto nearest = Clock::time_point::max();
   for (const auto& c : running_) {
+    if (c->done) continue;
+    nearest = std::min(nearest, c->exit_deadline);
     if (c->out.killed == KillReason::kNone) nearest = std::min(nearest, c->deadline);
   }
   if (nearest == Clock::time_point::max()) return -1;
@@ -253,7 +284,10 @@ int ChildSupervisor::NextTimeoutMs() const {
 void ChildSupervisor::CheckDeadlines() {
   auto now = Clock::now();
   for (auto& c : running_) {
-    if (!c->done && c->out.killed == KillReason::kNone && now >= c->deadline) {
+    if (c->done) continue;
+    if (now >= c->exit_deadline) {
+      KillLingering(*c);
+    } else if (c->out.killed == KillReason::kNone && now >= c->deadline) {
       const auto ms =
           std::chrono::duration_cast<std::chrono::milliseconds>(c->deadline - c->started);
       Kill(*c, KillReason::kTimeout,

@@ -1,7 +1,8 @@
 // Supervises running forkbox-child processes in ONE epoll loop: each child's process (pidfd),
 // its start-frame write (non-blocking, the frame wiped once written: it holds the API key), its
 // report pipe (frame decoding and the protocol state machine: events, then exactly one result or
-// error frame), its deadline, and SIGINT/SIGTERM through a signalfd. It knows nothing of what the
+// error frame), its deadline (and a short one to exit once it reported its end or closed its
+// report pipe), and SIGINT/SIGTERM through a signalfd. It knows nothing of what the
 // model or the user are told: every child ends in exactly one ChildReport (parent/task_runner.cc
 // presents it).
 #pragma once
@@ -96,6 +97,10 @@ class ChildSupervisor {
   bool Handle(Child& c, ipc::Message message);
   void OnExit(Child& c);
   void Kill(Child& c, KillReason reason, const std::string& why);
+  // After a final message or EOF on the report pipe the child has a short grace to exit; past it
+  // KillLingering kills it, keeping what it reported (no result: a protocol error).
+  void ArmExitGrace(Child& c);
+  void KillLingering(Child& c);
   void CloseControl(Child& c);
   void CloseReport(Child& c);
   void OnSignal();

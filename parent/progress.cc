@@ -25,6 +25,15 @@ std::string Fit(const std::string& s, size_t width) {
   return s;
 }
 
+// A child's or the model's text as one progress line: line breaks and tabs (which
+// NeutraliseControls keeps) become spaces, or they would break the block's line count and the
+// one-line-per-update log.
+std::string OneLine(std::string text) {
+  std::replace_if(
+      text.begin(), text.end(), [](char c) { return c == '\n' || c == '\r' || c == '\t'; }, ' ');
+  return text;
+}
+
 size_t Columns(const std::string& s) {
   size_t columns = 0;
   for (char c : s) columns += (static_cast<unsigned char>(c) & 0xC0) != 0x80;
@@ -55,8 +64,8 @@ std::string RenderTaskLine(const TaskLine& t, size_t width) {
                         " · " + Tokens(t.tokens);
   std::string activity;
   if (!t.tool.empty()) activity = " · " + t.tool + (t.detail.empty() ? "" : ": " + t.detail);
-  std::string description = NeutraliseControls(t.description);
-  activity = NeutraliseControls(activity);
+  std::string description = OneLine(NeutraliseControls(t.description));
+  activity = OneLine(NeutraliseControls(activity));
   // The description gives way first (down to a few columns), then the activity is cut at the end.
   const size_t fixed = Columns(head) + Columns(figures) + Columns(Fit(activity, 20));
   const size_t room = width > fixed ? width - fixed : 0;
@@ -96,7 +105,7 @@ std::string Progress::LiveLine(int number, const Live& live) const {
   if (live.turn > 0) line += " · turn " + std::to_string(live.turn);
   if (!live.tool.empty()) line += " · " + live.tool;
   if (!live.detail.empty()) line += ": " + live.detail;
-  return line;
+  return OneLine(line);
 }
 
 void Progress::Redraw(const std::string& permanent) {
@@ -213,7 +222,7 @@ void Progress::TaskFinished(int number, const std::string& line, const TaskRecor
   }
   if (it != live_.end()) live_.erase(it);
   if (!enabled_) return;
-  std::string text = "[task " + std::to_string(number) + "] " + line + "\n";
+  std::string text = "[task " + std::to_string(number) + "] " + OneLine(line) + "\n";
   if (tty_) {
     Redraw(text);
   } else {

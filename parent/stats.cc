@@ -1,7 +1,10 @@
 #include "parent/stats.h"
 
 #include <cstdio>
+#include <limits>
 #include <type_traits>
+
+#include "base/saturate.h"
 
 namespace forkbox::parent {
 
@@ -10,7 +13,7 @@ namespace {
 // One figure summed over the session's tasks.
 int64_t SumOverTasks(const std::vector<TaskRecord>& tasks, int64_t ipc::ResultStats::*field) {
   int64_t sum = 0;
-  for (const auto& t : tasks) sum += t.stats.*field;
+  for (const auto& t : tasks) sum = SaturatingAdd(sum, t.stats.*field);
   return sum;
 }
 
@@ -118,15 +121,30 @@ std::string Plural(int64_t n, const std::string& word) {
   return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
+namespace {
+
+// part * 100 / whole for 0 <= part <= whole (0 for no whole), without overflowing for sums that
+// saturated.
+int64_t Percent(int64_t part, int64_t whole) {
+  if (whole <= 0) return 0;
+  if (part >= whole) return 100;
+  constexpr int64_t kMaxExact = std::numeric_limits<int64_t>::max() / 100;
+  return part <= kMaxExact ? part * 100 / whole : part / (whole / 100);
+}
+
+}  // namespace
+
 // Cache reads and writes over the whole session (parent and children).
 std::string CacheLine(const SessionStats& stats) {
   const agent::Usage& p = stats.parent_usage;
-  const int64_t read = p.cache_read_input_tokens + stats.ChildCacheReadTokens();
-  const int64_t written = p.cache_creation_input_tokens + stats.ChildCacheCreationTokens();
+  const int64_t read = SaturatingAdd(p.cache_read_input_tokens, stats.ChildCacheReadTokens());
+  const int64_t written =
+      SaturatingAdd(p.cache_creation_input_tokens, stats.ChildCacheCreationTokens());
   // The children's input_tokens include their cache shares; the parent's do not.
-  const int64_t input = p.input_tokens + p.cache_read_input_tokens + p.cache_creation_input_tokens +
-                        stats.ChildInputTokens();
-  const int64_t percent = input > 0 ? read * 100 / input : 0;
+  const int64_t input =
+      SaturatingAdd(p.input_tokens + p.cache_read_input_tokens + p.cache_creation_input_tokens,
+                    stats.ChildInputTokens());
+  const int64_t percent = Percent(read, input);
   return "cache: " + Plural(read, "input token") + " read (" + std::to_string(percent) +
          "% of input), " + std::to_string(written) + " written";
 }
@@ -137,8 +155,8 @@ std::string StatsLine(const SessionStats& stats, int64_t context_bytes) {
          Plural((context_bytes + 3) / 4, "token") + "), " +
          Plural(stats.parent_turns, "parent turn") + ", " + Plural(parent_tokens, "parent token") +
          "; " + Plural(static_cast<int64_t>(stats.tasks.size()), "task") + ", " +
-         Plural(stats.ChildInputTokens() + stats.ChildOutputTokens(), "child token") + "; " +
-         HumanBytes(stats.KeptOutBytes()) +
+         Plural(SaturatingAdd(stats.ChildInputTokens(), stats.ChildOutputTokens()), "child token") +
+         "; " + HumanBytes(stats.KeptOutBytes()) +
          " of child tool output kept out of the parent's context; " + CacheLine(stats);
 }
 

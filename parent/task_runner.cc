@@ -4,6 +4,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -14,6 +15,7 @@
 
 #include "base/process.h"
 #include "base/unique_fd.h"
+#include "ipc/child_exit.h"
 #include "ipc/frame.h"
 #include "parent/child_launcher.h"
 #include "parent/child_supervisor.h"
@@ -52,46 +54,64 @@ TaskOutcome FailedOutcome(const TaskSpec& spec, KillReason reason, const std::st
   return o;
 }
 
-// What the model (the tool result) and the user (progress) are told about a finished child.
-TaskOutcome Present(const TaskSpec& spec, ChildReport report, Progress& progress) {
-  if (report.result && report.killed != KillReason::kError) {
-    TaskOutcome o;
-    o.ok = true;
-    o.record.number = spec.number;
-    o.record.description = spec.description;
-    o.record.agent_type = AgentTypeOf(spec);
-    o.record.ok = true;
-    o.record.stats = report.result->stats;
-    o.record.stats.elapsed_ms = report.elapsed_ms;
-    o.record.summary_bytes = static_cast<int64_t>(report.result->summary.size());
-    const ipc::ResultStats& s = report.result->stats;
-    o.content = std::move(report.result->summary);
-    if (o.content.empty()) o.content = "(the subagent returned an empty summary)";
-    if (s.stop_reason != "completed" && !s.stop_reason.empty()) {
-      o.content +=
-          "\n[subagent stopped: " + s.stop_reason + " after " + Plural(s.turns, "turn") + "]";
-    }
-    if (s.stop_reason == "context_window") {
-      // Its context overflowed: whatever it summarised is partial, and the model must know.
-      o.ok = o.record.ok = false;
-      o.record.error = o.content;
-    }
-    progress.TaskFinished(spec.number,
-                          "done: " + Plural(s.turns, "turn") + ", " +
-                              FormatSeconds(report.elapsed_ms) + ", " +
-                              HumanBytes(s.tool_output_bytes) + " of tool output kept out",
-                          o.record);
-    return o;
+// A result's summary within the limit the parent sent (the child's own cut adds a note; a longer
+// one is cut here too). Cut rather than refused: the summary is the whole task's product, and
+// its beginning still serves the model.
+TaskOutcome PresentResult(const TaskSpec& spec, ChildReport report, int64_t max_summary_bytes,
+                          Progress& progress) {
+  TaskOutcome o;
+  o.ok = true;
+  o.record.number = spec.number;
+  o.record.description = spec.description;
+  o.record.agent_type = AgentTypeOf(spec);
+  o.record.ok = true;
+  o.record.stats = report.result->stats;
+  o.record.stats.elapsed_ms = report.elapsed_ms;
+  o.record.summary_bytes = static_cast<int64_t>(report.result->summary.size());
+  const ipc::ResultStats& s = report.result->stats;
+  o.content = ipc::EnforceCut(std::move(report.result->summary),
+                              static_cast<size_t>(max_summary_bytes), "summary");
+  if (o.content.empty()) o.content = "(the subagent returned an empty summary)";
+  if (s.stop_reason != "completed" && !s.stop_reason.empty()) {
+    o.content +=
+        "\n[subagent stopped: " + s.stop_reason + " after " + Plural(s.turns, "turn") + "]";
   }
-  const std::string exit_text =
-      report.wait_status ? DescribeWaitStatus(*report.wait_status) : "unknown";
+  if (s.stop_reason == "context_window") {
+    // Its context overflowed: whatever it summarised is partial, and the model must know.
+    o.ok = o.record.ok = false;
+    o.record.error = o.content;
+  }
+  progress.TaskFinished(spec.number,
+                        "done: " + Plural(s.turns, "turn") + ", " +
+                            FormatSeconds(report.elapsed_ms) + ", " +
+                            HumanBytes(s.tool_output_bytes) + " of tool output kept out",
+                        o.record);
+  return o;
+}
+
+// "exited with code 4 (model error)": the child's exit code says why when no frame did.
+std::string DescribeChildExit(const std::optional<int>& wait_status) {
+  if (!wait_status) return "unknown";
+  std::string text = DescribeWaitStatus(*wait_status);
+  if (WIFEXITED(*wait_status)) {
+    if (const char* meaning = ipc::ChildExitMeaning(WEXITSTATUS(*wait_status))) {
+      text += std::string(" (") + meaning + ")";
+    }
+  }
+  return text;
+}
+
+TaskOutcome PresentFailure(const TaskSpec& spec, const ChildReport& report, Progress& progress) {
+  const std::string exit_text = DescribeChildExit(report.wait_status);
   std::string why;
   KillReason reason = report.killed;
   if (reason != KillReason::kNone) {
-    why = report.kill_text;
+    // Protocol errors may quote the child's bytes: bounded as its error messages are.
+    why = ipc::EnforceCut(report.kill_text, ipc::kMaxErrorMessageBytes, "error message");
     if (reason != KillReason::kCancelled) why += "; child " + exit_text;
   } else if (report.error) {
-    why = report.error->code + ": " + report.error->message;
+    why = report.error->code + ": " +
+          ipc::EnforceCut(report.error->message, ipc::kMaxErrorMessageBytes, "error message");
   } else {
     why = "child " + exit_text + " without a result";
   }
@@ -103,6 +123,15 @@ TaskOutcome Present(const TaskSpec& spec, ChildReport report, Progress& progress
   o.record.stats.elapsed_ms = report.elapsed_ms;
   progress.TaskFinished(spec.number, o.content, o.record);
   return o;
+}
+
+// What the model (the tool result) and the user (progress) are told about a finished child.
+TaskOutcome Present(const TaskSpec& spec, ChildReport report, int64_t max_summary_bytes,
+                    Progress& progress) {
+  if (report.result && report.killed != KillReason::kError) {
+    return PresentResult(spec, std::move(report), max_summary_bytes, progress);
+  }
+  return PresentFailure(spec, report, progress);
 }
 
 // Queueing, standby children, transcripts and start frames; the supervisor runs the children.
@@ -121,7 +150,8 @@ class Batch {
               progress_.TaskUpdate(specs_[i].number, ev);
             },
             [this](size_t i, ChildReport report) {
-              result_.outcomes[i] = Present(specs_[i], std::move(report), progress_);
+              result_.outcomes[i] = Present(specs_[i], std::move(report),
+                                            config_.limits.max_summary_bytes, progress_);
             }) {
     result_.outcomes.resize(specs.size());
   }

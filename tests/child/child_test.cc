@@ -21,6 +21,7 @@
 
 #include "base/process.h"
 #include "base/unique_fd.h"
+#include "ipc/child_exit.h"
 #include "ipc/frame.h"
 #include "ipc/messages.h"
 #include "sandbox/cgroup.h"
@@ -509,6 +510,25 @@ TEST_F(ChildTest, ModelErrorGivesAnErrorFrame) {
   EXPECT_THAT(run.error()->message, HasSubstr("401"));
   EXPECT_THAT(run.error()->message, Not(HasSubstr(kApiKey)));
   EXPECT_NE(run.exit_code, 0);
+}
+
+// Audit B: a model error page larger than a frame still reaches the parent, cut with a note
+// (uncut, its frame could not be encoded and the reason was lost).
+TEST_F(ChildTest, AModelErrorOverTheFrameCapArrivesCutWithANote) {
+  Scenario({{"rules",
+             {{{"when", json::object()},
+               {"fault",
+                {{"kind", "status"},
+                 {"status", 400},
+                 {"error_type", "invalid_request_error"},
+                 {"message", std::string(1'200'000, 'E')}}}}}}});
+  ChildRun run = Run(Start("hello"));
+  ASSERT_NE(run.error(), nullptr) << run.stderr_text.substr(0, 2000);
+  EXPECT_EQ(run.error()->code, "model");
+  EXPECT_THAT(run.error()->message, HasSubstr("400"));
+  EXPECT_THAT(run.error()->message, HasSubstr("[... error message truncated: "));
+  EXPECT_LE(run.error()->message.size(), ipc::kMaxErrorMessageBytes + 100);
+  EXPECT_EQ(run.exit_code, ipc::kChildExitModel);
 }
 
 TEST_F(ChildTest, StandbyRunsTheTaskUnderTheSandboxItPrepared) {

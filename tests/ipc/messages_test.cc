@@ -3,6 +3,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <random>
 #include <string>
@@ -268,6 +269,66 @@ TEST(MessagesTest, EventDetailLimits) {
   EXPECT_THAT(r.status().message(), HasSubstr("\"detail\": 201 bytes exceeds the limit of 200"));
   j["detail"] = "two\nlines";
   EXPECT_THAT(FromJson(j).status().message(), HasSubstr("\"detail\": must be a single line"));
+}
+
+// Audit A(c): what the parent shows as one line (progress, the tool result, --json's "stop") is
+// refused when long or carrying controls, as the detail always was.
+TEST(MessagesTest, ToolNamesStopReasonsAndErrorCodesAreShortPlainLines) {
+  const std::string too_long(kMaxLabelBytes + 1, 'T');
+  json event = ToJson(SampleEvent());
+  event["tool"] = std::string(kMaxLabelBytes, 'T');
+  EXPECT_TRUE(FromJson(event).ok());
+  for (const std::string& bad : {too_long, std::string("ba\nsh"), std::string("x\x1b]0;pwn\x07"),
+                                 std::string("csi\xC2\x9B")}) {
+    event["tool"] = bad;
+    EXPECT_THAT(FromJson(event).status().message(), HasSubstr("\"tool\"")) << bad;
+  }
+  json result = ToJson(SampleResult());
+  for (const std::string& bad : {too_long, std::string("context_window\n\x1b[2J")}) {
+    result["stats"]["stop_reason"] = bad;
+    EXPECT_THAT(FromJson(result).status().message(), HasSubstr("\"stats.stop_reason\"")) << bad;
+  }
+  json error = ToJson(SampleError());
+  error["code"] = "model\r\nforged: line";
+  EXPECT_THAT(FromJson(error).status().message(), HasSubstr("\"code\""));
+  json unknown = {{"type", std::string(100'000, 'Y')}};
+  EXPECT_LT(FromJson(unknown).status().message().size(), 200u);
+}
+
+// Audit D: reported counters are bounded, so the parent's sums cannot overflow.
+TEST(MessagesTest, CountersBeyondTheirBoundsAreProtocolErrors) {
+  json event = ToJson(SampleEvent());
+  event["input_tokens"] = kMaxReportedCount;
+  EXPECT_TRUE(FromJson(event).ok());
+  event["input_tokens"] = kMaxReportedCount + 1;
+  EXPECT_THAT(FromJson(event).status().message(), HasSubstr("\"input_tokens\""));
+  event = ToJson(SampleEvent());
+  event["turn"] = kMaxReportedTurns + 1;
+  EXPECT_THAT(FromJson(event).status().message(), HasSubstr("\"turn\""));
+  const json ok = ToJson(SampleResult());
+  for (const char* field :
+       {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
+        "tool_calls", "tool_output_bytes", "elapsed_ms", "turns"}) {
+    json result = ok;
+    result["stats"][field] = std::numeric_limits<int64_t>::max();
+    EXPECT_THAT(FromJson(result).status().message(), HasSubstr(field)) << field;
+  }
+  json result = ok;
+  result["stats"]["turns"] = kMaxReportedTurns;
+  EXPECT_TRUE(FromJson(result).ok());
+}
+
+TEST(EnforceCutTest, PassesTheSendersOwnCutAndCutsAnythingLonger) {
+  const std::string own = CutUtf8WithNote(std::string(5000, 'a'), 100, "summary");
+  EXPECT_EQ(EnforceCut(own, 100, "summary"), own);
+  // Three-byte characters: 100 is no boundary, and the cut must not split one.
+  std::string euros;
+  for (int i = 0; i < 1000; ++i) euros += "\xE2\x82\xAC";
+  const std::string cut = EnforceCut(euros, 100, "summary");
+  EXPECT_TRUE(IsValidUtf8(cut));
+  EXPECT_EQ(cut.substr(0, 99), euros.substr(0, 99));
+  EXPECT_THAT(cut, HasSubstr("[... summary truncated: 2901 bytes dropped ...]"));
+  EXPECT_LE(cut.size(), 100 + kMaxCutNoteBytes + 7);
 }
 
 // Invalid UTF-8 is refused once per direction, by the frame layer (frame_test: the decoder

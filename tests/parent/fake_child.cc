@@ -9,6 +9,11 @@
 //   error     an error frame, exit 1
 //   hang      forks a grandchild, writes both pids to <workdir>/fake-pids, one event, waits
 //   standbydies  as a standby (prepare frame first): an error frame, exit 3; on demand: ok
+//   exit4     one event, then exits 4 (the real child's "model error") without a frame
+//   hugeerror an error frame with a 300 KB message (a model's error page), exit 4
+//   hugesummary  a result whose summary is 100 KB of three-byte characters
+//   linger    a valid result, then waits forever instead of exiting
+//   closepipe one event, closes its report pipe, waits forever
 // Every mode accepts a prepare frame before the start frame (a standby child), exits 0 when fd 3
 // closes after it, and the ok summary says whether one came (prepared=yes/no) and which sandbox
 // hints the start frame carried (a standby's prepare frame must carry the same).
@@ -80,6 +85,10 @@ int main() {
     Send(ErrorMessage{"model", "fake model failure for the test"});
     return 1;
   }
+  if (mode == "hugeerror") {
+    Send(ErrorMessage{"model", "HTTP 400: " + std::string(300'000, 'E')});
+    return 4;
+  }
   if (mode == "garbage") {
     const char junk[] = "this is not a frame at all\n";
     if (write(kOut, junk, sizeof(junk) - 1) < 0) return 21;
@@ -108,6 +117,11 @@ int main() {
   }
   if (mode == "killed") raise(SIGKILL);
   if (mode == "noresult") return 0;
+  if (mode == "exit4") return 4;
+  if (mode == "closepipe") {
+    if (close(kOut) != 0) return 23;
+    WaitForever();
+  }
 
   // ok: report what we were given, so the test can check the contract.
   std::string key = start->provider.api_key;
@@ -131,6 +145,11 @@ int main() {
   result.stats.tool_output_bytes = 1234;
   result.stats.elapsed_ms = 5;
   result.stats.stop_reason = mode == "overflow" ? "context_window" : "completed";
+  if (mode == "hugesummary") {
+    result.summary.clear();
+    for (int i = 0; i < 100'000 / 3; ++i) result.summary += "\xE2\x82\xAC";  // U+20AC.
+  }
   Send(result);
+  if (mode == "linger") WaitForever();
   return 0;
 }

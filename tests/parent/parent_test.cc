@@ -521,8 +521,75 @@ INSTANTIATE_TEST_SUITE_P(Modes, ChildFailureTest,
                                            FailureCase{"oversize", "protocol error"},
                                            FailureCase{"noresult", "without a result after 1 turn"},
                                            FailureCase{"error", "model: fake model failure"},
-                                           FailureCase{"hang", "timed out after 0.5s"}),
+                                           FailureCase{"hang", "timed out after 0.5s"},
+                                           // Audit B: the exit code says why when no frame did.
+                                           FailureCase{"exit4", "exited with code 4 (model error)"},
+                                           // Audit A(a): an error page is cut, with a note.
+                                           FailureCase{"hugeerror",
+                                                       "[... error message truncated"}),
                          [](const auto& info) { return std::string(info.param.mode); });
+
+// Audit A(a): the tool result carries at most the capped error message, not the 300 KB page.
+TEST_F(ParentTest, AHugeErrorMessageIsCutInTheToolResultAndTheProgressLine) {
+  ScriptOneTaskThenAnswer("noted");
+  RunResult r = Run({"--sandbox=off", "--child-path", FakeChild("hugeerror"), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r).substr(0, 2000);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 2u);
+  ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+  const auto& result = parents[1].view.tool_results[0];
+  EXPECT_TRUE(result.is_error);
+  EXPECT_LT(result.text.size(), 17'000u);
+  EXPECT_NE(result.text.find("error message truncated: "), std::string::npos);
+  EXPECT_LT(r.err.size(), 40'000u);
+}
+
+// Audit A(b): the parent enforces the max_summary_bytes it sent (16 KiB by default): the summary
+// is cut at a character boundary, with a note, not passed on whole.
+TEST_F(ParentTest, ASummaryOverTheLimitIsCutAtACharacterBoundaryWithANote) {
+  ScriptOneTaskThenAnswer("noted");
+  RunResult r = Run({"--sandbox=off", "--json", "--child-path", FakeChild("hugesummary"), "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r).substr(0, 2000);
+  auto parents = Requests(IsParent);
+  ASSERT_EQ(parents.size(), 2u);
+  ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+  const auto& result = parents[1].view.tool_results[0];
+  EXPECT_FALSE(result.is_error);
+  const size_t cut = result.text.find("\n[... summary truncated: ");
+  ASSERT_NE(cut, std::string::npos) << result.text.size();
+  EXPECT_LE(cut, 16u * 1024u);
+  EXPECT_EQ(cut % 3, 0u);  // Whole characters only.
+  EXPECT_EQ(result.text.substr(0, 6), "\xE2\x82\xAC\xE2\x82\xAC");
+  EXPECT_LT(result.text.size(), 16u * 1024u + 100u);
+}
+
+// Audit C: a child that reported its end (or closed its report pipe) but does not exit holds the
+// batch for a short grace only, not until --task-timeout; its result stands.
+TEST_F(ParentTest, AChildThatDoesNotExitAfterItsEndIsKilledAfterAShortGrace) {
+  struct Case {
+    const char* mode;
+    bool is_error;
+    const char* text;
+  };
+  for (const Case& c : {Case{"linger", false, "fake summary for [do the thing]"},
+                        Case{"closepipe", true, "closed its report pipe without a result"}}) {
+    SCOPED_TRACE(c.mode);
+    server_.ClearRequests();
+    ScriptOneTaskThenAnswer("noted");
+    const auto started = std::chrono::steady_clock::now();
+    RunResult r =
+        Run({"--sandbox=off", "--task-timeout", "30", "--child-path", FakeChild(c.mode), "go"});
+    const auto took = std::chrono::steady_clock::now() - started;
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_LT(took, std::chrono::seconds(20)) << "held until --task-timeout";
+    auto parents = Requests(IsParent);
+    ASSERT_EQ(parents.size(), 2u);
+    ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+    const auto& result = parents[1].view.tool_results[0];
+    EXPECT_EQ(result.is_error, c.is_error) << result.text;
+    EXPECT_NE(result.text.find(c.text), std::string::npos) << result.text;
+  }
+}
 
 // ---- the standby child
 

@@ -9,6 +9,7 @@
 #include <ctime>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -179,6 +180,44 @@ TEST(NeutraliseControls, EscapesC0C1AndInvalidBytesButKeepsNewlineTabAndText) {
                                "1m"),
             "\\x9b1m");  // A lone 8-bit CSI.
   EXPECT_EQ(NeutraliseControls("h\xc3\xa9 \xe2\x82\xac"), "h\xc3\xa9 \xe2\x82\xac");  // é €
+}
+
+}  // namespace
+}  // namespace forkbox::parent
+
+#include "agent/budget.h"
+#include "parent/stats.h"
+
+namespace forkbox::parent {
+namespace {
+
+// Audit D: the session's sums saturate instead of overflowing into negative totals, whatever
+// the records hold (decoding bounds each figure; many tasks still add up).
+TEST(SessionStatsTest, SumsOverTasksSaturate) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  SessionStats stats;
+  for (int i = 0; i < 3; ++i) {
+    TaskRecord t;
+    t.stats.input_tokens = kMax / 2;
+    t.stats.output_tokens = kMax / 2;
+    t.stats.cache_read_input_tokens = kMax / 2;
+    t.stats.tool_output_bytes = kMax / 2;
+    stats.tasks.push_back(t);
+  }
+  EXPECT_EQ(stats.ChildInputTokens(), kMax);
+  EXPECT_EQ(stats.ChildCacheReadTokens(), kMax);
+  EXPECT_EQ(stats.KeptOutBytes(), kMax);
+  const std::string line = StatsLine(stats, 100);
+  for (size_t i = 0; i + 1 < line.size(); ++i) {  // No negative figure anywhere.
+    EXPECT_FALSE(line[i] == '-' && isdigit(static_cast<unsigned char>(line[i + 1]))) << line;
+  }
+  EXPECT_NE(line.find("(100% of input)"), std::string::npos) << line;
+
+  agent::TokenBudget budget(1000);
+  budget.Release(budget.Reserve(10), kMax / 2);
+  budget.Release(budget.Reserve(10), kMax / 2);
+  budget.Release(budget.Reserve(10), kMax / 2);
+  EXPECT_EQ(budget.Remaining(), 0);
 }
 
 }  // namespace

@@ -74,5 +74,18 @@ TEST(ProgressBlockTest, ControlBytesFromTheModelAreNeutralised) {
   EXPECT_NE(line.find("\\x1b]0;pwned\\x07 title"), std::string::npos) << line;
 }
 
+// Audit A(c): a newline in what a child or the model wrote must not add a line to the block (the
+// redraw moves the cursor up by the count of lines it drew).
+TEST(ProgressBlockTest, NewlinesFromAChildOrTheModelStayOnOneLine) {
+  TaskLine t = Running();
+  t.description = "general: two\nlines";
+  t.tool = "L1\nL2\r\nL3";
+  t.detail = "tab\there\nand a break";
+  const auto lines = RenderProgressBlock({t}, 0, 500);
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_EQ(lines[0].find_first_of("\n\r\t"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[0].find("two lines"), std::string::npos) << lines[0];
+}
+
 }  // namespace
 }  // namespace forkbox::parent
