@@ -525,5 +525,23 @@ TEST_F(CliTest, TypeAheadWaitsForTheNextPrompt) {
   EXPECT_EQ(s.find("typed ahead"), s.find("forkbox> typed ahead") + 9) << s;
 }
 
+// Only "/" and a word of letters is a command; a prompt starting with a path goes to the model.
+TEST_F(CliTest, APromptStartingWithAPathIsSentNotTakenAsACommand) {
+  AnswerWithCount();
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("/usr/bin/python3 crashes with a segfault, why?\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("/nosuch\r");
+  ASSERT_TRUE(run->Expect("unknown command /nosuch")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("/quit\r");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request(0).view.LastUserText(),
+            "/usr/bin/python3 crashes with a segfault, why?");
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
