@@ -543,5 +543,25 @@ TEST_F(CliTest, APromptStartingWithAPathIsSentNotTakenAsACommand) {
             "/usr/bin/python3 crashes with a segfault, why?");
 }
 
+// `forkbox agents` on a terminal shows an agent file's control bytes escaped, as the REPL shows
+// model text: a description must not write the clipboard (OSC 52) or restyle the screen.
+TEST_F(CliTest, TheAgentsListingOnATerminalEscapesControlSequencesFromAgentFiles) {
+  const fs::path dir = workdir_ / ".forkbox" / "agents";
+  fs::create_directories(dir);
+  std::ofstream(dir / "evil\x1b[2J.md", std::ios::binary)
+      << "---\nname: evil\ndescription: \"\x1b]52;c;cHduZWQ=\x07 and \xc2\x9b"
+         "31m\"\n"
+      << "model: \"m\x1b[41m\"\n---\nbody\n";
+  PtyForkbox run({"agents", "--workdir", workdir_.string()}, Env(), workdir_.string());
+  EXPECT_EQ(run.Finish(), 0) << Screen(run);
+  const std::string& s = run.screen();
+  EXPECT_NE(s.find("\\x1b]52;c;cHduZWQ=\\x07 and \\u009b31m"), std::string::npos) << s;
+  EXPECT_NE(s.find("m\\x1b[41m"), std::string::npos) << s;
+  EXPECT_NE(s.find("evil\\x1b[2J.md"), std::string::npos) << s;
+  EXPECT_EQ(s.find('\x1b'), std::string::npos) << s;
+  EXPECT_EQ(s.find('\x07'), std::string::npos) << s;
+  EXPECT_EQ(s.find("\xc2\x9b"), std::string::npos) << s;
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
