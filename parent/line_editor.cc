@@ -150,7 +150,8 @@ class EditlineEditor : public LineEditor {
   bool ReadPaste(std::string* raw);
   void Remember(const std::string& prompt);
   std::string ShowPaste(const std::string& pasted);
-  // Outside libedit's reads: no echo and no kernel line editing (see the header).
+  // Outside libedit's reads: no echo and no kernel line editing (see the header). Notes a
+  // terminal that is gone (EIO) in hung_up_.
   void QuietTerminal();
 
   int in_fd_;
@@ -349,7 +350,11 @@ void EditlineEditor::Remember(const std::string& prompt) {
 
 void EditlineEditor::QuietTerminal() {
   termios t;
-  if (::tcgetattr(in_fd_, &t) != 0) return;
+  if (::tcgetattr(in_fd_, &t) != 0) {
+    // libedit met the hang-up first (its own tcgetattr failed, so el_gets said end of input).
+    if (errno == EIO) hung_up_ = true;
+    return;
+  }
   // Non-canonical too: what is typed ahead (Ctrl-D and Ctrl-U included) waits untouched for the
   // editor instead of being line-edited by the kernel. ISIG stays: Ctrl-C still interrupts.
   t.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON);
