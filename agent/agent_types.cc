@@ -142,6 +142,9 @@ class FrontmatterReader {
   Status Tools(const YAML::Node& node, const std::string& key, std::vector<std::string>* out);
   Status Sandbox(const YAML::Node& node);
   Status Key(const std::string& key, const YAML::Node& value);
+  // An error when `key` (or its alias) came before in the same map: the last would win unseen.
+  Status Once(const YAML::Node& node, const std::string& key,
+              std::map<std::string, int>* seen) const;
 
   const std::string& path_;
   AgentType* out_;
@@ -217,10 +220,24 @@ Status FrontmatterReader::Tools(const YAML::Node& node, const std::string& key,
   return Status::Ok();
 }
 
+Status FrontmatterReader::Once(const YAML::Node& node, const std::string& key,
+                               std::map<std::string, int>* seen) const {
+  static const std::map<std::string, std::string> kAliases = {
+      {"maxTurns", "max_turns"}, {"disallowed_tools", "disallowedTools"}};
+  auto alias = kAliases.find(key);
+  const std::string canonical = alias == kAliases.end() ? key : alias->second;
+  const int line = node.Mark().line >= 0 ? node.Mark().line + 2 : 1;
+  auto [it, inserted] = seen->emplace(canonical, line);
+  if (inserted) return Status::Ok();
+  return Bad(node, key, "duplicate key (first given at line " + std::to_string(it->second) + ")");
+}
+
 Status FrontmatterReader::Sandbox(const YAML::Node& node) {
   if (!node.IsMap()) return Bad(node, "sandbox", "must be a map with write and network");
+  std::map<std::string, int> seen;
   for (auto it = node.begin(); it != node.end(); ++it) {
     const std::string key = it->first.Scalar();
+    FORKBOX_RETURN_IF_ERROR(Once(it->first, "sandbox." + key, &seen));
     const YAML::Node value = it->second;  // A copy: *it is a temporary proxy.
     if (key == "write") {
       Result<std::string> v = Scalar(value, "sandbox.write");
@@ -287,8 +304,10 @@ Status FrontmatterReader::Read(const YAML::Node& root) {
     return Status::InvalidArgument(Where(root) + ": the frontmatter must be a YAML map");
   }
   out_->tools = BaseToolNames();
+  std::map<std::string, int> seen;
   for (auto it = root.begin(); it != root.end(); ++it) {
     if (!it->first.IsScalar()) return Bad(it->first, "(key)", "keys must be strings");
+    FORKBOX_RETURN_IF_ERROR(Once(it->first, it->first.Scalar(), &seen));
     FORKBOX_RETURN_IF_ERROR(Key(it->first.Scalar(), it->second));
   }
   std::vector<std::string> kept;

@@ -2,6 +2,8 @@
 
 #include <fcntl.h>
 #include <histedit.h>
+#include <langinfo.h>
+#include <locale.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -10,9 +12,9 @@
 
 #include <cerrno>
 #include <climits>
-#include <clocale>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <cwchar>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -103,6 +105,31 @@ std::string CleanPaste(const std::string& raw) {
   return out;
 }
 
+// The editor's LC_CTYPE: the user's when its codeset is UTF-8, else C.UTF-8, so that UTF-8 input
+// reaches the model intact whatever the locale (libedit decodes it with the locale, and a C locale
+// drops every non-ASCII byte). Null when neither exists: the process's locale applies.
+locale_t NewEditorLocale() {
+  if (locale_t user = ::newlocale(LC_CTYPE_MASK, "", static_cast<locale_t>(0)); user != nullptr) {
+    if (std::strcmp(::nl_langinfo_l(CODESET, user), "UTF-8") == 0) return user;
+    ::freelocale(user);
+  }
+  return ::newlocale(LC_CTYPE_MASK, "C.UTF-8", static_cast<locale_t>(0));
+}
+
+// Makes `loc` the calling thread's locale while it lives (null: leaves it alone).
+class ScopedLocale {
+ public:
+  explicit ScopedLocale(locale_t loc) : old_(loc != nullptr ? ::uselocale(loc) : nullptr) {}
+  ~ScopedLocale() {
+    if (old_ != nullptr) ::uselocale(old_);
+  }
+  ScopedLocale(const ScopedLocale&) = delete;
+  ScopedLocale& operator=(const ScopedLocale&) = delete;
+
+ private:
+  locale_t old_;
+};
+
 class EditlineEditor : public LineEditor {
  public:
   EditlineEditor(int in_fd, int out_fd) : in_fd_(in_fd), out_fd_(out_fd) {}
@@ -118,8 +145,13 @@ class EditlineEditor : public LineEditor {
   bool WaitReadable();
   static unsigned char OnPaste(EditLine* el, int ch);
   unsigned char Paste();
+  // Reads the pasted bytes up to and without the end marker; false when an interrupt or a
+  // hang-up ended the paste first.
+  bool ReadPaste(std::string* raw);
   void Remember(const std::string& prompt);
-  // Outside libedit's reads: no echo and no kernel line editing (see the header).
+  std::string ShowPaste(const std::string& pasted);
+  // Outside libedit's reads: no echo and no kernel line editing (see the header). Notes a
+  // terminal that is gone (EIO) in hung_up_.
   void QuietTerminal();
 
   int in_fd_;
@@ -130,6 +162,8 @@ class EditlineEditor : public LineEditor {
   std::optional<termios> saved_;
   bool continuing_ = false;            // The prompt shown is the continuation prompt.
   std::optional<std::string> pasted_;  // A paste with newlines ended the current line.
+  bool hung_up_ = false;               // A read saw the terminal gone (EOF or EIO).
+  locale_t locale_ = nullptr;          // NewEditorLocale(); null: the process's.
 };
 
 EditlineEditor::~EditlineEditor() {
@@ -137,6 +171,7 @@ EditlineEditor::~EditlineEditor() {
   if (saved_) (void)::tcsetattr(in_fd_, TCSANOW, &*saved_);  // Best effort: we are leaving.
   if (el_ != nullptr) el_end(el_);
   if (history_ != nullptr) history_end(history_);
+  if (locale_ != nullptr) ::freelocale(locale_);
 }
 
 char* EditlineEditor::PromptOf(EditLine* el) {
@@ -175,7 +210,7 @@ bool EditlineEditor::WaitReadable() {
 }
 
 // libedit's read function: one character, decoded with the locale (as libedit's own does).
-// -1 with EINTR when an interrupt is pending, 0 at the end of input.
+// -1 with EINTR when an interrupt is pending, -1 with EIO once the terminal is gone.
 int EditlineEditor::ReadChar(wchar_t* out) {
   char buf[MB_LEN_MAX];
   size_t len = 0;
@@ -187,7 +222,14 @@ int EditlineEditor::ReadChar(wchar_t* out) {
     }
     const ssize_t n = ::read(in_fd_, buf + len, 1);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return n == 0 ? 0 : -1;
+    if (n == 0 || (n < 0 && errno == EIO)) {
+      // A terminal in the editor's raw mode reads 0 or EIO only once it is gone (Ctrl-D is a
+      // byte): a hang-up, whether or not SIGHUP was recorded yet.
+      hung_up_ = true;
+      errno = EIO;
+      return -1;
+    }
+    if (n < 0) return -1;
     ++len;
     mbstate_t state = {};
     const size_t r = std::mbrtowc(out, buf, len, &state);
@@ -206,20 +248,27 @@ unsigned char EditlineEditor::OnPaste(EditLine* el, int) {
   return self == nullptr ? CC_ERROR : static_cast<EditlineEditor*>(self)->Paste();
 }
 
-// Bound to the paste-start sequence: reads the pasted bytes up to the end marker straight from
-// the terminal (libedit reads one byte at a time, so nothing of them is buffered elsewhere).
-unsigned char EditlineEditor::Paste() {
-  std::string raw;
+bool EditlineEditor::ReadPaste(std::string* raw) {
   const std::string end = kPasteEnd;
   size_t dropped = 0;  // Beyond kMaxPasteBytes: read to the end marker, but not kept.
-  while (raw.size() < end.size() || raw.compare(raw.size() - end.size(), end.size(), end) != 0) {
+  bool ended = true;
+  while (raw->size() < end.size() || raw->compare(raw->size() - end.size(), end.size(), end) != 0) {
+    // A paste whose end marker never comes must not hold off Ctrl-C, SIGTERM or SIGHUP.
+    if (!WaitReadable()) {
+      ended = false;
+      break;
+    }
     char c;
-    ssize_t n = ::read(in_fd_, &c, 1);
-    if (n < 0 && errno == EINTR) continue;  // A Ctrl-C is seen when the line is read.
-    if (n <= 0) break;
-    raw.push_back(c);
-    if (raw.size() > kMaxPasteBytes + end.size()) {
-      raw.erase(kMaxPasteBytes, 1);
+    const ssize_t n = ::read(in_fd_, &c, 1);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      hung_up_ = n == 0 || errno == EIO;
+      ended = false;
+      break;
+    }
+    raw->push_back(c);
+    if (raw->size() > kMaxPasteBytes + end.size()) {
+      raw->erase(kMaxPasteBytes, 1);
       ++dropped;
     }
   }
@@ -227,13 +276,26 @@ unsigned char EditlineEditor::Paste() {
     WriteText(out_fd_,
               "\nforkbox: the paste was cut to " + std::to_string(kMaxPasteBytes) + " bytes\n");
   }
-  if (raw.size() >= end.size() && raw.compare(raw.size() - end.size(), end.size(), end) == 0) {
-    raw.resize(raw.size() - end.size());
+  if (ended) raw->resize(raw->size() - end.size());
+  return ended;
+}
+
+// Bound to the paste-start sequence: reads the pasted bytes up to the end marker straight from
+// the terminal (libedit reads one byte at a time, so nothing of them is buffered elsewhere).
+unsigned char EditlineEditor::Paste() {
+  std::string raw;
+  if (!ReadPaste(&raw)) {
+    // Read() takes the interrupt or the hang-up and drops the paste with the line.
+    pasted_ = std::string();
+    return CC_NEWLINE;
   }
   const std::string text = CleanPaste(raw);
+  if (text.empty()) return CC_REFRESH;
   if (text.find('\n') == std::string::npos) {
-    el_insertstr(el_, text.c_str());
-    return CC_REFRESH;
+    if (el_insertstr(el_, text.c_str()) == 0) return CC_REFRESH;
+    // libedit could not take it (not text in the editor's locale, or too long): the paste is
+    // kept whole as if it had several lines, shown above the prompt, rather than lost.
+    WriteText(out_fd_, "\nforkbox: the editor could not insert the paste; it is kept as is\n");
   }
   const LineInfo* li = el_line(el_);
   pasted_ = std::string(li->buffer, li->cursor) + text + std::string(li->cursor, li->lastchar);
@@ -241,8 +303,12 @@ unsigned char EditlineEditor::Paste() {
 }
 
 bool EditlineEditor::Init(std::vector<std::string> entries, std::optional<HistoryFile> file) {
-  // libedit decodes input with the locale's multibyte functions: UTF-8 needs LC_CTYPE set.
-  std::setlocale(LC_CTYPE, "");
+  // libedit decodes input with the locale's multibyte functions: UTF-8 needs a UTF-8 LC_CTYPE.
+  locale_ = NewEditorLocale();
+  if (locale_ == nullptr) {
+    WriteText(out_fd_, "forkbox: warning: no UTF-8 locale (C.UTF-8); non-ASCII input is lost\n");
+  }
+  ScopedLocale in_locale(locale_);
   termios t;
   if (::tcgetattr(in_fd_, &t) == 0) saved_ = t;
   history_ = history_init();
@@ -261,7 +327,9 @@ bool EditlineEditor::Init(std::vector<std::string> entries, std::optional<Histor
       el_set(el_, EL_HIST, history, history_) == 0 &&
       el_set(el_, EL_ADDFN, "forkbox-paste", "take a bracketed paste as text", &OnPaste) == 0 &&
       el_set(el_, EL_BIND, kPasteStart, "forkbox-paste", nullptr) == 0 &&
-      el_set(el_, EL_BIND, "^R", "em-inc-search-prev", nullptr) == 0;
+      el_set(el_, EL_BIND, "^R", "em-inc-search-prev", nullptr) == 0 &&
+      // CR and LF reach the editor as typed, so that a paste's CRLF is told from a blank line.
+      el_set(el_, EL_SETTY, "-d", "-icrnl", "-inlcr", "-igncr", nullptr) == 0;
   if (!set) return false;
   // From now on keystrokes wait raw for the editor: the kernel's line editing never sees them
   // (libedit enters its own mode only when it reads, after it drew the prompt).
@@ -282,17 +350,35 @@ void EditlineEditor::Remember(const std::string& prompt) {
 
 void EditlineEditor::QuietTerminal() {
   termios t;
-  if (::tcgetattr(in_fd_, &t) != 0) return;
+  if (::tcgetattr(in_fd_, &t) != 0) {
+    // libedit met the hang-up first (its own tcgetattr failed, so el_gets said end of input).
+    if (errno == EIO) hung_up_ = true;
+    return;
+  }
   // Non-canonical too: what is typed ahead (Ctrl-D and Ctrl-U included) waits untouched for the
   // editor instead of being line-edited by the kernel. ISIG stays: Ctrl-C still interrupts.
   t.c_lflag &= ~static_cast<tcflag_t>(ECHO | ICANON);
+  // CR stays CR (as in the editor's own mode): a paste typed ahead keeps its CRLF apart from LF LF.
+  t.c_iflag &= ~static_cast<tcflag_t>(ICRNL | INLCR | IGNCR);
   t.c_cc[VMIN] = 1;
   t.c_cc[VTIME] = 0;
   // Best effort: if the terminal refuses, type-ahead is merely echoed as before.
   (void)::tcsetattr(in_fd_, TCSANOW, &t);
 }
 
+// Shows a paste with newlines as pasted, the prompt going on below it; returns its text.
+std::string EditlineEditor::ShowPaste(const std::string& pasted) {
+  std::string shown = pasted;
+  if (!shown.empty() && shown.back() == '\n') shown.pop_back();
+  std::string screen = continuing_ ? kContinuation : kPrompt;
+  for (char c : shown) screen += c == '\n' ? std::string("\n") + kContinuation : std::string(1, c);
+  WriteRaw(out_fd_, "\r\x1b[J");
+  WriteText(out_fd_, screen + "\n");
+  return shown + "\n";
+}
+
 PromptInput EditlineEditor::Read() {
+  ScopedLocale in_locale(locale_);
   std::string text;
   continuing_ = false;
   while (true) {
@@ -300,6 +386,11 @@ PromptInput EditlineEditor::Read() {
     int count = 0;
     const char* got = el_gets(el_, &count);
     QuietTerminal();  // libedit restored the cooked mode; keystrokes must wait for it, unedited.
+    if (hung_up_) {
+      // The terminal is gone: SIGHUP's end, whether or not the signal was recorded yet.
+      const int sig = TakeInterrupt();
+      return {PromptInput::Kind::kInterrupted, "", sig == SIGTERM ? sig : SIGHUP};
+    }
     if (const int sig = pasted_ ? TakeInterrupt() : 0; sig != 0) {
       if (sig != SIGINT) return {PromptInput::Kind::kInterrupted, "", sig};
       WriteText(out_fd_, "\n");  // Ctrl-C during the paste: it is dropped with the line.
@@ -308,22 +399,14 @@ PromptInput EditlineEditor::Read() {
       continue;
     }
     if (pasted_) {
-      // Shown as pasted; the prompt goes on below it.
-      std::string shown = *pasted_;
-      if (!shown.empty() && shown.back() == '\n') shown.pop_back();
-      std::string screen = continuing_ ? kContinuation : kPrompt;
-      for (char c : shown)
-        screen += c == '\n' ? std::string("\n") + kContinuation : std::string(1, c);
-      WriteRaw(out_fd_, "\r\x1b[J");
-      WriteText(out_fd_, screen + "\n");
-      text += shown + "\n";
+      text += ShowPaste(*pasted_);
       continuing_ = true;
       continue;
     }
     if (got == nullptr && count == -1) {
       const int err = errno;
       const int sig = TakeInterrupt();
-      if (sig == 0 && err != EINTR && err != 0) return {};  // The terminal is gone: the end.
+      if (sig == 0 && err != EINTR && err != 0) return {};  // The terminal failed: the end.
       if (sig == 0) continue;
       if (sig != SIGINT) return {PromptInput::Kind::kInterrupted, "", sig};
       const LineInfo* li = el_line(el_);

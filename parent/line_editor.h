@@ -11,9 +11,15 @@
 // the output or the progress block).
 // Without a terminal: plain lines read with read(2), as typed or piped.
 //
+// A pasted CR or CRLF is one newline. Input is decoded as UTF-8 whatever the locale (C.UTF-8 when
+// the locale's codeset is not UTF-8); a paste libedit cannot insert is kept as if it had several
+// lines, never dropped.
+//
 // Ctrl-C (SIGINT, recorded by the parent's handler; parent/signals.h) while reading drops the
-// line being typed, or on an empty line says how to leave, and reads on. Ctrl-D on an empty line
-// is the end. SIGTERM and SIGHUP end the read with kInterrupted.
+// line being typed (with a bracketed paste still waiting for its end marker), or on an empty line
+// says how to leave, and reads on. Ctrl-D on an empty line is the end. SIGTERM and SIGHUP end the
+// read with kInterrupted, even inside an unfinished paste; so does the terminal going away (a
+// read that returns 0 or fails with EIO: SIGHUP, whether or not the signal came first).
 #pragma once
 
 #include <memory>

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -374,6 +375,18 @@ std::string TasksText(const SessionStats& s) {
   return out;
 }
 
+// A /command is "/" and a word of letters ("/help", "/quit now"), as in Claude Code; anything
+// else starting with "/" (a path: "/usr/bin/python3 crashes") is a prompt.
+bool IsSlashCommand(const std::string& input) {
+  if (input.size() < 2 || input[0] != '/' || input.find('\n') != std::string::npos) return false;
+  const size_t end = std::min(input.find_first_of(" \t"), input.size());
+  for (size_t i = 1; i < end; ++i) {
+    const char c = input[i];
+    if ((c < 'a' || c > 'z') && (c < 'A' || c > 'Z')) return false;
+  }
+  return end > 1;
+}
+
 // A /command. Returns false for /quit.
 bool RunCommand(Session& session, const std::string& input) {
   if (input == "/quit" || input == "/exit") return false;
@@ -464,7 +477,7 @@ int RunInteractive(Session& session, const OutputOptions& out, LineEditor& edito
     if (in.kind == PromptInput::Kind::kInterrupted) return 128 + in.signal;
     std::string input = Trim(in.text);
     if (input.empty()) continue;
-    if (input[0] == '/' && input.find('\n') == std::string::npos) {
+    if (IsSlashCommand(input)) {
       if (!RunCommand(session, input)) return kExitOk;
       continue;
     }

@@ -162,6 +162,35 @@ TEST(AgentTypesTest, BadFilesNameTheFileAndLine) {
   EXPECT_THAT(t.status().message(), HasSubstr("/x/bad.md:3: "));
 }
 
+// YAML lets a key repeat and the last one win; in an agent file that would silently change the
+// tools or the sandbox, so the file is refused naming the second key's line.
+TEST(AgentTypesTest, DuplicateKeysAreRefusedNamingTheLineAndTheKey) {
+  struct Case {
+    const char* text;
+    const char* expect;
+  } cases[] = {
+      {"---\nname: a\ntools: bash\ntools: bash, write_file\n---\n",
+       "/x/dup.md:4: tools: duplicate key (first given at line 3)"},
+      {"---\nname: a\nsandbox:\n  write: none\n  write: workdir\n---\n",
+       "/x/dup.md:5: sandbox.write: duplicate key (first given at line 4)"},
+      {"---\nname: a\nmax_turns: 5\nmaxTurns: 50\n---\n", "/x/dup.md:4: maxTurns: duplicate key"},
+  };
+  for (const Case& c : cases) {
+    Result<AgentType> t = ParseAgentFile("/x/dup.md", c.text);
+    ASSERT_FALSE(t.ok()) << c.text;
+    EXPECT_THAT(t.status().message(), HasSubstr(c.expect)) << c.text;
+  }
+}
+
+TEST_F(AgentFilesTest, AFileWithADuplicateKeyIsSkippedWithAWarning) {
+  Write(ProjectForkbox(), "twice.md",
+        Agent("twice", "d", "sandbox:\n  write: none\n  write: workdir\n"));
+  AgentCatalog c = Load();
+  EXPECT_EQ(c.Find("twice"), nullptr);
+  ASSERT_EQ(c.warnings.size(), 1u);
+  EXPECT_THAT(c.warnings[0], HasSubstr(ProjectForkbox() + "/twice.md:6: sandbox.write: duplicate"));
+}
+
 TEST_F(AgentFilesTest, BothLayoutsInProjectAndUserAreRead) {
   Write(ProjectForkbox(), "pf.md", Agent("pf", "project forkbox agent"));
   Write(ProjectClaude(), "pc.md", Agent("pc", "project claude agent"));

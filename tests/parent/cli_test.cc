@@ -13,6 +13,8 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <csignal>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -45,11 +47,12 @@ Reply Text(const std::string& text, int64_t in = 0, int64_t out = 0) {
   return r;
 }
 
-// forkbox on a fresh pseudo-terminal, as its controlling terminal.
+// forkbox on a fresh pseudo-terminal, as its controlling terminal unless `controlling` is false
+// (then closing the terminal sends no SIGHUP: its reads alone say it is gone).
 class PtyForkbox {
  public:
   PtyForkbox(const std::vector<std::string>& args, const std::vector<std::string>& env,
-             const std::string& cwd) {
+             const std::string& cwd, bool controlling = true) {
     int master = -1, slave = -1;
     struct winsize ws = {};
     ws.ws_row = 30;
@@ -58,6 +61,7 @@ class PtyForkbox {
     master_.reset(master);
     UniqueFd slave_fd(slave);
     fcntl(master, F_SETFD, FD_CLOEXEC);
+    if (const char* name = ptsname(master)) slave_path_ = name;
     SpawnOptions opts;
     opts.argv.push_back(ForkboxPath());
     for (const auto& a : args) opts.argv.push_back(a);
@@ -65,8 +69,10 @@ class PtyForkbox {
     opts.cwd = cwd;
     opts.fds = {{slave_fd.get(), 0}, {slave_fd.get(), 1}, {slave_fd.get(), 2}};
     opts.new_session = true;
-    opts.steps.push_back(
-        {"TIOCSCTTY", [](const char**) { return ioctl(0, TIOCSCTTY, 0) == 0 ? 0 : errno; }});
+    if (controlling) {
+      opts.steps.push_back(
+          {"TIOCSCTTY", [](const char**) { return ioctl(0, TIOCSCTTY, 0) == 0 ? 0 : errno; }});
+    }
     auto child = Spawn(opts);
     if (!child.ok()) throw std::runtime_error("spawn: " + child.status().ToString());
     process_ = std::move(*child);
@@ -102,6 +108,23 @@ class PtyForkbox {
     }
     return -1;
   }
+  // Waits until the terminal holds exactly `bytes` typed bytes nobody has read yet (0: forkbox
+  // read everything typed; libedit reads one byte at a time, so nothing waits in its buffers).
+  bool WaitUnread(int bytes) {
+    UniqueFd slave(open(slave_path_.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC));
+    if (!slave) return false;
+    const auto deadline = Clock::now() + kDeadline;
+    while (Clock::now() < deadline) {
+      int unread = -1;
+      if (ioctl(slave.get(), FIONREAD, &unread) != 0) return false;
+      if (unread == bytes) return true;
+      Pump(std::min(deadline, Clock::now() + std::chrono::milliseconds(20)));
+    }
+    return false;
+  }
+  // The terminal window closes: its master side goes away.
+  void CloseTerminal() { master_.reset(); }
+  void Signal(int sig) { ASSERT_TRUE(process_.Signal(sig).ok()); }
   const std::string& screen() const { return screen_; }
   bool running() {
     auto waited = process_.TryWait();
@@ -123,6 +146,7 @@ class PtyForkbox {
   }
 
   UniqueFd master_;
+  std::string slave_path_;
   ChildProcess process_;
   std::string screen_;
   size_t seen_ = 0;
@@ -159,9 +183,14 @@ class CliTest : public ::testing::Test {
   }
   // Unsandboxed unless `sandboxed` (then the parent confines itself as in real use).
   std::unique_ptr<PtyForkbox> Start(std::vector<std::string> extra = {}, bool sandboxed = false) {
+    return StartWith(Env(), std::move(extra), sandboxed);
+  }
+  std::unique_ptr<PtyForkbox> StartWith(const std::vector<std::string>& env,
+                                        std::vector<std::string> extra, bool sandboxed = false,
+                                        bool controlling = true) {
     std::vector<std::string> args = {sandboxed ? "--sandbox=on" : "--sandbox=off", "--standby=0"};
     args.insert(args.end(), extra.begin(), extra.end());
-    return std::make_unique<PtyForkbox>(args, Env(), workdir_.string());
+    return std::make_unique<PtyForkbox>(args, env, workdir_.string(), controlling);
   }
   RunResult Plain(std::vector<std::string> args) {
     RunSpec spec;
@@ -523,6 +552,149 @@ TEST_F(CliTest, TypeAheadWaitsForTheNextPrompt) {
   const std::string& s = run->screen();
   // Not echoed while the model worked: the first time it shows is at the prompt.
   EXPECT_EQ(s.find("typed ahead"), s.find("forkbox> typed ahead") + 9) << s;
+}
+
+// Answers "answer to <prompt>"; a prompt "slow N" first waits for gates[N].
+void AnswerAfterGates(MockServer& server, const std::vector<std::shared_ptr<Gate>>& gates) {
+  server.SetHandler([gates](const RecordedRequest& r) {
+    const std::string prompt = r.view.LastUserText();
+    if (prompt.rfind("slow ", 0) == 0) gates.at(std::stoul(prompt.substr(5)))->Wait();
+    return Text("answer to " + prompt);
+  });
+}
+
+// A bracketed paste whose end marker never comes must not take the keyboard: Ctrl-C drops it with
+// the line, SIGTERM still ends the session. The paste is typed ahead while the model works, so
+// the test knows when the editor is inside it: once it has read every byte typed.
+TEST_F(CliTest, CtrlCAndSigtermEndAPasteWhoseEndMarkerNeverComes) {
+  std::vector<std::shared_ptr<Gate>> gates = {std::make_shared<Gate>(), std::make_shared<Gate>()};
+  AnswerAfterGates(server_, gates);
+  auto run = Start();
+  const std::string half = "\x1b[200~half a paste";
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  for (int round = 0; round < 2; ++round) {
+    run->Type("slow " + std::to_string(round) + "\r");
+    ASSERT_TRUE(server_.WaitForRequests(round + 1, kDeadline));
+    run->Type(half);
+    ASSERT_TRUE(run->WaitUnread(static_cast<int>(half.size()))) << Screen(*run);
+    gates[round]->Open();
+    ASSERT_TRUE(run->Expect("answer to slow " + std::to_string(round))) << Screen(*run);
+    ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+    ASSERT_TRUE(run->WaitUnread(0)) << Screen(*run);  // The editor waits inside the paste.
+    if (round == 1) break;
+    run->Type("\x03");
+    ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+    run->Type("after the paste\r");
+    ASSERT_TRUE(run->Expect("answer to after the paste")) << Screen(*run);
+    ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  }
+  run->Signal(SIGTERM);
+  EXPECT_EQ(run->Finish(), 143) << Screen(*run);
+  ASSERT_EQ(server_.request_count(), 3u);
+  EXPECT_EQ(server_.request(1).view.LastUserText(), "after the paste");
+}
+
+// Terminals send a pasted line break as CR or CRLF; the tty must not turn CR into LF first (CRLF
+// would read as LF LF, a blank line), at the prompt or typed ahead while the model works.
+TEST_F(CliTest, APastedCrlfOrLoneCrIsOneNewline) {
+  std::vector<std::shared_ptr<Gate>> gates = {std::make_shared<Gate>()};
+  AnswerAfterGates(server_, gates);
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x1b[200~crlf one\r\ncrlf two\rlone cr\x1b[201~");
+  ASSERT_TRUE(run->Expect("lone cr")) << Screen(*run);
+  run->Type("\r");
+  ASSERT_TRUE(run->Expect("answer to crlf one")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("slow 0\r");
+  ASSERT_TRUE(server_.WaitForRequests(2, kDeadline));
+  const std::string ahead = "\x1b[200~ahead one\r\nahead two\x1b[201~";
+  run->Type(ahead);
+  ASSERT_TRUE(run->WaitUnread(static_cast<int>(ahead.size()))) << Screen(*run);
+  gates[0]->Open();
+  ASSERT_TRUE(run->Expect("ahead two")) << Screen(*run);
+  run->Type("\r");
+  ASSERT_TRUE(run->Expect("answer to ahead one")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  ASSERT_EQ(server_.request_count(), 3u);
+  EXPECT_EQ(server_.request(0).view.LastUserText(), "crlf one\ncrlf two\nlone cr");
+  EXPECT_EQ(server_.request(2).view.LastUserText(), "ahead one\nahead two");
+}
+
+// Without LANG (a C locale) typed and pasted UTF-8 still reaches the model intact.
+TEST_F(CliTest, UnderACLocaleUtf8InputReachesTheModelIntact) {
+  AnswerWithCount();
+  std::vector<std::string> env;
+  for (const std::string& e : Env()) {
+    if (e.rfind("LANG=", 0) != 0 && e.rfind("LC_", 0) != 0) env.push_back(e);
+  }
+  auto run = StartWith(env, {});
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("r\xc3\xa9sum\xc3\xa9\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x1b[200~caf\xc3\xa9 cr\xc3\xa8me \xe2\x86\x92 \xf0\x9f\x8d\xb0\x1b[201~");
+  ASSERT_TRUE(run->Expect("cr\xc3\xa8me")) << Screen(*run);
+  run->Type("\r");
+  ASSERT_TRUE(run->Expect("answer 2")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  ASSERT_EQ(server_.request_count(), 2u);
+  EXPECT_EQ(server_.request(0).view.LastUserText(), "r\xc3\xa9sum\xc3\xa9");
+  EXPECT_EQ(server_.request(1).view.LastUserText(),
+            "caf\xc3\xa9 cr\xc3\xa8me \xe2\x86\x92 \xf0\x9f\x8d\xb0");
+}
+
+// A terminal closed at the prompt is a hang-up (129), never the end of input (0), even when its
+// read fails before any SIGHUP arrives: here none does, the terminal not being the controlling one.
+TEST_F(CliTest, ATerminalClosedAtThePromptIsAHangUp) {
+  AnswerWithCount();
+  auto run = StartWith(Env(), {}, /*sandboxed=*/false, /*controlling=*/false);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->CloseTerminal();
+  EXPECT_EQ(run->Finish(), 129) << Screen(*run);
+  EXPECT_EQ(server_.request_count(), 0u);
+}
+
+// Only "/" and a word of letters is a command; a prompt starting with a path goes to the model.
+TEST_F(CliTest, APromptStartingWithAPathIsSentNotTakenAsACommand) {
+  AnswerWithCount();
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("/usr/bin/python3 crashes with a segfault, why?\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("/nosuch\r");
+  ASSERT_TRUE(run->Expect("unknown command /nosuch")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("/quit\r");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request(0).view.LastUserText(),
+            "/usr/bin/python3 crashes with a segfault, why?");
+}
+
+// `forkbox agents` on a terminal shows an agent file's control bytes escaped, as the REPL shows
+// model text: a description must not write the clipboard (OSC 52) or restyle the screen.
+TEST_F(CliTest, TheAgentsListingOnATerminalEscapesControlSequencesFromAgentFiles) {
+  const fs::path dir = workdir_ / ".forkbox" / "agents";
+  fs::create_directories(dir);
+  std::ofstream(dir / "evil\x1b[2J.md", std::ios::binary)
+      << "---\nname: evil\ndescription: \"\x1b]52;c;cHduZWQ=\x07 and \xc2\x9b"
+         "31m\"\n"
+      << "model: \"m\x1b[41m\"\n---\nbody\n";
+  PtyForkbox run({"agents", "--workdir", workdir_.string()}, Env(), workdir_.string());
+  EXPECT_EQ(run.Finish(), 0) << Screen(run);
+  const std::string& s = run.screen();
+  EXPECT_NE(s.find("\\x1b]52;c;cHduZWQ=\\x07 and \\u009b31m"), std::string::npos) << s;
+  EXPECT_NE(s.find("m\\x1b[41m"), std::string::npos) << s;
+  EXPECT_NE(s.find("evil\\x1b[2J.md"), std::string::npos) << s;
+  EXPECT_EQ(s.find('\x1b'), std::string::npos) << s;
+  EXPECT_EQ(s.find('\x07'), std::string::npos) << s;
+  EXPECT_EQ(s.find("\xc2\x9b"), std::string::npos) << s;
 }
 
 }  // namespace
