@@ -788,6 +788,24 @@ TEST(SandboxCommand, FailsClosedWithoutLandlock) {
   EXPECT_NE(check.out.find("CANNOT be enforced"), std::string::npos) << check.out;
 }
 
+// A kernel without seccomp filters: nothing runs, and the reason names what is missing. The
+// control: the same command where seccomp exists runs.
+TEST(SandboxCommand, FailsClosedWithoutSeccomp) {
+  const std::string work = MakeTempDir("cmd-noseccomp");
+  CmdResult r =
+      RunCmd({"--workdir", work, "--", "sh", "-c", "echo ran > ran"}, "", testing::HideSeccomp);
+  EXPECT_EQ(r.code, 125) << r.err;
+  EXPECT_NE(r.err.find("seccomp"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("--sandbox=off"), std::string::npos) << r.err;
+  EXPECT_FALSE(FileExists(work + "/ran"));
+  CmdResult check = RunCmd({"--check"}, "", testing::HideSeccomp);
+  EXPECT_NE(check.code, 0);
+  EXPECT_NE(check.out.find("CANNOT be enforced"), std::string::npos) << check.out;
+  CmdResult control = RunCmd({"--workdir", work, "--", "sh", "-c", "echo ran > ran"});
+  EXPECT_EQ(control.code, 0) << control.err;
+  EXPECT_TRUE(FileExists(work + "/ran"));
+}
+
 // Like a container whose seccomp profile refuses user namespaces: layer 1 still enforces.
 TEST(SandboxCommand, FallsBackToLayer1WhereUserNamespacesAreRefused) {
   std::string work = MakeTempDir("cmd-layer1");

@@ -120,6 +120,17 @@ bool HideLandlock() {
   return ok;
 }
 
+bool HideSeccomp() {
+  scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+  bool ok = ctx != nullptr &&
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS), SCMP_SYS(seccomp), 0) == 0 &&
+            seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EINVAL), SCMP_SYS(prctl), 1,
+                             SCMP_A0(SCMP_CMP_EQ, PR_SET_SECCOMP)) == 0 &&
+            seccomp_load(ctx) == 0;
+  seccomp_release(ctx);
+  return ok;
+}
+
 bool RefuseUserNamespaces() {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
   bool ok = ctx != nullptr &&

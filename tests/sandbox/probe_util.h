@@ -35,6 +35,9 @@ bool FileExists(const std::string& path);
 // Installs (with no_new_privs) a filter making landlock_create_ruleset fail with ENOSYS, as on a
 // kernel without Landlock. For forked children only.
 bool HideLandlock();
+// A kernel without seccomp filters, for this process and what it execs: seccomp() answers ENOSYS
+// and prctl(PR_SET_SECCOMP) EINVAL. The hiding filter itself is installed first.
+bool HideSeccomp();
 
 // Installs a filter refusing unshare and clone(CLONE_NEWUSER), like Docker's default profile.
 bool RefuseUserNamespaces();
