@@ -68,6 +68,24 @@ void AddOwnerRights(int fd) {
   if (fstat(fd, &st) == 0) (void)chmod(self.c_str(), (st.st_mode & 07777) | S_IRWXU);
 }
 
+}  // namespace
+
+std::vector<std::string> ListDirNames(int dir) {
+  std::vector<std::string> names;
+  UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  DIR* entries = listing ? fdopendir(listing.get()) : nullptr;
+  if (entries == nullptr) return names;
+  (void)listing.release();  // Owned by `entries` now.
+  while (const dirent* e = readdir(entries)) {
+    const std::string_view n(e->d_name);
+    if (n != "." && n != "..") names.emplace_back(n);
+  }
+  closedir(entries);
+  return names;
+}
+
+namespace {
+
 int RemoveTreeBelow(int parent, const char* name, int depth) {
   if (unlinkat(parent, name, 0) == 0) return 0;
   if (errno != EISDIR) return errno == ENOENT ? 0 : errno;
@@ -75,17 +93,12 @@ int RemoveTreeBelow(int parent, const char* name, int depth) {
   if (!pinned) return errno == ENOENT ? 0 : errno;
   if (depth > kMaxRemoveDepth) return ELOOP;
   AddOwnerRights(pinned.get());
-  UniqueFd dir(openat(pinned.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  DIR* entries = dir ? fdopendir(dir.get()) : nullptr;
-  if (entries != nullptr) {
-    (void)dir.release();  // Owned by `entries` now.
-    std::vector<std::string> names;
-    while (const dirent* e = readdir(entries)) {
-      std::string_view n(e->d_name);
-      if (n != "." && n != "..") names.emplace_back(n);
+  // Beneath a directory opened for this pass: `name` may be swapped meanwhile.
+  const UniqueFd dir(openat(pinned.get(), ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (dir) {
+    for (const std::string& n : ListDirNames(dir.get())) {
+      (void)RemoveTreeBelow(dir.get(), n.c_str(), depth + 1);
     }
-    for (const std::string& n : names) (void)RemoveTreeBelow(dirfd(entries), n.c_str(), depth + 1);
-    closedir(entries);
   }
   if (unlinkat(parent, name, AT_REMOVEDIR) == 0) return 0;
   return errno == ENOENT ? 0 : errno;

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "base/unique_fd.h"
@@ -31,6 +32,10 @@ Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags);
 
 // OpenRegularFile + ReadToEnd.
 Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, int extra_flags = 0);
+
+// The names in the open directory `dir` ("." and ".." left out), read through a descriptor of
+// their own (`dir` stays the caller's, its offset untouched). Empty when it cannot be listed.
+std::vector<std::string> ListDirNames(int dir);
 
 // rm -rf of the entry `name` of the directory `parent`, never following a symbolic link: a tool may
 // swap any name for one meanwhile, and the removal then goes no further than that link.

@@ -69,18 +69,8 @@ Entry ReadEntry(int root, const std::string& rel) {
 }
 
 std::vector<std::string> ListDir(int root, const std::string& rel) {
-  std::vector<std::string> names;
   Result<UniqueFd> dir = OpenDirBeneath(root, rel, O_RDONLY);
-  if (!dir.ok()) return names;
-  DIR* d = fdopendir(dir->get());
-  if (d == nullptr) return names;
-  (void)dir->release();
-  while (dirent* de = readdir(d)) {
-    std::string name = de->d_name;
-    if (name != "." && name != "..") names.push_back(std::move(name));
-  }
-  closedir(d);
-  return names;
+  return dir.ok() ? ListDirNames(dir->get()) : std::vector<std::string>();
 }
 
 // Records `rel` and, for a directory, everything below it.

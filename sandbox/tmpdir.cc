@@ -40,19 +40,15 @@ Result<std::string> RandomName() {
 // --sandbox=off) once its workdir was cleaned. A live task's link never dangles (its directory
 // is made before it and removed after it), and another user's links are not ours to remove.
 void SweepDanglingLinks(int dir) {
-  UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  DIR* entries = listing ? fdopendir(listing.get()) : nullptr;
-  if (entries == nullptr) return;
-  (void)listing.release();  // Owned by `entries` now.
-  while (const dirent* e = readdir(entries)) {
+  for (const std::string& name : ListDirNames(dir)) {
     struct stat st;
     char target[4096];
-    if (std::string_view(e->d_name).rfind(kLinkPrefix, 0) != 0 ||
-        fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode) ||
+    if (name.rfind(kLinkPrefix, 0) != 0 ||
+        fstatat(dir, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISLNK(st.st_mode) ||
         st.st_uid != geteuid()) {
       continue;
     }
-    ssize_t n = readlinkat(dir, e->d_name, target, sizeof target - 1);
+    ssize_t n = readlinkat(dir, name.c_str(), target, sizeof target - 1);
     if (n <= 0) continue;
     target[n] = '\0';
     if (std::string_view(target).find(std::string("/") + kDirName + "/task-") ==
@@ -60,9 +56,8 @@ void SweepDanglingLinks(int dir) {
         stat(target, &st) == 0 || errno != ENOENT) {
       continue;
     }
-    (void)unlinkat(dir, e->d_name, 0);  // Best effort: a leftover, not this task's business.
+    (void)unlinkat(dir, name.c_str(), 0);  // Best effort: a leftover, not this task's business.
   }
-  closedir(entries);
 }
 
 // The short link to `target` (see TaskTmpDir), made now with kHere, else only named. Empty
@@ -119,17 +114,8 @@ Status EnsureGitIgnore(int dir) {
 
 // True when `dir` holds nothing but .gitignore.
 bool OnlyGitIgnore(int dir) {
-  UniqueFd listing(openat(dir, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  DIR* entries = listing ? fdopendir(listing.get()) : nullptr;
-  if (entries == nullptr) return false;
-  (void)listing.release();
-  bool only = true;
-  while (const dirent* e = readdir(entries)) {
-    std::string_view n(e->d_name);
-    if (n != "." && n != ".." && n != ".gitignore") only = false;
-  }
-  closedir(entries);
-  return only;
+  const std::vector<std::string> names = ListDirNames(dir);
+  return names.size() == 1 && names[0] == ".gitignore";
 }
 
 // The task dir `name` beneath `root`, opened and locked (flock LOCK_EX): its owner holds the lock
@@ -150,17 +136,9 @@ UniqueFd LockTaskDir(int root, const std::string& name) {
 // Removes the task dirs beneath `root` whose owner died before it could (a task killed on
 // Ctrl-C, SIGTERM or its timeout; a session killed with SIGKILL): their locks are free.
 void SweepDeadTaskDirs(int root) {
-  UniqueFd listing(openat(root, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  DIR* entries = listing ? fdopendir(listing.get()) : nullptr;
-  if (entries == nullptr) return;
-  (void)listing.release();  // Owned by `entries` now.
-  std::vector<std::string> names;
-  while (const dirent* e = readdir(entries)) {
-    if (std::string_view(e->d_name).rfind("task-", 0) == 0) names.emplace_back(e->d_name);
-  }
-  closedir(entries);
-  for (const std::string& name : names) {
+  for (const std::string& name : ListDirNames(root)) {
     // Best effort: what cannot be removed now is tried again by the next task.
+    if (name.rfind("task-", 0) != 0) continue;
     if (UniqueFd dead = LockTaskDir(root, name)) (void)RemoveTreeAt(root, name.c_str());
   }
 }
