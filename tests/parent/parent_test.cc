@@ -2651,6 +2651,9 @@ TEST_F(SessionTest, AHeaderWhoseIdIsNotTheFilesNameIsRefused) {
   const std::string id = NewSession("a real session");
   ASSERT_FALSE(id.empty());
   const std::vector<std::string> real = FileLines(FileOf(id));
+  // A valid id that no UUID holds (its groups have at most 12 digits), so that a listing naming
+  // it is the planted file's, never the real session's.
+  const std::string planted_id(20, 'f');
   const fs::path victim = fs::path(workdir_) / "victim.jsonl";  // ../../../victim from Dir().
   WriteFile(victim, {"precious"});
   for (const std::string& bad : {std::string("../../../victim"), id}) {
@@ -2659,21 +2662,22 @@ TEST_F(SessionTest, AHeaderWhoseIdIsNotTheFilesNameIsRefused) {
     nlohmann::json header = nlohmann::json::parse(planted[0]);
     header["id"] = bad;
     planted[0] = header.dump();
-    WriteFile(Dir() / "abcd.jsonl", planted);
+    WriteFile(Dir() / (planted_id + ".jsonl"), planted);
 
     RunResult list = RunIn({"sessions"});
     ASSERT_EQ(list.exit_code, 0) << Dump(list);
     EXPECT_EQ(list.out.find("victim"), std::string::npos) << list.out;
-    EXPECT_EQ(list.out.find("abcd"), std::string::npos) << list.out;
+    EXPECT_EQ(list.out.find(planted_id), std::string::npos) << list.out;
     EXPECT_EQ(list.out.find(id), list.out.rfind(id)) << list.out;
-    RunResult resume = RunIn({"--sandbox=off", "--resume", "abcd", "x"});
+    RunResult resume = RunIn({"--sandbox=off", "--resume", planted_id, "x"});
     EXPECT_EQ(resume.exit_code, 2) << Dump(resume);
-    EXPECT_NE(resume.err.find("session abcd: refused: its header names session \"" + bad + "\""),
+    EXPECT_NE(resume.err.find("session " + planted_id + ": refused: its header names session \"" +
+                              bad + "\""),
               std::string::npos)
         << Dump(resume);
     EXPECT_EQ(FileLines(victim), std::vector<std::string>{"precious"});
     EXPECT_EQ(FileLines(FileOf(id)), real);
-    EXPECT_EQ(FileLines(Dir() / "abcd.jsonl"), planted);
+    EXPECT_EQ(FileLines(Dir() / (planted_id + ".jsonl")), planted);
   }
   // --continue takes the real session, although the planted file is newer.
   RunResult more = RunIn({"--sandbox=off", "--continue", "more"});
