@@ -104,9 +104,9 @@ void RemovePlantedRaw(const MountPlan& mounts) {
   for (const std::string& path : mounts.absent) {
     struct stat st;
     if (lstat(path.c_str(), &st) != 0) continue;
-    const size_t slash = path.rfind('/');
-    const UniqueFd parent(
-        open(path.substr(0, slash).c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+    const size_t slash = path.rfind('/');  // Absolute: a workdir of / gives "/.claude".
+    const std::string dir = slash == 0 ? "/" : path.substr(0, slash);
+    const UniqueFd parent(open(dir.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
     const int err = parent ? RemoveTreeAt(parent.get(), path.c_str() + slash + 1) : errno;
     WriteStderrRaw("forkbox: ", path.c_str(),
                    err == 0 ? ": created by the command and removed (git or an agent would trust "
