@@ -291,7 +291,7 @@ std::vector<std::string> GitSurfaceGuard::ForgetGoneRepos(std::vector<std::strin
     if (now.kind == Kind::kDir) continue;
     gone.push_back(g);
     if (now.kind != Kind::kAbsent) {
-      Note(lines, RemoveAt(root_.get(), g), "remove", g + " (it replaced a .git directory)");
+      Note(lines, RemoveAt(root_.get(), g), "remove", g + " (it replaced a guarded directory)");
     }
   }
   return gone;

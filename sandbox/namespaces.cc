@@ -454,11 +454,23 @@ void KeepBindsInWritableTrees(MountPlan& plan) {
 // The project's agent configuration, guarded like git's surface: the next session trusts
 // .forkbox/ (config.toml, agents/: a task's planted explore.md or model would run it), and the
 // user's next `claude` trusts .claude/ (agents, commands, settings.json's hooks run commands).
+// .claude also holds Claude Code's state (in a workdir of $HOME: transcripts of many MB, which
+// the guard would read at every call), so only what it trusts is guarded there, and the folder
+// is pinned like a .git directory: it cannot be swapped for a link to a planted one.
 void AddProjectConfig(const std::string& workdir, MountPlan& plan) {
-  for (const char* name : {".forkbox", ".claude"}) {
-    const fs::path path = fs::path(workdir) / name;
-    AddReadonly(path, plan);
-    AddAbsent(path, plan);
+  const fs::path forkbox = fs::path(workdir) / ".forkbox";
+  const fs::path claude = fs::path(workdir) / ".claude";
+  AddReadonly(forkbox, plan);
+  AddAbsent(forkbox, plan);
+  if (!IsDir(claude)) {
+    AddReadonly(claude, plan);  // A link the user made: it and where it leads.
+    AddAbsent(claude, plan);
+    return;
+  }
+  plan.pinned.push_back(claude.string());
+  for (const char* name : {"settings.json", "settings.local.json", "agents", "commands", "hooks"}) {
+    AddReadonly(claude / name, plan);
+    AddAbsent(claude / name, plan);
   }
 }
 

@@ -226,6 +226,30 @@ TEST_P(ScopeTest, ProjectAgentConfigIsPutBack) {
   Verdict(r, !planted.empty(), Control::kAlways, "plant the project's agent config:" + planted);
 }
 
+// An existing .claude holds Claude Code's state too: a tool keeps writing that, but what Claude
+// Code trusts (settings.json's hooks, agents, commands) is put back, and a .claude swapped for
+// another holds nothing planted. The control keeps the planted hooks.
+TEST_P(ScopeTest, AnExistingClaudeFolderKeepsItsStateAndLosesWhatIsPlanted) {
+  const std::string claude = work_ + "/.claude";
+  ASSERT_EQ(mkdir(claude.c_str(), 0755), 0);
+  WriteFile(claude + "/settings.json", "{}\n");
+  ChownTree(work_, uid(), gid());
+  RunResult r = Shell("cd '" + work_ +
+                      "'; echo PROBE plant-claude; mkdir -p .claude/projects .claude/agents; "
+                      "echo state > .claude/projects/t.jsonl; echo '{\"hooks\":1}' > "
+                      ".claude/settings.json; echo evil > .claude/agents/a.md; "
+                      "mv .claude .claude-old && mkdir .claude && echo '{\"hooks\":2}' > "
+                      ".claude/settings.json; true");
+  std::string planted;
+  if (ReadFile(claude + "/settings.json").find("hooks") != std::string::npos) planted += " hooks";
+  if (Exists(claude + "/agents/a.md")) planted += " agent";
+  Verdict(r, !planted.empty(), Control::kAlways, "plant Claude Code's config:" + planted);
+  if (sandboxed()) {
+    const std::string kept = Exists(claude + "/projects") ? claude : work_ + "/.claude-old";
+    EXPECT_EQ(ReadFile(kept + "/projects/t.jsonl"), "state\n") << "its own state stays writable";
+  }
+}
+
 // A bare repository in the workdir is a git dir itself (`git -C docs` trusts its config and
 // hooks): one that was there and one a tool creates keep no hook a tool plants. A fetch into each
 // from outside runs reference-transaction only in the control.
