@@ -48,6 +48,16 @@ int ServeUntilThenFailThePoll() {
   return 0;
 }
 
+// Serves `listener` (taken) for the command `command` with a /dev/null report: 0, else 2 or 3.
+int ServeFor(UnixBroker& broker, int listener, pid_t command) {
+  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, command, 0)));
+  UniqueFd report(open("/dev/null", O_WRONLY | O_CLOEXEC));
+  if (!pidfd || !report) return 2;
+  return broker.Serve(UniqueFd(listener), BrokerPolicy{}, std::move(report), std::move(pidfd)).ok()
+             ? 0
+             : 3;
+}
+
 // Runs `body` in a forked child (its limits, alarm and forks stay there) and returns its exit
 // code, or -1 (with a failure) when it did not exit.
 int ExitCodeInChild(int (*body)()) {
@@ -102,13 +112,7 @@ int AGoneToolLeavesNothingInTheEpollSet() {
     close(listener[1]);  // Only this process's copy may keep the "filter" in use.
     _exit(read(gate[0], &byte, 1) == 1 ? 0 : 1);
   }
-  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, command, 0)));
-  UniqueFd report(open("/dev/null", O_WRONLY | O_CLOEXEC));
-  if (!pidfd || !report) return 2;
-  if (!broker.Serve(UniqueFd(listener[0]), BrokerPolicy{}, std::move(report), std::move(pidfd))
-           .ok()) {
-    return 3;
-  }
+  if (int bad = ServeFor(broker, listener[0], command)) return bad;
   if (EpollRegistrations() != 2) return 4;  // The listener and the command's pidfd.
   close(listener[1]);  // No process uses the "filter": the tool is gone at the next wait.
   // A fork holds a copy of every descriptor, the broker's pidfd too, as a spawn of another thread
@@ -141,13 +145,7 @@ int AToolWhoseListenerAndCommandEndTogether() {
   if (pipe2(listener, O_CLOEXEC) != 0 || pipe2(until, O_CLOEXEC) != 0) return 1;
   const pid_t command = fork();
   if (command == 0) _exit(0);
-  UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, command, 0)));
-  UniqueFd report(open("/dev/null", O_WRONLY | O_CLOEXEC));
-  if (!pidfd || !report) return 2;
-  if (!broker.Serve(UniqueFd(listener[0]), BrokerPolicy{}, std::move(report), std::move(pidfd))
-           .ok()) {
-    return 3;
-  }
+  if (int bad = ServeFor(broker, listener[0], command)) return bad;
   // The hang-up first, then the command's end: both come in one batch, in that order.
   close(listener[1]);
   siginfo_t info{};
