@@ -1,4 +1,4 @@
-// Stand-ins for forkbox-child that misbehave in one way each (FAKE_MODE), to prove the parent
+// Stand-ins for forkbox-child that misbehave in one way each (kFakeMode), to prove the parent
 // turns every child failure into an is_error tool_result and goes on.
 //   ok        valid result; its summary reports what the child was given (key, env, fds)
 //   crash     one event, then SIGSEGV
@@ -58,8 +58,11 @@ bool EnvHas(const std::string& needle) {
 
 }  // namespace
 
+// Defined by each mode's program (tests/parent/CMakeLists.txt).
+extern const char kFakeMode[];
+
 int main() {
-  const std::string mode = FAKE_MODE;
+  const std::string mode = kFakeMode;
   forkbox::ipc::FrameReader reader(forkbox::ipc::kChildControlReadFd);
   auto message = reader.Read();
   if (!message.ok()) return 10;
