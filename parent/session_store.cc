@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "base/file.h"
+#include "base/state_dir.h"
 #include "parent/stats.h"
 
 namespace forkbox::parent {
@@ -221,15 +222,10 @@ Result<LoadedSession> ReadSession(int fd, const struct stat& st, const std::stri
 }  // namespace
 
 Result<std::string> StateDir(bool create) {
-  std::string base;
-  if (const char* x = std::getenv("XDG_STATE_HOME"); x != nullptr && x[0] == '/') {
-    base = x;
-  } else if (const char* home = std::getenv("HOME"); home != nullptr && home[0] == '/') {
-    base = std::string(home) + "/.local/state";
-  } else {
-    return Status::InvalidArgument("no state directory: set XDG_STATE_HOME or HOME");
-  }
-  std::string dir = base + "/forkbox";
+  Result<std::string> resolved = ForkboxStateDir();
+  if (!resolved.ok()) return resolved.status();
+  const std::string dir = *resolved;
+  const std::string base = dir.substr(0, dir.rfind('/'));
   if (!create) return dir;
   std::error_code ec;
   std::filesystem::create_directories(base, ec);  // The user's state directory: usual modes.

@@ -13,6 +13,7 @@
 #include <tuple>
 
 #include "base/path.h"
+#include "base/state_dir.h"
 #include "sandbox/landlock.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
@@ -203,7 +204,9 @@ constexpr const char* kHomeStores[] = {
     // Histories: typed passwords and AUTH commands end up there.
     ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history",
     ".local/share/fish/fish_history", ".node_repl_history", ".sqlite_history", ".rediscli_history",
-    ".irb_history"};
+    ".irb_history",
+    // forkbox's own prompt history and sessions (base/state_dir.h; $XDG_STATE_HOME's below).
+    ".local/state/forkbox"};
 
 // Every store, existing or not, as spelled (not canonical).
 std::vector<std::string> CandidatePaths(const Policy& policy) {
@@ -211,6 +214,7 @@ std::vector<std::string> CandidatePaths(const Policy& policy) {
   for (const std::string& home : HomesOf(policy)) {
     for (const char* rel : kHomeStores) candidates.push_back(home + "/" + rel);
   }
+  if (Result<std::string> state = ForkboxStateDir(); state.ok()) candidates.push_back(*state);
   if (geteuid() == 0) {
     for (const char* f : {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"}) {
       candidates.push_back(f);

@@ -62,6 +62,28 @@ TEST_P(ScopeTest, ReadAwsCredentials) { ExpectSecretUnreadable(".aws/credentials
 TEST_P(ScopeTest, ReadNetrc) { ExpectSecretUnreadable(".netrc"); }
 TEST_P(ScopeTest, ReadGhToken) { ExpectSecretUnreadable(".config/gh/hosts.yml"); }
 
+// forkbox's own prompt history and sessions where $XDG_STATE_HOME puts them (outside the home's
+// .local/state): the history holds what the user typed, the sessions every tool output of every
+// project. The control reads both.
+TEST_P(ScopeTest, ForkboxsOwnStateUnderXdgStateHomeIsUnreadable) {
+  for (const char* rel : {"xdg/forkbox/history", "xdg/forkbox/sessions/s.jsonl"}) {
+    ASSERT_NO_FATAL_FAILURE(PlantSecret(rel));
+  }
+  RunOptions options;
+  options.env = {"XDG_STATE_HOME=" + home_ + "/xdg"};
+  RunResult r = Shell("echo PROBE read-state; cat '" + home_ + "/xdg/forkbox/history' '" + home_ +
+                          "/xdg/forkbox/sessions/s.jsonl'; true",
+                      options);
+  size_t read = 0;
+  for (size_t at = r.out.find(secret_); at != std::string::npos; at = r.out.find(secret_, at + 1)) {
+    ++read;
+  }
+  if (!sandboxed()) {
+    EXPECT_EQ(read, 2u) << r.out;
+  }
+  Verdict(r, read > 0, Control::kAlways, "read forkbox's history or sessions under XDG_STATE_HOME");
+}
+
 // Every store the README lists, planted below $HOME (a file in each directory store): none is
 // readable, and the control reads every one, so a store dropped from the table fails here.
 TEST_P(ScopeTest, EveryListedStoreIsUnreadable) {
@@ -110,7 +132,9 @@ TEST_P(ScopeTest, EveryListedStoreIsUnreadable) {
                                            ".node_repl_history",
                                            ".sqlite_history",
                                            ".rediscli_history",
-                                           ".irb_history"};
+                                           ".irb_history",
+                                           ".local/state/forkbox/history",
+                                           ".local/state/forkbox/sessions/s.jsonl"};
   std::string script = "echo PROBE read-stores; ";
   for (const std::string& rel : stores) {
     ASSERT_NO_FATAL_FAILURE(PlantSecret(rel));
