@@ -1181,6 +1181,7 @@ void CheckAgentSandbox(bool split) {
   EXPECT_EQ(ExitCodeFromWaitStatus(status), 0);
   ASSERT_EQ(f.entered, 1) << f.error;
   EXPECT_EQ(f.dumpable, 0);
+  EXPECT_EQ(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 1) << "the control: its unconfined parent is";
   EXPECT_EQ(f.layer, Layer2Available() ? 2 : 1);
   if (f.layer == 2) {
     EXPECT_EQ(f.pid, 1) << "the agent is init of its PID namespace";
