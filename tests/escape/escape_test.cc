@@ -136,8 +136,8 @@ TEST_P(EscapeTest, ProcSelfCwd) {
 
 TEST_P(EscapeTest, ProcLauncherCwd) {
   // forkbox runs with its cwd in the outside directory.
-  RunResult r = Probe({"write", "/proc/@PID@/cwd/victim"});
-  Verdict(r, VictimChanged(), Control::kNone, "write via /proc/<forkbox>/cwd\n" + VictimReport());
+  RunResult r = Probe({"write", "/proc/@PID@/cwd/victim"}, AtForkbox());
+  Verdict(r, VictimChanged(), Control::kAlways, "write via /proc/<forkbox>/cwd\n" + VictimReport());
 }
 
 TEST_P(EscapeTest, ProcChildCwd) {
@@ -394,24 +394,24 @@ TEST_P(EscapeTest, SecretsNotPassedEvenWhenNamed) {
 }
 
 TEST_P(EscapeTest, LauncherEnviron) {
-  RunResult r = Probe({"read_environ", "@PID@"});
-  Verdict(r, Contains(r.out, secret_) || ProbeSaysEscaped(r), Control::kNone,
+  RunResult r = Probe({"read_environ", "@PID@"}, AtForkbox());
+  Verdict(r, Contains(r.out, secret_) || ProbeSaysEscaped(r), Control::kAlways,
           "read /proc/<forkbox>/environ");
 }
 
 TEST_P(EscapeTest, LauncherMemory) {
-  RunResult r = Probe({"read_mem", "@PID@"});
-  Verdict(r, ProbeSaysEscaped(r), Control::kNone, "open /proc/<forkbox>/mem");
+  RunResult r = Probe({"read_mem", "@PID@"}, AtForkbox());
+  Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "open /proc/<forkbox>/mem");
 }
 
 TEST_P(EscapeTest, PtraceLauncher) {
-  RunResult r = Probe({"ptrace", "@PID@"});
-  Verdict(r, ProbeSaysEscaped(r), Control::kNone, "ptrace forkbox");
+  RunResult r = Probe({"ptrace", "@PID@"}, AtForkbox());
+  Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "ptrace forkbox");
 }
 
 TEST_P(EscapeTest, ProcessVmReadvLauncher) {
-  RunResult r = Probe({"vm_readv", "@PID@"});
-  Verdict(r, ProbeSaysEscaped(r), Control::kNone, "process_vm_readv on forkbox");
+  RunResult r = Probe({"vm_readv", "@PID@"}, AtForkbox());
+  Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "process_vm_readv on forkbox");
 }
 
 TEST_P(EscapeTest, PtraceUnrelatedProcess) {
@@ -434,8 +434,8 @@ TEST_P(EscapeTest, PidfdGetfdUnrelatedProcess) {
 }
 
 TEST_P(EscapeTest, KillLauncher) {
-  RunResult r = Probe({"kill", "@PID@"});
-  Verdict(r, !WIFEXITED(r.wait_status) || ProbeSaysEscaped(r), Control::kNone, "SIGKILL forkbox");
+  RunResult r = Probe({"kill", "@PID@"}, AtForkbox());
+  Verdict(r, !WIFEXITED(r.wait_status) || ProbeSaysEscaped(r), Control::kAlways, "SIGKILL forkbox");
 }
 
 TEST_P(EscapeTest, KillUnrelatedProcess) {
@@ -493,6 +493,24 @@ TEST_P(EscapeTest, DiskFillerIsCapped) {
   stat(big.c_str(), &st);
   Verdict(r, st.st_size > (off_t{1} << 30), Control::kAlways,
           "file grew to " + std::to_string(st.st_size) + " bytes, over the 1 GiB RLIMIT_FSIZE");
+}
+
+// The other rlimits README claims (core 0, open files, processes): a tool lifts the soft limit
+// to the hard one; past the policy's value is an escape. NPROC is set for root too, where only
+// the pids cgroup or pid_max holds (ForkBomb.IsCapped).
+TEST_P(EscapeTest, CoreLimitStaysZeroAfterRaisingSoftLimit) {
+  RunResult r = Probe({"rlimit", "core", "0"});
+  Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "a core limit above 0");
+}
+
+TEST_P(EscapeTest, OpenFilesAreCappedAfterRaisingSoftLimit) {
+  RunResult r = Probe({"rlimit", "nofile", "1024"});  // fd 1024 is the 1025th open file.
+  Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "more than 1024 open files");
+}
+
+TEST_P(EscapeTest, ProcessLimitStaysAfterRaisingSoftLimit) {
+  RunResult r = Probe({"rlimit", "nproc", "512"});
+  Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "an RLIMIT_NPROC above 512");
 }
 
 // ---------------------------------------------------------------------------------------------

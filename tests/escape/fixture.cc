@@ -150,6 +150,12 @@ RunOptions Flags(std::vector<std::string> flags) {
   return options;
 }
 
+RunOptions AtForkbox() {
+  RunOptions options;
+  options.at_forkbox = true;
+  return options;
+}
+
 RunOptions Stdin(int fd) {
   RunOptions options;
   options.stdin_fd = fd;
@@ -248,8 +254,9 @@ RunResult EscapeTest::Sandboxed(std::vector<std::string> cmd, const RunOptions& 
   c.env = Environment(options);
   c.stdin_fd = options.stdin_fd;
   c.kill_switch_seconds = options.kill_switch_seconds;
-  if (sandboxed()) {
+  if (sandboxed() || options.at_forkbox) {
     c.argv.insert(c.argv.end(), {ForkboxPath(), "sandbox", "--workdir", work_});
+    if (!sandboxed()) c.argv.push_back("--sandbox=off");
     c.argv.insert(c.argv.end(), options.flags.begin(), options.flags.end());
     c.argv.push_back("--");
     c.cwd = outside_;

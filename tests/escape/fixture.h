@@ -29,7 +29,7 @@ enum class Control {
   kAlways,      // Possible for root and the user.
   kRootOnly,    // Needs privileges the user does not have.
   kIfPossible,  // Depends on kernel config or sysctls: skipped when it fails unsandboxed too.
-  kNone,        // No meaningful unsandboxed run (the target is the sandbox launcher).
+  kNone,        // No meaningful unsandboxed run.
 };
 
 struct RunOptions {
@@ -37,9 +37,13 @@ struct RunOptions {
   std::vector<std::string> env;    // Extra NAME=value for forkbox's environment.
   int stdin_fd = -1;
   int kill_switch_seconds = 120;
+  // For a probe aimed at forkbox itself (@PID@): the control modes run it below `forkbox sandbox
+  // --sandbox=off` rather than alone, so the target is a forkbox that lacks only the sandbox.
+  bool at_forkbox = false;
 };
 
 RunOptions Flags(std::vector<std::string> flags);
+RunOptions AtForkbox();
 RunOptions Stdin(int fd);
 RunOptions KillSwitch(int seconds);
 
@@ -61,7 +65,8 @@ class EscapeTest : public ::testing::TestWithParam<Mode> {
   bool Layer1Gap();
 
   // `forkbox sandbox --workdir W [flags] -- cmd...` in this mode; in the control modes, cmd alone
-  // (as the mode's user, in W). forkbox's own cwd is the outside dir.
+  // (as the mode's user, in W), or with --sandbox=off for `at_forkbox`. forkbox's own cwd is the
+  // outside dir.
   RunResult Sandboxed(std::vector<std::string> cmd, const RunOptions& options = {});
   RunResult Probe(std::vector<std::string> args, const RunOptions& options = {});
   RunResult Shell(const std::string& script, const RunOptions& options = {});

@@ -28,6 +28,7 @@
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 #include "tests/base/test_util.h"
+#include "tests/sandbox/agent_layers.h"
 #include "tests/sandbox/probe_util.h"
 
 extern char** environ;
@@ -1180,6 +1181,7 @@ void CheckAgentSandbox(bool split) {
   EXPECT_EQ(ExitCodeFromWaitStatus(status), 0);
   ASSERT_EQ(f.entered, 1) << f.error;
   EXPECT_EQ(f.dumpable, 0);
+  EXPECT_EQ(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 1) << "the control: its unconfined parent is";
   EXPECT_EQ(f.layer, Layer2Available() ? 2 : 1);
   if (f.layer == 2) {
     EXPECT_EQ(f.pid, 1) << "the agent is init of its PID namespace";
@@ -1302,6 +1304,110 @@ TEST(EnterAgentSandbox, PrewarmMakesTheToolRulesetAndBrokerBeforeTheFirstTool) {
   EXPECT_EQ(ReadFile(work + "/in"), "x\n");
   EXPECT_NE(f.outside_exit, 0);
   EXPECT_FALSE(FileExists(outside + "/out")) << "the first tool after Prewarm is confined";
+}
+
+using testing::BecomeAgent;
+using testing::InEachLayer;
+
+// A child forks a grandchild and exits; once the child is reaped the grandchild reports its
+// parent: 1 when that is us, 0 when the orphan went elsewhere, -1 on an error.
+long AnOrphanComesToUs() {
+  int go[2], report[2];
+  if (pipe2(go, O_CLOEXEC) != 0 || pipe2(report, O_CLOEXEC) != 0) return -1;
+  const pid_t middle = fork();
+  if (middle == 0) {
+    if (fork() == 0) {
+      char c;
+      if (read(go[0], &c, 1) != 1) _exit(1);
+      const pid_t parent = getppid();
+      _exit(write(report[1], &parent, sizeof(parent)) == sizeof(parent) ? 0 : 1);
+    }
+    _exit(0);
+  }
+  if (middle < 0 || waitpid(middle, nullptr, 0) != middle || write(go[1], "g", 1) != 1) return -1;
+  close(report[1]);
+  pid_t parent = -1;
+  const bool read_ok = read(report[0], &parent, sizeof(parent)) == sizeof(parent);
+  if (read_ok && parent == getpid()) waitpid(-1, nullptr, 0);  // The orphan is ours to reap.
+  return read_ok ? parent == getpid() : -1;
+}
+
+// The agent is a subreaper (layer 1) or its PID namespace's init (layer 2): what a tool detaches
+// comes to it, to be killed when the task ends. Control: an unconfined process is neither.
+TEST(EnterAgentSandbox, TheAgentGetsTheOrphansOfWhatItRuns) {
+  const std::string work = MakeTempDir("agent-subreaper");
+  InEachLayer([&work](bool layer1) -> std::string {
+    Result<Policy> policy = ResolvePolicy(Settings{}, work);
+    if (!policy.ok()) return policy.status().ToString();
+    const Policy* confined = &*policy;
+    ProbeResult r = testing::RunProbeKeeping(
+        [confined, layer1](int fd) { return BecomeAgent(confined, layer1, fd); },
+        AnOrphanComesToUs);
+    if (!r.reported) return "no agent, exit " + std::to_string(r.exit_code);
+    return r.value == 1 ? "" : "an orphan went past the agent: " + std::to_string(r.value);
+  });
+  ProbeResult control = testing::RunProbeKeeping(
+      [](int fd) { return BecomeAgent(nullptr, false, fd); }, AnOrphanComesToUs);
+  ASSERT_TRUE(control.reported);
+  EXPECT_EQ(control.value, 0) << "unconfined, the orphan goes elsewhere";
+}
+
+// Between the test and an agent, a process that is SIGKILLed. Returns our end of a socket the
+// agent answers pings on until it dies, once the agent said it was ready (-1: it never did).
+UniqueFd AgentBelowADeadParent(const Policy* policy, bool layer1) {
+  int sv[2];
+  if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) return UniqueFd();
+  const pid_t parent = fork();
+  if (parent == 0) {
+    if (fork() == 0) {
+      close(sv[0]);
+      if (!BecomeAgent(policy, layer1, sv[1]) || write(sv[1], "r", 1) != 1) _exit(1);
+      for (char c; read(sv[1], &c, 1) == 1;) (void)!write(sv[1], &c, 1);
+      _exit(0);  // The test closed its end.
+    }
+    close(sv[0]);
+    close(sv[1]);
+    for (;;) pause();  // Until the test kills it.
+  }
+  close(sv[1]);
+  UniqueFd ours(sv[0]);
+  pollfd ready{ours.get(), POLLIN, 0};
+  char c = 0;
+  const bool up = poll(&ready, 1, 10000) == 1 && read(ours.get(), &c, 1) == 1 && c == 'r';
+  kill(parent, SIGKILL);
+  waitpid(parent, nullptr, 0);
+  return up ? std::move(ours) : UniqueFd();
+}
+
+// Whether the agent's end closed (it died) within 10 s. It sends nothing unasked.
+bool DiesSoon(int fd) {
+  pollfd end{fd, POLLIN, 0};
+  char c = 0;
+  return poll(&end, 1, 10000) == 1 && read(fd, &c, 1) == 0;
+}
+
+// Whether it still answers a ping, within 10 s.
+bool AnswersPing(int fd) {
+  if (send(fd, "p", 1, MSG_NOSIGNAL) != 1) return false;
+  pollfd answer{fd, POLLIN, 0};
+  char c = 0;
+  return poll(&answer, 1, 10000) == 1 && read(fd, &c, 1) == 1 && c == 'p';
+}
+
+// The agent dies with its parent (PDEATHSIG; in layer 2 through its waiter, which has it too).
+// Control: an unconfined process below the same dead parent still answers.
+TEST(EnterAgentSandbox, TheAgentDiesWithItsParent) {
+  const std::string work = MakeTempDir("agent-pdeathsig");
+  InEachLayer([&work](bool layer1) -> std::string {
+    Result<Policy> policy = ResolvePolicy(Settings{}, work);
+    if (!policy.ok()) return policy.status().ToString();
+    UniqueFd agent = AgentBelowADeadParent(&*policy, layer1);
+    if (!agent) return "the agent never got ready";
+    return DiesSoon(agent.get()) ? "" : "the agent outlived its parent";
+  });
+  UniqueFd control = AgentBelowADeadParent(nullptr, false);
+  ASSERT_TRUE(control);
+  EXPECT_TRUE(AnswersPing(control.get())) << "unconfined, it outlives its parent";
 }
 
 }  // namespace

@@ -12,7 +12,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstring>
 
+#include "sandbox/sandbox.h"
+#include "tests/sandbox/agent_layers.h"
 #include "tests/sandbox/probe_util.h"
 
 namespace forkbox::sandbox::landlock {
@@ -22,6 +25,7 @@ using testing::FileExists;
 using testing::MakeTempDir;
 using testing::ProbeResult;
 using testing::RunProbe;
+using testing::RunProbeKeeping;
 
 std::function<bool()> Restrict(int ruleset_fd) {
   return [ruleset_fd] {
@@ -284,6 +288,32 @@ TEST(Landlock, ToolsGetNoTcpAndTheAgentOnlyTheModelPort) {
   ProbeResult n = RunProbe(Restrict(net->get()), [&] { return Connect(other.port); });
   ASSERT_TRUE(n.reported);
   EXPECT_EQ(n.value, 0) << "--allow-net lifts the TCP restriction: " << n.err;
+}
+
+// The agent as forkbox-child confines itself (EnterAgentSandbox with the model's port), in each
+// layer, reaches the model's port and no other. Control: the same process unconfined reaches the
+// other port.
+TEST(Landlock, TheConfinedAgentConnectsOnlyToTheModelPort) {
+  if (QueryAbi() < 4) GTEST_SKIP() << "Landlock TCP rules need ABI 4";
+  Listener model, other;
+  const std::string work = MakeTempDir("ll-agent-net");
+  testing::InEachLayer([&](bool layer1) -> std::string {
+    Result<Policy> policy = ResolvePolicy(Settings{}, work);
+    if (!policy.ok()) return policy.status().ToString();
+    policy->model_port = model.port;
+    auto agent = [&policy, layer1](int report_fd) {
+      return testing::BecomeAgent(&*policy, layer1, report_fd);
+    };
+    ProbeResult to_model = RunProbeKeeping(agent, [&] { return Connect(model.port); });
+    if (!to_model.reported) return "no agent, exit " + std::to_string(to_model.exit_code);
+    if (to_model.value != 0) return std::string("the model's port: ") + strerror(to_model.err);
+    ProbeResult to_other = RunProbeKeeping(agent, [&] { return Connect(other.port); });
+    if (to_other.err != EACCES) return "another port was not refused with EACCES";
+    return "";
+  });
+  ProbeResult control = RunProbe([] { return true; }, [&] { return Connect(other.port); });
+  ASSERT_TRUE(control.reported);
+  EXPECT_EQ(control.value, 0) << "unconfined, the other port answers: " << strerror(control.err);
 }
 
 TEST(Landlock, SignalsAreScopedToTheSandbox) {

@@ -23,12 +23,17 @@
 namespace forkbox::sandbox::testing {
 
 ProbeResult RunProbe(const std::function<bool()>& setup, const std::function<long()>& probe) {
+  return RunProbeKeeping([&setup](int) { return setup(); }, probe);
+}
+
+ProbeResult RunProbeKeeping(const std::function<bool(int report_fd)>& setup,
+                            const std::function<long()>& probe) {
   int fds[2];
   if (pipe2(fds, O_CLOEXEC) != 0) std::abort();
   pid_t pid = fork();
   if (pid == 0) {
     close(fds[0]);
-    if (!setup()) _exit(120);
+    if (!setup(fds[1])) _exit(120);
     errno = 0;
     long buf[2];
     buf[0] = probe();

@@ -23,6 +23,10 @@ struct ProbeResult {
 // Forks; the child runs `setup` (must return true) and then `probe`, and reports
 // {probe(), errno}. The child _exit()s.
 ProbeResult RunProbe(const std::function<bool()>& setup, const std::function<long()>& probe);
+// The same for a setup that closes every descriptor it is not told to keep (EnterAgentSandbox):
+// it gets the one the report goes to.
+ProbeResult RunProbeKeeping(const std::function<bool(int report_fd)>& setup,
+                            const std::function<long()>& probe);
 
 // A fresh directory under the test's temp dir, canonical; removed with everything in it when the
 // test process exits.

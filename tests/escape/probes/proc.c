@@ -285,6 +285,37 @@ static int ProbeDiskFiller(int argc, char** argv) {
   return Escaped("wrote at offset %s MiB", argv[2]);
 }
 
+// NAME MAX: lifts the soft limit to the hard one, as any tool may, and escapes if the soft limit
+// is then above MAX. For nofile the effect itself: a descriptor numbered MAX (MAX + 1 open files).
+static int ProbeRlimit(int argc, char** argv) {
+  (void)argc;
+  static const struct {
+    const char* name;
+    int resource;
+  } kLimits[] = {{"core", RLIMIT_CORE}, {"nofile", RLIMIT_NOFILE}, {"nproc", RLIMIT_NPROC}};
+  int resource = -1;
+  for (size_t i = 0; i < sizeof(kLimits) / sizeof(kLimits[0]); ++i) {
+    if (strcmp(argv[1], kLimits[i].name) == 0) resource = kLimits[i].resource;
+  }
+  if (resource < 0) return ProbeError("unknown limit %s", argv[1]);
+  struct rlimit lim;
+  if (getrlimit(resource, &lim) != 0) return ProbeError("getrlimit: %s", strerror(errno));
+  lim.rlim_cur = lim.rlim_max;
+  if (setrlimit(resource, &lim) != 0) printf("setrlimit: %s\n", strerror(errno));
+  if (getrlimit(resource, &lim) != 0) return ProbeError("getrlimit: %s", strerror(errno));
+  printf("%s soft %llu hard %llu\n", argv[1], (unsigned long long)lim.rlim_cur,
+         (unsigned long long)lim.rlim_max);
+  const unsigned long long max = strtoull(argv[2], NULL, 10);
+  if (resource == RLIMIT_NOFILE) {
+    if (dup2(1, (int)max) < 0) return Blocked("dup2 to fd %llu: %s", max, strerror(errno));
+    return Escaped("opened fd %llu", max);
+  }
+  if (lim.rlim_cur == RLIM_INFINITY || lim.rlim_cur > max) {
+    return Escaped("raised the soft %s limit above %llu", argv[1], max);
+  }
+  return Blocked("the %s limit stays at most %llu", argv[1], max);
+}
+
 // Injects "echo ESCAPED\n" into stdin's terminal, making it our controlling tty first.
 static int ProbeTiocsti(int argc, char** argv) {
   unsigned long high = argc > 1 && strcmp(argv[1], "high") == 0 ? 1UL << 32 : 0;
@@ -322,6 +353,7 @@ const struct Probe kProcProbes[] = {
     {"fork_bomb", "MAX", 1, ProbeForkBomb},
     {"memory_hog", "MIB [raise]", 1, ProbeMemoryHog},
     {"disk_filler", "PATH OFFSET_MIB [raise]", 2, ProbeDiskFiller},
+    {"rlimit", "core|nofile|nproc MAX", 2, ProbeRlimit},
     {"tiocsti", "[high]", 0, ProbeTiocsti},
     {"tioclinux", "", 0, ProbeTioclinux},
     {0, 0, 0, 0},
