@@ -96,4 +96,14 @@ Status CheckChildOutsideWritableTrees(const std::string& child_path,
   return Status::Ok();
 }
 
+Result<sandbox::Policy> SessionPolicy(const sandbox::Settings& settings, const std::string& workdir,
+                                      const std::string& model_url) {
+  Result<sandbox::Policy> policy = sandbox::ResolvePolicy(settings, workdir);
+  if (!policy.ok()) return policy.status();
+  Result<uint16_t> port = agent::UrlPort(model_url);
+  if (!port.ok()) return port.status();
+  policy->model_port = *port;
+  return policy;
+}
+
 }  // namespace forkbox::parent

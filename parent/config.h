@@ -35,4 +35,11 @@ Result<std::string> ResolveChildPath(const Options& options);
 Status CheckChildOutsideWritableTrees(const std::string& child_path,
                                       const std::vector<std::string>& writable_trees);
 
+// The session's sandbox policy: sandbox::ResolvePolicy of `settings` for `workdir`, with the
+// model's TCP port (agent::UrlPort of `model_url`; 0 only for a URL no request can use). The
+// parent's own Landlock ruleset is an agent's, so its TCP connects reach that port only, as a
+// child's do; the children get the same port (ipc::ChildSandboxHints).
+Result<sandbox::Policy> SessionPolicy(const sandbox::Settings& settings, const std::string& workdir,
+                                      const std::string& model_url);
+
 }  // namespace forkbox::parent

@@ -139,7 +139,7 @@ struct SessionSandbox {
   std::string git_warning;  // sandbox::HiddenGitDirWarning
 };
 int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
-  auto p = sandbox::ResolvePolicy(o.sandbox, s.workdir);
+  auto p = SessionPolicy(o.sandbox, s.workdir, s.provider.base_url);
   if (!p.ok()) return Fail(o.output_format, kExitUsage, p.status().message());
   if (Status scope = sandbox::CheckWorkdirScope(*p); !scope.ok()) {
     return Fail(o.output_format, kExitUsage, scope.message());
@@ -239,15 +239,14 @@ std::vector<std::string> OwnWritable(const Settings& s) {
   return {s.transcripts.path};
 }
 
-// What the children need not find out again (ipc::ChildSandboxHints): the model's port, as this
-// process parses it (agent::UrlPort; a URL it cannot parse sends 0, and the child reports the
-// error), and whether layer 2 works here: the spawner started before this
+// What the children need not find out again (ipc::ChildSandboxHints): the model's port, as the
+// session's policy holds it (SessionPolicy; a URL it cannot parse sends 0, and the child reports
+// the error), and whether layer 2 works here: the spawner started before this
 // process confined itself, so its children see the namespaces this process probed.
-ipc::ChildSandboxHints ChildHintsOf(const Options& o, const Settings& s,
+ipc::ChildSandboxHints ChildHintsOf(const Options& o, const sandbox::Policy& policy,
                                     const agent::ToolContext& context) {
   ipc::ChildSandboxHints hints;
-  Result<uint16_t> port = agent::UrlPort(s.provider.base_url);
-  if (port.ok()) hints.model_port = *port;
+  hints.model_port = policy.model_port;
   hints.layer2_verified = o.sandbox.enabled && context.sandbox->report().layer == 2;
   return hints;
 }
@@ -272,7 +271,7 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   t.limits.max_tool_output_chars = context.max_output_chars;
   t.workdir = s.workdir;
   t.sandbox = static_cast<const sandbox::Settings&>(policy);
-  t.child_hints = ChildHintsOf(o, s, context);
+  t.child_hints = ChildHintsOf(o, policy, context);
   t.transcript_dir_fd = s.transcripts.fd ? s.transcripts.fd.get() : -1;
   t.child_env = context.env;  // Scrubbed: no keys; the key travels in the start frame only.
   t.max_parallel = o.max_parallel;

@@ -18,6 +18,8 @@
 #include "parent/child_supervisor.h"
 #include "parent/config.h"
 #include "parent/transcripts.h"
+#include "tests/sandbox/agent_layers.h"
+#include "tests/sandbox/probe_util.h"
 
 namespace forkbox::parent {
 namespace {
@@ -43,6 +45,41 @@ TEST(ChildOutsideWritableTrees, RefusesTheProgramOrItsModulesInsideATree) {
             std::string::npos)
       << modules_in_tree.message();
   EXPECT_FALSE(CheckChildOutsideWritableTrees(child, {"/"}).ok());
+}
+
+// The session's policy carries the model's port: the parent confines itself with an agent's
+// ruleset built from it (EnterLauncherSandbox), so without the port its own TCP connects went
+// anywhere. Confined by that policy, in each layer, a process reaches the model's port and no
+// other; the control, unconfined, reaches the other.
+TEST(SessionPolicy, ConfinesTcpToTheModelsPort) {
+  if (sandbox::landlock::QueryAbi() < 4) GTEST_SKIP() << "Landlock TCP rules need ABI 4";
+  using sandbox::testing::Connect;
+  sandbox::testing::Listener model, other;
+  const std::string work = sandbox::testing::MakeTempDir("session-policy");
+  const std::string url = "http://127.0.0.1:" + std::to_string(model.port) + "/v1";
+  Result<sandbox::Policy> policy = SessionPolicy(sandbox::Settings{}, work, url);
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  EXPECT_EQ(policy->model_port, model.port);
+  Result<sandbox::Policy> https = SessionPolicy(sandbox::Settings{}, work, "https://a.example");
+  ASSERT_TRUE(https.ok()) << https.status().ToString();
+  EXPECT_EQ(https->model_port, 443);
+  sandbox::testing::InEachLayer([&](bool layer1) -> std::string {
+    auto agent = [&policy, layer1](int report_fd) {
+      return sandbox::testing::BecomeAgent(&*policy, layer1, report_fd);
+    };
+    sandbox::testing::ProbeResult to_model =
+        sandbox::testing::RunProbeKeeping(agent, [&] { return Connect(model.port); });
+    if (!to_model.reported) return "no agent, exit " + std::to_string(to_model.exit_code);
+    if (to_model.value != 0) return std::string("the model's port: ") + strerror(to_model.err);
+    sandbox::testing::ProbeResult to_other =
+        sandbox::testing::RunProbeKeeping(agent, [&] { return Connect(other.port); });
+    if (to_other.err != EACCES) return "another port was not refused with EACCES";
+    return "";
+  });
+  sandbox::testing::ProbeResult control =
+      sandbox::testing::RunProbe([] { return true; }, [&] { return Connect(other.port); });
+  ASSERT_TRUE(control.reported);
+  EXPECT_EQ(control.value, 0) << "unconfined, the other port answers: " << strerror(control.err);
 }
 
 TEST(StartFrameWriter, WipesTheFrameOnceWritten) {

@@ -21,7 +21,9 @@
 namespace forkbox::sandbox::landlock {
 namespace {
 
+using testing::Connect;
 using testing::FileExists;
+using testing::Listener;
 using testing::MakeTempDir;
 using testing::ProbeResult;
 using testing::RunProbe;
@@ -236,34 +238,6 @@ TEST(Landlock, ACarvedDirectorySwappedForASymlinkFailsTheRuleset) {
 TEST(Landlock, MissingWritablePathIsAnError) {
   Result<UniqueFd> ruleset = BuildRuleset(Spec(Mode::kTool, {"/nonexistent/forkbox"}, false, 0));
   EXPECT_FALSE(ruleset.ok());
-}
-
-struct Listener {
-  int fd = -1;
-  uint16_t port = 0;
-  Listener() {
-    fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-    listen(fd, 8);
-    socklen_t len = sizeof(addr);
-    getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-    port = ntohs(addr.sin_port);
-  }
-  ~Listener() { close(fd); }
-};
-
-long Connect(uint16_t port) {
-  int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = htons(port);
-  int rc = connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
-  close(fd);
-  return rc;
 }
 
 TEST(Landlock, ToolsGetNoTcpAndTheAgentOnlyTheModelPort) {

@@ -4,6 +4,7 @@
 
 #include <sys/types.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 
@@ -31,6 +32,18 @@ ProbeResult RunProbeKeeping(const std::function<bool(int report_fd)>& setup,
 // A fresh directory under the test's temp dir, canonical; removed with everything in it when the
 // test process exits.
 std::string MakeTempDir(const std::string& name);
+
+// A TCP listener on a free loopback port, closed with the object.
+struct Listener {
+  Listener();
+  ~Listener();
+  Listener(const Listener&) = delete;
+  Listener& operator=(const Listener&) = delete;
+  int fd = -1;
+  uint16_t port = 0;
+};
+// connect(2) to a loopback port: its return value, errno telling why it failed.
+long Connect(uint16_t port);
 
 // Reads a whole file ("" if missing).
 std::string ReadFile(const std::string& path);
