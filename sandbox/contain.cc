@@ -73,7 +73,7 @@ void CloseAboveStderrExceptRaw(const KeptFds& kept, int also = -1) {
 
 // Every keeper runs under no_new_privs and the base seccomp filter before it waits on anything.
 // It keeps no descriptor but `keep_stderr`'s fd 2 and `kept`; `confined_fd` (>= 3, or -1) gets one
-// byte once it is confined, and is closed.
+// byte once it is confined, and is closed (the caller blocks SIGPIPE: RunWaiter).
 void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr, int confined_fd = -1,
                       const KeptFds& kept = {}) {
   syscall(SYS_close_range, 0U, keep_stderr ? 1U : 2U, 0U);
@@ -85,7 +85,16 @@ void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr, int
   if (!filter.empty() && seccomp::InstallRaw(filter, false) != 0) _exit(127);
   if (confined_fd < 3) return;
   const char done = 1;
-  (void)!write(confined_fd, &done, 1);
+  if (write(confined_fd, &done, 1) < 0 && errno == EPIPE) {
+    // The launcher failed and exited first. The SIGPIPE of this write is our own, not one sent
+    // to forkbox: taken here (a waiter blocks every signal), it is not relayed as forkbox's
+    // death by SIGPIPE in place of the launcher's exit code.
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    const timespec now{0, 0};
+    (void)sigtimedwait(&pipe, nullptr, &now);
+  }
   close(confined_fd);
 }
 
