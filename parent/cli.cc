@@ -94,6 +94,9 @@ struct Flags {
 
 void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("prompt", o.prompt, "The task; - reads it from stdin");
+  app.add_flag("-p,--print", o.print,
+               "Answer once and exit, as claude -p: the prompt is PROMPT, else stdin; stdin piped "
+               "with a PROMPT is added below it as context");
   app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)")
       ->check(NonEmpty());
   app.add_option("--max-turns", o.max_turns, "Parent turn limit")

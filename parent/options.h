@@ -16,6 +16,9 @@ namespace forkbox::parent {
 struct Options {
   std::string prompt;  // "-" reads stdin; empty with has_prompt == false: interactive.
   bool has_prompt = false;
+  // -p/--print, as `claude -p`: one answer, never an interactive session. Without a PROMPT the
+  // prompt is stdin; with one, piped stdin is added below it as <stdin> context.
+  bool print = false;
   std::string workdir;  // Empty: the current directory.
   int max_turns = 40;
   int task_max_turns = 30;

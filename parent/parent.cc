@@ -1,20 +1,20 @@
 #include "parent/parent.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
-#include <iostream>
-#include <iterator>
 #include <optional>
 
 #include "agent/http_client.h"
 #include "agent/provider_settings.h"
 #include "agent/tools.h"
 #include "base/background.h"
+#include "base/file.h"
 #include "base/startup.h"
 #include "parent/agents_command.h"
 #include "parent/cli.h"
@@ -59,18 +59,40 @@ int Fail(OutputFormat format, int code, const std::string& message) {
   return code;
 }
 
+// More than a model's context window could hold many times over: a clear error, not an upload.
+constexpr size_t kMaxStdinPromptBytes = size_t{8} << 20;
+
 Result<std::string> ReadStdin() {
-  std::string text((std::istreambuf_iterator<char>(std::cin)), std::istreambuf_iterator<char>());
-  if (std::cin.bad()) return Status::Internal("reading the prompt from stdin failed");
+  Result<std::string> text = ReadToEnd(STDIN_FILENO, kMaxStdinPromptBytes, "the prompt on stdin");
+  if (!text.ok()) return Status::InvalidArgument(text.status().message());
   return text;
 }
 
 bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
+// Whether stdin is a pipe or a file (`cmd | forkbox -p PROMPT`, `< log`): not a terminal, nor
+// /dev/null or a socket that a harness left open and may never close.
+bool StdinPiped() {
+  struct stat st;
+  return fstat(STDIN_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
+}
+
+// --print with a PROMPT: piped stdin goes below it, as `codex exec` and `claude -p` take it.
+Result<std::string> WithPipedStdin(const std::string& prompt) {
+  Result<std::string> text = ReadStdin();
+  if (!text.ok() || Blank(*text)) return text.ok() ? prompt : text;
+  const char* end = text->back() == '\n' ? "" : "\n";
+  return prompt + "\n\n<stdin>\n" + *text + end + "</stdin>";
+}
+
 // The one-shot prompt, or nullopt for an interactive session. Errors are usage errors.
 Result<std::optional<std::string>> ReadPrompt(const Options& o) {
-  if (o.has_prompt && o.prompt == "-") {
+  if ((o.has_prompt && o.prompt == "-") || (o.print && !o.has_prompt)) {
     if (isatty(STDIN_FILENO)) {
+      if (!o.has_prompt) {
+        return Status::InvalidArgument(
+            "--print needs a PROMPT, or the prompt piped on stdin (- reads it from the terminal)");
+      }
       Err("forkbox: reading the prompt from the terminal; end it with Ctrl-D on an empty line\n");
     }
     auto text = ReadStdin();
@@ -80,12 +102,15 @@ Result<std::optional<std::string>> ReadPrompt(const Options& o) {
   }
   if (o.has_prompt) {
     if (Blank(o.prompt)) return Status::InvalidArgument("the prompt is empty");
-    return std::optional<std::string>(o.prompt);
+    if (!o.print || !StdinPiped()) return std::optional<std::string>(o.prompt);
+    auto prompt = WithPipedStdin(o.prompt);
+    if (!prompt.ok()) return prompt.status();
+    return std::optional<std::string>(std::move(*prompt));
   }
   if (!isatty(STDIN_FILENO)) {
     return Status::InvalidArgument(
-        "no PROMPT and stdin is not a terminal; pass a prompt, or - to read it from stdin (see "
-        "--help)");
+        "no PROMPT and stdin is not a terminal; pass a prompt, or - to read it from stdin, or "
+        "-p to answer what is piped (see --help)");
   }
   if (o.output_format != OutputFormat::kText) {
     return Status::InvalidArgument("--json and --output-format json|stream-json need a PROMPT");

@@ -351,6 +351,40 @@ TEST_F(ParentTest, StdinPromptAnswersOnStdout) {
   EXPECT_EQ(r.err.find(key_), std::string::npos);
 }
 
+// -p/--print as `claude -p`: a PROMPT with piped stdin gets it below as context (the form `codex
+// exec` sends), -p alone takes the prompt from stdin; without -p piped stdin is never read. An
+// empty or oversized stdin is a usage error that reaches no model.
+TEST_F(ParentTest, PrintTakesPipedStdinAsContextOrAsThePrompt) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("done"); });
+  const std::string log = "log-line-" + RandomToken();
+  ASSERT_EQ(Run({"--sandbox=off", "-p", "explain"}, log).exit_code, 0);
+  ASSERT_EQ(Run({"--sandbox=off", "--print"}, "the question\n").exit_code, 0);
+  ASSERT_EQ(Run({"--sandbox=off", "-p", "no pipe"}).exit_code, 0);  // stdin is /dev/null.
+  ASSERT_EQ(Run({"--sandbox=off", "without print"}, log).exit_code, 0);
+  ASSERT_EQ(server_.request_count(), 4u);
+  EXPECT_EQ(server_.request(0).view.FirstUserText(), "explain\n\n<stdin>\n" + log + "\n</stdin>");
+  EXPECT_EQ(server_.request(1).view.FirstUserText(), "the question\n");
+  EXPECT_EQ(server_.request(2).view.FirstUserText(), "no pipe");
+  EXPECT_EQ(server_.request(3).view.FirstUserText(), "without print");
+
+  EXPECT_EQ(Run({"--sandbox=off", "-p"}, std::string(" \n")).exit_code, 2);
+  const std::string big = workdir_ + "/big";
+  {
+    UniqueFd fd(open(big.c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0600));
+    ASSERT_TRUE(fd);
+    ASSERT_EQ(ftruncate(fd.get(), (8 << 20) + 1), 0);  // One byte over the cap, as a file.
+  }
+  UniqueFd in(open(big.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(in);
+  RunSpec spec = LiveSpec({"--sandbox=off", "-p", "too much"});
+  spec.stdin_fd = in.get();
+  RunResult r = RunForkbox(spec);
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find("the prompt on stdin: larger than 8388608 bytes"), std::string::npos)
+      << r.err;
+  EXPECT_EQ(server_.request_count(), 4u);
+}
+
 TEST_F(ParentTest, Http401IsModelErrorExit3) {
   server_.SetHandler([](const RecordedRequest&) {
     Reply r;
