@@ -9,6 +9,7 @@
 #include <pty.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -2729,6 +2730,7 @@ TEST_F(SessionTest, ASessionWithoutTurnsIsNeitherWrittenNorContinued) {
   ASSERT_EQ(write(master, "\x04", 1), 1);  // Ctrl-D.
   RunResult left = repl.Finish();
   ASSERT_EQ(left.exit_code, 0) << Dump(left);
+  EXPECT_EQ(Files(), std::vector<fs::path>{FileOf(id)});  // Not even an empty file.
   RunResult list = RunIn({"sessions"});
   ASSERT_EQ(list.exit_code, 0) << Dump(list);
   EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 1) << list.out;
@@ -2740,6 +2742,34 @@ TEST_F(SessionTest, ASessionWithoutTurnsIsNeitherWrittenNorContinued) {
   RunResult more = RunIn({"--sandbox=off", "--continue", "follow-up"});
   ASSERT_EQ(more.exit_code, 0) << Dump(more);
   EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(), "important context");
+}
+
+// A turnless session's empty file that its forkbox could not remove (a crash; a confined parent
+// may not write the state dir) goes when a new session starts, unless a live forkbox holds it.
+TEST_F(SessionTest, TurnlessFilesLeftBehindAreRemovedByTheNextNewSession) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string first = NewSession("kept");
+  ASSERT_FALSE(first.empty());
+  const fs::path left = FileOf("dead0000-0000-4000-8000-000000000001");
+  const fs::path held = FileOf("dead0000-0000-4000-8000-000000000002");
+  for (const fs::path& p : {left, held}) WriteFile(p, {});
+  UniqueFd holder(open(held.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(holder);
+  ASSERT_EQ(flock(holder.get(), LOCK_EX | LOCK_NB), 0);
+  // Newer than the session, and no session: neither listed nor continued (nor removed).
+  RunResult list = RunIn({"sessions"});
+  ASSERT_EQ(list.exit_code, 0) << Dump(list);
+  EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 1) << list.out;
+  RunResult more = RunIn({"--sandbox=off", "--continue", "follow-up"});
+  ASSERT_EQ(more.exit_code, 0) << Dump(more);
+  EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(), "kept");
+  EXPECT_TRUE(fs::exists(left));
+  const std::string id = NewSession("new");
+  ASSERT_FALSE(id.empty());
+  EXPECT_FALSE(fs::exists(left));
+  EXPECT_TRUE(fs::exists(held));
+  EXPECT_TRUE(fs::exists(FileOf(first)));
+  EXPECT_TRUE(fs::exists(FileOf(id)));
 }
 
 // Defect D6: two forkbox runs on one session each dropped the other's turns (the last writer
