@@ -565,15 +565,23 @@ TEST_F(ParentTest, ASummaryOverTheLimitIsCutAtACharacterBoundaryWithANote) {
 }
 
 // Audit C: a child that reported its end (or closed its report pipe) but does not exit holds the
-// batch for a short grace only, not until --task-timeout; its result stands.
+// batch for a short grace only, not until --task-timeout; its result stands, with a note that its
+// process had to be killed (the model and the progress line are told; not a failure).
 TEST_F(ParentTest, AChildThatDoesNotExitAfterItsEndIsKilledAfterAShortGrace) {
   struct Case {
     const char* mode;
     bool is_error;
     const char* text;
+    const char* note;      // In the tool result.
+    const char* progress;  // In the task's last progress line.
   };
-  for (const Case& c : {Case{"linger", false, "fake summary for [do the thing]"},
-                        Case{"closepipe", true, "closed its report pipe without a result"}}) {
+  const char* const note =
+      "\n[note: the subagent's process was killed after it delivered this result: it did not exit "
+      "within 2s]";
+  for (const Case& c :
+       {Case{"linger", false, "fake summary for [do the thing]", note,
+             "of tool output kept out; killed after its result: it did not exit within 2s"},
+        Case{"closepipe", true, "closed its report pipe without a result", "", ""}}) {
     SCOPED_TRACE(c.mode);
     server_.ClearRequests();
     ScriptOneTaskThenAnswer("noted");
@@ -589,6 +597,10 @@ TEST_F(ParentTest, AChildThatDoesNotExitAfterItsEndIsKilledAfterAShortGrace) {
     const auto& result = parents[1].view.tool_results[0];
     EXPECT_EQ(result.is_error, c.is_error) << result.text;
     EXPECT_NE(result.text.find(c.text), std::string::npos) << result.text;
+    EXPECT_EQ(result.text.find("killed after") != std::string::npos, *c.note != '\0')
+        << result.text;
+    EXPECT_NE(result.text.find(c.note), std::string::npos) << result.text;
+    EXPECT_NE(r.err.find(c.progress), std::string::npos) << Dump(r);
   }
 }
 
