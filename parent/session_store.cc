@@ -141,6 +141,10 @@ void RemoveTurnlessSessions(const std::string& dir) {
     if (!name.ends_with(".jsonl")) continue;
     const std::string id = name.substr(0, name.size() - 6);
     struct stat st;
+    // A stat first: only an empty file is opened (a start must not open every session).
+    if (::fstatat(listing.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_size != 0) {
+      continue;
+    }
     Result<UniqueFd> fd = OpenSessionFile(dir, id, 0, &st);
     if (!fd.ok() || st.st_size != 0) continue;
     if (::flock(fd->get(), LOCK_EX | LOCK_NB) != 0) continue;  // A live session.
