@@ -4,10 +4,14 @@
 #include <utility>
 
 #include "base/utf8.h"
+#include "ipc/messages.h"
 
 namespace forkbox::agent {
 
-bool ParseErrorBody(std::string_view body, ModelError& error) {
+namespace {
+
+// The fields as sent, uncapped.
+bool ReadErrorBody(std::string_view body, ModelError& error) {
   const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (!j.is_object()) return false;
   const auto err = j.find("error");
@@ -28,6 +32,19 @@ bool ParseErrorBody(std::string_view body, ModelError& error) {
     return false;
   }
   if (auto id = j.find("request_id"); id != j.end() && id->is_string()) error.request_id = *id;
+  return true;
+}
+
+}  // namespace
+
+bool ParseErrorBody(std::string_view body, ModelError& error) {
+  if (!ReadErrorBody(body, error)) return false;
+  // A misbehaving endpoint may send megabytes: the message is bounded as a child's error frame
+  // is; the type and the request id are labels, cut shorter.
+  error.message =
+      CutUtf8WithNote(std::move(error.message), ipc::kMaxErrorMessageBytes, "error message");
+  error.error_type = Excerpt(error.error_type);
+  error.request_id = Excerpt(error.request_id);
   return true;
 }
 

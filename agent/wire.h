@@ -87,6 +87,7 @@ std::unique_ptr<WireFormat> MakeOpenAiWire();
 
 // Shared by both formats: fills error_type/message/request_id from a provider error body
 // ({"error":{"type","message","code"},"request_id"}). Returns false if `body` is not such JSON.
+// The message is cut to ipc::kMaxErrorMessageBytes with a note, the others to an Excerpt.
 bool ParseErrorBody(std::string_view body, ModelError& error);
 // True for a provider error type or HTTP status worth retrying when it arrives inside a stream.
 bool IsRetryableStreamError(const std::string& error_type, int code);

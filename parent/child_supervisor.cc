@@ -254,17 +254,18 @@ void ChildSupervisor::ArmExitGrace(Child& c) {
 // The child reported its end (or closed its report pipe) but did not exit within kExitGrace.
 void ChildSupervisor::KillLingering(Child& c) {
   c.exit_deadline = Clock::time_point::max();  // Once: the pidfd event reports the kill.
+  const std::string late =
+      "did not exit within " + FormatSeconds(std::chrono::milliseconds(kExitGrace).count());
   if (c.out.result || c.out.error) {
-    // What it reported stands; only the process goes.
+    // What it reported stands; only the process goes, and the report says so.
+    c.out.killed_after_end = late;
     c.deadline = Clock::time_point::max();
     CloseControl(c);
     CloseReport(c);
     (void)c.process.Signal(SIGKILL);
     return;
   }
-  Kill(c, KillReason::kError,
-       "child closed its report pipe without a result and did not exit within " +
-           FormatSeconds(std::chrono::milliseconds(kExitGrace).count()));
+  Kill(c, KillReason::kError, "child closed its report pipe without a result and " + late);
 }
 
 int ChildSupervisor::NextTimeoutMs() const {

@@ -37,7 +37,10 @@ struct ChildReport {
   std::optional<ipc::ResultMessage> result;
   std::optional<ipc::ErrorMessage> error;
   KillReason killed = KillReason::kNone;
-  std::string kill_text;           // Why, with killed != kNone.
+  std::string kill_text;  // Why, with killed != kNone.
+  // Non-empty: it reported its end but did not exit within the grace and was killed, after the
+  // fact (what it reported stands; killed stays kNone): "did not exit within 2s".
+  std::string killed_after_end;
   std::optional<int> wait_status;  // Unknown when waiting failed.
   int64_t last_turn = 0;           // From the events.
   int64_t input_tokens = 0;        // The usage of the last event (cumulative): a child that dies

@@ -33,6 +33,7 @@ constexpr char kContinuation[] = "     ... ";
 constexpr char kPasteStart[] = "\x1b[200~";
 constexpr char kPasteEnd[] = "\x1b[201~";
 constexpr size_t kMaxPasteBytes = size_t{4} << 20;
+constexpr char kCtrlD = '\x04';
 
 void WriteRaw(int fd, std::string_view s) {
   while (!s.empty()) {
@@ -145,9 +146,11 @@ class EditlineEditor : public LineEditor {
   bool WaitReadable();
   static unsigned char OnPaste(EditLine* el, int ch);
   unsigned char Paste();
-  // Reads the pasted bytes up to and without the end marker; false when an interrupt or a
-  // hang-up ended the paste first.
+  // Reads the pasted bytes up to and without the end marker; false when an interrupt, a hang-up
+  // or a Ctrl-D typed into it (paste_eof_) ended the paste first.
   bool ReadPaste(std::string* raw);
+  // True when the terminal has a byte waiting right now.
+  bool MoreInput() const;
   void Remember(const std::string& prompt);
   std::string ShowPaste(const std::string& pasted);
   // Outside libedit's reads: no echo and no kernel line editing (see the header). Notes a
@@ -163,6 +166,7 @@ class EditlineEditor : public LineEditor {
   bool continuing_ = false;            // The prompt shown is the continuation prompt.
   std::optional<std::string> pasted_;  // A paste with newlines ended the current line.
   bool hung_up_ = false;               // A read saw the terminal gone (EOF or EIO).
+  bool paste_eof_ = false;             // A Ctrl-D typed into a paste: the end of input.
   locale_t locale_ = nullptr;          // NewEditorLocale(); null: the process's.
 };
 
@@ -248,6 +252,11 @@ unsigned char EditlineEditor::OnPaste(EditLine* el, int) {
   return self == nullptr ? CC_ERROR : static_cast<EditlineEditor*>(self)->Paste();
 }
 
+bool EditlineEditor::MoreInput() const {
+  struct pollfd p = {in_fd_, POLLIN, 0};
+  return ::poll(&p, 1, 0) > 0;
+}
+
 bool EditlineEditor::ReadPaste(std::string* raw) {
   const std::string end = kPasteEnd;
   size_t dropped = 0;  // Beyond kMaxPasteBytes: read to the end marker, but not kept.
@@ -263,6 +272,12 @@ bool EditlineEditor::ReadPaste(std::string* raw) {
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       hung_up_ = n == 0 || errno == EIO;
+      ended = false;
+      break;
+    }
+    if (c == kCtrlD && !MoreInput()) {
+      // Typed, not pasted: a paste comes in a burst. The user ends the input, as at a prompt.
+      paste_eof_ = true;
       ended = false;
       break;
     }
@@ -397,6 +412,10 @@ PromptInput EditlineEditor::Read() {
       text.clear();
       continuing_ = false;
       continue;
+    }
+    if (pasted_ && paste_eof_) {
+      WriteText(out_fd_, "\n");  // The paste is dropped with the line, as Ctrl-C drops it.
+      return {};
     }
     if (pasted_) {
       text += ShowPaste(*pasted_);

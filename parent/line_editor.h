@@ -17,9 +17,11 @@
 //
 // Ctrl-C (SIGINT, recorded by the parent's handler; parent/signals.h) while reading drops the
 // line being typed (with a bracketed paste still waiting for its end marker), or on an empty line
-// says how to leave, and reads on. Ctrl-D on an empty line is the end. SIGTERM and SIGHUP end the
-// read with kInterrupted, even inside an unfinished paste; so does the terminal going away (a
-// read that returns 0 or fails with EIO: SIGHUP, whether or not the signal came first).
+// says how to leave, and reads on. Ctrl-D on an empty line is the end, and so is a Ctrl-D typed
+// into a bracketed paste still waiting for its end marker (a 0x04 with nothing after it; one in
+// the middle of a paste is pasted text, dropped with the other control bytes). SIGTERM and SIGHUP
+// end the read with kInterrupted, even inside an unfinished paste; so does the terminal going away
+// (a read that returns 0 or fails with EIO: SIGHUP, whether or not the signal came first).
 #pragma once
 
 #include <memory>

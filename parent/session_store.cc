@@ -125,6 +125,55 @@ Status LockSession(int fd, const std::string& id) {
   return Status::FromErrno(errno, "lock session " + id);
 }
 
+// Whether `fd` is still the file `path` names (not replaced, not removed).
+bool StillNamed(int fd, const std::string& path) {
+  struct stat open_st, path_st;
+  return ::fstat(fd, &open_st) == 0 && ::lstat(path.c_str(), &path_st) == 0 &&
+         open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino;
+}
+
+// An empty file is a session that ended before its first turn (its header comes with it). The
+// confined parent may not remove its own (the state dir is out of its reach), so a new session
+// removes those no live forkbox holds (a file is created before it is locked: CreateLocked).
+void RemoveTurnlessSessions(const std::string& dir) {
+  UniqueFd listing(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!listing) return;
+  for (const std::string& name : ListDirNames(listing.get())) {
+    if (!name.ends_with(".jsonl")) continue;
+    const std::string id = name.substr(0, name.size() - 6);
+    struct stat st;
+    // A stat first: only an empty file is opened (a start must not open every session).
+    if (::fstatat(listing.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_size != 0) {
+      continue;
+    }
+    Result<UniqueFd> fd = OpenSessionFile(dir, id, 0, &st);
+    if (!fd.ok() || st.st_size != 0) continue;
+    if (::flock(fd->get(), LOCK_EX | LOCK_NB) != 0) continue;  // A live session.
+    // Locked and still empty and still this file: nobody writes a turn into it any more.
+    if (::fstat(fd->get(), &st) == 0 && st.st_size == 0 && StillNamed(fd->get(), PathOf(dir, id))) {
+      (void)::unlink(PathOf(dir, id).c_str());
+    }
+  }
+}
+
+// Creates `path` (O_EXCL) and locks it. Another forkbox's RemoveTurnlessSessions may take the
+// new, still empty and unlocked file for a dead session's: the lock waits for it to let go, and
+// a file it removed meanwhile is created again.
+Result<UniqueFd> CreateLocked(const std::string& path) {
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    UniqueFd file(::open(path.c_str(),
+                         O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!file) return Status::FromErrno(errno, "create " + path);
+    int locked;
+    while ((locked = ::flock(file.get(), LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (locked != 0) return Status::FromErrno(errno, "lock " + path);
+    if (StillNamed(file.get(), path)) return file;
+  }
+  return Status::Error(Status::Code::kUnavailable,
+                       "create " + path + ": removed as soon as created, three times");
+}
+
 // Line 1. Throws json::exception when it is not a session header.
 void ReadHeader(const json& j, SessionInfo* info) {
   if (j.at("type") != "session") throw json::other_error::create(501, "no header", &j);
@@ -285,20 +334,24 @@ Result<std::string> LatestSessionFor(const std::string& dir, const std::string& 
 
 Result<SessionLog> SessionLog::Create(const std::string& dir, const std::string& id,
                                       const std::string& workdir, const std::string& first_prompt) {
+  RemoveTurnlessSessions(dir);
   const std::string path = PathOf(dir, id);
-  int fd =
-      ::open(path.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::FromErrno(errno, "create " + path);
-  UniqueFd file(fd);
-  FORKBOX_RETURN_IF_ERROR(LockSession(file.get(), id));
+  Result<UniqueFd> file = CreateLocked(path);
+  if (!file.ok()) return file.status();
   // Created now, while the state dir can still be written to (the parent is confined later).
   const json header = {{"type", "session"},
                        {"id", id},
                        {"workdir", workdir},
                        {"created", std::time(nullptr)},
                        {"first_prompt", first_prompt}};
-  return SessionLog(std::move(file),
+  return SessionLog(std::move(*file), path,
                     header.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
+}
+
+SessionLog::~SessionLog() {
+  // No turn: the file is no session. Removed while still locked, if the process still may (an
+  // unconfined one); else the next new session removes it (RemoveTurnlessSessions).
+  if (fd_ && !header_.empty() && StillNamed(fd_.get(), path_)) (void)::unlink(path_.c_str());
 }
 
 Result<SessionLog> SessionLog::Resume(const std::string& dir, const std::string& id,

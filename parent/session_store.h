@@ -6,7 +6,9 @@
 // crash loses at most the prompt in flight, and {"type":"clear"} when /clear emptied the context
 // (a resumed session starts from there). An interactive session's header has no first prompt: its
 // first turn's `prompt` is the session's first prompt. The header is written with the first turn:
-// a session without turns leaves an empty file, which is no session. The forkbox that writes a
+// a session without turns leaves at most an empty file, which is no session: removed when it
+// ends, or (a crash; a confined forkbox, which may not write the state dir) when the next new
+// session starts (SessionLog::Create). The forkbox that writes a
 // session holds an flock on it (SessionLog), so that no other one appends to it meanwhile. Only
 // the parent's conversation is kept: children's contexts are never persisted (only
 // --transcript-dir records them).
@@ -63,7 +65,9 @@ Result<std::string> LatestSessionFor(const std::string& dir, const std::string& 
 class SessionLog {
  public:
   // Creates <dir>/<id>.jsonl, empty: its header is written with the first turn, so a session
-  // left before any prompt is no session (LoadSession refuses an empty file). Locked like Resume.
+  // left before any prompt is no session (LoadSession refuses an empty file), and its file is
+  // removed when the log goes. Locked like Resume. First removes the empty files no live forkbox
+  // holds: sessions that ended so (a crash, or a confined forkbox that could not remove its own).
   static Result<SessionLog> Create(const std::string& dir, const std::string& id,
                                    const std::string& workdir, const std::string& first_prompt);
   // Opens <dir>/<id>.jsonl for appending, locks it (flock) for as long as the log lives, and only
@@ -78,10 +82,15 @@ class SessionLog {
   // Records that the conversation was emptied (/clear).
   Status AddClear();
 
+  SessionLog(SessionLog&&) noexcept = default;
+  SessionLog& operator=(SessionLog&&) = delete;
+  ~SessionLog();
+
  private:
-  explicit SessionLog(UniqueFd fd, std::string header = "")
-      : fd_(std::move(fd)), header_(std::move(header)) {}
+  explicit SessionLog(UniqueFd fd, std::string path = "", std::string header = "")
+      : fd_(std::move(fd)), path_(std::move(path)), header_(std::move(header)) {}
   UniqueFd fd_;
+  std::string path_;    // Created by this log: removed at its end while header_ is unwritten.
   std::string header_;  // Not yet written: the header line, written with the first turn.
 };
 

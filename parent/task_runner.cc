@@ -76,6 +76,14 @@ TaskOutcome PresentResult(const TaskSpec& spec, ChildReport report, int64_t max_
     o.content +=
         "\n[subagent stopped: " + s.stop_reason + " after " + Plural(s.turns, "turn") + "]";
   }
+  // Not a failure: the result is whole, but a process that hung after it may have left
+  // something unfinished, so both the model and the user are told.
+  std::string late;
+  if (!report.killed_after_end.empty()) {
+    late = "; killed after its result: it " + report.killed_after_end;
+    o.content += "\n[note: the subagent's process was killed after it delivered this result: it " +
+                 report.killed_after_end + "]";
+  }
   if (s.stop_reason == "context_window") {
     // Its context overflowed: whatever it summarised is partial, and the model must know.
     o.ok = o.record.ok = false;
@@ -84,7 +92,7 @@ TaskOutcome PresentResult(const TaskSpec& spec, ChildReport report, int64_t max_
   progress.TaskFinished(spec.number,
                         "done: " + Plural(s.turns, "turn") + ", " +
                             FormatSeconds(report.elapsed_ms) + ", " +
-                            HumanBytes(s.tool_output_bytes) + " of tool output kept out",
+                            HumanBytes(s.tool_output_bytes) + " of tool output kept out" + late,
                         o.record);
   return o;
 }
@@ -112,6 +120,8 @@ TaskOutcome PresentFailure(const TaskSpec& spec, const ChildReport& report, Prog
   } else if (report.error) {
     why = report.error->code + ": " +
           ipc::EnforceCut(report.error->message, ipc::kMaxErrorMessageBytes, "error message");
+    if (!report.killed_after_end.empty())
+      why += "; child killed after it: it " + report.killed_after_end;
   } else {
     why = "child " + exit_text + " without a result";
   }

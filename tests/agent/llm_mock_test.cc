@@ -13,6 +13,8 @@
 #include <vector>
 
 #include "agent/provider.h"
+#include "base/utf8.h"
+#include "ipc/messages.h"
 #include "tests/mock/mock_server.h"
 
 namespace forkbox::agent {
@@ -279,6 +281,28 @@ TEST_P(LlmMockTest, ClientErrorsAreNotRetriedAndNameTheRequestId) {
     EXPECT_THAT(text, HasSubstr("request_id " + r.error->request_id));
     EXPECT_THAT(text, HasSubstr("after 1 attempt"));
   }
+}
+
+// A misbehaving endpoint's multi-MB error body ends in one bounded error: the message cut at a
+// character boundary to the cap of a child's error frame, with a note; the type cut shorter.
+TEST_P(LlmMockTest, AHugeErrorBodyIsCutToOneBoundedMessage) {
+  std::string message = "xy";  // 2 + 3n: the cap falls inside a character.
+  for (int i = 0; i < 1'000'000; ++i) message += "\xE2\x82\xAC";  // U+20AC.
+  auto p = Make(AlwaysFault({{"kind", "status"},
+                             {"status", 400},
+                             {"error_type", std::string(1'000'000, 't')},
+                             {"message", message}}));
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  const std::string& got = r.error->message;
+  const size_t note = got.find("\n[... error message truncated: ");
+  ASSERT_NE(note, std::string::npos) << got.substr(0, 200);
+  EXPECT_LE(note, ipc::kMaxErrorMessageBytes);
+  EXPECT_EQ(message.compare(0, note, got, 0, note), 0);
+  EXPECT_TRUE(IsValidUtf8(got));
+  EXPECT_LT(got.size(), ipc::kMaxErrorMessageBytes + 100);
+  EXPECT_LT(r.error->error_type.size(), 200u);
+  EXPECT_LT(r.error->ToString().size(), ipc::kMaxErrorMessageBytes + 400);
 }
 
 TEST_P(LlmMockTest, ShouldRetryHeaderWins) {

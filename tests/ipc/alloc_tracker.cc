@@ -3,6 +3,7 @@
 #include <malloc.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <new>
 #include <string_view>
 
@@ -39,7 +40,14 @@ size_t FreedMemoryScanner::hits() const { return g_hits; }
 // new/delete stay paired; the sanitizers still see every malloc/free).
 void* operator new(size_t size) {
   if (g_tracking && size > g_largest) g_largest = size;
-  if (void* p = std::malloc(size == 0 ? 1 : size)) return p;
+  if (void* p = std::malloc(size == 0 ? 1 : size)) {
+    // Zeroed whole: a block's tail past `size` would otherwise keep what an earlier owner of the
+    // memory left there (a copy of the key freed unwiped earlier, as the control frees one), and
+    // the scan of its free would blame the code under test for it. Found in a freed block, the key
+    // was written by that block's owner.
+    std::memset(p, 0, malloc_usable_size(p));
+    return p;
+  }
   throw std::bad_alloc();
 }
 void* operator new[](size_t size) { return operator new(size); }

@@ -19,7 +19,9 @@ class AllocationTracker {
 };
 
 // While alive, every block this thread frees through operator delete is searched for `needle`
-// first (the whole usable size of the block): hits() counts the blocks that still held it.
+// first (the whole usable size of the block): hits() counts the blocks that still held it. Every
+// operator-new block is zeroed whole when allocated, so a hit is what the block's owner wrote,
+// never what an earlier owner of the memory left (the tests' order does not matter).
 class FreedMemoryScanner {
  public:
   explicit FreedMemoryScanner(std::string_view needle);

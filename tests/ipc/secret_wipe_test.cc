@@ -24,10 +24,12 @@ const char kKey[] = "sk-ant-api03-SECRET-7f3a9c2e1b4d8f6a0e5c7b9d2f4a6c8e0b1d3f5
 
 void Wipe(std::string& s) { ::explicit_bzero(s.data(), s.size()); }
 
-std::string StartFrame() {
+// `prompt_bytes`: a long prompt means several reads and buffer growths before the key (which
+// comes after the prompt); a short one puts the key in the buffer before it grows.
+std::string StartFrame(size_t prompt_bytes = 20000) {
   StartMessage start = testing::SampleStart();
   start.provider.api_key = kKey;
-  start.prompt = std::string(20000, 'p');  // Several reads and buffer growths.
+  start.prompt = std::string(prompt_bytes, 'p');
   Result<std::string> frame = EncodeMessage(start);
   Wipe(start.provider.api_key);
   EXPECT_TRUE(frame.ok());
@@ -42,14 +44,9 @@ void ConsumeKey(Message& message) {
   Wipe(start->provider.api_key);
 }
 
-TEST(SecretWipeTest, ControlAnUnwipedFreeIsFound) {
-  FreedMemoryScanner scanner(kKey);
-  { std::string copy = kKey; }
-  EXPECT_EQ(scanner.hits(), 1u);
-}
-
-TEST(SecretWipeTest, DecoderLeavesNoKeyInFreedMemoryWhateverTheChunking) {
-  std::string frame = StartFrame();
+// Decodes an event frame and then `frame` (a start frame), fed in chunks of several sizes: no
+// block freed meanwhile holds the key.
+void DecodeInChunks(const std::string& frame) {
   for (size_t chunk : {size_t{1}, size_t{7}, size_t{4096}, frame.size()}) {
     FreedMemoryScanner scanner(kKey);
     {
@@ -71,6 +68,34 @@ TEST(SecretWipeTest, DecoderLeavesNoKeyInFreedMemoryWhateverTheChunking) {
       EXPECT_EQ(decoder.raw_buffer().find(kKey), std::string_view::npos) << "chunk " << chunk;
     }
     EXPECT_EQ(scanner.hits(), 0u) << "chunk " << chunk;
+  }
+}
+
+TEST(SecretWipeTest, ControlAnUnwipedFreeIsFound) {
+  FreedMemoryScanner scanner(kKey);
+  { std::string copy = kKey; }
+  EXPECT_EQ(scanner.hits(), 1u);
+}
+
+TEST(SecretWipeTest, DecoderLeavesNoKeyInFreedMemoryWhateverTheChunking) {
+  for (size_t prompt_bytes : {size_t{20000}, size_t{1}}) {
+    SCOPED_TRACE(prompt_bytes);
+    std::string frame = StartFrame(prompt_bytes);
+    DecodeInChunks(frame);
+    Wipe(frame);
+  }
+}
+
+// A decoder that dies with a start frame half fed, the key in its buffer, wipes it too.
+TEST(SecretWipeTest, ADecoderDestroyedMidFrameLeavesNoKeyInFreedMemory) {
+  std::string frame = StartFrame(1);
+  {
+    FreedMemoryScanner scanner(kKey);
+    {
+      FrameDecoder decoder;
+      ASSERT_TRUE(decoder.Feed(std::string_view(frame).substr(0, frame.size() - 1)).ok());
+    }
+    EXPECT_EQ(scanner.hits(), 0u);
   }
   Wipe(frame);
 }

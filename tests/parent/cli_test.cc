@@ -594,6 +594,27 @@ TEST_F(CliTest, CtrlCAndSigtermEndAPasteWhoseEndMarkerNeverComes) {
   EXPECT_EQ(server_.request(1).view.LastUserText(), "after the paste");
 }
 
+// Ctrl-D inside a paste whose end marker never comes ends the session, as on an empty line: the
+// paste goes with it. A 0x04 within a paste's burst is pasted text (dropped, as control bytes are).
+TEST_F(CliTest, CtrlDEndsTheSessionInsideAPasteWhoseEndMarkerNeverComes) {
+  AnswerWithCount();
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type(
+      "\x1b[200~before\x04"
+      "after\x1b[201~");
+  ASSERT_TRUE(run->Expect("beforeafter")) << Screen(*run);
+  run->Type("\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x1b[200~half a paste");
+  ASSERT_TRUE(run->WaitUnread(0)) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request(0).view.LastUserText(), "beforeafter");
+}
+
 // Terminals send a pasted line break as CR or CRLF; the tty must not turn CR into LF first (CRLF
 // would read as LF LF, a blank line), at the prompt or typed ahead while the model works.
 TEST_F(CliTest, APastedCrlfOrLoneCrIsOneNewline) {

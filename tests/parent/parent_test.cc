@@ -9,6 +9,7 @@
 #include <pty.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -598,15 +599,23 @@ TEST_F(ParentTest, ASummaryOverTheLimitIsCutAtACharacterBoundaryWithANote) {
 }
 
 // Audit C: a child that reported its end (or closed its report pipe) but does not exit holds the
-// batch for a short grace only, not until --task-timeout; its result stands.
+// batch for a short grace only, not until --task-timeout; its result stands, with a note that its
+// process had to be killed (the model and the progress line are told; not a failure).
 TEST_F(ParentTest, AChildThatDoesNotExitAfterItsEndIsKilledAfterAShortGrace) {
   struct Case {
     const char* mode;
     bool is_error;
     const char* text;
+    const char* note;      // In the tool result.
+    const char* progress;  // In the task's last progress line.
   };
-  for (const Case& c : {Case{"linger", false, "fake summary for [do the thing]"},
-                        Case{"closepipe", true, "closed its report pipe without a result"}}) {
+  const char* const note =
+      "\n[note: the subagent's process was killed after it delivered this result: it did not exit "
+      "within 2s]";
+  for (const Case& c :
+       {Case{"linger", false, "fake summary for [do the thing]", note,
+             "of tool output kept out; killed after its result: it did not exit within 2s"},
+        Case{"closepipe", true, "closed its report pipe without a result", "", ""}}) {
     SCOPED_TRACE(c.mode);
     server_.ClearRequests();
     ScriptOneTaskThenAnswer("noted");
@@ -622,6 +631,10 @@ TEST_F(ParentTest, AChildThatDoesNotExitAfterItsEndIsKilledAfterAShortGrace) {
     const auto& result = parents[1].view.tool_results[0];
     EXPECT_EQ(result.is_error, c.is_error) << result.text;
     EXPECT_NE(result.text.find(c.text), std::string::npos) << result.text;
+    EXPECT_EQ(result.text.find("killed after") != std::string::npos, *c.note != '\0')
+        << result.text;
+    EXPECT_NE(result.text.find(c.note), std::string::npos) << result.text;
+    EXPECT_NE(r.err.find(c.progress), std::string::npos) << Dump(r);
   }
 }
 
@@ -2763,6 +2776,7 @@ TEST_F(SessionTest, ASessionWithoutTurnsIsNeitherWrittenNorContinued) {
   ASSERT_EQ(write(master, "\x04", 1), 1);  // Ctrl-D.
   RunResult left = repl.Finish();
   ASSERT_EQ(left.exit_code, 0) << Dump(left);
+  EXPECT_EQ(Files(), std::vector<fs::path>{FileOf(id)});  // Not even an empty file.
   RunResult list = RunIn({"sessions"});
   ASSERT_EQ(list.exit_code, 0) << Dump(list);
   EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 1) << list.out;
@@ -2774,6 +2788,34 @@ TEST_F(SessionTest, ASessionWithoutTurnsIsNeitherWrittenNorContinued) {
   RunResult more = RunIn({"--sandbox=off", "--continue", "follow-up"});
   ASSERT_EQ(more.exit_code, 0) << Dump(more);
   EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(), "important context");
+}
+
+// A turnless session's empty file that its forkbox could not remove (a crash; a confined parent
+// may not write the state dir) goes when a new session starts, unless a live forkbox holds it.
+TEST_F(SessionTest, TurnlessFilesLeftBehindAreRemovedByTheNextNewSession) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string first = NewSession("kept");
+  ASSERT_FALSE(first.empty());
+  const fs::path left = FileOf("dead0000-0000-4000-8000-000000000001");
+  const fs::path held = FileOf("dead0000-0000-4000-8000-000000000002");
+  for (const fs::path& p : {left, held}) WriteFile(p, {});
+  UniqueFd holder(open(held.c_str(), O_RDONLY | O_CLOEXEC));
+  ASSERT_TRUE(holder);
+  ASSERT_EQ(flock(holder.get(), LOCK_EX | LOCK_NB), 0);
+  // Newer than the session, and no session: neither listed nor continued (nor removed).
+  RunResult list = RunIn({"sessions"});
+  ASSERT_EQ(list.exit_code, 0) << Dump(list);
+  EXPECT_EQ(std::count(list.out.begin(), list.out.end(), '\n'), 1) << list.out;
+  RunResult more = RunIn({"--sandbox=off", "--continue", "follow-up"});
+  ASSERT_EQ(more.exit_code, 0) << Dump(more);
+  EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(), "kept");
+  EXPECT_TRUE(fs::exists(left));
+  const std::string id = NewSession("new");
+  ASSERT_FALSE(id.empty());
+  EXPECT_FALSE(fs::exists(left));
+  EXPECT_TRUE(fs::exists(held));
+  EXPECT_TRUE(fs::exists(FileOf(first)));
+  EXPECT_TRUE(fs::exists(FileOf(id)));
 }
 
 // Defect D6: two forkbox runs on one session each dropped the other's turns (the last writer
