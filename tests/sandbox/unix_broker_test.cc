@@ -101,17 +101,21 @@ int EpollRegistrations() {
 int AGoneToolLeavesNothingInTheEpollSet() {
   alarm(30);
   UnixBroker broker(/*scope_self=*/false, BrokerThread::kCallers);
-  int listener[2], gate[2], until[2], hold[2];
+  int listener[2], gate[2], until[2], hold[2], closed[2];
   if (pipe2(listener, O_CLOEXEC) != 0 || pipe2(gate, O_CLOEXEC) != 0 ||
-      pipe2(until, O_CLOEXEC) != 0 || pipe2(hold, O_CLOEXEC) != 0) {
+      pipe2(until, O_CLOEXEC) != 0 || pipe2(hold, O_CLOEXEC) != 0 ||
+      pipe2(closed, O_CLOEXEC) != 0) {
     return 1;
   }
   char byte = 0;
   const pid_t command = fork();  // Runs until the gate opens.
   if (command == 0) {
     close(listener[1]);  // Only this process's copy may keep the "filter" in use.
+    if (write(closed[1], "x", 1) != 1) _exit(1);
     _exit(read(gate[0], &byte, 1) == 1 ? 0 : 1);
   }
+  // Its copy gone before ours goes: else the hang-up could come after the wait below.
+  if (read(closed[0], &byte, 1) != 1) return 9;
   if (int bad = ServeFor(broker, listener[0], command)) return bad;
   if (EpollRegistrations() != 2) return 4;  // The listener and the command's pidfd.
   close(listener[1]);  // No process uses the "filter": the tool is gone at the next wait.
@@ -134,7 +138,8 @@ int AGoneToolLeavesNothingInTheEpollSet() {
 // use-after-free that crashed forkbox-child in long tasks).
 TEST(UnixBrokerCallers, AGoneToolLeavesNothingInTheEpollSet) {
   EXPECT_EQ(ExitCodeInChild(AGoneToolLeavesNothingInTheEpollSet), 0)
-      << "4: not both registered, 6: the wait failed, 8: a descriptor stayed in the epoll set";
+      << "4: not both registered, 6: the wait failed, 8: a descriptor stayed in the epoll set, "
+         "9: the command did not start";
 }
 
 // 0 on success, else the number of the check that failed.
