@@ -134,6 +134,12 @@ char WaiterFateSeenByTheLauncher(bool layer2, int signal_to_waiter) {
         if (launched->pid != getppid() && !layer2) return 11;  // Layer 1: the waiter's pid.
         if (!AwaitLauncherWaiter(std::move(launched->confined)).ok()) return 12;
         if (WaiterDied(launched->pidfd)) return 13;  // Alive so far.
+        // Blocked until the sigsuspend below, which unblocks it atomically: a SIGTERM between
+        // the flag's check and the sigsuspend would otherwise leave it waiting for another.
+        sigset_t term;
+        sigemptyset(&term);
+        sigaddset(&term, SIGTERM);
+        if (sigprocmask(SIG_BLOCK, &term, nullptr) != 0) return 16;
         const char ready = 'R';
         if (write(answer_fd, &ready, 1) != 1) return 14;
         char c = 0;
