@@ -133,8 +133,10 @@ bool StillNamed(int fd, const std::string& path) {
 }
 
 // An empty file is a session that ended before its first turn (its header comes with it). The
-// confined parent may not remove its own (the state dir is out of its reach), so a new session
-// removes those no live forkbox holds (a file is created before it is locked: CreateLocked).
+// confined parent may not remove its own (the state dir is out of its reach), so a listing
+// (`forkbox sessions`, --continue), which reads every session anyway, removes those no live
+// forkbox holds (a file is created before it is locked: CreateLocked). Not a new session's start:
+// the walk cost it 3-5 ms with 900 saved sessions.
 void RemoveTurnlessSessions(const std::string& dir) {
   UniqueFd listing(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!listing) return;
@@ -305,6 +307,7 @@ Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id)
 }
 
 std::vector<SessionInfo> ListSessions(const std::string& dir) {
+  RemoveTurnlessSessions(dir);
   std::vector<SessionInfo> sessions;
   DIR* d = ::opendir(dir.c_str());
   if (d == nullptr) return sessions;
@@ -334,7 +337,6 @@ Result<std::string> LatestSessionFor(const std::string& dir, const std::string& 
 
 Result<SessionLog> SessionLog::Create(const std::string& dir, const std::string& id,
                                       const std::string& workdir, const std::string& first_prompt) {
-  RemoveTurnlessSessions(dir);
   const std::string path = PathOf(dir, id);
   Result<UniqueFd> file = CreateLocked(path);
   if (!file.ok()) return file.status();
@@ -350,7 +352,7 @@ Result<SessionLog> SessionLog::Create(const std::string& dir, const std::string&
 
 SessionLog::~SessionLog() {
   // No turn: the file is no session. Removed while still locked, if the process still may (an
-  // unconfined one); else the next new session removes it (RemoveTurnlessSessions).
+  // unconfined one); else the next listing removes it (RemoveTurnlessSessions).
   if (fd_ && !header_.empty() && StillNamed(fd_.get(), path_)) (void)::unlink(path_.c_str());
 }
 
