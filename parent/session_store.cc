@@ -125,11 +125,13 @@ Status LockSession(int fd, const std::string& id) {
   return Status::FromErrno(errno, "lock session " + id);
 }
 
-// Whether `fd` is still the file `path` names (not replaced, not removed).
-bool StillNamed(int fd, const std::string& path) {
-  struct stat open_st, path_st;
-  return ::fstat(fd, &open_st) == 0 && ::lstat(path.c_str(), &path_st) == 0 &&
-         open_st.st_dev == path_st.st_dev && open_st.st_ino == path_st.st_ino;
+// Whether `fd` is still the file `name` names beneath `dir` (AT_FDCWD: a path), not replaced
+// nor removed.
+bool StillNamed(int fd, int dir, const std::string& name) {
+  struct stat open_st, name_st;
+  return ::fstat(fd, &open_st) == 0 &&
+         ::fstatat(dir, name.c_str(), &name_st, AT_SYMLINK_NOFOLLOW) == 0 &&
+         open_st.st_dev == name_st.st_dev && open_st.st_ino == name_st.st_ino;
 }
 
 // An empty file is a session that ended before its first turn (its header comes with it). The
@@ -138,22 +140,24 @@ bool StillNamed(int fd, const std::string& path) {
 // forkbox holds (a file is created before it is locked: CreateLocked). Not a new session's start:
 // the walk cost it 3-5 ms with 900 saved sessions.
 void RemoveTurnlessSessions(const std::string& dir) {
-  UniqueFd listing(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  // Every step beneath the directory's descriptor: no name is resolved twice.
+  UniqueFd listing(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!listing) return;
   for (const std::string& name : ListDirNames(listing.get())) {
-    if (!name.ends_with(".jsonl")) continue;
-    const std::string id = name.substr(0, name.size() - 6);
+    if (!name.ends_with(".jsonl") || !ValidId(name.substr(0, name.size() - 6))) continue;
     struct stat st;
-    // A stat first: only an empty file is opened (a start must not open every session).
-    if (::fstatat(listing.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || st.st_size != 0) {
+    // A stat first: only an empty regular file is opened (a listing opens no other twice).
+    if (::fstatat(listing.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
+        !S_ISREG(st.st_mode) || st.st_size != 0) {
       continue;
     }
-    Result<UniqueFd> fd = OpenSessionFile(dir, id, 0, &st);
-    if (!fd.ok() || st.st_size != 0) continue;
-    if (::flock(fd->get(), LOCK_EX | LOCK_NB) != 0) continue;  // A live session.
+    UniqueFd fd(::openat(listing.get(), name.c_str(),
+                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // Gone, or a live session.
     // Locked and still empty and still this file: nobody writes a turn into it any more.
-    if (::fstat(fd->get(), &st) == 0 && st.st_size == 0 && StillNamed(fd->get(), PathOf(dir, id))) {
-      (void)::unlink(PathOf(dir, id).c_str());
+    if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
+        StillNamed(fd.get(), listing.get(), name)) {
+      (void)::unlinkat(listing.get(), name.c_str(), 0);
     }
   }
 }
@@ -170,7 +174,7 @@ Result<UniqueFd> CreateLocked(const std::string& path) {
     while ((locked = ::flock(file.get(), LOCK_EX)) != 0 && errno == EINTR) {
     }
     if (locked != 0) return Status::FromErrno(errno, "lock " + path);
-    if (StillNamed(file.get(), path)) return file;
+    if (StillNamed(file.get(), AT_FDCWD, path)) return file;
   }
   return Status::Error(Status::Code::kUnavailable,
                        "create " + path + ": removed as soon as created, three times");
@@ -353,7 +357,9 @@ Result<SessionLog> SessionLog::Create(const std::string& dir, const std::string&
 SessionLog::~SessionLog() {
   // No turn: the file is no session. Removed while still locked, if the process still may (an
   // unconfined one); else the next listing removes it (RemoveTurnlessSessions).
-  if (fd_ && !header_.empty() && StillNamed(fd_.get(), path_)) (void)::unlink(path_.c_str());
+  if (fd_ && !header_.empty() && StillNamed(fd_.get(), AT_FDCWD, path_)) {
+    (void)::unlink(path_.c_str());
+  }
 }
 
 Result<SessionLog> SessionLog::Resume(const std::string& dir, const std::string& id,
