@@ -36,6 +36,20 @@ constexpr Refusal kProjectRefused[] = {
     {"workdir", "the project is the workdir"},
 };
 
+// Long options that choose what one run does, not how forkbox behaves: a file that set them
+// would make every plain `forkbox` read stdin (print) or reopen an old session (continue,
+// resume). Refused in both files.
+struct CommandLineOnly {
+  const char* key;
+  const char* flag;
+  const char* what;
+};
+constexpr CommandLineOnly kCommandLineOnly[] = {
+    {"print", "-p/--print", "it makes a run read its prompt from stdin"},
+    {"continue", "-c/--continue", "it makes a run reopen your last session"},
+    {"resume", "-r/--resume", "it makes a run reopen one saved session"},
+};
+
 std::string UserConfigPath() {
   if (const char* x = Env("XDG_CONFIG_HOME"); x != nullptr && x[0] == '/') {
     return std::string(x) + "/forkbox/config.toml";
@@ -140,6 +154,11 @@ Status ReadKey(const std::string& key, const toml::node& node, const std::string
     return Status::InvalidArgument(where + ": key \"" + key +
                                    "\": API keys are never read from config files; set "
                                    "ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment");
+  }
+  for (const CommandLineOnly& only : kCommandLineOnly) {
+    if (key != only.key) continue;
+    return Status::InvalidArgument(where + ": key \"" + key + "\": only a command-line flag (" +
+                                   only.what + "); pass " + only.flag + " when you want it");
   }
   if (option == options.end()) {
     return Status::InvalidArgument(where + ": unknown key \"" + key +

@@ -1825,6 +1825,30 @@ TEST_F(ConfigTest, BadFilesAreErrorsNamingFileLineAndKey) {
   EXPECT_NE(r.err.find(User().string() + ":"), std::string::npos) << r.err;
 }
 
+// A key that chooses what one run does would change every later plain `forkbox`: print = true
+// made it wait for a prompt on stdin, continue = true reopened the last session. Each is refused
+// in both files, naming the flag; the control, the same file without it, runs.
+TEST_F(ConfigTest, PerRunFlagsAreNotConfigKeys) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("done"); });
+  for (const char* line : {"print = true", "continue = true", "resume = \"0123\""}) {
+    for (bool project : {false, true}) {
+      Write(User(), "");
+      Write(Project(), "");
+      Write(project ? Project() : User(), std::string("max-turns = 3\n") + line + "\n");
+      RunResult r = RunWith({"--sandbox=off", "go"});
+      EXPECT_EQ(r.exit_code, 2) << line << Dump(r);
+      const std::string key = std::string(line).substr(0, std::string(line).find(' '));
+      EXPECT_NE(r.err.find(":2: key \"" + key + "\": only a command-line flag"), std::string::npos)
+          << r.err;
+      EXPECT_NE(r.err.find("--" + key + " when you want it"), std::string::npos) << r.err;
+    }
+  }
+  Write(User(), "max-turns = 3\n");
+  Write(Project(), "");
+  RunResult control = RunWith({"--sandbox=off", "go"});
+  EXPECT_EQ(control.exit_code, 0) << Dump(control);
+}
+
 TEST_F(ConfigTest, TokenOptionsAreSettingsNotSecrets) {
   // Options whose names hold "token" are ordinary keys; only unknown secret-like keys are refused.
   Write(User(), "task-max-tokens = 5000\nmax-tokens-total = 90000\nthinking = 2048\n");
@@ -1948,7 +1972,7 @@ TEST_F(ConfigTest, BadValuesNameTheFileTheLineAndTheKey) {
       {"max-turns = 5e0", "key \"max-turns\": expected an integer"},
       {"max-turns = 7.5", "key \"max-turns\": expected an integer"},
       {"task-timeout = 1e-7", "key \"task-timeout\": Value 1e-07 not in range [0.001 - 86400]"},
-      {"resume = \"\"", "key \"resume\": the session id is empty"},
+      {"provider = \"\"", "key \"provider\": the value is empty"},
       {"workdir = \"\"", "key \"workdir\": the value is empty"},
       {"base-url = \"\"", "key \"base-url\": the value is empty"}};
   for (const auto& [line, message] : cases) {
