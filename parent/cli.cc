@@ -97,6 +97,13 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_flag("-p,--print", o.print,
                "Answer once and exit, as claude -p: the prompt is PROMPT, else stdin; stdin piped "
                "with a PROMPT is added below it as context");
+  app.add_option("-o,--output-last-message", o.output_last_message,
+                 "Also write the answer to FILE, as codex exec -o (emptied at the start; needs a "
+                 "PROMPT)")
+      ->check(NonEmpty());
+  app.add_option("--append-system-prompt", o.append_system_prompt,
+                 "Text added below forkbox's system prompt, as claude -p (not the subagents')")
+      ->check(NonEmpty());
   app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)")
       ->check(NonEmpty());
   app.add_option("--max-turns", o.max_turns, "Parent turn limit")

@@ -37,8 +37,8 @@ constexpr Refusal kProjectRefused[] = {
 };
 
 // Long options that choose what one run does, not how forkbox behaves: a file that set them
-// would make every plain `forkbox` read stdin (print) or reopen an old session (continue,
-// resume). Refused in both files.
+// would make every plain `forkbox` read stdin (print), reopen an old session (continue, resume)
+// or overwrite a file (output-last-message). Refused in both files.
 struct CommandLineOnly {
   const char* key;
   const char* flag;
@@ -48,6 +48,7 @@ constexpr CommandLineOnly kCommandLineOnly[] = {
     {"print", "-p/--print", "it makes a run read its prompt from stdin"},
     {"continue", "-c/--continue", "it makes a run reopen your last session"},
     {"resume", "-r/--resume", "it makes a run reopen one saved session"},
+    {"output-last-message", "-o/--output-last-message", "it chooses a file each run overwrites"},
 };
 
 std::string UserConfigPath() {

@@ -19,6 +19,11 @@ struct Options {
   // -p/--print, as `claude -p`: one answer, never an interactive session. Without a PROMPT the
   // prompt is stdin; with one, piped stdin is added below it as <stdin> context.
   bool print = false;
+  // -o/--output-last-message, as `codex exec -o`: the one-shot answer is also written to this
+  // file (opened, and emptied, before the sandbox; written only when there is an answer).
+  std::string output_last_message;
+  // --append-system-prompt, as `claude -p`: added below the parent's own system prompt.
+  std::string append_system_prompt;
   std::string workdir;  // Empty: the current directory.
   int max_turns = 40;
   int task_max_turns = 30;

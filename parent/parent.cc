@@ -124,7 +124,23 @@ struct Settings {
   ipc::ProviderSettings provider;
   std::string child_path;     // Empty with --no-subagents.
   TranscriptDir transcripts;  // fd -1: no --transcript-dir.
+  UniqueFd last_message;      // -o/--output-last-message, emptied; else none.
 };
+
+// The -o file, opened before the sandbox (it may lie anywhere the user may write) and emptied,
+// so that a run without an answer never leaves an older run's answer there. It follows links as
+// a shell's `>` does (the user named it), but it must be a regular file: a FIFO without a reader
+// fails at once (O_NONBLOCK) instead of blocking, and a device is refused.
+Result<UniqueFd> OpenLastMessageFile(const std::string& path) {
+  const std::string what = "--output-last-message '" + path + "'";
+  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644));
+  if (!fd) return Status::FromErrno(errno, what);
+  struct stat st;
+  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, what);
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(what + ": not a regular file");
+  if (::ftruncate(fd.get(), 0) != 0) return Status::FromErrno(errno, what);
+  return fd;
+}
 
 Result<Settings> ResolveSettings(const Options& o) {
   Settings s;
@@ -142,6 +158,11 @@ Result<Settings> ResolveSettings(const Options& o) {
     auto dir = OpenTranscriptDir(o.transcript_dir);
     if (!dir.ok()) return dir.status();
     s.transcripts = std::move(*dir);
+  }
+  if (!o.output_last_message.empty()) {
+    auto file = OpenLastMessageFile(o.output_last_message);
+    if (!file.ok()) return file.status();
+    s.last_message = std::move(*file);
   }
   return s;
 }
@@ -311,6 +332,7 @@ agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s,
                                      const std::optional<TaskConfig>& tasks) {
   agent::LoopOptions loop;
   loop.system = ParentSystemPrompt(s.workdir, o.subagents);
+  if (!o.append_system_prompt.empty()) loop.system += "\n\n" + o.append_system_prompt;
   loop.tools = agent::BaseToolDefs();
   if (tasks) loop.tools.push_back(agent::TaskToolDefFor(tasks->agents));
   loop.max_turns = o.max_turns;
@@ -456,6 +478,10 @@ int EnterLauncher(const Options& o, const sandbox::Policy& policy, const sandbox
 int Run(const Options& o) {
   auto prompt = ReadPrompt(o);
   if (!prompt.ok()) return Fail(o.output_format, kExitUsage, prompt.status().message());
+  if (!prompt->has_value() && !o.output_last_message.empty()) {
+    return Fail(o.output_format, kExitUsage,
+                "--output-last-message needs a PROMPT: it writes the answer of a one-shot run");
+  }
   auto settings = ResolveSettings(o);
   if (!settings.ok()) return Fail(o.output_format, kExitUsage, settings.status().message());
   const Settings& s = *settings;
@@ -550,11 +576,17 @@ int Run(const Options& o) {
   Session session(timed, std::move(loop), runner, stats);
   session.Restore(std::move(state.restored));
   if (state.log) session.set_log(&*state.log);
-  OutputOptions out{o.output_format,   s.provider.stream,
-                    o.quiet,           &events,
-                    s.provider.model,  o.persist_session,
-                    &stream_restarted, [&waiter] { return sandbox::WaiterDied(waiter.pidfd); },
-                    waiter.pid};
+  OutputOptions out{o.output_format,
+                    s.provider.stream,
+                    o.quiet,
+                    &events,
+                    s.provider.model,
+                    o.persist_session,
+                    &stream_restarted,
+                    [&waiter] { return sandbox::WaiterDied(waiter.pidfd); },
+                    waiter.pid,
+                    s.last_message.get(),
+                    o.output_last_message};
   if (interactive) return RunInteractive(session, out, *editor, progress);
   return RunOneShot(session, **prompt, out, progress);
 }

@@ -264,6 +264,29 @@ nlohmann::json ResultEvent(const Session& session, const Session::Turn& turn, co
           {"error", end.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(end.problem)}};
 }
 
+// The answer into the -o file, when there is one to give (exit 0 with text on stdout).
+Status SaveLastMessage(const Session::Turn& turn, const OneShotEnd& end, const OutputOptions& out) {
+  if (out.last_message_fd < 0 || end.code != kExitOk) return Status::Ok();
+  std::string text = turn.outcome.final_text;
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  // Emptied again: in a writable tree a tool may have written there since the start.
+  int err = ::ftruncate(out.last_message_fd, 0) == 0 ? 0 : errno;
+  if (err == 0) err = ::lseek(out.last_message_fd, 0, SEEK_SET) == 0 ? 0 : errno;
+  if (err == 0) err = WriteAll(out.last_message_fd, text + "\n");
+  if (err != 0) {
+    return Status::FromErrno(err,
+                             "cannot write --output-last-message '" + out.last_message_path + "'");
+  }
+  return Status::Ok();
+}
+
+// Classify, with a failed -o write as the run's failure.
+OneShotEnd ClassifySaved(const Session::Turn& turn, const OutputOptions& out, const Status& saved) {
+  OneShotEnd end = Classify(turn, out);
+  if (saved.ok() || end.code != kExitOk) return end;
+  return {kExitFailure, saved.message(), "error_during_execution"};
+}
+
 // What is left (writing the result) polls no flag and may block on a full pipe: from here on a
 // signal ends forkbox at once (kExit). One that came after the last cancel check still stops the
 // session: its answer is not given.
@@ -342,8 +365,10 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
   const int64_t duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                   std::chrono::steady_clock::now() - started)
                                   .count();
-  WriteResult(session, turn, Classify(turn, out), out, duration_ms, live);
-  const OneShotEnd end = Classify(turn, out);  // Again: the result's own write may have failed.
+  const Status saved = SaveLastMessage(turn, Classify(turn, out), out);
+  WriteResult(session, turn, ClassifySaved(turn, out, saved), out, duration_ms, live);
+  // Again: the result's own write may have failed.
+  const OneShotEnd end = ClassifySaved(turn, out, saved);
   if (!end.problem.empty()) WriteFd(STDERR_FILENO, "forkbox: " + end.problem + "\n");
   if (out.format == OutputFormat::kText && !out.quiet) {
     progress.Note("stats: " + StatsLine(session.stats(), session.context_bytes()));

@@ -70,6 +70,10 @@ struct OutputOptions {
   // its death comes as SIGTERM, which a one-shot run then reports as that death. May be empty.
   std::function<bool()> waiter_died;
   pid_t waiter_pid = 0;
+  // -o/--output-last-message: a one-shot answer is written here too (as stdout's text form),
+  // before the result; a failed write fails the run. -1: none. `last_message_path` names it.
+  int last_message_fd = -1;
+  std::string last_message_path;
 };
 
 // Adds the wall time of every model call to *api_ms (duration_api_ms).

@@ -680,6 +680,23 @@ TEST_F(CliTest, ATerminalClosedAtThePromptIsAHangUp) {
   EXPECT_EQ(server_.request_count(), 0u);
 }
 
+// -o writes the answer of a one-shot run: on a terminal without a PROMPT it is a usage error
+// before any session opens, and it leaves no file. The control: the same terminal without -o
+// opens the session.
+TEST_F(CliTest, OutputLastMessageWithoutAPromptIsAUsageError) {
+  AnswerWithCount();
+  const std::string file = (workdir_ / "answer.txt").string();
+  auto run = StartWith(Env(), {"-o", file});
+  ASSERT_TRUE(run->Expect("--output-last-message needs a PROMPT")) << Screen(*run);
+  EXPECT_EQ(run->Finish(), 2) << Screen(*run);
+  EXPECT_FALSE(std::filesystem::exists(file));
+  auto control = Start();
+  ASSERT_TRUE(control->Expect("forkbox> ")) << Screen(*control);
+  control->Type("/quit\r");
+  EXPECT_EQ(control->Finish(), 0) << Screen(*control);
+  EXPECT_EQ(server_.request_count(), 0u);
+}
+
 // Only "/" and a word of letters is a command; a prompt starting with a path goes to the model.
 TEST_F(CliTest, APromptStartingWithAPathIsSentNotTakenAsACommand) {
   AnswerWithCount();

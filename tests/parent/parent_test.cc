@@ -386,6 +386,71 @@ TEST_F(ParentTest, PrintTakesPipedStdinAsContextOrAsThePrompt) {
   EXPECT_EQ(server_.request_count(), 4u);
 }
 
+std::string FileText(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+// -o/--output-last-message as `codex exec -o`: the answer goes to the file as well as stdout, in
+// stdout's text form, even outside the workdir with the sandbox on (the confined parent opened it
+// before its confinement; its tool, told to write there first, could not change it). Each run
+// empties it first, so a failed run leaves no older answer. A FIFO or a directory is a usage
+// error that reaches no model; so is a file the user may not write.
+TEST_F(ParentTest, OutputLastMessageWritesTheAnswerWhereTheUserSays) {
+  char tmpl[] = "/tmp/forkbox-last-message-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string outside = tmpl;
+  const std::string file = outside + "/answer.txt";
+  server_.SetHandler([&file](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash", {{"command", "echo planted-by-a-tool > " + file}}, ""}});
+    }
+    return Text("answer to " + r.view.FirstUserText() + "\n\n");
+  });
+  RunResult r = Run({"-o", file, "first"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_EQ(r.out, "answer to first\n");
+  EXPECT_EQ(FileText(file), "answer to first\n");
+  // In the workdir a tool can write the file; what it wrote, longer than the answer, is gone.
+  const std::string inside = workdir_ + "/answer.txt";
+  server_.SetHandler([&inside](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{
+          "bash", {{"command", "printf '%0999d' 7 > " + inside + "; wc -c < " + inside}}, ""}});
+    }
+    return Text("the answer");
+  });
+  r = Run({"-o", inside, "first"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(server_.request(server_.request_count() - 1).view.LastUserText().find("999"),
+            std::string::npos)
+      << "the tool wrote it";
+  EXPECT_EQ(FileText(inside), "the answer\n");
+
+  server_.SetHandler([](const RecordedRequest&) {
+    Reply reply;
+    mock::Fault f;
+    f.kind = mock::Fault::Kind::kStatus;
+    f.status = 401;
+    reply.fault = f;
+    return reply;
+  });
+  r = Run({"--sandbox=off", "--json", "-o", file, "second"});
+  EXPECT_EQ(r.exit_code, 3) << Dump(r);
+  EXPECT_EQ(FileText(file), "") << "the first run's answer is gone";
+  const size_t requests = server_.request_count();
+
+  ASSERT_EQ(mkfifo((outside + "/fifo").c_str(), 0600), 0);
+  for (const std::string& bad : {outside + "/fifo", outside, std::string("/dev/null")}) {
+    r = Run({"--sandbox=off", "-o", bad, "third"});
+    EXPECT_EQ(r.exit_code, 2) << Dump(r);
+    EXPECT_NE(r.err.find("--output-last-message '" + bad + "'"), std::string::npos) << r.err;
+  }
+  EXPECT_EQ(server_.request_count(), requests);
+  std::error_code ec;
+  fs::remove_all(outside, ec);
+}
+
 TEST_F(ParentTest, Http401IsModelErrorExit3) {
   server_.SetHandler([](const RecordedRequest&) {
     Reply r;
@@ -1847,6 +1912,36 @@ TEST_F(ConfigTest, PerRunFlagsAreNotConfigKeys) {
   Write(Project(), "");
   RunResult control = RunWith({"--sandbox=off", "go"});
   EXPECT_EQ(control.exit_code, 0) << Dump(control);
+}
+
+// --append-system-prompt as `claude -p`: its text comes below the parent's own system prompt,
+// which stays whole; the subagents' prompt does not get it. The control: without it the system
+// prompt ends as forkbox's does.
+TEST_F(ConfigTest, AppendSystemPromptGoesBelowTheParentsOwn) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (IsParent(r) && r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"task", {{"prompt", "look"}, {"description", "look"}}, ""}});
+    }
+    return Text("done");
+  });
+  const std::string extra = "Answer in French. " + RandomToken();
+  RunResult r = RunWith({"--sandbox=off", "--append-system-prompt", extra, "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  const size_t first_run = server_.request_count();
+  RunResult control = RunWith({"--sandbox=off", "go"});
+  ASSERT_EQ(control.exit_code, 0) << Dump(control);
+  std::string parent_system, child_system, control_system;
+  for (size_t i = 0; i < server_.request_count(); ++i) {
+    const RecordedRequest& req = server_.request(i);
+    std::string& slot = IsChild(req)    ? child_system
+                        : i < first_run ? parent_system
+                                        : control_system;
+    if (slot.empty()) slot = req.view.system;
+  }
+  ASSERT_FALSE(control_system.empty());
+  EXPECT_EQ(parent_system, control_system + "\n\n" + extra);
+  EXPECT_FALSE(child_system.empty());
+  EXPECT_EQ(child_system.find(extra), std::string::npos) << child_system;
 }
 
 TEST_F(ConfigTest, TokenOptionsAreSettingsNotSecrets) {
