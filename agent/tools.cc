@@ -17,6 +17,10 @@ nlohmann::json Schema(nlohmann::json properties, std::vector<std::string> requir
 
 }  // namespace
 
+bool WritesFiles(const std::string& tool_name) {
+  return tool_name == "write_file" || tool_name == "edit_file";
+}
+
 std::vector<ToolDef> BaseToolDefs() {
   std::vector<ToolDef> defs;
   defs.push_back(

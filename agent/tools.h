@@ -44,6 +44,13 @@ struct ToolOutput {
 // bash {command}; read_file {path, offset?, limit?}; write_file {path, content};
 // edit_file {path, old_text, new_text}.
 std::vector<ToolDef> BaseToolDefs();
+// The base tools whose only use is to write a file (write_file, edit_file): a read-only agent
+// (`--sandbox read-only`, `write: none`) is not offered them.
+bool WritesFiles(const std::string& tool_name);
+// What a read-only agent's system prompt says of it.
+inline constexpr char kReadOnlyNote[] =
+    "You are a read-only agent: the sandbox makes every file, the project included, read-only for "
+    "you and for every command you run.";
 // task {prompt, description}.
 ToolDef TaskToolDef();
 

@@ -153,8 +153,10 @@ void AddSandboxOptions(CLI::App& app, Options& o, Flags& f) {
       ->allow_extra_args(false);
   app.add_flag("--allow-broad-workdir", o.sandbox.allow_broad_workdir,
                "Accept a workdir of /, $HOME or an ancestor of a credential store");
-  app.add_option("--sandbox", f.sandbox_mode, "on|off; off runs tools UNSANDBOXED")
-      ->check(CLI::IsMember({"on", "off"}))
+  app.add_option("--sandbox", f.sandbox_mode,
+                 "on|off|read-only; off runs tools UNSANDBOXED, read-only lets nothing write a "
+                 "file, the workdir included (as codex exec -s read-only)")
+      ->check(CLI::IsMember({"on", "off", "read-only"}))
       ->capture_default_str();
 }
 
@@ -214,7 +216,8 @@ void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
 }
 
 void ApplyFlags(const Flags& f, Options& o) {
-  o.sandbox.enabled = f.sandbox_mode == "on";
+  o.sandbox.enabled = f.sandbox_mode != "off";
+  o.read_only = f.sandbox_mode == "read-only";
   o.subagents = !f.no_subagents;
   o.provider.stream = !f.no_stream;
   o.provider.total_timeout_ms = static_cast<int64_t>(f.request_timeout_s * 1000.0);

@@ -121,7 +121,8 @@ const char* Expected(OptionKind kind) {
 }
 
 Status CheckProjectKey(const std::string& key, const toml::node& node, const std::string& where) {
-  if (key == "sandbox" && node.value<std::string>() == std::optional<std::string>("on")) {
+  const std::optional<std::string> mode = node.value<std::string>();
+  if (key == "sandbox" && (mode == "on" || mode == "read-only")) {
     return Status::Ok();  // Narrowing (or a no-op) is fine.
   }
   if (key == "sandbox") {

@@ -207,6 +207,11 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
     Status joined = sandbox::JoinSessionProcessLimit(*p, o.max_parallel);
     if (!joined.ok()) return Fail(o.output_format, kExitSandbox, joined.ToString());
   }
+  // Read-only: no tool could write a temp dir, so there is none (and no TMPDIR).
+  if (o.read_only) {
+    out->policy = std::move(*p);
+    return kExitOk;
+  }
   // In layer 2 the parent's private /dev/shm gets the short link (it could not remove one here).
   auto tmp = sandbox::TaskTmpDir::Create(s.workdir, o.sandbox.enabled && out->report.layer == 2
                                                         ? sandbox::ShortLink::kInNamespaces
@@ -233,7 +238,8 @@ void PrintBanner(const Options& o, const Settings& s, const SessionSandbox& box,
       (o.subagents ? "subagents on (max " + std::to_string(o.max_parallel) + " parallel)"
                    : "baseline: no subagents") +
       "\n");
-  Err((o.sandbox.enabled ? report.Banner() : std::string("sandbox: OFF")) + "\n");
+  Err((o.sandbox.enabled ? report.Banner() : std::string("sandbox: OFF")) +
+      (o.read_only ? " · read-only: no file can be written" : "") + "\n");
 }
 
 // The parent's own tools: `tools` is the handle the parent's confinement returned.
@@ -323,6 +329,7 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   t.max_parallel = o.max_parallel;
   t.timeout_ms = static_cast<int64_t>(o.task_timeout_s * 1000.0);
   t.standby = o.standby;
+  t.read_only = o.read_only;
   t.agents = LoadAgents(s.workdir);
   for (const std::string& w : t.agents.warnings) Err("forkbox: warning: agent file " + w + "\n");
   return t;
@@ -332,8 +339,12 @@ agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s,
                                      const std::optional<TaskConfig>& tasks) {
   agent::LoopOptions loop;
   loop.system = ParentSystemPrompt(s.workdir, o.subagents);
-  if (!o.append_system_prompt.empty()) loop.system += "\n\n" + o.append_system_prompt;
   loop.tools = agent::BaseToolDefs();
+  if (o.read_only) {
+    loop.system += "\n\n" + std::string(agent::kReadOnlyNote);
+    std::erase_if(loop.tools, [](const agent::ToolDef& t) { return agent::WritesFiles(t.name); });
+  }
+  if (!o.append_system_prompt.empty()) loop.system += "\n\n" + o.append_system_prompt;
   if (tasks) loop.tools.push_back(agent::TaskToolDefFor(tasks->agents));
   loop.max_turns = o.max_turns;
   loop.max_tokens = s.provider.max_tokens;
@@ -426,7 +437,9 @@ nlohmann::json InitEvent(const Options& o, const Settings& s, const sandbox::Rep
           {"provider", s.provider.name},
           {"tools", std::move(tools)},
           {"sandbox",
-           {{"enabled", o.sandbox.enabled}, {"layer", o.sandbox.enabled ? report.layer : 0}}},
+           {{"enabled", o.sandbox.enabled},
+            {"layer", o.sandbox.enabled ? report.layer : 0},
+            {"read_only", o.read_only}}},
           {"workdir", s.workdir},
           {"cwd", s.workdir},
           {"forkbox_version", FORKBOX_VERSION_STRING}};
@@ -544,6 +557,13 @@ int Run(const Options& o) {
   if (!confined.ok()) {
     return Fail(o.output_format, kExitSandbox,
                 "cannot sandbox the parent: " + confined.status().ToString());
+  }
+  // Still single-threaded; its tools inherit the domain (the spawner's children narrow their own).
+  if (o.read_only) {
+    if (Status ro = sandbox::RestrictToReadOnly(OwnWritable(s)); !ro.ok()) {
+      return Fail(o.output_format, kExitSandbox,
+                  "cannot make the session read-only: " + ro.ToString());
+    }
   }
   // The file tools go through the parent's own mounts from now on (a read-only .git/config).
   Result<UniqueFd> inside = sandbox::ReopenInside(**workdir_fd, s.workdir);

@@ -141,6 +141,23 @@ Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path) {
   return fd;
 }
 
+Status RestrictToReadOnly(const std::vector<std::string>& still_writable) {
+  Status why;
+  const int abi = landlock::QueryAbi(&why);
+  if (abi < 1) return why.WithContext("read-only needs Landlock");
+  landlock::RulesetSpec spec;
+  spec.abi = abi;
+  spec.mode = landlock::Mode::kTool;
+  spec.allow_net = true;  // This layer is about files; the network is decided by the policy.
+  spec.writable = still_writable;
+  Result<UniqueFd> ruleset = landlock::BuildRuleset(spec);
+  if (!ruleset.ok()) return ruleset.status().WithContext("read-only");
+  if (int err = landlock::RestrictSelfRaw(ruleset->get()); err != 0) {
+    return Status::FromErrno(err, "read-only: landlock_restrict_self");
+  }
+  return Status::Ok();
+}
+
 Status ConfineSpawner(std::span<const int> keep_fds) {
   FORKBOX_RETURN_IF_ERROR(CloseAllExcept(std::vector<int>(keep_fds.begin(), keep_fds.end())));
   Result<std::span<const sock_filter>> filter = seccomp::Compiled(seccomp::Program::kSpawner);

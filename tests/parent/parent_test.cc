@@ -476,6 +476,53 @@ TEST_F(ParentTest, RefusalIsExit3) {
   EXPECT_NE(r.err.find("refused"), std::string::npos) << r.err;
 }
 
+// --sandbox read-only, as `codex exec -s read-only`: the parent's bash and a task's bash write no
+// file, the workdir and /tmp included, and neither is offered write_file or edit_file; reads
+// work. The control: the same session with the sandbox on writes both files.
+TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
+  const std::string parent_file = workdir_ + "/by-parent.txt";
+  const std::string child_file = workdir_ + "/by-child.txt";
+  std::ofstream(workdir_ + "/readme.txt") << "readable-" << key_.substr(8, 6);
+  server_.SetHandler([&](const RecordedRequest& r) {
+    if (r.view.assistant_turns > 0) return Text("done");
+    if (IsChild(r)) {
+      return Calls({ToolCall{"bash", {{"command", "echo child > " + child_file}}, ""}});
+    }
+    return Calls({ToolCall{"bash",
+                           {{"command", "cat readme.txt; echo parent > " + parent_file +
+                                            "; echo tmp > /tmp/ro-probe && echo tmp-written"}},
+                           ""},
+                  Task("write a file", "writer")});
+  });
+  RunResult r = Run({"--sandbox=read-only", "--standby=0", "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.err.find("read-only: no file can be written"), std::string::npos) << r.err;
+  EXPECT_FALSE(fs::exists(parent_file));
+  EXPECT_FALSE(fs::exists(child_file));
+  std::string parent_results, child_results;
+  for (size_t i = 0; i < server_.request_count(); ++i) {
+    const RecordedRequest& req = server_.request(i);
+    if (IsChild(req) && req.view.assistant_turns > 0) child_results = req.view.LastUserText();
+    EXPECT_FALSE(req.view.HasTool("write_file")) << i;
+    EXPECT_FALSE(req.view.HasTool("edit_file")) << i;
+    EXPECT_TRUE(req.view.HasTool("bash")) << i;
+    EXPECT_NE(req.view.system.find("read-only agent"), std::string::npos) << i;
+    if (IsParent(req) && req.view.assistant_turns > 0) parent_results = req.view.LastUserText();
+  }
+  EXPECT_NE(parent_results.find("readable-" + key_.substr(8, 6)), std::string::npos)
+      << parent_results;
+  EXPECT_EQ(parent_results.find("tmp-written"), std::string::npos) << parent_results;
+  EXPECT_NE(parent_results.find("Permission denied"), std::string::npos) << parent_results;
+  EXPECT_NE(child_results.find("Permission denied"), std::string::npos) << child_results;
+
+  const size_t before = server_.request_count();
+  RunResult control = Run({"--standby=0", "go"});
+  ASSERT_EQ(control.exit_code, 0) << Dump(control);
+  EXPECT_TRUE(fs::exists(parent_file));
+  EXPECT_TRUE(fs::exists(child_file));
+  EXPECT_TRUE(server_.request(before).view.HasTool("write_file"));
+}
+
 TEST_F(ParentTest, SandboxOffWarnsLoudlyEvenWhenQuiet) {
   server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
   RunResult r = Run({"--sandbox=off", "--quiet", "hi"});
@@ -1976,6 +2023,12 @@ TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
   }
   Write(Project(), "sandbox = \"on\"\n");
   EXPECT_EQ(RunWith({"config"}).exit_code, 0);
+  // Read-only narrows: a project may ask for it.
+  Write(Project(), "sandbox = \"read-only\"\n");
+  RunResult config = RunWith({"config"});
+  EXPECT_EQ(config.exit_code, 0) << Dump(config);
+  EXPECT_NE(config.out.find("sandbox = read-only  (project config"), std::string::npos)
+      << config.out;
 }
 
 // A cloned project (or a tool) controls <workdir>/.forkbox: its config file as a FIFO must not
