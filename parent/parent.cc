@@ -559,8 +559,12 @@ int Run(const Options& o) {
                 "cannot sandbox the parent: " + confined.status().ToString());
   }
   // Still single-threaded; its tools inherit the domain (the spawner's children narrow their own).
+  // The transcript directory stays writable, by its descriptor (its path may be under the
+  // private /tmp now).
   if (o.read_only) {
-    if (Status ro = sandbox::RestrictToReadOnly(OwnWritable(s)); !ro.ok()) {
+    std::vector<int> still_writable;
+    if (s.transcripts.fd) still_writable.push_back(s.transcripts.fd.get());
+    if (Status ro = sandbox::RestrictToReadOnly(still_writable); !ro.ok()) {
       return Fail(o.output_format, kExitSandbox,
                   "cannot make the session read-only: " + ro.ToString());
     }

@@ -141,7 +141,7 @@ Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path) {
   return fd;
 }
 
-Status RestrictToReadOnly(const std::vector<std::string>& still_writable) {
+Status RestrictToReadOnly(std::span<const int> still_writable) {
   Status why;
   const int abi = landlock::QueryAbi(&why);
   if (abi < 1) return why.WithContext("read-only needs Landlock");
@@ -149,9 +149,14 @@ Status RestrictToReadOnly(const std::vector<std::string>& still_writable) {
   spec.abi = abi;
   spec.mode = landlock::Mode::kTool;
   spec.allow_net = true;  // This layer is about files; the network is decided by the policy.
-  spec.writable = still_writable;
   Result<UniqueFd> ruleset = landlock::BuildRuleset(spec);
   if (!ruleset.ok()) return ruleset.status().WithContext("read-only");
+  for (int dir : still_writable) {
+    const int err =
+        landlock::AddWritableDirFdRaw(ruleset->get(), landlock::HandledFsRights(spec), dir);
+    if (err != 0)
+      return Status::FromErrno(err, "read-only: landlock_add_rule(a writable directory)");
+  }
   if (int err = landlock::RestrictSelfRaw(ruleset->get()); err != 0) {
     return Status::FromErrno(err, "read-only: landlock_restrict_self");
   }

@@ -342,6 +342,11 @@ int AddWritablePathRaw(int ruleset_fd, uint64_t handled, const char* path) {
   return AddPathRule(ruleset_fd, path, handled);
 }
 
+int AddWritableDirFdRaw(int ruleset_fd, uint64_t handled, int dir_fd) {
+  PathBeneathAttr attr{handled, dir_fd};
+  return AddRule(ruleset_fd, kRulePathBeneath, &attr) == 0 ? 0 : errno;
+}
+
 int AddReadPathRaw(int ruleset_fd, const char* path) {
   return AddPathRule(ruleset_fd, path, kReadRights);
 }

@@ -113,6 +113,11 @@ uint64_t HandledFsRights(const RulesetSpec& spec);
 // private /tmp). Returns 0 or an errno value.
 int AddWritablePathRaw(int ruleset_fd, uint64_t handled, const char* path);
 
+// Async-signal-safe: grants every right of `handled` beneath the open directory `dir_fd`, which
+// may be one no path reaches any more (under a private /tmp mounted since it was opened).
+// Returns 0 or an errno value.
+int AddWritableDirFdRaw(int ruleset_fd, uint64_t handled, int dir_fd);
+
 // Async-signal-safe: grants read+execute beneath `path` (a fresh mount: /proc, the emptied /run);
 // only for a ruleset that handles them. Returns 0 or an errno value.
 int AddReadPathRaw(int ruleset_fd, const char* path);

@@ -444,13 +444,14 @@ Result<Sandbox> EnterLauncherSandbox(const Policy& policy, Report report,
 Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path);
 
 // Stacks a Landlock domain on the calling thread that handles every filesystem right and grants
-// only read and execute on "/", write on the harmless device files and every right beneath
-// `still_writable` (canonical; the parent's transcript directory): from then on no file can be
-// written, made or removed elsewhere by this process or anything it starts, the workdir and /tmp
-// included. Domains only narrow, so this never widens what the caller had. For `--sandbox
-// read-only` (the parent) and `write: none` agents (a task child). Needs no_new_privs; call it
-// while single-threaded (Landlock restricts the calling thread only).
-Status RestrictToReadOnly(const std::vector<std::string>& still_writable = {});
+// only read and execute on "/", write on the harmless device files and every right beneath the
+// open directories `still_writable` (the parent's transcript directory, opened before a private
+// /tmp may have hidden its path): from then on no file can be written, made or removed elsewhere
+// by this process or anything it starts, the workdir and /tmp included. Domains only narrow, so
+// this never widens what the caller had. For `--sandbox read-only` (the parent) and `write: none`
+// agents (a task child). Needs no_new_privs; call it while single-threaded (Landlock restricts
+// the calling thread only).
+Status RestrictToReadOnly(std::span<const int> still_writable = {});
 
 // The spawner (child/spawner.h) confines itself before it serves a request: every fd
 // but 0-2 and `keep_fds` closed, non-dumpable, no_new_privs and the seccomp program kSpawner.

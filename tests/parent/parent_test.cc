@@ -77,6 +77,10 @@ class ParentTest : public ::testing::Test {
     return env;
   }
 
+  // AReadOnlySessionWritesNoFile's checks of one read-only run (its requests from `first` on).
+  void ExpectReadOnly(const RunResult& r, size_t first, const std::string& parent_file,
+                      const std::string& child_file);
+
   RunResult Run(std::vector<std::string> args, std::optional<std::string> stdin_text = {}) {
     server_.Start();
     RunSpec spec;
@@ -478,8 +482,12 @@ TEST_F(ParentTest, RefusalIsExit3) {
 
 // --sandbox read-only, as `codex exec -s read-only`: the parent's bash and a task's bash write no
 // file, the workdir and /tmp included, and neither is offered write_file or edit_file; reads
-// work. The control: the same session with the sandbox on writes both files.
+// work, and so do the transcripts forkbox itself writes. A task started on demand and one a
+// standby child takes alike. The control: the same session with the sandbox on writes both files.
 TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
+  char tmpl[] = "/tmp/forkbox-ro-transcripts-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string transcripts = tmpl;
   const std::string parent_file = workdir_ + "/by-parent.txt";
   const std::string child_file = workdir_ + "/by-child.txt";
   std::ofstream(workdir_ + "/readme.txt") << "readable-" << key_.substr(8, 6);
@@ -494,13 +502,34 @@ TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
                            ""},
                   Task("write a file", "writer")});
   });
-  RunResult r = Run({"--sandbox=read-only", "--standby=0", "go"});
-  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  for (const char* standby : {"--standby=0", "--standby=1"}) {
+    SCOPED_TRACE(standby);
+    const size_t first = server_.request_count();
+    RunResult r = std::string(standby) == "--standby=0"
+                      ? Run({"--sandbox=read-only", standby, "--transcript-dir", transcripts, "go"})
+                      : Run({"--sandbox=read-only", standby, "go"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    ExpectReadOnly(r, first, parent_file, child_file);
+  }
+  EXPECT_EQ(std::distance(fs::directory_iterator(transcripts), fs::directory_iterator()), 1)
+      << "the task's transcript";
+  fs::remove_all(transcripts);
+
+  const size_t before = server_.request_count();
+  RunResult control = Run({"--standby=0", "go"});
+  ASSERT_EQ(control.exit_code, 0) << Dump(control);
+  EXPECT_TRUE(fs::exists(parent_file));
+  EXPECT_TRUE(fs::exists(child_file));
+  EXPECT_TRUE(server_.request(before).view.HasTool("write_file"));
+}
+
+void ParentTest::ExpectReadOnly(const RunResult& r, size_t first, const std::string& parent_file,
+                                const std::string& child_file) {
   EXPECT_NE(r.err.find("read-only: no file can be written"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(parent_file));
   EXPECT_FALSE(fs::exists(child_file));
   std::string parent_results, child_results;
-  for (size_t i = 0; i < server_.request_count(); ++i) {
+  for (size_t i = first; i < server_.request_count(); ++i) {
     const RecordedRequest& req = server_.request(i);
     if (IsChild(req) && req.view.assistant_turns > 0) child_results = req.view.LastUserText();
     EXPECT_FALSE(req.view.HasTool("write_file")) << i;
@@ -514,13 +543,6 @@ TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
   EXPECT_EQ(parent_results.find("tmp-written"), std::string::npos) << parent_results;
   EXPECT_NE(parent_results.find("Permission denied"), std::string::npos) << parent_results;
   EXPECT_NE(child_results.find("Permission denied"), std::string::npos) << child_results;
-
-  const size_t before = server_.request_count();
-  RunResult control = Run({"--standby=0", "go"});
-  ASSERT_EQ(control.exit_code, 0) << Dump(control);
-  EXPECT_TRUE(fs::exists(parent_file));
-  EXPECT_TRUE(fs::exists(child_file));
-  EXPECT_TRUE(server_.request(before).view.HasTool("write_file"));
 }
 
 TEST_F(ParentTest, SandboxOffWarnsLoudlyEvenWhenQuiet) {
