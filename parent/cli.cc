@@ -104,7 +104,8 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("--append-system-prompt", o.append_system_prompt,
                  "Text added below forkbox's system prompt, as claude -p (not the subagents')")
       ->check(NonEmpty());
-  app.add_option("--workdir", o.workdir, "Project directory (default: the current directory)")
+  app.add_option("-C,--workdir", o.workdir,
+                 "Project directory (default: the current directory; -C as codex exec)")
       ->check(NonEmpty());
   app.add_option("--max-turns", o.max_turns, "Parent turn limit")
       ->check(Within(1, 10000))
@@ -143,7 +144,8 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
 
 void AddSandboxOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_flag("--allow-net", o.sandbox.allow_net, "Let tool commands use the network");
-  app.add_option("--writable", o.sandbox.writable, "Extra writable path (repeatable)")
+  app.add_option("--writable,--add-dir", o.sandbox.writable,
+                 "Extra writable path (repeatable; --add-dir as claude -p)")
       ->allow_extra_args(false);
   app.add_option("--env", o.sandbox.env, "Pass environment variable NAME to tools (repeatable)")
       ->allow_extra_args(false);
@@ -193,7 +195,7 @@ void AddBudgetOptions(CLI::App& app, Options& o) {
 
 void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("--provider", o.provider.name, "anthropic or openai")->check(NonEmpty());
-  app.add_option("--model", o.provider.model, "Model name (default: the provider's)")
+  app.add_option("-m,--model", o.provider.model, "Model name (default: the provider's)")
       ->check(NonEmpty());
   app.add_option("--base-url", o.provider.base_url, "API base URL")->check(NonEmpty());
   app.add_option("--max-tokens", o.provider.max_tokens, "Output token limit per model call")

@@ -2013,6 +2013,25 @@ TEST_F(ConfigTest, AppendSystemPromptGoesBelowTheParentsOwn) {
   EXPECT_EQ(child_system.find(extra), std::string::npos) << child_system;
 }
 
+// The spellings scripts bring from codex exec (-C DIR, -m MODEL) and claude -p (--add-dir) set
+// the same settings as forkbox's own (--workdir, --model, --writable), as `forkbox config` shows
+// them; the control is the long spelling's output.
+TEST_F(ConfigTest, CodexAndClaudeSpellingsSetTheSameSettings) {
+  const std::string dir = workdir_ + "/project";
+  const std::string extra = workdir_ + "/extra";
+  fs::create_directories(dir);
+  fs::create_directories(extra);
+  RunResult borrowed = RunWith({"config", "-C", dir, "-m", "m-short", "--add-dir", extra});
+  RunResult own = RunWith({"config", "--workdir", dir, "--model", "m-short", "--writable", extra});
+  ASSERT_EQ(borrowed.exit_code, 0) << Dump(borrowed);
+  ASSERT_EQ(own.exit_code, 0) << Dump(own);
+  EXPECT_NE(borrowed.out.find("workdir = " + dir + "  (flag)"), std::string::npos) << borrowed.out;
+  EXPECT_NE(borrowed.out.find("model = m-short  (flag)"), std::string::npos) << borrowed.out;
+  EXPECT_NE(borrowed.out.find("writable = " + extra + "  (flag)"), std::string::npos)
+      << borrowed.out;
+  EXPECT_EQ(borrowed.out, own.out);
+}
+
 TEST_F(ConfigTest, TokenOptionsAreSettingsNotSecrets) {
   // Options whose names hold "token" are ordinary keys; only unknown secret-like keys are refused.
   Write(User(), "task-max-tokens = 5000\nmax-tokens-total = 90000\nthinking = 2048\n");
