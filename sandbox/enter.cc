@@ -151,6 +151,8 @@ Status RestrictToReadOnly(std::span<const int> still_writable) {
   spec.allow_net = true;  // This layer is about files; the network is decided by the policy.
   Result<UniqueFd> ruleset = landlock::BuildRuleset(spec);
   if (!ruleset.ok()) return ruleset.status().WithContext("read-only");
+  // Another thread would keep every right: none may be running.
+  FORKBOX_RETURN_IF_ERROR(AwaitSingleThreaded());
   for (int dir : still_writable) {
     const int err =
         landlock::AddWritableDirFdRaw(ruleset->get(), landlock::HandledFsRights(spec), dir);

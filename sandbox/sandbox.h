@@ -449,8 +449,8 @@ Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path);
 // /tmp may have hidden its path): from then on no file can be written, made or removed elsewhere
 // by this process or anything it starts, the workdir and /tmp included. Domains only narrow, so
 // this never widens what the caller had. For `--sandbox read-only` (the parent) and `write: none`
-// agents (a task child). Needs no_new_privs; call it while single-threaded (Landlock restricts
-// the calling thread only).
+// agents (a task child). Needs no_new_privs and a single-threaded caller (Landlock restricts the
+// calling thread only): another thread still running is an error.
 Status RestrictToReadOnly(std::span<const int> still_writable = {});
 
 // The spawner (child/spawner.h) confines itself before it serves a request: every fd

@@ -506,13 +506,15 @@ TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
     SCOPED_TRACE(standby);
     const size_t first = server_.request_count();
     RunResult r = std::string(standby) == "--standby=0"
-                      ? Run({"--sandbox=read-only", standby, "--transcript-dir", transcripts, "go"})
+                      ? Run({"--sandbox=read-only", standby, "--transcript-dir", transcripts, "-o",
+                             transcripts + "/answer", "go"})
                       : Run({"--sandbox=read-only", standby, "go"});
     ASSERT_EQ(r.exit_code, 0) << Dump(r);
     ExpectReadOnly(r, first, parent_file, child_file);
   }
-  EXPECT_EQ(std::distance(fs::directory_iterator(transcripts), fs::directory_iterator()), 1)
-      << "the task's transcript";
+  EXPECT_EQ(FileText(transcripts + "/answer"), "done\n") << "-o, opened before the sandbox";
+  EXPECT_EQ(std::distance(fs::directory_iterator(transcripts), fs::directory_iterator()), 2)
+      << "the task's transcript and the answer";
   fs::remove_all(transcripts);
 
   const size_t before = server_.request_count();
