@@ -488,6 +488,11 @@ TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
   char tmpl[] = "/tmp/forkbox-ro-transcripts-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   const std::string transcripts = tmpl;
+  // A repository without hooks/: the guard, which records git's surface once the session is
+  // read-only, must still guard it (it creates a missing hooks/ where it can).
+  fs::create_directories(workdir_ + "/.git/objects");
+  fs::create_directories(workdir_ + "/.git/refs");
+  std::ofstream(workdir_ + "/.git/HEAD") << "ref: refs/heads/main\n";
   const std::string parent_file = workdir_ + "/by-parent.txt";
   const std::string child_file = workdir_ + "/by-child.txt";
   std::ofstream(workdir_ + "/readme.txt") << "readable-" << key_.substr(8, 6);
@@ -528,6 +533,7 @@ TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
 void ParentTest::ExpectReadOnly(const RunResult& r, size_t first, const std::string& parent_file,
                                 const std::string& child_file) {
   EXPECT_NE(r.err.find("read-only: no file can be written"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("NOT guarded"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(parent_file));
   EXPECT_FALSE(fs::exists(child_file));
   std::string parent_results, child_results;
