@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <thread>
 
 #include "sandbox/sandbox.h"
 #include "tests/sandbox/agent_layers.h"
@@ -93,6 +94,55 @@ long ReadFile(const std::string& path) {
   if (fd < 0) return -1;
   close(fd);
   return 0;
+}
+
+// RestrictToReadOnly (`--sandbox read-only`, `write: none`): no file can be written, made or
+// removed, except beneath a directory it was given by descriptor, even one whose path no longer
+// leads to it (renamed away since it was opened); reads stay open. A process with a second
+// thread is refused, since that thread would keep every right. The control: the same probes
+// without the call write, make and remove.
+TEST(Landlock, ReadOnlyLeavesOnlyTheGivenDirectoriesWritable) {
+  const std::string work = MakeTempDir("ll-readonly");
+  ASSERT_EQ(WriteFile(work + "/existing"), 0);
+  ASSERT_EQ(mkdir((work + "/kept").c_str(), 0700), 0);
+  UniqueFd kept(open((work + "/kept").c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(kept);
+  ASSERT_EQ(rename((work + "/kept").c_str(), (work + "/moved").c_str()), 0);
+  auto read_only = [&kept] {
+    const int dirs[] = {kept.get()};
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && RestrictToReadOnly(dirs).ok();
+  };
+  auto probe = [&work] {
+    long failed = 0;
+    if (WriteFile(work + "/new") != 0) failed |= 1;
+    if (WriteFile(work + "/existing") != 0) failed |= 2;
+    if (mkdir((work + "/dir").c_str(), 0700) != 0) failed |= 4;
+    if (unlink((work + "/existing").c_str()) != 0) failed |= 8;
+    if (ReadFile("/etc/passwd") != 0) failed |= 16;
+    if (WriteFile(work + "/moved/inside") != 0) failed |= 32;
+    return failed;
+  };
+  ProbeResult confined = RunProbe(read_only, probe);
+  ASSERT_TRUE(confined.reported) << "the restriction failed";
+  EXPECT_EQ(confined.value, 1 | 2 | 4 | 8) << "writes refused; reads and the kept dir allowed";
+  EXPECT_TRUE(FileExists(work + "/moved/inside"));
+  EXPECT_FALSE(FileExists(work + "/new"));
+  ProbeResult control = RunProbe([] { return true; }, probe);
+  ASSERT_TRUE(control.reported);
+  EXPECT_EQ(control.value, 0);
+
+  ProbeResult threaded = RunProbe(
+      [] {
+        // A thread that never ends: the restriction must refuse rather than leave it free.
+        std::thread([] { pause(); }).detach();
+        return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0;
+      },
+      [] {
+        Status st = RestrictToReadOnly();
+        return st.ok() ? 0L : static_cast<long>(st.code());
+      });
+  ASSERT_TRUE(threaded.reported);
+  EXPECT_EQ(threaded.value, static_cast<long>(Status::Code::kTimeout));
 }
 
 // A tool ruleset inside an agent (read_scope_inherited) handles no read right: alone it leaves
