@@ -431,14 +431,7 @@ TEST_F(ParentTest, OutputLastMessageWritesTheAnswerWhereTheUserSays) {
       << "the tool wrote it";
   EXPECT_EQ(FileText(inside), "the answer\n");
 
-  server_.SetHandler([](const RecordedRequest&) {
-    Reply reply;
-    mock::Fault f;
-    f.kind = mock::Fault::Kind::kStatus;
-    f.status = 401;
-    reply.fault = f;
-    return reply;
-  });
+  server_.SetHandler([](const RecordedRequest&) { return HttpStatus(401); });
   r = Run({"--sandbox=off", "--json", "-o", file, "second"});
   EXPECT_EQ(r.exit_code, 3) << Dump(r);
   EXPECT_EQ(FileText(file), "") << "the first run's answer is gone";
@@ -456,14 +449,7 @@ TEST_F(ParentTest, OutputLastMessageWritesTheAnswerWhereTheUserSays) {
 }
 
 TEST_F(ParentTest, Http401IsModelErrorExit3) {
-  server_.SetHandler([](const RecordedRequest&) {
-    Reply r;
-    mock::Fault f;
-    f.kind = mock::Fault::Kind::kStatus;
-    f.status = 401;
-    r.fault = f;
-    return r;
-  });
+  server_.SetHandler([](const RecordedRequest&) { return HttpStatus(401); });
   RunResult r = Run({"--sandbox=off", "hi"});
   EXPECT_EQ(r.exit_code, 3) << Dump(r);
   EXPECT_NE(r.err.find("401"), std::string::npos) << r.err;

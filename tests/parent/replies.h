@@ -27,4 +27,14 @@ inline mock::Reply Calls(std::vector<mock::ToolCall> calls, int64_t in = 0, int6
   return r;
 }
 
+// An HTTP error status (401, 500...) instead of a reply.
+inline mock::Reply HttpStatus(int status) {
+  mock::Reply r;
+  mock::Fault f;
+  f.kind = mock::Fault::Kind::kStatus;
+  f.status = status;
+  r.fault = f;
+  return r;
+}
+
 }  // namespace forkbox::parent_test
