@@ -518,6 +518,15 @@ std::string DescribeSandbox(const AgentType& type, bool user_allow_net, bool san
   return s;
 }
 
+void MakeReadOnly(AgentCatalog* catalog) {
+  for (AgentType& type : catalog->agents) {
+    if (type.write == WriteAccess::kNone) continue;
+    type.write = WriteAccess::kNone;
+    std::erase_if(type.tools, WritesFiles);
+    type.notes.push_back("read-only: --sandbox=read-only makes every file read-only");
+  }
+}
+
 void ApplyAgentType(const AgentType& type, ipc::StartMessage* start) {
   start->agent.type = type.name;
   start->agent.tools = type.tools;

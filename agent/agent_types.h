@@ -95,6 +95,11 @@ bool EffectiveAllowNet(const AgentType& type, bool user_allow_net);
 // "write workdir, network off" / "... network inherit (--allow-net: on)".
 std::string DescribeSandbox(const AgentType& type, bool user_allow_net, bool sandbox_enabled);
 
+// `--sandbox read-only`: every agent of the session becomes `write: none` without the tools that
+// only write files (WritesFiles), with a note saying why. Applied to the session's catalog, so
+// that the task tool, the start frames and `forkbox agents` all show and send the same.
+void MakeReadOnly(AgentCatalog* catalog);
+
 // What the start frame carries: the agent part, and the model and turn limit it overrides.
 void ApplyAgentType(const AgentType& type, ipc::StartMessage* start);
 

@@ -70,6 +70,7 @@ int AgentsCommandMain(int argc, char** argv) {
     return kExitUsage;
   }
   agent::AgentCatalog catalog = LoadAgents(*workdir);
+  if (o.read_only) agent::MakeReadOnly(&catalog);
   std::string out = "Agents for " + *workdir +
                     " (precedence: project forkbox > project claude > user forkbox > user "
                     "claude > built-in; a task names one with subagent_type, default general)\n";

@@ -329,8 +329,8 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   t.max_parallel = o.max_parallel;
   t.timeout_ms = static_cast<int64_t>(o.task_timeout_s * 1000.0);
   t.standby = o.standby;
-  t.read_only = o.read_only;
   t.agents = LoadAgents(s.workdir);
+  if (o.read_only) agent::MakeReadOnly(&t.agents);
   for (const std::string& w : t.agents.warnings) Err("forkbox: warning: agent file " + w + "\n");
   return t;
 }

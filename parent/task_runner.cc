@@ -13,7 +13,6 @@
 #include <deque>
 #include <optional>
 
-#include "agent/tools.h"
 #include "base/process.h"
 #include "base/unique_fd.h"
 #include "ipc/child_exit.h"
@@ -234,10 +233,6 @@ class Batch {
     start.sandbox = config_.sandbox;
     start.hints = config_.child_hints;
     if (!spec.agent.name.empty()) agent::ApplyAgentType(spec.agent, &start);
-    if (config_.read_only) {
-      start.agent.write = "none";
-      std::erase_if(start.agent.tools, agent::WritesFiles);
-    }
     Result<LaunchedChild> child = ChildFor(i, start);
     if (!child.ok()) return FailWithoutStart(i, child.status().ToString());
     auto frame = ipc::EncodeMessage(start);

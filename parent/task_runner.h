@@ -38,8 +38,6 @@ struct TaskConfig {
   // Ignored with transcripts.
   int standby = 2;
   agent::AgentCatalog agents;  // What `subagent_type` may name (agent/agent_types.h).
-  // --sandbox read-only: every task runs as a `write: none` agent without the file-writing tools.
-  bool read_only = false;
   // --max-tokens-total (agent/budget.h), shared with the parent's loop; null: none.
   std::shared_ptr<agent::TokenBudget> session_budget;
   // Starts the children once the parent is confined (parent/spawner.h). Null: this process

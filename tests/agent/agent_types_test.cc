@@ -68,6 +68,31 @@ TEST(AgentTypesTest, BuiltinsAreGeneralAndReadOnlyExplore) {
   EXPECT_THAT(builtins[1].prompt, HasSubstr("line number"));
 }
 
+// --sandbox=read-only: every agent of the catalog becomes write: none without write_file and
+// edit_file, and its start frame says so; an agent that was read-only already stays as it was
+// (no note). The control: the catalog as loaded sends write "workdir" with all four tools.
+TEST(AgentTypesTest, MakeReadOnlyLeavesNoAgentThatWrites) {
+  AgentCatalog catalog;
+  catalog.agents = BuiltinAgentTypes();
+  ipc::StartMessage before;
+  ApplyAgentType(*catalog.Find("general"), &before);
+  EXPECT_EQ(before.agent.write, "workdir");
+  EXPECT_EQ(before.agent.tools.size(), 4u);
+  const AgentType explore = *catalog.Find("explore");
+  MakeReadOnly(&catalog);
+  const AgentType& general = *catalog.Find("general");
+  EXPECT_EQ(general.write, WriteAccess::kNone);
+  EXPECT_EQ(general.tools, (std::vector<std::string>{"bash", "read_file"}));
+  ASSERT_EQ(general.notes.size(), 1u);
+  EXPECT_NE(general.notes[0].find("--sandbox=read-only"), std::string::npos);
+  ipc::StartMessage start;
+  ApplyAgentType(general, &start);
+  EXPECT_EQ(start.agent.write, "none");
+  EXPECT_EQ(start.agent.tools, (std::vector<std::string>{"bash", "read_file"}));
+  EXPECT_EQ(catalog.Find("explore")->tools, explore.tools);
+  EXPECT_TRUE(catalog.Find("explore")->notes.empty());
+}
+
 TEST(AgentTypesTest, ParsesEveryField) {
   Result<AgentType> t = ParseAgentFile("/x/reviewer.md",
                                        "---\n"

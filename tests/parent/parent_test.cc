@@ -2026,6 +2026,22 @@ TEST_F(ConfigTest, CodexAndClaudeSpellingsSetTheSameSettings) {
   EXPECT_EQ(borrowed.out, own.out);
 }
 
+// `forkbox agents` shows the agents a session with the same flags gets: with --sandbox=read-only
+// the general agent is write none without write_file and edit_file. The control: without it.
+TEST_F(ConfigTest, TheAgentsListingShowsAReadOnlySessionsAgents) {
+  RunResult ro = RunWith({"agents", "--sandbox=read-only"});
+  RunResult control = RunWith({"agents"});
+  ASSERT_EQ(ro.exit_code, 0) << Dump(ro);
+  ASSERT_EQ(control.exit_code, 0) << Dump(control);
+  const std::string general = ro.out.substr(0, ro.out.find("explore  ("));
+  EXPECT_NE(general.find("tools:     bash, read_file\n"), std::string::npos) << general;
+  EXPECT_NE(general.find("sandbox:   write none"), std::string::npos) << general;
+  EXPECT_NE(general.find("--sandbox=read-only"), std::string::npos) << general;
+  EXPECT_NE(control.out.find("tools:     bash, read_file, write_file, edit_file\n"),
+            std::string::npos)
+      << control.out;
+}
+
 TEST_F(ConfigTest, TokenOptionsAreSettingsNotSecrets) {
   // Options whose names hold "token" are ordinary keys; only unknown secret-like keys are refused.
   Write(User(), "task-max-tokens = 5000\nmax-tokens-total = 90000\nthinking = 2048\n");
