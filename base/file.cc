@@ -50,6 +50,27 @@ Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags) {
   }
 }
 
+Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode) {
+  open_how how{};
+  how.flags = static_cast<uint64_t>(O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
+  how.mode = mode;
+  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+  long fd = -1;
+  while ((fd = ::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how))) < 0) {
+    if (errno == ELOOP) {
+      return Status::PermissionDenied(path +
+                                      ": a symbolic link on the way; it is not followed (a tool "
+                                      "could have planted it): give the real path");
+    }
+    if (errno != EAGAIN && errno != EINTR) return Status::FromErrno(errno, "open " + path);
+  }
+  UniqueFd file(static_cast<int>(fd));
+  struct stat st;
+  if (::fstat(file.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + path);
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
+  return file;
+}
+
 Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, int extra_flags) {
   Result<UniqueFd> fd = OpenRegularFile(path, extra_flags);
   if (!fd.ok()) return fd.status();

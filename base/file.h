@@ -30,6 +30,13 @@ Result<std::string> ReadToEnd(int fd, size_t max_bytes, const std::string& what)
 // link cannot lead out. Retries EAGAIN (a concurrent rename) and EINTR.
 Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags);
 
+// Creates or opens `path` (relative to the current directory) for writing, as open(O_WRONLY |
+// O_CREAT, `mode`) would, but through no symbolic link anywhere on the way (openat2
+// RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS: ELOOP names it), and only as a regular file
+// ("<path>: not a regular file"; a FIFO fails at once, O_NONBLOCK). For a file forkbox writes with
+// the user's rights where a tool may have planted a link. Retries EAGAIN and EINTR.
+Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode);
+
 // OpenRegularFile + ReadToEnd.
 Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, int extra_flags = 0);
 

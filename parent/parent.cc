@@ -128,17 +128,16 @@ struct Settings {
 };
 
 // The -o file, opened before the sandbox (it may lie anywhere the user may write) and emptied,
-// so that a run without an answer never leaves an older run's answer there. It follows links as
-// a shell's `>` does (the user named it), but it must be a regular file: a FIFO without a reader
-// fails at once (O_NONBLOCK) instead of blocking, and a device is refused.
+// so that a run without an answer never leaves an older run's answer there. Unlike a shell's `>`
+// it follows no symbolic link: this runs with the user's rights, and a tool of an earlier session
+// could have planted `answer.md -> ~/.bashrc` in the workdir for the model's text to land in. It
+// must be a regular file: a FIFO without a reader fails at once instead of blocking, a device is
+// refused.
 Result<UniqueFd> OpenLastMessageFile(const std::string& path) {
   const std::string what = "--output-last-message '" + path + "'";
-  UniqueFd fd(::open(path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0644));
-  if (!fd) return Status::FromErrno(errno, what);
-  struct stat st;
-  if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, what);
-  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(what + ": not a regular file");
-  if (::ftruncate(fd.get(), 0) != 0) return Status::FromErrno(errno, what);
+  Result<UniqueFd> fd = CreateRegularFileNoLinks(path, 0644);
+  if (!fd.ok()) return fd.status().WithContext("--output-last-message");
+  if (::ftruncate(fd->get(), 0) != 0) return Status::FromErrno(errno, what);
   return fd;
 }
 

@@ -438,11 +438,21 @@ TEST_F(ParentTest, OutputLastMessageWritesTheAnswerWhereTheUserSays) {
   const size_t requests = server_.request_count();
 
   ASSERT_EQ(mkfifo((outside + "/fifo").c_str(), 0600), 0);
-  for (const std::string& bad : {outside + "/fifo", outside, std::string("/dev/null")}) {
+  // A link a tool of an earlier session planted in the workdir, for the next run's answer to land
+  // where it leads (a shell's `>` would follow it), and a directory link on the way.
+  const std::string target = outside + "/startup-file";
+  std::ofstream(target) << "echo the user's own line\n";
+  ASSERT_EQ(symlink(target.c_str(), (workdir_ + "/planted.md").c_str()), 0);
+  ASSERT_EQ(symlink(outside.c_str(), (workdir_ + "/planted-dir").c_str()), 0);
+  for (const std::string& bad : {outside + "/fifo", outside, std::string("/dev/null"),
+                                 workdir_ + "/planted.md", workdir_ + "/planted-dir/new.md"}) {
     r = Run({"--sandbox=off", "-o", bad, "third"});
     EXPECT_EQ(r.exit_code, 2) << Dump(r);
-    EXPECT_NE(r.err.find("--output-last-message '" + bad + "'"), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find("--output-last-message: "), std::string::npos) << r.err;
+    EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
   }
+  EXPECT_EQ(FileText(target), "echo the user's own line\n") << "the link was not followed";
+  EXPECT_FALSE(fs::exists(outside + "/new.md"));
   EXPECT_EQ(server_.request_count(), requests);
   std::error_code ec;
   fs::remove_all(outside, ec);
