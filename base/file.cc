@@ -38,33 +38,40 @@ Result<std::string> ReadToEnd(int fd, size_t max_bytes, const std::string& what)
   }
 }
 
-Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags) {
+namespace {
+
+// openat2, retried on EAGAIN (a concurrent rename) and EINTR: the descriptor, or -1 with errno.
+UniqueFd OpenAt2(int dir, const char* path, int flags, uint64_t resolve, mode_t mode = 0) {
   open_how how{};
-  how.flags = static_cast<uint64_t>(flags | O_DIRECTORY | O_CLOEXEC);
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  const char* path = rel.empty() ? "." : rel.c_str();
+  how.flags = static_cast<uint64_t>(flags);
+  how.mode = mode;
+  how.resolve = resolve;
   for (;;) {
-    long fd = ::syscall(SYS_openat2, root, path, &how, sizeof(how));
+    const long fd = ::syscall(SYS_openat2, dir, path, &how, sizeof(how));
     if (fd >= 0) return UniqueFd(static_cast<int>(fd));
-    if (errno != EAGAIN && errno != EINTR) return Status::FromErrno(errno, "openat2(" + rel + ")");
+    if (errno != EAGAIN && errno != EINTR) return UniqueFd();
   }
 }
 
+}  // namespace
+
+Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags) {
+  UniqueFd fd = OpenAt2(root, rel.empty() ? "." : rel.c_str(), flags | O_DIRECTORY | O_CLOEXEC,
+                        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (!fd) return Status::FromErrno(errno, "openat2(" + rel + ")");
+  return fd;
+}
+
 Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode) {
-  open_how how{};
-  how.flags = static_cast<uint64_t>(O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
-  how.mode = mode;
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  long fd = -1;
-  while ((fd = ::syscall(SYS_openat2, AT_FDCWD, path.c_str(), &how, sizeof(how))) < 0) {
-    if (errno == ELOOP) {
-      return Status::PermissionDenied(path +
-                                      ": a symbolic link on the way; it is not followed (a tool "
-                                      "could have planted it): give the real path");
-    }
-    if (errno != EAGAIN && errno != EINTR) return Status::FromErrno(errno, "open " + path);
+  UniqueFd file =
+      OpenAt2(AT_FDCWD, path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
+              RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, mode);
+  if (!file && errno == ELOOP) {
+    return Status::PermissionDenied(path +
+                                    ": a symbolic link on the way; it is not followed (a tool "
+                                    "could have planted it): give the real path");
   }
-  UniqueFd file(static_cast<int>(fd));
+  if (!file) return Status::FromErrno(errno, "open " + path);
   struct stat st;
   if (::fstat(file.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + path);
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
