@@ -264,15 +264,19 @@ nlohmann::json ResultEvent(const Session& session, const Session::Turn& turn, co
           {"error", end.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(end.problem)}};
 }
 
+// The answer in text form, as stdout and the -o file get it: ending in exactly one newline.
+std::string AnswerText(std::string text) {
+  while (!text.empty() && text.back() == '\n') text.pop_back();
+  return text + "\n";
+}
+
 // The answer into the -o file, when there is one to give (exit 0 with text on stdout).
 Status SaveLastMessage(const Session::Turn& turn, const OneShotEnd& end, const OutputOptions& out) {
   if (out.last_message_fd < 0 || end.code != kExitOk) return Status::Ok();
-  std::string text = turn.outcome.final_text;
-  while (!text.empty() && text.back() == '\n') text.pop_back();
   // Emptied again: in a writable tree a tool may have written there since the start.
   int err = ::ftruncate(out.last_message_fd, 0) == 0 ? 0 : errno;
   if (err == 0) err = ::lseek(out.last_message_fd, 0, SEEK_SET) == 0 ? 0 : errno;
-  if (err == 0) err = WriteAll(out.last_message_fd, text + "\n");
+  if (err == 0) err = WriteAll(out.last_message_fd, AnswerText(turn.outcome.final_text));
   if (err != 0) {
     return Status::FromErrno(err,
                              "cannot write --output-last-message '" + out.last_message_path + "'");
@@ -317,9 +321,7 @@ void WriteResult(const Session& session, const Session::Turn& turn, const OneSho
     if (!end.problem.empty()) j["error"] = end.problem;
     WriteStdout(j.dump() + "\n");
   } else if (end.code == kExitOk && !live) {
-    std::string text = o.final_text;
-    while (!text.empty() && text.back() == '\n') text.pop_back();
-    WriteStdout(text + "\n");
+    WriteStdout(AnswerText(o.final_text));
   }
 }
 
