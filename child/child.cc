@@ -504,8 +504,10 @@ ipc::ResultMessage Task::ResultOf(agent::LoopOutcome& outcome, const ChildToolRu
 
 int ChildMain(int argc, char** argv) {
   if (IsSpawner(argc, argv)) return SpawnerMain(argc, argv);
-  // A dead parent must surface as EPIPE on fd 4, not kill us before we clean up.
+  // A dead parent must surface as EPIPE on fd 4, and a transcript past `ulimit -f` as EFBIG,
+  // not kill us before we clean up.
   ::signal(SIGPIPE, SIG_IGN);
+  ::signal(SIGXFSZ, SIG_IGN);
   // Die with the parent; keep /proc/<pid>/{mem,environ} away from the tools even with the
   // sandbox off (the API key lives in this process's memory).
   ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);

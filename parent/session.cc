@@ -277,11 +277,11 @@ Status SaveLastMessage(const Session::Turn& turn, const OneShotEnd& end, const O
   int err = ::ftruncate(out.last_message_fd, 0) == 0 ? 0 : errno;
   if (err == 0) err = ::lseek(out.last_message_fd, 0, SEEK_SET) == 0 ? 0 : errno;
   if (err == 0) err = WriteAll(out.last_message_fd, AnswerText(turn.outcome.final_text));
-  if (err != 0) {
-    return Status::FromErrno(err,
-                             "cannot write --output-last-message '" + out.last_message_path + "'");
-  }
-  return Status::Ok();
+  if (err == 0) return Status::Ok();
+  // No part of an answer is left to pass for the whole (a write past `ulimit -f` stops midway).
+  const bool emptied = ::ftruncate(out.last_message_fd, 0) == 0;
+  return Status::FromErrno(err, "cannot write --output-last-message '" + out.last_message_path +
+                                    (emptied ? "' (left empty)" : "'"));
 }
 
 // Classify, with a failed -o write as the run's failure.
@@ -304,9 +304,10 @@ void TakeLateInterrupt(Session::Turn& turn) {
 }
 
 // The --json object, the stream's result event, or the answer (text; `live`: on the terminal
-// already). A failed write is recorded (RecordStdoutFailure).
+// already). `answered`: the loop's answer is whole, to print even when the -o file failed (as
+// `tee` does). A failed write is recorded (RecordStdoutFailure).
 void WriteResult(const Session& session, const Session::Turn& turn, const OneShotEnd& end,
-                 const OutputOptions& out, int64_t duration_ms, bool live) {
+                 bool answered, const OutputOptions& out, int64_t duration_ms, bool live) {
   const agent::LoopOutcome& o = turn.outcome;
   if (out.format == OutputFormat::kStreamJson) {
     out.events->Emit(ResultEvent(session, turn, end, duration_ms));
@@ -320,7 +321,7 @@ void WriteResult(const Session& session, const Session::Turn& turn, const OneSho
     j["duration_api_ms"] = session.stats().api_ms;
     if (!end.problem.empty()) j["error"] = end.problem;
     WriteStdout(j.dump() + "\n");
-  } else if (end.code == kExitOk && !live) {
+  } else if (answered && !live) {
     WriteStdout(AnswerText(o.final_text));
   }
 }
@@ -367,8 +368,10 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
   const int64_t duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                                   std::chrono::steady_clock::now() - started)
                                   .count();
-  const Status saved = SaveLastMessage(turn, Classify(turn, out), out);
-  WriteResult(session, turn, ClassifySaved(turn, out, saved), out, duration_ms, live);
+  const OneShotEnd answered = Classify(turn, out);
+  const Status saved = SaveLastMessage(turn, answered, out);
+  WriteResult(session, turn, ClassifySaved(turn, out, saved), answered.code == kExitOk, out,
+              duration_ms, live);
   // Again: the result's own write may have failed.
   const OneShotEnd end = ClassifySaved(turn, out, saved);
   if (!end.problem.empty()) WriteFd(STDERR_FILENO, "forkbox: " + end.problem + "\n");

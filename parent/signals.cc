@@ -125,9 +125,14 @@ Status HardenProcess() {
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     return Status::FromErrno(errno, "prctl(PR_SET_CHILD_SUBREAPER)");
   }
+  // A write past the reader's end (SIGPIPE) or past `ulimit -f` (SIGXFSZ) fails with EPIPE or
+  // EFBIG, which the writer reports, instead of killing forkbox before it restores the git
+  // surface and kills its children. Every spawn resets them for the program it runs.
   struct sigaction sa = {};
   sa.sa_handler = SIG_IGN;
-  if (sigaction(SIGPIPE, &sa, nullptr) != 0) return Status::FromErrno(errno, "sigaction(SIGPIPE)");
+  for (int sig : {SIGPIPE, SIGXFSZ}) {
+    if (sigaction(sig, &sa, nullptr) != 0) return Status::FromErrno(errno, "sigaction");
+  }
   return Status::Ok();
 }
 

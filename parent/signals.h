@@ -22,8 +22,9 @@
 
 namespace forkbox::parent {
 
-// Non-dumpable (no ptrace/core of the parent's memory, which holds the API key), SIGPIPE ignored,
-// a child subreaper (orphans of our tools are re-parented to us, not to init).
+// Non-dumpable (no ptrace/core of the parent's memory, which holds the API key), SIGPIPE and
+// SIGXFSZ ignored (a failed write is an error to report, not a death), a child subreaper (orphans
+// of our tools are re-parented to us, not to init).
 Status HardenProcess();
 
 // SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed) all stop the session: running work

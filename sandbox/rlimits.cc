@@ -7,12 +7,19 @@
 namespace forkbox::sandbox {
 namespace {
 
+// The smaller of two limits, RLIM_INFINITY being the largest.
+rlim_t Min(rlim_t a, rlim_t b) {
+  if (a == RLIM_INFINITY) return b;
+  if (b == RLIM_INFINITY) return a;
+  return a < b ? a : b;
+}
+
 int Lower(int resource, int64_t value) {
   rlimit current;
   if (getrlimit(resource, &current) != 0) return errno;
-  rlim_t want = value < 0 ? 0 : static_cast<rlim_t>(value);
-  if (current.rlim_max != RLIM_INFINITY && current.rlim_max < want) want = current.rlim_max;
-  rlimit next{want, want};
+  const rlim_t want = value < 0 ? 0 : static_cast<rlim_t>(value);
+  // The caller's soft limit stays if it is lower (a `ulimit -S -f` holds for the sandbox too).
+  rlimit next{Min(want, current.rlim_cur), Min(want, current.rlim_max)};
   if (setrlimit(resource, &next) != 0) return errno;
   return 0;
 }

@@ -12,7 +12,7 @@ struct Limits {
   int64_t nproc = 0;
 };
 
-// Async-signal-safe. Lowers soft and hard limits; never raises one above the current hard limit.
+// Async-signal-safe. Lowers soft and hard limits to each value; never raises either one.
 // Returns 0 or an errno value; `*step` names the failing limit.
 int ApplyLimitsRaw(const Limits& limits, const char** step);
 

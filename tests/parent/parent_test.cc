@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <sys/file.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -82,6 +83,10 @@ class ParentTest : public ::testing::Test {
                       const std::string& child_file);
 
   RunResult Run(std::vector<std::string> args, std::optional<std::string> stdin_text = {}) {
+    return RunForkbox(SpecFor(std::move(args), std::move(stdin_text)));
+  }
+  // Run's spec, the server started.
+  RunSpec SpecFor(std::vector<std::string> args, std::optional<std::string> stdin_text = {}) {
     server_.Start();
     RunSpec spec;
     // HOME is the workdir here (isolation), which forkbox refuses under the sandbox without it.
@@ -92,7 +97,7 @@ class ParentTest : public ::testing::Test {
     spec.env = Env();
     spec.stdin_text = std::move(stdin_text);
     spec.cwd = workdir_;
-    return RunForkbox(spec);
+    return spec;
   }
 
   std::vector<RecordedRequest> Requests(bool (*pred)(const RecordedRequest&)) const {
@@ -456,6 +461,61 @@ TEST_F(ParentTest, OutputLastMessageWritesTheAnswerWhereTheUserSays) {
   EXPECT_EQ(server_.request_count(), requests);
   std::error_code ec;
   fs::remove_all(outside, ec);
+}
+
+// Under a caller's `ulimit -S -f 8` a failed write of the -o file is an error, not a death by
+// SIGXFSZ: exit 1 naming the file, the answer still on stdout (as `tee` gives it), and no part of
+// it left in the file. The tools still die of SIGXFSZ as any program would (forkbox's ignoring
+// it does not leak), and the sandbox keeps the caller's limit. The control: without the limit
+// the same run succeeds.
+TEST_F(ParentTest, OutputLastMessagePastTheFileSizeLimitFailsCleanly) {
+  const std::string file = workdir_ + "/answer.txt";
+  char tmpl[] = "/tmp/forkbox-fsize-transcripts-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string transcripts = tmpl;
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (IsChild(r)) return Text("the task's summary");
+    if (r.view.assistant_turns == 0) {
+      return Calls(
+          {ToolCall{"bash",
+                    {{"command", "head -c 100 /dev/zero > big; echo rc=$? size=$(wc -c < big)"}},
+                    ""},
+           Task("summarise", "a task whose transcript passes the limit")});
+    }
+    return Text("an answer longer than eight bytes");
+  });
+  // Layer 2's session is a PID namespace's init, which the kernel's SIGXFSZ does not kill: the
+  // death shows only with the sandbox off (or in layer 1).
+  for (const char* sandbox : {"--sandbox=off", "--sandbox=on"}) {
+    SCOPED_TRACE(sandbox);
+    const std::vector<std::string> args = {
+        sandbox, "--no-session-persistence", "--transcript-dir", transcripts, "-o", file, "go"};
+    RunResult r = Run(args);
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_EQ(FileText(file), "an answer longer than eight bytes\n");
+
+    rlimit caller;
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &caller), 0);
+    const rlimit low{8, caller.rlim_max};
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &low), 0);
+    std::optional<LiveForkbox> live;
+    live.emplace(SpecFor(args));  // Inherits the limit.
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &caller), 0);
+    r = live->Finish();
+    EXPECT_EQ(r.exit_code, 1) << Dump(r);
+    EXPECT_EQ(r.out, "an answer longer than eight bytes\n");
+    EXPECT_NE(r.err.find("cannot write --output-last-message '" + file +
+                         "' (left empty): File too large"),
+              std::string::npos)
+        << r.err;
+    EXPECT_EQ(FileText(file), "");
+    const std::string results = server_.request(server_.request_count() - 1).view.LastUserText();
+    EXPECT_NE(results.find("rc=153 size=8"), std::string::npos)
+        << "the tool died of SIGXFSZ at the caller's limit: " << results;
+    EXPECT_NE(results.find("the task's summary"), std::string::npos)
+        << "the task's child outlived its transcript's failed write: " << results;
+  }
+  fs::remove_all(transcripts);
 }
 
 TEST_F(ParentTest, Http401IsModelErrorExit3) {

@@ -1,10 +1,12 @@
 // ToolEnvironment scrubbing and ResolvePolicy validation.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 
+#include "sandbox/rlimits.h"
 #include "sandbox/sandbox.h"
 #include "tests/sandbox/probe_util.h"
 
@@ -157,6 +159,32 @@ TEST(ResolvePolicy, ListsTheReadGrantsOnlyWhenAskedToListThemNow) {
   EXPECT_TRUE(later->read_grants.empty());
   EXPECT_EQ(later->denied_reads, now->denied_reads);
   EXPECT_EQ(later->homes, now->homes);
+}
+
+// The limits only lower: a soft limit the caller set below the policy's (`ulimit -S -f`) holds
+// in the sandbox too, and the hard one comes down to the policy's. The control: with no soft
+// limit of its own, the caller's process gets the policy's.
+TEST(Limits, NeverRaiseTheCallersSoftLimit) {
+  auto fsize_after = [](rlim_t soft) {
+    return testing::RunProbe([] { return true; },
+                             [soft] {
+                               const rlimit before{soft, RLIM_INFINITY};
+                               const char* step = "";
+                               if (setrlimit(RLIMIT_FSIZE, &before) != 0) return -1L;
+                               if (ApplyLimitsRaw(Limits{.fsize_bytes = 4096}, &step) != 0)
+                                 return -2L;
+                               rlimit after;
+                               if (getrlimit(RLIMIT_FSIZE, &after) != 0) return -3L;
+                               return after.rlim_max == 4096 ? static_cast<long>(after.rlim_cur)
+                                                             : -4L;
+                             });
+  };
+  testing::ProbeResult low = fsize_after(100);
+  ASSERT_TRUE(low.reported) << low.signal;
+  EXPECT_EQ(low.value, 100);
+  testing::ProbeResult unset = fsize_after(RLIM_INFINITY);
+  ASSERT_TRUE(unset.reported) << unset.signal;
+  EXPECT_EQ(unset.value, 4096);
 }
 
 }  // namespace
