@@ -368,8 +368,8 @@ void PassOnRaw(pid_t launcher, int sig, int code) {
       kill(launcher, SIGCONT);
       return;
     default:
-      // What forkbox ignored before the fork (SIGPIPE), it ignores; any other signal ends it as
-      // its default action would: the launcher's session first.
+      // What forkbox ignored before the fork (SIGPIPE, SIGXFSZ), it ignores; any other signal ends
+      // it as its default action would: the launcher's session first.
       if (struct sigaction before;
           sigaction(sig, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) {
         return;

@@ -388,9 +388,9 @@ Status EnterAgentNamespaces(const Settings& settings);
 // signal) and what a signal to forkbox meant: SIGTERM, SIGHUP and SIGCONT pass on, SIGINT too
 // unless the terminal sent it (the launcher, in the same process group, got it itself),
 // SIGTSTP/SIGTTIN/SIGTTOU stop both (as their default action does: not in an orphaned process
-// group), what forkbox ignored (SIGPIPE) stays ignored, any other signal whose default ends a
-// process ends the launcher by SIGTERM and then the waiter by that signal; SIGCHLD, SIGURG and
-// SIGWINCH are ignored. The launcher gets SIGTERM when the waiter dies (PDEATHSIG; a SIGKILL of
+// group), what forkbox ignored (SIGPIPE, SIGXFSZ) stays ignored, any other signal whose default
+// ends a process ends the launcher by SIGTERM and then the waiter by that signal; SIGCHLD, SIGURG
+// and SIGWINCH are ignored. The launcher gets SIGTERM when the waiter dies (PDEATHSIG; a SIGKILL of
 // forkbox's pid): never SIGKILL, so that its teardown kills every process its tools left (layer 1
 // has no namespace to) and puts back the git trust surface (a planted .git/commondir). The launcher
 // must handle SIGINT, SIGTERM and SIGHUP from before this call on: as a namespace init it gets no
