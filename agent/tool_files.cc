@@ -19,6 +19,7 @@
 
 #include "agent/message.h"
 #include "agent/tool_output.h"
+#include "base/file.h"
 #include "base/path.h"
 #include "base/unique_fd.h"
 
@@ -30,8 +31,6 @@ using Clock = std::chrono::steady_clock;
 constexpr size_t kSniffBytes = 8 * 1024;
 // edit_file loads the whole file; beyond this it refuses rather than balloon memory.
 constexpr int64_t kMaxEditBytes = 64LL << 20;
-// openat2 fails with EAGAIN when it sees a concurrent rename; it is then simply retried.
-constexpr int kOpenAttempts = 64;
 
 ToolOutput Error(std::string message) { return ToolOutput{std::move(message), true, 0}; }
 
@@ -159,16 +158,9 @@ struct Opened {
 
 // openat2 beneath `dirfd`: no "..", absolute path or symlink may leave it, no magic links.
 Opened OpenBeneath(int dirfd, const std::string& rel, uint64_t flags, mode_t mode = 0) {
-  struct open_how how = {};
-  how.flags = flags | O_CLOEXEC;
-  how.mode = (flags & O_CREAT) != 0 ? mode : 0;
-  how.resolve = RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS;
-  for (int attempt = 0;; ++attempt) {
-    const long fd = ::syscall(SYS_openat2, dirfd, rel.c_str(), &how, sizeof how);
-    if (fd >= 0) return Opened{UniqueFd(static_cast<int>(fd)), 0};
-    if ((errno == EAGAIN || errno == EINTR) && attempt < kOpenAttempts) continue;
-    return Opened{UniqueFd(), errno};
-  }
+  UniqueFd fd = OpenAt2(dirfd, rel.c_str(), flags, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS, mode);
+  if (!fd) return Opened{UniqueFd(), errno};
+  return Opened{std::move(fd), 0};
 }
 
 // The model-facing text of a failed open.

@@ -38,34 +38,30 @@ Result<std::string> ReadToEnd(int fd, size_t max_bytes, const std::string& what)
   }
 }
 
-namespace {
-
-// openat2, retried on EAGAIN (a concurrent rename) and EINTR: the descriptor, or -1 with errno.
-UniqueFd OpenAt2(int dir, const char* path, int flags, uint64_t resolve, mode_t mode = 0) {
+UniqueFd OpenAt2(int dir, const char* path, uint64_t flags, uint64_t resolve, mode_t mode) {
   open_how how{};
-  how.flags = static_cast<uint64_t>(flags);
-  how.mode = mode;
+  how.flags = flags | O_CLOEXEC;
+  // openat2 refuses a mode without a file to create (EINVAL).
+  const bool creates = (flags & O_CREAT) != 0 || (flags & O_TMPFILE) == O_TMPFILE;
+  how.mode = creates ? mode : 0;
   how.resolve = resolve;
-  for (;;) {
+  for (int attempt = 1;; ++attempt) {
     const long fd = ::syscall(SYS_openat2, dir, path, &how, sizeof(how));
     if (fd >= 0) return UniqueFd(static_cast<int>(fd));
-    if (errno != EAGAIN && errno != EINTR) return UniqueFd();
+    if ((errno != EAGAIN && errno != EINTR) || attempt == kOpenAt2Attempts) return UniqueFd();
   }
 }
 
-}  // namespace
-
 Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags) {
-  UniqueFd fd = OpenAt2(root, rel.empty() ? "." : rel.c_str(), flags | O_DIRECTORY | O_CLOEXEC,
+  UniqueFd fd = OpenAt2(root, rel.empty() ? "." : rel.c_str(), flags | O_DIRECTORY,
                         RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
   if (!fd) return Status::FromErrno(errno, "openat2(" + rel + ")");
   return fd;
 }
 
 Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode) {
-  UniqueFd file =
-      OpenAt2(AT_FDCWD, path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY | O_CLOEXEC,
-              RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, mode);
+  UniqueFd file = OpenAt2(AT_FDCWD, path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY,
+                          RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, mode);
   if (!file && errno == ELOOP) {
     return Status::PermissionDenied(path +
                                     ": a symbolic link on the way; it is not followed (a tool "

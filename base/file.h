@@ -5,6 +5,7 @@
 #include <sys/stat.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,14 @@ Result<UniqueFd> OpenRegularFile(const std::string& path, int extra_flags = 0,
 // Reads `fd` to its end; more than `max_bytes` is kResourceExhausted ("<what>: larger than N
 // bytes"). Retries EINTR.
 Result<std::string> ReadToEnd(int fd, size_t max_bytes, const std::string& what);
+
+// openat2(2) of `path` relative to `dir` (AT_FDCWD: the current directory) with `flags` |
+// O_CLOEXEC, `resolve` (RESOLVE_*), and `mode` when `flags` creates a file. Retried on EINTR and
+// on EAGAIN (a rename or mount raced the walk), at most kOpenAt2Attempts times in all, so a tool
+// renaming in a loop cannot hold the caller. The descriptor, or an empty one with errno set.
+// Async-signal-safe (no allocation): the spawn pipeline calls it between clone and exec.
+inline constexpr int kOpenAt2Attempts = 64;
+UniqueFd OpenAt2(int dir, const char* path, uint64_t flags, uint64_t resolve, mode_t mode = 0);
 
 // A directory beneath the directory `root` ("" names `root` itself) opened with `flags` |
 // O_DIRECTORY | O_CLOEXEC, resolved by openat2 with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |

@@ -14,6 +14,8 @@
 #include <cstring>
 #include <set>
 
+#include "base/file.h"
+
 namespace forkbox::sandbox::landlock {
 namespace {
 
@@ -86,10 +88,9 @@ enum class Walk { kFollow, kNoSymlinks };
 
 int OpenForRule(int dir_fd, const char* name, int flags, Walk walk) {
   if (walk == Walk::kFollow) return openat(dir_fd, name, flags);
-  open_how how{};
-  how.flags = static_cast<uint64_t>(flags);
-  how.resolve = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
-  return static_cast<int>(syscall(SYS_openat2, dir_fd, name, &how, sizeof how));
+  return OpenAt2(dir_fd, name, static_cast<uint64_t>(flags),
+                 RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
+      .release();
 }
 
 // Adds a rule for `name` relative to `dir_fd` (AT_FDCWD: a path); masks `access` to what a rule

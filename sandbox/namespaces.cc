@@ -69,14 +69,6 @@ constexpr uint64_t kNoLinks = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 // The step whose EPERM the layer-2 probe explains (ProbeFailure).
 constexpr char kMountProcStep[] = "mount proc /proc";
 
-// openat2 with O_CLOEXEC added: the descriptor, or -1 with errno. Async-signal-safe.
-int OpenAt2Raw(int dir, const char* path, uint64_t flags, uint64_t resolve) {
-  open_how how{};
-  how.flags = flags | O_CLOEXEC;
-  how.resolve = resolve;
-  return static_cast<int>(syscall(SYS_openat2, dir, path, &how, sizeof how));
-}
-
 // A detached recursive clone of the mount tree at the open `at`: the descriptor, or -1 with errno.
 int CloneTreeRaw(int at) {
   return static_cast<int>(syscall(
@@ -170,8 +162,8 @@ void AddTrustedFiles(const fs::path& dir, MountPlan& plan) {
                   [&dir](const std::string& tree) { return PathWithin(dir.string(), tree); });
   // Created beneath `dir` opened without following a link (it is link-free when planned): a
   // directory a tool swapped for one since gets nothing created where the link leads.
-  const UniqueFd at(writable ? OpenAt2Raw(AT_FDCWD, dir.c_str(), O_PATH | O_DIRECTORY, kNoLinks)
-                             : -1);
+  const UniqueFd at =
+      writable ? OpenAt2(AT_FDCWD, dir.c_str(), O_PATH | O_DIRECTORY, kNoLinks) : UniqueFd();
   for (const char* sub : {"hooks", "info"}) {
     if (at) (void)mkdirat(at.get(), sub, 0777);  // EEXIST: it is there (as a link too).
   }
@@ -282,8 +274,7 @@ UniqueFd OpenWalkedDir(int at, const char* name) {
 bool HasDotGitAt(int dir, const std::string& rel) {
   const std::string path = rel.empty() ? std::string(".git") : rel + "/.git";
   // O_NOFOLLOW: a `.git` link is opened itself, not where it leads.
-  return UniqueFd(OpenAt2Raw(dir, path.c_str(), O_PATH | O_NOFOLLOW, kNoLinks | RESOLVE_BENEATH))
-      .valid();
+  return OpenAt2(dir, path.c_str(), O_PATH | O_NOFOLLOW, kNoLinks | RESOLVE_BENEATH).valid();
 }
 
 // Whether the listed directory `dir` is a git dir itself, as git decides (a bare repository:
@@ -595,12 +586,10 @@ int CloneTreesRaw(const std::vector<std::string>& paths, int* fds, size_t count,
                   bool no_symlinks, const char** step) {
   for (size_t i = 0; i < count; ++i) {
     *step = what;
-    const int at = OpenAt2Raw(AT_FDCWD, paths[i].c_str(), O_PATH, no_symlinks ? kNoLinks : 0);
-    if (at < 0) return errno;
-    fds[i] = CloneTreeRaw(at);
-    const int err = fds[i] < 0 ? errno : 0;
-    close(at);
-    if (err != 0) return err;
+    const UniqueFd at = OpenAt2(AT_FDCWD, paths[i].c_str(), O_PATH, no_symlinks ? kNoLinks : 0);
+    if (!at) return errno;
+    fds[i] = CloneTreeRaw(at.get());
+    if (fds[i] < 0) return errno;
   }
   return 0;
 }
@@ -715,19 +704,18 @@ int HideCredentialsRaw(const MountPlan& plan, const char** step) {
 // planned as its target), so a link in one now was planted since, by a tool running alongside
 // (ELOOP); a bind by path would have followed it and protected the wrong tree.
 int BindOntoItselfRaw(const char* path, uint64_t attr) {
-  const int at = OpenAt2Raw(AT_FDCWD, path, O_PATH, kNoLinks);
-  if (at < 0) return errno;
-  int err = 0;
-  const int tree = CloneTreeRaw(at);
-  if (tree < 0) err = errno;
-  if (err == 0 && attr != 0) err = SetAttrRaw(tree, "", AT_EMPTY_PATH | AT_RECURSIVE, attr);
-  if (err == 0 && syscall(SYS_move_mount, tree, "", at, "",
-                          MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
-    err = errno;
+  const UniqueFd at = OpenAt2(AT_FDCWD, path, O_PATH, kNoLinks);
+  if (!at) return errno;
+  const UniqueFd tree(CloneTreeRaw(at.get()));
+  if (!tree) return errno;
+  if (attr != 0) {
+    if (int err = SetAttrRaw(tree.get(), "", AT_EMPTY_PATH | AT_RECURSIVE, attr)) return err;
   }
-  if (tree >= 0) close(tree);
-  close(at);
-  return err;
+  if (syscall(SYS_move_mount, tree.get(), "", at.get(), "",
+              MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) != 0) {
+    return errno;
+  }
+  return 0;
 }
 
 int BindGitRaw(const MountPlan& plan, const char** step) {

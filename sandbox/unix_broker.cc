@@ -124,13 +124,6 @@ int PortOf(const sockaddr_storage& addr, socklen_t len) {
   return 0;
 }
 
-UniqueFd OpenAt2(int dir, const std::string& path, uint64_t flags, uint64_t resolve) {
-  open_how how{};
-  how.flags = flags | O_CLOEXEC;
-  how.resolve = resolve;
-  return UniqueFd(static_cast<int>(syscall(SYS_openat2, dir, path.c_str(), &how, sizeof how)));
-}
-
 std::string ProcPath(pid_t pid, const std::string& rest) {
   return "/proc/" + std::to_string(pid) + "/" + rest;
 }
@@ -300,7 +293,7 @@ bool BeneathTrees(int dir, int root, const std::vector<std::string>& trees) {
     std::string rel =
         tree.substr(tree.find_first_not_of('/') == std::string::npos ? tree.size()
                                                                      : tree.find_first_not_of('/'));
-    UniqueFd fd = OpenAt2(root, rel.empty() ? "." : rel, O_PATH | O_DIRECTORY,
+    UniqueFd fd = OpenAt2(root, rel.empty() ? "." : rel.c_str(), O_PATH | O_DIRECTORY,
                           RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
     DevIno id;
     if (fd && Stat(fd.get(), &id)) roots.push_back(id);
@@ -333,7 +326,7 @@ Answer ConnectPath(const Tool& tool, int sock, int root, int cwd, const std::str
   if (last.empty()) return Fail(ECONNREFUSED);
   // Absolute symbolic links inside a relative path resolve against the broker's root, where the
   // walk below refuses what is not a writable tree of the tool.
-  UniqueFd dirfd = OpenAt2(absolute ? root : cwd, dir, O_PATH | O_DIRECTORY,
+  UniqueFd dirfd = OpenAt2(absolute ? root : cwd, dir.c_str(), O_PATH | O_DIRECTORY,
                            (absolute ? RESOLVE_IN_ROOT : 0) | RESOLVE_NO_MAGICLINKS);
   if (!dirfd) return Fail(errno);
   UniqueFd target(openat(dirfd.get(), last.c_str(), O_PATH | O_NOFOLLOW | O_CLOEXEC));

@@ -2,11 +2,13 @@
 
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/openat2.h>
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <string>
@@ -84,6 +86,30 @@ TEST_F(FileTest, OpenForAppendKeepsTheStat) {
   EXPECT_EQ(st.st_size, 1);
   ASSERT_EQ(write(fd->get(), "y", 1), 1);
   EXPECT_EQ(*ReadRegularFile(path, 10), "xy");
+}
+
+// The one openat2 wrapper: O_CLOEXEC always, a mode only where a file is created (openat2 refuses
+// one otherwise), the resolve flags kept, and a failure is an empty descriptor with errno.
+TEST_F(FileTest, OpenAt2AddsCloexecAndKeepsTheResolveFlags) {
+  const UniqueFd dir(::open(dir_.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir);
+  const mode_t old_mask = ::umask(0);
+  UniqueFd made = OpenAt2(dir.get(), "made", O_WRONLY | O_CREAT | O_EXCL, RESOLVE_BENEATH, 0640);
+  ::umask(old_mask);
+  ASSERT_TRUE(made) << strerror(errno);
+  EXPECT_NE(::fcntl(made.get(), F_GETFD) & FD_CLOEXEC, 0);
+  struct stat st;
+  ASSERT_EQ(::fstat(made.get(), &st), 0);
+  EXPECT_EQ(st.st_mode & 07777, 0640u);
+  EXPECT_TRUE(OpenAt2(dir.get(), "made", O_RDONLY, RESOLVE_BENEATH, 0640)) << strerror(errno);
+
+  ASSERT_EQ(::symlink("made", (dir_ + "/link").c_str()), 0);
+  errno = 0;
+  EXPECT_FALSE(OpenAt2(dir.get(), "../x", O_RDONLY, RESOLVE_BENEATH));
+  EXPECT_EQ(errno, EXDEV);
+  EXPECT_FALSE(OpenAt2(dir.get(), "link", O_RDONLY, RESOLVE_NO_SYMLINKS));
+  EXPECT_EQ(errno, ELOOP);
+  EXPECT_TRUE(OpenAt2(dir.get(), "link", O_RDONLY, 0)) << "the control: followed without";
 }
 
 }  // namespace
