@@ -59,19 +59,55 @@ Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags) {
   return fd;
 }
 
-Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode) {
-  UniqueFd file = OpenAt2(AT_FDCWD, path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY,
-                          RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS, mode);
-  if (!file && errno == ELOOP) {
+namespace {
+
+constexpr uint64_t kNoLinks = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
+
+// A failed open of `path` through no link: ELOOP (a link on the way) is worded for the user.
+Status NoLinksError(int err, const std::string& path) {
+  if (err == ELOOP) {
     return Status::PermissionDenied(path +
                                     ": a symbolic link on the way; it is not followed (a tool "
                                     "could have planted it): give the real path");
   }
-  if (!file) return Status::FromErrno(errno, "open " + path);
+  return Status::FromErrno(err, "open " + path);
+}
+
+}  // namespace
+
+Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode) {
+  UniqueFd file =
+      OpenAt2(AT_FDCWD, path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY, kNoLinks, mode);
+  if (!file) return NoLinksError(errno, path);
   struct stat st;
   if (::fstat(file.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + path);
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
   return file;
+}
+
+Result<UniqueFd> CreateDirectoriesNoLinks(const std::string& path, mode_t mode) {
+  if (path.empty()) return Status::InvalidArgument("an empty directory path");
+  UniqueFd dir = OpenAt2(AT_FDCWD, path[0] == '/' ? "/" : ".", O_PATH | O_DIRECTORY, 0);
+  if (!dir) return Status::FromErrno(errno, "open " + path);
+  size_t start = 0;
+  while (start < path.size()) {
+    size_t end = path.find('/', start);
+    if (end == std::string::npos) end = path.size();
+    const std::string name = path.substr(start, end - start);
+    start = end + 1;
+    if (name.empty() || name == ".") continue;
+    UniqueFd next = OpenAt2(dir.get(), name.c_str(), O_PATH | O_DIRECTORY, kNoLinks);
+    // mkdirat never follows a link at `name` (EEXIST), and the open after it refuses one.
+    if (!next && errno == ENOENT &&
+        (::mkdirat(dir.get(), name.c_str(), mode) == 0 || errno == EEXIST)) {
+      next = OpenAt2(dir.get(), name.c_str(), O_PATH | O_DIRECTORY, kNoLinks);
+    }
+    if (!next) return NoLinksError(errno, path.substr(0, end));
+    dir = std::move(next);
+  }
+  UniqueFd out = OpenAt2(dir.get(), ".", O_RDONLY | O_DIRECTORY, 0);
+  if (!out) return Status::FromErrno(errno, "open " + path);
+  return out;
 }
 
 Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, int extra_flags) {

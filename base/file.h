@@ -46,6 +46,14 @@ Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags);
 // the user's rights where a tool may have planted a link. Retries EAGAIN and EINTR.
 Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode);
 
+// `mkdir -p path` (mode `mode`, relative to the current directory or absolute) through no
+// symbolic link anywhere (each name opened with openat2 RESOLVE_NO_SYMLINKS |
+// RESOLVE_NO_MAGICLINKS, made with mkdirat where missing): the last directory, opened O_RDONLY |
+// O_DIRECTORY | O_CLOEXEC. A link on the way fails as in CreateRegularFileNoLinks, naming the path
+// up to it, and nothing is made beyond it. For a directory forkbox writes into with the user's
+// rights where a tool may have planted a link.
+Result<UniqueFd> CreateDirectoriesNoLinks(const std::string& path, mode_t mode);
+
 // OpenRegularFile + ReadToEnd.
 Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, int extra_flags = 0);
 

@@ -9,9 +9,8 @@
 #include <cerrno>
 #include <cstdio>
 #include <ctime>
-#include <filesystem>
-#include <system_error>
 
+#include "base/file.h"
 #include "base/path.h"
 #include "parent/config.h"
 
@@ -31,13 +30,15 @@ Result<std::string> RandomHex64() {
 }  // namespace
 
 Result<TranscriptDir> OpenTranscriptDir(const std::string& dir) {
-  std::error_code ec;
-  std::filesystem::create_directories(dir, ec);
-  if (ec) return Status::InvalidArgument("--transcript-dir '" + dir + "': " + ec.message());
+  // Through no link: one a tool planted in the workdir (`transcripts -> ~/.config/...`) would
+  // take the files, written with the user's rights, wherever it leads.
+  Result<UniqueFd> opened = CreateDirectoriesNoLinks(dir, 0755);
+  if (!opened.ok()) {
+    return Status::InvalidArgument("--transcript-dir '" + dir + "': " + opened.status().message());
+  }
   TranscriptDir out;
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "--transcript-dir '" + dir + "'");
-  out.fd = UniqueFd(fd);
+  out.fd = std::move(*opened);
+  const int fd = out.fd.get();
   // The path of what we opened, not a second resolution of the name.
   char buf[PATH_MAX];
   const std::string self = "/proc/self/fd/" + std::to_string(fd);

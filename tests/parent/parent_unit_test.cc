@@ -191,6 +191,34 @@ TEST_F(TranscriptTest, TheDirectoryIsUsedByDescriptorNotByName) {
   EXPECT_FALSE(fs::is_empty(root_ / "moved"));
 }
 
+// A link on the way to --transcript-dir, as a tool could plant in the workdir for the user's next
+// run, is refused, and nothing is made where it leads; missing directories are made (mkdir -p).
+// The control: the old opening (create_directories, then open by name) writes where it leads.
+TEST_F(TranscriptTest, ALinkOnTheWayIsNotFollowed) {
+  const fs::path elsewhere = root_ / "elsewhere";
+  fs::create_directories(elsewhere);
+  fs::create_directory_symlink(elsewhere, root_ / "planted");
+  for (const fs::path& via : {root_ / "planted", root_ / "planted" / "sub"}) {
+    Result<TranscriptDir> dir = OpenTranscriptDir(via.string());
+    ASSERT_FALSE(dir.ok()) << via;
+    EXPECT_NE(dir.status().message().find("a symbolic link on the way"), std::string::npos)
+        << dir.status().ToString();
+    EXPECT_NE(dir.status().message().find((root_ / "planted").string()), std::string::npos);
+  }
+  EXPECT_TRUE(fs::is_empty(elsewhere));
+
+  Result<TranscriptDir> made = OpenTranscriptDir((root_ / "a/b/./c/").string());
+  ASSERT_TRUE(made.ok()) << made.status().ToString();
+  EXPECT_EQ(made->path, fs::canonical(root_ / "a/b/c").string());
+  ASSERT_TRUE(OpenTranscriptFile(made->fd.get(), 1).ok());
+  EXPECT_FALSE(fs::is_empty(root_ / "a/b/c"));
+
+  std::error_code ec;
+  fs::create_directories(root_ / "planted" / "sub", ec);
+  ASSERT_FALSE(ec) << ec.message();
+  EXPECT_TRUE(fs::is_directory(elsewhere / "sub")) << "the control followed the link";
+}
+
 TEST_F(TranscriptTest, ADirectoryInsideAWritableTreeIsWarnedAbout) {
   Result<TranscriptDir> dir = OpenTranscriptDir(dir_.string());
   ASSERT_TRUE(dir.ok());
