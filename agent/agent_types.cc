@@ -527,6 +527,23 @@ void MakeReadOnly(AgentCatalog* catalog) {
   }
 }
 
+void RestrictTools(AgentCatalog* catalog, const std::vector<std::string>& offered) {
+  for (AgentType& type : catalog->agents) {
+    std::vector<std::string> removed;
+    std::erase_if(type.tools, [&](const std::string& tool) {
+      if (std::find(offered.begin(), offered.end(), tool) != offered.end()) return false;
+      removed.push_back(tool);
+      return true;
+    });
+    if (removed.empty()) continue;
+    const std::string note = RemovedToolsNote(removed);
+    type.prompt = type.prompt.empty() ? note : type.prompt + "\n\n" + note;
+    std::string names;
+    for (const std::string& tool : removed) names += (names.empty() ? "" : ", ") + tool;
+    type.notes.push_back("without " + names + ": turned off by --tools/--disallowed-tools");
+  }
+}
+
 void ApplyAgentType(const AgentType& type, ipc::StartMessage* start) {
   start->agent.type = type.name;
   start->agent.tools = type.tools;

@@ -100,6 +100,10 @@ std::string DescribeSandbox(const AgentType& type, bool user_allow_net, bool san
 // that the task tool, the start frames and `forkbox agents` all show and send the same.
 void MakeReadOnly(AgentCatalog* catalog);
 
+// --tools and --disallowed-tools (`offered`: SelectTools'): every agent loses the tools the
+// session does not offer, its prompt saying which (RemovedToolsNote) and `forkbox agents` too.
+void RestrictTools(AgentCatalog* catalog, const std::vector<std::string>& offered);
+
 // What the start frame carries: the agent part, and the model and turn limit it overrides.
 void ApplyAgentType(const AgentType& type, ipc::StartMessage* start);
 

@@ -1,6 +1,9 @@
 #include "agent/tools.h"
 
+#include <algorithm>
 #include <exception>
+#include <iterator>
+#include <utility>
 
 #include "agent/tool_bash.h"
 #include "agent/tool_files.h"
@@ -15,7 +18,85 @@ nlohmann::json Schema(nlohmann::json properties, std::vector<std::string> requir
           {"additionalProperties", false}};
 }
 
+// The names of a tool list: split at commas and spaces outside parentheses (a Claude rule such as
+// `Bash(git log:*)` holds spaces).
+std::vector<std::string_view> SplitToolList(std::string_view list) {
+  std::vector<std::string_view> names;
+  size_t start = 0;
+  int depth = 0;
+  for (size_t i = 0; i <= list.size(); ++i) {
+    const char c = i < list.size() ? list[i] : ',';
+    if (c == '(') ++depth;
+    if (c == ')' && depth > 0) --depth;
+    const bool separator = std::string_view(", \t\n").find(c) != std::string_view::npos;
+    if (i < list.size() && (depth > 0 || !separator)) continue;
+    if (i > start) names.push_back(list.substr(start, i - start));
+    start = i + 1;
+  }
+  return names;
+}
+
 }  // namespace
+
+Result<std::vector<std::string>> ParseToolList(std::string_view list) {
+  // Claude Code's names for the same tools.
+  static constexpr std::pair<std::string_view, std::string_view> kClaude[] = {
+      {"Bash", "bash"},
+      {"Read", "read_file"},
+      {"Write", "write_file"},
+      {"Edit", "edit_file"},
+      {"Task", "task"}};
+  std::vector<bool> named(std::size(kSessionToolNames), false);
+  for (std::string_view name : SplitToolList(list)) {
+    for (const auto& [claude, ours] : kClaude) {
+      if (name == claude) name = ours;
+    }
+    if (name.find('(') != std::string_view::npos) {
+      return Status::InvalidArgument("'" + std::string(name) +
+                                     "': rules for some commands of a tool are not supported; "
+                                     "forkbox offers or removes whole tools");
+    }
+    const auto* known = std::find(std::begin(kSessionToolNames), std::end(kSessionToolNames), name);
+    if (known == std::end(kSessionToolNames)) {
+      return Status::InvalidArgument(
+          "unknown tool '" + std::string(name) +
+          "' (forkbox's tools: bash, read_file, write_file, edit_file, task; or Claude Code's "
+          "names Bash, Read, Write, Edit, Task)");
+    }
+    named[known - std::begin(kSessionToolNames)] = true;
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < named.size(); ++i) {
+    if (named[i]) out.emplace_back(kSessionToolNames[i]);
+  }
+  return out;
+}
+
+Result<std::vector<std::string>> SelectTools(const std::string& tools,
+                                             const std::vector<std::string>& disallowed) {
+  std::vector<std::string> offered(std::begin(kSessionToolNames), std::end(kSessionToolNames));
+  if (tools != "default") {
+    Result<std::vector<std::string>> listed = ParseToolList(tools);
+    if (!listed.ok()) return listed.status().WithContext("--tools");
+    offered = std::move(*listed);
+  }
+  for (const std::string& list : disallowed) {
+    Result<std::vector<std::string>> removed = ParseToolList(list);
+    if (!removed.ok()) return removed.status().WithContext("--disallowed-tools");
+    std::erase_if(offered, [&](const std::string& name) {
+      return std::find(removed->begin(), removed->end(), name) != removed->end();
+    });
+  }
+  return offered;
+}
+
+std::string RemovedToolsNote(const std::vector<std::string>& removed) {
+  if (removed.empty()) return "";
+  std::string names;
+  for (const std::string& name : removed) names += (names.empty() ? "" : ", ") + name;
+  return "The user has turned off these tools for this session: " + names +
+         ". Work with the tools you have.";
+}
 
 bool WritesFiles(const std::string& tool_name) {
   return tool_name == "write_file" || tool_name == "edit_file";

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "agent/cancel.h"
@@ -53,6 +54,21 @@ inline constexpr char kReadOnlyNote[] =
     "you and for every command you run.";
 // task {prompt, description}.
 ToolDef TaskToolDef();
+
+// Every tool a session can offer, by forkbox's names: the four base tools, then the parent's task.
+inline constexpr const char* kSessionToolNames[] = {"bash", "read_file", "write_file", "edit_file",
+                                                    "task"};
+// A --tools or --disallowed-tools value: names separated by commas or spaces, each forkbox's or
+// Claude Code's (Bash, Read, Write, Edit, Task), as forkbox's names in kSessionToolNames order,
+// without repeats. kInvalidArgument names an unknown tool or a Claude permission rule such as
+// `Bash(git log:*)`: forkbox offers or removes whole tools.
+Result<std::vector<std::string>> ParseToolList(std::string_view list);
+// The tools a session offers: `tools` ("default": every one; "": none; else a ParseToolList) less
+// those of each `disallowed` list.
+Result<std::vector<std::string>> SelectTools(const std::string& tools,
+                                             const std::vector<std::string>& disallowed);
+// What a system prompt says of the tools in `removed` (empty: nothing to say).
+std::string RemovedToolsNote(const std::vector<std::string>& removed);
 
 // Runs one base tool. Unknown tool names and invalid inputs are is_error results.
 ToolOutput RunBaseTool(const ToolUseBlock& call, const ToolContext& ctx);

@@ -71,6 +71,7 @@ int AgentsCommandMain(int argc, char** argv) {
   }
   agent::AgentCatalog catalog = LoadAgents(*workdir);
   if (o.read_only) agent::MakeReadOnly(&catalog);
+  agent::RestrictTools(&catalog, o.tools);
   std::string out = "Agents for " + *workdir +
                     " (precedence: project forkbox > project claude > user forkbox > user "
                     "claude > built-in; a task names one with subagent_type, default general)\n";

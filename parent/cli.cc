@@ -3,6 +3,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -11,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "agent/tools.h"
 #include "parent/config.h"
 #include "parent/config_file.h"
 #include "parent/exit_codes.h"
@@ -80,6 +82,17 @@ CLI::Validator Within(T lo, T hi) {
       std::string(std::is_floating_point_v<T> ? "FLOAT" : "INT") + " in " + range);
 }
 
+// A --tools (`keywords`: "default" too) or --disallowed-tools value: agent::ParseToolList's.
+CLI::Validator ToolList(bool keywords) {
+  return CLI::Validator(
+      [keywords](std::string& value) {
+        if (keywords && value == "default") return std::string();
+        Result<std::vector<std::string>> names = agent::ParseToolList(value);
+        return names.ok() ? std::string() : names.status().message();
+      },
+      "");
+}
+
 // Command-line values that are not Options fields as they are.
 struct Flags {
   std::string sandbox_mode = "on";
@@ -88,6 +101,8 @@ struct Flags {
   double request_timeout_s = 0;
   double idle_timeout_s = 0;
   bool no_subagents = false;
+  std::string tools = "default";
+  std::vector<std::string> disallowed_tools;
   bool no_stream = false;
   bool no_persistence = false;
 };
@@ -128,6 +143,16 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
                  "forkbox-child binary (default: $FORKBOX_CHILD, else next to forkbox)")
       ->check(NonEmpty());
   app.add_flag("--no-subagents", f.no_subagents, "Baseline: base tools only, no task tool");
+  app.add_option("--tools", f.tools,
+                 "The tools offered, as claude -p --tools: some of bash, read_file, write_file, "
+                 "edit_file, task (or Bash, Read, Write, Edit, Task), separated by commas; \"\" "
+                 "none")
+      ->check(ToolList(/*keywords=*/true))
+      ->capture_default_str();
+  app.add_option("--disallowed-tools,--disallowedTools", f.disallowed_tools,
+                 "Tools never offered, the subagents' included (repeatable; names as --tools)")
+      ->check(ToolList(/*keywords=*/false))
+      ->allow_extra_args(false);
   auto* cont = app.add_flag("-c,--continue", o.continue_session,
                             "Resume the most recent session of this workdir");
   app.add_option("-r,--resume", o.resume, "Resume the session with this id (forkbox sessions)")
@@ -217,10 +242,14 @@ void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
   AddBudgetOptions(app, o);
 }
 
-void ApplyFlags(const Flags& f, Options& o) {
+Status ApplyFlags(const Flags& f, Options& o) {
   o.sandbox.enabled = f.sandbox_mode != "off";
   o.read_only = f.sandbox_mode == "read-only";
-  o.subagents = !f.no_subagents;
+  Result<std::vector<std::string>> tools = agent::SelectTools(f.tools, f.disallowed_tools);
+  if (!tools.ok()) return tools.status();
+  o.tools = std::move(*tools);
+  if (f.no_subagents) std::erase(o.tools, "task");
+  o.subagents = std::find(o.tools.begin(), o.tools.end(), "task") != o.tools.end();
   o.provider.stream = !f.no_stream;
   o.provider.total_timeout_ms = static_cast<int64_t>(f.request_timeout_s * 1000.0);
   o.provider.idle_timeout_ms = static_cast<int64_t>(f.idle_timeout_s * 1000.0);
@@ -232,6 +261,7 @@ void ApplyFlags(const Flags& f, Options& o) {
     std::filesystem::path abs = std::filesystem::absolute(r, ec);
     if (!ec) r = abs.lexically_normal().string();
   }
+  return Status::Ok();
 }
 
 // The config files' kinds of option; single-valued options take the last value (--max-turns 3
@@ -434,7 +464,7 @@ OutputFormat FilesFormat(const std::string& workdir) {
   // Their errors wait: the command line's comes first.
   (void)ReadConfigFiles(PrepareForConfig(app), workdir, &entries);
   (void)ApplyConfig(app, entries, {}, o, sources);
-  ApplyFlags(f, o);
+  (void)ApplyFlags(f, o);
   return o.output_format;
 }
 
@@ -472,9 +502,9 @@ CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command) {
   Sources sources;
   Status read = ReadConfigFiles(kinds, o.workdir, &entries);
   Status applied = ApplyConfig(app, entries, given, o, sources);
-  ApplyFlags(flags, o);
+  Status resolved = ApplyFlags(flags, o);
   outcome.format = o.output_format;
-  if (Status bad = !read.ok() ? read : applied; !bad.ok()) {
+  if (Status bad = !read.ok() ? read : !applied.ok() ? applied : resolved; !bad.ok()) {
     outcome.err = "forkbox: " + bad.message() + "\n";
     outcome.exit_code = kExitUsage;
     return outcome;

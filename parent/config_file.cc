@@ -33,6 +33,7 @@ constexpr Refusal kProjectRefused[] = {
     {"base-url", "it would send your API key to another server"},
     {"child-path", "it would choose the binary that runs your tasks"},
     {"transcript-dir", "it would choose where forkbox writes"},
+    {"tools", "it could offer tools your own config turns off"},
     {"workdir", "the project is the workdir"},
 };
 

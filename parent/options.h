@@ -4,10 +4,12 @@
 #pragma once
 
 #include <cstdint>
+#include <iterator>
 #include <string>
 #include <vector>
 
 #include "agent/provider_settings.h"
+#include "agent/tools.h"
 #include "ipc/messages.h"
 #include "parent/events.h"
 
@@ -47,8 +49,12 @@ struct Options {
   // (flags > environment > files), so they are resolved with it, not as flags.
   agent::ProviderFileSettings provider_files;
   std::string child_path_file;
-  bool subagents = true;  // --no-subagents: the single-agent baseline.
-  int standby = 2;        // Children kept sandboxed ahead of tasks; 0: start each on demand.
+  bool subagents = true;  // --no-subagents (or no `task` in `tools`): the single-agent baseline.
+  // The tools the session offers (agent::SelectTools of --tools and --disallowed-tools, as
+  // claude -p): the parent's, and each task's agent keeps only these (agent::RestrictTools).
+  std::vector<std::string> tools = {std::begin(agent::kSessionToolNames),
+                                    std::end(agent::kSessionToolNames)};
+  int standby = 2;  // Children kept sandboxed ahead of tasks; 0: start each on demand.
   bool continue_session = false;  // --continue: the latest session of this workdir.
   std::string resume;             // --resume ID.
   bool persist_session = true;    // --no-session-persistence clears it.

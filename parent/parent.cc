@@ -330,6 +330,7 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   t.standby = o.standby;
   t.agents = LoadAgents(s.workdir);
   if (o.read_only) agent::MakeReadOnly(&t.agents);
+  agent::RestrictTools(&t.agents, o.tools);
   for (const std::string& w : t.agents.warnings) Err("forkbox: warning: agent file " + w + "\n");
   return t;
 }
@@ -343,6 +344,13 @@ agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s,
     loop.system += "\n\n" + std::string(agent::kReadOnlyNote);
     std::erase_if(loop.tools, [](const agent::ToolDef& t) { return agent::WritesFiles(t.name); });
   }
+  std::vector<std::string> removed;
+  std::erase_if(loop.tools, [&](const agent::ToolDef& t) {
+    if (std::find(o.tools.begin(), o.tools.end(), t.name) != o.tools.end()) return false;
+    removed.push_back(t.name);
+    return true;
+  });
+  if (!removed.empty()) loop.system += "\n\n" + agent::RemovedToolsNote(removed);
   if (!o.append_system_prompt.empty()) loop.system += "\n\n" + o.append_system_prompt;
   if (tasks) loop.tools.push_back(agent::TaskToolDefFor(tasks->agents));
   loop.max_turns = o.max_turns;

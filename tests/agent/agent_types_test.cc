@@ -11,6 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
+#include "agent/tools.h"
+
 namespace forkbox::agent {
 namespace {
 
@@ -91,6 +93,55 @@ TEST(AgentTypesTest, MakeReadOnlyLeavesNoAgentThatWrites) {
   EXPECT_EQ(start.agent.tools, (std::vector<std::string>{"bash", "read_file"}));
   EXPECT_EQ(catalog.Find("explore")->tools, explore.tools);
   EXPECT_TRUE(catalog.Find("explore")->notes.empty());
+}
+
+// --tools and --disallowed-tools: forkbox's names or Claude Code's, in any order and repeated, come
+// out as forkbox's in one order; an unknown tool and a per-command rule are refused, by name.
+TEST(AgentTypesTest, ToolListsTakeEitherSpellingAndRefuseWhatForkboxLacks) {
+  Result<std::vector<std::string>> listed = ParseToolList("Task, edit_file Bash,,bash\tRead");
+  ASSERT_TRUE(listed.ok()) << listed.status().ToString();
+  EXPECT_THAT(*listed, ElementsAre("bash", "read_file", "edit_file", "task"));
+  EXPECT_TRUE(ParseToolList("")->empty());
+  Result<std::vector<std::string>> unknown = ParseToolList("Read,WebFetch");
+  ASSERT_FALSE(unknown.ok());
+  EXPECT_THAT(unknown.status().message(), HasSubstr("unknown tool 'WebFetch'"));
+  Result<std::vector<std::string>> rule = ParseToolList("Bash(git log:*)");
+  ASSERT_FALSE(rule.ok());
+  EXPECT_THAT(rule.status().message(), HasSubstr("'Bash(git log:*)'"));
+
+  EXPECT_THAT(*SelectTools("default", {}),
+              ElementsAre("bash", "read_file", "write_file", "edit_file", "task"));
+  EXPECT_THAT(*SelectTools("default", {"Bash", "write_file,Task"}),
+              ElementsAre("read_file", "edit_file"));
+  EXPECT_THAT(*SelectTools("read_file,bash", {"bash"}), ElementsAre("read_file"));
+  EXPECT_TRUE(SelectTools("", {})->empty());
+  EXPECT_THAT(SelectTools("default", {"Grep"}).status().message(), HasSubstr("--disallowed-tools"));
+}
+
+// Each agent keeps only the session's tools, its prompt saying which are gone; the control: with
+// every tool offered the catalog is unchanged.
+TEST(AgentTypesTest, RestrictToolsTakesTheSessionsToolsFromEveryAgent) {
+  AgentCatalog catalog;
+  catalog.agents = BuiltinAgentTypes();
+  const AgentCatalog before = catalog;
+  RestrictTools(&catalog, *SelectTools("default", {}));
+  for (size_t i = 0; i < catalog.agents.size(); ++i) {
+    EXPECT_EQ(catalog.agents[i].tools, before.agents[i].tools);
+    EXPECT_EQ(catalog.agents[i].prompt, before.agents[i].prompt);
+  }
+  RestrictTools(&catalog, *SelectTools("default", {"bash"}));
+  const AgentType& general = *catalog.Find("general");
+  EXPECT_THAT(general.tools, ElementsAre("read_file", "write_file", "edit_file"));
+  EXPECT_THAT(general.prompt, HasSubstr("turned off these tools for this session: bash."));
+  ASSERT_EQ(general.notes.size(), 1u);
+  EXPECT_THAT(general.notes[0], HasSubstr("without bash"));
+  ipc::StartMessage start;
+  ApplyAgentType(general, &start);
+  EXPECT_THAT(start.agent.tools, ElementsAre("read_file", "write_file", "edit_file"));
+  EXPECT_THAT(start.agent.prompt, HasSubstr("bash"));
+  for (const AgentType& type : catalog.agents) {
+    EXPECT_THAT(type.tools, ::testing::Not(::testing::Contains("bash"))) << type.name;
+  }
 }
 
 TEST(AgentTypesTest, ParsesEveryField) {

@@ -518,6 +518,63 @@ TEST_F(ParentTest, OutputLastMessagePastTheFileSizeLimitFailsCleanly) {
   fs::remove_all(transcripts);
 }
 
+// --disallowedTools (as claude -p) and --tools: a turned-off tool is offered neither to the parent
+// nor to a task, and a call of it anyway runs nothing; without `task` there are no subagents. The
+// control: the same session without the flag runs both commands.
+TEST_F(ParentTest, TurnedOffToolsAreNeitherOfferedNorRun) {
+  server_.SetHandler([&](const RecordedRequest& r) {
+    if (r.view.assistant_turns > 0) return Text("done");
+    if (IsChild(r)) {
+      return Calls({ToolCall{"bash", {{"command", "touch child-ran"}}, ""}});
+    }
+    return Calls(
+        {ToolCall{"bash", {{"command", "touch parent-ran"}}, ""}, Task("touch a file", "toucher")});
+  });
+  size_t first = server_.request_count();
+  RunResult r = Run({"--standby=0", "--disallowedTools", "Bash", "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_FALSE(fs::exists(workdir_ + "/parent-ran"));
+  EXPECT_FALSE(fs::exists(workdir_ + "/child-ran"));
+  int children = 0;
+  for (size_t i = first; i < server_.request_count(); ++i) {
+    const RecordedRequest& req = server_.request(i);
+    EXPECT_FALSE(req.view.HasTool("bash")) << i;
+    EXPECT_TRUE(req.view.HasTool("read_file")) << i;
+    EXPECT_NE(req.view.system.find("turned off these tools for this session: bash"),
+              std::string::npos)
+        << i;
+    if (req.view.assistant_turns > 0) {
+      EXPECT_NE(req.view.LastUserText().find("unknown tool 'bash'"), std::string::npos) << i;
+    }
+    children += IsChild(req) ? 1 : 0;
+  }
+  EXPECT_EQ(children, 2) << "the task ran, without bash";
+
+  // --tools Read: the parent has read_file alone, and no subagent starts.
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns > 0) return Text("done");
+    return Calls({Task("touch a file", "toucher")});
+  });
+  first = server_.request_count();
+  r = Run({"--tools", "Read", "go"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  ASSERT_EQ(server_.request_count(), first + 2) << "no child asked the model";
+  EXPECT_EQ(server_.request(first).view.tool_names, std::vector<std::string>{"read_file"});
+  EXPECT_NE(server_.request(first + 1).view.LastUserText().find("unknown tool 'task'"),
+            std::string::npos);
+
+  server_.SetHandler([&](const RecordedRequest& r) {
+    if (r.view.assistant_turns > 0) return Text("done");
+    if (IsChild(r)) return Calls({ToolCall{"bash", {{"command", "touch child-ran"}}, ""}});
+    return Calls(
+        {ToolCall{"bash", {{"command", "touch parent-ran"}}, ""}, Task("touch a file", "toucher")});
+  });
+  RunResult control = Run({"--standby=0", "go"});
+  ASSERT_EQ(control.exit_code, 0) << Dump(control);
+  EXPECT_TRUE(fs::exists(workdir_ + "/parent-ran"));
+  EXPECT_TRUE(fs::exists(workdir_ + "/child-ran"));
+}
+
 TEST_F(ParentTest, Http401IsModelErrorExit3) {
   server_.SetHandler([](const RecordedRequest&) { return HttpStatus(401); });
   RunResult r = Run({"--sandbox=off", "hi"});
@@ -2128,7 +2185,7 @@ TEST_F(ConfigTest, TokenOptionsAreSettingsNotSecrets) {
 TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
   for (const char* line :
        {"allow-net = true", "writable = [\"/\"]", "sandbox = \"off\"", "env = [\"HOME\"]",
-        "base-url = \"http://evil.example\"", "child-path = \"/tmp/x\""}) {
+        "base-url = \"http://evil.example\"", "child-path = \"/tmp/x\"", "tools = \"default\""}) {
     Write(Project(), std::string(line) + "\n");
     RunResult r = RunWith({"--sandbox=off", "go"});
     EXPECT_EQ(r.exit_code, 2) << line << "\n" << Dump(r);
@@ -2150,6 +2207,28 @@ TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
   EXPECT_EQ(config.exit_code, 0) << Dump(config);
   EXPECT_NE(config.out.find("sandbox = read-only  (project config"), std::string::npos)
       << config.out;
+}
+
+// disallowed-tools adds up across the files and the flags, so a project may turn tools off but
+// never give back one the user turned off. The control: with no file, every tool is there.
+TEST_F(ConfigTest, DisallowedToolsAddUpAcrossTheFiles) {
+  RunResult control = RunWith({"agents"});
+  ASSERT_EQ(control.exit_code, 0) << Dump(control);
+  EXPECT_NE(control.out.find("tools:     bash, read_file, write_file, edit_file\n"),
+            std::string::npos)
+      << control.out;
+  Write(User(), "disallowed-tools = [\"Bash\"]\n");
+  Write(Project(), "disallowed-tools = [\"write_file\"]\n");
+  RunResult r = RunWith({"agents", "--disallowedTools", "Edit"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  const std::string general = r.out.substr(0, r.out.find("explore  ("));
+  EXPECT_NE(general.find("tools:     read_file\n"), std::string::npos) << general;
+  EXPECT_NE(general.find("without bash, write_file, edit_file"), std::string::npos) << general;
+  Write(Project(), "disallowed-tools = [\"WebFetch\"]\n");
+  r = RunWith({"agents"});
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find("project config " + Project().string() + ":1"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("unknown tool 'WebFetch'"), std::string::npos) << r.err;
 }
 
 // A cloned project (or a tool) controls <workdir>/.forkbox: its config file as a FIFO must not
