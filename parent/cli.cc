@@ -158,8 +158,9 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("-r,--resume", o.resume, "Resume the session with this id (forkbox sessions)")
       ->check(NonEmpty("the session id is empty (forkbox sessions lists them)"))
       ->excludes(cont);
-  app.add_flag("--no-session-persistence", f.no_persistence,
-               "Keep nothing of this session in $XDG_STATE_HOME/forkbox/sessions");
+  app.add_flag("--no-session-persistence,--ephemeral", f.no_persistence,
+               "Keep nothing of this session in $XDG_STATE_HOME/forkbox/sessions (--ephemeral as "
+               "codex exec)");
   app.add_option("--standby", o.standby,
                  "Subagents kept started and sandboxed ahead of their tasks; 0 starts each one "
                  "when its task comes")
@@ -180,10 +181,11 @@ void AddSandboxOptions(CLI::App& app, Options& o, Flags& f) {
       ->allow_extra_args(false);
   app.add_flag("--allow-broad-workdir", o.sandbox.allow_broad_workdir,
                "Accept a workdir of /, $HOME or an ancestor of a credential store");
-  app.add_option("--sandbox", f.sandbox_mode,
+  app.add_option("-s,--sandbox", f.sandbox_mode,
                  "on|off|read-only; off runs tools UNSANDBOXED, read-only lets nothing write a "
-                 "file, the workdir included (as codex exec -s read-only)")
-      ->check(CLI::IsMember({"on", "off", "read-only"}))
+                 "file, the workdir included; codex exec's -s workspace-write is on, "
+                 "danger-full-access is off")
+      ->check(CLI::IsMember({"on", "off", "read-only", "workspace-write", "danger-full-access"}))
       ->capture_default_str();
 }
 
@@ -243,7 +245,8 @@ void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
 }
 
 Status ApplyFlags(const Flags& f, Options& o) {
-  o.sandbox.enabled = f.sandbox_mode != "off";
+  // codex exec's names: workspace-write is on, danger-full-access is off.
+  o.sandbox.enabled = f.sandbox_mode != "off" && f.sandbox_mode != "danger-full-access";
   o.read_only = f.sandbox_mode == "read-only";
   Result<std::vector<std::string>> tools = agent::SelectTools(f.tools, f.disallowed_tools);
   if (!tools.ok()) return tools.status();

@@ -123,7 +123,7 @@ const char* Expected(OptionKind kind) {
 
 Status CheckProjectKey(const std::string& key, const toml::node& node, const std::string& where) {
   const std::optional<std::string> mode = node.value<std::string>();
-  if (key == "sandbox" && (mode == "on" || mode == "read-only")) {
+  if (key == "sandbox" && (mode == "on" || mode == "read-only" || mode == "workspace-write")) {
     return Status::Ok();  // Narrowing (or a no-op) is fine.
   }
   if (key == "sandbox") {

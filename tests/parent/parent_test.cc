@@ -2151,6 +2151,26 @@ TEST_F(ConfigTest, CodexAndClaudeSpellingsSetTheSameSettings) {
   EXPECT_NE(borrowed.out.find("writable = " + extra + "  (flag)"), std::string::npos)
       << borrowed.out;
   EXPECT_EQ(borrowed.out, own.out);
+
+  RunResult ephemeral = RunWith({"config", "--ephemeral"});
+  ASSERT_EQ(ephemeral.exit_code, 0) << Dump(ephemeral);
+  EXPECT_NE(ephemeral.out.find("no-session-persistence = true  (flag)"), std::string::npos)
+      << ephemeral.out;
+  // codex exec's sandbox modes, shown by the agents a session gets; the control: on and off differ.
+  std::map<std::string, std::string> agents;
+  for (const char* mode : {"on", "off", "read-only"}) {
+    RunResult r = RunWith({"agents", std::string("--sandbox=") + mode});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    agents[mode] = r.out;
+  }
+  EXPECT_NE(agents["on"], agents["off"]);
+  for (const auto& [codex, ours] :
+       {std::pair{"workspace-write", "on"}, std::pair{"danger-full-access", "off"},
+        std::pair{"read-only", "read-only"}}) {
+    RunResult r = RunWith({"agents", "-s", codex});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_EQ(r.out, agents[ours]) << codex;
+  }
 }
 
 // `forkbox agents` shows the agents a session with the same flags gets: with --sandbox=read-only
@@ -2185,7 +2205,8 @@ TEST_F(ConfigTest, TokenOptionsAreSettingsNotSecrets) {
 TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
   for (const char* line :
        {"allow-net = true", "writable = [\"/\"]", "sandbox = \"off\"", "env = [\"HOME\"]",
-        "base-url = \"http://evil.example\"", "child-path = \"/tmp/x\"", "tools = \"default\""}) {
+        "base-url = \"http://evil.example\"", "child-path = \"/tmp/x\"", "tools = \"default\"",
+        "sandbox = \"danger-full-access\""}) {
     Write(Project(), std::string(line) + "\n");
     RunResult r = RunWith({"--sandbox=off", "go"});
     EXPECT_EQ(r.exit_code, 2) << line << "\n" << Dump(r);
@@ -2199,8 +2220,10 @@ TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
     EXPECT_EQ(user.exit_code, 0) << line << "\n" << Dump(user);
     fs::remove(User());
   }
-  Write(Project(), "sandbox = \"on\"\n");
-  EXPECT_EQ(RunWith({"config"}).exit_code, 0);
+  for (const char* narrowing : {"sandbox = \"on\"\n", "sandbox = \"workspace-write\"\n"}) {
+    Write(Project(), narrowing);
+    EXPECT_EQ(RunWith({"config"}).exit_code, 0) << narrowing;
+  }
   // Read-only narrows: a project may ask for it.
   Write(Project(), "sandbox = \"read-only\"\n");
   RunResult config = RunWith({"config"});
