@@ -335,21 +335,26 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   return t;
 }
 
+// The base tools the parent offers: without the writing ones when read-only, and without those
+// --tools/--disallowed-tools turned off (named in `removed`, when given).
+std::vector<agent::ToolDef> ParentBaseTools(const Options& o, std::vector<std::string>* removed) {
+  std::vector<agent::ToolDef> tools = agent::BaseToolDefs();
+  if (o.read_only) std::erase_if(tools, [](const auto& t) { return agent::WritesFiles(t.name); });
+  std::erase_if(tools, [&](const agent::ToolDef& t) {
+    if (std::find(o.tools.begin(), o.tools.end(), t.name) != o.tools.end()) return false;
+    if (removed != nullptr) removed->push_back(t.name);
+    return true;
+  });
+  return tools;
+}
+
 agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s,
                                      const std::optional<TaskConfig>& tasks) {
   agent::LoopOptions loop;
   loop.system = ParentSystemPrompt(s.workdir, o.subagents);
-  loop.tools = agent::BaseToolDefs();
-  if (o.read_only) {
-    loop.system += "\n\n" + std::string(agent::kReadOnlyNote);
-    std::erase_if(loop.tools, [](const agent::ToolDef& t) { return agent::WritesFiles(t.name); });
-  }
+  if (o.read_only) loop.system += "\n\n" + std::string(agent::kReadOnlyNote);
   std::vector<std::string> removed;
-  std::erase_if(loop.tools, [&](const agent::ToolDef& t) {
-    if (std::find(o.tools.begin(), o.tools.end(), t.name) != o.tools.end()) return false;
-    removed.push_back(t.name);
-    return true;
-  });
+  loop.tools = ParentBaseTools(o, &removed);
   if (!removed.empty()) loop.system += "\n\n" + agent::RemovedToolsNote(removed);
   if (!o.append_system_prompt.empty()) loop.system += "\n\n" + o.append_system_prompt;
   if (tasks) loop.tools.push_back(agent::TaskToolDefFor(tasks->agents));
@@ -402,6 +407,15 @@ Status OpenSession(const Options& o, const Settings& s, const std::string& first
     auto read = LoadSession(*dir, id);  // Read only: no lock.
     if (!read.ok()) return read.status();
     loaded = std::move(*read);
+  }
+  // The model APIs refuse a conversation holding tool calls in a request that defines no tool.
+  const bool calls = std::any_of(loaded.messages.begin(), loaded.messages.end(),
+                                 [](const auto& m) { return !agent::ToolUsesOf(m).empty(); });
+  if (calls && !o.subagents && ParentBaseTools(o, nullptr).empty()) {
+    return Status::InvalidArgument("session " + id +
+                                   " called tools, and a model API refuses such a conversation "
+                                   "with no tool offered: resume it with at least one tool "
+                                   "(--tools)");
   }
   if (!loaded.warning.empty()) Err("forkbox: warning: " + loaded.warning + "\n");
   out->id = id;

@@ -1944,6 +1944,30 @@ TEST_F(SessionTest, ResumeContinueListAndACorruptTail) {
 
 // Defect 9: `sessions` is a subcommand: --workdir narrows the list, anything else is a usage
 // error, and none of it becomes a prompt. `config` takes no prompt either.
+// A session that called tools cannot go on with none offered (the model APIs refuse tool calls in
+// a conversation whose request defines no tool): a usage error before any request, naming the
+// way out. The control: resumed with one tool, it goes on.
+TEST_F(SessionTest, ResumingASessionThatCalledToolsNeedsATool) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0 && r.view.HasTool("bash")) {
+      return Calls({ToolCall{"bash", {{"command", "true"}}, ""}});
+    }
+    return Text("ok");
+  });
+  RunResult first = RunIn({"--sandbox=off", "go"});
+  ASSERT_EQ(first.exit_code, 0) << Dump(first);
+  const size_t requests = server_.request_count();
+  RunResult none = RunIn({"--sandbox=off", "--continue", "--tools", "", "again"});
+  EXPECT_EQ(none.exit_code, 2) << Dump(none);
+  EXPECT_NE(none.err.find("resume it with at least one tool (--tools)"), std::string::npos)
+      << none.err;
+  EXPECT_EQ(server_.request_count(), requests);
+  RunResult one = RunIn({"--sandbox=off", "--continue", "--tools", "Read", "again"});
+  ASSERT_EQ(one.exit_code, 0) << Dump(one);
+  EXPECT_EQ(server_.request(server_.request_count() - 1).view.tool_names,
+            std::vector<std::string>{"read_file"});
+}
+
 TEST_F(SessionTest, SessionsIsASubcommandThatNeverPrompts) {
   server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
   const fs::path other = fs::path(workdir_) / "other";
