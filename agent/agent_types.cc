@@ -17,6 +17,7 @@
 
 #include "agent/tools.h"
 #include "base/file.h"
+#include "base/format.h"
 #include "base/path.h"
 #include "base/unique_fd.h"
 
@@ -538,9 +539,8 @@ void RestrictTools(AgentCatalog* catalog, const std::vector<std::string>& offere
     if (removed.empty()) continue;
     const std::string note = RemovedToolsNote(removed);
     type.prompt = type.prompt.empty() ? note : type.prompt + "\n\n" + note;
-    std::string names;
-    for (const std::string& tool : removed) names += (names.empty() ? "" : ", ") + tool;
-    type.notes.push_back("without " + names + ": turned off by --tools/--disallowed-tools");
+    type.notes.push_back("without " + JoinList(removed) +
+                         ": turned off by --tools/--disallowed-tools");
   }
 }
 

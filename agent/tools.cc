@@ -7,6 +7,7 @@
 
 #include "agent/tool_bash.h"
 #include "agent/tool_files.h"
+#include "base/format.h"
 
 namespace forkbox::agent {
 namespace {
@@ -92,9 +93,7 @@ Result<std::vector<std::string>> SelectTools(const std::string& tools,
 
 std::string RemovedToolsNote(const std::vector<std::string>& removed) {
   if (removed.empty()) return "";
-  std::string names;
-  for (const std::string& name : removed) names += (names.empty() ? "" : ", ") + name;
-  return "The user has turned off these tools for this session: " + names +
+  return "The user has turned off these tools for this session: " + JoinList(removed) +
          ". Work with the tools you have.";
 }
 

@@ -11,4 +11,10 @@ std::string FormatSeconds(int64_t ms) {
   return buf;
 }
 
+std::string JoinList(const std::vector<std::string>& items) {
+  std::string out;
+  for (const std::string& item : items) out += (out.empty() ? "" : ", ") + item;
+  return out;
+}
+
 }  // namespace forkbox

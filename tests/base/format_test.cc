@@ -15,5 +15,11 @@ TEST(FormatSecondsTest, FractionsKeepOneDecimal) {
   EXPECT_EQ(FormatSeconds(250), "0.2s");
 }
 
+TEST(JoinList, JoinsWithCommas) {
+  EXPECT_EQ(JoinList({}), "");
+  EXPECT_EQ(JoinList({"bash"}), "bash");
+  EXPECT_EQ(JoinList({"bash", "task", "read_file"}), "bash, task, read_file");
+}
+
 }  // namespace
 }  // namespace forkbox
