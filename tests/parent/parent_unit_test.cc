@@ -213,6 +213,22 @@ TEST_F(TranscriptTest, ALinkOnTheWayIsNotFollowed) {
   ASSERT_TRUE(OpenTranscriptFile(made->fd.get(), 1).ok());
   EXPECT_FALSE(fs::is_empty(root_ / "a/b/c"));
 
+  // A file on the way, and a directory forkbox may not write: each named, nothing made.
+  std::ofstream(root_ / "file") << "x";
+  Result<TranscriptDir> file = OpenTranscriptDir((root_ / "file" / "sub").string());
+  ASSERT_FALSE(file.ok());
+  EXPECT_NE(file.status().message().find("Not a directory"), std::string::npos)
+      << file.status().ToString();
+  fs::create_directories(root_ / "locked");
+  fs::permissions(root_ / "locked", fs::perms::owner_read | fs::perms::owner_exec);
+  Result<TranscriptDir> locked = OpenTranscriptDir((root_ / "locked" / "sub").string());
+  if (geteuid() != 0) {  // Root's DAC override makes it anyway.
+    ASSERT_FALSE(locked.ok());
+    EXPECT_NE(locked.status().message().find("Permission denied"), std::string::npos)
+        << locked.status().ToString();
+  }
+  fs::permissions(root_ / "locked", fs::perms::owner_all);
+
   std::error_code ec;
   fs::create_directories(root_ / "planted" / "sub", ec);
   ASSERT_FALSE(ec) << ec.message();
