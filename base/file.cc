@@ -82,6 +82,11 @@ Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode) 
   struct stat st;
   if (::fstat(file.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + path);
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
+  if (st.st_nlink > 1) {
+    return Status::PermissionDenied(path + ": a hard link (" + std::to_string(st.st_nlink) +
+                                    " names); it is not written through (its other name may lie "
+                                    "anywhere): give a file of its own");
+  }
   return file;
 }
 

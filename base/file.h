@@ -42,8 +42,9 @@ Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags);
 // Creates or opens `path` (relative to the current directory) for writing, as open(O_WRONLY |
 // O_CREAT, `mode`) would, but through no symbolic link anywhere on the way (openat2
 // RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS: ELOOP names it), and only as a regular file
-// ("<path>: not a regular file"; a FIFO fails at once, O_NONBLOCK). For a file forkbox writes with
-// the user's rights where a tool may have planted a link. Retries EAGAIN and EINTR.
+// ("<path>: not a regular file"; a FIFO fails at once, O_NONBLOCK) with one name: a hard link is
+// refused too, since its other name may be anywhere. Nothing is truncated. For a file forkbox
+// writes with the user's rights where a tool may have planted a link. Retries EAGAIN and EINTR.
 Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode);
 
 // `mkdir -p path` (mode `mode`, relative to the current directory or absolute) through no

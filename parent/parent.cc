@@ -131,8 +131,8 @@ struct Settings {
 // so that a run without an answer never leaves an older run's answer there. Unlike a shell's `>`
 // it follows no symbolic link: this runs with the user's rights, and a tool of an earlier session
 // could have planted `answer.md -> ~/.bashrc` in the workdir for the model's text to land in. It
-// must be a regular file: a FIFO without a reader fails at once instead of blocking, a device is
-// refused.
+// must be a regular file of one name: a FIFO without a reader fails at once instead of blocking,
+// a device or a hard link is refused.
 Result<UniqueFd> OpenLastMessageFile(const std::string& path) {
   const std::string what = "--output-last-message '" + path + "'";
   Result<UniqueFd> fd = CreateRegularFileNoLinks(path, 0644);

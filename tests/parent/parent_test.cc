@@ -449,8 +449,12 @@ TEST_F(ParentTest, OutputLastMessageWritesTheAnswerWhereTheUserSays) {
   std::ofstream(target) << "echo the user's own line\n";
   ASSERT_EQ(symlink(target.c_str(), (workdir_ + "/planted.md").c_str()), 0);
   ASSERT_EQ(symlink(outside.c_str(), (workdir_ + "/planted-dir").c_str()), 0);
-  for (const std::string& bad : {outside + "/fifo", outside, std::string("/dev/null"),
-                                 workdir_ + "/planted.md", workdir_ + "/planted-dir/new.md"}) {
+  // A hard link, which the sandbox keeps a tool from making (Landlock's REFER) but an unconfined
+  // run or the user may have left: its other name is not emptied either.
+  ASSERT_EQ(link(target.c_str(), (workdir_ + "/hard.md").c_str()), 0);
+  for (const std::string& bad :
+       {outside + "/fifo", outside, std::string("/dev/null"), workdir_ + "/planted.md",
+        workdir_ + "/planted-dir/new.md", workdir_ + "/hard.md"}) {
     r = Run({"--sandbox=off", "-o", bad, "third"});
     EXPECT_EQ(r.exit_code, 2) << Dump(r);
     EXPECT_NE(r.err.find("--output-last-message: "), std::string::npos) << r.err;

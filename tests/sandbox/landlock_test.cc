@@ -89,6 +89,37 @@ TEST(Landlock, WritesOnlyBeneathTheWorkdir) {
   EXPECT_EQ(read.value, 0);
 }
 
+// A tool cannot give a file outside the workdir a name inside it (link() or rename() across
+// directories needs Landlock's REFER right on both sides: EXDEV), so nothing it plants in the
+// workdir is a hard link that a later write with the user's rights would follow out. Within the
+// workdir a link still works. Control: unconfined, the same link from outside is made.
+TEST(Landlock, NoHardLinkFromOutsideIntoTheWorkdir) {
+  if (QueryAbi() < 2) GTEST_SKIP() << "REFER needs ABI 2";
+  const std::string work = MakeTempDir("ll-link-work");
+  const std::string outside = MakeTempDir("ll-link-outside");
+  ASSERT_EQ(WriteFile(outside + "/secret"), 0);
+  ASSERT_EQ(WriteFile(work + "/own"), 0);
+  Result<UniqueFd> ruleset = BuildRuleset(Spec(Mode::kTool, {work}, false, 0));
+  ASSERT_TRUE(ruleset.ok()) << ruleset.status().ToString();
+  auto link_in = [&] {
+    return static_cast<long>(::link((outside + "/secret").c_str(), (work + "/planted").c_str()));
+  };
+  ProbeResult confined = RunProbe(Restrict(ruleset->get()), link_in);
+  ASSERT_TRUE(confined.reported);
+  EXPECT_EQ(confined.value, -1);
+  EXPECT_EQ(confined.err, EXDEV);
+  EXPECT_FALSE(FileExists(work + "/planted"));
+  ProbeResult inside = RunProbe(Restrict(ruleset->get()), [&] {
+    return static_cast<long>(::link((work + "/own").c_str(), (work + "/own2").c_str()));
+  });
+  ASSERT_TRUE(inside.reported);
+  EXPECT_EQ(inside.value, 0) << strerror(inside.err);
+  ProbeResult control = RunProbe([] { return true; }, link_in);
+  ASSERT_TRUE(control.reported);
+  EXPECT_EQ(control.value, 0) << "the control must make the link: " << strerror(control.err);
+  EXPECT_TRUE(FileExists(work + "/planted"));
+}
+
 long ReadFile(const std::string& path) {
   int fd = open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return -1;
