@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <nlohmann/json.hpp>
 
+#include "base/format.h"
 #include "parent/cli.h"
 #include "parent/config.h"
 #include "parent/exit_codes.h"
@@ -13,16 +14,10 @@
 namespace forkbox::parent {
 namespace {
 
-std::string Join(const std::vector<std::string>& items, const std::string& empty) {
-  std::string out;
-  for (const std::string& s : items) out += (out.empty() ? "" : ", ") + s;
-  return out.empty() ? empty : out;
-}
-
 std::string DescribeAgent(const agent::AgentType& a, bool allow_net, bool sandbox) {
   std::string out = a.name + "  (" + a.source + ")\n";
   out += "  " + (a.description.empty() ? std::string("(no description)") : a.description) + "\n";
-  out += "  tools:     " + Join(a.tools, "none") + "\n";
+  out += "  tools:     " + (a.tools.empty() ? std::string("none") : JoinList(a.tools)) + "\n";
   std::string model = a.model.empty() || a.model == "inherit" ? "the session's" : a.model;
   out += "  model:     " + model + "\n";
   if (a.max_turns > 0) out += "  max turns: " + std::to_string(a.max_turns) + "\n";
@@ -53,7 +48,7 @@ Result<agent::AgentType> ResolveSubagentType(const agent::AgentCatalog& catalog,
   const agent::AgentType* type = catalog.Find(name);
   if (type == nullptr) {
     return Status::InvalidArgument("task: unknown subagent_type '" + name +
-                                   "'; the available agents are: " + Join(catalog.Names(), ""));
+                                   "'; the available agents are: " + JoinList(catalog.Names()));
   }
   return *type;
 }
@@ -75,6 +70,12 @@ int AgentsCommandMain(int argc, char** argv) {
   std::string out = "Agents for " + *workdir +
                     " (precedence: project forkbox > project claude > user forkbox > user "
                     "claude > built-in; a task names one with subagent_type, default general)\n";
+  // Shown first: without the task tool none of the agents below can run in such a session.
+  if (!o.subagents) {
+    out +=
+        "\nnote: no session with these flags runs any of them: the task tool is turned off "
+        "(--no-subagents, --tools or --disallowed-tools)\n";
+  }
   for (const agent::AgentType& a : catalog.agents) {
     out += "\n" + DescribeAgent(a, o.sandbox.allow_net, o.sandbox.enabled);
   }

@@ -2275,6 +2275,20 @@ TEST_F(ConfigTest, DisallowedToolsAddUpAcrossTheFiles) {
   const std::string general = r.out.substr(0, r.out.find("explore  ("));
   EXPECT_NE(general.find("tools:     read_file\n"), std::string::npos) << general;
   EXPECT_NE(general.find("without bash, write_file, edit_file"), std::string::npos) << general;
+  EXPECT_EQ(r.out.find("task tool is turned off"), std::string::npos) << r.out;
+  // Without the task tool no agent can run, and the listing says so first.
+  for (const std::vector<std::string>& off :
+       {std::vector<std::string>{"agents", "--tools", "Read"},
+        std::vector<std::string>{"agents", "--disallowedTools", "Task"},
+        std::vector<std::string>{"agents", "--no-subagents"}}) {
+    r = RunWith(off);
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_LT(r.out.find("note: no session with these flags runs any of them: the task tool is "
+                         "turned off"),
+              r.out.find("general  ("))
+        << off.back() << "\n"
+        << r.out;
+  }
   Write(Project(), "disallowed-tools = [\"WebFetch\"]\n");
   r = RunWith({"agents"});
   EXPECT_EQ(r.exit_code, 2) << Dump(r);
