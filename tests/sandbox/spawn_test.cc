@@ -772,28 +772,42 @@ TEST(SpawnSandboxed, Layer2BindsNoLinkedProgramOutOfACredentialStore) {
   EXPECT_NE(r->out.find("tool ran"), std::string::npos) << r->out;
 }
 
-TEST(JoinSessionProcessLimit, RootSpawnsInheritTheSessionCgroup) {
-  if (PidsCgroup::Hierarchy().empty()) GTEST_SKIP() << "needs uid 0 and a writable pids cgroup";
-  Policy policy = MakePolicy(MakeTempDir("spawn-session"));
-  ASSERT_FALSE(PidsCgroup::InForkboxCgroup());
-  if (RootPidNamespaceMax(Layer2Available(), policy.rlimit_nproc) > 0) {
+// Joining moves the calling process into a cgroup for good, so the join runs in a forked probe:
+// the test process stays where it was, and a later test (or this one under --gtest_repeat) does
+// not start inside the session's cgroup. The probe's value names the first check that failed.
+long JoinAndSpawnInTheSessionCgroup(Policy policy, bool namespaces_cap) {
+  if (namespaces_cap) {
     // Every task and tool gets its own capped PID namespace: the session needs no cgroup.
-    ASSERT_TRUE(JoinSessionProcessLimit(policy, 2).ok());
-    EXPECT_FALSE(PidsCgroup::InForkboxCgroup());
+    if (!JoinSessionProcessLimit(policy, 2).ok()) return 1;
+    if (PidsCgroup::InForkboxCgroup()) return 2;
     policy.rlimit_nproc = 100;  // Below what a pid_max can express: the cgroup it is.
   }
-  ASSERT_TRUE(JoinSessionProcessLimit(policy, 2).ok());
-  ASSERT_TRUE(PidsCgroup::InForkboxCgroup());
-  std::string mine = ReadFile("/proc/self/cgroup");
-  size_t at = mine.find(":pids:");
-  ASSERT_NE(at, std::string::npos) << mine;
-  std::string pids_path = mine.substr(at + 6, mine.find('\n', at) - at - 6);
-  EXPECT_EQ(ReadFile(PidsCgroup::Hierarchy() + pids_path + "/pids.max"),
-            std::to_string(policy.rlimit_nproc * 3) + "\n");
+  if (!JoinSessionProcessLimit(policy, 2).ok()) return 3;
+  if (!PidsCgroup::InForkboxCgroup()) return 4;
+  const std::string mine = ReadFile("/proc/self/cgroup");
+  const size_t at = mine.find(":pids:");
+  if (at == std::string::npos) return 5;
+  const std::string pids_path = mine.substr(at + 6, mine.find('\n', at) - at - 6);
+  if (ReadFile(PidsCgroup::Hierarchy() + pids_path + "/pids.max") !=
+      std::to_string(policy.rlimit_nproc * 3) + "\n") {
+    return 6;
+  }
   // The sandboxed command sits in the same cgroup: no attach of its own, same fork-bomb cap.
   Result<RunOutput> r = RunSandboxed(policy, "grep :pids: /proc/self/cgroup");
-  ASSERT_TRUE(r.ok()) << r.status().ToString();
-  EXPECT_NE(r->out.find(pids_path), std::string::npos) << r->out;
+  if (!r.ok()) return 7;
+  return r->out.find(pids_path) != std::string::npos ? 0 : 8;
+}
+
+TEST(JoinSessionProcessLimit, RootSpawnsInheritTheSessionCgroup) {
+  if (PidsCgroup::Hierarchy().empty()) GTEST_SKIP() << "needs uid 0 and a writable pids cgroup";
+  const Policy policy = MakePolicy(MakeTempDir("spawn-session"));
+  ASSERT_FALSE(PidsCgroup::InForkboxCgroup());
+  const bool namespaces_cap = RootPidNamespaceMax(Layer2Available(), policy.rlimit_nproc) > 0;
+  testing::ProbeResult r = testing::RunProbe(
+      [] { return true; }, [&] { return JoinAndSpawnInTheSessionCgroup(policy, namespaces_cap); });
+  ASSERT_TRUE(r.reported) << "probe died (signal " << r.signal << ")";
+  EXPECT_EQ(r.value, 0) << "failed check " << r.value << " of JoinAndSpawnInTheSessionCgroup";
+  EXPECT_FALSE(PidsCgroup::InForkboxCgroup()) << "the test process itself moved";
 }
 
 TEST(SpawnSandboxed, Layer2KillsDaemonsWhenTheCommandEnds) {
