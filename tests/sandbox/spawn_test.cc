@@ -183,6 +183,51 @@ TEST(ToolRuleset, CommandRefusesARulesetItsSpawnerCouldNotFill) {
   }
 }
 
+// A command's keeper (layer 2's namespace init, layer 1's keeper of a `forkbox sandbox` command)
+// dies with its spawner through PDEATHSIG, which a spawner that died before the prctl never
+// sends: the keeper then checks the spawner's pidfd and refuses to go on (ESRCH), so no command
+// runs without the process that would kill it. The dead spawner is stood in for by the pidfd of
+// an exited child. Control: the same plan with the live spawner runs the command.
+TEST(ContainPlan, AKeeperWhoseSpawnerAlreadyExitedRunsNothing) {
+  int abi = 0;
+  ASSERT_TRUE(CheckEnforceable(&abi).ok());
+  const std::string work = MakeTempDir("dead-spawner");
+  const Policy policy = MakePolicy(work);
+  Result<ChildProcess> gone = Spawn(SpawnOptions{.argv = {"/bin/true"}});
+  ASSERT_TRUE(gone.ok()) << gone.status().ToString();
+  pollfd exited{gone->pidfd(), POLLIN, 0};
+  ASSERT_EQ(poll(&exited, 1, 60'000), 1);  // Exited, not yet reaped: its pidfd polls readable.
+  for (const bool layer2 : {true, false}) {
+    if (layer2 && !Layer2Available()) continue;
+    for (const bool dead : {true, false}) {
+      const std::string mark = work + "/ran-" + std::to_string(layer2) + std::to_string(dead);
+      const std::vector<std::string> argv = {"/bin/sh", "-c", "echo > " + mark};
+      Result<ContainPlan> plan = PrepareTool(policy, abi, layer2, false, argv, -1);
+      ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+      if (!layer2) plan->layer1_keeper = true;
+      SpawnOptions options;
+      options.argv = argv;
+      options.cwd = work;
+      ASSERT_TRUE(AddContainStep(*plan, options).ok());
+      if (dead) plan->spawner_pidfd = gone->pidfd();
+      Result<ChildProcess> child = Spawn(options);
+      const std::string where = layer2 ? "layer 2" : "layer 1";
+      if (dead) {
+        ASSERT_FALSE(child.ok()) << where << ": ran with its spawner gone";
+        EXPECT_NE(child.status().message().find("the spawner already exited"), std::string::npos)
+            << where << ": " << child.status().ToString();
+        EXPECT_FALSE(FileExists(mark)) << where;
+        continue;
+      }
+      ASSERT_TRUE(child.ok()) << where << ": " << child.status().ToString();
+      Result<int> status = child->Wait();
+      ASSERT_TRUE(status.ok());
+      EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0) << where;
+      EXPECT_TRUE(FileExists(mark)) << where << ": the control ran";
+    }
+  }
+}
+
 // A tool can replace `<workdir>/.forkbox-tmp` with a symbolic link out of the workdir before a
 // later command's (or task's) sandbox is built. The temp dir inside the workdir is then no rule of
 // its own, so the link grants nothing: the ruleset a layer-1 command restricts itself with refuses
