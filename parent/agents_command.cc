@@ -65,7 +65,7 @@ int AgentsCommandMain(int argc, char** argv) {
     return kExitUsage;
   }
   agent::AgentCatalog catalog = LoadAgents(*workdir);
-  if (o.read_only) agent::MakeReadOnly(&catalog);
+  if (o.sandbox.read_only) agent::MakeReadOnly(&catalog);
   agent::RestrictTools(&catalog, o.tools);
   std::string out = "Agents for " + *workdir +
                     " (precedence: project forkbox > project claude > user forkbox > user "

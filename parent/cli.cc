@@ -247,7 +247,7 @@ void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
 Status ApplyFlags(const Flags& f, Options& o) {
   // codex exec's names: workspace-write is on, danger-full-access is off.
   o.sandbox.enabled = f.sandbox_mode != "off" && f.sandbox_mode != "danger-full-access";
-  o.read_only = f.sandbox_mode == "read-only";
+  o.sandbox.read_only = f.sandbox_mode == "read-only";
   Result<std::vector<std::string>> tools = agent::SelectTools(f.tools, f.disallowed_tools);
   if (!tools.ok()) return tools.status();
   o.tools = std::move(*tools);

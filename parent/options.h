@@ -39,10 +39,10 @@ struct Options {
   // (provider_files) and the provider's defaults (agent::ResolveProviderSettings). --sandbox=off
   // clears sandbox.enabled (and warns loudly on every run).
   ipc::ProviderSettings provider;
+  // sandbox.read_only (--sandbox read-only, as `codex exec -s read-only`): the sandbox is on and
+  // nothing the session runs may write a file (the parent, its tools, every task as a
+  // `write: none` agent).
   ipc::SandboxSettings sandbox;
-  // --sandbox read-only, as `codex exec -s read-only`: the sandbox is on and nothing the session
-  // runs may write a file (the parent, its tools, every task as a `write: none` agent).
-  bool read_only = false;
   // Empty: $FORKBOX_CHILD, else child_path_file, else forkbox-child next to /proc/self/exe.
   std::string child_path;
   // The config files' values of the settings the environment also sets: they rank below it

@@ -207,7 +207,7 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
     if (!joined.ok()) return Fail(o.output_format, kExitSandbox, joined.ToString());
   }
   // Read-only: no tool could write a temp dir, so there is none (and no TMPDIR).
-  if (o.read_only) {
+  if (o.sandbox.read_only) {
     out->policy = std::move(*p);
     return kExitOk;
   }
@@ -238,7 +238,7 @@ void PrintBanner(const Options& o, const Settings& s, const SessionSandbox& box,
                    : "baseline: no subagents") +
       "\n");
   Err((o.sandbox.enabled ? report.Banner() : std::string("sandbox: OFF")) +
-      (o.read_only ? " · read-only: no file can be written" : "") + "\n");
+      (o.sandbox.read_only ? " · read-only: no file can be written" : "") + "\n");
 }
 
 // The parent's own tools: `tools` is the handle the parent's confinement returned.
@@ -329,7 +329,7 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   t.timeout_ms = static_cast<int64_t>(o.task_timeout_s * 1000.0);
   t.standby = o.standby;
   t.agents = LoadAgents(s.workdir);
-  if (o.read_only) agent::MakeReadOnly(&t.agents);
+  if (o.sandbox.read_only) agent::MakeReadOnly(&t.agents);
   agent::RestrictTools(&t.agents, o.tools);
   for (const std::string& w : t.agents.warnings) Err("forkbox: warning: agent file " + w + "\n");
   return t;
@@ -339,7 +339,8 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
 // --tools/--disallowed-tools turned off (named in `removed`, when given).
 std::vector<agent::ToolDef> ParentBaseTools(const Options& o, std::vector<std::string>* removed) {
   std::vector<agent::ToolDef> tools = agent::BaseToolDefs();
-  if (o.read_only) std::erase_if(tools, [](const auto& t) { return agent::WritesFiles(t.name); });
+  if (o.sandbox.read_only)
+    std::erase_if(tools, [](const auto& t) { return agent::WritesFiles(t.name); });
   std::erase_if(tools, [&](const agent::ToolDef& t) {
     if (std::find(o.tools.begin(), o.tools.end(), t.name) != o.tools.end()) return false;
     if (removed != nullptr) removed->push_back(t.name);
@@ -352,7 +353,7 @@ agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s,
                                      const std::optional<TaskConfig>& tasks) {
   agent::LoopOptions loop;
   loop.system = ParentSystemPrompt(s.workdir, o.subagents);
-  if (o.read_only) loop.system += "\n\n" + std::string(agent::kReadOnlyNote);
+  if (o.sandbox.read_only) loop.system += "\n\n" + std::string(agent::kReadOnlyNote);
   std::vector<std::string> removed;
   loop.tools = ParentBaseTools(o, &removed);
   if (!removed.empty()) loop.system += "\n\n" + agent::RemovedToolsNote(removed);
@@ -460,7 +461,7 @@ nlohmann::json InitEvent(const Options& o, const Settings& s, const sandbox::Rep
           {"sandbox",
            {{"enabled", o.sandbox.enabled},
             {"layer", o.sandbox.enabled ? report.layer : 0},
-            {"read_only", o.read_only}}},
+            {"read_only", o.sandbox.read_only}}},
           {"workdir", s.workdir},
           {"cwd", s.workdir},
           {"forkbox_version", FORKBOX_VERSION_STRING}};
@@ -582,7 +583,7 @@ int Run(const Options& o) {
   // Still single-threaded; its tools inherit the domain (the spawner's children narrow their own).
   // The transcript directory stays writable, by its descriptor (its path may be under the
   // private /tmp now).
-  if (o.read_only) {
+  if (o.sandbox.read_only) {
     std::vector<int> still_writable;
     if (s.transcripts.fd) still_writable.push_back(s.transcripts.fd.get());
     if (Status ro = sandbox::RestrictToReadOnly(still_writable); !ro.ok()) {

@@ -125,8 +125,10 @@ std::optional<CommandLine> Parse(int argc, char** argv, int* exit_code) {
       ->allow_extra_args(false);
   app.add_flag("--allow-broad-workdir", cl.settings.allow_broad_workdir,
                "Accept a workdir of /, $HOME or an ancestor of a credential store");
-  app.add_option("--sandbox", mode, "on (default) or off: run WITHOUT any sandbox")
-      ->check(CLI::IsMember({"on", "off"}));
+  app.add_option("-s,--sandbox", mode,
+                 "on (default), read-only (the command writes only its own TMPDIR) or off (run "
+                 "WITHOUT any sandbox); codex's workspace-write is on, danger-full-access is off")
+      ->check(CLI::IsMember({"on", "off", "read-only", "workspace-write", "danger-full-access"}));
   app.add_flag("--check", cl.check, "Print what the sandbox enforces here and exit");
   try {
     app.parse(opt_argc, argv);
@@ -134,7 +136,15 @@ std::optional<CommandLine> Parse(int argc, char** argv, int* exit_code) {
     *exit_code = app.exit(e) == 0 ? 0 : 2;
     return std::nullopt;
   }
-  cl.settings.enabled = mode == "on";
+  cl.settings.enabled = mode != "off" && mode != "danger-full-access";
+  cl.settings.read_only = mode == "read-only";
+  if (cl.settings.read_only && !cl.settings.writable.empty()) {
+    std::fprintf(stderr,
+                 "forkbox sandbox: --writable cannot be combined with --sandbox read-only, which "
+                 "lets the command write only its own TMPDIR\n");
+    *exit_code = 2;
+    return std::nullopt;
+  }
   return cl;
 }
 

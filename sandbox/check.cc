@@ -56,7 +56,9 @@ void AddFilters(const Policy& policy, Report& r) {
         "ABI " + std::to_string(abi) + ": truncate() outside the workdir is not restricted");
   } else {
     Add(r, "landlock", "active",
-        "ABI " + std::to_string(abi) + ": writes only beneath the workdir" +
+        "ABI " + std::to_string(abi) +
+            (policy.read_only ? ": read-only: writes only to the command's own temp dir"
+                              : ": writes only beneath the workdir") +
             (policy.writable.empty()
                  ? std::string()
                  : " and " + std::to_string(policy.writable.size()) + " --writable path(s)"));

@@ -629,6 +629,15 @@ Status AddFilter(seccomp::Program program, ContainPlan& p) {
   return Status::Ok();
 }
 
+// The trees a ruleset lets write: WritableTrees, or for a read-only policy the temp dir alone (a
+// rule of its own even inside the workdir: opened by path, where a planted link fails the
+// ruleset; no mount is made for it).
+std::vector<std::string> RulesetWritable(const Policy& policy) {
+  if (!policy.read_only) return WritableTrees(policy);
+  if (policy.tmpdir.empty()) return {};
+  return {policy.tmpdir};
+}
+
 landlock::RulesetSpec SpecOf(const Policy& policy, landlock::Mode mode, const ContainPlan& p,
                              const std::vector<std::string>& own_writable = {},
                              bool scope_signals = true, bool read_scope_inherited = false) {
@@ -636,7 +645,7 @@ landlock::RulesetSpec SpecOf(const Policy& policy, landlock::Mode mode, const Co
   spec.read_scope_inherited = read_scope_inherited;
   spec.abi = p.abi;
   spec.mode = mode;
-  spec.writable = WritableTrees(policy);
+  spec.writable = RulesetWritable(policy);
   spec.writable.insert(spec.writable.end(), own_writable.begin(), own_writable.end());
   spec.scope_signals = scope_signals;
   spec.denied_reads = DeniedReadPaths(policy);
@@ -705,6 +714,7 @@ Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p,
                  git_surface);
   if (!mounts.ok()) return mounts.status();
   p.mounts = std::move(*mounts);
+  p.mounts.trees_read_only = policy.read_only;
   if (!policy.tmpdir_short.empty()) {
     p.mounts.tmp_link = policy.tmpdir_short;
     p.mounts.tmp_link_target = policy.tmpdir;

@@ -14,6 +14,10 @@ namespace forkbox::sandbox {
 
 struct MountPlan {
   std::vector<std::string> writable;  // Canonical; the workdir first.
+  // Policy::read_only: the trees in `writable` are still bound where they are (one under /tmp
+  // stays visible above the private tmpfs) but read-only, as the rest of /: Landlock's rule for
+  // the private /tmp would otherwise reach a workdir bound beneath it.
+  bool trees_read_only = false;
   // .git directories bound onto themselves: a mount point cannot be renamed or removed, so a
   // tool cannot swap in a fresh .git with planted hooks.
   std::vector<std::string> pinned;

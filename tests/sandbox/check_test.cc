@@ -18,6 +18,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <functional>
 #include <memory>
 #include <optional>
@@ -759,6 +760,54 @@ TEST(SandboxCommand, RejectsBadUsage) {
   CmdResult missing = RunCmd({"--", "forkbox-no-such-command"});
   EXPECT_EQ(missing.code, 127);
   EXPECT_NE(missing.err.find("not found"), std::string::npos);
+}
+
+// --sandbox read-only (codex's `-s read-only`): the command reads the workdir but cannot make,
+// change, move or remove anything in it, in layer 2 (the workdir, here under /tmp, is bound
+// read-only: Landlock's rule for the private /tmp would reach it there) and in layer 1 (Landlock
+// alone); its own TMPDIR stays writable and is gone afterwards. --writable with it is a usage
+// error. Control: the same command under the default sandbox changes every file.
+TEST(SandboxCommand, ReadOnlyWritesNothingButItsOwnTmpdir) {
+  const std::string script =
+      "cat kept; echo new > new; echo more >> kept; rm -f gone; mkdir dir; mv kept moved; "
+      "echo t > \"$TMPDIR/t\" && cat \"$TMPDIR/t\"; true";
+  for (const bool layer1 : {false, true}) {
+    const std::function<bool()> setup =
+        layer1 ? std::function<bool()>(testing::RefuseUserNamespaces) : [] { return true; };
+    for (const std::string mode : {"read-only", "on"}) {
+      const std::string work = MakeTempDir("cmd-read-only");
+      std::ofstream(work + "/kept") << "kept\n";
+      std::ofstream(work + "/gone") << "gone\n";
+      CmdResult r =
+          RunCmd({"--workdir", work, "-s", mode, "--", "/bin/sh", "-c", script}, "", setup);
+      const std::string where = std::string(layer1 ? "layer 1, " : "layer 2, ") + mode;
+      EXPECT_EQ(r.code, 0) << where << ": " << r.err;
+      EXPECT_EQ(r.out, "kept\nt\n") << where << ": " << r.err;
+      if (mode == "read-only") {
+        EXPECT_EQ(ReadFile(work + "/kept"), "kept\n") << where;
+        EXPECT_TRUE(FileExists(work + "/gone")) << where;
+        for (const char* made : {"/new", "/dir", "/moved"}) {
+          EXPECT_FALSE(FileExists(work + made)) << where << made;
+        }
+      } else {
+        EXPECT_EQ(ReadFile(work + "/moved"), "kept\nmore\n") << where;
+        EXPECT_FALSE(FileExists(work + "/gone")) << where;
+        EXPECT_TRUE(FileExists(work + "/new") && FileExists(work + "/dir")) << where;
+      }
+      EXPECT_FALSE(FileExists(work + "/.forkbox-tmp")) << where << ": the TMPDIR is removed";
+    }
+  }
+  CmdResult both = RunCmd({"--workdir", MakeTempDir("cmd-read-only-writable"),
+                           "--sandbox=read-only", "--writable", "/tmp", "--", "true"});
+  EXPECT_EQ(both.code, 2) << both.err;
+  EXPECT_NE(both.err.find("--writable cannot be combined with --sandbox read-only"),
+            std::string::npos)
+      << both.err;
+  CmdResult check = RunCmd({"-s", "read-only", "--check"});
+  EXPECT_EQ(check.code, 0) << check.out;
+  EXPECT_NE(check.out.find("read-only: writes only to the command's own temp dir"),
+            std::string::npos)
+      << check.out;
 }
 
 TEST(SandboxCommand, CheckPrintsTheProtectionsAndExitsZeroWhenEnforceable) {
