@@ -13,6 +13,7 @@
 #include <sstream>
 
 #include "agent/tools.h"
+#include "base/file.h"
 #include "parent/config.h"
 #include "parent/config_file.h"
 #include "parent/exit_codes.h"
@@ -105,7 +106,22 @@ struct Flags {
   std::vector<std::string> disallowed_tools;
   bool no_stream = false;
   bool no_persistence = false;
+  std::string system_prompt_file;  // Read into Options::system_prompt by ApplyFlags.
+  std::string append_system_prompt_file;
 };
+
+constexpr size_t kMaxPromptFileBytes = size_t{1} << 20;
+
+// The text of a --*system-prompt-file FILE: a regular file (a FIFO is refused, never waited on),
+// not empty, at most kMaxPromptFileBytes.
+Status ReadPromptFile(const std::string& flag, const std::string& path, std::string* out) {
+  if (path.empty()) return Status::Ok();
+  Result<std::string> text = ReadRegularFile(path, kMaxPromptFileBytes);
+  if (!text.ok()) return text.status().WithContext(flag);
+  if (text->empty()) return Status::InvalidArgument(flag + ": " + path + ": the file is empty");
+  *out = std::move(*text);
+  return Status::Ok();
+}
 
 void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("prompt", o.prompt, "The task; - reads it from stdin");
@@ -116,9 +132,22 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
                  "Also write the answer to FILE, as codex exec -o (emptied at the start; needs a "
                  "PROMPT)")
       ->check(NonEmpty());
-  app.add_option("--append-system-prompt", o.append_system_prompt,
-                 "Text added below forkbox's system prompt, as claude -p (not the subagents')")
-      ->check(NonEmpty());
+  CLI::Option* system = app.add_option("--system-prompt", o.system_prompt,
+                                       "Replaces forkbox's system prompt, as claude -p (not the "
+                                       "subagents'; notes on read-only and turned-off tools stay)")
+                            ->check(NonEmpty());
+  app.add_option("--system-prompt-file", f.system_prompt_file,
+                 "The same, read from FILE (command line only)")
+      ->check(NonEmpty())
+      ->excludes(system);
+  CLI::Option* append =
+      app.add_option("--append-system-prompt", o.append_system_prompt,
+                     "Text added below forkbox's system prompt, as claude -p (not the subagents')")
+          ->check(NonEmpty());
+  app.add_option("--append-system-prompt-file", f.append_system_prompt_file,
+                 "The same, read from FILE (command line only)")
+      ->check(NonEmpty())
+      ->excludes(append);
   app.add_option("-C,--workdir", o.workdir,
                  "Project directory (default: the current directory; -C as codex exec)")
       ->check(NonEmpty());
@@ -258,6 +287,11 @@ Status ApplyFlags(const Flags& f, Options& o) {
   o.provider.idle_timeout_ms = static_cast<int64_t>(f.idle_timeout_s * 1000.0);
   o.output_format = f.json ? OutputFormat::kJson : FormatNamed(f.output_format);
   o.persist_session = !f.no_persistence;
+  // A file named on the command line outranks a config file's text.
+  FORKBOX_RETURN_IF_ERROR(
+      ReadPromptFile("--system-prompt-file", f.system_prompt_file, &o.system_prompt));
+  FORKBOX_RETURN_IF_ERROR(ReadPromptFile("--append-system-prompt-file", f.append_system_prompt_file,
+                                         &o.append_system_prompt));
   // Absolute once, here: the children resolve them in another cwd.
   for (std::string& r : o.sandbox.readable) {
     std::error_code ec;

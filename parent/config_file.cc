@@ -32,6 +32,7 @@ constexpr Refusal kProjectRefused[] = {
     {"env", "it would pass environment variables to tools"},
     {"base-url", "it would send your API key to another server"},
     {"child-path", "it would choose the binary that runs your tasks"},
+    {"system-prompt", "it would replace forkbox's system prompt"},
     {"transcript-dir", "it would choose where forkbox writes"},
     {"tools", "it could offer tools your own config turns off"},
     {"workdir", "the project is the workdir"},
@@ -39,7 +40,8 @@ constexpr Refusal kProjectRefused[] = {
 
 // Long options that choose what one run does, not how forkbox behaves: a file that set them
 // would make every plain `forkbox` read stdin (print), reopen an old session (continue, resume)
-// or overwrite a file (output-last-message). Refused in both files.
+// or overwrite a file (output-last-message); a prompt file's text is set by its text key, so
+// that a file never names another file to read. Refused in both files.
 struct CommandLineOnly {
   const char* key;
   const char* flag;
@@ -50,6 +52,9 @@ constexpr CommandLineOnly kCommandLineOnly[] = {
     {"continue", "-c/--continue", "it makes a run reopen your last session"},
     {"resume", "-r/--resume", "it makes a run reopen one saved session"},
     {"output-last-message", "-o/--output-last-message", "it chooses a file each run overwrites"},
+    {"system-prompt-file", "--system-prompt-file", "in a file, give the text as system-prompt"},
+    {"append-system-prompt-file", "--append-system-prompt-file",
+     "in a file, give the text as append-system-prompt"},
 };
 
 std::string UserConfigPath() {

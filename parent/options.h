@@ -24,7 +24,12 @@ struct Options {
   // -o/--output-last-message, as `codex exec -o`: the one-shot answer is also written to this
   // file (opened, and emptied, before the sandbox; written only when there is an answer).
   std::string output_last_message;
-  // --append-system-prompt, as `claude -p`: added below the parent's own system prompt.
+  // --system-prompt (or the text of --system-prompt-file), as `claude -p`: replaces the parent's
+  // own system prompt (empty: forkbox's). What forkbox must say of the session (read-only, the
+  // tools turned off) still follows it; the subagents keep theirs.
+  std::string system_prompt;
+  // --append-system-prompt (or the text of --append-system-prompt-file), as `claude -p`: added
+  // below the parent's system prompt.
   std::string append_system_prompt;
   std::string workdir;  // Empty: the current directory.
   int max_turns = 40;

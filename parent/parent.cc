@@ -352,7 +352,8 @@ std::vector<agent::ToolDef> ParentBaseTools(const Options& o, std::vector<std::s
 agent::LoopOptions ParentLoopOptions(const Options& o, const Settings& s,
                                      const std::optional<TaskConfig>& tasks) {
   agent::LoopOptions loop;
-  loop.system = ParentSystemPrompt(s.workdir, o.subagents);
+  loop.system =
+      o.system_prompt.empty() ? ParentSystemPrompt(s.workdir, o.subagents) : o.system_prompt;
   if (o.sandbox.read_only) loop.system += "\n\n" + std::string(agent::kReadOnlyNote);
   std::vector<std::string> removed;
   loop.tools = ParentBaseTools(o, &removed);
