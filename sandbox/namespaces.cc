@@ -759,8 +759,8 @@ int SetUpMountsRaw(const MountPlan& plan, const char** step) {
     if (int err = PlaceVisibleRaw(plan, i, visible[i], step)) return err;
   }
   for (size_t i = 0; i < count; ++i) {
-    *step = "mount_setattr(writable tree, RECURSIVE, RDONLY) for --sandbox read-only";
     if (plan.trees_read_only) {
+      *step = "mount_setattr(writable tree, RECURSIVE, RDONLY) for --sandbox read-only";
       if (int err = SetAttrRaw(trees[i], "", AT_EMPTY_PATH | AT_RECURSIVE, MOUNT_ATTR_RDONLY)) {
         return err;
       }
