@@ -193,7 +193,9 @@ TEST(ContainPlan, AKeeperWhoseSpawnerAlreadyExitedRunsNothing) {
   ASSERT_TRUE(CheckEnforceable(&abi).ok());
   const std::string work = MakeTempDir("dead-spawner");
   const Policy policy = MakePolicy(work);
-  Result<ChildProcess> gone = Spawn(SpawnOptions{.argv = {"/bin/true"}});
+  SpawnOptions exits;
+  exits.argv = {"/bin/true"};
+  Result<ChildProcess> gone = Spawn(exits);
   ASSERT_TRUE(gone.ok()) << gone.status().ToString();
   pollfd exited{gone->pidfd(), POLLIN, 0};
   ASSERT_EQ(poll(&exited, 1, 60'000), 1);  // Exited, not yet reaped: its pidfd polls readable.
