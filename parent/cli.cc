@@ -214,7 +214,8 @@ void AddSandboxOptions(CLI::App& app, Options& o, Flags& f) {
                  "on|off|read-only; off runs tools UNSANDBOXED, read-only lets nothing write a "
                  "file, the workdir included; codex exec's -s workspace-write is on, "
                  "danger-full-access is off")
-      ->check(CLI::IsMember({"on", "off", "read-only", "workspace-write", "danger-full-access"}))
+      ->check(CLI::IsMember(
+          std::vector<std::string>(sandbox::kSandboxModes.begin(), sandbox::kSandboxModes.end())))
       ->capture_default_str();
 }
 
@@ -274,9 +275,7 @@ void AddProviderOptions(CLI::App& app, Options& o, Flags& f) {
 }
 
 Status ApplyFlags(const Flags& f, Options& o) {
-  // codex exec's names: workspace-write is on, danger-full-access is off.
-  o.sandbox.enabled = f.sandbox_mode != "off" && f.sandbox_mode != "danger-full-access";
-  o.sandbox.read_only = f.sandbox_mode == "read-only";
+  sandbox::ApplySandboxMode(f.sandbox_mode, &o.sandbox);
   Result<std::vector<std::string>> tools = agent::SelectTools(f.tools, f.disallowed_tools);
   if (!tools.ok()) return tools.status();
   o.tools = std::move(*tools);

@@ -128,7 +128,8 @@ std::optional<CommandLine> Parse(int argc, char** argv, int* exit_code) {
   app.add_option("-s,--sandbox", mode,
                  "on (default), read-only (the command writes only its own TMPDIR) or off (run "
                  "WITHOUT any sandbox); codex's workspace-write is on, danger-full-access is off")
-      ->check(CLI::IsMember({"on", "off", "read-only", "workspace-write", "danger-full-access"}));
+      ->check(CLI::IsMember(
+          std::vector<std::string>(sandbox::kSandboxModes.begin(), sandbox::kSandboxModes.end())));
   app.add_flag("--check", cl.check, "Print what the sandbox enforces here and exit");
   try {
     app.parse(opt_argc, argv);
@@ -136,8 +137,7 @@ std::optional<CommandLine> Parse(int argc, char** argv, int* exit_code) {
     *exit_code = app.exit(e) == 0 ? 0 : 2;
     return std::nullopt;
   }
-  cl.settings.enabled = mode != "off" && mode != "danger-full-access";
-  cl.settings.read_only = mode == "read-only";
+  sandbox::ApplySandboxMode(mode, &cl.settings);
   if (cl.settings.read_only && !cl.settings.writable.empty()) {
     std::fprintf(stderr,
                  "forkbox sandbox: --writable cannot be combined with --sandbox read-only, which "

@@ -4,8 +4,10 @@
 // depending on the sandbox library.
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace forkbox::sandbox {
@@ -32,5 +34,16 @@ struct Settings {
   int64_t rlimit_nproc = 512;
   bool operator==(const Settings&) const = default;
 };
+
+// The --sandbox (-s) modes of `forkbox` and `forkbox sandbox`: forkbox's on, off and read-only,
+// and codex's workspace-write (on) and danger-full-access (off).
+inline constexpr std::array<const char*, 5> kSandboxModes = {
+    "on", "off", "read-only", "workspace-write", "danger-full-access"};
+
+// Sets `enabled` and `read_only` from `mode`, one of kSandboxModes.
+inline void ApplySandboxMode(std::string_view mode, Settings* settings) {
+  settings->enabled = mode != "off" && mode != "danger-full-access";
+  settings->read_only = mode == "read-only";
+}
 
 }  // namespace forkbox::sandbox
