@@ -73,21 +73,31 @@ Status NoLinksError(int err, const std::string& path) {
   return Status::FromErrno(err, "open " + path);
 }
 
-}  // namespace
-
-Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode) {
-  UniqueFd file =
-      OpenAt2(AT_FDCWD, path.c_str(), O_WRONLY | O_CREAT | O_NONBLOCK | O_NOCTTY, kNoLinks, mode);
+// Opens `path` with `flags` through no link of either kind (see CreateRegularFileNoLinks).
+Result<UniqueFd> OpenRegularFileNoLinks(const std::string& path, int flags, mode_t mode) {
+  UniqueFd file = OpenAt2(AT_FDCWD, path.c_str(), flags | O_NONBLOCK | O_NOCTTY, kNoLinks, mode);
   if (!file) return NoLinksError(errno, path);
   struct stat st;
   if (::fstat(file.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + path);
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
   if (st.st_nlink > 1) {
     return Status::PermissionDenied(path + ": a hard link (" + std::to_string(st.st_nlink) +
-                                    " names); it is not written through (its other name may lie "
-                                    "anywhere): give a file of its own");
+                                    " names), refused: its other name may lie anywhere; give a "
+                                    "file of its own");
   }
   return file;
+}
+
+}  // namespace
+
+Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode) {
+  return OpenRegularFileNoLinks(path, O_WRONLY | O_CREAT, mode);
+}
+
+Result<std::string> ReadRegularFileNoLinks(const std::string& path, size_t max_bytes) {
+  Result<UniqueFd> fd = OpenRegularFileNoLinks(path, O_RDONLY, 0);
+  if (!fd.ok()) return fd.status();
+  return ReadToEnd(fd->get(), max_bytes, path);
 }
 
 Result<UniqueFd> CreateDirectoriesNoLinks(const std::string& path, mode_t mode) {

@@ -55,6 +55,11 @@ Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode);
 // rights where a tool may have planted a link.
 Result<UniqueFd> CreateDirectoriesNoLinks(const std::string& path, mode_t mode);
 
+// The same checks as CreateRegularFileNoLinks (no symbolic link on the way, a regular file of one
+// name, no wait on a FIFO), for reading: a file forkbox reads with the user's rights, before the
+// sandbox, and sends to the model, where a tool may have planted `prompt.md -> ~/.aws/credentials`.
+Result<std::string> ReadRegularFileNoLinks(const std::string& path, size_t max_bytes);
+
 // OpenRegularFile + ReadToEnd.
 Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, int extra_flags = 0);
 

@@ -113,10 +113,11 @@ struct Flags {
 constexpr size_t kMaxPromptFileBytes = size_t{1} << 20;
 
 // The text of a --*system-prompt-file FILE: a regular file (a FIFO is refused, never waited on),
-// not empty, at most kMaxPromptFileBytes.
+// not empty, at most kMaxPromptFileBytes. Read unconfined and sent to the model, so through no
+// link: one a tool planted in the workdir could lead to a credential store.
 Status ReadPromptFile(const std::string& flag, const std::string& path, std::string* out) {
   if (path.empty()) return Status::Ok();
-  Result<std::string> text = ReadRegularFile(path, kMaxPromptFileBytes);
+  Result<std::string> text = ReadRegularFileNoLinks(path, kMaxPromptFileBytes);
   if (!text.ok()) return text.status().WithContext(flag);
   if (text->empty()) return Status::InvalidArgument(flag + ": " + path + ": the file is empty");
   *out = std::move(*text);

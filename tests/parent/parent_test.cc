@@ -2216,7 +2216,15 @@ TEST_F(ConfigTest, SystemPromptReplacesTheParentsOwn) {
   const size_t before_refusals = server_.request_count();
   ASSERT_EQ(mkfifo((workdir_ + "/fifo").c_str(), 0600), 0);
   std::ofstream(workdir_ + "/empty.md").flush();
-  for (const std::string& bad : {workdir_ + "/fifo", workdir_ + "/empty.md", workdir_ + "/none"}) {
+  // A tool of an earlier session may have planted a link to a secret, for its text to go to the
+  // model: neither a symbolic nor a hard link is read.
+  const std::string secret = workdir_ + "/.config/secret-" + RandomToken();
+  fs::create_directories(fs::path(secret).parent_path());
+  std::ofstream(secret) << "SECRET-TOKEN";
+  ASSERT_EQ(symlink(secret.c_str(), (workdir_ + "/linked.md").c_str()), 0);
+  ASSERT_EQ(link(secret.c_str(), (workdir_ + "/hard.md").c_str()), 0);
+  for (const std::string& bad : {workdir_ + "/fifo", workdir_ + "/empty.md", workdir_ + "/none",
+                                 workdir_ + "/linked.md", workdir_ + "/hard.md"}) {
     RunResult r = RunWith({"--system-prompt-file", bad, "go"});
     EXPECT_EQ(r.exit_code, 2) << Dump(r);
     EXPECT_NE(r.err.find("--system-prompt-file: "), std::string::npos) << r.err;
