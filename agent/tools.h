@@ -51,7 +51,8 @@ bool WritesFiles(const std::string& tool_name);
 // What a read-only agent's system prompt says of it.
 inline constexpr char kReadOnlyNote[] =
     "You are a read-only agent: the sandbox makes every file, the project included, read-only for "
-    "you and for every command you run.";
+    "you and for every command you run. Only the temp dir named by $TMPDIR is writable, and it is "
+    "removed when you finish.";
 // task {prompt, description}.
 ToolDef TaskToolDef();
 

@@ -39,10 +39,17 @@ std::string AgentSystemPrompt(const std::string& base, const ipc::AgentSettings&
   return prompt;
 }
 
-Status NarrowSandbox(const ipc::AgentSettings& agent, sandbox::Sandbox* tools) {
+Status NarrowSandbox(const ipc::AgentSettings& agent, sandbox::Sandbox* tools,
+                     sandbox::TaskTmpDir* tmp) {
   if (agent.network == "off") tools->DisallowNetwork();
-  if (agent.write != "none" || !tools->policy().enabled) return Status::Ok();
-  return sandbox::RestrictToReadOnly().WithContext("write: none");
+  if (agent.write != "none") return Status::Ok();
+  Result<sandbox::TaskTmpDir> made =
+      sandbox::TaskTmpDir::Create(tools->policy().workdir, sandbox::ShortLink::kShmDir);
+  if (!made.ok()) return made.status().WithContext("write: none: the temp dir");
+  *tmp = std::move(*made);
+  tools->set_tmpdir(*tmp);
+  if (!tools->policy().enabled) return Status::Ok();
+  return sandbox::RestrictToReadOnly(tools->policy(), {}, tmp).WithContext("write: none");
 }
 
 }  // namespace forkbox::child

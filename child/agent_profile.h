@@ -23,11 +23,13 @@ Result<std::vector<agent::ToolDef>> AgentToolDefs(const ipc::AgentSettings& agen
 std::string AgentSystemPrompt(const std::string& base, const ipc::AgentSettings& agent);
 
 // network "off": tool commands get no network whatever sandbox.allow_net says (the handle's
-// allow_net cleared: seccomp refuses socket(), Landlock refuses TCP). write "none": stacks a
-// Landlock domain with no write right anywhere (only /dev/null, /dev/zero and /dev/full stay
-// writable) on this process, so the agent and every tool it starts can write nothing, the workdir
-// included; the caller must then not give tools a temp dir. Fails when Landlock cannot be applied.
-// With the policy disabled nothing is enforced and this only clears allow_net.
-Status NarrowSandbox(const ipc::AgentSettings& agent, sandbox::Sandbox* tools);
+// allow_net cleared: seccomp refuses socket(), Landlock refuses TCP). write "none": makes the
+// tools' temp dir `*tmp` on this process's /dev/shm (sandbox::ShortLink::kShmDir: nothing on
+// disk) and gives it to `tools`, then stacks a Landlock domain with no write right anywhere else
+// (only /dev/null, /dev/zero and /dev/full stay writable) on this process, so the agent and every
+// tool it starts can write nothing but that temp dir, the workdir included. Fails when Landlock
+// cannot be applied. With the policy disabled nothing is enforced (the temp dir is still made).
+Status NarrowSandbox(const ipc::AgentSettings& agent, sandbox::Sandbox* tools,
+                     sandbox::TaskTmpDir* tmp);
 
 }  // namespace forkbox::child

@@ -211,7 +211,7 @@ class Task {
   Status AwaitStart(ControlReader& control);
   int RunTask();
   agent::ToolContext ToolContextFor() const;
-  Status PrepareTools(sandbox::TaskTmpDir& tmp, ChildToolRunner& runner, PrewarmThread& prewarm);
+  Status PrepareTools(ChildToolRunner& runner, PrewarmThread& prewarm);
   ipc::ResultMessage ResultOf(agent::LoopOutcome& outcome, const ChildToolRunner& runner);
   // Sends an event frame unless the parent is gone; a failed write marks it gone (the loop then
   // stops at its next step and the task unwinds normally, removing its temp dir).
@@ -231,6 +231,7 @@ class Task {
   std::shared_ptr<const UniqueFd> workdir_fd_;
   std::shared_ptr<sandbox::Sandbox> sandbox_;
   std::string banner_ = "off";
+  sandbox::TaskTmpDir tmp_;  // The tools' temp dir; goes with the task.
 };
 
 Status Task::ReadFirst(ControlReader& control) {
@@ -377,7 +378,7 @@ int Task::Run() {
     }
   }
   transcript_.Write({{"type", "sandbox"}, {"banner", banner_}, {"agent", start_->agent.type}});
-  if (Status st = NarrowSandbox(start_->agent, sandbox_.get()); !st.ok()) {
+  if (Status st = NarrowSandbox(start_->agent, sandbox_.get(), &tmp_); !st.ok()) {
     return Fail(
         {"sandbox", "cannot narrow the sandbox to the agent: " + st.ToString(), kExitSandbox});
   }
@@ -385,18 +386,18 @@ int Task::Run() {
 }
 
 // Once per task, before its first tool call: the task's temp dir, created inside the sandbox (the
-// workdir is writable: a standby that is killed unused leaves nothing behind; a write: none agent
-// gets none, it could not write it), the tools' environment (TMPDIR), then the tool ruleset and
-// the connect broker's thread (Sandbox::Prewarm, on `prewarm`).
-Status Task::PrepareTools(sandbox::TaskTmpDir& tmp, ChildToolRunner& runner,
-                          PrewarmThread& prewarm) {
+// workdir is writable: a standby that is killed unused leaves nothing behind; a write: none
+// agent's was made on /dev/shm before it narrowed, NarrowSandbox), the tools' environment
+// (TMPDIR), then the tool ruleset and the connect broker's thread (Sandbox::Prewarm, on
+// `prewarm`).
+Status Task::PrepareTools(ChildToolRunner& runner, PrewarmThread& prewarm) {
   if (start_->agent.write != "none") {
     Result<sandbox::TaskTmpDir> created = sandbox::TaskTmpDir::Create(policy_.workdir);
     if (!created.ok()) return created.status();
-    tmp = std::move(*created);
-    tmp.ApplyTo(&policy_);
-    sandbox_->set_tmpdir(tmp);
+    tmp_ = std::move(*created);
+    sandbox_->set_tmpdir(tmp_);
   }
+  tmp_.ApplyTo(&policy_);
   runner.set_env(sandbox::ToolEnvironment(policy_, environ));
   // The policy is final. A failure here comes back from the first call's Spawn.
   prewarm.emplace([sandbox = sandbox_] { return sandbox->Prewarm(); });
@@ -418,14 +419,13 @@ int Task::RunTask() {
   Result<std::vector<agent::ToolDef>> tool_defs = AgentToolDefs(start_->agent);
   if (!tool_defs.ok()) return Fail({"bad_start", tool_defs.status().ToString(), kExitBadStart});
   // PrepareTools runs once the first request is on the wire, while its reply is awaited, not on
-  // its clock (else before the first tool call). Every return below removes the temp dir; the
-  // prewarm thread is joined before it goes, after the provider.
-  sandbox::TaskTmpDir tmp;
+  // its clock (else before the first tool call). The temp dir goes with the Task; the prewarm
+  // thread is joined before that, after the provider.
   PrewarmThread prewarm;
   std::optional<Status> tools_ready;
   std::optional<ChildToolRunner> runner;
   auto prepare_tools = [&] {
-    if (!tools_ready) tools_ready = PrepareTools(tmp, *runner, prewarm);
+    if (!tools_ready) tools_ready = PrepareTools(*runner, prewarm);
     return tools_ready->ok();
   };
   runner.emplace(ToolContextFor(),

@@ -461,6 +461,12 @@ std::vector<std::pair<std::string, std::string>> Effective(
     std::string source = file != sources.end() ? file->second : "default";
     // A list adds the files' items to the flags'.
     if (given.count(opt) > 0) source = file != sources.end() ? "flag, " + source : "flag";
+    // The text a --*system-prompt-file gave (ApplyFlags read it into the same field).
+    if (const CLI::Option* from = app.get_option_no_throw("--" + name + "-file");
+        from != nullptr && from->count() > 0) {
+      value = name == "system-prompt" ? o.system_prompt : o.append_system_prompt;
+      source = "--" + name + "-file " + from->results().back();
+    }
     out.emplace_back(name, value + "  (" + source + ")");
   }
   return out;

@@ -206,7 +206,7 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
     Status joined = sandbox::JoinSessionProcessLimit(*p, o.max_parallel);
     if (!joined.ok()) return Fail(o.output_format, kExitSandbox, joined.ToString());
   }
-  // Read-only: no tool could write a temp dir, so there is none (and no TMPDIR).
+  // Read-only: nothing on disk may be written; the temp dir comes once confined (MakeReadOnly).
   if (o.sandbox.read_only) {
     out->policy = std::move(*p);
     return kExitOk;
@@ -221,6 +221,22 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
   out->tmpdir = std::move(*tmp);
   out->policy = std::move(*p);
   return kExitOk;
+}
+
+// --sandbox read-only, once the parent is confined and still single-threaded: its tools inherit
+// the domain stacked here (the spawner's children narrow their own). Writable stay the transcript
+// directory, by its descriptor (its path may be under the private /tmp now), and the tools' temp
+// dir, made now on the parent's own /dev/shm (private in layer 2): nothing on disk.
+Status MakeReadOnly(const Settings& s, SessionSandbox* box, sandbox::Sandbox* tools) {
+  Result<sandbox::TaskTmpDir> tmp =
+      sandbox::TaskTmpDir::Create(s.workdir, sandbox::ShortLink::kShmDir);
+  if (!tmp.ok()) return tmp.status().WithContext("tool temp dir");
+  box->tmpdir = std::move(*tmp);
+  box->tmpdir.ApplyTo(&box->policy);
+  tools->set_tmpdir(box->tmpdir);
+  std::vector<int> still_writable;
+  if (s.transcripts.fd) still_writable.push_back(s.transcripts.fd.get());
+  return sandbox::RestrictToReadOnly(box->policy, still_writable, &box->tmpdir);
 }
 
 void PrintBanner(const Options& o, const Settings& s, const SessionSandbox& box,
@@ -581,13 +597,8 @@ int Run(const Options& o) {
     return Fail(o.output_format, kExitSandbox,
                 "cannot sandbox the parent: " + confined.status().ToString());
   }
-  // Still single-threaded; its tools inherit the domain (the spawner's children narrow their own).
-  // The transcript directory stays writable, by its descriptor (its path may be under the
-  // private /tmp now).
   if (o.sandbox.read_only) {
-    std::vector<int> still_writable;
-    if (s.transcripts.fd) still_writable.push_back(s.transcripts.fd.get());
-    if (Status ro = sandbox::RestrictToReadOnly(still_writable); !ro.ok()) {
+    if (Status ro = MakeReadOnly(s, &box, &*confined); !ro.ok()) {
       return Fail(o.output_format, kExitSandbox,
                   "cannot make the session read-only: " + ro.ToString());
     }

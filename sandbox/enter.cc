@@ -3,6 +3,7 @@
 // whole tree dies with it); the original process stays behind as a waiter that relays the agent's
 // exit status to forkbox.
 #include <fcntl.h>
+#include <linux/landlock.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -10,8 +11,10 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <filesystem>
 #include <vector>
 
+#include "base/path.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/check.h"
 #include "sandbox/contain.h"
@@ -141,7 +144,40 @@ Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path) {
   return fd;
 }
 
-Status RestrictToReadOnly(std::span<const int> still_writable) {
+namespace {
+
+// True when the workdir or a --writable tree lies in /dev/shm: a rule on all of /dev/shm would
+// reach it (a Landlock rule covers everything beneath it, mounts included).
+bool ShmHoldsAWritableTree(const Policy& policy) {
+  std::error_code ec;
+  const std::filesystem::path shm = std::filesystem::canonical("/dev/shm", ec);
+  if (ec) return true;  // Cannot tell: grant the temp dir alone.
+  std::vector<std::string> trees = policy.writable;
+  trees.push_back(policy.workdir);
+  return std::any_of(trees.begin(), trees.end(),
+                     [&shm](const std::string& tree) { return PathWithin(tree, shm.string()); });
+}
+
+// The rules that keep a kShmDir temp dir usable: all of its /dev/shm (POSIX semaphores and shared
+// memory live there: Python's multiprocessing), or, when a tree that must stay read-only lies in
+// it, the temp dir alone and rmdir beneath /dev/shm for its own removal.
+int AddTmpRulesRaw(int ruleset_fd, uint64_t handled, const Policy& policy, const TaskTmpDir& tmp) {
+  if (!ShmHoldsAWritableTree(policy)) {
+    return landlock::AddWritableDirFdRaw(ruleset_fd, handled, tmp.parent_fd());
+  }
+  int err = landlock::AddWritableDirFdRaw(ruleset_fd, handled, tmp.dir_fd());
+  if (err != 0) return err;
+  return landlock::AddWritableDirFdRaw(ruleset_fd, handled & LANDLOCK_ACCESS_FS_REMOVE_DIR,
+                                       tmp.parent_fd());
+}
+
+}  // namespace
+
+Status RestrictToReadOnly(const Policy& policy, std::span<const int> still_writable,
+                          const TaskTmpDir* tmp) {
+  if (tmp != nullptr && tmp->on_disk()) {
+    return Status::InvalidArgument("read-only: the temp dir must be a ShortLink::kShmDir one");
+  }
   Status why;
   const int abi = landlock::QueryAbi(&why);
   if (abi < 1) return why.WithContext("read-only needs Landlock");
@@ -158,6 +194,11 @@ Status RestrictToReadOnly(std::span<const int> still_writable) {
         landlock::AddWritableDirFdRaw(ruleset->get(), landlock::HandledFsRights(spec), dir);
     if (err != 0)
       return Status::FromErrno(err, "read-only: landlock_add_rule(a writable directory)");
+  }
+  if (tmp != nullptr && tmp->dir_fd() >= 0) {
+    if (int err = AddTmpRulesRaw(ruleset->get(), landlock::HandledFsRights(spec), policy, *tmp)) {
+      return Status::FromErrno(err, "read-only: landlock_add_rule(the temp dir)");
+    }
   }
   if (int err = landlock::RestrictSelfRaw(ruleset->get()); err != 0) {
     return Status::FromErrno(err, "read-only: landlock_restrict_self");

@@ -297,8 +297,17 @@ std::vector<std::string> DeniedReadPaths(const Policy& policy) {
 }
 
 Status CheckWorkdirScope(const Policy& policy) {
-  if (!policy.enabled || policy.allow_broad_workdir) return Status::Ok();
+  if (!policy.enabled) return Status::Ok();
   const std::string& wd = policy.workdir;
+  std::error_code ec;
+  const std::filesystem::path shm = std::filesystem::canonical("/dev/shm", ec);
+  if (policy.read_only && !ec && PathWithin(wd, shm.string())) {
+    return Status::InvalidArgument(
+        "workdir " + wd + ": refused with --sandbox read-only: it is in /dev/shm, which commands " +
+        "may write in layer 1 (POSIX semaphores and shared memory live there); choose a workdir " +
+        "elsewhere");
+  }
+  if (policy.allow_broad_workdir) return Status::Ok();
   std::string why;
   if (wd == "/") why = "it is /";
   for (const std::string& home : HomesOf(policy)) {

@@ -96,7 +96,8 @@ std::vector<std::string> PersistentWritableTrees(const Policy& policy, int layer
 
 // Refuses (kInvalidArgument, a clear message) a workdir that is "/", a home, an ancestor of a
 // denied read path or inside one: its write rights would cover the credential stores. OK with
-// policy.allow_broad_workdir.
+// policy.allow_broad_workdir. Refuses a read-only policy's workdir in /dev/shm in any case:
+// layer-1 commands may write there.
 Status CheckWorkdirScope(const Policy& policy);
 
 // Layer 2 replaces /tmp and /dev/shm with private tmpfs mounts. When the workdir is in a git
@@ -133,6 +134,13 @@ enum class ShortLink {
   // metadata per command, nothing left even after SIGKILL). path() is empty. Without /dev/shm
   // on the host: kHere.
   kPrivateDir,
+  // No task dir on disk: the temp dir is a directory /dev/shm/forkbox-XXXXXXXXXX (mode 0700)
+  // made now on this process's /dev/shm (a layer-2 agent's own), locked while owned and removed
+  // at the end; one whose owner died is swept by the next. For an agent that may write nothing
+  // on disk (a read-only session's parent, a `write: none` task), whose RestrictToReadOnly keeps
+  // it writable. No /dev/shm: no temp dir at all (path() empty). short_path() is empty: the path
+  // is short already.
+  kShmDir,
 };
 
 // A per-task temp directory removed (recursively) by its destructor:
@@ -163,6 +171,10 @@ class TaskTmpDir {
   // these.
   // The lock, too: a keeper that outlives its spawner keeps the directory from being swept.
   std::array<int, 3> descriptors() const { return {workdir_.get(), root_.get(), lock_.get()}; }
+  // The directory itself (open, locked) and the one it was made in; -1 when none.
+  int dir_fd() const { return lock_.get(); }
+  int parent_fd() const { return root_.get(); }
+  bool on_disk() const { return static_cast<bool>(workdir_); }
   // For a kPrivateDir temp dir whose command falls back to layer 1: the task dir on disk with
   // its link made at that one's `short_path` (TMPDIR stays the same string). Fails if the name
   // is taken.
@@ -171,14 +183,15 @@ class TaskTmpDir {
  private:
   static Result<TaskTmpDir> OnDiskNamed(const std::string& workdir, ShortLink link,
                                         const std::string& name);
+  static Result<TaskTmpDir> InShm();
   std::string path_;
   std::string short_;
   bool own_link_ = false;  // Made here (kHere), so removed here.
   // The removal goes by these, never by path_ (a tool may swap a name for a symbolic link).
   UniqueFd workdir_;  // O_PATH
-  UniqueFd root_;     // <workdir>/.forkbox-tmp
-  UniqueFd lock_;     // task-XXXXXX, flocked while this owns it
-  std::string name_;  // task-XXXXXX in root_
+  UniqueFd root_;     // <workdir>/.forkbox-tmp (kShmDir: /dev/shm, and workdir_ is empty)
+  UniqueFd lock_;     // task-XXXXXX (forkbox-XXXXXXXXXX), flocked while this owns it
+  std::string name_;  // Its name in root_
 };
 
 // What is in force, for banners and `forkbox sandbox --check`.
@@ -451,7 +464,13 @@ Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path);
 // this never widens what the caller had. For `--sandbox read-only` (the parent) and `write: none`
 // agents (a task child). Needs no_new_privs and a single-threaded caller (Landlock restricts the
 // calling thread only): another thread still running is an error.
-Status RestrictToReadOnly(std::span<const int> still_writable = {});
+// `tmp` (optional, a ShortLink::kShmDir temp dir, else kInvalidArgument): every right beneath the
+// /dev/shm it is in too (private in layer 2; in layer 1 the shared one, which layer-1 tools may
+// write anyway), where POSIX semaphores and shared memory live. When a tree `policy` lets write
+// lies in /dev/shm (a workdir there, which must stay read-only): every right beneath the temp dir
+// alone, and rmdir beneath /dev/shm so that its owner can remove it at the end.
+Status RestrictToReadOnly(const Policy& policy, std::span<const int> still_writable = {},
+                          const TaskTmpDir* tmp = nullptr);
 
 // The spawner (child/spawner.h) confines itself before it serves a request: every fd
 // but 0-2 and `keep_fds` closed, non-dumpable, no_new_privs and the seccomp program kSpawner.

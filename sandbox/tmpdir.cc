@@ -1,5 +1,5 @@
 // TaskTmpDir: <workdir>/.forkbox-tmp/task-XXXXXX, git-ignored, removed at the end of the task,
-// and its short link /dev/shm/forkbox-XXXXXXXXXX.
+// and its short link /dev/shm/forkbox-XXXXXXXXXX; or (kShmDir) a directory of that name alone.
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
@@ -60,21 +60,31 @@ void SweepDanglingLinks(int dir) {
   }
 }
 
-// The short link to `target` (see TaskTmpDir), made now with kHere, else only named. Empty
-// without /dev/shm. A name that exists already (another process's, or planted) is never reused:
-// symlinkat fails with EEXIST and another name is drawn; with a `wanted` name, that is an error.
-Result<std::string> MakeShortLink(const std::string& target, ShortLink mode,
-                                  const std::string& wanted = "") {
-  UniqueFd dir(open(kLinkDir, O_PATH | O_DIRECTORY | O_CLOEXEC));
-  if (!dir && errno == ENOENT) return std::string();
+// /dev/shm opened with `flags` (O_PATH or O_RDONLY); an empty descriptor when there is none. One
+// writable by everyone must be sticky, or another user could swap what we make there.
+Result<UniqueFd> OpenLinkDir(int flags) {
+  UniqueFd dir(open(kLinkDir, flags | O_DIRECTORY | O_CLOEXEC));
+  if (!dir && errno == ENOENT) return UniqueFd();
   if (!dir) return Status::FromErrno(errno, std::string("open ") + kLinkDir);
   struct stat st;
   if (fstat(dir.get(), &st) != 0) return Status::FromErrno(errno, std::string("stat ") + kLinkDir);
   if ((st.st_mode & S_IWOTH) != 0 && (st.st_mode & S_ISVTX) == 0) {
     return Status::InvalidArgument(std::string(kLinkDir) +
                                    " is writable by everyone but not sticky: another user could "
-                                   "swap the temp dir's link");
+                                   "swap the temp dir");
   }
+  return dir;
+}
+
+// The short link to `target` (see TaskTmpDir), made now with kHere, else only named. Empty
+// without /dev/shm. A name that exists already (another process's, or planted) is never reused:
+// symlinkat fails with EEXIST and another name is drawn; with a `wanted` name, that is an error.
+Result<std::string> MakeShortLink(const std::string& target, ShortLink mode,
+                                  const std::string& wanted = "") {
+  Result<UniqueFd> opened = OpenLinkDir(O_PATH);
+  if (!opened.ok()) return opened.status();
+  const UniqueFd dir = std::move(*opened);
+  if (!dir) return std::string();
   if (mode == ShortLink::kHere) SweepDanglingLinks(dir.get());
   for (int attempt = 0; attempt < (wanted.empty() ? kLinkAttempts : 1); ++attempt) {
     Result<std::string> name = wanted.empty() ? RandomName() : Result<std::string>(wanted);
@@ -134,25 +144,33 @@ UniqueFd LockTaskDir(int root, const std::string& name) {
 }
 
 // Removes the task dirs beneath `root` whose owner died before it could (a task killed on
-// Ctrl-C, SIGTERM or its timeout; a session killed with SIGKILL): their locks are free.
-void SweepDeadTaskDirs(int root) {
+// Ctrl-C, SIGTERM or its timeout; a session killed with SIGKILL): their locks are free. Names
+// start with `prefix`; in the shared /dev/shm (`own_only`) only our own directories are ours to
+// remove (root could open another user's).
+void SweepDeadTaskDirs(int root, const char* prefix = "task-", bool own_only = false) {
   for (const std::string& name : ListDirNames(root)) {
     // Best effort: what cannot be removed now is tried again by the next task.
-    if (name.rfind("task-", 0) != 0) continue;
-    if (UniqueFd dead = LockTaskDir(root, name)) (void)RemoveTreeAt(root, name.c_str());
+    if (name.rfind(prefix, 0) != 0) continue;
+    UniqueFd dead = LockTaskDir(root, name);
+    struct stat st;
+    if (!dead || (own_only && (fstat(dead.get(), &st) != 0 || st.st_uid != geteuid()))) continue;
+    (void)RemoveTreeAt(root, name.c_str());
   }
 }
 
-// A fresh task-XXXXXX beneath `root`, locked (*lock): mkdirat with a random name, never an
-// existing one; a name a concurrent sweep took is given up for another.
-Result<std::string> MakeTaskDir(int root, UniqueFd* lock) {
+// A fresh directory beneath `root`, locked (*lock): task-XXXXXX (on disk) or, `in_shm`,
+// forkbox-XXXXXXXXXX; mkdirat with a random name, never an existing one; a name a concurrent
+// sweep took is given up for another.
+Result<std::string> MakeTaskDir(int root, UniqueFd* lock, bool in_shm = false) {
   for (int attempt = 0; attempt < kLinkAttempts; ++attempt) {
     Result<std::string> random = RandomName();
     if (!random.ok()) return random.status();
-    const std::string name = "task-" + random->substr(std::strlen(kLinkPrefix), 6);
+    const std::string name =
+        in_shm ? *random : "task-" + random->substr(std::strlen(kLinkPrefix), 6);
     if (mkdirat(root, name.c_str(), 0700) != 0) {
       if (errno == EEXIST) continue;
-      return Status::FromErrno(errno, std::string("mkdir ") + kDirName + "/" + name);
+      return Status::FromErrno(errno,
+                               std::string("mkdir ") + (in_shm ? kLinkDir : kDirName) + "/" + name);
     }
     *lock = LockTaskDir(root, name);
     if (*lock) return name;
@@ -176,7 +194,22 @@ Result<TaskTmpDir> TaskTmpDir::Create(const std::string& workdir, ShortLink link
     }
     link = ShortLink::kHere;  // No /dev/shm here, so none in layer 2 either.
   }
+  if (link == ShortLink::kShmDir) return InShm();
   return OnDiskNamed(workdir, link, "");
+}
+
+Result<TaskTmpDir> TaskTmpDir::InShm() {
+  Result<UniqueFd> shm = OpenLinkDir(O_RDONLY);
+  if (!shm.ok()) return shm.status().WithContext("the temp dir");
+  TaskTmpDir dir;
+  if (!*shm) return dir;  // No /dev/shm: no temp dir (see kShmDir).
+  dir.root_ = std::move(*shm);
+  SweepDeadTaskDirs(dir.root_.get(), kLinkPrefix, /*own_only=*/true);
+  Result<std::string> name = MakeTaskDir(dir.root_.get(), &dir.lock_, /*in_shm=*/true);
+  if (!name.ok()) return name.status();
+  dir.name_ = std::move(*name);
+  dir.path_ = std::string(kLinkDir) + "/" + dir.name_;
+  return dir;
 }
 
 Result<TaskTmpDir> TaskTmpDir::OnDiskAt(const std::string& workdir, const std::string& short_path) {
@@ -228,6 +261,16 @@ TaskTmpDir::~TaskTmpDir() { Remove(); }
 void TaskTmpDir::Remove() {
   if (!root_) return;
   const UniqueFd root = std::move(root_);
+  if (!workdir_) {  // kShmDir: a dead one is swept by the next Create.
+    // Emptied through its own descriptor, then removed: under RestrictToReadOnly only rmdir is
+    // allowed in /dev/shm (RemoveTreeAt would try an unlink there first).
+    for (const std::string& name : ListDirNames(lock_.get())) {
+      (void)RemoveTreeAt(lock_.get(), name.c_str());
+    }
+    (void)unlinkat(root.get(), name_.c_str(), AT_REMOVEDIR);  // Best effort: nobody to report to.
+    lock_.reset();
+    return;
+  }
   if (own_link_ && !short_.empty()) RemoveShortLink(short_, path_);
   (void)RemoveTreeAt(root.get(), name_.c_str());  // Best effort: nobody to report to.
   lock_.reset();

@@ -842,10 +842,13 @@ INSTANTIATE_TEST_SUITE_P(Modes, BrokerTest, kAllModes, NameOf);
 // Issue 13: Python multiprocessing (fork, spawn, forkserver, shared_memory) in the parent's bash
 // and a task's bash from a workdir of 100+ characters, whose task temp dir is too deep for
 // forkserver's socket: tools get the short TMPDIR /dev/shm/forkbox-* (sandbox/sandbox.h,
-// TaskTmpDir). Nothing is left behind. --sandbox=off gets the short TMPDIR too.
+// TaskTmpDir). Nothing is left behind. --sandbox=off gets the short TMPDIR too. A read-only
+// session's tools (and its `write: none` tasks') get a temp dir on /dev/shm, the only place they
+// can write; it goes at the end.
 class ShortTmpConfineTest : public ConfineTest {
  protected:
-  void Check(bool in_task) {
+  void Check(bool in_task, bool read_only = false) {
+    if (read_only && !GetParam().sandboxed) GTEST_SKIP() << "read-only keeps the sandbox on";
     work_ = root_ + "/proj/home/alice/src/github.com/acme-corporation/some-project";
     while (work_.size() < 100) work_ += "/sub";
     fs::create_directories(work_);
@@ -873,10 +876,15 @@ class ShortTmpConfineTest : public ConfineTest {
       if (tool_side && result.empty()) result = r.body;
       return Text("done");
     });
-    Session s =
-        Run(in_task ? std::vector<std::string>{} : std::vector<std::string>{"--no-subagents"});
+    std::vector<std::string> flags;
+    if (!in_task) flags.push_back("--no-subagents");
+    if (read_only) flags.push_back("--sandbox=read-only");
+    Session s = Run(flags);
     ASSERT_EQ(s.exit_code, 0) << s.err;
-    EXPECT_NE(result.find("TMPDIR=/dev/shm/forkbox-"), std::string::npos) << result;
+    const size_t at = result.find("TMPDIR=/dev/shm/forkbox-");
+    ASSERT_NE(at, std::string::npos) << result;
+    const std::string tmpdir = result.substr(at + 7, std::string("/dev/shm/forkbox-").size() + 10);
+    EXPECT_FALSE(fs::exists(tmpdir)) << tmpdir << " left behind";
     for (const char* m : {"fork", "spawn", "forkserver"}) {
       EXPECT_NE(result.find(std::string(m) + " ok 14"), std::string::npos) << m << "\n" << result;
     }
@@ -900,6 +908,8 @@ class ShortTmpConfineTest : public ConfineTest {
 
 TEST_P(ShortTmpConfineTest, ParentBashRunsMultiprocessingFromADeepWorkdir) { Check(false); }
 TEST_P(ShortTmpConfineTest, TaskBashRunsMultiprocessingFromADeepWorkdir) { Check(true); }
+TEST_P(ShortTmpConfineTest, ParentBashRunsMultiprocessingInAReadOnlySession) { Check(false, true); }
+TEST_P(ShortTmpConfineTest, TaskBashRunsMultiprocessingInAReadOnlySession) { Check(true, true); }
 
 INSTANTIATE_TEST_SUITE_P(Modes, ShortTmpConfineTest, kAllModes, NameOf);
 

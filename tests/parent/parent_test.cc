@@ -599,8 +599,9 @@ TEST_F(ParentTest, RefusalIsExit3) {
 
 // --sandbox read-only, as `codex exec -s read-only`: the parent's bash and a task's bash write no
 // file, the workdir and /tmp included, and neither is offered write_file or edit_file; reads
-// work, and so do the transcripts forkbox itself writes. A task started on demand and one a
-// standby child takes alike. The control: the same session with the sandbox on writes both files.
+// work, and so do the transcripts forkbox itself writes. Each gets a temp dir of its own in
+// TMPDIR, off the disk, gone at the end. A task started on demand and one a standby child takes
+// alike. The control: the same session with the sandbox on writes both files.
 TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
   char tmpl[] = "/tmp/forkbox-ro-transcripts-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
@@ -615,14 +616,18 @@ TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
   std::ofstream(workdir_ + "/readme.txt") << "readable-" << key_.substr(8, 6);
   server_.SetHandler([&](const RecordedRequest& r) {
     if (r.view.assistant_turns > 0) return Text("done");
+    const std::string own_tmp =
+        "; echo \"tmpdir=$TMPDIR.\"; mkdir \"$TMPDIR/d\" && echo ok > \"$TMPDIR/d/f\" && "
+        "cat \"$TMPDIR/d/f\" | sed s/ok/private-temp-ok/";
     if (IsChild(r)) {
-      return Calls({ToolCall{"bash", {{"command", "echo child > " + child_file}}, ""}});
+      return Calls({ToolCall{"bash", {{"command", "echo child > " + child_file + own_tmp}}, ""}});
     }
-    return Calls({ToolCall{"bash",
-                           {{"command", "cat readme.txt; echo parent > " + parent_file +
-                                            "; echo tmp > /tmp/ro-probe && echo tmp-written"}},
-                           ""},
-                  Task("write a file", "writer")});
+    return Calls(
+        {ToolCall{"bash",
+                  {{"command", "cat readme.txt; echo parent > " + parent_file +
+                                   "; echo tmp > /tmp/ro-probe && echo tmp-written" + own_tmp}},
+                  ""},
+         Task("write a file", "writer")});
   });
   for (const char* standby : {"--standby=0", "--standby=1"}) {
     SCOPED_TRACE(standby);
@@ -668,6 +673,17 @@ void ParentTest::ExpectReadOnly(const RunResult& r, size_t first, const std::str
   EXPECT_EQ(parent_results.find("tmp-written"), std::string::npos) << parent_results;
   EXPECT_NE(parent_results.find("Permission denied"), std::string::npos) << parent_results;
   EXPECT_NE(child_results.find("Permission denied"), std::string::npos) << child_results;
+  // Each has its own temp dir (off the disk, gone at the end: in layer 1 it is on the host).
+  for (const std::string* results : {&parent_results, &child_results}) {
+    EXPECT_NE(results->find("private-temp-ok"), std::string::npos) << *results;
+    const size_t at = results->find("tmpdir=/dev/shm/forkbox-");
+    ASSERT_NE(at, std::string::npos) << *results;
+    const std::string tmpdir = results->substr(at + 7, results->find('.', at) - at - 7);
+    EXPECT_FALSE(fs::exists(tmpdir)) << tmpdir;
+  }
+  EXPECT_NE(parent_results.substr(parent_results.find("tmpdir=")),
+            child_results.substr(child_results.find("tmpdir=")));
+  EXPECT_FALSE(fs::exists(workdir_ + "/.forkbox-tmp"));
 }
 
 TEST_F(ParentTest, SandboxOffWarnsLoudlyEvenWhenQuiet) {
@@ -2213,6 +2229,13 @@ TEST_F(ConfigTest, SystemPromptReplacesTheParentsOwn) {
     EXPECT_EQ(child.find(own), std::string::npos) << child;
     EXPECT_TRUE(child.starts_with(forkbox_child)) << "the subagents keep forkbox's prompt";
   }
+  // `forkbox config` shows the text a file gave, and which file gave it.
+  RunResult shown = RunWith({"config", "--system-prompt-file", own_file});
+  ASSERT_EQ(shown.exit_code, 0) << Dump(shown);
+  EXPECT_NE(shown.out.find("system-prompt = " + own + "  (--system-prompt-file " + own_file + ")"),
+            std::string::npos)
+      << shown.out;
+  EXPECT_NE(shown.out.find("append-system-prompt =   (default)"), std::string::npos) << shown.out;
   const size_t before_refusals = server_.request_count();
   ASSERT_EQ(mkfifo((workdir_ + "/fifo").c_str(), 0600), 0);
   std::ofstream(workdir_ + "/empty.md").flush();

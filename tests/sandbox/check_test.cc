@@ -797,6 +797,23 @@ TEST(SandboxCommand, ReadOnlyWritesNothingButItsOwnTmpdir) {
       EXPECT_FALSE(FileExists(work + "/.forkbox-tmp")) << where << ": the TMPDIR is removed";
     }
   }
+  // Layer 1 leaves /dev/shm writable to every command: a read-only workdir there is refused.
+  char shm_work[] = "/dev/shm/cmd-read-only-XXXXXX";
+  ASSERT_NE(mkdtemp(shm_work), nullptr);
+  for (const std::string mode : {"read-only", "on"}) {
+    CmdResult in_shm =
+        RunCmd({"--workdir", shm_work, "-s", mode, "--", "/bin/sh", "-c", "echo new > new"}, "",
+               testing::RefuseUserNamespaces);
+    if (mode == "read-only") {
+      EXPECT_EQ(in_shm.code, 2) << in_shm.err;
+      EXPECT_NE(in_shm.err.find("it is in /dev/shm"), std::string::npos) << in_shm.err;
+      EXPECT_FALSE(FileExists(std::string(shm_work) + "/new"));
+    } else {
+      EXPECT_EQ(in_shm.code, 0) << "the control writes there: " << in_shm.err;
+      EXPECT_TRUE(FileExists(std::string(shm_work) + "/new"));
+    }
+  }
+  std::filesystem::remove_all(shm_work);
   CmdResult both = RunCmd({"--workdir", MakeTempDir("cmd-read-only-writable"),
                            "--sandbox=read-only", "--writable", "/tmp", "--", "true"});
   EXPECT_EQ(both.code, 2) << both.err;

@@ -141,7 +141,7 @@ TEST(Landlock, ReadOnlyLeavesOnlyTheGivenDirectoriesWritable) {
   ASSERT_EQ(rename((work + "/kept").c_str(), (work + "/moved").c_str()), 0);
   auto read_only = [&kept] {
     const int dirs[] = {kept.get()};
-    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && RestrictToReadOnly(dirs).ok();
+    return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0 && RestrictToReadOnly(Policy(), dirs).ok();
   };
   auto probe = [&work] {
     long failed = 0;
@@ -169,11 +169,69 @@ TEST(Landlock, ReadOnlyLeavesOnlyTheGivenDirectoriesWritable) {
         return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0;
       },
       [] {
-        Status st = RestrictToReadOnly();
+        Status st = RestrictToReadOnly(Policy());
         return st.ok() ? 0L : static_cast<long>(st.code());
       });
   ASSERT_TRUE(threaded.reported);
   EXPECT_EQ(threaded.value, static_cast<long>(Status::Code::kTimeout));
+}
+
+// RestrictToReadOnly with a kShmDir temp dir (a read-only session's parent, a `write: none`
+// task): beneath the temp dir everything can be made and removed, and so in the rest of /dev/shm
+// (POSIX semaphores); at the end its owner removes the directory itself. With the workdir in
+// /dev/shm, only the temp dir is writable there, and the workdir stays read-only. The control:
+// without the temp dir given, nothing in it can be written.
+TEST(Landlock, ReadOnlyKeepsItsShmTempDirWritableAndRemovable) {
+  struct stat shm;
+  if (stat("/dev/shm", &shm) != 0) GTEST_SKIP() << "no /dev/shm";
+  auto probe = [](const std::string& work, bool given) {
+    return [work, given] {
+      Policy policy;
+      policy.workdir = work;
+      Result<TaskTmpDir> tmp = TaskTmpDir::Create(work, ShortLink::kShmDir);
+      if (!tmp.ok() || tmp->path().rfind("/dev/shm/forkbox-", 0) != 0) return -1L;
+      if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return -1L;
+      if (!RestrictToReadOnly(policy, {}, given ? &*tmp : nullptr).ok()) return -1L;
+      const std::string dir = tmp->path();
+      const std::string other = "/dev/shm/ll-ro-" + std::to_string(getpid());
+      long failed = 0;
+      if (mkdir((dir + "/sub").c_str(), 0700) != 0) failed |= 1;
+      if (WriteFile(dir + "/sub/f") != 0) failed |= 2;
+      if (WriteFile(work + "/in-workdir") != 0) failed |= 4;
+      if (mkdir(other.c_str(), 0700) != 0) failed |= 8;
+      (void)rmdir(other.c_str());
+      tmp->Remove();
+      if (access(dir.c_str(), F_OK) == 0) failed |= 16;
+      return failed;
+    };
+  };
+  const std::string work = MakeTempDir("ll-readonly-tmp");
+  ProbeResult with = RunProbe([] { return true; }, probe(work, true));
+  ASSERT_TRUE(with.reported);
+  EXPECT_EQ(with.value, 4) << "the temp dir and /dev/shm written, the temp dir removed";
+  EXPECT_FALSE(FileExists(work + "/in-workdir"));
+  char shm_work[] = "/dev/shm/ll-ro-work-XXXXXX";
+  ASSERT_NE(mkdtemp(shm_work), nullptr);
+  ProbeResult in_shm = RunProbe([] { return true; }, probe(shm_work, true));
+  ASSERT_TRUE(in_shm.reported);
+  EXPECT_EQ(in_shm.value, 4 | 8) << "a workdir in /dev/shm: the temp dir alone, still removed";
+  EXPECT_FALSE(FileExists(std::string(shm_work) + "/in-workdir"));
+  (void)rmdir(shm_work);
+  ProbeResult without = RunProbe([] { return true; }, probe(work, false));
+  ASSERT_TRUE(without.reported);
+  EXPECT_EQ(without.value, 1 | 2 | 4 | 8 | 16) << "the control: the temp dir stays unwritable";
+  // An on-disk temp dir is refused: its parent, .forkbox-tmp, is in the workdir.
+  ProbeResult on_disk =
+      RunProbe([] { return prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) == 0; },
+               [&work] {
+                 Result<TaskTmpDir> tmp = TaskTmpDir::Create(work);
+                 if (!tmp.ok()) return -1L;
+                 Policy policy;
+                 policy.workdir = work;
+                 return static_cast<long>(RestrictToReadOnly(policy, {}, &*tmp).code());
+               });
+  ASSERT_TRUE(on_disk.reported);
+  EXPECT_EQ(on_disk.value, static_cast<long>(Status::Code::kInvalidArgument));
 }
 
 // A tool ruleset inside an agent (read_scope_inherited) handles no read right: alone it leaves

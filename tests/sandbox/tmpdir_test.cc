@@ -64,14 +64,14 @@ struct Holder {
   pid_t pid = -1;
   std::string path;
 };
-Holder HoldTaskTmpDir(const std::string& work) {
+Holder HoldTaskTmpDir(const std::string& work, ShortLink link = ShortLink::kInNamespaces) {
   int fds[2];
   if (pipe(fds) != 0) return {};
   Holder h;
   h.pid = fork();
   if (h.pid == 0) {
     close(fds[0]);
-    Result<TaskTmpDir> dir = TaskTmpDir::Create(work, ShortLink::kInNamespaces);
+    Result<TaskTmpDir> dir = TaskTmpDir::Create(work, link);
     const std::string path = dir.ok() ? dir->path() : "";
     std::ofstream(path + "/left") << "by a killed task";
     if (write(fds[1], path.data(), path.size()) != static_cast<ssize_t>(path.size())) _exit(1);
@@ -188,6 +188,63 @@ TEST(TaskTmpDir, PrivateDirLeavesTheDiskAlone) {
   }
   EXPECT_NE(lstat(dir->short_path().c_str(), &st), 0) << "link left behind";
   EXPECT_FALSE(FileExists(path));
+}
+
+// A read-only session's parent and a `write: none` task: the temp dir is a directory on
+// /dev/shm, nothing on disk, removed with what tools left in it (a read-only tree too). A dead
+// owner's is swept by the next one made, a live owner's is kept, and, as root, so is another
+// user's, dead or not. Without the locks, or without the owner check, the test fails.
+TEST(TaskTmpDir, AShmDirLeavesTheDiskAloneAndIsSweptWhenItsOwnerDies) {
+  struct stat st;
+  if (stat("/dev/shm", &st) != 0) GTEST_SKIP() << "no /dev/shm";
+  const std::string work = testing::MakeTempDir("tmpdir-shm");
+  std::string path;
+  {
+    Result<TaskTmpDir> dir = TaskTmpDir::Create(work, ShortLink::kShmDir);
+    ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+    path = dir->path();
+    EXPECT_EQ(path.rfind("/dev/shm/forkbox-", 0), 0u) << path;
+    EXPECT_EQ(path.size(), std::string("/dev/shm/forkbox-").size() + 10);
+    EXPECT_EQ(dir->short_path(), "");
+    ASSERT_EQ(lstat(path.c_str(), &st), 0);
+    EXPECT_TRUE(S_ISDIR(st.st_mode));
+    EXPECT_EQ(st.st_mode & 07777, 0700u);
+    EXPECT_FALSE(FileExists(work + "/.forkbox-tmp"));
+    ASSERT_EQ(mkdir((path + "/ro").c_str(), 0755), 0);
+    std::ofstream(path + "/ro/file") << "x";
+    ASSERT_EQ(chmod((path + "/ro").c_str(), 0500), 0);
+  }
+  EXPECT_FALSE(FileExists(path));
+
+  Holder killed = HoldTaskTmpDir(work, ShortLink::kShmDir);
+  Holder live = HoldTaskTmpDir(work, ShortLink::kShmDir);
+  Holder other = HoldTaskTmpDir(work, ShortLink::kShmDir);
+  ASSERT_EQ(killed.path.rfind("/dev/shm/forkbox-", 0), 0u);
+  ASSERT_EQ(live.path.rfind("/dev/shm/forkbox-", 0), 0u);
+  KillAndReap(killed.pid);
+  KillAndReap(other.pid);
+  const bool root = geteuid() == 0;
+  if (root) {
+    ASSERT_EQ(chown(other.path.c_str(), 65534, 65534), 0);
+  }
+  {
+    Result<TaskTmpDir> next = TaskTmpDir::Create(work, ShortLink::kShmDir);
+    ASSERT_TRUE(next.ok()) << next.status().ToString();
+    EXPECT_FALSE(FileExists(killed.path)) << "the dead owner's directory is swept";
+    EXPECT_TRUE(FileExists(live.path + "/left")) << "a live owner's directory is kept";
+    if (root) {
+      EXPECT_TRUE(FileExists(other.path + "/left")) << "another user's is not ours";
+    }
+  }
+  KillAndReap(live.pid);
+  ASSERT_TRUE(FileExists(live.path + "/left")) << "a dead owner's stays until the next";
+  Result<TaskTmpDir> last = TaskTmpDir::Create(work, ShortLink::kShmDir);
+  ASSERT_TRUE(last.ok());
+  EXPECT_FALSE(FileExists(live.path));
+  if (root) {
+    EXPECT_TRUE(FileExists(other.path + "/left"));
+    std::filesystem::remove_all(other.path);
+  }
 }
 
 // A tool in layer 1 may replace the link (same uid, /dev/shm writable): the end of the task
