@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <thread>
 
 #include "sandbox/sandbox.h"
@@ -216,7 +217,8 @@ TEST(Landlock, ReadOnlyKeepsItsShmTempDirWritableAndRemovable) {
   ASSERT_TRUE(in_shm.reported);
   EXPECT_EQ(in_shm.value, 4 | 8) << "a workdir in /dev/shm: the temp dir alone, still removed";
   EXPECT_FALSE(FileExists(std::string(shm_work) + "/in-workdir"));
-  (void)rmdir(shm_work);
+  std::error_code ec;
+  std::filesystem::remove_all(shm_work, ec);
   ProbeResult without = RunProbe([] { return true; }, probe(work, false));
   ASSERT_TRUE(without.reported);
   EXPECT_EQ(without.value, 1 | 2 | 4 | 8 | 16) << "the control: the temp dir stays unwritable";
