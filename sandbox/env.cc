@@ -300,8 +300,8 @@ Status CheckWorkdirScope(const Policy& policy) {
   if (!policy.enabled) return Status::Ok();
   const std::string& wd = policy.workdir;
   std::error_code ec;
-  const std::filesystem::path shm = std::filesystem::canonical("/dev/shm", ec);
-  if (policy.read_only && !ec && PathWithin(wd, shm.string())) {
+  if (policy.read_only && PathWithin(wd, std::filesystem::canonical("/dev/shm", ec).string()) &&
+      !ec) {
     return Status::InvalidArgument(
         "workdir " + wd + ": refused with --sandbox read-only: it is in /dev/shm, which commands " +
         "may write in layer 1 (POSIX semaphores and shared memory live there); choose a workdir " +
