@@ -15,6 +15,7 @@
 #include "agent/tools.h"
 #include "base/background.h"
 #include "base/file.h"
+#include "base/format.h"
 #include "base/startup.h"
 #include "parent/agents_command.h"
 #include "parent/cli.h"
@@ -247,6 +248,11 @@ void PrintBanner(const Options& o, const Settings& s, const SessionSandbox& box,
   }
   if (!box.transcript_warning.empty()) Err("forkbox: warning: " + box.transcript_warning + "\n");
   if (!box.git_warning.empty()) Err("forkbox: warning: " + box.git_warning + "\n");
+  // As `codex exec -s read-only --add-dir`: the paths are named, not silently dropped.
+  if (o.sandbox.read_only && !o.sandbox.writable.empty()) {
+    Err("forkbox: warning: --sandbox read-only: --writable is ignored, these stay read-only: " +
+        JoinList(o.sandbox.writable) + "\n");
+  }
   if (o.quiet) return;
   Err(std::string("forkbox ") + FORKBOX_VERSION_STRING + " · " + s.provider.name + " " +
       s.provider.model + " @ " + s.provider.base_url + " · " +

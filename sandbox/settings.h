@@ -23,10 +23,10 @@ struct Settings {
   // accepted (see CheckWorkdirScope). The parent's decision; not sent to children.
   bool allow_broad_workdir = false;
   // --sandbox read-only (`codex -s read-only`): no Landlock ruleset grants a write beneath the
-  // workdir or a `writable` path; only a temp dir made for the command (`tmpdir`, none in a
-  // session) and what dies with it (layer 2's private /tmp and /dev/shm) stay writable. The
-  // session also stacks RestrictToReadOnly on its parent and runs each task as a `write: none`
-  // agent. The parent's decision; not sent to children.
+  // workdir or a `writable` path; only a temp dir made for the command (`tmpdir`; a session's is
+  // made on /dev/shm once confined) and what dies with it (layer 2's private /tmp and /dev/shm)
+  // stay writable. The session also stacks RestrictToReadOnly on its parent and runs each task
+  // as a `write: none` agent. The parent's decision; not sent to children.
   bool read_only = false;
   int64_t rlimit_fsize_bytes = 1LL << 30;
   int64_t rlimit_as_bytes = 8LL << 30;

@@ -613,6 +613,9 @@ TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
   std::ofstream(workdir_ + "/.git/HEAD") << "ref: refs/heads/main\n";
   const std::string parent_file = workdir_ + "/by-parent.txt";
   const std::string child_file = workdir_ + "/by-child.txt";
+  // A --writable path stays read-only too (as `codex exec -s read-only --add-dir`), with a warning.
+  const std::string extra = transcripts + "-extra";
+  fs::create_directories(extra);
   std::ofstream(workdir_ + "/readme.txt") << "readable-" << key_.substr(8, 6);
   server_.SetHandler([&](const RecordedRequest& r) {
     if (r.view.assistant_turns > 0) return Text("done");
@@ -625,7 +628,8 @@ TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
     return Calls(
         {ToolCall{"bash",
                   {{"command", "cat readme.txt; echo parent > " + parent_file +
-                                   "; echo tmp > /tmp/ro-probe && echo tmp-written" + own_tmp}},
+                                   "; echo tmp > /tmp/ro-probe && echo tmp-written; echo w > " +
+                                   extra + "/w" + own_tmp}},
                   ""},
          Task("write a file", "writer")});
   });
@@ -635,9 +639,14 @@ TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
     RunResult r = std::string(standby) == "--standby=0"
                       ? Run({"--sandbox=read-only", standby, "--transcript-dir", transcripts, "-o",
                              transcripts + "/answer", "go"})
-                      : Run({"--sandbox=read-only", standby, "go"});
+                      : Run({"--sandbox=read-only", standby, "--writable", extra, "go"});
     ASSERT_EQ(r.exit_code, 0) << Dump(r);
     ExpectReadOnly(r, first, parent_file, child_file);
+    EXPECT_FALSE(fs::exists(extra + "/w"));
+    EXPECT_EQ(
+        r.err.find("--writable is ignored, these stay read-only: " + extra) != std::string::npos,
+        std::string(standby) == "--standby=1")
+        << r.err;
   }
   EXPECT_EQ(FileText(transcripts + "/answer"), "done\n") << "-o, opened before the sandbox";
   EXPECT_EQ(std::distance(fs::directory_iterator(transcripts), fs::directory_iterator()), 2)
@@ -645,8 +654,10 @@ TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
   fs::remove_all(transcripts);
 
   const size_t before = server_.request_count();
-  RunResult control = Run({"--standby=0", "go"});
+  RunResult control = Run({"--standby=0", "--writable", extra, "go"});
   ASSERT_EQ(control.exit_code, 0) << Dump(control);
+  EXPECT_TRUE(fs::exists(extra + "/w"));
+  fs::remove_all(extra);
   EXPECT_TRUE(fs::exists(parent_file));
   EXPECT_TRUE(fs::exists(child_file));
   EXPECT_TRUE(server_.request(before).view.HasTool("write_file"));
