@@ -511,8 +511,9 @@ bool EffectiveAllowNet(const AgentType& type, bool user_allow_net) {
 
 std::string DescribeSandbox(const AgentType& type, bool user_allow_net, bool sandbox_enabled) {
   if (!sandbox_enabled) return "OFF (--sandbox=off): nothing is enforced";
-  std::string s =
-      type.write == WriteAccess::kNone ? "write none (every file read-only)" : "write workdir";
+  std::string s = type.write == WriteAccess::kNone
+                      ? "write none (every file read-only; a TMPDIR of its own)"
+                      : "write workdir";
   s += type.network == NetworkAccess::kOff
            ? ", network off"
            : std::string(", network inherit (--allow-net: ") + (user_allow_net ? "on)" : "off)");

@@ -389,7 +389,8 @@ TEST_P(AgentTypesE2eTest, AgentsCommandListsSourcesSandboxNotesAndWarnings) {
   EXPECT_THAT(r.out, HasSubstr("lockdown  (" + workdir_ + "/.forkbox/agents/lockdown.md)"));
   EXPECT_THAT(r.out, HasSubstr("overrides: " + home_ + "/.claude/agents/lockdown.md"));
   EXPECT_THAT(r.out, HasSubstr("model:     lockdown-model-7"));
-  EXPECT_THAT(r.out, HasSubstr("write none (every file read-only), network off"));
+  EXPECT_THAT(r.out,
+              HasSubstr("write none (every file read-only; a TMPDIR of its own), network off"));
   EXPECT_THAT(r.out, HasSubstr("tools:     read_file\n"));
   EXPECT_THAT(r.out, HasSubstr("'Grep' is not a forkbox tool"));
   EXPECT_THAT(r.out, HasSubstr("claude-style.md:5: color: unknown key, ignored"));
