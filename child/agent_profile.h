@@ -26,9 +26,10 @@ std::string AgentSystemPrompt(const std::string& base, const ipc::AgentSettings&
 // allow_net cleared: seccomp refuses socket(), Landlock refuses TCP). write "none": makes the
 // tools' temp dir `*tmp` on this process's /dev/shm (sandbox::ShortLink::kShmDir: nothing on
 // disk) and gives it to `tools`, then stacks a Landlock domain with no write right anywhere else
-// (only /dev/null, /dev/zero and /dev/full stay writable) on this process, so the agent and every
-// tool it starts can write nothing but that temp dir, the workdir included. Fails when Landlock
-// cannot be applied. With the policy disabled nothing is enforced (the temp dir is still made).
+// (only /dev/null, /dev/zero, /dev/full and that /dev/shm stay writable: sandbox::
+// RestrictToReadOnly) on this process, so the agent and every tool it starts can write no file
+// on disk, the workdir included. Fails when Landlock cannot be applied. With the policy disabled
+// nothing is enforced (the temp dir is still made).
 Status NarrowSandbox(const ipc::AgentSettings& agent, sandbox::Sandbox* tools,
                      sandbox::TaskTmpDir* tmp);
 

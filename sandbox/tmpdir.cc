@@ -149,8 +149,11 @@ UniqueFd LockTaskDir(int root, const std::string& name) {
 // remove (root could open another user's).
 void SweepDeadTaskDirs(int root, const char* prefix = "task-", bool own_only = false) {
   for (const std::string& name : ListDirNames(root)) {
-    // Best effort: what cannot be removed now is tried again by the next task.
-    if (name.rfind(prefix, 0) != 0) continue;
+    // Best effort: what cannot be removed now is tried again by the next task. In /dev/shm only
+    // names of our own shape (forkbox-XXXXXXXXXX) are looked at.
+    if (name.rfind(prefix, 0) != 0 || (own_only && name.size() != std::strlen(kLinkPrefix) + 10)) {
+      continue;
+    }
     UniqueFd dead = LockTaskDir(root, name);
     struct stat st;
     if (!dead || (own_only && (fstat(dead.get(), &st) != 0 || st.st_uid != geteuid()))) continue;

@@ -227,9 +227,14 @@ TEST(TaskTmpDir, AShmDirLeavesTheDiskAloneAndIsSweptWhenItsOwnerDies) {
   if (root) {
     ASSERT_EQ(chown(other.path.c_str(), 65534, 65534), 0);
   }
+  // A directory of another shape is none of ours, though its name starts the same.
+  const std::string foreign = "/dev/shm/forkbox-" + std::to_string(getpid());
+  ASSERT_EQ(mkdir(foreign.c_str(), 0700), 0);
   {
     Result<TaskTmpDir> next = TaskTmpDir::Create(work, ShortLink::kShmDir);
     ASSERT_TRUE(next.ok()) << next.status().ToString();
+    EXPECT_TRUE(FileExists(foreign));
+    (void)rmdir(foreign.c_str());
     EXPECT_FALSE(FileExists(killed.path)) << "the dead owner's directory is swept";
     EXPECT_TRUE(FileExists(live.path + "/left")) << "a live owner's directory is kept";
     if (root) {
