@@ -653,6 +653,16 @@ TEST_F(ParentTest, AReadOnlySessionWritesNoFile) {
       << "the task's transcript and the answer";
   fs::remove_all(transcripts);
 
+  // A workdir in /dev/shm, which layer-1 commands may write, is refused before any request.
+  char shm_work[] = "/dev/shm/forkbox-ro-work-XXXXXX";
+  ASSERT_NE(mkdtemp(shm_work), nullptr);
+  const size_t refused_at = server_.request_count();
+  RunResult in_shm = Run({"--sandbox=read-only", "--workdir", shm_work, "go"});
+  EXPECT_EQ(in_shm.exit_code, 2) << Dump(in_shm);
+  EXPECT_NE(in_shm.err.find("it is in /dev/shm"), std::string::npos) << in_shm.err;
+  EXPECT_EQ(server_.request_count(), refused_at);
+  fs::remove_all(shm_work);
+
   const size_t before = server_.request_count();
   RunResult control = Run({"--standby=0", "--writable", extra, "go"});
   ASSERT_EQ(control.exit_code, 0) << Dump(control);
