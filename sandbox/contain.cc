@@ -764,6 +764,12 @@ std::vector<std::string> WritableTrees(const Policy& policy) {
   return writable;
 }
 
+bool InDevShm(const std::string& path) {
+  std::error_code ec;
+  const std::filesystem::path shm = std::filesystem::canonical(kLayer1SharedWritable, ec);
+  return !ec && PathWithin(path, shm.string());
+}
+
 std::vector<std::string> PersistentWritableTrees(const Policy& policy, int layer) {
   std::vector<std::string> trees = WritableTrees(policy);
   if (layer == 2) return trees;

@@ -97,6 +97,10 @@ struct ContainPlan {
 // workdir (then it is the workdir's, never a rule or mount of its own). Built once here.
 std::vector<std::string> WritableTrees(const Policy& policy);
 
+// True when `path` (canonical) is /dev/shm (canonical: layer 1's shared writable tree) or lies in
+// it; false when there is no /dev/shm. A Landlock rule on /dev/shm would reach such a path.
+bool InDevShm(const std::string& path);
+
 // The contain plan for a tool command. `inside_agent`: the caller is already an agent sandbox, so
 // namespaces, the base filter and the cgroup are inherited and only the tool layer is added.
 // `cgroup_procs_fd` is the owned cgroup's procs fd, or -1. `shared_ruleset_fd` >= 0: a ruleset

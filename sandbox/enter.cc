@@ -11,10 +11,8 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <filesystem>
 #include <vector>
 
-#include "base/path.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/check.h"
 #include "sandbox/contain.h"
@@ -146,23 +144,14 @@ Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path) {
 
 namespace {
 
-// True when the workdir or a --writable tree lies in /dev/shm: a rule on all of /dev/shm would
-// reach it (a Landlock rule covers everything beneath it, mounts included).
-bool ShmHoldsAWritableTree(const Policy& policy) {
-  std::error_code ec;
-  const std::filesystem::path shm = std::filesystem::canonical("/dev/shm", ec);
-  if (ec) return true;  // Cannot tell: grant the temp dir alone.
-  std::vector<std::string> trees = policy.writable;
-  trees.push_back(policy.workdir);
-  return std::any_of(trees.begin(), trees.end(),
-                     [&shm](const std::string& tree) { return PathWithin(tree, shm.string()); });
-}
-
 // The rules that keep a kShmDir temp dir usable: all of its /dev/shm (POSIX semaphores and shared
 // memory live there: Python's multiprocessing), or, when a tree that must stay read-only lies in
 // it, the temp dir alone and rmdir beneath /dev/shm for its own removal.
 int AddTmpRulesRaw(int ruleset_fd, uint64_t handled, const Policy& policy, const TaskTmpDir& tmp) {
-  if (!ShmHoldsAWritableTree(policy)) {
+  // A rule on all of /dev/shm would reach a workdir or --writable tree there (Landlock rules
+  // cover everything beneath, mounts included), which must stay read-only.
+  if (!InDevShm(policy.workdir) && std::none_of(policy.writable.begin(), policy.writable.end(),
+                                                [](const std::string& p) { return InDevShm(p); })) {
     return landlock::AddWritableDirFdRaw(ruleset_fd, handled, tmp.parent_fd());
   }
   int err = landlock::AddWritableDirFdRaw(ruleset_fd, handled, tmp.dir_fd());

@@ -14,6 +14,7 @@
 
 #include "base/path.h"
 #include "base/state_dir.h"
+#include "sandbox/contain.h"
 #include "sandbox/landlock.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
@@ -299,9 +300,7 @@ std::vector<std::string> DeniedReadPaths(const Policy& policy) {
 Status CheckWorkdirScope(const Policy& policy) {
   if (!policy.enabled) return Status::Ok();
   const std::string& wd = policy.workdir;
-  std::error_code ec;
-  if (policy.read_only && PathWithin(wd, std::filesystem::canonical("/dev/shm", ec).string()) &&
-      !ec) {
+  if (policy.read_only && InDevShm(wd)) {
     return Status::InvalidArgument(
         "workdir " + wd + ": refused with --sandbox read-only: it is in /dev/shm, which commands " +
         "may write in layer 1 (POSIX semaphores and shared memory live there); choose a workdir " +

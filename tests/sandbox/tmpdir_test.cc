@@ -1,7 +1,9 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -250,6 +252,33 @@ TEST(TaskTmpDir, AShmDirLeavesTheDiskAloneAndIsSweptWhenItsOwnerDies) {
     EXPECT_TRUE(FileExists(other.path + "/left"));
     std::filesystem::remove_all(other.path);
   }
+}
+
+// A /dev/shm that everyone may write but that is not sticky would let another user swap the
+// temp dir: the shm temp dir is refused there, with a message saying why. Probed in a mount
+// namespace of its own (root) over a fresh tmpfs; the control is the same tmpfs with the bit.
+TEST(TaskTmpDir, AShmDirRefusesADevShmWithoutTheStickyBit) {
+  if (geteuid() != 0) GTEST_SKIP() << "mounts a tmpfs over /dev/shm in a namespace of its own";
+  const std::string work = testing::MakeTempDir("tmpdir-shm-sticky");
+  auto made_with = [&work](const char* mode) {
+    return testing::RunProbe(
+        [mode] {
+          return unshare(CLONE_NEWNS) == 0 &&
+                 mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) == 0 &&
+                 mount("tmpfs", "/dev/shm", "tmpfs", 0, mode) == 0;
+        },
+        [&work] {
+          Result<TaskTmpDir> dir = TaskTmpDir::Create(work, ShortLink::kShmDir);
+          if (dir.ok()) return dir->path().rfind("/dev/shm/forkbox-", 0) == 0 ? 0L : -2L;
+          return dir.status().message().find("not sticky") != std::string::npos ? 1L : -1L;
+        });
+  };
+  testing::ProbeResult refused = made_with("mode=0777");
+  ASSERT_TRUE(refused.reported) << "could not mount the probe's /dev/shm";
+  EXPECT_EQ(refused.value, 1L);
+  testing::ProbeResult control = made_with("mode=1777");
+  ASSERT_TRUE(control.reported);
+  EXPECT_EQ(control.value, 0L);
 }
 
 // A tool in layer 1 may replace the link (same uid, /dev/shm writable): the end of the task
