@@ -533,6 +533,154 @@ int EnterLauncher(const Options& o, const sandbox::Policy& policy, const sandbox
   return kExitOk;
 }
 
+// What the parent sets up with every right it started with, before it confines itself. The later
+// steps borrow from it, so Run declares it first.
+struct Launch {
+  SessionSandbox box;
+  sandbox::LauncherWaiter waiter;
+  std::shared_ptr<const UniqueFd> workdir_fd;
+  std::optional<PendingSpawner> spawner;
+};
+
+// The session's policy, the launcher and the spawner's start, in this order. Returns an exit code
+// other than kExitOk on failure (after printing why).
+int StartLaunch(const Options& o, const Settings& s, Launch* out) {
+  // For an https model the HTTP module and the TLS set-up load on a thread of its own while the
+  // sandbox policy is set up; joined before the spawner's start. An http model sets up no TLS,
+  // and its module loads at the join.
+  Background<Status> http = agent::StartWarmUpHttp(s.provider.base_url);
+  if (int code = SetUpSandbox(o, s, &out->box); code != kExitOk) return code;
+  // Loaded before confinement: the confined parent might not be able to read the HTTP module.
+  // And before the spawner starts: while it shares our memory, every mapping the load changes
+  // must reach the spawner's CPU too (twice the load's time here).
+  // The launcher's fork copies this process's page tables, and every later write faults
+  // copy-on-write: it comes before the module loads, unless the load runs on a thread already (an
+  // https model), which must end first.
+  const bool loading = http.on_thread();
+  Status loaded = loading ? http.Get() : Status::Ok();
+  if (int code = EnterLauncher(o, out->box.policy, out->box.report, &out->waiter);
+      code != kExitOk) {
+    return code;
+  }
+  if (!loading) loaded = http.Get();
+  if (!loaded.ok()) return Fail(o.output_format, kExitUsage, loaded.message());
+  // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor
+  // and every child gets it (ipc::kChildWorkdirFd).
+  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(s.workdir);
+  if (!workdir_fd.ok()) return Fail(o.output_format, kExitUsage, workdir_fd.status().message());
+  out->workdir_fd = std::move(*workdir_fd);
+  Result<std::optional<PendingSpawner>> spawner =
+      BeginSpawner(o, s, out->box.policy, *out->workdir_fd);
+  if (!spawner.ok()) return Fail(o.output_format, kExitSandbox, spawner.status().ToString());
+  out->spawner = std::move(*spawner);
+  return kExitOk;
+}
+
+// The session's output side. The provider's hooks point into it, so it stays where Run made it.
+struct SessionIo {
+  SessionIo(const Options& o, const std::string& session_id)
+      : streaming(o.output_format == OutputFormat::kStreamJson),
+        events(STDOUT_FILENO, session_id, RecordStdoutFailure),
+        progress(!o.quiet, isatty(STDERR_FILENO) != 0, STDERR_FILENO,
+                 streaming ? &events : nullptr) {}
+  SessionIo(const SessionIo&) = delete;
+  SessionIo& operator=(const SessionIo&) = delete;
+
+  const bool streaming;
+  EventStream events;
+  Progress progress;
+  std::function<void()> stream_restarted;  // The session's live stdout stream, if any.
+  std::function<void()> request_sent;      // Starts the standby children, once there is a runner.
+};
+
+// The confined parent: its spawner (if any), its tools' handle, and the workdir through its own
+// mounts.
+struct Confined {
+  std::optional<Spawner> spawner;
+  std::optional<sandbox::Sandbox> tools;
+  UniqueFd workdir;
+};
+
+// From here on the parent runs confined, like a task child (docs/architecture.md). The spawner's
+// execve overlaps the planning; it shares our memory until then, so unshare waits. Returns an exit
+// code other than kExitOk on failure (after printing why).
+int ConfineParent(const Options& o, const Settings& s, Launch* l, Confined* out) {
+  Result<std::optional<Spawner>> spawner = std::optional<Spawner>();
+  Result<sandbox::Sandbox> confined =
+      sandbox::EnterLauncherSandbox(l->box.policy, l->box.report, OwnWritable(s), [&spawner, l] {
+        spawner = FinishSpawner(l->spawner);
+        if (!spawner.ok()) return spawner.status();
+        return sandbox::AwaitLauncherWaiter(std::move(l->waiter.confined));
+      });
+  if (!spawner.ok()) return Fail(o.output_format, kExitSandbox, spawner.status().ToString());
+  if (!confined.ok()) {
+    return Fail(o.output_format, kExitSandbox,
+                "cannot sandbox the parent: " + confined.status().ToString());
+  }
+  if (o.sandbox.read_only) {
+    if (Status ro = MakeReadOnly(s, &l->box, &*confined); !ro.ok()) {
+      return Fail(o.output_format, kExitSandbox,
+                  "cannot make the session read-only: " + ro.ToString());
+    }
+  }
+  // The file tools go through the parent's own mounts from now on (a read-only .git/config).
+  Result<UniqueFd> inside = sandbox::ReopenInside(*l->workdir_fd, s.workdir);
+  if (!inside.ok()) return Fail(o.output_format, kExitSandbox, inside.status().ToString());
+  out->spawner = std::move(*spawner);
+  out->tools.emplace(std::move(*confined));
+  out->workdir = std::move(*inside);
+  return kExitOk;
+}
+
+// The confined session to its end: the parent's tools and tasks, the model loop and its output.
+// `prompt`: a one-shot run's; none for an interactive session, which reads from `editor`.
+int Serve(const Options& o, const Settings& s, const std::optional<std::string>& prompt, Launch& l,
+          Confined& c, SessionState& state, SessionIo& io, agent::Provider& provider,
+          LineEditor* editor) {
+  PrintBanner(o, s, l.box, c.tools->report());
+  agent::ToolContext context =
+      ParentToolContext(o, s, l.box.policy, std::make_shared<const UniqueFd>(std::move(c.workdir)),
+                        std::move(*c.tools));
+  std::optional<TaskConfig> tasks =
+      TaskConfigOf(o, s, l.box.policy, context, c.spawner ? &*c.spawner : nullptr);
+  // From here on an interrupt only stops what runs, and the session ends through its result
+  // (one-shot: RunOneShot goes back to kExit to write it).
+  if (Status st = InstallInterruptHandler(InterruptMode::kFlag); !st.ok()) {
+    return Fail(o.output_format, kExitFailure, st.ToString());
+  }
+  SessionStats stats;
+  agent::LoopOptions loop = ParentLoopOptions(o, s, tasks);
+  ParentToolRunner runner(context, std::move(tasks), io.progress, stats);
+  // Interactive: git's trust surface is recorded and the standbys warm up while the user types.
+  // One-shot: once the first request is on the wire, so that neither competes with it; the
+  // record comes first, before a standby child's sandbox set-up could touch the workdir's git
+  // dirs, and before any tool (Run records it too).
+  auto prepare = [&runner] {
+    runner.RecordGitSurface();
+    runner.StartStandby();
+  };
+  if (!prompt) prepare();
+  io.request_sent = prepare;
+  TimedProvider timed(provider, &stats.api_ms);
+  if (io.streaming) io.events.Emit(InitEvent(o, s, context.sandbox->report(), loop));
+  Session session(timed, std::move(loop), runner, stats);
+  session.Restore(std::move(state.restored));
+  if (state.log) session.set_log(&*state.log);
+  OutputOptions out{o.output_format,
+                    s.provider.stream,
+                    o.quiet,
+                    &io.events,
+                    s.provider.model,
+                    o.persist_session,
+                    &io.stream_restarted,
+                    [&l] { return sandbox::WaiterDied(l.waiter.pidfd); },
+                    l.waiter.pid,
+                    s.last_message.get(),
+                    o.output_last_message};
+  if (!prompt) return RunInteractive(session, out, *editor, io.progress);
+  return RunOneShot(session, *prompt, out, io.progress);
+}
+
 int Run(const Options& o) {
   auto prompt = ReadPrompt(o);
   if (!prompt.ok()) return Fail(o.output_format, kExitUsage, prompt.status().message());
@@ -543,116 +691,22 @@ int Run(const Options& o) {
   auto settings = ResolveSettings(o);
   if (!settings.ok()) return Fail(o.output_format, kExitUsage, settings.status().message());
   const Settings& s = *settings;
-  // For an https model the HTTP module and the TLS set-up load on a thread of its own while the
-  // sandbox policy is set up; joined before the spawner's start. An http model sets up no TLS,
-  // and its module loads at the join.
-  Background<Status> http = agent::StartWarmUpHttp(s.provider.base_url);
-  SessionSandbox box;
-  if (int code = SetUpSandbox(o, s, &box); code != kExitOk) return code;
-  // Loaded before confinement: the confined parent might not be able to read the HTTP module.
-  // And before the spawner starts: while it shares our memory, every mapping the load changes
-  // must reach the spawner's CPU too (twice the load's time here).
-  // The launcher's fork copies this process's page tables, and every later write faults
-  // copy-on-write: it comes before the module loads, unless the load runs on a thread already (an
-  // https model), which must end first.
-  const bool loading = http.on_thread();
-  Status loaded = loading ? http.Get() : Status::Ok();
-  sandbox::LauncherWaiter waiter;
-  if (int code = EnterLauncher(o, box.policy, box.report, &waiter); code != kExitOk) {
-    return code;
-  }
-  if (!loading) loaded = http.Get();
-  if (!loaded.ok()) return Fail(o.output_format, kExitUsage, loaded.message());
-  // The workdir's identity is fixed here, once: the file tools resolve beneath this descriptor
-  // and every child gets it (ipc::kChildWorkdirFd).
-  Result<std::shared_ptr<const UniqueFd>> workdir_fd = agent::OpenWorkdir(s.workdir);
-  if (!workdir_fd.ok()) return Fail(o.output_format, kExitUsage, workdir_fd.status().message());
-  Result<std::optional<PendingSpawner>> pending_spawner =
-      BeginSpawner(o, s, box.policy, **workdir_fd);
-  if (!pending_spawner.ok()) {
-    return Fail(o.output_format, kExitSandbox, pending_spawner.status().ToString());
-  }
+  Launch launch;
+  if (int code = StartLaunch(o, s, &launch); code != kExitOk) return code;
   SessionState state;
   if (Status st = OpenSession(o, s, prompt->value_or(""), &state); !st.ok()) {
     return Fail(o.output_format, kExitUsage, st.message());
   }
-  EventStream events(STDOUT_FILENO, state.id, RecordStdoutFailure);
-  const bool streaming = o.output_format == OutputFormat::kStreamJson;
-  Progress progress(!o.quiet, isatty(STDERR_FILENO) != 0, STDERR_FILENO,
-                    streaming ? &events : nullptr);
-  std::function<void()> stream_restarted;  // The session's live stdout stream, if any.
-  std::function<void()> request_sent;      // Starts the standby children, once there is a runner.
-  Result<std::unique_ptr<agent::Provider>> provider = agent::MakeProvider(
-      s.provider,
-      ParentProviderHooks(streaming ? &events : nullptr, &stream_restarted, &request_sent));
+  SessionIo io(o, state.id);
+  Result<std::unique_ptr<agent::Provider>> provider =
+      agent::MakeProvider(s.provider, ParentProviderHooks(io.streaming ? &io.events : nullptr,
+                                                          &io.stream_restarted, &io.request_sent));
   if (!provider.ok()) return Fail(o.output_format, kExitUsage, provider.status().message());
-  const bool interactive = !prompt->has_value();
   std::unique_ptr<LineEditor> editor;
-  if (interactive) editor = MakeSessionEditor(o.persist_session);
-  // From here on the parent runs confined, like a task child (docs/architecture.md). The
-  // spawner's execve overlaps the planning; it shares our memory until then, so unshare waits.
-  Result<std::optional<Spawner>> spawner = std::optional<Spawner>();
-  Result<sandbox::Sandbox> confined = sandbox::EnterLauncherSandbox(
-      box.policy, box.report, OwnWritable(s), [&spawner, &pending_spawner, &waiter] {
-        spawner = FinishSpawner(*pending_spawner);
-        if (!spawner.ok()) return spawner.status();
-        return sandbox::AwaitLauncherWaiter(std::move(waiter.confined));
-      });
-  if (!spawner.ok()) return Fail(o.output_format, kExitSandbox, spawner.status().ToString());
-  if (!confined.ok()) {
-    return Fail(o.output_format, kExitSandbox,
-                "cannot sandbox the parent: " + confined.status().ToString());
-  }
-  if (o.sandbox.read_only) {
-    if (Status ro = MakeReadOnly(s, &box, &*confined); !ro.ok()) {
-      return Fail(o.output_format, kExitSandbox,
-                  "cannot make the session read-only: " + ro.ToString());
-    }
-  }
-  // The file tools go through the parent's own mounts from now on (a read-only .git/config).
-  Result<UniqueFd> inside = sandbox::ReopenInside(**workdir_fd, s.workdir);
-  if (!inside.ok()) return Fail(o.output_format, kExitSandbox, inside.status().ToString());
-  PrintBanner(o, s, box, confined->report());
-  agent::ToolContext context = ParentToolContext(
-      o, s, box.policy, std::make_shared<const UniqueFd>(std::move(*inside)), std::move(*confined));
-  std::optional<TaskConfig> tasks =
-      TaskConfigOf(o, s, box.policy, context, *spawner ? &**spawner : nullptr);
-  // From here on an interrupt only stops what runs, and the session ends through its result
-  // (one-shot: RunOneShot goes back to kExit to write it).
-  if (Status st = InstallInterruptHandler(InterruptMode::kFlag); !st.ok()) {
-    return Fail(o.output_format, kExitFailure, st.ToString());
-  }
-  SessionStats stats;
-  agent::LoopOptions loop = ParentLoopOptions(o, s, tasks);
-  ParentToolRunner runner(context, std::move(tasks), progress, stats);
-  // Interactive: git's trust surface is recorded and the standbys warm up while the user types.
-  // One-shot: once the first request is on the wire, so that neither competes with it; the
-  // record comes first, before a standby child's sandbox set-up could touch the workdir's git
-  // dirs, and before any tool (Run records it too).
-  auto prepare = [&runner] {
-    runner.RecordGitSurface();
-    runner.StartStandby();
-  };
-  if (interactive) prepare();
-  request_sent = prepare;
-  TimedProvider timed(**provider, &stats.api_ms);
-  if (streaming) events.Emit(InitEvent(o, s, context.sandbox->report(), loop));
-  Session session(timed, std::move(loop), runner, stats);
-  session.Restore(std::move(state.restored));
-  if (state.log) session.set_log(&*state.log);
-  OutputOptions out{o.output_format,
-                    s.provider.stream,
-                    o.quiet,
-                    &events,
-                    s.provider.model,
-                    o.persist_session,
-                    &stream_restarted,
-                    [&waiter] { return sandbox::WaiterDied(waiter.pidfd); },
-                    waiter.pid,
-                    s.last_message.get(),
-                    o.output_last_message};
-  if (interactive) return RunInteractive(session, out, *editor, progress);
-  return RunOneShot(session, **prompt, out, progress);
+  if (!prompt->has_value()) editor = MakeSessionEditor(o.persist_session);
+  Confined confined;
+  if (int code = ConfineParent(o, s, &launch, &confined); code != kExitOk) return code;
+  return Serve(o, s, *prompt, launch, confined, state, io, **provider, editor.get());
 }
 
 // `forkbox config [FLAGS]`: the effective settings and where each came from.
