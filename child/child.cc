@@ -500,6 +500,12 @@ ipc::ResultMessage Task::ResultOf(agent::LoopOutcome& outcome, const ChildToolRu
   return result;
 }
 
+// A start-up step failed with errno: says which, before any task is read.
+int BadStart(const char* step) {
+  std::fprintf(stderr, "forkbox-child: %s\n", Status::FromErrno(errno, step).ToString().c_str());
+  return kExitBadStart;
+}
+
 }  // namespace
 
 int ChildMain(int argc, char** argv) {
@@ -509,9 +515,9 @@ int ChildMain(int argc, char** argv) {
   ::signal(SIGPIPE, SIG_IGN);
   ::signal(SIGXFSZ, SIG_IGN);
   // Die with the parent; keep /proc/<pid>/{mem,environ} away from the tools even with the
-  // sandbox off (the API key lives in this process's memory).
-  ::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
-  ::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  // sandbox off (the API key lives in this process's memory). Without either, no task runs.
+  if (::prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) != 0) return BadStart("prctl(PR_SET_PDEATHSIG)");
+  if (::prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) return BadStart("prctl(PR_SET_DUMPABLE, 0)");
   // Orphaned tool processes come to us, so KillAllDescendants finds them even with the sandbox
   // off (EnterAgentSandbox makes us a subreaper or a PID-namespace init too).
   if (::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -165,6 +166,27 @@ void WarnAbout(const sandbox::Policy& policy, const std::string& program) {
   }
 }
 
+// The command's spawn: its environment, its program found in that environment's PATH, a session of
+// its own. nullopt: no such program.
+std::optional<SpawnOptions> CommandOptions(const sandbox::Sandbox& sandbox,
+                                           const std::vector<std::string>& command) {
+  SpawnOptions options;
+  options.env = sandbox::ToolEnvironment(sandbox.policy(), environ);
+  options.argv = command;
+  options.argv[0] = FindInPath(command[0], options.env);
+  if (options.argv[0].empty()) return std::nullopt;
+  options.new_session = true;
+  return options;
+}
+
+// Puts git's trust surface back once nothing of the command is left, and names each change.
+void PutBack(sandbox::GitSurfaceGuard* git) {
+  for (const std::string& line : git->Restore(sandbox::GitSurfaceGuard::After::kDone)) {
+    std::fprintf(stderr, "forkbox sandbox: git trust surface changed by the command: %s\n",
+                 line.c_str());
+  }
+}
+
 // Runs the command under the policy and returns its exit code.
 int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) {
   WarnAbout(policy, command[0]);
@@ -200,20 +222,20 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     return kSandboxError;
   }
   // Collect re-parented daemons so they can be killed when the command ends.
-  prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-  SpawnOptions options;
-  options.env = sandbox::ToolEnvironment(sandbox->policy(), environ);
-  options.argv = command;
-  options.argv[0] = FindInPath(command[0], options.env);
-  if (options.argv[0].empty()) {
+  if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
+    std::fprintf(stderr, "forkbox sandbox: %s\n",
+                 Status::FromErrno(errno, "prctl(PR_SET_CHILD_SUBREAPER)").ToString().c_str());
+    return kSandboxError;
+  }
+  std::optional<SpawnOptions> options = CommandOptions(*sandbox, command);
+  if (!options) {
     std::fprintf(stderr, "forkbox sandbox: %s: command not found\n", command[0].c_str());
     return 127;
   }
-  options.new_session = true;
   // Should this process die first (a SIGKILL), the command's keeper or init puts the surface back
   // and removes the temp dir.
   const sandbox::Sandbox::AfterCommand after{git.ok() ? &*git : nullptr, &*tmp};
-  Result<ChildProcess> child = sandbox->Spawn(std::move(options), git.ok() ? &surface : nullptr,
+  Result<ChildProcess> child = sandbox->Spawn(std::move(*options), git.ok() ? &surface : nullptr,
                                               policy.enabled ? &after : nullptr);
   if (!child.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", child.status().message().c_str());
@@ -221,12 +243,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   }
   Result<int> status = WaitForwardingSignals(*sandbox, *child);
   sandbox::KillAllDescendants();
-  for (const std::string& line : policy.enabled
-                                     ? git->Restore(sandbox::GitSurfaceGuard::After::kDone)
-                                     : std::vector<std::string>{}) {
-    std::fprintf(stderr, "forkbox sandbox: git trust surface changed by the command: %s\n",
-                 line.c_str());
-  }
+  if (policy.enabled) PutBack(&*git);
   if (!status.ok()) {
     std::fprintf(stderr, "forkbox sandbox: %s\n", status.status().message().c_str());
     return kSandboxError;

@@ -78,7 +78,7 @@ void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr, int
                       const KeptFds& kept = {}) {
   syscall(SYS_close_range, 0U, keep_stderr ? 1U : 2U, 0U);
   CloseAboveStderrExceptRaw(kept, confined_fd);
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) _exit(127);
   const char* step = "";
   DropAllCapabilitiesRaw(&step);
   if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) _exit(127);
@@ -264,7 +264,7 @@ int KillChildrenRoundRaw(pid_t self) {
 [[noreturn]] void RunLayer1Keeper(pid_t command, const ContainPlan& p) {
   syscall(SYS_close_range, 0U, 1U, 0U);
   CloseAboveStderrExceptRaw(KeptFdsOf(p));
-  prctl(PR_SET_DUMPABLE, 0, 0, 0, 0);
+  if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) _exit(127);
   sigset_t wake;
   sigemptyset(&wake);
   sigaddset(&wake, SIGCHLD);

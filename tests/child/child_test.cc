@@ -4,13 +4,19 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -139,6 +145,7 @@ class ChildTest : public ::testing::Test {
                 {err.get(), 2}};
     if (transcript_fd) opts.fds.push_back({transcript_source_, *transcript_fd});
     for (const auto& fd : extra_fds_) opts.fds.push_back(fd);
+    if (before_exec_) opts.steps.push_back({"the test's step", before_exec_});
     Result<ChildProcess> child = Spawn(opts);
     EXPECT_TRUE(child.ok()) << child.status().ToString();
     if (!child.ok()) return run;
@@ -211,6 +218,8 @@ class ChildTest : public ::testing::Test {
   std::vector<std::pair<int, int>> extra_fds_;  // Descriptors the child must not keep.
   int transcript_source_ = -1;  // Ours, placed on the start frame's transcript_fd in the child.
   std::function<void()> after_spawn_;
+  // Runs in the child before it execs forkbox-child (raw calls only: it may share our memory).
+  std::function<int(const char**)> before_exec_;
   size_t close_report_after_ = 0;  // Close the read end of fd 4 after this many frames.
   std::string root_;
   std::string workdir_;
@@ -276,6 +285,48 @@ TEST_F(ChildTest, ScriptedMultiTurnLoopReturnsTheScriptedSummary) {
                 ::testing::UnorderedElementsAre("bash", "read_file", "write_file", "edit_file"));
     EXPECT_THAT(r.view.system, HasSubstr("You are a coding subagent at " + workdir_));
   }
+}
+
+// A seccomp filter that fails prctl(option, ...) with EPERM and allows everything else.
+std::vector<sock_filter> RefusePrctl(int option) {
+  return {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, AUDIT_ARCH_X86_64, 0, 5),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, static_cast<uint32_t>(option), 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EPERM),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+}
+
+// Without a death signal the child could outlive forkbox; dumpable, its memory (the API key)
+// would be open to /proc/<pid>/mem: either refused, it ends before reading its task, names the
+// step, and no request leaves. The control: the same task without the filter runs.
+TEST_F(ChildTest, WithoutItsDeathSignalOrUndumpableItRunsNoTask) {
+  Scenario({{"rules", {{{"when", {{"turn", 0}}}, {"reply", {{"text", "RAN"}}}}}}});
+  for (const auto& [option, name] : {std::pair{PR_SET_PDEATHSIG, "PR_SET_PDEATHSIG"},
+                                     std::pair{PR_SET_DUMPABLE, "PR_SET_DUMPABLE"}}) {
+    SCOPED_TRACE(name);
+    const std::vector<sock_filter> filter = RefusePrctl(option);
+    const sock_fprog prog{static_cast<unsigned short>(filter.size()),
+                          const_cast<sock_filter*>(filter.data())};
+    before_exec_ = [&prog](const char**) {
+      if (::prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+      return ::syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, &prog) == 0 ? 0 : errno;
+    };
+    ChildRun refused = Run(Start("anything"));
+    EXPECT_EQ(refused.exit_code, ipc::kChildExitBadStart) << refused.stderr_text;
+    EXPECT_THAT(refused.stderr_text, HasSubstr(std::string("prctl(") + name));
+    EXPECT_EQ(refused.result(), nullptr);
+    EXPECT_EQ(server_.request_count(), 0u);
+  }
+  before_exec_ = nullptr;
+  ChildRun control = Run(Start("anything"));
+  ASSERT_NE(control.result(), nullptr) << control.stderr_text;
+  EXPECT_EQ(control.result()->summary, "RAN");
+  EXPECT_EQ(server_.request_count(), 1u);
 }
 
 TEST_F(ChildTest, RequestsNeverOfferTheTaskTool) {

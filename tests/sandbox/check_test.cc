@@ -855,6 +855,29 @@ TEST(SandboxCommand, FailsClosedWithoutLandlock) {
   EXPECT_NE(check.out.find("CANNOT be enforced"), std::string::npos) << check.out;
 }
 
+// Without the subreaper, a daemon the command detaches would outlive it unkilled: the command
+// does not run, and the reason names the step. The control: the same command, subreaper allowed.
+TEST(SandboxCommand, FailsClosedWhenItCannotCollectDaemons) {
+  const std::string work = MakeTempDir("cmd-nosubreaper");
+  auto refuse_subreaper = [] {
+    scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
+    bool ok = ctx != nullptr &&
+              seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), SCMP_SYS(prctl), 1,
+                               SCMP_A0(SCMP_CMP_EQ, PR_SET_CHILD_SUBREAPER)) == 0 &&
+              seccomp_load(ctx) == 0;
+    seccomp_release(ctx);
+    return ok;
+  };
+  const std::vector<std::string> args = {"--workdir", work, "--", "sh", "-c", "echo ran > ran"};
+  CmdResult refused = RunCmd(args, "", refuse_subreaper);
+  EXPECT_EQ(refused.code, 125) << refused.err;
+  EXPECT_NE(refused.err.find("PR_SET_CHILD_SUBREAPER"), std::string::npos) << refused.err;
+  EXPECT_FALSE(FileExists(work + "/ran"));
+  CmdResult control = RunCmd(args);
+  EXPECT_EQ(control.code, 0) << control.err;
+  EXPECT_TRUE(FileExists(work + "/ran"));
+}
+
 // A kernel without seccomp filters: nothing runs, and the reason names what is missing. The
 // control: the same command where seccomp exists runs.
 TEST(SandboxCommand, FailsClosedWithoutSeccomp) {
