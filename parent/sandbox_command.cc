@@ -187,25 +187,25 @@ void PutBack(sandbox::GitSurfaceGuard* git) {
   }
 }
 
+// Says why the command could not run, or its end could not be told; returns kSandboxError.
+int SandboxError(const Status& st) {
+  std::fprintf(stderr, "forkbox sandbox: %s\n", st.message().c_str());
+  return kSandboxError;
+}
+
 // Runs the command under the policy and returns its exit code.
 int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) {
   WarnAbout(policy, command[0]);
   // Fail closed before touching the workdir.
   // This process only runs the command: it scopes itself, and the command spawns from here.
   Result<sandbox::Sandbox> sandbox = sandbox::Sandbox::ForCommand(policy);
-  if (!sandbox.ok()) {
-    std::fprintf(stderr, "forkbox sandbox: %s\n", sandbox.status().message().c_str());
-    return kSandboxError;
-  }
+  if (!sandbox.ok()) return SandboxError(sandbox.status());
   // Layer 2's private /dev/shm holds the temp dir: nothing on disk (see TaskTmpDir).
   Result<sandbox::TaskTmpDir> tmp =
       sandbox::TaskTmpDir::Create(policy.workdir, policy.enabled && sandbox->report().layer == 2
                                                       ? sandbox::ShortLink::kPrivateDir
                                                       : sandbox::ShortLink::kHere);
-  if (!tmp.ok()) {
-    std::fprintf(stderr, "forkbox sandbox: %s\n", tmp.status().message().c_str());
-    return kSandboxError;
-  }
+  if (!tmp.ok()) return SandboxError(tmp.status());
   sandbox->set_tmpdir(*tmp);
   if (std::string hidden = sandbox::HiddenGitDirWarning(policy, sandbox->report().layer);
       !hidden.empty()) {
@@ -217,15 +217,10 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   sandbox::MountPlan surface;
   Result<sandbox::GitSurfaceGuard> git =
       sandbox::GitSurfaceGuard::Take(policy.workdir, &surface, policy.writable);
-  if (policy.enabled && !git.ok()) {
-    std::fprintf(stderr, "forkbox sandbox: %s\n", git.status().message().c_str());
-    return kSandboxError;
-  }
+  if (policy.enabled && !git.ok()) return SandboxError(git.status());
   // Collect re-parented daemons so they can be killed when the command ends.
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
-    std::fprintf(stderr, "forkbox sandbox: %s\n",
-                 Status::FromErrno(errno, "prctl(PR_SET_CHILD_SUBREAPER)").ToString().c_str());
-    return kSandboxError;
+    return SandboxError(Status::FromErrno(errno, "prctl(PR_SET_CHILD_SUBREAPER)"));
   }
   std::optional<SpawnOptions> options = CommandOptions(*sandbox, command);
   if (!options) {
@@ -244,10 +239,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   Result<int> status = WaitForwardingSignals(*sandbox, *child);
   sandbox::KillAllDescendants();
   if (policy.enabled) PutBack(&*git);
-  if (!status.ok()) {
-    std::fprintf(stderr, "forkbox sandbox: %s\n", status.status().message().c_str());
-    return kSandboxError;
-  }
+  if (!status.ok()) return SandboxError(status.status());
   return ExitCodeFromWaitStatus(*status);
 }
 
