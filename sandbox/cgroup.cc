@@ -69,8 +69,12 @@ std::string PidsCgroup::Hierarchy() {
   return "";
 }
 
-Result<PidsCgroup> PidsCgroup::Create(int64_t max_pids) {
-  std::string root = Hierarchy();
+namespace {
+
+// The hierarchy's forkbox/ directory (made if missing), stale task cgroups removed from it: where
+// a cgroup of pids.max = max_pids goes.
+Result<std::string> ForkboxParent(int64_t max_pids) {
+  std::string root = PidsCgroup::Hierarchy();
   if (root.empty()) return Status::Unavailable("no writable pids cgroup hierarchy");
   if (max_pids <= 0) return Status::InvalidArgument("pids.max must be positive");
   std::string parent = root + "/forkbox";
@@ -78,9 +82,17 @@ Result<PidsCgroup> PidsCgroup::Create(int64_t max_pids) {
     return Status::FromErrno(errno, "mkdir " + parent);
   }
   CollectStale(parent);
+  return parent;
+}
+
+}  // namespace
+
+Result<PidsCgroup> PidsCgroup::Create(int64_t max_pids) {
+  Result<std::string> parent = ForkboxParent(max_pids);
+  if (!parent.ok()) return parent.status();
   static std::atomic<uint64_t> counter{0};
   PidsCgroup cg;
-  cg.path_ = parent + "/task-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
+  cg.path_ = *parent + "/task-" + std::to_string(getpid()) + "-" + std::to_string(counter++);
   if (mkdir(cg.path_.c_str(), 0755) != 0) return Status::FromErrno(errno, "mkdir " + cg.path_);
   Status st = WriteString(cg.path_ + "/pids.max", std::to_string(max_pids));
   if (!st.ok()) {
@@ -117,15 +129,9 @@ PidsCgroup& PidsCgroup::operator=(PidsCgroup&& other) noexcept {
 
 Status PidsCgroup::JoinSession(int64_t max_pids) {
   if (InForkboxCgroup()) return Status::Ok();
-  std::string root = Hierarchy();
-  if (root.empty()) return Status::Unavailable("no writable pids cgroup hierarchy");
-  if (max_pids <= 0) return Status::InvalidArgument("pids.max must be positive");
-  std::string parent = root + "/forkbox";
-  if (mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) {
-    return Status::FromErrno(errno, "mkdir " + parent);
-  }
-  CollectStale(parent);
-  std::string path = parent + "/task-" + std::to_string(getpid()) + "-session";
+  Result<std::string> parent = ForkboxParent(max_pids);
+  if (!parent.ok()) return parent.status();
+  std::string path = *parent + "/task-" + std::to_string(getpid()) + "-session";
   if (mkdir(path.c_str(), 0755) != 0 && errno != EEXIST) {
     return Status::FromErrno(errno, "mkdir " + path);
   }
