@@ -10,6 +10,7 @@
 
 #include <map>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -40,6 +41,16 @@ class GitSurfaceGuard {
   // Whether a git config file holds only keys a fresh `git init` (and clone) writes, none that
   // makes git run a program or read config from elsewhere. `why` receives the first other line.
   static bool ConfigIsSafe(const std::string& text, std::string* why);
+
+  // The record as bytes, for a GuardJournal: the workdir (path, device and inode) and every
+  // recorded entry, ending in a checksum.
+  std::string Serialize() const;
+  // The guard a record (Serialize) describes, for a process that did not take it. Refused: a
+  // record cut short or garbled, a path in it that is not plainly beneath the workdir, and a
+  // workdir that is not the very directory it was taken in (kNotFound: removed, made again, or a
+  // link now).
+  static Result<GitSurfaceGuard> Reload(std::string_view record);
+  const std::string& workdir() const { return workdir_; }
 
   // The O_PATH descriptor of the workdir that Restore works through: a process that closes its
   // other descriptors before it restores (a keeper, Sandbox::Spawn's `orphaned`) keeps this one.

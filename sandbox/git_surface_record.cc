@@ -1,0 +1,161 @@
+// GitSurfaceGuard's record as bytes (Serialize) and back (Reload), for GuardJournal: a length-
+// prefixed binary form (file contents need not be text) ending in a checksum, so that a record cut
+// short by its writer's death is refused, never half applied.
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <string_view>
+
+#include "sandbox/git_surface.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+constexpr std::string_view kMagic = "forkbox-guard 1\n";
+
+void PutU64(std::string& out, uint64_t v) {
+  for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+}
+void PutString(std::string& out, std::string_view s) {
+  PutU64(out, s.size());
+  out.append(s);
+}
+void PutList(std::string& out, const std::vector<std::string>& list) {
+  PutU64(out, list.size());
+  for (const std::string& s : list) PutString(out, s);
+}
+
+// FNV-1a, 64 bits: catches a record cut short or garbled, not an adversary (the journal lies
+// where tools cannot write: GuardJournal).
+uint64_t Checksum(std::string_view bytes) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
+  return h;
+}
+
+// Reads the fields back in order; any read past the end fails the whole parse.
+class Reader {
+ public:
+  explicit Reader(std::string_view bytes) : rest_(bytes) {}
+  bool U64(uint64_t* v) {
+    if (rest_.size() < 8) return false;
+    *v = 0;
+    for (int i = 0; i < 8; ++i)
+      *v |= static_cast<uint64_t>(static_cast<uint8_t>(rest_[i])) << (8 * i);
+    rest_.remove_prefix(8);
+    return true;
+  }
+  bool String(std::string* s) {
+    uint64_t n = 0;
+    if (!U64(&n) || n > rest_.size()) return false;
+    s->assign(rest_.substr(0, n));
+    rest_.remove_prefix(n);
+    return true;
+  }
+  bool List(std::vector<std::string>* list) {
+    uint64_t n = 0;
+    if (!U64(&n) || n > rest_.size() / 8) return false;
+    list->resize(n);
+    for (std::string& s : *list) {
+      if (!String(&s)) return false;
+    }
+    return true;
+  }
+  bool done() const { return rest_.empty(); }
+  size_t left() const { return rest_.size(); }
+
+ private:
+  std::string_view rest_;
+};
+
+// A path the record may name: relative, beneath the workdir, no empty, `.` or `..` component.
+bool IsPlainRelative(std::string_view rel) {
+  if (rel.empty() || rel.front() == '/' || rel.find('\0') != std::string_view::npos) return false;
+  while (!rel.empty()) {
+    const size_t slash = rel.find('/');
+    const std::string_view part = rel.substr(0, slash);
+    if (part.empty() || part == "." || part == "..") return false;
+    rel = slash == std::string_view::npos ? std::string_view() : rel.substr(slash + 1);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string GitSurfaceGuard::Serialize() const {
+  struct stat st = {};
+  (void)fstat(root_.get(), &st);  // A failure records inode 0, which no Reload accepts.
+  std::string out(kMagic);
+  PutU64(out, st.st_dev);
+  PutU64(out, st.st_ino);
+  PutString(out, workdir_);
+  PutList(out, writable_);
+  PutList(out, roots_);
+  PutList(out, git_dirs_);
+  PutU64(out, entries_.size());
+  for (const auto& [path, e] : entries_) {
+    PutString(out, path);
+    PutU64(out, static_cast<uint64_t>(e.kind));
+    PutU64(out, e.mode);
+    PutString(out, e.data);
+  }
+  PutU64(out, Checksum(out));
+  return out;
+}
+
+Result<GitSurfaceGuard> GitSurfaceGuard::Reload(std::string_view record) {
+  const Status garbled = Status::InvalidArgument("not a whole git trust surface record");
+  if (record.size() < kMagic.size() + 8 || record.substr(0, kMagic.size()) != kMagic) {
+    return garbled;
+  }
+  uint64_t sum = 0;
+  Reader tail(record.substr(record.size() - 8));
+  if (!tail.U64(&sum) || sum != Checksum(record.substr(0, record.size() - 8))) return garbled;
+  Reader in(record.substr(kMagic.size(), record.size() - kMagic.size() - 8));
+  GitSurfaceGuard guard;
+  uint64_t dev = 0, ino = 0, count = 0;
+  if (!in.U64(&dev) || !in.U64(&ino) || !in.String(&guard.workdir_) || !in.List(&guard.writable_) ||
+      !in.List(&guard.roots_) || !in.List(&guard.git_dirs_) || !in.U64(&count) ||
+      count > in.left() / 8) {
+    return garbled;
+  }
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string path;
+    uint64_t kind = 0, mode = 0;
+    Entry e;
+    if (!in.String(&path) || !in.U64(&kind) || !in.U64(&mode) || !in.String(&e.data) ||
+        kind > static_cast<uint64_t>(Entry::Kind::kOther) || mode > 07777) {
+      return garbled;
+    }
+    e.kind = static_cast<Entry::Kind>(kind);
+    e.mode = static_cast<unsigned>(mode);
+    guard.entries_[std::move(path)] = std::move(e);
+  }
+  if (!in.done() || guard.workdir_.empty() || guard.workdir_.front() != '/') return garbled;
+  for (const auto* list : {&guard.roots_, &guard.git_dirs_}) {
+    for (const std::string& rel : *list) {
+      if (!IsPlainRelative(rel)) return garbled;
+    }
+  }
+  for (const auto& [path, e] : guard.entries_) {
+    if (!IsPlainRelative(path)) return garbled;
+  }
+  // The very directory the record was taken in, reached without a link: a workdir removed and
+  // made again, or swapped for a link, is another project.
+  guard.root_ =
+      UniqueFd(open(guard.workdir_.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!guard.root_) return Status::FromErrno(errno, "open " + guard.workdir_);
+  struct stat st;
+  if (fstat(guard.root_.get(), &st) != 0) return Status::FromErrno(errno, "stat " + guard.workdir_);
+  if (ino == 0 || st.st_dev != dev || st.st_ino != ino) {
+    return Status::Error(Status::Code::kNotFound,
+                         guard.workdir_ + " is no longer the directory the record was made in");
+  }
+  return guard;
+}
+
+}  // namespace forkbox::sandbox

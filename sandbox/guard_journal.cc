@@ -1,0 +1,116 @@
+#include "sandbox/guard_journal.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/random.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <string_view>
+
+#include "base/file.h"
+#include "base/state_dir.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+constexpr std::string_view kPrefix = "guard-";
+constexpr size_t kMaxRecordBytes = size_t{512} << 20;
+
+// The record named `name` in `dir`, opened and locked when its owner is gone: a regular file of
+// ours, still under that name (another Recover may have removed it). Empty otherwise.
+UniqueFd LockDeadRecord(int dir, const std::string& name) {
+  UniqueFd fd(openat(dir, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  struct stat held, named;
+  if (!fd || fstat(fd.get(), &held) != 0 || !S_ISREG(held.st_mode) || held.st_uid != geteuid() ||
+      flock(fd.get(), LOCK_EX | LOCK_NB) != 0 ||
+      fstatat(dir, name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0 || named.st_ino != held.st_ino ||
+      named.st_dev != held.st_dev) {
+    return UniqueFd();
+  }
+  return fd;
+}
+
+// Puts back the surface `record` describes; appends what it did, or why it could not.
+void PutBack(const std::string& record, std::vector<std::string>& lines) {
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Reload(record);
+  if (!guard.ok()) {
+    lines.push_back("a record not used: " + guard.status().message());
+    return;
+  }
+  for (const std::string& line : guard->Restore(GitSurfaceGuard::After::kDone)) {
+    lines.push_back(guard->workdir() + ": " + line);
+  }
+}
+
+}  // namespace
+
+Result<std::string> JournalDir() {
+  Result<std::string> state = ForkboxStateDir();
+  if (!state.ok()) return state.status();
+  return *state + "/guards";
+}
+
+Result<GuardJournal> GuardJournal::Create(const std::string& dir) {
+  Result<UniqueFd> d = CreateDirectoriesNoLinks(dir, 0700);
+  if (!d.ok()) return d.status().WithContext("the git guard's journal");
+  for (int attempt = 0; attempt < 16; ++attempt) {
+    unsigned char bytes[8];
+    if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
+      return Status::FromErrno(errno, "getrandom");
+    }
+    std::string name(kPrefix);
+    for (unsigned char b : bytes) name += "0123456789abcdef"[b & 15];
+    UniqueFd fd(
+        openat(d->get(), name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    if (!fd && errno == EEXIST) continue;
+    if (!fd) return Status::FromErrno(errno, "create " + dir + "/" + name);
+    // Held for the owner's life; the kernel lets go of it however the owner dies.
+    if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return Status::FromErrno(errno, "flock " + name);
+    return GuardJournal(std::move(fd));
+  }
+  return Status::Internal("no free name for the git guard's journal in " + dir);
+}
+
+GuardJournal::~GuardJournal() {
+  if (fd_) (void)ftruncate(fd_.get(), 0);  // Best effort: an old record only restores again.
+}
+
+Status GuardJournal::Write(const GitSurfaceGuard& guard) {
+  if (!fd_) return Status::Internal("GuardJournal::Write without a journal");
+  std::string record = guard.Serialize();
+  if (record == written_) return Status::Ok();
+  // The new record over the old; a kill part way leaves a checksum that fails, which Recover
+  // reports. Records change only between tool calls, never while one runs.
+  for (size_t done = 0; done < record.size();) {
+    const ssize_t n =
+        pwrite(fd_.get(), record.data() + done, record.size() - done, static_cast<off_t>(done));
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return Status::FromErrno(n < 0 ? errno : EIO, "write the git guard's journal");
+    done += static_cast<size_t>(n);
+  }
+  if (ftruncate(fd_.get(), static_cast<off_t>(record.size())) != 0) {
+    return Status::FromErrno(errno, "truncate the git guard's journal");
+  }
+  written_ = std::move(record);
+  return Status::Ok();
+}
+
+std::vector<std::string> GuardJournal::Recover(const std::string& dir) {
+  std::vector<std::string> lines;
+  UniqueFd d(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!d) return lines;  // No journal yet.
+  for (const std::string& name : ListDirNames(d.get())) {
+    if (name.rfind(kPrefix, 0) != 0) continue;
+    UniqueFd record = LockDeadRecord(d.get(), name);
+    if (!record) continue;
+    Result<std::string> bytes = ReadToEnd(record.get(), kMaxRecordBytes, dir + "/" + name);
+    if (!bytes.ok()) lines.push_back("a record not used: " + bytes.status().message());
+    if (bytes.ok() && !bytes->empty()) PutBack(*bytes, lines);
+    (void)unlinkat(d.get(), name.c_str(), 0);  // Best effort: the next Recover tries again.
+  }
+  return lines;
+}
+
+}  // namespace forkbox::sandbox

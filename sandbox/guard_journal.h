@@ -1,0 +1,51 @@
+// GuardJournal: git's trust surface record kept on disk while its guard runs, for when its owner
+// cannot put the surface back itself: a SIGKILL of every forkbox process at once (`pkill -9
+// forkbox`, `docker kill`), a crash, a power cut. Each owner holds a lock (flock) on a file of its
+// own for its life; the next forkbox to start (Recover) puts back the surface of every record
+// whose owner is gone, says what it changed, and removes the record.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "base/unique_fd.h"
+#include "sandbox/git_surface.h"
+
+namespace forkbox::sandbox {
+
+class GuardJournal {
+ public:
+  // A fresh record file in `dir` (JournalDir; made 0700 where missing, through no link), locked,
+  // empty until Write.
+  static Result<GuardJournal> Create(const std::string& dir);
+
+  GuardJournal() = default;
+  GuardJournal(GuardJournal&&) noexcept = default;
+  GuardJournal& operator=(GuardJournal&&) noexcept = default;
+  // Empties the file: its owner ended, the surface put back. The file goes at the next Recover (a
+  // confined owner may not unlink in `dir`).
+  ~GuardJournal();
+
+  // The guard's record replaces the file's; nothing is written when it did not change. Works
+  // through the descriptor, so a confined owner can write it.
+  Status Write(const GitSurfaceGuard& guard);
+  bool active() const { return fd_.valid(); }
+
+  // Puts back the surface of each record in `dir` whose owner is gone (its lock is free), then
+  // removes the record. Returns one line per change ("/w: remove .git/hooks/pre-commit") and per
+  // record it could not use (cut short, its workdir gone). Never blocks: a live owner's record,
+  // another user's, a FIFO or a link is left alone.
+  static std::vector<std::string> Recover(const std::string& dir);
+
+ private:
+  explicit GuardJournal(UniqueFd fd) : fd_(std::move(fd)) {}
+  UniqueFd fd_;
+  std::string written_;  // The record in the file now.
+};
+
+// $XDG_STATE_HOME/forkbox/guards (base/state_dir.h): hidden from the tools' read scope, like the
+// rest of forkbox's state, and never writable by them.
+Result<std::string> JournalDir();
+
+}  // namespace forkbox::sandbox

@@ -1,0 +1,160 @@
+// GuardJournal: a guard's record outlives its owner, and the next forkbox puts the surface back
+// (the escape suite checks the same with a SIGKILL of every forkbox process).
+#include "sandbox/guard_journal.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+
+#include "tests/sandbox/probe_util.h"
+
+namespace forkbox::sandbox {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::FileExists;
+using testing::MakeTempDir;
+using testing::ReadFile;
+
+struct Project {
+  std::string work;     // A git repository.
+  std::string journal;  // The journal's directory.
+};
+
+Project MakeProject(const char* name) {
+  const std::string root = fs::canonical(MakeTempDir(name)).string();
+  Project p{root + "/work", root + "/state/forkbox/guards"};
+  fs::create_directories(p.work);
+  EXPECT_EQ(std::system(("git init -q '" + p.work + "'").c_str()), 0);
+  return p;
+}
+
+void Plant(const Project& p) {
+  std::ofstream(p.work + "/.git/hooks/pre-commit") << "#!/bin/sh\necho planted\n";
+  std::ofstream(p.work + "/.git/commondir") << "../elsewhere\n";
+}
+
+bool Planted(const Project& p) {
+  return FileExists(p.work + "/.git/hooks/pre-commit") || FileExists(p.work + "/.git/commondir");
+}
+
+// A process that records the surface in a journal and dies by SIGKILL without putting anything
+// back; `write_record` false: it dies before its first Write (the control).
+void RecordAndDie(const Project& p, bool write_record) {
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    Result<GuardJournal> journal = GuardJournal::Create(p.journal);
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work);
+    if (!journal.ok() || !guard.ok()) _exit(1);
+    if (write_record && !journal->Write(*guard).ok()) _exit(2);
+    kill(getpid(), SIGKILL);
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFSIGNALED(status)) << status;
+}
+
+TEST(GuardJournal, TheNextStartPutsBackWhatADeadOwnersToolsPlanted) {
+  const Project p = MakeProject("journal-dead");
+  RecordAndDie(p, true);
+  Plant(p);
+  const std::vector<std::string> lines = GuardJournal::Recover(p.journal);
+  EXPECT_FALSE(Planted(p));
+  EXPECT_EQ(lines, (std::vector<std::string>{p.work + ": remove .git/hooks/pre-commit",
+                                             p.work + ": remove .git/commondir"}));
+  EXPECT_TRUE(fs::is_empty(p.journal)) << "the record is removed once used";
+  // Control: an owner that died before its record was written leaves nothing to put back.
+  RecordAndDie(p, false);
+  Plant(p);
+  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_TRUE(Planted(p));
+  EXPECT_TRUE(fs::is_empty(p.journal)) << "an empty record is removed too";
+}
+
+TEST(GuardJournal, ALiveOwnersRecordIsLeftAloneAndAnEndedOnePutsNothingBack) {
+  const Project p = MakeProject("journal-live");
+  {
+    Result<GuardJournal> journal = GuardJournal::Create(p.journal);
+    ASSERT_TRUE(journal.ok()) << journal.status().ToString();
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work);
+    ASSERT_TRUE(guard.ok());
+    ASSERT_TRUE(journal->Write(*guard).ok());
+    Plant(p);
+    EXPECT_TRUE(GuardJournal::Recover(p.journal).empty()) << "its owner still guards it";
+    EXPECT_TRUE(Planted(p));
+    EXPECT_FALSE(fs::is_empty(p.journal));
+    guard->Restore(GitSurfaceGuard::After::kDone);  // The owner's own end.
+    EXPECT_FALSE(Planted(p));
+  }
+  Plant(p);  // After the owner ended: not its business any more.
+  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_TRUE(Planted(p));
+  EXPECT_TRUE(fs::is_empty(p.journal));
+}
+
+TEST(GuardJournal, RefusesARecordCutShortGarbledOrForAnotherDirectory) {
+  const Project p = MakeProject("journal-bad");
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work);
+  ASSERT_TRUE(guard.ok());
+  const std::string record = guard->Serialize();
+  ASSERT_TRUE(GitSurfaceGuard::Reload(record).ok()) << "control: the whole record";
+  EXPECT_FALSE(GitSurfaceGuard::Reload(record.substr(0, record.size() - 1)).ok());
+  std::string flipped = record;
+  flipped[record.size() / 2] ^= 1;
+  EXPECT_FALSE(GitSurfaceGuard::Reload(flipped).ok());
+  EXPECT_FALSE(GitSurfaceGuard::Reload("").ok());
+  EXPECT_FALSE(GitSurfaceGuard::Reload("garbage").ok());
+  // The workdir removed and made again at the same path: another project now.
+  RecordAndDie(p, true);
+  fs::rename(p.work, p.work + ".old");
+  fs::create_directories(p.work);
+  ASSERT_EQ(std::system(("git init -q '" + p.work + "'").c_str()), 0);
+  Plant(p);
+  const std::vector<std::string> lines = GuardJournal::Recover(p.journal);
+  ASSERT_EQ(lines.size(), 1U) << ::testing::PrintToString(lines);
+  EXPECT_NE(lines[0].find("no longer the directory the record was made in"), std::string::npos)
+      << lines[0];
+  EXPECT_TRUE(Planted(p)) << "nothing written into the other directory";
+  // A garbled record on disk is reported and removed, and nothing changes.
+  fs::create_directories(p.journal);
+  std::ofstream(p.journal + "/guard-0000000000000000") << record.substr(0, 40);
+  const std::vector<std::string> garbled = GuardJournal::Recover(p.journal);
+  ASSERT_EQ(garbled.size(), 1U);
+  EXPECT_NE(garbled[0].find("not a whole git trust surface record"), std::string::npos);
+  EXPECT_TRUE(fs::is_empty(p.journal));
+}
+
+TEST(GuardJournal, RecoverNeverBlocksOnAFifoNorFollowsALink) {
+  const Project p = MakeProject("journal-fifo");
+  fs::create_directories(p.journal);
+  ASSERT_EQ(mkfifo((p.journal + "/guard-fifo").c_str(), 0600), 0);
+  RecordAndDie(p, true);
+  // Its record, reached through a link: a link is never a record.
+  for (const auto& entry : fs::directory_iterator(p.journal)) {
+    const std::string name = entry.path().filename().string();
+    if (name == "guard-fifo") continue;
+    fs::rename(entry.path(), p.journal + "/../moved");
+    fs::create_symlink(p.journal + "/../moved", p.journal + "/" + name);
+  }
+  Plant(p);
+  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_TRUE(Planted(p));
+  // Control: the same record under its own name is used.
+  for (const auto& entry : fs::directory_iterator(p.journal)) {
+    if (entry.path().filename() != "guard-fifo") fs::remove(entry.path());
+  }
+  fs::rename(p.journal + "/../moved", p.journal + "/guard-moved");
+  EXPECT_EQ(GuardJournal::Recover(p.journal).size(), 2U);
+  EXPECT_FALSE(Planted(p));
+  EXPECT_TRUE(fs::exists(p.journal + "/guard-fifo"));
+}
+
+}  // namespace
+}  // namespace forkbox::sandbox
