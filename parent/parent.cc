@@ -33,6 +33,7 @@
 #include "parent/terminal.h"
 #include "parent/tool_runner.h"
 #include "parent/transcripts.h"
+#include "sandbox/guard_journal.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 
@@ -181,6 +182,7 @@ struct SessionSandbox {
   sandbox::Policy policy;
   sandbox::Report report;
   sandbox::TaskTmpDir tmpdir;  // Removed when the session ends.
+  std::optional<sandbox::GuardJournal> journal;  // The parent's git guard's record on disk.
   std::string transcript_warning;
   std::string git_warning;  // sandbox::HiddenGitDirWarning
 };
@@ -202,6 +204,14 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
   if (s.transcripts.fd) out->transcript_warning = TranscriptDirWarning(s.transcripts.path, trees);
   out->git_warning = sandbox::HiddenGitDirWarning(*p, out->report.layer);
   if (o.sandbox.enabled) {
+    // Before this session's guard records anything: what a killed one left is put back first.
+    sandbox::JournalStart journal = sandbox::StartGuardJournal(trees);
+    for (const std::string& line : journal.put_back) {
+      Err("forkbox: warning: git trust surface left changed by a killed forkbox, put back: " +
+          line + "\n");
+    }
+    if (!journal.warning.empty()) Err("forkbox: warning: " + journal.warning + "\n");
+    out->journal = std::move(journal.journal);
     // As root, one pids cgroup for the session holds fork bombs; joining it once here spares
     // every task and tool spawn a slow cgroup v1 attach.
     Status joined = sandbox::JoinSessionProcessLimit(*p, o.max_parallel);
@@ -650,7 +660,8 @@ int Serve(const Options& o, const Settings& s, const std::optional<std::string>&
   }
   SessionStats stats;
   agent::LoopOptions loop = ParentLoopOptions(o, s, tasks);
-  ParentToolRunner runner(context, std::move(tasks), io.progress, stats);
+  ParentToolRunner runner(context, std::move(tasks), io.progress, stats,
+                          l.box.journal ? &*l.box.journal : nullptr);
   // Interactive: git's trust surface is recorded and the standbys warm up while the user types.
   // One-shot: once the first request is on the wire, so that neither competes with it; the
   // record comes first, before a standby child's sandbox set-up could touch the workdir's git

@@ -30,8 +30,13 @@ std::string CallDetail(const agent::ToolUseBlock& call) {
 }  // namespace
 
 ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks,
-                                   Progress& progress, SessionStats& stats)
-    : context_(std::move(context)), tasks_(std::move(tasks)), progress_(progress), stats_(stats) {}
+                                   Progress& progress, SessionStats& stats,
+                                   sandbox::GuardJournal* journal)
+    : context_(std::move(context)),
+      tasks_(std::move(tasks)),
+      progress_(progress),
+      stats_(stats),
+      journal_(journal) {}
 
 ParentToolRunner::~ParentToolRunner() = default;
 
@@ -50,6 +55,15 @@ void ParentToolRunner::RecordGitSurface() {
       sandbox::GitSurfaceGuard::Take(policy.workdir, nullptr, policy.writable);
   if (guard.ok()) git_guard_.emplace(std::move(*guard));
   if (!guard.ok()) progress_.Note("git trust surface NOT guarded: " + guard.status().message());
+  JournalGitSurface();
+}
+
+void ParentToolRunner::JournalGitSurface() {
+  if (!git_guard_ || journal_ == nullptr || !journal_->active()) return;
+  if (Status st = journal_->Write(*git_guard_); !st.ok()) {
+    progress_.Note("git trust surface not journaled any more: " + st.message());
+    journal_ = nullptr;
+  }
 }
 
 void ParentToolRunner::StartStandby() {
@@ -98,6 +112,7 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
 void ParentToolRunner::GuardGitSurface(std::vector<agent::ToolResultBlock>& results, size_t end) {
   if (!git_guard_ || end == 0) return;
   std::vector<std::string> undone = git_guard_->Restore();
+  JournalGitSurface();  // Restore's new record, if it changed.
   if (undone.empty()) return;
   std::string text =
       "\n[forkbox: this changed git's trust surface (hooks, config, commondir...: code git "

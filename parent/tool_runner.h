@@ -16,6 +16,7 @@
 #include "parent/stats.h"
 #include "parent/task_runner.h"
 #include "sandbox/git_surface.h"
+#include "sandbox/guard_journal.h"
 
 namespace forkbox::parent {
 
@@ -25,9 +26,10 @@ class ParentToolRunner : public agent::ToolRunner {
   // The session runs in InterruptMode::kFlag: a base tool polls the flag, a task batch reads the
   // signals from a signalfd.
   // The standby children start with StartStandby and git's trust surface is recorded with
-  // RecordGitSurface, not here.
+  // RecordGitSurface, not here. `journal` (may be null) keeps the guard's record on disk, for the
+  // next start should every forkbox process die at once (sandbox::GuardJournal); it outlives this.
   ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks, Progress& progress,
-                   SessionStats& stats);
+                   SessionStats& stats, sandbox::GuardJournal* journal = nullptr);
   ~ParentToolRunner() override;  // Kills and reaps the standby children.
   // With tasks, tasks->standby > 0 and no transcripts: starts the standby children (once; later
   // calls do nothing), so a task does not wait for fork + exec + sandbox set-up. A one-shot run
@@ -46,6 +48,8 @@ class ParentToolRunner : public agent::ToolRunner {
   int interrupt_signal() const override { return interrupt_signal_; }
 
  private:
+  // The guard's record to the journal, if any; a failure is noted once.
+  void JournalGitSurface();
   // Undoes what the calls [begin, end) left in git's trust surface and says so in the last result
   // and on the progress line.
   void GuardGitSurface(std::vector<agent::ToolResultBlock>& results, size_t end);
@@ -65,6 +69,7 @@ class ParentToolRunner : public agent::ToolRunner {
   int next_task_number_ = 1;
   bool git_surface_recorded_ = false;
   std::optional<sandbox::GitSurfaceGuard> git_guard_;  // With the sandbox on: the record.
+  sandbox::GuardJournal* journal_;                     // May be null.
 };
 
 }  // namespace forkbox::parent

@@ -6,10 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <climits>
+#include <cstdlib>
 #include <cerrno>
 #include <string_view>
 
 #include "base/file.h"
+#include "base/path.h"
 #include "base/state_dir.h"
 
 namespace forkbox::sandbox {
@@ -111,6 +114,36 @@ std::vector<std::string> GuardJournal::Recover(const std::string& dir) {
     (void)unlinkat(d.get(), name.c_str(), 0);  // Best effort: the next Recover tries again.
   }
   return lines;
+}
+
+JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees) {
+  JournalStart start;
+  Result<std::string> dir = JournalDir();
+  Result<UniqueFd> made = dir.ok() ? CreateDirectoriesNoLinks(*dir, 0700) : dir.status();
+  // Made through no link, so the canonical path differs only by "." or "..".
+  char canonical[PATH_MAX];
+  if (made.ok() && realpath(dir->c_str(), canonical) == nullptr) {
+    made = Status::FromErrno(errno, "realpath " + *dir);
+  }
+  if (!made.ok()) {
+    start.warning = "git trust surface not journaled: " + made.status().message();
+    return start;
+  }
+  for (const std::string& tree : writable_trees) {
+    if (PathWithin(canonical, tree)) {
+      start.warning = "git trust surface not journaled: " + std::string(canonical) +
+                      " lies in " + tree + ", which tools can write";
+      return start;
+    }
+  }
+  start.put_back = GuardJournal::Recover(canonical);
+  Result<GuardJournal> journal = GuardJournal::Create(canonical);
+  if (!journal.ok()) {
+    start.warning = "git trust surface not journaled: " + journal.status().message();
+    return start;
+  }
+  start.journal.emplace(std::move(*journal));
+  return start;
 }
 
 }  // namespace forkbox::sandbox

@@ -5,6 +5,7 @@
 // whose owner is gone, says what it changed, and removes the record.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,5 +48,16 @@ class GuardJournal {
 // $XDG_STATE_HOME/forkbox/guards (base/state_dir.h): hidden from the tools' read scope, like the
 // rest of forkbox's state, and never writable by them.
 Result<std::string> JournalDir();
+
+// The start of a session or a `forkbox sandbox` command, before its first guard: what a killed
+// one left in git's trust surface put back (Recover, in JournalDir), then a journal of its own.
+// Neither where tools could write the records, so forge what is "put back": the journal's
+// directory in one of `writable_trees` (canonical; PersistentWritableTrees).
+struct JournalStart {
+  std::optional<GuardJournal> journal;  // None: `warning` says why.
+  std::vector<std::string> put_back;    // Recover's lines.
+  std::string warning;
+};
+JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees);
 
 }  // namespace forkbox::sandbox

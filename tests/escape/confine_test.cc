@@ -29,6 +29,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -126,6 +127,7 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
   }
 
   void ExpectSigkillFate(bool by_parent);
+  void ExpectKillAllFate(bool by_parent);
 
   // forkbox, forkbox-child and the HTTP modules, copied to `bin` and its module directory.
   static void CopyForkboxTo(const std::string& bin) {
@@ -828,6 +830,96 @@ TEST_P(ConfineTest, SigkillOfForkboxLeavesNoProcessAndNoPlantedGitFileOfATask) {
 
 TEST_P(ConfineTest, SigkillOfForkboxLeavesNoProcessAndNoPlantedGitFileOfTheParentsBash) {
   ExpectSigkillFate(true);
+}
+
+// Every process below this one whose name starts with "forkbox": forkbox, its launcher, the
+// spawner, the children and the namespace inits; not the tools (bash, sleep).
+std::vector<pid_t> ForkboxProcessesBelowUs() {
+  std::map<pid_t, pid_t> parent_of;
+  std::vector<pid_t> named;
+  for (const auto& entry : fs::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t pid = std::stoi(name);
+    parent_of[pid] = std::atoi(StatusField(pid, "PPid").c_str());
+    if (ReadAll(entry.path().string() + "/comm").rfind("forkbox", 0) == 0) named.push_back(pid);
+  }
+  std::vector<pid_t> out;
+  for (pid_t pid : named) {
+    for (pid_t up = parent_of[pid]; up > 1; up = parent_of[up]) {
+      if (up != ::getpid()) continue;
+      out.push_back(pid);
+      break;
+    }
+  }
+  return out;
+}
+
+// A SIGKILL of every forkbox process at once (`pkill -9 forkbox`, `docker kill`) while a bash
+// command of the parent (`by_parent`) or of a task has planted a hook and a .git/commondir:
+// nobody is left to put them back, so they stay; the next forkbox started puts them back from the
+// dead session's journal (sandbox::GuardJournal) before anything else, and says so. The control:
+// unsandboxed, nothing guards the surface and the plants stay after the next start too.
+void ConfineTest::ExpectKillAllFate(bool by_parent) {
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);  // Orphans come to us: we reap.
+  ASSERT_EQ(std::system(("git init -q " + work_).c_str()), 0);
+  const std::string fifo = work_ + "/ready";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  const std::string command =
+      "echo ../planted > .git/commondir; echo 'echo hook' > .git/hooks/pre-commit; "
+      "echo up > ready; exec sleep 600";
+  server_.SetHandler([&](const RecordedRequest& r) {
+    if (IsParent(r) && !by_parent) {
+      return Calls({ToolCall{"task", {{"prompt", "d"}, {"description", "d"}}, ""}});
+    }
+    return Calls({ToolCall{"bash", {{"command", command}}, ""}});
+  });
+  std::thread session([&] { Run({"--standby", "0"}); });
+  {
+    std::ifstream ready(fifo);  // Blocks until the plants are in place.
+    std::string line;
+    std::getline(ready, line);
+  }
+  // Stopped first, so that none of them sees another die and cleans up: all at once.
+  const std::vector<pid_t> forkbox = ForkboxProcessesBelowUs();
+  for (pid_t pid : forkbox) ::kill(pid, SIGSTOP);
+  for (pid_t pid : forkbox) ::kill(pid, SIGKILL);
+  session.join();
+  forkbox::sandbox::KillAllDescendants();  // The tools left in layer 1 (the sleep).
+  // Layer 2 binds hooks/ read-only, so there only the commondir is planted.
+  const bool hook_writable = !GetParam().sandboxed || GetParam().where == Where::kLayer1Jail;
+  const auto exists = [this](const char* rel) {
+    return fs::exists(fs::symlink_status(work_ + "/" + rel));
+  };
+  EXPECT_GE(forkbox.size(), by_parent ? 1U : 2U);
+  EXPECT_TRUE(exists(".git/commondir")) << "the kill-all left nobody to put it back";
+  EXPECT_EQ(exists(".git/hooks/pre-commit"), hook_writable);
+  server_.SetHandler([](const RecordedRequest&) { return Text("done"); });
+  Session next = Run({});
+  EXPECT_EQ(next.exit_code, 0) << next.err;
+  const char* whose = by_parent ? "the parent's own bash command" : "a task's bash command";
+  const std::string put_back =
+      "git trust surface left changed by a killed forkbox, put back: " + work_ + ": remove ";
+  if (GetParam().sandboxed) {
+    EXPECT_FALSE(exists(".git/commondir")) << whose;
+    EXPECT_FALSE(exists(".git/hooks/pre-commit")) << whose;
+    EXPECT_NE(next.err.find(put_back + ".git/commondir"), std::string::npos) << next.err;
+    if (hook_writable) {
+      EXPECT_NE(next.err.find(put_back + ".git/hooks/pre-commit"), std::string::npos) << next.err;
+    }
+  } else {
+    EXPECT_TRUE(exists(".git/commondir") && exists(".git/hooks/pre-commit"))
+        << "control: nothing guards an unsandboxed session";
+    EXPECT_EQ(next.err.find("put back"), std::string::npos) << next.err;
+  }
+}
+
+TEST_P(ConfineTest, KillAllLeavesNoPlantedGitFileOfATaskPastTheNextStart) {
+  ExpectKillAllFate(false);
+}
+
+TEST_P(ConfineTest, KillAllLeavesNoPlantedGitFileOfTheParentsBashPastTheNextStart) {
+  ExpectKillAllFate(true);
 }
 
 // Every suite here runs in each layer as root and as the unprivileged user, sandboxed and not.

@@ -156,5 +156,31 @@ TEST(GuardJournal, RecoverNeverBlocksOnAFifoNorFollowsALink) {
   EXPECT_TRUE(fs::exists(p.journal + "/guard-fifo"));
 }
 
+// Records tools could write are forged records: a session whose writable trees hold the journal
+// neither uses it nor keeps one. The control: the same records with the trees elsewhere.
+TEST(GuardJournal, StartRefusesAJournalToolsCouldWrite) {
+  const Project p = MakeProject("journal-start");
+  const std::string state = fs::path(p.journal).parent_path().parent_path().string();
+  const char* before = std::getenv("XDG_STATE_HOME");
+  const std::string saved = before != nullptr ? before : "";
+  ASSERT_EQ(setenv("XDG_STATE_HOME", state.c_str(), 1), 0);
+  RecordAndDie(p, true);
+  Plant(p);
+  JournalStart refused = StartGuardJournal({p.work, state});
+  EXPECT_FALSE(refused.journal.has_value());
+  EXPECT_TRUE(refused.put_back.empty());
+  EXPECT_NE(refused.warning.find("lies in " + state + ", which tools can write"),
+            std::string::npos)
+      << refused.warning;
+  EXPECT_TRUE(Planted(p));
+  JournalStart used = StartGuardJournal({p.work});
+  EXPECT_TRUE(used.journal.has_value()) << used.warning;
+  EXPECT_TRUE(used.warning.empty()) << used.warning;
+  EXPECT_EQ(used.put_back.size(), 2U) << ::testing::PrintToString(used.put_back);
+  EXPECT_FALSE(Planted(p));
+  if (before != nullptr) setenv("XDG_STATE_HOME", saved.c_str(), 1);
+  if (before == nullptr) unsetenv("XDG_STATE_HOME");
+}
+
 }  // namespace
 }  // namespace forkbox::sandbox
