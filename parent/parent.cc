@@ -181,7 +181,7 @@ std::string UnavailableText(const sandbox::Report& report) {
 struct SessionSandbox {
   sandbox::Policy policy;
   sandbox::Report report;
-  sandbox::TaskTmpDir tmpdir;  // Removed when the session ends.
+  sandbox::TaskTmpDir tmpdir;                    // Removed when the session ends.
   std::optional<sandbox::GuardJournal> journal;  // The parent's git guard's record on disk.
   std::string transcript_warning;
   std::string git_warning;  // sandbox::HiddenGitDirWarning

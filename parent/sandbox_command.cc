@@ -19,6 +19,7 @@
 
 #include "parent/cli.h"
 #include "sandbox/git_surface.h"
+#include "sandbox/guard_journal.h"
 #include "sandbox/sandbox.h"
 
 extern char** environ;
@@ -187,6 +188,33 @@ void PutBack(sandbox::GitSurfaceGuard* git) {
   }
 }
 
+// Puts back what a killed forkbox left in git's trust surface (sandbox::StartGuardJournal),
+// saying so on stderr, and returns the start, with this command's journal.
+sandbox::JournalStart StartJournal(const sandbox::Policy& policy, int layer) {
+  sandbox::JournalStart start =
+      sandbox::StartGuardJournal(sandbox::PersistentWritableTrees(policy, layer));
+  for (const std::string& line : start.put_back) {
+    std::fprintf(stderr,
+                 "forkbox sandbox: warning: git trust surface left changed by a killed forkbox, "
+                 "put back: %s\n",
+                 line.c_str());
+  }
+  return start;
+}
+
+// The journal of `git`'s record, or why there is none (unsaid where no journal could be made and
+// the surface is empty: a workdir without a repository, wrapped command after command).
+std::optional<sandbox::GuardJournal> JournalOf(const sandbox::GitSurfaceGuard& git,
+                                               sandbox::JournalStart start) {
+  std::string warning = git.empty() && !start.journal ? "" : start.warning;
+  if (Status st = start.journal ? start.journal->Write(git) : Status::Ok(); !st.ok()) {
+    warning = "git trust surface not journaled: " + st.message();
+  }
+  if (warning.empty()) return std::move(start.journal);
+  std::fprintf(stderr, "forkbox sandbox: warning: %s\n", warning.c_str());
+  return std::nullopt;
+}
+
 // Says why the command could not run, or its end could not be told; returns kSandboxError.
 int SandboxError(const Status& st) {
   std::fprintf(stderr, "forkbox sandbox: %s\n", st.message().c_str());
@@ -212,12 +240,17 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     std::fprintf(stderr, "forkbox sandbox: warning: %s\n", hidden.c_str());
   }
   // Git's trust surface, recorded before the command and put back after it (layer 1 has no
-  // read-only binds; in layer 2 it also catches what the binds cannot).
+  // read-only binds; in layer 2 it also catches what the binds cannot), and journaled for the next
+  // start should every forkbox process die at once; what a killed one left goes back first.
   // Its walk of the workdir also serves layer 2's binds (Spawn's git_surface).
+  std::optional<sandbox::JournalStart> start;
+  if (policy.enabled) start = StartJournal(policy, sandbox->report().layer);
   sandbox::MountPlan surface;
   Result<sandbox::GitSurfaceGuard> git =
       sandbox::GitSurfaceGuard::Take(policy.workdir, &surface, policy.writable);
   if (policy.enabled && !git.ok()) return SandboxError(git.status());
+  std::optional<sandbox::GuardJournal> journal =
+      policy.enabled ? JournalOf(*git, std::move(*start)) : std::nullopt;
   // Collect re-parented daemons so they can be killed when the command ends.
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     return SandboxError(Status::FromErrno(errno, "prctl(PR_SET_CHILD_SUBREAPER)"));
@@ -229,7 +262,8 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   }
   // Should this process die first (a SIGKILL), the command's keeper or init puts the surface back
   // and removes the temp dir.
-  const sandbox::Sandbox::AfterCommand after{git.ok() ? &*git : nullptr, &*tmp};
+  const sandbox::Sandbox::AfterCommand after{git.ok() ? &*git : nullptr, &*tmp,
+                                             journal ? &*journal : nullptr};
   Result<ChildProcess> child = sandbox->Spawn(std::move(*options), git.ok() ? &surface : nullptr,
                                               policy.enabled ? &after : nullptr);
   if (!child.ok()) {

@@ -29,6 +29,7 @@
 #include "sandbox/caps.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/git_surface.h"
+#include "sandbox/guard_journal.h"
 #include "sandbox/hygiene.h"
 #include "sandbox/landlock.h"
 #include "sandbox/seccomp_policy.h"
@@ -43,7 +44,7 @@ constexpr char kLayer1SharedWritable[] = "/dev/shm";
 // Descriptors a keeper or init keeps besides stderr to undo what its command left for a dead
 // spawner (ContainPlan::orphaned), each -1 when none.
 struct KeptFds {
-  int fds[4] = {-1, -1, -1, -1};
+  int fds[5] = {-1, -1, -1, -1, -1};
 };
 
 KeptFds KeptFdsOf(const ContainPlan& p) {
@@ -54,12 +55,13 @@ KeptFds KeptFdsOf(const ContainPlan& p) {
     kept.fds[2] = p.orphaned.tmp->descriptors()[1];
     kept.fds[3] = p.orphaned.tmp->descriptors()[2];
   }
+  if (p.orphaned.journal != nullptr) kept.fds[4] = p.orphaned.journal->descriptor();
   return kept;
 }
 
 // Closes every descriptor from 3 on but those in `kept` and `also` (-1: none).
 void CloseAboveStderrExceptRaw(const KeptFds& kept, int also = -1) {
-  int keep[5] = {kept.fds[0], kept.fds[1], kept.fds[2], kept.fds[3], also};
+  int keep[6] = {kept.fds[0], kept.fds[1], kept.fds[2], kept.fds[3], kept.fds[4], also};
   std::sort(std::begin(keep), std::end(keep));
   unsigned from = 3;
   for (const int fd : keep) {
@@ -141,6 +143,7 @@ void UndoForDeadSpawner(const ContainPlan& p) {
                      e.what(), "\n");
     }
   }
+  if (p.orphaned.journal != nullptr) p.orphaned.journal->Clear();  // Nothing left to put back.
   if (p.orphaned.tmp != nullptr) p.orphaned.tmp->Remove();
 }
 

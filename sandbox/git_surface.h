@@ -51,6 +51,8 @@ class GitSurfaceGuard {
   // link now).
   static Result<GitSurfaceGuard> Reload(std::string_view record);
   const std::string& workdir() const { return workdir_; }
+  // No repository and no agent config was found: nothing to guard.
+  bool empty() const { return roots_.empty() && git_dirs_.empty(); }
 
   // The O_PATH descriptor of the workdir that Restore works through: a process that closes its
   // other descriptors before it restores (a keeper, Sandbox::Spawn's `orphaned`) keeps this one.

@@ -6,9 +6,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <climits>
 #include <cstdlib>
-#include <cerrno>
 #include <string_view>
 
 #include "base/file.h"
@@ -76,8 +76,11 @@ Result<GuardJournal> GuardJournal::Create(const std::string& dir) {
   return Status::Internal("no free name for the git guard's journal in " + dir);
 }
 
-GuardJournal::~GuardJournal() {
+GuardJournal::~GuardJournal() { Clear(); }
+
+void GuardJournal::Clear() {
   if (fd_) (void)ftruncate(fd_.get(), 0);  // Best effort: an old record only restores again.
+  written_.clear();
 }
 
 Status GuardJournal::Write(const GitSurfaceGuard& guard) {
@@ -131,8 +134,8 @@ JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees) {
   }
   for (const std::string& tree : writable_trees) {
     if (PathWithin(canonical, tree)) {
-      start.warning = "git trust surface not journaled: " + std::string(canonical) +
-                      " lies in " + tree + ", which tools can write";
+      start.warning = "git trust surface not journaled: " + std::string(canonical) + " lies in " +
+                      tree + ", which tools can write";
       return start;
     }
   }

@@ -32,6 +32,11 @@ class GuardJournal {
   // through the descriptor, so a confined owner can write it.
   Status Write(const GitSurfaceGuard& guard);
   bool active() const { return fd_.valid(); }
+  // Empties the file now (the destructor does too): the surface is back. No allocation, so a
+  // keeper can call it (Sandbox::AfterCommand).
+  void Clear();
+  // The record's descriptor, for a keeper that closes its others (Sandbox::AfterCommand); -1.
+  int descriptor() const { return fd_.get(); }
 
   // Puts back the surface of each record in `dir` whose owner is gone (its lock is free), then
   // removes the record. Returns one line per change ("/w: remove .git/hooks/pre-commit") and per

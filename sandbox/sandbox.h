@@ -32,6 +32,7 @@ namespace forkbox::sandbox {
 
 struct MountPlan;       // sandbox/namespaces.h
 class GitSurfaceGuard;  // sandbox/git_surface.h
+class GuardJournal;     // sandbox/guard_journal.h
 
 // The settings resolved for one workdir: `writable` absolute and canonical, `env` valid names,
 // rlimits positive (ResolvePolicy checks all of it).
@@ -273,8 +274,9 @@ class Sandbox {
   // nothing of the command is left; the caller must therefore be single-threaded when it spawns,
   // and their descriptors are kept open in that process.
   struct AfterCommand {
-    GitSurfaceGuard* git = nullptr;  // Restored (GitSurfaceGuard::Restore).
-    TaskTmpDir* tmp = nullptr;       // Removed (TaskTmpDir::Remove).
+    GitSurfaceGuard* git = nullptr;   // Restored (GitSurfaceGuard::Restore).
+    TaskTmpDir* tmp = nullptr;        // Removed (TaskTmpDir::Remove).
+    GuardJournal* journal = nullptr;  // Emptied once `git` is back (GuardJournal::Clear).
   };
   Result<ChildProcess> Spawn(SpawnOptions options, const MountPlan* git_surface = nullptr,
                              const AfterCommand* orphaned = nullptr) const;

@@ -20,6 +20,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <thread>
@@ -676,6 +677,101 @@ TEST(SandboxCommand, ASigkillOfItStillUndoesWhatItsCommandPlantedInGitsTrustSurf
     if (kept) {  // The control's leftovers.
       std::filesystem::remove_all(work + "/.forkbox-tmp", ec);
       (void)unlink(link.c_str());
+    }
+  }
+}
+
+// Every process below `top`, and `top` itself, from /proc's parent pids.
+std::vector<pid_t> TreeOf(pid_t top) {
+  std::map<pid_t, pid_t> parent_of;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const std::string stat = ReadFile(entry.path().string() + "/stat");
+    const size_t close = stat.rfind(')');
+    if (close == std::string::npos) continue;
+    int ppid = 0;
+    if (std::sscanf(stat.c_str() + close + 1, " %*c %d", &ppid) == 1) {
+      parent_of[std::stoi(name)] = ppid;
+    }
+  }
+  std::vector<pid_t> tree;
+  for (const auto& [pid, ppid] : parent_of) {
+    for (pid_t up = pid; up > 1; up = parent_of.count(up) ? parent_of[up] : 0) {
+      if (up != top) continue;
+      tree.push_back(pid);
+      break;
+    }
+  }
+  return tree;
+}
+
+// `forkbox sandbox` and its command's keeper or init killed at once (`pkill -9`, `docker kill`)
+// while the command has planted git's trust surface: nobody is left to put it back, so it stays
+// until the next `forkbox sandbox`, which puts it back from the dead one's journal and says so.
+// A SIGKILL of `forkbox sandbox` alone is put back by its keeper or init, which also empties the
+// journal: the next start then undoes nothing, not even a change made since (the user's own).
+// The controls: --sandbox=off keeps a journal of nothing, and its plants stay.
+TEST(SandboxCommand, AKillOfEveryProcessOfItIsPutBackByTheNextStartFromItsJournal) {
+  const std::string plant =
+      "echo x > .git/commondir; echo 'echo hook' > .git/hooks/pre-commit; echo $$ > ready; "
+      "exec sleep 120";
+  struct Mode {
+    const char* name;
+    bool sandboxed;
+    bool layer1;
+    bool kill_all;
+  };
+  std::vector<Mode> modes = {{"layer 1, kill-all", true, true, true},
+                             {"layer 1, SIGKILL of it alone", true, true, false},
+                             {"unsandboxed, kill-all", false, false, true}};
+  if (Layer2Available()) {
+    modes.push_back({"layer 2, kill-all", true, false, true});
+    modes.push_back({"layer 2, SIGKILL of it alone", true, false, false});
+  }
+  for (const Mode& mode : modes) {
+    SCOPED_TRACE(mode.name);
+    const std::string work = MakeTempDir("cmd-killall");
+    const std::string state = MakeTempDir("cmd-killall-state");
+    ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
+    ASSERT_EQ(mkfifo((work + "/ready").c_str(), 0600), 0);
+    const auto setup = [mode, state] {
+      return setenv("XDG_STATE_HOME", state.c_str(), 1) == 0 &&
+             (!mode.layer1 || testing::RefuseUserNamespaces());
+    };
+    std::vector<std::string> args = {"--workdir", work, "--", "/bin/sh", "-c", plant};
+    if (!mode.sandboxed) args.insert(args.begin(), "--sandbox=off");
+    std::unique_ptr<BackgroundCmd> run = StartCmd(args, setup);
+    ASSERT_GT(run->pid, 0);
+    ASSERT_GT(std::atoi(ReadFile(work + "/ready").c_str()), 0);  // Blocks until it planted.
+    // Stopped first, so that none of them sees another die: all at once.
+    const std::vector<pid_t> all = mode.kill_all ? TreeOf(run->pid) : std::vector{run->pid};
+    for (pid_t pid : all) kill(pid, SIGSTOP);
+    for (pid_t pid : all) kill(pid, SIGKILL);
+    if (!mode.sandboxed) {
+      for (pid_t pid : TreeOf(run->pid)) kill(pid, SIGKILL);  // Nothing else would end them.
+    }
+    run->thread.join();
+    const bool hook_writable = mode.layer1 || !mode.sandboxed;  // Layer 2 binds hooks/ read-only.
+    EXPECT_EQ(FileExists(work + "/.git/commondir"), mode.kill_all) << run->result.err;
+    EXPECT_EQ(FileExists(work + "/.git/hooks/pre-commit"), mode.kill_all && hook_writable);
+    // The user's own change since, which only a stale record would undo.
+    std::ofstream(work + "/.git/config", std::ios::app) << "[user]\n\tname = mine\n";
+    const std::string config = ReadFile(work + "/.git/config");
+    CmdResult next = RunCmd({"--workdir", work, "--", "/bin/true"}, "", setup);
+    EXPECT_EQ(next.code, 0) << next.err;
+    const std::string put_back = "git trust surface left changed by a killed forkbox, put back: ";
+    if (mode.sandboxed && mode.kill_all) {
+      EXPECT_FALSE(FileExists(work + "/.git/commondir"));
+      EXPECT_FALSE(FileExists(work + "/.git/hooks/pre-commit"));
+      EXPECT_NE(next.err.find(put_back + work + ": remove .git/commondir"), std::string::npos)
+          << next.err;
+    } else {
+      EXPECT_EQ(next.err.find(put_back), std::string::npos) << next.err;
+      EXPECT_EQ(FileExists(work + "/.git/commondir"), !mode.sandboxed);
+    }
+    if (!mode.kill_all) {
+      EXPECT_EQ(ReadFile(work + "/.git/config"), config) << next.err;
     }
   }
 }

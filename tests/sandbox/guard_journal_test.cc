@@ -169,8 +169,7 @@ TEST(GuardJournal, StartRefusesAJournalToolsCouldWrite) {
   JournalStart refused = StartGuardJournal({p.work, state});
   EXPECT_FALSE(refused.journal.has_value());
   EXPECT_TRUE(refused.put_back.empty());
-  EXPECT_NE(refused.warning.find("lies in " + state + ", which tools can write"),
-            std::string::npos)
+  EXPECT_NE(refused.warning.find("lies in " + state + ", which tools can write"), std::string::npos)
       << refused.warning;
   EXPECT_TRUE(Planted(p));
   JournalStart used = StartGuardJournal({p.work});
