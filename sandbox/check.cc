@@ -112,7 +112,8 @@ void AddNamespaces(Report& r, bool assume_layer2) {
              : "tools can list your processes; descendants are killed via the subreaper");
   // Measured by tests/escape/confine_test.cc (SigkillOfForkbox...): forkbox's pid is the
   // launcher's waiter, whose death the launcher gets as SIGTERM (sandbox::EnterLauncher); and by
-  // tests/sandbox/check_test.cc (SandboxCommand.ASigkillOfIt...) for a layer-2 command's init.
+  // tests/sandbox/check_test.cc (SandboxCommand.ASigkillOfIt...) for a layer-2 command's init;
+  // the kill-all by ConfineTest.KillAll... and SandboxCommand.AKillOfEveryProcessOfIt...
   Add(r, "SIGKILL of forkbox", layer2 ? "active" : "weaker",
       std::string("a session ends as on SIGTERM: forkbox's pid is a waiter whose death the session "
                   "gets as SIGTERM, kills what the tools left and puts back git's trust surface") +
@@ -122,7 +123,10 @@ void AddNamespaces(Report& r, bool assume_layer2) {
                     "detached (setsid) and puts back git's trust surface; a SIGKILL of the "
                     "session process too (pkill -9) leaves a detached daemon: no PID namespace "
                     "and no cgroup to take it down (" +
-                        reason + ")"));
+                        reason + ")") +
+          "; a SIGKILL of every forkbox process at once (pkill -9, docker kill): what a tool "
+          "planted in git's trust surface stays until the next forkbox starts, which puts it "
+          "back from the dead one's journal ($XDG_STATE_HOME/forkbox/guards) and says so");
 }
 
 // The read scope (Landlock, both layers) and whether the workdir itself would defeat it.

@@ -8,6 +8,7 @@
 
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 #include <cstdlib>
 #include <string_view>
 
@@ -19,6 +20,7 @@ namespace forkbox::sandbox {
 namespace {
 
 constexpr std::string_view kPrefix = "guard-";
+constexpr std::string_view kNewPrefix = "new-";  // A record being made (Create).
 constexpr size_t kMaxRecordBytes = size_t{512} << 20;
 
 // The record named `name` in `dir`, opened and locked when its owner is gone: a regular file of
@@ -63,14 +65,23 @@ Result<GuardJournal> GuardJournal::Create(const std::string& dir) {
     if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
       return Status::FromErrno(errno, "getrandom");
     }
-    std::string name(kPrefix);
-    for (unsigned char b : bytes) name += "0123456789abcdef"[b & 15];
+    std::string hex;
+    for (unsigned char b : bytes) hex += "0123456789abcdef"[b & 15];
+    // Made under a name Recover never reads and locked before it gets a record's name: a record
+    // is never seen unlocked while its owner lives. A Recover may sweep the new name before the
+    // lock (a dead creator's, as far as it can tell): the rename then fails and another is drawn.
+    const std::string made = std::string(kNewPrefix) + hex;
+    const std::string name = std::string(kPrefix) + hex;
     UniqueFd fd(
-        openat(d->get(), name.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+        openat(d->get(), made.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd && errno == EEXIST) continue;
-    if (!fd) return Status::FromErrno(errno, "create " + dir + "/" + name);
+    if (!fd) return Status::FromErrno(errno, "create " + dir + "/" + made);
     // Held for the owner's life; the kernel lets go of it however the owner dies.
-    if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) return Status::FromErrno(errno, "flock " + name);
+    if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
+    if (renameat2(d->get(), made.c_str(), d->get(), name.c_str(), RENAME_NOREPLACE) != 0) {
+      if (errno == ENOENT || errno == EEXIST) continue;
+      return Status::FromErrno(errno, "rename " + dir + "/" + made);
+    }
     return GuardJournal(std::move(fd));
   }
   return Status::Internal("no free name for the git guard's journal in " + dir);
@@ -108,12 +119,13 @@ std::vector<std::string> GuardJournal::Recover(const std::string& dir) {
   UniqueFd d(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!d) return lines;  // No journal yet.
   for (const std::string& name : ListDirNames(d.get())) {
-    if (name.rfind(kPrefix, 0) != 0) continue;
+    const bool made = name.rfind(kNewPrefix, 0) == 0;  // A creator that died before the rename.
+    if (!made && name.rfind(kPrefix, 0) != 0) continue;
     UniqueFd record = LockDeadRecord(d.get(), name);
     if (!record) continue;
     Result<std::string> bytes = ReadToEnd(record.get(), kMaxRecordBytes, dir + "/" + name);
     if (!bytes.ok()) lines.push_back("a record not used: " + bytes.status().message());
-    if (bytes.ok() && !bytes->empty()) PutBack(*bytes, lines);
+    if (!made && bytes.ok() && !bytes->empty()) PutBack(*bytes, lines);
     (void)unlinkat(d.get(), name.c_str(), 0);  // Best effort: the next Recover tries again.
   }
   return lines;

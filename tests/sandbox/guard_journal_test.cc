@@ -156,6 +156,25 @@ TEST(GuardJournal, RecoverNeverBlocksOnAFifoNorFollowsALink) {
   EXPECT_TRUE(fs::exists(p.journal + "/guard-fifo"));
 }
 
+// A record being made has a name of its own until it is locked (GuardJournal::Create), so that no
+// Recover takes a live one for a dead one; a creator that died before the rename leaves that
+// name, which the next Recover removes. The control: a live journal's file is kept.
+TEST(GuardJournal, ARecordOnlyGetsItsNameOnceLocked) {
+  const Project p = MakeProject("journal-new");
+  Result<GuardJournal> live = GuardJournal::Create(p.journal);
+  ASSERT_TRUE(live.ok()) << live.status().ToString();
+  std::vector<std::string> names;
+  for (const auto& entry : fs::directory_iterator(p.journal)) {
+    names.push_back(entry.path().filename().string());
+  }
+  ASSERT_EQ(names.size(), 1U);
+  EXPECT_EQ(names[0].rfind("guard-", 0), 0U) << names[0];
+  std::ofstream(p.journal + "/new-0123456789abcdef").flush();
+  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_FALSE(fs::exists(p.journal + "/new-0123456789abcdef"));
+  EXPECT_TRUE(fs::exists(p.journal + "/" + names[0])) << "a live journal is kept";
+}
+
 // Records tools could write are forged records: a session whose writable trees hold the journal
 // neither uses it nor keeps one. The control: the same records with the trees elsewhere.
 TEST(GuardJournal, StartRefusesAJournalToolsCouldWrite) {
