@@ -66,7 +66,10 @@ Result<GuardJournal> GuardJournal::Create(const std::string& dir) {
       return Status::FromErrno(errno, "getrandom");
     }
     std::string hex;
-    for (unsigned char b : bytes) hex += "0123456789abcdef"[b & 15];
+    for (unsigned char b : bytes) {
+      hex += "0123456789abcdef"[b >> 4];
+      hex += "0123456789abcdef"[b & 15];
+    }
     // Made under a name Recover never reads and locked before it gets a record's name: a record
     // is never seen unlocked while its owner lives. A Recover may sweep the new name before the
     // lock (a dead creator's, as far as it can tell): the rename then fails and another is drawn.
