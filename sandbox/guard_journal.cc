@@ -10,6 +10,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <string_view>
 
 #include "base/file.h"
@@ -60,6 +61,10 @@ Result<std::string> JournalDir() {
 Result<GuardJournal> GuardJournal::Create(const std::string& dir) {
   Result<UniqueFd> d = CreateDirectoriesNoLinks(dir, 0700);
   if (!d.ok()) return d.status().WithContext("the git guard's journal");
+  return CreateIn(d->get(), dir);
+}
+
+Result<GuardJournal> GuardJournal::CreateIn(int d, const std::string& dir) {
   for (int attempt = 0; attempt < 16; ++attempt) {
     unsigned char bytes[8];
     if (getrandom(bytes, sizeof bytes, 0) != static_cast<ssize_t>(sizeof bytes)) {
@@ -75,13 +80,12 @@ Result<GuardJournal> GuardJournal::Create(const std::string& dir) {
     // lock (a dead creator's, as far as it can tell): the rename then fails and another is drawn.
     const std::string made = std::string(kNewPrefix) + hex;
     const std::string name = std::string(kPrefix) + hex;
-    UniqueFd fd(
-        openat(d->get(), made.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    UniqueFd fd(openat(d, made.c_str(), O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
     if (!fd && errno == EEXIST) continue;
     if (!fd) return Status::FromErrno(errno, "create " + dir + "/" + made);
     // Held for the owner's life; the kernel lets go of it however the owner dies.
     if (flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;
-    if (renameat2(d->get(), made.c_str(), d->get(), name.c_str(), RENAME_NOREPLACE) != 0) {
+    if (renameat2(d, made.c_str(), d, name.c_str(), RENAME_NOREPLACE) != 0) {
       if (errno == ENOENT || errno == EEXIST) continue;
       return Status::FromErrno(errno, "rename " + dir + "/" + made);
     }
@@ -118,18 +122,22 @@ Status GuardJournal::Write(const GitSurfaceGuard& guard) {
 }
 
 std::vector<std::string> GuardJournal::Recover(const std::string& dir) {
-  std::vector<std::string> lines;
   UniqueFd d(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!d) return lines;  // No journal yet.
-  for (const std::string& name : ListDirNames(d.get())) {
+  if (!d) return {};  // No journal yet.
+  return RecoverIn(d.get(), dir);
+}
+
+std::vector<std::string> GuardJournal::RecoverIn(int d, const std::string& dir) {
+  std::vector<std::string> lines;
+  for (const std::string& name : ListDirNames(d)) {
     const bool made = name.rfind(kNewPrefix, 0) == 0;  // A creator that died before the rename.
     if (!made && name.rfind(kPrefix, 0) != 0) continue;
-    UniqueFd record = LockDeadRecord(d.get(), name);
+    UniqueFd record = LockDeadRecord(d, name);
     if (!record) continue;
     Result<std::string> bytes = ReadToEnd(record.get(), kMaxRecordBytes, dir + "/" + name);
     if (!bytes.ok()) lines.push_back("a record not used: " + bytes.status().message());
     if (!made && bytes.ok() && !bytes->empty()) PutBack(*bytes, lines);
-    (void)unlinkat(d.get(), name.c_str(), 0);  // Best effort: the next Recover tries again.
+    (void)unlinkat(d, name.c_str(), 0);  // Best effort: the next Recover tries again.
   }
   return lines;
 }
@@ -138,24 +146,21 @@ JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees) {
   JournalStart start;
   Result<std::string> dir = JournalDir();
   Result<UniqueFd> made = dir.ok() ? CreateDirectoriesNoLinks(*dir, 0700) : dir.status();
-  // Made through no link, so the canonical path differs only by "." or "..".
-  char canonical[PATH_MAX];
-  if (made.ok() && realpath(dir->c_str(), canonical) == nullptr) {
-    made = Status::FromErrno(errno, "realpath " + *dir);
-  }
   if (!made.ok()) {
     start.warning = "git trust surface not journaled: " + made.status().message();
     return start;
   }
+  // Made through no link, so its path is canonical once "." and ".." are resolved as text.
+  const std::string canonical = std::filesystem::path(*dir).lexically_normal().string();
   for (const std::string& tree : writable_trees) {
     if (PathWithin(canonical, tree)) {
-      start.warning = "git trust surface not journaled: " + std::string(canonical) + " lies in " +
-                      tree + ", which tools can write";
+      start.warning = "git trust surface not journaled: " + canonical + " lies in " + tree +
+                      ", which tools can write";
       return start;
     }
   }
-  start.put_back = GuardJournal::Recover(canonical);
-  Result<GuardJournal> journal = GuardJournal::Create(canonical);
+  start.put_back = GuardJournal::RecoverIn(made->get(), canonical);
+  Result<GuardJournal> journal = GuardJournal::CreateIn(made->get(), canonical);
   if (!journal.ok()) {
     start.warning = "git trust surface not journaled: " + journal.status().message();
     return start;

@@ -15,6 +15,8 @@
 
 namespace forkbox::sandbox {
 
+struct JournalStart;
+
 class GuardJournal {
  public:
   // A fresh record file in `dir` (JournalDir; made 0700 where missing, through no link), locked,
@@ -45,7 +47,11 @@ class GuardJournal {
   static std::vector<std::string> Recover(const std::string& dir);
 
  private:
+  friend JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees);
   explicit GuardJournal(UniqueFd fd) : fd_(std::move(fd)) {}
+  // Create and Recover in the open directory `dir`, which `dir_name` names in messages.
+  static Result<GuardJournal> CreateIn(int dir, const std::string& dir_name);
+  static std::vector<std::string> RecoverIn(int dir, const std::string& dir_name);
   UniqueFd fd_;
   std::string written_;  // The record in the file now.
 };
