@@ -96,6 +96,15 @@ Result<GuardJournal> GuardJournal::CreateIn(int d, const std::string& dir) {
 
 GuardJournal::~GuardJournal() { Clear(); }
 
+GuardJournal& GuardJournal::operator=(GuardJournal&& other) noexcept {
+  if (this != &other) {
+    Clear();
+    fd_ = std::move(other.fd_);
+    written_ = std::move(other.written_);
+  }
+  return *this;
+}
+
 void GuardJournal::Clear() {
   if (fd_) (void)ftruncate(fd_.get(), 0);  // Best effort: an old record only restores again.
   written_.clear();

@@ -25,7 +25,7 @@ class GuardJournal {
 
   GuardJournal() = default;
   GuardJournal(GuardJournal&&) noexcept = default;
-  GuardJournal& operator=(GuardJournal&&) noexcept = default;
+  GuardJournal& operator=(GuardJournal&& other) noexcept;  // Empties the file it replaces.
   // Empties the file: its owner ended, the surface put back. The file goes at the next Recover (a
   // confined owner may not unlink in `dir`).
   ~GuardJournal();
