@@ -156,6 +156,25 @@ TEST(GuardJournal, RecoverNeverBlocksOnAFifoNorFollowsALink) {
   EXPECT_TRUE(fs::exists(p.journal + "/guard-fifo"));
 }
 
+// A journal assigned over another empties the file it replaces: no record outlives its owner's
+// use of it (else the next start would undo what was changed since).
+TEST(GuardJournal, AJournalReplacedByAnotherLeavesNoRecordBehind) {
+  const Project p = MakeProject("journal-assign");
+  Result<GuardJournal> first = GuardJournal::Create(p.journal);
+  Result<GuardJournal> second = GuardJournal::Create(p.journal);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work);
+  ASSERT_TRUE(first.ok() && second.ok() && guard.ok());
+  ASSERT_TRUE(first->Write(*guard).ok());
+  *first = std::move(*second);
+  Plant(p);
+  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_TRUE(Planted(p));
+  // Control: the record written through the journal it now holds is a live owner's.
+  ASSERT_TRUE(first->Write(*guard).ok());
+  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_TRUE(Planted(p));
+}
+
 // A record being made has a name of its own until it is locked (GuardJournal::Create), so that no
 // Recover takes a live one for a dead one; a creator that died before the rename leaves that
 // name, which the next Recover removes. The control: a live journal's file is kept.
