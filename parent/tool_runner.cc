@@ -62,6 +62,7 @@ void ParentToolRunner::JournalGitSurface() {
   if (!git_guard_ || journal_ == nullptr || !journal_->active()) return;
   if (Status st = journal_->Write(*git_guard_); !st.ok()) {
     progress_.Note("git trust surface not journaled any more: " + st.message());
+    journal_->Clear();  // No stale record for the next start to put back.
     journal_ = nullptr;
   }
 }

@@ -7,9 +7,8 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <climits>
 #include <cstdio>
-#include <cstdlib>
+#include <exception>
 #include <filesystem>
 #include <string_view>
 
@@ -22,7 +21,9 @@ namespace {
 
 constexpr std::string_view kPrefix = "guard-";
 constexpr std::string_view kNewPrefix = "new-";  // A record being made (Create).
-constexpr size_t kMaxRecordBytes = size_t{512} << 20;
+// A record's parse holds about four times its size: a bound well above any real surface (hooks and
+// configs of kilobytes), well below what a garbled one could make us allocate.
+constexpr size_t kMaxRecordBytes = size_t{64} << 20;
 
 // The record named `name` in `dir`, opened and locked when its owner is gone: a regular file of
 // ours, still under that name (another Recover may have removed it). Empty otherwise.
@@ -38,15 +39,20 @@ UniqueFd LockDeadRecord(int dir, const std::string& name) {
   return fd;
 }
 
-// Puts back the surface `record` describes; appends what it did, or why it could not.
+// Puts back the surface `record` describes; appends what it did, or why it could not. Nothing
+// thrown leaves it (the library's edge: a session's start or `forkbox sandbox`'s).
 void PutBack(const std::string& record, std::vector<std::string>& lines) {
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Reload(record);
-  if (!guard.ok()) {
-    lines.push_back("a record not used: " + guard.status().message());
-    return;
-  }
-  for (const std::string& line : guard->Restore(GitSurfaceGuard::After::kDone)) {
-    lines.push_back(guard->workdir() + ": " + line);
+  try {
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Reload(record);
+    if (!guard.ok()) {
+      lines.push_back("a record not used: " + guard.status().message());
+      return;
+    }
+    for (const std::string& line : guard->Restore(GitSurfaceGuard::After::kDone)) {
+      lines.push_back(guard->workdir() + ": " + line);
+    }
+  } catch (const std::exception& e) {
+    lines.push_back(std::string("a record not put back: ") + e.what());
   }
 }
 
