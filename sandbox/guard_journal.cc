@@ -1,6 +1,7 @@
 #include "sandbox/guard_journal.h"
 
 #include <fcntl.h>
+#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
@@ -137,8 +138,10 @@ Status GuardJournal::Write(const GitSurfaceGuard& guard) {
 }
 
 std::vector<std::string> GuardJournal::Recover(const std::string& dir) {
-  UniqueFd d(open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!d) return {};  // No journal yet.
+  // Through no link anywhere, as Create made it.
+  UniqueFd d = OpenAt2(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY,
+                       RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+  if (!d) return {};  // No journal yet, or a link on the way.
   return RecoverIn(d.get(), dir);
 }
 

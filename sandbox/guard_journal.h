@@ -43,7 +43,7 @@ class GuardJournal {
   // Puts back the surface of each record in `dir` whose owner is gone (its lock is free), then
   // removes the record. Returns one line per change ("/w: remove .git/hooks/pre-commit") and per
   // record it could not use (cut short, its workdir gone). Never blocks: a live owner's record,
-  // another user's, a FIFO or a link is left alone.
+  // another user's, a FIFO or a link is left alone; `dir` is reached through no link.
   static std::vector<std::string> Recover(const std::string& dir);
 
  private:

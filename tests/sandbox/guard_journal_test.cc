@@ -146,6 +146,13 @@ TEST(GuardJournal, RecoverNeverBlocksOnAFifoNorFollowsALink) {
   Plant(p);
   EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
   EXPECT_TRUE(Planted(p));
+  // Nor is a journal directory reached through a link on the way.
+  const fs::path state = fs::path(p.journal).parent_path().parent_path();
+  fs::create_directory_symlink(state, state.string() + "-link");
+  fs::rename(p.journal + "/../moved", p.journal + "/guard-linkeddir");
+  EXPECT_TRUE(GuardJournal::Recover(state.string() + "-link/forkbox/guards").empty());
+  EXPECT_TRUE(Planted(p));
+  fs::rename(p.journal + "/guard-linkeddir", p.journal + "/../moved");
   // Control: the same record under its own name is used.
   for (const auto& entry : fs::directory_iterator(p.journal)) {
     if (entry.path().filename() != "guard-fifo") fs::remove(entry.path());
