@@ -54,14 +54,12 @@ UniqueFd OpenAt2(int dir, const char* path, uint64_t flags, uint64_t resolve, mo
 
 Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags) {
   UniqueFd fd = OpenAt2(root, rel.empty() ? "." : rel.c_str(), flags | O_DIRECTORY,
-                        RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+                        RESOLVE_BENEATH | kResolveNoLinks);
   if (!fd) return Status::FromErrno(errno, "openat2(" + rel + ")");
   return fd;
 }
 
 namespace {
-
-constexpr uint64_t kNoLinks = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 
 // A failed open of `path` through no link: ELOOP (a link on the way) is worded for the user.
 Status NoLinksError(int err, const std::string& path) {
@@ -75,7 +73,8 @@ Status NoLinksError(int err, const std::string& path) {
 
 // Opens `path` with `flags` through no link of either kind (see CreateRegularFileNoLinks).
 Result<UniqueFd> OpenRegularFileNoLinks(const std::string& path, int flags, mode_t mode) {
-  UniqueFd file = OpenAt2(AT_FDCWD, path.c_str(), flags | O_NONBLOCK | O_NOCTTY, kNoLinks, mode);
+  UniqueFd file =
+      OpenAt2(AT_FDCWD, path.c_str(), flags | O_NONBLOCK | O_NOCTTY, kResolveNoLinks, mode);
   if (!file) return NoLinksError(errno, path);
   struct stat st;
   if (::fstat(file.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + path);
@@ -111,11 +110,11 @@ Result<UniqueFd> CreateDirectoriesNoLinks(const std::string& path, mode_t mode) 
     const std::string name = path.substr(start, end - start);
     start = end + 1;
     if (name.empty() || name == ".") continue;
-    UniqueFd next = OpenAt2(dir.get(), name.c_str(), O_PATH | O_DIRECTORY, kNoLinks);
+    UniqueFd next = OpenAt2(dir.get(), name.c_str(), O_PATH | O_DIRECTORY, kResolveNoLinks);
     // mkdirat never follows a link at `name` (EEXIST), and the open after it refuses one.
     if (!next && errno == ENOENT &&
         (::mkdirat(dir.get(), name.c_str(), mode) == 0 || errno == EEXIST)) {
-      next = OpenAt2(dir.get(), name.c_str(), O_PATH | O_DIRECTORY, kNoLinks);
+      next = OpenAt2(dir.get(), name.c_str(), O_PATH | O_DIRECTORY, kResolveNoLinks);
     }
     if (!next) return NoLinksError(errno, path.substr(0, end));
     dir = std::move(next);

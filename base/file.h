@@ -2,6 +2,7 @@
 // must not be read without end, and only regular files count.
 #pragma once
 
+#include <linux/openat2.h>
 #include <sys/stat.h>
 
 #include <cstddef>
@@ -31,6 +32,8 @@ Result<std::string> ReadToEnd(int fd, size_t max_bytes, const std::string& what)
 // renaming in a loop cannot hold the caller. The descriptor, or an empty one with errno set.
 // Async-signal-safe (no allocation): the spawn pipeline calls it between clone and exec.
 inline constexpr int kOpenAt2Attempts = 64;
+// The `resolve` of a walk that follows no link of any kind (a tool may have planted one).
+inline constexpr uint64_t kResolveNoLinks = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 UniqueFd OpenAt2(int dir, const char* path, uint64_t flags, uint64_t resolve, mode_t mode = 0);
 
 // A directory beneath the directory `root` ("" names `root` itself) opened with `flags` |

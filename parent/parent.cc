@@ -206,10 +206,7 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
   if (o.sandbox.enabled) {
     // Before this session's guard records anything: what a killed one left is put back first.
     sandbox::JournalStart journal = sandbox::StartGuardJournal(trees);
-    for (const std::string& line : journal.put_back) {
-      Err("forkbox: warning: git trust surface left changed by a killed forkbox, put back: " +
-          line + "\n");
-    }
+    for (const std::string& line : journal.put_back) Err("forkbox: warning: " + line + "\n");
     if (!journal.warning.empty()) Err("forkbox: warning: " + journal.warning + "\n");
     out->journal = std::move(journal.journal);
     // As root, one pids cgroup for the session holds fork bombs; joining it once here spares

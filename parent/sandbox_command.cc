@@ -194,10 +194,7 @@ sandbox::JournalStart StartJournal(const sandbox::Policy& policy, int layer) {
   sandbox::JournalStart start =
       sandbox::StartGuardJournal(sandbox::PersistentWritableTrees(policy, layer));
   for (const std::string& line : start.put_back) {
-    std::fprintf(stderr,
-                 "forkbox sandbox: warning: git trust surface left changed by a killed forkbox, "
-                 "put back: %s\n",
-                 line.c_str());
+    std::fprintf(stderr, "forkbox sandbox: warning: %s\n", line.c_str());
   }
   return start;
 }

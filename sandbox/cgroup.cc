@@ -2,8 +2,10 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/utsname.h>
 #include <unistd.h>
 
@@ -12,9 +14,12 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <utility>
+#include <vector>
 
+#include "base/file.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 
@@ -37,21 +42,94 @@ Status WriteString(const std::string& path, const std::string& value) {
   return Status::Ok();
 }
 
-// Removes the empty task cgroups of dead processes. A live process's cgroups (this one's
-// included: a fresh one is empty until its spawn joins it) are its own to remove, in
-// ~PidsCgroup; one still busy then is collected here once its owner is gone. rmdir of a busy
-// cgroup fails with EBUSY.
-void CollectStale(const std::string& parent) {
-  DIR* dir = opendir(parent.c_str());
-  if (dir == nullptr) return;
-  while (dirent* entry = readdir(dir)) {
-    std::string name = entry->d_name;
+// The pids cgroup of `pid` ("self" too) as /proc/<pid>/cgroup names it
+// ("/forkbox/task-12-session"), or "": v1's pids line ("7:pids:/forkbox/task-..."), else v2's
+// ("0::/forkbox/task-..."), which a v1 machine lists too, for systemd's hierarchy.
+std::string PidsCgroupOf(const std::string& pid) {
+  Result<std::string> text = ReadRegularFile("/proc/" + pid + "/cgroup", 1 << 16);
+  std::istringstream in(text.ok() ? *text : "");
+  std::string unified;
+  for (std::string line; std::getline(in, line);) {
+    const size_t colon = line.find(':');
+    const size_t second = colon == std::string::npos ? colon : line.find(':', colon + 1);
+    if (second == std::string::npos) continue;
+    const std::string controllers = line.substr(colon + 1, second - colon - 1);
+    if (controllers == "pids") return line.substr(second + 1);
+    if (controllers.empty()) unified = line.substr(second + 1);
+  }
+  return unified;
+}
+
+// SIGKILLs each process listed in `dir`/cgroup.procs that still sits in the cgroup named `name`
+// (its pid may have been reused since the read: the check and the signal go through one pidfd)
+// and waits up to a second for each to exit. The number signalled.
+size_t KillListed(const std::string& dir, const std::string& name) {
+  Result<std::string> procs = ReadRegularFile(dir + "/cgroup.procs", 1 << 20);
+  std::istringstream in(procs.ok() ? *procs : "");
+  std::vector<UniqueFd> killed;
+  for (std::string pid; in >> pid;) {
+    UniqueFd pidfd(static_cast<int>(syscall(SYS_pidfd_open, std::atoi(pid.c_str()), 0)));
+    const std::string cgroup = pidfd ? PidsCgroupOf(pid) : "";
+    const std::string tail = "/forkbox/" + name;
+    if (cgroup.size() < tail.size() ||
+        cgroup.compare(cgroup.size() - tail.size(), tail.size(), tail) != 0) {
+      continue;
+    }
+    if (syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0) == 0) {
+      killed.push_back(std::move(pidfd));
+    }
+  }
+  for (const UniqueFd& pidfd : killed) {
+    pollfd exited{pidfd.get(), POLLIN, 0};
+    (void)poll(&exited, 1, 1000);  // Readable once it exited; it leaves the cgroup on its way.
+  }
+  return killed.size();
+}
+
+// True when /proc/locks shows a lock taken by `owner` still held (it lists a flock under the pid
+// that took it, also once that process is gone: in the initial PID namespace).
+bool LockStillHeld(pid_t owner) {
+  Result<std::string> locks = ReadRegularFile("/proc/locks", size_t{16} << 20);
+  std::istringstream in(locks.ok() ? *locks : "");
+  const std::string pid = std::to_string(owner);
+  for (std::string line; std::getline(in, line);) {
+    // "1: FLOCK  ADVISORY  WRITE 1234 00:2b:56 0 EOF"; "1: -> FLOCK ..." waits for a lock.
+    std::istringstream fields(line);
+    std::string number, type, advisory, access, holder;
+    fields >> number >> type >> advisory >> access >> holder;
+    if (type != "->" && holder == pid) return true;
+  }
+  return false;
+}
+
+// Removes the task cgroups of dead processes. A live process's cgroups (this one's included: a
+// fresh one is empty until its spawn joins it) are its own to remove, in ~PidsCgroup; one still
+// busy then is collected here once its owner is gone. With `kill_leftovers` (EndLeftovers), what
+// is left in one whose owner nothing looks after (LockStillHeld) is killed first. Returns one
+// line per cgroup that held processes.
+std::vector<std::string> CollectStale(const std::string& parent, bool kill_leftovers) {
+  std::vector<std::string> lines;
+  UniqueFd dir(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!dir) return lines;
+  for (const std::string& name : ListDirNames(dir.get())) {
     if (name.rfind("task-", 0) != 0) continue;
     pid_t owner = static_cast<pid_t>(std::strtol(name.c_str() + 5, nullptr, 10));
     if (owner <= 0 || kill(owner, 0) == 0 || errno != ESRCH) continue;
-    rmdir((parent + "/" + name).c_str());
+    const std::string path = parent + "/" + name;
+    if (rmdir(path.c_str()) == 0 || errno != EBUSY || !kill_leftovers || LockStillHeld(owner)) {
+      continue;
+    }
+    size_t killed = 0;
+    // A process may fork until its SIGKILL lands: what it made is listed at the next pass.
+    for (int pass = 0; pass < 16 && rmdir(path.c_str()) != 0 && errno == EBUSY; ++pass) {
+      killed += KillListed(path, name);
+    }
+    if (killed == 0) continue;
+    lines.push_back("killed " + std::to_string(killed) + " process" + (killed == 1 ? "" : "es") +
+                    " a killed forkbox left running (" + path +
+                    (access(path.c_str(), F_OK) == 0 ? ", still busy)" : ")"));
   }
-  closedir(dir);
+  return lines;
 }
 
 }  // namespace
@@ -81,11 +159,16 @@ Result<std::string> ForkboxParent(int64_t max_pids) {
   if (mkdir(parent.c_str(), 0755) != 0 && errno != EEXIST) {
     return Status::FromErrno(errno, "mkdir " + parent);
   }
-  CollectStale(parent);
+  (void)CollectStale(parent, false);  // Removes; killing is EndLeftovers' (at start-up).
   return parent;
 }
 
 }  // namespace
+
+std::vector<std::string> PidsCgroup::EndLeftovers() {
+  const std::string root = Hierarchy();
+  return root.empty() ? std::vector<std::string>{} : CollectStale(root + "/forkbox", true);
+}
 
 Result<PidsCgroup> PidsCgroup::Create(int64_t max_pids) {
   Result<std::string> parent = ForkboxParent(max_pids);
@@ -140,19 +223,7 @@ Status PidsCgroup::JoinSession(int64_t max_pids) {
 }
 
 bool PidsCgroup::InForkboxCgroup() {
-  std::ifstream in("/proc/self/cgroup");
-  std::string line;
-  while (std::getline(in, line)) {
-    // v1: "7:pids:/forkbox/task-..."; v2: "0::/forkbox/task-...".
-    size_t colon = line.find(':');
-    if (colon == std::string::npos) continue;
-    size_t second = line.find(':', colon + 1);
-    if (second == std::string::npos) continue;
-    std::string controllers = line.substr(colon + 1, second - colon - 1);
-    if (controllers != "pids" && !controllers.empty()) continue;
-    if (line.find("/forkbox/task-", second + 1) != std::string::npos) return true;
-  }
-  return false;
+  return PidsCgroupOf("self").find("/forkbox/task-") != std::string::npos;
 }
 
 Status JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks) {

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "base/status.h"
 #include "base/unique_fd.h"
@@ -28,6 +29,15 @@ class PidsCgroup {
   static Status JoinSession(int64_t max_pids);
   // True when the calling process already sits in a forkbox pids cgroup (session or task).
   static bool InForkboxCgroup();
+  // Kills the processes left in the cgroups of forkbox processes that are gone, and removes those
+  // cgroups: a SIGKILL of every forkbox process at once leaves the tools' daemons there, which in
+  // layer 1 (no PID namespace) nothing else takes down. A dead owner whose flock is still held
+  // (its GuardJournal's, by the session's launcher or the command's keeper it forked, which end
+  // the rest themselves) is still looked after: its cgroup is left alone. One line per cgroup
+  // that held any ("killed 2 processes a killed forkbox left running
+  // (/sys/fs/cgroup/pids/forkbox/task-9-session)"). Nothing without a hierarchy (not root: other
+  // users' tools are held by RLIMIT_NPROC, not a cgroup).
+  static std::vector<std::string> EndLeftovers();
 
   PidsCgroup() = default;
   // Closes the fd and removes the cgroup if it is already empty (else a later Create does).

@@ -121,9 +121,12 @@ void AddNamespaces(Report& r, bool assume_layer2) {
                     "namespace init kills it and puts back git's trust surface"
                   : "; `forkbox sandbox`: its command's keeper kills the command and what it "
                     "detached (setsid) and puts back git's trust surface; a SIGKILL of the "
-                    "session process too (pkill -9) leaves a detached daemon: no PID namespace "
-                    "and no cgroup to take it down (" +
-                        reason + ")") +
+                    "session process too (pkill -9) leaves a detached daemon " +
+                        (PidsCgroup::Hierarchy().empty()
+                             ? "for good: no PID namespace and no cgroup to take it down (" +
+                                   reason + ")"
+                             : std::string("until the next forkbox starts, which kills it in the "
+                                           "dead session's pids cgroup"))) +
           "; a SIGKILL of every forkbox process at once (pkill -9, docker kill): what a tool "
           "planted in git's trust surface stays until the next forkbox starts, which puts it "
           "back from the dead one's journal ($XDG_STATE_HOME/forkbox/guards) and says so");

@@ -16,6 +16,7 @@
 #include "base/file.h"
 #include "base/path.h"
 #include "base/state_dir.h"
+#include "sandbox/cgroup.h"
 
 namespace forkbox::sandbox {
 namespace {
@@ -162,6 +163,8 @@ std::vector<std::string> GuardJournal::RecoverIn(int d, const std::string& dir) 
 
 JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees) {
   JournalStart start;
+  // First what a killed forkbox's tools left running, so that none plants again after the put-back.
+  start.put_back = PidsCgroup::EndLeftovers();
   Result<std::string> dir = JournalDir();
   Result<UniqueFd> made = dir.ok() ? CreateDirectoriesNoLinks(*dir, 0700) : dir.status();
   if (!made.ok()) {
@@ -177,7 +180,10 @@ JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees) {
       return start;
     }
   }
-  start.put_back = GuardJournal::RecoverIn(made->get(), canonical);
+  for (const std::string& line : GuardJournal::RecoverIn(made->get(), canonical)) {
+    start.put_back.push_back("git trust surface left changed by a killed forkbox, put back: " +
+                             line);
+  }
   Result<GuardJournal> journal = GuardJournal::CreateIn(made->get(), canonical);
   if (!journal.ok()) {
     start.warning = "git trust surface not journaled: " + journal.status().message();

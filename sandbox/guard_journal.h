@@ -61,12 +61,15 @@ class GuardJournal {
 Result<std::string> JournalDir();
 
 // The start of a session or a `forkbox sandbox` command, before its first guard: what a killed
-// one left in git's trust surface put back (Recover, in JournalDir), then a journal of its own.
+// one's tools left running killed (PidsCgroup::EndLeftovers), what it left in git's trust surface
+// put back (Recover, in JournalDir), then a journal of its own.
 // Neither where tools could write the records, so forge what is "put back": the journal's
 // directory in one of `writable_trees` (canonical; PersistentWritableTrees).
 struct JournalStart {
   std::optional<GuardJournal> journal;  // None: `warning` says why.
-  std::vector<std::string> put_back;    // Recover's lines.
+  // EndLeftovers' and Recover's lines, each a warning to print as is: "git trust surface left
+  // changed by a killed forkbox, put back: /w: remove .git/hooks/pre-commit".
+  std::vector<std::string> put_back;
   std::string warning;
 };
 JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees);

@@ -88,9 +88,7 @@ enum class Walk { kFollow, kNoSymlinks };
 
 int OpenForRule(int dir_fd, const char* name, int flags, Walk walk) {
   if (walk == Walk::kFollow) return openat(dir_fd, name, flags);
-  return OpenAt2(dir_fd, name, static_cast<uint64_t>(flags),
-                 RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
-      .release();
+  return OpenAt2(dir_fd, name, static_cast<uint64_t>(flags), kResolveNoLinks).release();
 }
 
 // Adds a rule for `name` relative to `dir_fd` (AT_FDCWD: a path); masks `access` to what a rule

@@ -64,8 +64,6 @@ int MakeDirsRaw(const char* path) {
   return 0;
 }
 
-// Links are never followed where this file resolves a planned path: one there was planted since.
-constexpr uint64_t kNoLinks = RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS;
 // The step whose EPERM the layer-2 probe explains (ProbeFailure).
 constexpr char kMountProcStep[] = "mount proc /proc";
 
@@ -163,7 +161,7 @@ void AddTrustedFiles(const fs::path& dir, MountPlan& plan) {
   // Created beneath `dir` opened without following a link (it is link-free when planned): a
   // directory a tool swapped for one since gets nothing created where the link leads.
   const UniqueFd at =
-      writable ? OpenAt2(AT_FDCWD, dir.c_str(), O_PATH | O_DIRECTORY, kNoLinks) : UniqueFd();
+      writable ? OpenAt2(AT_FDCWD, dir.c_str(), O_PATH | O_DIRECTORY, kResolveNoLinks) : UniqueFd();
   for (const char* sub : {"hooks", "info"}) {
     if (at) (void)mkdirat(at.get(), sub, 0777);  // EEXIST: it is there (as a link too).
   }
@@ -274,7 +272,7 @@ UniqueFd OpenWalkedDir(int at, const char* name) {
 bool HasDotGitAt(int dir, const std::string& rel) {
   const std::string path = rel.empty() ? std::string(".git") : rel + "/.git";
   // O_NOFOLLOW: a `.git` link is opened itself, not where it leads.
-  return OpenAt2(dir, path.c_str(), O_PATH | O_NOFOLLOW, kNoLinks | RESOLVE_BENEATH).valid();
+  return OpenAt2(dir, path.c_str(), O_PATH | O_NOFOLLOW, kResolveNoLinks | RESOLVE_BENEATH).valid();
 }
 
 // Whether the listed directory `dir` is a git dir itself, as git decides (a bare repository:
@@ -586,7 +584,8 @@ int CloneTreesRaw(const std::vector<std::string>& paths, int* fds, size_t count,
                   bool no_symlinks, const char** step) {
   for (size_t i = 0; i < count; ++i) {
     *step = what;
-    const UniqueFd at = OpenAt2(AT_FDCWD, paths[i].c_str(), O_PATH, no_symlinks ? kNoLinks : 0);
+    const UniqueFd at =
+        OpenAt2(AT_FDCWD, paths[i].c_str(), O_PATH, no_symlinks ? kResolveNoLinks : 0);
     if (!at) return errno;
     fds[i] = CloneTreeRaw(at.get());
     if (fds[i] < 0) return errno;
@@ -704,7 +703,7 @@ int HideCredentialsRaw(const MountPlan& plan, const char** step) {
 // planned as its target), so a link in one now was planted since, by a tool running alongside
 // (ELOOP); a bind by path would have followed it and protected the wrong tree.
 int BindOntoItselfRaw(const char* path, uint64_t attr) {
-  const UniqueFd at = OpenAt2(AT_FDCWD, path, O_PATH, kNoLinks);
+  const UniqueFd at = OpenAt2(AT_FDCWD, path, O_PATH, kResolveNoLinks);
   if (!at) return errno;
   const UniqueFd tree(CloneTreeRaw(at.get()));
   if (!tree) return errno;

@@ -294,7 +294,7 @@ bool BeneathTrees(int dir, int root, const std::vector<std::string>& trees) {
         tree.substr(tree.find_first_not_of('/') == std::string::npos ? tree.size()
                                                                      : tree.find_first_not_of('/'));
     UniqueFd fd = OpenAt2(root, rel.empty() ? "." : rel.c_str(), O_PATH | O_DIRECTORY,
-                          RESOLVE_IN_ROOT | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
+                          RESOLVE_IN_ROOT | kResolveNoLinks);
     DevIno id;
     if (fd && Stat(fd.get(), &id)) roots.push_back(id);
   }

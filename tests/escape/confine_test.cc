@@ -41,6 +41,7 @@
 #include "base/process.h"
 #include "ipc/spawner_wire.h"
 #include "parent/spawner.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/sandbox.h"
 #include "tests/bench/proc_probe.h"
 #include "tests/mock/mock_server.h"
@@ -856,18 +857,24 @@ std::vector<pid_t> ForkboxProcessesBelowUs() {
 }
 
 // A SIGKILL of every forkbox process at once (`pkill -9 forkbox`, `docker kill`) while a bash
-// command of the parent (`by_parent`) or of a task has planted a hook and a .git/commondir:
-// nobody is left to put them back, so they stay; the next forkbox started puts them back from the
-// dead session's journal (sandbox::GuardJournal) before anything else, and says so. The control:
-// unsandboxed, nothing guards the surface and the plants stay after the next start too.
+// command of the parent (`by_parent`) or of a task has planted a hook and a .git/commondir and
+// detached a daemon: nobody is left to put them back, so they stay; the next forkbox started puts
+// them back from the dead session's journal (sandbox::GuardJournal) before anything else, and says
+// so. The daemon is gone by then: in layer 2 with its PID namespace, in layer 1 as root killed by
+// that start in the dead session's pids cgroup (PidsCgroup::EndLeftovers). The control:
+// unsandboxed, nothing guards the surface, and the plants and the daemon stay after the next start
+// too.
 void ConfineTest::ExpectKillAllFate(bool by_parent) {
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);  // Orphans come to us: we reap.
   ASSERT_EQ(std::system(("git init -q " + work_).c_str()), 0);
   const std::string fifo = work_ + "/ready";
   ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  const std::string suffix = "all" + std::to_string(::getpid()) + root_.substr(root_.size() - 6);
+  const std::string token = "fbkill" + suffix;  // Only the daemon's command line holds it whole.
   const std::string command =
       "echo ../planted > .git/commondir; echo 'echo hook' > .git/hooks/pre-commit; "
-      "echo up > ready; exec sleep 600";
+      "t=fbkill; setsid -f bash -c \"echo up > ready; sleep 600; true ${t}" +
+      suffix + "\"; exec sleep 600";
   server_.SetHandler([&](const RecordedRequest& r) {
     if (IsParent(r) && !by_parent) {
       return Calls({ToolCall{"task", {{"prompt", "d"}, {"description", "d"}}, ""}});
@@ -876,16 +883,29 @@ void ConfineTest::ExpectKillAllFate(bool by_parent) {
   });
   std::thread session([&] { Run({"--standby", "0"}); });
   {
-    std::ifstream ready(fifo);  // Blocks until the plants are in place.
+    std::ifstream ready(fifo);  // Blocks until the plants are in place and the daemon runs.
     std::string line;
     std::getline(ready, line);
   }
+  const auto pidfd_of = [](pid_t pid) {
+    return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+  };
+  const auto ended = [](const UniqueFd& pidfd, int ms) {
+    pollfd p{pidfd.get(), POLLIN, 0};
+    return ::poll(&p, 1, ms) == 1;
+  };
+  const std::vector<pid_t> daemons = ProcessesWith(token);
+  ASSERT_EQ(daemons.size(), 1U);
+  UniqueFd daemon = pidfd_of(daemons[0]);
+  ASSERT_TRUE(daemon) << std::strerror(errno);
   // Stopped first, so that none of them sees another die and cleans up: all at once.
   const std::vector<pid_t> forkbox = ForkboxProcessesBelowUs();
+  std::vector<UniqueFd> dying;
+  for (pid_t pid : forkbox) dying.push_back(pidfd_of(pid));
   for (pid_t pid : forkbox) ::kill(pid, SIGSTOP);
   for (pid_t pid : forkbox) ::kill(pid, SIGKILL);
   session.join();
-  forkbox::sandbox::KillAllDescendants();  // The tools left in layer 1 (the sleep).
+  for (const UniqueFd& pidfd : dying) EXPECT_TRUE(!pidfd || ended(pidfd, 30'000));
   // Layer 2 binds hooks/ read-only, so there only the commondir is planted.
   const bool hook_writable = !GetParam().sandboxed || GetParam().where == Where::kLayer1Jail;
   const auto exists = [this](const char* rel) {
@@ -897,10 +917,18 @@ void ConfineTest::ExpectKillAllFate(bool by_parent) {
   server_.SetHandler([](const RecordedRequest&) { return Text("done"); });
   Session next = Run({});
   EXPECT_EQ(next.exit_code, 0) << next.err;
+  const bool daemon_ended = ended(daemon, GetParam().sandboxed ? 10'000 : 0);
+  (void)::syscall(SYS_pidfd_send_signal, daemon.get(), SIGKILL, nullptr, 0);
+  forkbox::sandbox::KillAllDescendants();  // The control's tools, re-parented to us.
   const char* whose = by_parent ? "the parent's own bash command" : "a task's bash command";
   const std::string put_back =
       "git trust surface left changed by a killed forkbox, put back: " + work_ + ": remove ";
+  // Layer 1 without a pids cgroup (not here: root with cgroup v1) has nothing to find it by.
+  const bool findable =
+      GetParam().where != Where::kLayer1Jail || !forkbox::sandbox::PidsCgroup::Hierarchy().empty();
   if (GetParam().sandboxed) {
+    EXPECT_TRUE(daemon_ended || !findable)
+        << "the daemon of " << whose << " outlived the next start";
     EXPECT_FALSE(exists(".git/commondir")) << whose;
     EXPECT_FALSE(exists(".git/hooks/pre-commit")) << whose;
     EXPECT_NE(next.err.find(put_back + ".git/commondir"), std::string::npos) << next.err;
@@ -910,6 +938,7 @@ void ConfineTest::ExpectKillAllFate(bool by_parent) {
   } else {
     EXPECT_TRUE(exists(".git/commondir") && exists(".git/hooks/pre-commit"))
         << "control: nothing guards an unsandboxed session";
+    EXPECT_FALSE(daemon_ended) << "control: the daemon of " << whose << " did not survive";
     EXPECT_EQ(next.err.find("put back"), std::string::npos) << next.err;
   }
 }

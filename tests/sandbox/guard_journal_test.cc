@@ -163,6 +163,24 @@ TEST(GuardJournal, RecoverNeverBlocksOnAFifoNorFollowsALink) {
   EXPECT_TRUE(fs::exists(p.journal + "/guard-fifo"));
 }
 
+// A record is read up to a bound (64 MiB, far above any real surface), so a garbled or planted
+// giant is refused without being read whole. The control: a record under the bound is parsed (and
+// refused only as garbled).
+TEST(GuardJournal, ARecordAboveTheBoundIsNotRead) {
+  const Project p = MakeProject("journal-huge");
+  fs::create_directories(p.journal);
+  for (const off_t size : {off_t{64} << 20, (off_t{64} << 20) + 1}) {
+    const std::string path = p.journal + "/guard-huge";
+    std::ofstream(path).flush();
+    ASSERT_EQ(truncate(path.c_str(), size), 0);
+    const std::vector<std::string> lines = GuardJournal::Recover(p.journal);
+    ASSERT_EQ(lines.size(), 1U) << ::testing::PrintToString(lines);
+    const bool refused_unread = lines[0].find("larger than 67108864 bytes") != std::string::npos;
+    EXPECT_EQ(refused_unread, size > (off_t{64} << 20)) << lines[0];
+    EXPECT_FALSE(fs::exists(path));
+  }
+}
+
 // A journal assigned over another empties the file it replaces: no record outlives its owner's
 // use of it (else the next start would undo what was changed since).
 TEST(GuardJournal, AJournalReplacedByAnotherLeavesNoRecordBehind) {
@@ -220,7 +238,9 @@ TEST(GuardJournal, StartRefusesAJournalToolsCouldWrite) {
   JournalStart used = StartGuardJournal({p.work});
   EXPECT_TRUE(used.journal.has_value()) << used.warning;
   EXPECT_TRUE(used.warning.empty()) << used.warning;
-  EXPECT_EQ(used.put_back.size(), 2U) << ::testing::PrintToString(used.put_back);
+  ASSERT_EQ(used.put_back.size(), 2U) << ::testing::PrintToString(used.put_back);
+  EXPECT_EQ(used.put_back[0], "git trust surface left changed by a killed forkbox, put back: " +
+                                  p.work + ": remove .git/hooks/pre-commit");
   EXPECT_FALSE(Planted(p));
   if (before != nullptr) setenv("XDG_STATE_HOME", saved.c_str(), 1);
   if (before == nullptr) unsetenv("XDG_STATE_HOME");

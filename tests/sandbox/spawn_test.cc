@@ -7,6 +7,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <thread>
@@ -855,6 +857,72 @@ TEST(JoinSessionProcessLimit, RootSpawnsInheritTheSessionCgroup) {
   ASSERT_TRUE(r.reported) << "probe died (signal " << r.signal << ")";
   EXPECT_EQ(r.value, 0) << "failed check " << r.value << " of JoinAndSpawnInTheSessionCgroup";
   EXPECT_FALSE(PidsCgroup::InForkboxCgroup()) << "the test process itself moved";
+}
+
+// An owner of a session cgroup that dies with a daemon still in it (a kill of every forkbox
+// process at once, in layer 1), after forking a keeper that holds a lock it took (its journal's).
+// Writes the daemon's pid and the keeper's to `pids`; the keeper lives until `hold` closes.
+[[noreturn]] void OwnACgroupAndDie(int pids, Pipe hold, const std::string& lock_path) {
+  hold.write.reset();  // The keeper's read ends at the test's close alone.
+  if (!PidsCgroup::JoinSession(64).ok()) _exit(1);
+  UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  if (!lock || flock(lock.get(), LOCK_EX) != 0) _exit(2);
+  const pid_t keeper = fork();
+  if (keeper == 0) {
+    char byte;
+    (void)read(hold.read.get(), &byte, 1);  // Until the test lets go: EOF.
+    _exit(0);
+  }
+  const pid_t daemon = fork();
+  if (daemon == 0) {
+    setsid();
+    execl("/bin/sleep", "sleep", "600", nullptr);
+    _exit(127);
+  }
+  const pid_t both[2] = {daemon, keeper};
+  _exit(keeper > 0 && daemon > 0 && write(pids, both, sizeof both) == sizeof both ? 0 : 3);
+}
+
+// What a dead owner left in its cgroup is killed at the next start, unless a process it forked
+// still holds its lock (a launcher or keeper cleaning up itself). The control: while the keeper
+// lives, the daemon is left alone, as it was before for every owner.
+TEST(PidsCgroup, EndLeftoversKillsWhatADeadOwnerLeftUnlessItIsLookedAfter) {
+  if (PidsCgroup::Hierarchy().empty()) GTEST_SKIP() << "needs uid 0 and a writable pids cgroup";
+  Result<Pipe> pids = MakePipe();
+  Result<Pipe> hold = MakePipe();
+  ASSERT_TRUE(pids.ok() && hold.ok());
+  const std::string lock = MakeTempDir("cgroup-leftovers") + "/lock";
+  const pid_t owner = fork();
+  ASSERT_GE(owner, 0);
+  if (owner == 0) OwnACgroupAndDie(pids->write.get(), std::move(*hold), lock);
+  int status = 0;
+  ASSERT_EQ(waitpid(owner, &status, 0), owner);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  pid_t both[2] = {0, 0};
+  ASSERT_EQ(read(pids->read.get(), both, sizeof both), static_cast<ssize_t>(sizeof both));
+  UniqueFd daemon(static_cast<int>(syscall(SYS_pidfd_open, both[0], 0)));
+  UniqueFd keeper(static_cast<int>(syscall(SYS_pidfd_open, both[1], 0)));
+  ASSERT_TRUE(daemon && keeper) << std::strerror(errno);
+  const std::string cgroup =
+      PidsCgroup::Hierarchy() + "/forkbox/task-" + std::to_string(owner) + "-session";
+  const auto ended = [](const UniqueFd& pidfd, int ms) {
+    pollfd p{pidfd.get(), POLLIN, 0};
+    return poll(&p, 1, ms) == 1;
+  };
+  for (const std::string& line : PidsCgroup::EndLeftovers()) {
+    EXPECT_EQ(line.find(cgroup), std::string::npos) << "looked after, yet: " << line;
+  }
+  EXPECT_FALSE(ended(daemon, 0)) << "control: the keeper's lock keeps it looked after";
+  hold->write.reset();  // The keeper ends: nothing looks after the daemon any more.
+  ASSERT_TRUE(ended(keeper, 10'000));
+  const std::vector<std::string> lines = PidsCgroup::EndLeftovers();
+  EXPECT_TRUE(ended(daemon, 10'000)) << "the daemon outlived its owner's end";
+  EXPECT_FALSE(std::filesystem::exists(cgroup));
+  EXPECT_NE(std::find(lines.begin(), lines.end(),
+                      "killed 1 process a killed forkbox left running (" + cgroup + ")"),
+            lines.end())
+      << ::testing::PrintToString(lines);
+  (void)syscall(SYS_pidfd_send_signal, daemon.get(), SIGKILL, nullptr, 0);
 }
 
 TEST(SpawnSandboxed, Layer2KillsDaemonsWhenTheCommandEnds) {
