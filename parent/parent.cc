@@ -183,6 +183,7 @@ struct SessionSandbox {
   sandbox::Report report;
   sandbox::TaskTmpDir tmpdir;                    // Removed when the session ends.
   std::optional<sandbox::GuardJournal> journal;  // The parent's git guard's record on disk.
+  UniqueFd cgroup_lock;  // Held for the session's life, by the waiter and the launcher.
   std::string transcript_warning;
   std::string git_warning;  // sandbox::HiddenGitDirWarning
 };
@@ -211,8 +212,9 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
     out->journal = std::move(journal.journal);
     // As root, one pids cgroup for the session holds fork bombs; joining it once here spares
     // every task and tool spawn a slow cgroup v1 attach.
-    Status joined = sandbox::JoinSessionProcessLimit(*p, o.max_parallel);
-    if (!joined.ok()) return Fail(o.output_format, kExitSandbox, joined.ToString());
+    Result<UniqueFd> joined = sandbox::JoinSessionProcessLimit(*p, o.max_parallel);
+    if (!joined.ok()) return Fail(o.output_format, kExitSandbox, joined.status().ToString());
+    out->cgroup_lock = std::move(*joined);
   }
   // Read-only: nothing on disk may be written; the temp dir comes once confined (MakeReadOnly).
   if (o.sandbox.read_only) {

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/utsname.h>
@@ -210,8 +211,8 @@ PidsCgroup& PidsCgroup::operator=(PidsCgroup&& other) noexcept {
   return *this;
 }
 
-Status PidsCgroup::JoinSession(int64_t max_pids) {
-  if (InForkboxCgroup()) return Status::Ok();
+Result<UniqueFd> PidsCgroup::JoinSession(int64_t max_pids) {
+  if (InForkboxCgroup()) return UniqueFd();
   Result<std::string> parent = ForkboxParent(max_pids);
   if (!parent.ok()) return parent.status();
   std::string path = *parent + "/task-" + std::to_string(getpid()) + "-session";
@@ -219,20 +220,24 @@ Status PidsCgroup::JoinSession(int64_t max_pids) {
     return Status::FromErrno(errno, "mkdir " + path);
   }
   FORKBOX_RETURN_IF_ERROR(WriteString(path + "/pids.max", std::to_string(max_pids)));
-  return WriteString(path + "/cgroup.procs", "0");
+  UniqueFd lock(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!lock || flock(lock.get(), LOCK_SH) != 0) return Status::FromErrno(errno, "lock " + path);
+  FORKBOX_RETURN_IF_ERROR(WriteString(path + "/cgroup.procs", "0"));
+  return lock;
 }
 
 bool PidsCgroup::InForkboxCgroup() {
   return PidsCgroupOf("self").find("/forkbox/task-") != std::string::npos;
 }
 
-Status JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks) {
-  if (!policy.enabled || PidsCgroup::Hierarchy().empty()) return Status::Ok();
+Result<UniqueFd> JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks) {
+  if (!policy.enabled || PidsCgroup::Hierarchy().empty()) return UniqueFd();
   // Every task and tool then gets a PID namespace capped by its pid_max: no cgroup is needed.
-  if (RootPidNamespaceMax(Layer2Available(), policy.rlimit_nproc) > 0) return Status::Ok();
+  if (RootPidNamespaceMax(Layer2Available(), policy.rlimit_nproc) > 0) return UniqueFd();
   const int64_t tasks = concurrent_tasks < 1 ? 1 : concurrent_tasks;
-  return PidsCgroup::JoinSession(policy.rlimit_nproc * (tasks + 1))
-      .WithContext("fork-bomb limit for uid 0");
+  Result<UniqueFd> lock = PidsCgroup::JoinSession(policy.rlimit_nproc * (tasks + 1));
+  if (!lock.ok()) return lock.status().WithContext("fork-bomb limit for uid 0");
+  return lock;
 }
 
 int JoinCgroupRaw(int procs_fd) {

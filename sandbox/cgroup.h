@@ -24,16 +24,19 @@ class PidsCgroup {
 
   // Moves the calling process into <hierarchy>/forkbox/task-<pid>-session
   // with pids.max = max_pids. Everything it spawns afterwards inherits that cgroup, so no spawn
-  // pays a cgroup v1 attach of its own. A no-op once the process sits in a forkbox cgroup. The
-  // cgroup is collected like a task's once we are gone.
-  static Status JoinSession(int64_t max_pids);
+  // pays a cgroup v1 attach of its own. A no-op once the process sits in a forkbox cgroup (an
+  // empty descriptor then). The cgroup is collected like a task's once we are gone. Returns its
+  // lock (a shared flock of its directory, O_CLOEXEC): EndLeftovers leaves the cgroup alone while
+  // the lock is held, so every process that looks after the session keeps it (a fork shares it).
+  static Result<UniqueFd> JoinSession(int64_t max_pids);
   // True when the calling process already sits in a forkbox pids cgroup (session or task).
   static bool InForkboxCgroup();
   // Kills the processes left in the cgroups of forkbox processes that are gone, and removes those
   // cgroups: a SIGKILL of every forkbox process at once leaves the tools' daemons there, which in
   // layer 1 (no PID namespace) nothing else takes down. A dead owner whose flock is still held
-  // (its GuardJournal's, by the session's launcher or the command's keeper it forked, which end
-  // the rest themselves) is still looked after: its cgroup is left alone. One line per cgroup
+  // (the session cgroup's lock, or its GuardJournal's, by the session's launcher or the command's
+  // keeper it forked, which end the rest themselves) is still looked after: its cgroup is left
+  // alone. One line per cgroup
   // that held any ("killed 2 processes a killed forkbox left running
   // (/sys/fs/cgroup/pids/forkbox/task-9-session)"). Nothing without a hierarchy (not root: other
   // users' tools are held by RLIMIT_NPROC, not a cgroup).

@@ -213,8 +213,9 @@ struct Report {
 // For a long-lived launcher (the parent), as uid 0 with a writable pids hierarchy: moves the
 // calling process into one pids cgroup for the whole session, pids.max = rlimit_nproc per task
 // times `concurrent_tasks` (+1 for the parent's own tools). Spawns inherit it instead of each
-// paying a cgroup v1 attach (an RCU grace period, ~20 ms). OK and a no-op elsewhere.
-Status JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks);
+// paying a cgroup v1 attach (an RCU grace period, ~20 ms). Returns the cgroup's lock, to hold for
+// the session's life (PidsCgroup::JoinSession); an empty descriptor and a no-op elsewhere.
+Result<UniqueFd> JoinSessionProcessLimit(const Policy& policy, int64_t concurrent_tasks);
 
 // Inspects the kernel and returns what the policy would get. Never changes the process.
 Report Check(const Policy& policy);

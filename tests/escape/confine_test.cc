@@ -791,8 +791,17 @@ void ConfineTest::ExpectSigkillFate(bool by_parent) {
   const pid_t launcher_pid = LauncherOf(Pid());  // forkbox's own pid: no launcher.
   UniqueFd launcher(
       launcher_pid != Pid() ? static_cast<int>(::syscall(SYS_pidfd_open, launcher_pid, 0)) : -1);
+  // Held while forkbox's pid dies, the launcher has not cleaned up yet when another forkbox
+  // starts: its cgroup's lock tells that start to leave the session to it.
+  if (launcher) ::kill(launcher_pid, SIGSTOP);
   EXPECT_EQ(::kill(Pid(), SIGKILL), 0);
   session.join();
+  const std::vector<std::string> cleared = forkbox::sandbox::PidsCgroup::EndLeftovers();
+  if (launcher) ::kill(launcher_pid, SIGCONT);
+  for (const std::string& line : cleared) {
+    EXPECT_EQ(line.find("/task-" + std::to_string(Pid()) + "-"), std::string::npos)
+        << "a start killed what the launcher was still to end: " << line;
+  }
   ASSERT_EQ(daemons.size(), 1U);
   ASSERT_TRUE(daemon) << std::strerror(errno);
   const bool sandboxed = GetParam().sandboxed;

@@ -860,13 +860,17 @@ TEST(JoinSessionProcessLimit, RootSpawnsInheritTheSessionCgroup) {
 }
 
 // An owner of a session cgroup that dies with a daemon still in it (a kill of every forkbox
-// process at once, in layer 1), after forking a keeper that holds a lock it took (its journal's).
-// Writes the daemon's pid and the keeper's to `pids`; the keeper lives until `hold` closes.
+// process at once, in layer 1), after forking a keeper that holds a lock it took: the cgroup's
+// own (`lock_path` empty) or another file's (a journal's). Writes the daemon's pid and the
+// keeper's to `pids`; the keeper lives until `hold` closes.
 [[noreturn]] void OwnACgroupAndDie(int pids, Pipe hold, const std::string& lock_path) {
   hold.write.reset();  // The keeper's read ends at the test's close alone.
-  if (!PidsCgroup::JoinSession(64).ok()) _exit(1);
-  UniqueFd lock(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
-  if (!lock || flock(lock.get(), LOCK_EX) != 0) _exit(2);
+  Result<UniqueFd> lock = PidsCgroup::JoinSession(64);
+  if (!lock.ok() || !*lock) _exit(1);
+  if (!lock_path.empty()) {
+    lock->reset(open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+    if (!*lock || flock(lock->get(), LOCK_EX) != 0) _exit(2);
+  }
   const pid_t keeper = fork();
   if (keeper == 0) {
     char byte;
@@ -886,12 +890,10 @@ TEST(JoinSessionProcessLimit, RootSpawnsInheritTheSessionCgroup) {
 // What a dead owner left in its cgroup is killed at the next start, unless a process it forked
 // still holds its lock (a launcher or keeper cleaning up itself). The control: while the keeper
 // lives, the daemon is left alone, as it was before for every owner.
-TEST(PidsCgroup, EndLeftoversKillsWhatADeadOwnerLeftUnlessItIsLookedAfter) {
-  if (PidsCgroup::Hierarchy().empty()) GTEST_SKIP() << "needs uid 0 and a writable pids cgroup";
+void ExpectLeftoversEndedOnceNotLookedAfter(const std::string& lock) {
   Result<Pipe> pids = MakePipe();
   Result<Pipe> hold = MakePipe();
   ASSERT_TRUE(pids.ok() && hold.ok());
-  const std::string lock = MakeTempDir("cgroup-leftovers") + "/lock";
   const pid_t owner = fork();
   ASSERT_GE(owner, 0);
   if (owner == 0) OwnACgroupAndDie(pids->write.get(), std::move(*hold), lock);
@@ -923,6 +925,16 @@ TEST(PidsCgroup, EndLeftoversKillsWhatADeadOwnerLeftUnlessItIsLookedAfter) {
             lines.end())
       << ::testing::PrintToString(lines);
   (void)syscall(SYS_pidfd_send_signal, daemon.get(), SIGKILL, nullptr, 0);
+}
+
+TEST(PidsCgroup, EndLeftoversKillsWhatADeadOwnerLeftUnlessItIsLookedAfter) {
+  if (PidsCgroup::Hierarchy().empty()) GTEST_SKIP() << "needs uid 0 and a writable pids cgroup";
+  {
+    SCOPED_TRACE("the keeper holds the session cgroup's lock");
+    ExpectLeftoversEndedOnceNotLookedAfter("");
+  }
+  SCOPED_TRACE("the keeper holds a lock of the owner's on another file (its journal's)");
+  ExpectLeftoversEndedOnceNotLookedAfter(MakeTempDir("cgroup-leftovers") + "/lock");
 }
 
 TEST(SpawnSandboxed, Layer2KillsDaemonsWhenTheCommandEnds) {
