@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "base/process.h"
+#include "sandbox/cgroup.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 #include "tests/base/test_util.h"
@@ -711,11 +712,15 @@ std::vector<pid_t> TreeOf(pid_t top) {
 // until the next `forkbox sandbox`, which puts it back from the dead one's journal and says so.
 // A SIGKILL of `forkbox sandbox` alone is put back by its keeper or init, which also empties the
 // journal: the next start then undoes nothing, not even a change made since (the user's own).
+// The kill-all leaves a daemon the command detached running in layer 1 (no PID namespace): as root,
+// the next start kills it in the dead command's pids cgroup first (PidsCgroup::EndLeftovers).
 // The controls: --sandbox=off keeps a journal of nothing, and its plants stay.
 TEST(SandboxCommand, AKillOfEveryProcessOfItIsPutBackByTheNextStartFromItsJournal) {
   const std::string plant =
-      "echo x > .git/commondir; echo 'echo hook' > .git/hooks/pre-commit; echo $$ > ready; "
-      "exec sleep 120";
+      "echo x > .git/commondir; echo 'echo hook' > .git/hooks/pre-commit; "
+      "setsid -f sh -c 'echo $$ > daemon.tmp && mv daemon.tmp daemon; exec sleep 120' "
+      "> /dev/null 2>&1; while [ ! -e daemon ]; do :; done; echo $$ > ready; "
+      "exec sleep 120 > /dev/null 2>&1";  // Neither holds the output the test waits on.
   struct Mode {
     const char* name;
     bool sandboxed;
@@ -744,14 +749,30 @@ TEST(SandboxCommand, AKillOfEveryProcessOfItIsPutBackByTheNextStartFromItsJourna
     std::unique_ptr<BackgroundCmd> run = StartCmd(args, setup);
     ASSERT_GT(run->pid, 0);
     ASSERT_GT(std::atoi(ReadFile(work + "/ready").c_str()), 0);  // Blocks until it planted.
-    // Stopped first, so that none of them sees another die: all at once.
-    const std::vector<pid_t> all = mode.kill_all ? TreeOf(run->pid) : std::vector{run->pid};
+    // The daemon the command detached; its own pid outside layer 2 (no PID namespace).
+    const pid_t daemon = std::atoi(ReadFile(work + "/daemon").c_str());
+    const bool own_pid = mode.layer1 || !mode.sandboxed;
+    UniqueFd left(own_pid ? static_cast<int>(syscall(SYS_pidfd_open, daemon, 0)) : -1);
+    // Every forkbox process (its keeper or init, clones of it, too), stopped first, so that none
+    // of them sees another die: all at once. The daemon is not one: `pkill -9 forkbox` spares it.
+    const auto comm = [](pid_t pid) { return ReadFile("/proc/" + std::to_string(pid) + "/comm"); };
+    const std::vector<pid_t> tree = TreeOf(run->pid);
+    std::vector<pid_t> all = {run->pid};
+    for (pid_t pid : mode.kill_all ? tree : std::vector<pid_t>{}) {
+      if (pid != run->pid && comm(pid) == comm(run->pid)) all.push_back(pid);
+    }
+    std::vector<UniqueFd> dying;
+    for (pid_t pid : all) dying.emplace_back(static_cast<int>(syscall(SYS_pidfd_open, pid, 0)));
     for (pid_t pid : all) kill(pid, SIGSTOP);
     for (pid_t pid : all) kill(pid, SIGKILL);
     if (!mode.sandboxed) {
-      for (pid_t pid : TreeOf(run->pid)) kill(pid, SIGKILL);  // Nothing else would end them.
+      for (pid_t pid : tree) kill(pid, SIGKILL);  // Nothing else would end them.
     }
     run->thread.join();
+    for (const UniqueFd& pidfd : dying) {  // Gone (their locks with them) before the next start.
+      pollfd p{pidfd.get(), POLLIN, 0};
+      EXPECT_TRUE(!pidfd || poll(&p, 1, 30'000) == 1);
+    }
     const bool hook_writable = mode.layer1 || !mode.sandboxed;  // Layer 2 binds hooks/ read-only.
     EXPECT_EQ(FileExists(work + "/.git/commondir"), mode.kill_all) << run->result.err;
     EXPECT_EQ(FileExists(work + "/.git/hooks/pre-commit"), mode.kill_all && hook_writable);
@@ -760,6 +781,11 @@ TEST(SandboxCommand, AKillOfEveryProcessOfItIsPutBackByTheNextStartFromItsJourna
     const std::string config = ReadFile(work + "/.git/config");
     CmdResult next = RunCmd({"--workdir", work, "--", "/bin/true"}, "", setup);
     EXPECT_EQ(next.code, 0) << next.err;
+    if (left && mode.sandboxed && mode.kill_all && !PidsCgroup::Hierarchy().empty()) {
+      pollfd p{left.get(), POLLIN, 0};
+      EXPECT_EQ(poll(&p, 1, 10'000), 1) << "the daemon outlived the next start";
+    }
+    if (left) (void)syscall(SYS_pidfd_send_signal, left.get(), SIGKILL, nullptr, 0);
     const std::string put_back = "git trust surface left changed by a killed forkbox, put back: ";
     if (mode.sandboxed && mode.kill_all) {
       EXPECT_FALSE(FileExists(work + "/.git/commondir"));
