@@ -1,6 +1,5 @@
 #include "sandbox/cgroup.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>

@@ -36,8 +36,7 @@ class PidsCgroup {
   // layer 1 (no PID namespace) nothing else takes down. A dead owner whose flock is still held
   // (the session cgroup's lock, or its GuardJournal's, by the session's launcher or the command's
   // keeper it forked, which end the rest themselves) is still looked after: its cgroup is left
-  // alone. One line per cgroup
-  // that held any ("killed 2 processes a killed forkbox left running
+  // alone. One line per cgroup that held any ("killed 2 processes a killed forkbox left running
   // (/sys/fs/cgroup/pids/forkbox/task-9-session)"). Nothing without a hierarchy (not root: other
   // users' tools are held by RLIMIT_NPROC, not a cgroup).
   static std::vector<std::string> EndLeftovers();
