@@ -925,10 +925,15 @@ void ExpectLeftoversEndedOnceNotLookedAfter(const std::string& lock) {
   const std::vector<std::string> lines = PidsCgroup::EndLeftovers();
   EXPECT_TRUE(ended(daemon, 10'000)) << "the daemon outlived its owner's end";
   (void)syscall(SYS_pidfd_send_signal, daemon.get(), SIGKILL, nullptr, 0);
-  // Any forkbox starting meanwhile (another test's) may have ended it first.
-  const bool ours =
-      std::find(lines.begin(), lines.end(),
-                "killed 1 process a killed forkbox left running (" + cgroup + ")") != lines.end();
+  // Any forkbox starting meanwhile (another test's) may have ended it first; a line about it is
+  // this one.
+  const std::string said = "killed 1 process a killed forkbox left running (" + cgroup + ")";
+  bool ours = false;
+  for (const std::string& line : lines) {
+    if (line.find(cgroup) == std::string::npos) continue;
+    EXPECT_EQ(line, said);
+    ours = true;
+  }
   if (!ours) {
     std::printf("ended by another start; ours: %s\n", ::testing::PrintToString(lines).c_str());
   } else {
