@@ -129,6 +129,8 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
 
   void ExpectSigkillFate(bool by_parent);
   void ExpectKillAllFate(bool by_parent);
+  UniqueFd StartPlanting(bool by_parent, const std::string& tag, std::thread* session,
+                         pid_t* forkbox = nullptr);
 
   // forkbox, forkbox-child and the HTTP modules, copied to `bin` and its module directory.
   static void CopyForkboxTo(const std::string& bin) {
@@ -752,6 +754,38 @@ std::vector<pid_t> ProcessesWith(const std::string& token) {
   return top;
 }
 
+// Starts a session on `session` whose bash command, the parent's own (`by_parent`) or a task's,
+// plants git's trust surface (a .git/commondir, which redirects your next git command to a
+// directory of its choosing; a hook, which layer 2's read-only binds refuse), detaches a setsid
+// daemon and waits. Returns once the daemon runs, with its pidfd (empty unless found exactly
+// once, by a token made of `tag` that only its command line holds whole).
+UniqueFd ConfineTest::StartPlanting(bool by_parent, const std::string& tag, std::thread* session,
+                                    pid_t* forkbox) {
+  EXPECT_EQ(std::system(("git init -q " + work_).c_str()), 0);
+  const std::string suffix = tag + std::to_string(::getpid()) + root_.substr(root_.size() - 6);
+  const std::string fifo = work_ + "/ready";
+  EXPECT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
+  const std::string command =
+      "echo ../planted > .git/commondir; echo 'echo hook' > .git/hooks/pre-commit; "
+      "t=fbdaemon; setsid -f bash -c \"echo up > ready; sleep 600; true ${t}" +
+      suffix + "\"; exec sleep 600";
+  server_.SetHandler([by_parent, command](const RecordedRequest& r) {
+    if (IsParent(r) && !by_parent) {
+      return Calls({ToolCall{"task", {{"prompt", "d"}, {"description", "d"}}, ""}});
+    }
+    return Calls({ToolCall{"bash", {{"command", command}}, ""}});
+  });
+  *session = std::thread([this, forkbox] { Run({"--standby", "0"}, forkbox); });
+  {
+    std::ifstream ready(fifo);  // Blocks until the plants are in place and the daemon runs.
+    std::string line;
+    std::getline(ready, line);
+  }
+  const std::vector<pid_t> daemons = ProcessesWith("fbdaemon" + suffix);
+  return UniqueFd(daemons.size() == 1 ? static_cast<int>(::syscall(SYS_pidfd_open, daemons[0], 0))
+                                      : -1);
+}
+
 // SIGKILL of forkbox while a bash command runs, has planted git's trust surface (a
 // .git/commondir, which redirects your next git command to a directory of its choosing; a hook,
 // which layer 2's read-only binds refuse) and detached a setsid daemon: a task's command
@@ -762,32 +796,10 @@ std::vector<pid_t> ProcessesWith(const std::string& token) {
 // counted from outside once forkbox and its launcher are gone.
 void ConfineTest::ExpectSigkillFate(bool by_parent) {
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);  // Orphans come to us: we reap.
-  ASSERT_EQ(std::system(("git init -q " + work_).c_str()), 0);
-  const std::string suffix = "ivor" + std::to_string(::getpid()) + root_.substr(root_.size() - 6);
-  const std::string token = "fbsurv" + suffix;  // Only the daemon's command line holds it whole.
-  const std::string fifo = work_ + "/ready";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
-  const std::string command =
-      "echo ../planted > .git/commondir; echo 'echo hook' > .git/hooks/pre-commit; "
-      "t=fbsurv; setsid -f bash -c \"echo up > ready; sleep 600; true ${t}" +
-      suffix + "\"; exec sleep 600";
-  server_.SetHandler([&](const RecordedRequest& r) {
-    if (IsParent(r) && !by_parent) {
-      return Calls({ToolCall{"task", {{"prompt", "d"}, {"description", "d"}}, ""}});
-    }
-    return Calls({ToolCall{"bash", {{"command", command}}, ""}});
-  });
+  std::thread session;
   pid_t forkbox = 0;
-  std::thread session([&] { Run({"--standby", "0"}, &forkbox); });
-  {
-    std::ifstream ready(fifo);  // Blocks until the daemon runs.
-    std::string line;
-    std::getline(ready, line);
-  }
-  const std::vector<pid_t> daemons = ProcessesWith(token);
   // Held before the kill, so that a quick death cannot be mistaken for a missing process.
-  UniqueFd daemon(daemons.size() == 1 ? static_cast<int>(::syscall(SYS_pidfd_open, daemons[0], 0))
-                                      : -1);
+  UniqueFd daemon = StartPlanting(by_parent, "surv", &session, &forkbox);
   const pid_t launcher_pid = LauncherOf(Pid());  // forkbox's own pid: no launcher.
   UniqueFd launcher(
       launcher_pid != Pid() ? static_cast<int>(::syscall(SYS_pidfd_open, launcher_pid, 0)) : -1);
@@ -802,8 +814,7 @@ void ConfineTest::ExpectSigkillFate(bool by_parent) {
     EXPECT_EQ(line.find("/task-" + std::to_string(Pid()) + "-"), std::string::npos)
         << "a start killed what the launcher was still to end: " << line;
   }
-  ASSERT_EQ(daemons.size(), 1U);
-  ASSERT_TRUE(daemon) << std::strerror(errno);
+  ASSERT_TRUE(daemon) << "no daemon found: " << std::strerror(errno);
   const bool sandboxed = GetParam().sandboxed;
   ASSERT_EQ(static_cast<bool>(launcher), sandboxed) << "a launcher below forkbox's pid";
   pollfd ended{launcher.get(), POLLIN, 0};
@@ -813,7 +824,7 @@ void ConfineTest::ExpectSigkillFate(bool by_parent) {
   // symlink_status: a planted link counts even when it leads nowhere.
   const bool commondir = fs::exists(fs::symlink_status(work_ + "/.git/commondir"));
   const bool hook = fs::exists(fs::symlink_status(work_ + "/.git/hooks/pre-commit"));
-  for (pid_t pid : ProcessesWith(token)) ::kill(pid, SIGKILL);
+  (void)::syscall(SYS_pidfd_send_signal, daemon.get(), SIGKILL, nullptr, 0);
   // What else survived (the command's own `exec sleep 600`, the daemon's sleep) was re-parented
   // to us, the subreaper: killed and reaped, so no run leaves sleeps behind.
   forkbox::sandbox::KillAllDescendants();
@@ -875,27 +886,8 @@ std::vector<pid_t> ForkboxProcessesBelowUs() {
 // too.
 void ConfineTest::ExpectKillAllFate(bool by_parent) {
   ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);  // Orphans come to us: we reap.
-  ASSERT_EQ(std::system(("git init -q " + work_).c_str()), 0);
-  const std::string fifo = work_ + "/ready";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0666), 0);
-  const std::string suffix = "all" + std::to_string(::getpid()) + root_.substr(root_.size() - 6);
-  const std::string token = "fbkill" + suffix;  // Only the daemon's command line holds it whole.
-  const std::string command =
-      "echo ../planted > .git/commondir; echo 'echo hook' > .git/hooks/pre-commit; "
-      "t=fbkill; setsid -f bash -c \"echo up > ready; sleep 600; true ${t}" +
-      suffix + "\"; exec sleep 600";
-  server_.SetHandler([&](const RecordedRequest& r) {
-    if (IsParent(r) && !by_parent) {
-      return Calls({ToolCall{"task", {{"prompt", "d"}, {"description", "d"}}, ""}});
-    }
-    return Calls({ToolCall{"bash", {{"command", command}}, ""}});
-  });
-  std::thread session([&] { Run({"--standby", "0"}); });
-  {
-    std::ifstream ready(fifo);  // Blocks until the plants are in place and the daemon runs.
-    std::string line;
-    std::getline(ready, line);
-  }
+  std::thread session;
+  UniqueFd daemon = StartPlanting(by_parent, "all", &session);
   const auto pidfd_of = [](pid_t pid) {
     return UniqueFd(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
   };
@@ -903,10 +895,7 @@ void ConfineTest::ExpectKillAllFate(bool by_parent) {
     pollfd p{pidfd.get(), POLLIN, 0};
     return ::poll(&p, 1, ms) == 1;
   };
-  const std::vector<pid_t> daemons = ProcessesWith(token);
-  ASSERT_EQ(daemons.size(), 1U);
-  UniqueFd daemon = pidfd_of(daemons[0]);
-  ASSERT_TRUE(daemon) << std::strerror(errno);
+
   // Stopped first, so that none of them sees another die and cleans up: all at once.
   const std::vector<pid_t> forkbox = ForkboxProcessesBelowUs();
   std::vector<UniqueFd> dying;
@@ -915,6 +904,7 @@ void ConfineTest::ExpectKillAllFate(bool by_parent) {
   for (pid_t pid : forkbox) ::kill(pid, SIGKILL);
   session.join();
   for (const UniqueFd& pidfd : dying) EXPECT_TRUE(!pidfd || ended(pidfd, 30'000));
+  ASSERT_TRUE(daemon) << "no daemon found";
   // Layer 2 binds hooks/ read-only, so there only the commondir is planted.
   const bool hook_writable = !GetParam().sandboxed || GetParam().where == Where::kLayer1Jail;
   const auto exists = [this](const char* rel) {
