@@ -259,10 +259,10 @@ CmdResult RunCmd(
   argv.push_back(nullptr);
   pid_t pid = fork();
   if (pid == 0) {
-    if (!setup()) _exit(120);
     dup2(in[0], 0);
     dup2(out[1], 1);
     dup2(err[1], 2);
+    if (!setup()) _exit(120);  // After the pipes: it may redirect them.
     execve(argv[0], argv.data(), environ);
     _exit(121);
   }
@@ -807,7 +807,9 @@ TEST(SandboxCommand, AKillOfEveryProcessOfItIsPutBackByTheNextStartFromItsJourna
 // Layer 1 has no PID namespace: `forkbox sandbox`'s command runs below a keeper of its own (a
 // subreaper outside its confinement) that takes the caller's death and kills the command and what
 // it detached. Before, both outlived a SIGKILL of `forkbox sandbox`. The control, --sandbox=off:
-// both survive it (the test kills them).
+// both survive it (the test kills them). As root, a forkbox starting while the keeper is still at
+// work leaves the command to it (PidsCgroup::EndLeftovers), even with no journal: the keeper keeps
+// a lock `forkbox sandbox` took (the task temp dir's).
 TEST(SandboxCommand, InLayer1ASigkillOfItLeavesNoProcessOfItsCommand) {
   const std::string script =
       "setsid -f sh -c 'echo $$ > daemon.tmp && mv daemon.tmp daemon; exec sleep 120'; "
@@ -815,9 +817,18 @@ TEST(SandboxCommand, InLayer1ASigkillOfItLeavesNoProcessOfItsCommand) {
   for (const bool sandboxed : {true, false}) {
     const std::string work = MakeTempDir("cmd-layer1-sigkill");
     ASSERT_EQ(mkfifo((work + "/ready").c_str(), 0600), 0);
-    std::vector<std::string> args = {"--workdir", work, "--", "/bin/sh", "-c", script};
+    // Its state in a tree the tools can write: no journal (they could forge one), so no journal's
+    // lock either. Its output to /dev/null: a stopped keeper holds no pipe the run's thread reads.
+    const std::string state = MakeTempDir("cmd-layer1-sigkill-state");
+    std::vector<std::string> args = {"--workdir", work,      "--writable", state,
+                                     "--",        "/bin/sh", "-c",         script};
     if (!sandboxed) args.insert(args.begin(), "--sandbox=off");
-    std::unique_ptr<BackgroundCmd> run = StartCmd(args, testing::RefuseUserNamespaces);
+    const auto setup = [state] {
+      const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+      return null >= 0 && dup2(null, 1) == 1 && dup2(null, 2) == 2 &&
+             setenv("XDG_STATE_HOME", state.c_str(), 1) == 0 && testing::RefuseUserNamespaces();
+    };
+    std::unique_ptr<BackgroundCmd> run = StartCmd(args, setup);
     const pid_t forkbox = run->pid;
     ASSERT_GT(forkbox, 0);
     // Blocks until the command runs and its daemon wrote its pid.
@@ -828,16 +839,34 @@ TEST(SandboxCommand, InLayer1ASigkillOfItLeavesNoProcessOfItsCommand) {
     UniqueFd command_fd(static_cast<int>(syscall(SYS_pidfd_open, command, 0)));
     UniqueFd daemon_fd(static_cast<int>(syscall(SYS_pidfd_open, daemon, 0)));
     ASSERT_TRUE(command_fd && daemon_fd) << strerror(errno);
+    // Its keeper (the command's parent) held while `forkbox sandbox` dies: a forkbox starting
+    // then must leave the command to it, told by a lock of its owner's that the keeper keeps.
+    const std::string stat = ReadFile("/proc/" + std::to_string(command) + "/stat");
+    const pid_t keeper = std::atoi(stat.substr(stat.rfind(')') + 4).c_str());  // Its ppid.
+    if (sandboxed) {
+      ASSERT_EQ(kill(keeper, SIGSTOP), 0);
+    }
     EXPECT_EQ(kill(forkbox, SIGKILL), 0);
+    if (sandboxed) {
+      UniqueFd gone(static_cast<int>(syscall(SYS_pidfd_open, forkbox, 0)));
+      pollfd dead{gone.get(), POLLIN, 0};
+      EXPECT_EQ(poll(&dead, 1, 10'000), 1);
+      run->thread.join();  // Reaped: its pid is gone, as EndLeftovers asks of an owner.
+      for (const std::string& line : PidsCgroup::EndLeftovers()) {
+        EXPECT_EQ(line.find("/task-" + std::to_string(forkbox) + "-"), std::string::npos)
+            << "a start killed what the keeper was still to end: " << line;
+      }
+      ASSERT_EQ(kill(keeper, SIGCONT), 0);
+    }
     pollfd ended[2] = {{command_fd.get(), POLLIN, 0}, {daemon_fd.get(), POLLIN, 0}};
     const int timeout_ms = sandboxed ? 30'000 : 1'000;
     const bool command_died = poll(&ended[0], 1, timeout_ms) == 1;
     const bool daemon_died = poll(&ended[1], 1, timeout_ms) == 1;
-    if (!sandboxed) {  // Nothing else would end them (and the run's pipes stay open until then).
+    if (!sandboxed) {  // Nothing else would end them.
       (void)syscall(SYS_pidfd_send_signal, command_fd.get(), SIGKILL, nullptr, 0);
       (void)syscall(SYS_pidfd_send_signal, daemon_fd.get(), SIGKILL, nullptr, 0);
     }
-    run->thread.join();
+    if (!sandboxed) run->thread.join();
     EXPECT_EQ(run->result.code, 128 + SIGKILL);
     EXPECT_EQ(command_died, sandboxed) << "sandboxed=" << sandboxed << ": the command";
     EXPECT_EQ(daemon_died, sandboxed) << "sandboxed=" << sandboxed << ": its daemon";
