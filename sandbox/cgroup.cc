@@ -109,7 +109,8 @@ bool LockStillHeld(pid_t owner) {
 // line per cgroup that held processes.
 std::vector<std::string> CollectStale(const std::string& parent, bool kill_leftovers) {
   std::vector<std::string> lines;
-  UniqueFd dir(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  // cgroupfs: only root makes entries there, and it holds no links; O_NOFOLLOW all the same.
+  UniqueFd dir(open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir) return lines;
   for (const std::string& name : ListDirNames(dir.get())) {
     if (name.rfind("task-", 0) != 0) continue;
@@ -219,7 +220,7 @@ Result<UniqueFd> PidsCgroup::JoinSession(int64_t max_pids) {
     return Status::FromErrno(errno, "mkdir " + path);
   }
   FORKBOX_RETURN_IF_ERROR(WriteString(path + "/pids.max", std::to_string(max_pids)));
-  UniqueFd lock(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  UniqueFd lock(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!lock || flock(lock.get(), LOCK_SH) != 0) return Status::FromErrno(errno, "lock " + path);
   FORKBOX_RETURN_IF_ERROR(WriteString(path + "/cgroup.procs", "0"));
   return lock;

@@ -1,7 +1,6 @@
 #include "sandbox/guard_journal.h"
 
 #include <fcntl.h>
-#include <linux/openat2.h>
 #include <sys/file.h>
 #include <sys/random.h>
 #include <sys/stat.h>
