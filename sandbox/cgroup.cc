@@ -11,6 +11,7 @@
 
 #include <atomic>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -42,6 +43,14 @@ Status WriteString(const std::string& path, const std::string& value) {
   return Status::Ok();
 }
 
+using Clock = std::chrono::steady_clock;
+
+// What is left until `deadline`, in whole milliseconds for poll(2): 0 once it has passed.
+int MillisecondsUntil(Clock::time_point deadline) {
+  const auto left = std::chrono::ceil<std::chrono::milliseconds>(deadline - Clock::now()).count();
+  return left > 0 ? static_cast<int>(left) : 0;
+}
+
 // The pids cgroup of `pid` ("self" too) as /proc/<pid>/cgroup names it
 // ("/forkbox/task-12-session"), or "": v1's pids line ("7:pids:/forkbox/task-..."), else v2's
 // ("0::/forkbox/task-..."), which a v1 machine lists too, for systemd's hierarchy.
@@ -62,8 +71,8 @@ std::string PidsCgroupOf(const std::string& pid) {
 
 // SIGKILLs each process listed in `dir`/cgroup.procs that still sits in the cgroup named `name`
 // (its pid may have been reused since the read: the check and the signal go through one pidfd)
-// and waits up to a second for each to exit. The number signalled.
-size_t KillListed(const std::string& dir, const std::string& name) {
+// and waits until each has exited or `deadline` has passed. The number signalled.
+size_t KillListed(const std::string& dir, const std::string& name, Clock::time_point deadline) {
   Result<std::string> procs = ReadRegularFile(dir + "/cgroup.procs", 1 << 20);
   std::istringstream in(procs.ok() ? *procs : "");
   std::vector<UniqueFd> killed;
@@ -81,32 +90,36 @@ size_t KillListed(const std::string& dir, const std::string& name) {
   }
   for (const UniqueFd& pidfd : killed) {
     pollfd exited{pidfd.get(), POLLIN, 0};
-    (void)poll(&exited, 1, 1000);  // Readable once it exited; it leaves the cgroup on its way.
+    // Readable once it exited; it leaves the cgroup on its way.
+    (void)poll(&exited, 1, MillisecondsUntil(deadline));
   }
   return killed.size();
 }
 
-// True when /proc/locks shows a lock taken by `owner` still held (it lists a flock under the pid
-// that took it, also once that process is gone: in the initial PID namespace).
-bool LockStillHeld(pid_t owner) {
-  Result<std::string> locks = ReadRegularFile("/proc/locks", size_t{16} << 20);
-  std::istringstream in(locks.ok() ? *locks : "");
-  const std::string pid = std::to_string(owner);
-  for (std::string line; std::getline(in, line);) {
-    // "1: FLOCK  ADVISORY  WRITE 1234 00:2b:56 0 EOF"; "1: -> FLOCK ..." waits for a lock.
-    std::istringstream fields(line);
-    std::string number, type, advisory, access, holder;
-    fields >> number >> type >> advisory >> access >> holder;
-    if (type != "->" && holder == pid) return true;
-  }
-  return false;
+// The lock of the cgroup directory `path` that LookedAfter probes: a shared flock, so that every
+// holder of the descriptor (a fork shares it) keeps the cgroup looked after.
+Result<UniqueFd> LockShared(const std::string& path) {
+  UniqueFd lock(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!lock || flock(lock.get(), LOCK_SH) != 0) return Status::FromErrno(errno, "lock " + path);
+  return lock;
+}
+
+// True while a process holds the lock of the cgroup directory `path`: the session cgroup's
+// (JoinSession) or a command's (Create), which every process that looks after the cgroup keeps.
+// A probe for the lock itself, not /proc/locks: in a container's PID namespace /proc/locks shows
+// a dead taker's lock under pid 0, so it cannot tell whose lock is still held.
+bool LookedAfter(const std::string& path) {
+  UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return false;                                      // Gone: nothing left to look after.
+  if (flock(dir.get(), LOCK_EX | LOCK_NB) == 0) return false;  // Released with `dir`.
+  return errno == EWOULDBLOCK;
 }
 
 // Removes the task cgroups of dead processes. A live process's cgroups (this one's included: a
 // fresh one is empty until its spawn joins it) are its own to remove, in ~PidsCgroup; one still
 // busy then is collected here once its owner is gone. With `kill_leftovers` (EndLeftovers), what
-// is left in one whose owner nothing looks after (LockStillHeld) is killed first. Returns one
-// line per cgroup that held processes.
+// is left in one that nothing looks after (LookedAfter) is killed first, within two seconds per
+// cgroup. Returns one line per cgroup that held processes.
 std::vector<std::string> CollectStale(const std::string& parent, bool kill_leftovers) {
   std::vector<std::string> lines;
   // cgroupfs: only root makes entries there, and it holds no links; O_NOFOLLOW all the same.
@@ -117,13 +130,17 @@ std::vector<std::string> CollectStale(const std::string& parent, bool kill_lefto
     pid_t owner = static_cast<pid_t>(std::strtol(name.c_str() + 5, nullptr, 10));
     if (owner <= 0 || kill(owner, 0) == 0 || errno != ESRCH) continue;
     const std::string path = parent + "/" + name;
-    if (rmdir(path.c_str()) == 0 || errno != EBUSY || !kill_leftovers || LockStillHeld(owner)) {
+    if (rmdir(path.c_str()) == 0 || errno != EBUSY || !kill_leftovers || LookedAfter(path)) {
       continue;
     }
+    // A process stuck in an uninterruptible sleep must not hold up the start for long.
+    const Clock::time_point deadline = Clock::now() + std::chrono::seconds(2);
     size_t killed = 0;
     // A process may fork until its SIGKILL lands: what it made is listed at the next pass.
-    for (int pass = 0; pass < 16 && rmdir(path.c_str()) != 0 && errno == EBUSY; ++pass) {
-      killed += KillListed(path, name);
+    for (int pass = 0;
+         pass < 16 && MillisecondsUntil(deadline) > 0 && rmdir(path.c_str()) != 0 && errno == EBUSY;
+         ++pass) {
+      killed += KillListed(path, name, deadline);
     }
     if (killed == 0) continue;
     lines.push_back("killed " + std::to_string(killed) + " process" + (killed == 1 ? "" : "es") +
@@ -190,23 +207,33 @@ Result<PidsCgroup> PidsCgroup::Create(int64_t max_pids) {
     return Status::FromErrno(err, "open " + cg.path_ + "/cgroup.procs");
   }
   cg.procs_.reset(fd);
+  Result<UniqueFd> lock = LockShared(cg.path_);
+  if (!lock.ok()) {
+    rmdir(cg.path_.c_str());
+    return lock.status();
+  }
+  cg.lock_ = std::move(*lock);
   return cg;
 }
 
 PidsCgroup::~PidsCgroup() {
   procs_.reset();
+  lock_.reset();
   if (path_.empty()) return;
   rmdir(path_.c_str());  // EBUSY while something survives: CollectStale removes it later.
 }
 
 PidsCgroup::PidsCgroup(PidsCgroup&& other) noexcept
-    : path_(std::exchange(other.path_, {})), procs_(std::move(other.procs_)) {}
+    : path_(std::exchange(other.path_, {})),
+      procs_(std::move(other.procs_)),
+      lock_(std::move(other.lock_)) {}
 
 PidsCgroup& PidsCgroup::operator=(PidsCgroup&& other) noexcept {
   if (this != &other) {
     PidsCgroup old(std::move(*this));
     path_ = std::exchange(other.path_, {});
     procs_ = std::move(other.procs_);
+    lock_ = std::move(other.lock_);
   }
   return *this;
 }
@@ -220,8 +247,8 @@ Result<UniqueFd> PidsCgroup::JoinSession(int64_t max_pids) {
     return Status::FromErrno(errno, "mkdir " + path);
   }
   FORKBOX_RETURN_IF_ERROR(WriteString(path + "/pids.max", std::to_string(max_pids)));
-  UniqueFd lock(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!lock || flock(lock.get(), LOCK_SH) != 0) return Status::FromErrno(errno, "lock " + path);
+  Result<UniqueFd> lock = LockShared(path);
+  if (!lock.ok()) return lock.status();
   FORKBOX_RETURN_IF_ERROR(WriteString(path + "/cgroup.procs", "0"));
   return lock;
 }

@@ -20,6 +20,8 @@ class PidsCgroup {
 
   // Creates <hierarchy>/forkbox/task-<pid>-<n> with pids.max = max_pids and opens its
   // cgroup.procs for the child. Removes stale, empty task cgroups left by earlier tasks first.
+  // Holds the cgroup's lock (lock_fd(), as JoinSession's): a keeper that must outlive this process
+  // to end the command keeps it, so that EndLeftovers leaves the cgroup to the keeper.
   static Result<PidsCgroup> Create(int64_t max_pids);
 
   // Moves the calling process into <hierarchy>/forkbox/task-<pid>-session
@@ -33,10 +35,11 @@ class PidsCgroup {
   static bool InForkboxCgroup();
   // Kills the processes left in the cgroups of forkbox processes that are gone, and removes those
   // cgroups: a SIGKILL of every forkbox process at once leaves the tools' daemons there, which in
-  // layer 1 (no PID namespace) nothing else takes down. A dead owner whose flock is still held
-  // (the session cgroup's lock, or its GuardJournal's, by the session's launcher or the command's
-  // keeper it forked, which end the rest themselves) is still looked after: its cgroup is left
-  // alone. One line per cgroup that held any ("killed 2 processes a killed forkbox left running
+  // layer 1 (no PID namespace) nothing else takes down. A cgroup whose lock is still held (a
+  // flock of its directory: JoinSession's and Create's, kept by the session's launcher or the
+  // command's keeper, which end the rest themselves) is still looked after: it is left alone. The
+  // lock is probed, so this holds in any PID namespace. At most two seconds per cgroup. One line
+  // per cgroup that held any ("killed 2 processes a killed forkbox left running
   // (/sys/fs/cgroup/pids/forkbox/task-9-session)"). Nothing without a hierarchy (not root: other
   // users' tools are held by RLIMIT_NPROC, not a cgroup).
   static std::vector<std::string> EndLeftovers();
@@ -49,10 +52,12 @@ class PidsCgroup {
 
   const std::string& path() const { return path_; }
   int procs_fd() const { return procs_.get(); }
+  int lock_fd() const { return lock_.get(); }
 
  private:
   std::string path_;
   UniqueFd procs_;
+  UniqueFd lock_;  // LOCK_SH on the directory (EndLeftovers).
 };
 
 // Async-signal-safe: moves the calling process into the cgroup whose cgroup.procs is `procs_fd`.

@@ -42,9 +42,9 @@ constexpr unsigned long kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID
 constexpr char kLayer1SharedWritable[] = "/dev/shm";
 
 // Descriptors a keeper or init keeps besides stderr to undo what its command left for a dead
-// spawner (ContainPlan::orphaned), each -1 when none.
+// spawner (ContainPlan::orphaned), and the command's cgroup lock, each -1 when none.
 struct KeptFds {
-  int fds[5] = {-1, -1, -1, -1, -1};
+  int fds[6] = {-1, -1, -1, -1, -1, -1};
 };
 
 KeptFds KeptFdsOf(const ContainPlan& p) {
@@ -56,12 +56,14 @@ KeptFds KeptFdsOf(const ContainPlan& p) {
     kept.fds[3] = p.orphaned.tmp->descriptors()[2];
   }
   if (p.orphaned.journal != nullptr) kept.fds[4] = p.orphaned.journal->descriptor();
+  kept.fds[5] = p.cgroup_lock_fd;  // Until it has ended the command (PidsCgroup::EndLeftovers).
   return kept;
 }
 
 // Closes every descriptor from 3 on but those in `kept` and `also` (-1: none).
 void CloseAboveStderrExceptRaw(const KeptFds& kept, int also = -1) {
-  int keep[6] = {kept.fds[0], kept.fds[1], kept.fds[2], kept.fds[3], kept.fds[4], also};
+  int keep[7] = {kept.fds[0], kept.fds[1], kept.fds[2], kept.fds[3],
+                 kept.fds[4], kept.fds[5], also};
   std::sort(std::begin(keep), std::end(keep));
   unsigned from = 3;
   for (const int fd : keep) {
@@ -1014,6 +1016,7 @@ Status AddContainStep(ContainPlan& p, SpawnOptions& options) {
   options.carry_fds.push_back(&p.ruleset_fd);
   if (p.ruleset_ready_fd >= 0) options.carry_fds.push_back(&p.ruleset_ready_fd);
   if (p.cgroup_procs_fd >= 0) options.carry_fds.push_back(&p.cgroup_procs_fd);
+  if (p.cgroup_lock_fd >= 0) options.carry_fds.push_back(&p.cgroup_lock_fd);
   if (p.broker_socket >= 0) options.carry_fds.push_back(&p.broker_socket);
   // Off the critical path: the namespaces are set up while this process fills the ruleset.
   if (p.pending_rules) options.while_starting = [&p] { return FillPendingRuleset(p); };

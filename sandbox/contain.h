@@ -44,7 +44,9 @@ enum class Keeper {
 // Everything the pipeline needs, prepared before fork.
 struct ContainPlan {
   int cgroup_procs_fd = -1;  // uid 0 only: RLIMIT_NPROC does not apply to root.
-  int64_t pid_max = 0;       // uid 0, layer 2: the PID namespace's cap instead (cgroup.h).
+  // That cgroup's lock (PidsCgroup::lock_fd), kept by the command's keeper or init.
+  int cgroup_lock_fd = -1;
+  int64_t pid_max = 0;  // uid 0, layer 2: the PID namespace's cap instead (cgroup.h).
   Limits limits;
   bool layer2 = false;       // Create layer-2 namespaces (the agent, an unsandboxed caller's tool).
   bool private_tmp = false;  // /tmp and /dev/shm are private tmpfs here: writable for Landlock.

@@ -225,6 +225,7 @@ Result<ChildProcess> Sandbox::SpawnHere(SpawnOptions options, const MountPlan* g
                   cgroup_ ? cgroup_->procs_fd() : -1, *shared, git_surface);
   if (!plan.ok()) return plan.status();
   plan->pid_max = RootPidNamespaceMax(plan->layer2, policy_.rlimit_nproc);
+  plan->cgroup_lock_fd = plan->cgroup_procs_fd >= 0 ? cgroup_->lock_fd() : -1;
   // `forkbox sandbox` (ForCommand) in layer 1: a keeper outlives its SIGKILL to kill the command.
   plan->layer1_keeper = !plan->layer2 && caller_ == Caller::kScopedSelf;
   if (orphaned != nullptr) plan->orphaned = *orphaned;
