@@ -617,7 +617,7 @@ Result<ChildProcess> Spawn(const SpawnOptions& options) {
       CloneLaunch(options, launch, err_pipe->write.get(), share_memory, nullptr);
   if (!child.ok()) return child.status();
   err_pipe->write.reset();
-  if (options.while_starting) FORKBOX_RETURN_IF_ERROR(options.while_starting());
+  if (options.while_starting) FORKBOX_RETURN_IF_ERROR(options.while_starting(child->pid()));
   Status report = ReadReport(err_pipe->read.get(), options, /*settled=*/share_memory);
   if (!report.ok()) return report;  // The child has _exit(127)ed; its destructor reaps it.
   return child;

@@ -98,9 +98,9 @@ struct SpawnOptions {
   std::vector<SpawnStep> steps;
   // Runs in the caller right after the clone, while the child runs its steps (so never with
   // shared memory), before Spawn waits for the execve: work a step waits for (a sandbox's ruleset
-  // filled while the namespaces are set up). A failure is returned; the child is killed and
-  // reaped.
-  std::function<Status()> while_starting;
+  // filled while the namespaces are set up). Gets the child's pid. A failure is returned; the
+  // child is killed and reaped.
+  std::function<Status(pid_t child)> while_starting;
 };
 
 // AddressSanitizer cannot follow a child running on a stack of its own in the parent's memory (its

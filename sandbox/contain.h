@@ -15,6 +15,7 @@
 #pragma once
 
 #include <linux/filter.h>
+#include <sched.h>
 
 #include <optional>
 #include <span>
@@ -85,6 +86,10 @@ struct ContainPlan {
   std::optional<landlock::RulesetSpec> pending_rules;
   UniqueFd ruleset_ready;
   int ruleset_ready_fd = -1;
+  // The caller's CPUs, when it has two or more (AddContainStep): the hook moves the child off the
+  // caller's CPU during the fill, and RestrictRaw sets these back in the command.
+  bool restore_cpus = false;
+  cpu_set_t caller_cpus{};
   int abi = 0;
   std::vector<std::span<const sock_filter>> filters;  // Installed in order.
   bool all_threads = false;                           // SECCOMP_FILTER_FLAG_TSYNC.

@@ -271,7 +271,7 @@ TEST(SpawnTest, WhileStartingRunsWhileTheStepsWaitForIt) {
                        return c == 'g' && ::write(1, "got\n", 4) == 4 ? 0 : EIO;
                      }});
   bool ran = false;
-  o.while_starting = [&] {
+  o.while_starting = [&](pid_t) {
     ran = true;
     return ::write(go->write.get(), "g", 1) == 1 ? Status::Ok() : Status::FromErrno(errno, "write");
   };
@@ -297,7 +297,7 @@ TEST(SpawnTest, WhileStartingFailureKillsTheChild) {
                        return ::write(1, line, static_cast<size_t>(n)) == n ? 0 : EIO;
                      }});
   pid_t pid = -1;
-  o.while_starting = [&] {
+  o.while_starting = [&](pid_t) {
     pid = ReadPid(out->read.get());  // The child is running its steps.
     return Status::Internal("the hook failed");
   };
@@ -417,7 +417,7 @@ TEST_F(StartSpawnTest, RefusesOptionsThatNeedTheCallerToWait) {
   std::vector<SpawnOptions> refused(4, Sh("exit 0"));
   refused[0].carry_fds = {&fd};
   refused[1].steps.push_back({"keeper", [](const char**) { return 0; }, [](pid_t) {}});
-  refused[2].while_starting = [] { return Status::Ok(); };
+  refused[2].while_starting = [](pid_t) { return Status::Ok(); };
   refused[3].clone_flags = CLONE_NEWNS;
   for (SpawnOptions& o : refused) {
     Result<PendingChild> pending = StartSpawn(std::move(o));
@@ -587,7 +587,7 @@ void ExpectStepsSeeEveryDispositionAtItsDefault(bool copy) {
                        }
                        return 0;
                      }});
-  if (copy) o.while_starting = [] { return Status::Ok(); };  // Spawn copies the memory then.
+  if (copy) o.while_starting = [](pid_t) { return Status::Ok(); };  // Spawn copies the memory then.
   Result<ChildProcess> child = Spawn(o);
   ::sigaction(SIGUSR1, &old_usr1, nullptr);
   ::sigaction(SIGPIPE, &old_pipe, nullptr);

@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -367,6 +368,31 @@ TEST(SandboxCommand, PassesStdioAndTheExitStatusThrough) {
   CmdResult sig = RunCmd({"--workdir", work, "--", "sh", "-c", "kill -KILL $$"});
   EXPECT_EQ(sig.code, 128 + SIGKILL);
   EXPECT_FALSE(FileExists(work + "/.forkbox-tmp")) << "the task's TMPDIR is removed";
+}
+
+// `forkbox sandbox` fills its command's ruleset while the command's namespace init starts, with
+// the init moved off its CPU meanwhile (FillOffCallerCpu): the init, the command and the
+// command's children all end up with every CPU that `forkbox sandbox` may use.
+TEST(SandboxCommand, TheCommandAndItsInitKeepEveryCpuOfTheCaller) {
+  cpu_set_t caller;
+  ASSERT_EQ(sched_getaffinity(0, sizeof caller, &caller), 0);
+  if (!Layer2Available() || CPU_COUNT(&caller) < 2) {
+    GTEST_SKIP() << "needs layer 2 and two CPUs (a namespace init to move off this one)";
+  }
+  const std::string mine = ReadFile("/proc/self/status");
+  const size_t at = mine.find("Cpus_allowed_list:\t");
+  ASSERT_NE(at, std::string::npos);
+  const size_t from = at + std::strlen("Cpus_allowed_list:\t");
+  const std::string list = mine.substr(from, mine.find('\n', from) - from);
+  const std::string work = MakeTempDir("sandbox-cpus");
+  for (int run = 0; run < 5; ++run) {
+    CmdResult r = RunCmd({"--workdir", work, "--", "sh", "-c",
+                          "sed -n 's/^Cpus_allowed_list:\\t//p' /proc/1/status /proc/$$/status "
+                          "/proc/self/status"});
+    ASSERT_EQ(r.code, 0) << r.err;
+    EXPECT_EQ(r.out, list + "\n" + list + "\n" + list + "\n")
+        << "the init, the command and its child, against this process's " << list;
+  }
 }
 
 TEST(SandboxCommand, GivesATaskTmpdirAndAScrubbedEnvironment) {

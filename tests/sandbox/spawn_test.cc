@@ -166,7 +166,7 @@ TEST(ToolRuleset, CommandRefusesARulesetItsSpawnerCouldNotFill) {
     options.cwd = policy.workdir;
     ASSERT_TRUE(AddContainStep(*plan, options).ok());
     // The failure is told to the command but not returned here: the command must refuse it.
-    options.while_starting = [&] {
+    options.while_starting = [&](pid_t) {
       (void)FillPendingRuleset(*plan);
       return Status::Ok();
     };
