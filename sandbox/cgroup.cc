@@ -104,12 +104,12 @@ Result<UniqueFd> LockShared(const std::string& path) {
   return lock;
 }
 
-// True while a process holds the lock of the cgroup directory `path`: the session cgroup's
-// (JoinSession) or a command's (Create), which every process that looks after the cgroup keeps.
-// A probe for the lock itself, not /proc/locks: in a container's PID namespace /proc/locks shows
-// a dead taker's lock under pid 0, so it cannot tell whose lock is still held.
-bool LookedAfter(const std::string& path) {
-  UniqueFd dir(open(path.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+// True while a process holds the lock of the cgroup directory `name` in `parent`: the session
+// cgroup's (JoinSession) or a command's (Create), which every process that looks after the cgroup
+// keeps. A probe for the lock itself, not /proc/locks: in a container's PID namespace /proc/locks
+// shows a dead taker's lock under pid 0, so it cannot tell whose lock is still held.
+bool LookedAfter(int parent, const std::string& name) {
+  UniqueFd dir(openat(parent, name.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
   if (!dir) return false;                                      // Gone: nothing left to look after.
   if (flock(dir.get(), LOCK_EX | LOCK_NB) == 0) return false;  // Released with `dir`.
   return errno == EWOULDBLOCK;
@@ -130,7 +130,8 @@ std::vector<std::string> CollectStale(const std::string& parent, bool kill_lefto
     pid_t owner = static_cast<pid_t>(std::strtol(name.c_str() + 5, nullptr, 10));
     if (owner <= 0 || kill(owner, 0) == 0 || errno != ESRCH) continue;
     const std::string path = parent + "/" + name;
-    if (rmdir(path.c_str()) == 0 || errno != EBUSY || !kill_leftovers || LookedAfter(path)) {
+    if (rmdir(path.c_str()) == 0 || errno != EBUSY || !kill_leftovers ||
+        LookedAfter(dir.get(), name)) {
       continue;
     }
     // A process stuck in an uninterruptible sleep must not hold up the start for long.

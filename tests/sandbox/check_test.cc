@@ -835,7 +835,7 @@ TEST(SandboxCommand, AKillOfEveryProcessOfItIsPutBackByTheNextStartFromItsJourna
 // it detached. Before, both outlived a SIGKILL of `forkbox sandbox`. The control, --sandbox=off:
 // both survive it (the test kills them). As root, a forkbox starting while the keeper is still at
 // work leaves the command to it (PidsCgroup::EndLeftovers), even with no journal: the keeper keeps
-// a lock `forkbox sandbox` took (the task temp dir's).
+// the lock of the command's pids cgroup (PidsCgroup::lock_fd).
 TEST(SandboxCommand, InLayer1ASigkillOfItLeavesNoProcessOfItsCommand) {
   const std::string script =
       "setsid -f sh -c 'echo $$ > daemon.tmp && mv daemon.tmp daemon; exec sleep 120'; "
@@ -866,7 +866,7 @@ TEST(SandboxCommand, InLayer1ASigkillOfItLeavesNoProcessOfItsCommand) {
     UniqueFd daemon_fd(static_cast<int>(syscall(SYS_pidfd_open, daemon, 0)));
     ASSERT_TRUE(command_fd && daemon_fd) << strerror(errno);
     // Its keeper (the command's parent) held while `forkbox sandbox` dies: a forkbox starting
-    // then must leave the command to it, told by a lock of its owner's that the keeper keeps.
+    // then must leave the command to it, told by the cgroup's lock that the keeper keeps.
     const std::string stat = ReadFile("/proc/" + std::to_string(command) + "/stat");
     const pid_t keeper = std::atoi(stat.substr(stat.rfind(')') + 4).c_str());  // Its ppid.
     if (sandboxed) {
