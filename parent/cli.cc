@@ -124,7 +124,8 @@ Status ReadPromptFile(const std::string& flag, const std::string& path, std::str
   return Status::Ok();
 }
 
-void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
+// The prompt, where the answer goes, and the system prompt.
+void AddPromptOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_option("prompt", o.prompt, "The task; - reads it from stdin");
   app.add_flag("-p,--print", o.print,
                "Answer once and exit, as claude -p: the prompt is PROMPT, else stdin; stdin piped "
@@ -149,6 +150,11 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
                  "The same, read from FILE (command line only)")
       ->check(NonEmpty())
       ->excludes(append);
+}
+
+// In --help's order: the prompt's options first, then the session's limits and tools.
+void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
+  AddPromptOptions(app, o, f);
   app.add_option("-C,--workdir", o.workdir,
                  "Project directory (default: the current directory; -C as codex exec)")
       ->check(NonEmpty());

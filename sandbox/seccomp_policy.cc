@@ -396,6 +396,50 @@ Result<std::vector<sock_filter>> Prefilter(const std::vector<RuleSet>& table) {
   return out;
 }
 
+// One table rule into `ctx`: unconditional, or one masked compare per ArgMatch.
+Status AddLibseccompRule(scmp_filter_ctx ctx, const Rule& rule) {
+  int nr = seccomp_syscall_resolve_name(rule.syscall.c_str());
+  if (nr == __NR_SCMP_ERROR) return Status::Internal("seccomp: unknown syscall " + rule.syscall);
+  uint32_t action = RetOf(rule.action);  // SCMP_ACT_* are these values.
+  std::string what = "seccomp_rule_add(" + rule.syscall + ")";
+  if (rule.any_of.empty()) {
+    if (int rc = seccomp_rule_add(ctx, action, nr, 0); rc != 0) {
+      return Status::FromErrno(-rc, what);
+    }
+  }
+  for (const ArgMatch& m : rule.any_of) {
+    // A 64-bit masked compare with a 32-bit mask ignores the (undefined) upper half.
+    // Built field by field: SCMP_CMP expands to a C99 compound literal, which clang rejects
+    // in C++ under -Wpedantic -Werror.
+    scmp_arg_cmp cmp{};
+    cmp.arg = m.arg;
+    cmp.op = SCMP_CMP_MASKED_EQ;
+    cmp.datum_a = m.mask;
+    cmp.datum_b = m.value;
+    if (int rc = seccomp_rule_add(ctx, action, nr, 1, cmp); rc != 0) {
+      return Status::FromErrno(-rc, what);
+    }
+  }
+  return Status::Ok();
+}
+
+// The program libseccomp compiled from `ctx`, read back through a memfd (its only export).
+Result<std::vector<sock_filter>> ExportBpf(scmp_filter_ctx ctx) {
+  int mem = memfd_create("forkbox-seccomp", MFD_CLOEXEC);
+  if (mem < 0) return Status::FromErrno(errno, "memfd_create(seccomp)");
+  UniqueFd memfd(mem);
+  if (int rc = seccomp_export_bpf(ctx, memfd.get()); rc != 0) {
+    return Status::FromErrno(-rc, "seccomp_export_bpf");
+  }
+  off_t size = lseek(memfd.get(), 0, SEEK_END);
+  if (size < 0) return Status::FromErrno(errno, "lseek(seccomp memfd)");
+  if (size % sizeof(sock_filter) != 0) return Status::Internal("seccomp: torn BPF export");
+  std::vector<sock_filter> program(static_cast<size_t>(size) / sizeof(sock_filter));
+  ssize_t got = pread(memfd.get(), program.data(), static_cast<size_t>(size), 0);
+  if (got != size) return Status::FromErrno(got < 0 ? errno : EIO, "pread(seccomp memfd)");
+  return program;
+}
+
 // The libseccomp part: unconditional and masked-compare rules. Empty when there are none.
 Result<std::vector<sock_filter>> LibseccompPart(const std::vector<RuleSet>& table) {
   scmp_filter_ctx ctx = seccomp_init(SCMP_ACT_ALLOW);
@@ -419,46 +463,12 @@ Result<std::vector<sock_filter>> LibseccompPart(const std::vector<RuleSet>& tabl
   for (const RuleSet& set : table) {
     for (const Rule& rule : set.rules) {
       if (!rule.unless_arg0.empty()) continue;
-      int nr = seccomp_syscall_resolve_name(rule.syscall.c_str());
-      if (nr == __NR_SCMP_ERROR)
-        return Status::Internal("seccomp: unknown syscall " + rule.syscall);
-      uint32_t action = RetOf(rule.action);  // SCMP_ACT_* are these values.
-      std::string what = "seccomp_rule_add(" + rule.syscall + ")";
-      if (rule.any_of.empty()) {
-        if (int rc = seccomp_rule_add(ctx, action, nr, 0); rc != 0) {
-          return Status::FromErrno(-rc, what);
-        }
-      }
-      for (const ArgMatch& m : rule.any_of) {
-        // A 64-bit masked compare with a 32-bit mask ignores the (undefined) upper half.
-        // Built field by field: SCMP_CMP expands to a C99 compound literal, which clang rejects
-        // in C++ under -Wpedantic -Werror.
-        scmp_arg_cmp cmp{};
-        cmp.arg = m.arg;
-        cmp.op = SCMP_CMP_MASKED_EQ;
-        cmp.datum_a = m.mask;
-        cmp.datum_b = m.value;
-        if (int rc = seccomp_rule_add(ctx, action, nr, 1, cmp); rc != 0) {
-          return Status::FromErrno(-rc, what);
-        }
-      }
+      FORKBOX_RETURN_IF_ERROR(AddLibseccompRule(ctx, rule));
       any = true;
     }
   }
   if (!any) return std::vector<sock_filter>{};
-  int mem = memfd_create("forkbox-seccomp", MFD_CLOEXEC);
-  if (mem < 0) return Status::FromErrno(errno, "memfd_create(seccomp)");
-  UniqueFd memfd(mem);
-  if (int rc = seccomp_export_bpf(ctx, memfd.get()); rc != 0) {
-    return Status::FromErrno(-rc, "seccomp_export_bpf");
-  }
-  off_t size = lseek(memfd.get(), 0, SEEK_END);
-  if (size < 0) return Status::FromErrno(errno, "lseek(seccomp memfd)");
-  if (size % sizeof(sock_filter) != 0) return Status::Internal("seccomp: torn BPF export");
-  std::vector<sock_filter> program(static_cast<size_t>(size) / sizeof(sock_filter));
-  ssize_t got = pread(memfd.get(), program.data(), static_cast<size_t>(size), 0);
-  if (got != size) return Status::FromErrno(got < 0 ? errno : EIO, "pread(seccomp memfd)");
-  return program;
+  return ExportBpf(ctx);
 }
 
 }  // namespace
