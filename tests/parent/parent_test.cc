@@ -1642,6 +1642,72 @@ TEST_F(ParentTest, SighupTearsDownTheSessionAndTheDaemonsItsBashStarted) {
   EXPECT_EQ(survivors, 0) << "processes of the session outlived SIGHUP";
 }
 
+// The largest file in `dir`'s top level; 0 when there is none.
+uintmax_t LargestFileIn(const std::string& dir) {
+  uintmax_t largest = 0;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    if (entry.is_regular_file()) largest = std::max(largest, entry.file_size());
+  }
+  return largest;
+}
+
+// A session whose git guard cannot write its journal (a full disk; here RLIMIT_FSIZE, whose
+// SIGXFSZ forkbox ignores) empties the record and stops journaling, and says so: a half-written
+// record would be refused as garbled after a kill-all, and a stale one would put back an old
+// surface. Looked at while the parent's bash command runs. The control, without the limit, keeps
+// the whole record (with the 64 KiB hook) for that time.
+TEST_F(ParentTest, AJournalWriteThatFailsLeavesNoRecordBehind) {
+  const std::string project = workdir_ + "/proj";  // HOME is workdir_: not the workdir itself.
+  const std::string guards = workdir_ + "/state/forkbox/guards";  // Outside the workdir.
+  fs::create_directories(project);
+  ASSERT_EQ(std::system(("git init -q '" + project + "'").c_str()), 0);
+  std::ofstream(project + "/.git/hooks/post-merge") << "#!/bin/sh\n" << std::string(64 << 10, '#');
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{
+          "bash", {{"command", "echo ready > ready.fifo; read go < go.fifo; echo $go"}}, ""}});
+    }
+    return Text("done");
+  });
+  for (const bool limited : {false, true}) {
+    SCOPED_TRACE(limited ? "RLIMIT_FSIZE of 8 KiB" : "control: no limit");
+    for (const char* fifo : {"/ready.fifo", "/go.fifo"}) {
+      fs::remove(project + fifo);
+      ASSERT_EQ(mkfifo((project + fifo).c_str(), 0600), 0);
+    }
+    RunSpec spec = LiveSpec({"--workdir", project, "--standby=0", "--ephemeral", "go"});
+    spec.env.push_back("XDG_STATE_HOME=" + workdir_ + "/state");
+    rlimit old{};
+    ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &old), 0);
+    const rlimit small{8 << 10, old.rlim_max};
+    if (limited) {
+      ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+    }
+    LiveForkbox live(spec);  // Inherits the limit.
+    ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
+    {
+      std::ifstream ready(project + "/ready.fifo");  // Blocks until the command writes.
+      std::string word;
+      ASSERT_TRUE(ready >> word);
+    }
+    const uintmax_t record = LargestFileIn(guards);
+    std::ofstream(project + "/go.fifo") << "go\n";
+    RunResult r = live.Finish();
+    EXPECT_EQ(r.exit_code, 0) << Dump(r);
+    const bool noted = r.err.find(
+                           "git trust surface not journaled any more: write the git "
+                           "guard's journal: ") != std::string::npos;
+    if (limited) {
+      EXPECT_EQ(record, 0u) << "a failed write left a record of " << record << " bytes";
+      EXPECT_TRUE(noted) << r.err;
+    } else {
+      EXPECT_GT(record, uintmax_t{64} << 10) << "control: the record holds the hook";
+      EXPECT_FALSE(noted) << r.err;
+    }
+  }
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
 
