@@ -41,71 +41,91 @@ bool WriteAtomically(const std::string& path, const std::string& text, std::stri
   return true;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  CLI::App app{"forkbox-mock: a scripted Anthropic/OpenAI model server for tests"};
-  std::string scenario_path, port_file, log_path;
+struct Options {
+  std::string scenario_path;
+  std::string port_file;
+  std::string log_path;
   int port = 0;
-  app.add_option("--scenario", scenario_path, "Scenario JSON file (docs/mock.md)")
-      ->required()
-      ->check(CLI::ExistingFile);
-  app.add_option("--port", port, "Port on 127.0.0.1 (default: ephemeral)")
-      ->check(CLI::Range(0, 65535));
-  app.add_option("--port-file", port_file, "Write the port here (atomically) once listening");
-  app.add_option("--log", log_path, "Append each request as one JSON line (keys redacted)");
-  CLI11_PARSE(app, argc, argv);
+};
 
-  // Block the stop signals before any thread starts so only sigwait below receives them.
+// Blocks the stop signals before any thread starts so only sigwait in Serve receives them.
+sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGTERM);
   sigaddset(&stop_signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  return stop_signals;
+}
+
+// Appends each completed request to `log` as one JSON line.
+void LogRequests(forkbox::mock::MockServer* server, FILE* log, std::mutex* log_mu,
+                 const std::string& log_path) {
+  server->SetObserver([log, log_mu, log_path](const forkbox::mock::RecordedRequest& r) {
+    const std::string line =
+        r.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+    std::lock_guard lock(*log_mu);
+    if (std::fwrite(line.data(), 1, line.size(), log) != line.size() || std::fflush(log) != 0) {
+      std::cerr << "forkbox-mock: writing " << log_path << ": " << std::strerror(errno) << "\n";
+    }
+  });
+}
+
+// Serves the scenario until SIGTERM or SIGINT; returns the exit code. Throws on setup failure.
+int Serve(const Options& options, FILE* log, std::mutex* log_mu, const sigset_t& stop_signals) {
+  forkbox::mock::MockServer server(options.port);
+  server.SetScenario(forkbox::mock::Scenario::FromFile(options.scenario_path));
+  if (log) LogRequests(&server, log, log_mu, options.log_path);
+  server.Start();
+  // The port file first: a reader of the stdout line may then rely on the file too.
+  if (!options.port_file.empty()) {
+    std::string error;
+    if (!WriteAtomically(options.port_file, std::to_string(server.port()) + "\n", &error)) {
+      std::cerr << "forkbox-mock: " << error << "\n";
+      return 1;
+    }
+  }
+  std::cout << "listening on 127.0.0.1:" << server.port() << std::endl;
+  int sig = 0;
+  sigwait(&stop_signals, &sig);
+  server.Stop();
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"forkbox-mock: a scripted Anthropic/OpenAI model server for tests"};
+  Options options;
+  app.add_option("--scenario", options.scenario_path, "Scenario JSON file (docs/mock.md)")
+      ->required()
+      ->check(CLI::ExistingFile);
+  app.add_option("--port", options.port, "Port on 127.0.0.1 (default: ephemeral)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--port-file", options.port_file,
+                 "Write the port here (atomically) once listening");
+  app.add_option("--log", options.log_path, "Append each request as one JSON line (keys redacted)");
+  CLI11_PARSE(app, argc, argv);
+
+  const sigset_t stop_signals = BlockStopSignals();
   signal(SIGPIPE, SIG_IGN);  // A client that hangs up must not kill the server.
 
   // The log outlives the server, whose observer writes to it until Stop() returns.
   // "e": O_CLOEXEC.
   std::unique_ptr<FILE, int (*)(FILE*)> log(nullptr, &std::fclose);
   std::mutex log_mu;
-  if (!log_path.empty()) {
-    log.reset(std::fopen(log_path.c_str(), "ae"));
+  if (!options.log_path.empty()) {
+    log.reset(std::fopen(options.log_path.c_str(), "ae"));
     if (!log) {
-      std::cerr << "forkbox-mock: cannot open log " << log_path << ": " << std::strerror(errno)
-                << "\n";
+      std::cerr << "forkbox-mock: cannot open log " << options.log_path << ": "
+                << std::strerror(errno) << "\n";
       return 1;
     }
   }
   try {
-    forkbox::mock::MockServer server(port);
-    server.SetScenario(forkbox::mock::Scenario::FromFile(scenario_path));
-    if (log) {
-      server.SetObserver([&](const forkbox::mock::RecordedRequest& r) {
-        const std::string line =
-            r.ToJson().dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-        std::lock_guard lock(log_mu);
-        if (std::fwrite(line.data(), 1, line.size(), log.get()) != line.size() ||
-            std::fflush(log.get()) != 0) {
-          std::cerr << "forkbox-mock: writing " << log_path << ": " << std::strerror(errno) << "\n";
-        }
-      });
-    }
-    server.Start();
-    // The port file first: a reader of the stdout line may then rely on the file too.
-    if (!port_file.empty()) {
-      std::string error;
-      if (!WriteAtomically(port_file, std::to_string(server.port()) + "\n", &error)) {
-        std::cerr << "forkbox-mock: " << error << "\n";
-        return 1;
-      }
-    }
-    std::cout << "listening on 127.0.0.1:" << server.port() << std::endl;
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    server.Stop();
+    return Serve(options, log.get(), &log_mu, stop_signals);
   } catch (const std::exception& e) {
     std::cerr << "forkbox-mock: " << e.what() << "\n";
     return 1;
   }
-  return 0;
 }

@@ -259,65 +259,113 @@ struct MockServer::Impl {
     }
   }
 
+  // Answers with `error` instead of a reply, and records why.
+  void Reject(const httplib::Request& req, httplib::Response& res, uint64_t index,
+              const WireFormat& wire, const ApiError& error, const char* outcome) {
+    Update(index, [&](RecordedRequest& r) { r.rejected = error; });
+    Transmission t = PlanError(wire, error, wire.RequestId(index + 1));
+    t.outcome = outcome;
+    Send(req, res, std::move(t), index);
+  }
+
+  // Headers, size and body checked like the real APIs. Fills `snapshot` with the record and,
+  // once the body is valid, its view.
+  std::optional<ApiError> Validate(Format format, const httplib::Request& req, uint64_t index,
+                                   RecordedRequest* snapshot) {
+    bool need_key;
+    {
+      std::lock_guard lock(mu);
+      if (const RecordedRequest* r = Find(index)) *snapshot = *r;
+      need_key = handler ? require_key : scenario.require_key();
+    }
+    if (auto e = CheckHeaders(format, *snapshot, need_key)) return e;
+    if (format == Format::kAnthropic && req.body.size() > kAnthropicMaxBody) {
+      return ApiError{413, "request_too_large", "", "", ""};
+    }
+    RequestView view;
+    if (auto e = BuildRequestView(format, req.body, &view)) {
+      Update(index, [&](RecordedRequest& r) { r.view = view; });
+      return e;
+    }
+    snapshot->view = view;
+    Update(index, [&](RecordedRequest& r) { r.view = view; });
+    return std::nullopt;
+  }
+
+  // Why a valid request gets no reply: the error to answer and the outcome to record.
+  struct Refusal {
+    ApiError error;
+    const char* outcome;
+  };
+
+  // Sets `reply` (and `rule`) from the handler or the scenario's first matching rule.
+  std::optional<Refusal> Decide(const RecordedRequest& snapshot, const std::string& body,
+                                Reply* reply, int* rule) {
+    Handler fn;
+    {
+      std::lock_guard lock(mu);
+      fn = handler;
+      if (!fn) {
+        if (auto picked = scenario.Pick(snapshot.view, body)) {
+          *rule = static_cast<int>(*picked);
+          *reply = scenario.rules()[*picked].reply;
+        }
+      }
+    }
+    if (fn) {
+      try {
+        *reply = fn(snapshot);
+      } catch (const std::exception& e) {
+        return Refusal{ApiError{500, "", std::string("mock: handler threw: ") + e.what(), "", ""},
+                       "handler_error"};
+      } catch (...) {
+        return Refusal{ApiError{500, "", "mock: handler threw a non-std exception", "", ""},
+                       "handler_error"};
+      }
+    } else if (*rule < 0) {
+      return Refusal{ApiError{500, "",
+                              "mock: no rule matched (first user text: \"" +
+                                  snapshot.view.FirstUserText().substr(0, 200) + "\")",
+                              "", ""},
+                     "no_rule"};
+    }
+    return std::nullopt;
+  }
+
+  // The decided reply resolved (ids, token counts, cache split) and laid out for the wire.
+  Transmission PlanDecided(Format format, const RecordedRequest& snapshot, Reply reply,
+                           size_t body_bytes, uint64_t seq, const std::string& request_id) {
+    const WireFormat& wire = WireFor(format);
+    const RequestView& view = snapshot.view;
+    // Every valid request feeds the cache; only a computed input total is split by it.
+    const CacheSplit split = cache.Bill(format, snapshot.json);
+    const bool bill_cache = reply.usage.input_tokens == 0 &&
+                            reply.usage.cache_read_input_tokens == 0 &&
+                            reply.usage.cache_creation_input_tokens == 0;
+    if (view.thinking_budget == 0) reply.thinking.clear();  // The API thinks only when asked.
+    Reply resolved = ResolveReply(std::move(reply), wire, seq, body_bytes);
+    if (bill_cache) ApplyCacheSplit(split, &resolved.usage);
+    WireContext ctx;
+    ctx.model = view.model;
+    ctx.message_id = wire.MessageId(seq);
+    ctx.created = NowNs() / 1'000'000'000;
+    ctx.include_usage = view.include_usage;
+    return PlanReply(wire, resolved, ctx, view.stream, request_id);
+  }
+
   // The reply decided by the handler or the scenario, or the error that replaces it.
   void Serve(Format format, const httplib::Request& req, httplib::Response& res, uint64_t index) {
     const WireFormat& wire = WireFor(format);
     const uint64_t seq = index + 1;
     const std::string request_id = wire.RequestId(seq);
     RecordedRequest snapshot;
-    bool need_key;
-    {
-      std::lock_guard lock(mu);
-      if (const RecordedRequest* r = Find(index)) snapshot = *r;
-      need_key = handler ? require_key : scenario.require_key();
+    if (auto e = Validate(format, req, index, &snapshot)) {
+      return Reject(req, res, index, wire, *e, "rejected");
     }
-    auto reject = [&](const ApiError& e, const char* outcome) {
-      Update(index, [&](RecordedRequest& r) { r.rejected = e; });
-      Transmission t = PlanError(wire, e, request_id);
-      t.outcome = outcome;
-      Send(req, res, std::move(t), index);
-    };
-    if (auto e = CheckHeaders(format, snapshot, need_key)) return reject(*e, "rejected");
-    if (format == Format::kAnthropic && req.body.size() > kAnthropicMaxBody) {
-      return reject(ApiError{413, "request_too_large", "", "", ""}, "rejected");
-    }
-    RequestView view;
-    if (auto e = BuildRequestView(format, req.body, &view)) {
-      Update(index, [&](RecordedRequest& r) { r.view = view; });
-      return reject(*e, "rejected");
-    }
-    snapshot.view = view;
-    Update(index, [&](RecordedRequest& r) { r.view = view; });
-
     Reply reply;
     int rule = -1;
-    Handler fn;
-    {
-      std::lock_guard lock(mu);
-      fn = handler;
-      if (!fn) {
-        if (auto picked = scenario.Pick(view, req.body)) {
-          rule = static_cast<int>(*picked);
-          reply = scenario.rules()[*picked].reply;
-        }
-      }
-    }
-    if (fn) {
-      try {
-        reply = fn(snapshot);
-      } catch (const std::exception& e) {
-        return reject(ApiError{500, "", std::string("mock: handler threw: ") + e.what(), "", ""},
-                      "handler_error");
-      } catch (...) {
-        return reject(ApiError{500, "", "mock: handler threw a non-std exception", "", ""},
-                      "handler_error");
-      }
-    } else if (rule < 0) {
-      return reject(ApiError{500, "",
-                             "mock: no rule matched (first user text: \"" +
-                                 view.FirstUserText().substr(0, 200) + "\")",
-                             "", ""},
-                    "no_rule");
+    if (auto refusal = Decide(snapshot, req.body, &reply, &rule)) {
+      return Reject(req, res, index, wire, refusal->error, refusal->outcome);
     }
     Update(index, [&](RecordedRequest& r) { r.rule = rule; });
     if (!Pause(reply.delay_ms)) {
@@ -326,20 +374,8 @@ struct MockServer::Impl {
       res.status = 503;
       return;
     }
-    // Every valid request feeds the cache; only a computed input total is split by it.
-    const CacheSplit split = cache.Bill(format, snapshot.json);
-    const bool bill_cache = reply.usage.input_tokens == 0 &&
-                            reply.usage.cache_read_input_tokens == 0 &&
-                            reply.usage.cache_creation_input_tokens == 0;
-    if (view.thinking_budget == 0) reply.thinking.clear();  // The API thinks only when asked.
-    Reply resolved = ResolveReply(std::move(reply), wire, seq, req.body.size());
-    if (bill_cache) ApplyCacheSplit(split, &resolved.usage);
-    WireContext ctx;
-    ctx.model = view.model;
-    ctx.message_id = wire.MessageId(seq);
-    ctx.created = NowNs() / 1'000'000'000;
-    ctx.include_usage = view.include_usage;
-    Send(req, res, PlanReply(wire, resolved, ctx, view.stream, request_id), index);
+    Send(req, res,
+         PlanDecided(format, snapshot, std::move(reply), req.body.size(), seq, request_id), index);
   }
 
   uint64_t Record(const httplib::Request& req, std::optional<Format> format) {
@@ -365,6 +401,66 @@ struct MockServer::Impl {
     cv.notify_all();
     return records.back().index;
   }
+
+  // A model endpoint: the request is recorded, then served.
+  void ServeModel(Format format, const httplib::Request& req, httplib::Response& res) {
+    const uint64_t index = Record(req, format);
+    try {
+      Serve(format, req, res, index);
+    } catch (const std::exception& e) {  // A mock bug must show as a clear 500, not a hang.
+      const WireFormat& wire = WireFor(format);
+      Transmission t = PlanError(
+          wire, ApiError{500, "", std::string("mock: internal error: ") + e.what(), "", ""},
+          wire.RequestId(index + 1));
+      t.outcome = "internal_error";
+      Send(req, res, std::move(t), index);
+    }
+  }
+
+  // Anything else: recorded, then a 404 shaped like the API the path looks like.
+  void NotFound(const httplib::Request& req, httplib::Response& res) {
+    const uint64_t index = Record(req, std::nullopt);
+    const bool openai = req.path.find("chat") != std::string::npos;
+    const WireFormat& wire = WireFor(openai ? Format::kOpenAi : Format::kAnthropic);
+    const ApiError error =
+        openai ? ApiError{404, "invalid_request_error",
+                          "Invalid URL (" + req.method + " " + req.path + ")", "", ""}
+               : ApiError{404, "not_found_error", "Not Found", "", ""};
+    Reject(req, res, index, wire, error, "not_found");
+  }
+
+  void Route() {
+    server.Post("/v1/messages", [this](const httplib::Request& req, httplib::Response& res) {
+      ServeModel(Format::kAnthropic, req, res);
+    });
+    server.Post("/v1/chat/completions",
+                [this](const httplib::Request& req, httplib::Response& res) {
+                  ServeModel(Format::kOpenAi, req, res);
+                });
+    server.Get("/__requests", [this](const httplib::Request&, httplib::Response& res) {
+      json all = json::array();
+      {
+        std::lock_guard lock(mu);
+        for (const auto& r : records) all.push_back(r.ToJson());
+      }
+      res.set_content(all.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
+    });
+    server.Post("/__reset", [this](const httplib::Request&, httplib::Response& res) {
+      {
+        std::lock_guard lock(mu);
+        records.clear();
+        completed = 0;
+      }
+      res.set_content("{}", "application/json");
+    });
+    auto not_found = [this](const httplib::Request& req, httplib::Response& res) {
+      NotFound(req, res);
+    };
+    server.Post(".*", not_found);
+    server.Get(".*", not_found);
+    server.Put(".*", not_found);
+    server.Delete(".*", not_found);
+  }
 };
 
 MockServer::MockServer(int port) : impl_(std::make_unique<Impl>()) {
@@ -372,58 +468,7 @@ MockServer::MockServer(int port) : impl_(std::make_unique<Impl>()) {
   s.set_keep_alive_max_count(100000);
   s.set_keep_alive_timeout(30);
   s.set_tcp_nodelay(true);
-  Impl* impl = impl_.get();
-  auto model = [impl](Format format) {
-    return [impl, format](const httplib::Request& req, httplib::Response& res) {
-      const uint64_t index = impl->Record(req, format);
-      try {
-        impl->Serve(format, req, res, index);
-      } catch (const std::exception& e) {  // A mock bug must show as a clear 500, not a hang.
-        const WireFormat& wire = WireFor(format);
-        Transmission t = PlanError(
-            wire, ApiError{500, "", std::string("mock: internal error: ") + e.what(), "", ""},
-            wire.RequestId(index + 1));
-        t.outcome = "internal_error";
-        impl->Send(req, res, std::move(t), index);
-      }
-    };
-  };
-  s.Post("/v1/messages", model(Format::kAnthropic));
-  s.Post("/v1/chat/completions", model(Format::kOpenAi));
-  s.Get("/__requests", [impl](const httplib::Request&, httplib::Response& res) {
-    json all = json::array();
-    {
-      std::lock_guard lock(impl->mu);
-      for (const auto& r : impl->records) all.push_back(r.ToJson());
-    }
-    res.set_content(all.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
-  });
-  s.Post("/__reset", [impl](const httplib::Request&, httplib::Response& res) {
-    {
-      std::lock_guard lock(impl->mu);
-      impl->records.clear();
-      impl->completed = 0;
-    }
-    res.set_content("{}", "application/json");
-  });
-  // Anything else: recorded, then a 404 shaped like the API the path looks like.
-  auto not_found = [impl](const httplib::Request& req, httplib::Response& res) {
-    const uint64_t index = impl->Record(req, std::nullopt);
-    const bool openai = req.path.find("chat") != std::string::npos;
-    const WireFormat& wire = WireFor(openai ? Format::kOpenAi : Format::kAnthropic);
-    const ApiError error =
-        openai ? ApiError{404, "invalid_request_error",
-                          "Invalid URL (" + req.method + " " + req.path + ")", "", ""}
-               : ApiError{404, "not_found_error", "Not Found", "", ""};
-    impl->Update(index, [&](RecordedRequest& r) { r.rejected = error; });
-    Transmission t = PlanError(wire, error, wire.RequestId(index + 1));
-    t.outcome = "not_found";
-    impl->Send(req, res, std::move(t), index);
-  };
-  s.Post(".*", not_found);
-  s.Get(".*", not_found);
-  s.Put(".*", not_found);
-  s.Delete(".*", not_found);
+  impl_->Route();
 
   if (port == 0) {
     impl_->port = s.bind_to_any_port("127.0.0.1");

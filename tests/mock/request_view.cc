@@ -48,6 +48,13 @@ std::string TextOf(const json& content) {
   return out;
 }
 
+// Ids joined with ", " for an error message.
+std::string JoinIds(const std::vector<std::string>& ids) {
+  std::string out;
+  for (const auto& id : ids) out += (out.empty() ? "" : ", ") + id;
+  return out;
+}
+
 // ---- Anthropic Messages ----
 
 std::optional<ApiError> CheckAnthropicBlock(const json& block, const std::string& where,
@@ -144,7 +151,8 @@ std::optional<ApiError> CheckThinking(const json& body, const json& messages, Re
                  "thinking block.");
 }
 
-std::optional<ApiError> BuildAnthropic(const json& body, RequestView* view) {
+// model, max_tokens and stream.
+std::optional<ApiError> ReadAnthropicSettings(const json& body, RequestView* view) {
   if (!body.contains("model") || !body["model"].is_string())
     return Invalid("model: Field required");
   view->model = body["model"].get<std::string>();
@@ -156,138 +164,188 @@ std::optional<ApiError> BuildAnthropic(const json& body, RequestView* view) {
     if (!body["stream"].is_boolean()) return Invalid("stream: Input should be a valid boolean");
     view->stream = body["stream"].get<bool>();
   }
-  if (body.contains("system")) {
-    const json& s = body["system"];
-    if (!s.is_string() && !s.is_array())
-      return Invalid("system: Input should be a valid string or list");
-    if (s.is_array()) {
-      for (size_t i = 0; i < s.size(); ++i) {
-        if (!s[i].is_object() || StringField(s[i], "type") != "text") {
-          return Invalid("system." + std::to_string(i) + ".type: Input should be 'text'");
-        }
-        if (auto e = CheckAnthropicBlock(s[i], "system." + std::to_string(i), "system")) return e;
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadAnthropicSystem(const json& body, RequestView* view) {
+  if (!body.contains("system")) return std::nullopt;
+  const json& s = body["system"];
+  if (!s.is_string() && !s.is_array())
+    return Invalid("system: Input should be a valid string or list");
+  if (s.is_array()) {
+    for (size_t i = 0; i < s.size(); ++i) {
+      if (!s[i].is_object() || StringField(s[i], "type") != "text") {
+        return Invalid("system." + std::to_string(i) + ".type: Input should be 'text'");
       }
-    }
-    view->system = TextOf(s);
-  }
-  if (body.contains("tools")) {
-    if (!body["tools"].is_array()) return Invalid("tools: Input should be a valid list");
-    std::set<std::string> names;
-    for (size_t i = 0; i < body["tools"].size(); ++i) {
-      const json& t = body["tools"][i];
-      const std::string where = "tools." + std::to_string(i);
-      if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) {
-        return Invalid(where + ".name: Field required");
-      }
-      // Client tools need a schema; server tools (with a "type") do not.
-      if (!t.contains("type") && (!t.contains("input_schema") || !t["input_schema"].is_object())) {
-        return Invalid(where + ".input_schema: Field required");
-      }
-      const std::string name = t["name"].get<std::string>();
-      if (!names.insert(name).second) return Invalid("tools: Tool names must be unique.");
-      view->tool_names.push_back(name);
+      if (auto e = CheckAnthropicBlock(s[i], "system." + std::to_string(i), "system")) return e;
     }
   }
+  view->system = TextOf(s);
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadAnthropicTools(const json& body, RequestView* view) {
+  if (!body.contains("tools")) return std::nullopt;
+  if (!body["tools"].is_array()) return Invalid("tools: Input should be a valid list");
+  std::set<std::string> names;
+  for (size_t i = 0; i < body["tools"].size(); ++i) {
+    const json& t = body["tools"][i];
+    const std::string where = "tools." + std::to_string(i);
+    if (!t.is_object() || !t.contains("name") || !t["name"].is_string()) {
+      return Invalid(where + ".name: Field required");
+    }
+    // Client tools need a schema; server tools (with a "type") do not.
+    if (!t.contains("type") && (!t.contains("input_schema") || !t["input_schema"].is_object())) {
+      return Invalid(where + ".input_schema: Field required");
+    }
+    const std::string name = t["name"].get<std::string>();
+    if (!names.insert(name).second) return Invalid("tools: Tool names must be unique.");
+    view->tool_names.push_back(name);
+  }
+  return std::nullopt;
+}
+
+// messages[i] is a dictionary with a valid role that alternates with the previous message's.
+std::optional<ApiError> CheckAnthropicRole(const json& messages, size_t i, std::string* role_out) {
+  const json& m = messages[i];
+  const std::string where = "messages." + std::to_string(i);
+  if (!m.is_object()) return Invalid(where + ": Input should be a valid dictionary");
+  if (!m.contains("role") || !m["role"].is_string())
+    return Invalid(where + ".role: Field required");
+  const std::string role = m["role"].get<std::string>();
+  if (role != "user" && role != "assistant") {
+    return Invalid(where + ".role: Input should be 'user' or 'assistant'");
+  }
+  if (i == 0 && role != "user")
+    return Invalid("messages: first message must use the \"user\" role");
+  if (i > 0 && StringField(messages[i - 1], "role") == role) {
+    return Invalid(
+        "messages: roles must alternate between \"user\" and \"assistant\", but found "
+        "multiple \"" +
+        role + "\" roles in a row");
+  }
+  *role_out = role;
+  return std::nullopt;
+}
+
+std::optional<ApiError> CheckAnthropicContent(const json& m, const std::string& where,
+                                              bool final_assistant) {
+  if (!m.contains("content")) return Invalid(where + ".content: Field required");
+  const json& content = m["content"];
+  if (!content.is_string() && !content.is_array()) {
+    return Invalid(where + ".content: Input should be a valid string or list");
+  }
+  if ((content.is_string() && content.get<std::string>().empty()) ||
+      (content.is_array() && content.empty())) {
+    if (!final_assistant) {
+      return Invalid(where +
+                     ": all messages must have non-empty content except for the "
+                     "optional final assistant message");
+    }
+  }
+  return std::nullopt;
+}
+
+// What one message's content holds: its text, the tools it calls and the calls it answers.
+struct AnthropicTurn {
+  std::string text;
+  std::vector<std::string> tool_use_ids;
+  std::set<std::string> answered;
+};
+
+std::optional<ApiError> ReadToolResult(const json& b, const std::string& where,
+                                       const std::vector<std::string>& pending_tool_use_ids,
+                                       AnthropicTurn* turn, RequestView* view) {
+  const std::string id = b["tool_use_id"].get<std::string>();
+  bool known = false;
+  for (const auto& p : pending_tool_use_ids) known = known || p == id;
+  if (!known) {
+    return Invalid(where + ": unexpected `tool_use_id` found in `tool_result` blocks: " + id +
+                   ". Each `tool_result` block must have a corresponding `tool_use` "
+                   "block in the previous message.");
+  }
+  turn->answered.insert(id);
+  ToolResultView r{id, b.contains("content") ? TextOf(b["content"]) : "", BoolField(b, "is_error")};
+  AppendLine(&turn->text, r.text);
+  view->tool_results.push_back(std::move(r));
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadAnthropicBlocks(const json& content, const std::string& where,
+                                            const std::string& role,
+                                            const std::vector<std::string>& pending_tool_use_ids,
+                                            AnthropicTurn* turn, RequestView* view) {
+  turn->text = content.is_string() ? content.get<std::string>() : "";
+  if (!content.is_array()) return std::nullopt;
+  for (size_t k = 0; k < content.size(); ++k) {
+    const std::string bwhere = where + ".content." + std::to_string(k);
+    if (auto e = CheckAnthropicBlock(content[k], bwhere, role)) return e;
+    const json& b = content[k];
+    const std::string type = b["type"].get<std::string>();
+    if (type == "text") {
+      AppendLine(&turn->text, b["text"].get<std::string>());
+    } else if (type == "tool_use") {
+      turn->tool_use_ids.push_back(b["id"].get<std::string>());
+    } else if (type == "tool_result") {
+      if (auto e = ReadToolResult(b, bwhere, pending_tool_use_ids, turn, view)) return e;
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> UnansweredToolUse(const std::string& where, const std::string& ids) {
+  return Invalid(
+      where + ": `tool_use` ids were found without `tool_result` blocks immediately after: " + ids +
+      ". Each `tool_use` block must have a corresponding `tool_result` block in the "
+      "next message.");
+}
+
+// Every tool_use must be answered by a tool_result in the very next (user) message.
+std::optional<ApiError> ReadAnthropicMessages(const json& messages, RequestView* view) {
+  std::vector<std::string> pending_tool_use_ids;  // From the previous assistant message.
+  for (size_t i = 0; i < messages.size(); ++i) {
+    const json& m = messages[i];
+    const std::string where = "messages." + std::to_string(i);
+    std::string role;
+    if (auto e = CheckAnthropicRole(messages, i, &role)) return e;
+    const bool final_assistant = role == "assistant" && i + 1 == messages.size();
+    if (auto e = CheckAnthropicContent(m, where, final_assistant)) return e;
+    AnthropicTurn turn;
+    if (auto e =
+            ReadAnthropicBlocks(m["content"], where, role, pending_tool_use_ids, &turn, view)) {
+      return e;
+    }
+    if (role == "user") {
+      std::vector<std::string> missing;
+      for (const auto& id : pending_tool_use_ids) {
+        if (!turn.answered.count(id)) missing.push_back(id);
+      }
+      const std::string missing_ids = JoinIds(missing);
+      if (!missing_ids.empty()) return UnansweredToolUse(where, missing_ids);
+      view->user_texts.push_back(turn.text);
+      pending_tool_use_ids.clear();
+    } else {
+      ++view->assistant_turns;
+      pending_tool_use_ids = turn.tool_use_ids;
+    }
+  }
+  if (!pending_tool_use_ids.empty()) {
+    return UnansweredToolUse("messages." + std::to_string(messages.size() - 1),
+                             JoinIds(pending_tool_use_ids));
+  }
+  return std::nullopt;
+}
+
+std::optional<ApiError> BuildAnthropic(const json& body, RequestView* view) {
+  if (auto e = ReadAnthropicSettings(body, view)) return e;
+  if (auto e = ReadAnthropicSystem(body, view)) return e;
+  if (auto e = ReadAnthropicTools(body, view)) return e;
   if (!body.contains("messages")) return Invalid("messages: Field required");
   const json& messages = body["messages"];
   if (!messages.is_array()) return Invalid("messages: Input should be a valid list");
   if (messages.empty()) return Invalid("messages: at least one message is required");
   if (auto e = CheckThinking(body, messages, view)) return e;
-
-  std::vector<std::string> pending_tool_use_ids;  // From the previous assistant message.
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const json& m = messages[i];
-    const std::string where = "messages." + std::to_string(i);
-    if (!m.is_object()) return Invalid(where + ": Input should be a valid dictionary");
-    if (!m.contains("role") || !m["role"].is_string())
-      return Invalid(where + ".role: Field required");
-    const std::string role = m["role"].get<std::string>();
-    if (role != "user" && role != "assistant") {
-      return Invalid(where + ".role: Input should be 'user' or 'assistant'");
-    }
-    if (i == 0 && role != "user")
-      return Invalid("messages: first message must use the \"user\" role");
-    if (i > 0 && StringField(messages[i - 1], "role") == role) {
-      return Invalid(
-          "messages: roles must alternate between \"user\" and \"assistant\", but found "
-          "multiple \"" +
-          role + "\" roles in a row");
-    }
-    if (!m.contains("content")) return Invalid(where + ".content: Field required");
-    const json& content = m["content"];
-    if (!content.is_string() && !content.is_array()) {
-      return Invalid(where + ".content: Input should be a valid string or list");
-    }
-    const bool final_assistant = role == "assistant" && i + 1 == messages.size();
-    if ((content.is_string() && content.get<std::string>().empty()) ||
-        (content.is_array() && content.empty())) {
-      if (!final_assistant) {
-        return Invalid(where +
-                       ": all messages must have non-empty content except for the "
-                       "optional final assistant message");
-      }
-    }
-    std::vector<std::string> tool_use_ids;
-    std::set<std::string> answered;
-    std::string turn_text = content.is_string() ? content.get<std::string>() : "";
-    if (content.is_array()) {
-      for (size_t k = 0; k < content.size(); ++k) {
-        const std::string bwhere = where + ".content." + std::to_string(k);
-        if (auto e = CheckAnthropicBlock(content[k], bwhere, role)) return e;
-        const json& b = content[k];
-        const std::string type = b["type"].get<std::string>();
-        if (type == "text") {
-          AppendLine(&turn_text, b["text"].get<std::string>());
-        } else if (type == "tool_use") {
-          tool_use_ids.push_back(b["id"].get<std::string>());
-        } else if (type == "tool_result") {
-          const std::string id = b["tool_use_id"].get<std::string>();
-          bool known = false;
-          for (const auto& p : pending_tool_use_ids) known = known || p == id;
-          if (!known) {
-            return Invalid(bwhere +
-                           ": unexpected `tool_use_id` found in `tool_result` blocks: " + id +
-                           ". Each `tool_result` block must have a corresponding `tool_use` "
-                           "block in the previous message.");
-          }
-          answered.insert(id);
-          ToolResultView r{id, b.contains("content") ? TextOf(b["content"]) : "",
-                           BoolField(b, "is_error")};
-          AppendLine(&turn_text, r.text);
-          view->tool_results.push_back(std::move(r));
-        }
-      }
-    }
-    if (role == "user") {
-      std::string missing;
-      for (const auto& id : pending_tool_use_ids) {
-        if (!answered.count(id)) missing += (missing.empty() ? "" : ", ") + id;
-      }
-      if (!missing.empty()) {
-        return Invalid(where +
-                       ": `tool_use` ids were found without `tool_result` blocks "
-                       "immediately after: " +
-                       missing +
-                       ". Each `tool_use` block must have a "
-                       "corresponding `tool_result` block in the next message.");
-      }
-      view->user_texts.push_back(turn_text);
-      pending_tool_use_ids.clear();
-    } else {
-      ++view->assistant_turns;
-      pending_tool_use_ids = tool_use_ids;
-    }
-  }
-  if (!pending_tool_use_ids.empty()) {
-    std::string ids;
-    for (const auto& id : pending_tool_use_ids) ids += (ids.empty() ? "" : ", ") + id;
-    return Invalid(
-        "messages." + std::to_string(messages.size() - 1) +
-        ": `tool_use` ids were found without `tool_result` blocks immediately after: " + ids +
-        ". Each `tool_use` block must have a corresponding `tool_result` block "
-        "in the next message.");
-  }
-  return std::nullopt;
+  return ReadAnthropicMessages(messages, view);
 }
 
 // ---- OpenAI Chat Completions ----
@@ -297,7 +355,22 @@ std::optional<ApiError> Missing(const std::string& param) {
                  "missing_required_parameter");
 }
 
-std::optional<ApiError> BuildOpenAi(const json& body, RequestView* view) {
+// The errors for a parameter `name` that must be a non-empty array.
+std::optional<ApiError> CheckNonEmptyArray(const json& value, const std::string& name) {
+  if (!value.is_array()) {
+    return Invalid("Invalid type for '" + name + "': expected an array.", name, "invalid_type");
+  }
+  if (value.empty()) {
+    return Invalid("Invalid '" + name +
+                       "': empty array. Expected an array with minimum length 1, but got an "
+                       "empty array instead.",
+                   name, "empty_array");
+  }
+  return std::nullopt;
+}
+
+// model, stream and stream_options.
+std::optional<ApiError> ReadOpenAiSettings(const json& body, RequestView* view) {
   if (!body.contains("model") || !body["model"].is_string()) {
     return Invalid("you must provide a model parameter");
   }
@@ -308,85 +381,125 @@ std::optional<ApiError> BuildOpenAi(const json& body, RequestView* view) {
     }
     view->stream = body["stream"].get<bool>();
   }
-  if (body.contains("stream_options") && !body["stream_options"].is_null()) {
-    if (!view->stream) {
-      return Invalid("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
-                     "stream_options", "invalid_value");
-    }
-    const json& so = body["stream_options"];
-    if (!so.is_object()) {
-      return Invalid("Invalid type for 'stream_options': expected an object.", "stream_options",
-                     "invalid_type");
-    }
-    if (so.contains("include_usage") && !so["include_usage"].is_boolean()) {
-      return Invalid("Invalid type for 'stream_options.include_usage': expected a boolean.",
-                     "stream_options.include_usage", "invalid_type");
-    }
-    view->include_usage = BoolField(so, "include_usage");
+  if (!body.contains("stream_options") || body["stream_options"].is_null()) return std::nullopt;
+  if (!view->stream) {
+    return Invalid("The 'stream_options' parameter is only allowed when 'stream' is enabled.",
+                   "stream_options", "invalid_value");
   }
-  if (body.contains("tools")) {
-    const json& tools = body["tools"];
-    if (!tools.is_array())
-      return Invalid("Invalid type for 'tools': expected an array.", "tools", "invalid_type");
-    if (tools.empty()) {
-      return Invalid(
-          "Invalid 'tools': empty array. Expected an array with minimum length 1, but "
-          "got an empty array instead.",
-          "tools", "empty_array");
-    }
-    for (size_t i = 0; i < tools.size(); ++i) {
-      const std::string where = "tools[" + std::to_string(i) + "]";
-      const json& t = tools[i];
-      if (!t.is_object() || !t.contains("function") || !t["function"].is_object()) {
-        return Missing(where + ".function");
-      }
-      if (!t["function"].contains("name") || !t["function"]["name"].is_string()) {
-        return Missing(where + ".function.name");
-      }
-      view->tool_names.push_back(t["function"]["name"].get<std::string>());
-    }
+  const json& so = body["stream_options"];
+  if (!so.is_object()) {
+    return Invalid("Invalid type for 'stream_options': expected an object.", "stream_options",
+                   "invalid_type");
   }
-  if (!body.contains("messages")) return Missing("messages");
-  const json& messages = body["messages"];
-  if (!messages.is_array())
-    return Invalid("Invalid type for 'messages': expected an array.", "messages", "invalid_type");
-  if (messages.empty()) {
-    return Invalid(
-        "Invalid 'messages': empty array. Expected an array with minimum length 1, but "
-        "got an empty array instead.",
-        "messages", "empty_array");
+  if (so.contains("include_usage") && !so["include_usage"].is_boolean()) {
+    return Invalid("Invalid type for 'stream_options.include_usage': expected a boolean.",
+                   "stream_options.include_usage", "invalid_type");
   }
-  std::vector<std::string> open_calls;  // Ids of the last assistant tool_calls not yet answered.
-  size_t open_calls_at = 0;
-  bool in_user_turn = false;
-  auto unanswered = [&]() -> std::optional<ApiError> {
-    if (open_calls.empty()) return std::nullopt;
-    std::string ids;
-    for (const auto& id : open_calls) ids += (ids.empty() ? "" : ", ") + id;
+  view->include_usage = BoolField(so, "include_usage");
+  return std::nullopt;
+}
+
+std::optional<ApiError> ReadOpenAiTools(const json& body, RequestView* view) {
+  if (!body.contains("tools")) return std::nullopt;
+  const json& tools = body["tools"];
+  if (auto e = CheckNonEmptyArray(tools, "tools")) return e;
+  for (size_t i = 0; i < tools.size(); ++i) {
+    const std::string where = "tools[" + std::to_string(i) + "]";
+    const json& t = tools[i];
+    if (!t.is_object() || !t.contains("function") || !t["function"].is_object()) {
+      return Missing(where + ".function");
+    }
+    if (!t["function"].contains("name") || !t["function"]["name"].is_string()) {
+      return Missing(where + ".function.name");
+    }
+    view->tool_names.push_back(t["function"]["name"].get<std::string>());
+  }
+  return std::nullopt;
+}
+
+// A message object with one of the supported roles.
+std::optional<ApiError> CheckOpenAiRole(const json& m, const std::string& where,
+                                        std::string* role_out) {
+  if (!m.is_object())
+    return Invalid("Invalid type for '" + where + "': expected an object.", where, "invalid_type");
+  if (!m.contains("role")) return Missing(where + ".role");
+  const std::string role = m["role"].is_string() ? m["role"].get<std::string>() : "";
+  if (role != "tool" && role != "assistant" && role != "user" && role != "system" &&
+      role != "developer" && role != "function") {
+    return Invalid("Invalid value: '" + role +
+                       "'. Supported values are: 'system', 'assistant', "
+                       "'user', 'function', 'tool', and 'developer'.",
+                   where + ".role", "invalid_value");
+  }
+  *role_out = role;
+  return std::nullopt;
+}
+
+// An assistant message's tool_calls; their ids go to `open_calls`.
+std::optional<ApiError> ReadOpenAiToolCalls(const json& calls, const std::string& where,
+                                            std::vector<std::string>* open_calls) {
+  if (auto e = CheckNonEmptyArray(calls, where + ".tool_calls")) return e;
+  for (size_t k = 0; k < calls.size(); ++k) {
+    const std::string cw = where + ".tool_calls[" + std::to_string(k) + "]";
+    const json& c = calls[k];
+    if (!c.is_object() || !c.contains("id") || !c["id"].is_string()) return Missing(cw + ".id");
+    if (!c.contains("type")) return Missing(cw + ".type");
+    if (!c.contains("function") || !c["function"].is_object()) return Missing(cw + ".function");
+    if (!c["function"].contains("name") || !c["function"]["name"].is_string()) {
+      return Missing(cw + ".function.name");
+    }
+    if (!c["function"].contains("arguments")) return Missing(cw + ".function.arguments");
+    if (!c["function"]["arguments"].is_string()) {
+      return Invalid("Invalid type for '" + cw +
+                         ".function.arguments': expected a string, "
+                         "but got " +
+                         std::string(c["function"]["arguments"].type_name()) + " instead.",
+                     cw + ".function.arguments", "invalid_type");
+    }
+    open_calls->push_back(c["id"].get<std::string>());
+  }
+  return std::nullopt;
+}
+
+// Reads the messages in order: an assistant's tool calls must be answered by tool messages before
+// any other message, and consecutive user and tool messages make one user turn.
+class OpenAiMessageReader {
+ public:
+  explicit OpenAiMessageReader(RequestView* view) : view_(view) {}
+
+  std::optional<ApiError> Read(const json& messages) {
+    for (size_t i = 0; i < messages.size(); ++i) {
+      if (auto e = ReadMessage(messages[i], i)) return e;
+    }
+    return Unanswered();
+  }
+
+ private:
+  std::optional<ApiError> Unanswered() const {
+    if (open_calls_.empty()) return std::nullopt;
     return Invalid(
         "An assistant message with 'tool_calls' must be followed by tool messages "
         "responding to each 'tool_call_id'. The following tool_call_ids did not have "
         "response messages: " +
-            ids,
-        "messages.[" + std::to_string(open_calls_at) + "].role");
-  };
-  for (size_t i = 0; i < messages.size(); ++i) {
-    const json& m = messages[i];
-    const std::string where = "messages[" + std::to_string(i) + "]";
-    if (!m.is_object())
-      return Invalid("Invalid type for '" + where + "': expected an object.", where,
-                     "invalid_type");
-    if (!m.contains("role")) return Missing(where + ".role");
-    const std::string role = m["role"].is_string() ? m["role"].get<std::string>() : "";
-    if (role != "tool" && role != "assistant" && role != "user" && role != "system" &&
-        role != "developer" && role != "function") {
-      return Invalid("Invalid value: '" + role +
-                         "'. Supported values are: 'system', 'assistant', "
-                         "'user', 'function', 'tool', and 'developer'.",
-                     where + ".role", "invalid_value");
+            JoinIds(open_calls_),
+        "messages.[" + std::to_string(open_calls_at_) + "].role");
+  }
+
+  void AddToUserTurn(const std::string& text) {
+    if (in_user_turn_) {
+      AppendLine(&view_->user_texts.back(), text);
+    } else {
+      view_->user_texts.push_back(text);
     }
+    in_user_turn_ = true;
+  }
+
+  std::optional<ApiError> ReadMessage(const json& m, size_t i) {
+    const std::string where = "messages[" + std::to_string(i) + "]";
+    std::string role;
+    if (auto e = CheckOpenAiRole(m, where, &role)) return e;
     if (role != "tool") {
-      if (auto e = unanswered()) return e;
+      if (auto e = Unanswered()) return e;
     }
     // Like the local servers that reject them: reasoning is never sent back.
     for (const char* key : {"reasoning_content", "reasoning"}) {
@@ -403,86 +516,70 @@ std::optional<ApiError> BuildOpenAi(const json& body, RequestView* view) {
     }
     if (role == "system" || role == "developer") {
       if (!has_content) return Missing(where + ".content");
-      AppendLine(&view->system, TextOf(m["content"]));
-    } else if (role == "user") {
-      if (!has_content) return Missing(where + ".content");
-      if (in_user_turn) {
-        AppendLine(&view->user_texts.back(), TextOf(m["content"]));
-      } else {
-        view->user_texts.push_back(TextOf(m["content"]));
-      }
-      in_user_turn = true;
-    } else if (role == "tool") {
-      if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string()) {
-        return Invalid(
-            "Missing parameter 'tool_call_id': messages with role 'tool' must have a "
-            "'tool_call_id'.",
-            "messages.[" + std::to_string(i) + "].tool_call_id");
-      }
-      const std::string id = m["tool_call_id"].get<std::string>();
-      auto it = open_calls.begin();
-      while (it != open_calls.end() && *it != id) ++it;
-      if (it == open_calls.end()) {
-        return Invalid(
-            "Invalid parameter: messages with role 'tool' must be a response to a "
-            "preceeding message with 'tool_calls'.",
-            "messages.[" + std::to_string(i) + "].role");
-      }
-      open_calls.erase(it);
-      if (!has_content) return Missing(where + ".content");
-      ToolResultView r{id, TextOf(m["content"]), false};
-      if (in_user_turn) {
-        AppendLine(&view->user_texts.back(), r.text);
-      } else {
-        view->user_texts.push_back(r.text);
-      }
-      in_user_turn = true;
-      view->tool_results.push_back(std::move(r));
-    } else {  // assistant (or legacy function)
-      in_user_turn = false;
-      if (role == "function") continue;
-      ++view->assistant_turns;
-      const bool has_calls = m.contains("tool_calls") && !m["tool_calls"].is_null();
-      if (!has_content && !has_calls) return Missing(where + ".content");
-      if (has_calls) {
-        const json& calls = m["tool_calls"];
-        if (!calls.is_array()) {
-          return Invalid("Invalid type for '" + where + ".tool_calls': expected an array.",
-                         where + ".tool_calls", "invalid_type");
-        }
-        if (calls.empty()) {
-          return Invalid("Invalid '" + where +
-                             ".tool_calls': empty array. Expected an array with "
-                             "minimum length 1, but got an empty array instead.",
-                         where + ".tool_calls", "empty_array");
-        }
-        for (size_t k = 0; k < calls.size(); ++k) {
-          const std::string cw = where + ".tool_calls[" + std::to_string(k) + "]";
-          const json& c = calls[k];
-          if (!c.is_object() || !c.contains("id") || !c["id"].is_string())
-            return Missing(cw + ".id");
-          if (!c.contains("type")) return Missing(cw + ".type");
-          if (!c.contains("function") || !c["function"].is_object())
-            return Missing(cw + ".function");
-          if (!c["function"].contains("name") || !c["function"]["name"].is_string()) {
-            return Missing(cw + ".function.name");
-          }
-          if (!c["function"].contains("arguments")) return Missing(cw + ".function.arguments");
-          if (!c["function"]["arguments"].is_string()) {
-            return Invalid("Invalid type for '" + cw +
-                               ".function.arguments': expected a string, "
-                               "but got " +
-                               std::string(c["function"]["arguments"].type_name()) + " instead.",
-                           cw + ".function.arguments", "invalid_type");
-          }
-          open_calls.push_back(c["id"].get<std::string>());
-        }
-        open_calls_at = i;
-      }
+      AppendLine(&view_->system, TextOf(m["content"]));
+      return std::nullopt;
     }
+    if (role == "user") {
+      if (!has_content) return Missing(where + ".content");
+      AddToUserTurn(TextOf(m["content"]));
+      return std::nullopt;
+    }
+    if (role == "tool") return ReadTool(m, i, where, has_content);
+    // assistant (or legacy function)
+    in_user_turn_ = false;
+    if (role == "function") return std::nullopt;
+    return ReadAssistant(m, i, where, has_content);
   }
-  if (auto e = unanswered()) return e;
-  return std::nullopt;
+
+  std::optional<ApiError> ReadTool(const json& m, size_t i, const std::string& where,
+                                   bool has_content) {
+    if (!m.contains("tool_call_id") || !m["tool_call_id"].is_string()) {
+      return Invalid(
+          "Missing parameter 'tool_call_id': messages with role 'tool' must have a "
+          "'tool_call_id'.",
+          "messages.[" + std::to_string(i) + "].tool_call_id");
+    }
+    const std::string id = m["tool_call_id"].get<std::string>();
+    auto it = open_calls_.begin();
+    while (it != open_calls_.end() && *it != id) ++it;
+    if (it == open_calls_.end()) {
+      return Invalid(
+          "Invalid parameter: messages with role 'tool' must be a response to a "
+          "preceeding message with 'tool_calls'.",
+          "messages.[" + std::to_string(i) + "].role");
+    }
+    open_calls_.erase(it);
+    if (!has_content) return Missing(where + ".content");
+    ToolResultView r{id, TextOf(m["content"]), false};
+    AddToUserTurn(r.text);
+    view_->tool_results.push_back(std::move(r));
+    return std::nullopt;
+  }
+
+  std::optional<ApiError> ReadAssistant(const json& m, size_t i, const std::string& where,
+                                        bool has_content) {
+    ++view_->assistant_turns;
+    const bool has_calls = m.contains("tool_calls") && !m["tool_calls"].is_null();
+    if (!has_content && !has_calls) return Missing(where + ".content");
+    if (!has_calls) return std::nullopt;
+    if (auto e = ReadOpenAiToolCalls(m["tool_calls"], where, &open_calls_)) return e;
+    open_calls_at_ = i;
+    return std::nullopt;
+  }
+
+  RequestView* view_;
+  std::vector<std::string> open_calls_;  // Ids of the last assistant tool_calls not yet answered.
+  size_t open_calls_at_ = 0;
+  bool in_user_turn_ = false;
+};
+
+std::optional<ApiError> BuildOpenAi(const json& body, RequestView* view) {
+  if (auto e = ReadOpenAiSettings(body, view)) return e;
+  if (auto e = ReadOpenAiTools(body, view)) return e;
+  if (!body.contains("messages")) return Missing("messages");
+  const json& messages = body["messages"];
+  if (auto e = CheckNonEmptyArray(messages, "messages")) return e;
+  return OpenAiMessageReader(view).Read(messages);
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 #include "tests/mock/transmission.h"
 
 #include <algorithm>
+#include <optional>
+#include <string>
+#include <utility>
 
 namespace forkbox::mock {
 namespace {
@@ -63,6 +66,113 @@ Transmission Body(const std::string& content_type, std::string body, int status)
   return t;
 }
 
+// The response of a fault that replaces the reply outright (dropped connection, proxy page,
+// error status), or nullopt when the fault applies to the reply's bytes instead.
+std::optional<Transmission> PlanReplacingFault(const WireFormat& wire, const Fault& f, bool stream,
+                                               const std::string& request_id) {
+  const bool overloaded_is_529 = wire.format() == Format::kAnthropic;
+  Transmission t;
+  switch (f.kind) {
+    case Fault::Kind::kDropConnection:
+      t.drop = true;
+      break;
+    case Fault::Kind::kHtml:
+      // A proxy in front of the API answers: no request id, no JSON.
+      t = Body("text/html", NginxPage(f.status ? f.status : 502), f.status ? f.status : 502);
+      t.headers.emplace_back("server", "nginx");
+      AddRetryHeaders(f, &t);
+      break;
+    case Fault::Kind::kStatus:
+      t = PlanError(wire, ApiError{f.status ? f.status : 500, f.error_type, f.message, "", ""},
+                    request_id);
+      AddRetryHeaders(f, &t);
+      break;
+    case Fault::Kind::kStreamError:
+      if (!stream) {  // Without a stream the API reports overload as a status.
+        const int status = f.status ? f.status : (overloaded_is_529 ? 529 : 503);
+        t = PlanError(wire, ApiError{status, f.error_type, f.message, "", ""}, request_id);
+        AddRetryHeaders(f, &t);
+      }
+      break;
+    default:
+      break;
+  }
+  if (t.drop || !t.pieces.empty()) {
+    t.outcome = "fault:" + FaultKindName(f.kind);
+    return t;
+  }
+  return std::nullopt;
+}
+
+// The SSE events of the reply, one per piece, with the reply's stream fault applied.
+void PlanStream(const WireFormat& wire, const Reply& reply, const WireContext& ctx,
+                Transmission* t) {
+  t->chunked = true;
+  t->content_type = kSse;
+  t->headers.emplace_back("cache-control", "no-cache");
+  t->pieces = wire.StreamEvents(reply, ctx);
+  if (!reply.fault) return;
+  switch (reply.fault->kind) {
+    case Fault::Kind::kCutStream: {
+      const size_t at = t->pieces.size() / 2;
+      const std::string half =
+          t->pieces[at].substr(0, std::max<size_t>(1, t->pieces[at].size() / 2));
+      t->pieces.resize(at);
+      t->pieces.push_back(half);
+      t->abort_after = true;
+      break;
+    }
+    case Fault::Kind::kNoStop:
+      t->pieces.pop_back();
+      break;
+    case Fault::Kind::kMalformedJson: {
+      const size_t at = std::min<size_t>(1, t->pieces.size() - 1);
+      t->pieces[at] = Malform(t->pieces[at]);
+      break;
+    }
+    case Fault::Kind::kStreamError: {
+      // A few events of a normal start, then the error instead of the rest.
+      t->pieces.resize(std::min<size_t>(t->pieces.size() - 2, 4));
+      t->pieces.push_back(wire.StreamErrorEvent(
+          ApiError{529, reply.fault->error_type, reply.fault->message, "", ""}));
+      break;
+    }
+    default:
+      break;
+  }
+}
+
+// The JSON body of the reply, with the reply's fault applied to its bytes.
+void PlanBody(const WireFormat& wire, const Reply& reply, const WireContext& ctx, Transmission* t) {
+  std::string body = wire.Body(reply, ctx);
+  t->content_type = kJson;
+  t->content_length = body.size();
+  if (!reply.fault) {
+    t->pieces.push_back(std::move(body));
+    return;
+  }
+  switch (reply.fault->kind) {
+    case Fault::Kind::kCutStream:  // Content-Length promises more than arrives.
+      t->pieces.push_back(body.substr(0, body.size() / 2));
+      t->abort_after = true;
+      break;
+    case Fault::Kind::kNoStop:
+    case Fault::Kind::kMalformedJson:  // A complete HTTP body that is not complete JSON.
+      body.resize(body.size() / 2);
+      t->content_length = body.size();
+      t->pieces.push_back(std::move(body));
+      break;
+    case Fault::Kind::kSlowStream: {
+      const size_t n = 4, step = (body.size() + n - 1) / n;
+      for (size_t at = 0; at < body.size(); at += step) t->pieces.push_back(body.substr(at, step));
+      break;
+    }
+    default:
+      t->pieces.push_back(std::move(body));
+      break;
+  }
+}
+
 }  // namespace
 
 Reply ResolveReply(Reply reply, const WireFormat& wire, uint64_t seq, size_t request_bytes) {
@@ -95,115 +205,22 @@ Transmission PlanError(const WireFormat& wire, const ApiError& error,
 
 Transmission PlanReply(const WireFormat& wire, const Reply& reply, const WireContext& ctx,
                        bool stream, const std::string& request_id) {
-  const bool overloaded_is_529 = wire.format() == Format::kAnthropic;
-  Transmission t;
   if (reply.fault) {
-    const Fault& f = *reply.fault;
-    switch (f.kind) {
-      case Fault::Kind::kDropConnection:
-        t.drop = true;
-        break;
-      case Fault::Kind::kHtml:
-        // A proxy in front of the API answers: no request id, no JSON.
-        t = Body("text/html", NginxPage(f.status ? f.status : 502), f.status ? f.status : 502);
-        t.headers.emplace_back("server", "nginx");
-        AddRetryHeaders(f, &t);
-        break;
-      case Fault::Kind::kStatus:
-        t = PlanError(wire, ApiError{f.status ? f.status : 500, f.error_type, f.message, "", ""},
-                      request_id);
-        AddRetryHeaders(f, &t);
-        break;
-      case Fault::Kind::kStreamError:
-        if (!stream) {  // Without a stream the API reports overload as a status.
-          const int status = f.status ? f.status : (overloaded_is_529 ? 529 : 503);
-          t = PlanError(wire, ApiError{status, f.error_type, f.message, "", ""}, request_id);
-          AddRetryHeaders(f, &t);
-        }
-        break;
-      default:
-        break;
-    }
-    if (t.drop || !t.pieces.empty()) {
-      t.outcome = "fault:" + FaultKindName(f.kind);
-      return t;
-    }
+    if (auto t = PlanReplacingFault(wire, *reply.fault, stream, request_id)) return std::move(*t);
   }
-
+  Transmission t;
   t.status = 200;
   t.headers.emplace_back(wire.RequestIdHeader(), request_id);
   t.piece_delay_ms = reply.event_delay_ms;
   t.outcome = reply.fault ? "fault:" + FaultKindName(reply.fault->kind) : "reply";
-  const Fault::Kind kind = reply.fault ? reply.fault->kind : Fault::Kind::kSlowStream;
-  const bool faulty = reply.fault.has_value();
-  if (faulty && kind == Fault::Kind::kSlowStream) {
+  if (reply.fault && reply.fault->kind == Fault::Kind::kSlowStream) {
     t.piece_delay_ms =
         reply.fault->event_delay_ms ? reply.fault->event_delay_ms : kDefaultSlowDelayMs;
   }
-
   if (stream) {
-    t.chunked = true;
-    t.content_type = kSse;
-    t.headers.emplace_back("cache-control", "no-cache");
-    t.pieces = wire.StreamEvents(reply, ctx);
-    if (!faulty) return t;
-    switch (kind) {
-      case Fault::Kind::kCutStream: {
-        const size_t at = t.pieces.size() / 2;
-        const std::string half =
-            t.pieces[at].substr(0, std::max<size_t>(1, t.pieces[at].size() / 2));
-        t.pieces.resize(at);
-        t.pieces.push_back(half);
-        t.abort_after = true;
-        break;
-      }
-      case Fault::Kind::kNoStop:
-        t.pieces.pop_back();
-        break;
-      case Fault::Kind::kMalformedJson: {
-        const size_t at = std::min<size_t>(1, t.pieces.size() - 1);
-        t.pieces[at] = Malform(t.pieces[at]);
-        break;
-      }
-      case Fault::Kind::kStreamError: {
-        // A few events of a normal start, then the error instead of the rest.
-        t.pieces.resize(std::min<size_t>(t.pieces.size() - 2, 4));
-        t.pieces.push_back(wire.StreamErrorEvent(
-            ApiError{529, reply.fault->error_type, reply.fault->message, "", ""}));
-        break;
-      }
-      default:
-        break;
-    }
-    return t;
-  }
-
-  std::string body = wire.Body(reply, ctx);
-  t.content_type = kJson;
-  t.content_length = body.size();
-  if (!faulty) {
-    t.pieces.push_back(std::move(body));
-    return t;
-  }
-  switch (kind) {
-    case Fault::Kind::kCutStream:  // Content-Length promises more than arrives.
-      t.pieces.push_back(body.substr(0, body.size() / 2));
-      t.abort_after = true;
-      break;
-    case Fault::Kind::kNoStop:
-    case Fault::Kind::kMalformedJson:  // A complete HTTP body that is not complete JSON.
-      body.resize(body.size() / 2);
-      t.content_length = body.size();
-      t.pieces.push_back(std::move(body));
-      break;
-    case Fault::Kind::kSlowStream: {
-      const size_t n = 4, step = (body.size() + n - 1) / n;
-      for (size_t at = 0; at < body.size(); at += step) t.pieces.push_back(body.substr(at, step));
-      break;
-    }
-    default:
-      t.pieces.push_back(std::move(body));
-      break;
+    PlanStream(wire, reply, ctx, &t);
+  } else {
+    PlanBody(wire, reply, ctx, &t);
   }
   return t;
 }
