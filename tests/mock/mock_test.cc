@@ -539,6 +539,12 @@ TEST_F(MockServerTest, ThinkingBlocksAreSignedAndChecked) {
   dropped["messages"][1]["content"].erase(0);
   ExpectAnthropicError(PostAnthropic(server_, dropped), 400, "invalid_request_error",
                        "must start with a thinking block");
+  // A bare string where the assistant's message goes: the API's 400, not a mock failure (500).
+  json bare = req;
+  bare["messages"][1] = "not a message";
+  const auto bad = PostAnthropic(server_, bare);
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_EQ(bad.body.find("mock: internal error"), std::string::npos) << bad.body;
 }
 
 TEST_F(MockServerTest, AnthropicNeedsKeyAndVersion) {

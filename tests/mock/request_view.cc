@@ -140,6 +140,8 @@ std::optional<ApiError> CheckThinking(const json& body, const json& messages, Re
     return std::nullopt;
   }
   const json& assistant = messages[messages.size() - 2];
+  // Not an object: the message checks below answer for it (json::value would throw here).
+  if (!assistant.is_object()) return std::nullopt;
   const json content = assistant.value("content", json());
   const std::string first = content.is_array() && !content.empty() ? StringField(content[0], "type")
                                                                    : std::string("text");
