@@ -85,13 +85,11 @@ class Recorder {
   std::vector<std::string> errors_;
 };
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Flags f;
+// Reads the flags into `f`: what is wrong with them, or "" when nothing is.
+std::string ParseFlags(int argc, char** argv, Flags& f) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (i + 1 >= argc) return Usage(a + " needs a value");
+    if (i + 1 >= argc) return a + " needs a value";
     long long v = 0;
     if (a == "--bin-dir") {
       f.bin_dir = argv[++i];
@@ -104,67 +102,98 @@ int main(int argc, char** argv) {
     } else if (a == "--bytes" && ParseInt(argv[i + 1], 1, 1LL << 40, &v)) {
       f.bytes = v, ++i;
     } else {
-      return Usage("bad argument " + a + " " + argv[i + 1]);
+      return "bad argument " + a + " " + argv[i + 1];
     }
   }
-  if (f.bin_dir.empty() || f.workdir.empty()) return Usage("--bin-dir and --workdir are required");
+  if (f.bin_dir.empty() || f.workdir.empty()) return "--bin-dir and --workdir are required";
+  return "";
+}
 
-  // Tasks per parent turn: 1 first (the "after task 1" sample), then per_turn.
+// Tasks per parent turn: 1 first (the "after task 1" sample), then per_turn.
+std::vector<int> Schedule(const Flags& f) {
   std::vector<int> schedule;
   for (int done = 0; done < f.tasks;) {
     const int n = schedule.empty() ? 1 : std::min(f.per_turn, f.tasks - done);
     schedule.push_back(n);
     done += n;
   }
-  const std::string noise = "head -c " + std::to_string(f.bytes) + " /dev/zero | tr '\\0' x";
+  return schedule;
+}
 
+// The parent's memory at its request `r`, tagged with the task results `r` carries.
+void SampleParent(const forkbox::mock::RecordedRequest& r, pid_t pid, Recorder& rec) {
+  auto s = ReadMemStatus(pid);
+  if (s.ok()) {
+    int errors = 0;
+    for (const auto& result : r.view.tool_results) errors += result.is_error ? 1 : 0;
+    rec.Parent(static_cast<int>(r.view.tool_results.size()), errors, *s);
+  } else {
+    rec.Error(s.status().ToString());
+  }
+}
+
+// The parent's reply at `turn`: that turn's task calls of the schedule, or the end.
+forkbox::mock::Reply ParentReply(int turn, const std::vector<int>& schedule, const Flags& f) {
+  forkbox::mock::Reply reply;
+  if (turn < static_cast<int>(schedule.size())) {
+    int first = 0;
+    for (int t = 0; t < turn; ++t) first += schedule[t];
+    reply.text = "Running " + std::to_string(schedule[turn]) + " more tasks.";
+    for (int k = first; k < first + schedule[turn]; ++k) {
+      reply.tool_calls.push_back(
+          {"task",
+           {{"description", "noisy task " + std::to_string(k + 1)},
+            {"prompt", "Task " + std::to_string(k + 1) + ": print the noise, report its size."}},
+           "toolu_mem_" + std::to_string(k)});
+    }
+  } else {
+    reply.text = "All " + std::to_string(f.tasks) + " tasks are done.";
+  }
+  return reply;
+}
+
+// VmHWM of the forkbox-child processes below `pid` that still run.
+void SampleChildren(pid_t pid, Recorder& rec) {
+  for (pid_t c : ChildrenNamed(pid, "forkbox-child")) {
+    auto s = ReadMemStatus(c);
+    if (s.ok()) rec.Child(s->hwm_kib);  // A child that just exited has no status: skip it.
+  }
+}
+
+// Scripts `server` as the file's comment says, sampling into `rec` below the forkbox whose pid
+// `parent_pid` holds once it runs. The references must outlive the server's handler.
+void ScriptTheModel(forkbox::mock::MockServer& server, const Flags& f,
+                    const std::vector<int>& schedule, const std::atomic<pid_t>& parent_pid,
+                    Recorder& rec) {
+  const std::string noise = "head -c " + std::to_string(f.bytes) + " /dev/zero | tr '\\0' x";
+  server.SetHandler(
+      [&f, &schedule, &parent_pid, &rec, noise](const forkbox::mock::RecordedRequest& r) {
+        const pid_t pid = forkbox::bench::SessionProcess(parent_pid.load());
+        if (r.view.HasTool("task")) {
+          if (pid > 0) SampleParent(r, pid, rec);
+          return ParentReply(r.view.assistant_turns, schedule, f);
+        }
+        forkbox::mock::Reply reply;
+        if (r.view.assistant_turns == 0) {
+          reply.tool_calls.push_back({"bash", {{"command", noise}}, "toolu_noise"});
+          return reply;
+        }
+        if (pid > 0) SampleChildren(pid, rec);
+        reply.text = "It printed " + std::to_string(f.bytes) + " bytes of 'x'.";
+        return reply;
+      });
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Flags f;
+  if (const std::string why = ParseFlags(argc, argv, f); !why.empty()) return Usage(why);
+  const std::vector<int> schedule = Schedule(f);
   std::atomic<pid_t> parent_pid{0};
   Recorder rec;
   forkbox::mock::MockServer server;
-  server.SetHandler([&](const forkbox::mock::RecordedRequest& r) {
-    forkbox::mock::Reply reply;
-    const pid_t pid = forkbox::bench::SessionProcess(parent_pid.load());
-    if (r.view.HasTool("task")) {
-      const int turn = r.view.assistant_turns;
-      if (pid > 0) {
-        auto s = ReadMemStatus(pid);
-        if (s.ok()) {
-          int errors = 0;
-          for (const auto& result : r.view.tool_results) errors += result.is_error ? 1 : 0;
-          rec.Parent(static_cast<int>(r.view.tool_results.size()), errors, *s);
-        } else {
-          rec.Error(s.status().ToString());
-        }
-      }
-      if (turn < static_cast<int>(schedule.size())) {
-        int first = 0;
-        for (int t = 0; t < turn; ++t) first += schedule[t];
-        reply.text = "Running " + std::to_string(schedule[turn]) + " more tasks.";
-        for (int k = first; k < first + schedule[turn]; ++k) {
-          reply.tool_calls.push_back({"task",
-                                      {{"description", "noisy task " + std::to_string(k + 1)},
-                                       {"prompt", "Task " + std::to_string(k + 1) +
-                                                      ": print the noise, report its size."}},
-                                      "toolu_mem_" + std::to_string(k)});
-        }
-      } else {
-        reply.text = "All " + std::to_string(f.tasks) + " tasks are done.";
-      }
-      return reply;
-    }
-    if (r.view.assistant_turns == 0) {
-      reply.tool_calls.push_back({"bash", {{"command", noise}}, "toolu_noise"});
-      return reply;
-    }
-    if (pid > 0) {
-      for (pid_t c : ChildrenNamed(pid, "forkbox-child")) {
-        auto s = ReadMemStatus(c);
-        if (s.ok()) rec.Child(s->hwm_kib);  // A child that just exited has no status: skip it.
-      }
-    }
-    reply.text = "It printed " + std::to_string(f.bytes) + " bytes of 'x'.";
-    return reply;
-  });
+  ScriptTheModel(server, f, schedule, parent_pid, rec);
   server.Start();
 
   const auto t0 = std::chrono::steady_clock::now();

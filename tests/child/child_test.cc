@@ -123,6 +123,35 @@ class ChildTest : public ::testing::Test {
     return s;
   }
 
+  // Decodes the frames `report` (the child's fd 4) carries into `run` until EOF, a decoding error
+  // or, with close_report_after_, that many frames.
+  void ReadFrames(UniqueFd& report, ChildRun& run) {
+    ipc::FrameDecoder decoder;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(report.get(), buf, sizeof buf);
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      if (Status st = decoder.Feed(std::string_view(buf, n)); !st.ok()) {
+        run.decode_error = st.ToString();
+        break;
+      }
+      for (;;) {
+        auto next = decoder.Next();
+        if (!next.ok()) {
+          run.decode_error = next.status().ToString();
+          break;
+        }
+        if (!next->has_value()) break;
+        run.frames.push_back(std::move(**next));
+      }
+      if (close_report_after_ > 0 && run.frames.size() >= close_report_after_) {
+        report.reset();  // The parent is gone, as far as fd 4 can tell.
+        break;
+      }
+    }
+  }
+
   // Runs forkbox-child with `start_bytes` written to its fd 3, collects every frame from fd 4.
   ChildRun RunRaw(const std::string& start_bytes, std::optional<int> transcript_fd = {}) {
     ChildRun run;
@@ -155,31 +184,7 @@ class ChildTest : public ::testing::Test {
     Status wrote = ipc::WriteAll(in->write.get(), start_bytes);
     EXPECT_TRUE(wrote.ok() || may_end_unread_) << wrote.ToString();
     in->write.reset();
-
-    ipc::FrameDecoder decoder;
-    char buf[65536];
-    for (;;) {
-      ssize_t n = ::read(out->read.get(), buf, sizeof buf);
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      if (Status st = decoder.Feed(std::string_view(buf, n)); !st.ok()) {
-        run.decode_error = st.ToString();
-        break;
-      }
-      for (;;) {
-        auto next = decoder.Next();
-        if (!next.ok()) {
-          run.decode_error = next.status().ToString();
-          break;
-        }
-        if (!next->has_value()) break;
-        run.frames.push_back(std::move(**next));
-      }
-      if (close_report_after_ > 0 && run.frames.size() >= close_report_after_) {
-        out->read.reset();  // The parent is gone, as far as fd 4 can tell.
-        break;
-      }
-    }
+    ReadFrames(out->read, run);
     Result<int> status = child->Wait();
     EXPECT_TRUE(status.ok());
     run.exit_code = ExitCodeFromWaitStatus(*status);

@@ -81,6 +81,78 @@ int64_t NowMs() {
   return int64_t{ts.tv_sec} * 1000 + ts.tv_nsec / 1000000;
 }
 
+// What the command gets as its fds 0, 1 and 2.
+struct Stdio {
+  int in;
+  int out;
+  int err;
+};
+
+// The forked child of RunCommand: puts its pid where the argv `templates` say, takes `stdio` and
+// `command`'s cwd, and execs.
+[[noreturn]] void ExecCommand(const Command& command, const std::vector<std::string>& templates,
+                              CStrings& argv, const CStrings& env, Stdio stdio) {
+  // Only async-signal-safe calls from here on.
+  setsid();
+  pid_t self = getpid();
+  for (size_t i = 0; i < templates.size(); ++i) {
+    if (strstr(templates[i].c_str(), "@PID@"))
+      SubstitutePid(templates[i].c_str(), self, argv.ptrs[i]);
+  }
+  if (dup2(stdio.in, 0) < 0 || dup2(stdio.out, 1) < 0 || dup2(stdio.err, 2) < 0) {
+    _exit(126);
+  }
+  if (!command.cwd.empty() && chdir(command.cwd.c_str()) != 0) {
+    static const char kMsg[] = "escape harness: chdir failed\n";
+    (void)!write(2, kMsg, sizeof(kMsg) - 1);
+    _exit(126);
+  }
+  execve(argv.ptrs[0], argv.ptrs.data(), env.ptrs.data());
+  static const char kMsg[] = "escape harness: execve failed\n";
+  (void)!write(2, kMsg, sizeof(kMsg) - 1);
+  _exit(127);
+}
+
+// The command's session (it called setsid) and the command itself.
+void KillCommand(pid_t pid) {
+  kill(-pid, SIGKILL);
+  kill(pid, SIGKILL);
+}
+
+// Reads the command's stdout and stderr (the non-blocking `out_fd` and `err_fd`) into `result`
+// until it exits (`pidfd` is readable) or, at `deadline`, the kill switch fires; then reaps it.
+// Its wait status.
+int CollectUntilReaped(pid_t pid, int pidfd, int out_fd, int err_fd, int64_t deadline,
+                       RunResult& result) {
+  bool out_eof = false, err_eof = false, exited = false;
+  while (!exited) {
+    pollfd fds[3] = {
+        {pidfd, POLLIN, 0}, {out_eof ? -1 : out_fd, POLLIN, 0}, {err_eof ? -1 : err_fd, POLLIN, 0}};
+    int64_t left = deadline - NowMs();
+    if (left <= 0) {
+      result.timed_out = true;
+      KillCommand(pid);
+      break;
+    }
+    int n = poll(fds, 3, static_cast<int>(left));
+    if (n < 0 && errno != EINTR) {
+      ADD_FAILURE() << "poll: " << ErrnoText(errno);
+      KillCommand(pid);
+      break;
+    }
+    if (fds[1].revents) Drain(out_fd, result.out, &out_eof);
+    if (fds[2].revents) Drain(err_fd, result.err, &err_eof);
+    if (fds[0].revents & POLLIN) exited = true;
+  }
+  int status = 0;
+  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  // Whatever the exited process wrote is in the pipes now; do not wait for descendants.
+  Drain(out_fd, result.out, &out_eof);
+  Drain(err_fd, result.err, &err_eof);
+  return status;
+}
+
 }  // namespace
 
 Fd& Fd::operator=(Fd&& other) noexcept {
@@ -130,25 +202,7 @@ RunResult RunCommand(const Command& command) {
     return result;
   }
   if (pid == 0) {
-    // Only async-signal-safe calls from here on.
-    setsid();
-    pid_t self = getpid();
-    for (size_t i = 0; i < templates.size(); ++i) {
-      if (strstr(templates[i].c_str(), "@PID@"))
-        SubstitutePid(templates[i].c_str(), self, argv.ptrs[i]);
-    }
-    if (dup2(stdin_fd, 0) < 0 || dup2(out_write.get(), 1) < 0 || dup2(err_write.get(), 2) < 0) {
-      _exit(126);
-    }
-    if (!command.cwd.empty() && chdir(command.cwd.c_str()) != 0) {
-      static const char kMsg[] = "escape harness: chdir failed\n";
-      (void)!write(2, kMsg, sizeof(kMsg) - 1);
-      _exit(126);
-    }
-    execve(argv.ptrs[0], argv.ptrs.data(), env.ptrs.data());
-    static const char kMsg[] = "escape harness: execve failed\n";
-    (void)!write(2, kMsg, sizeof(kMsg) - 1);
-    _exit(127);
+    ExecCommand(command, templates, argv, env, {stdin_fd, out_write.get(), err_write.get()});
   }
   result.pid = pid;
   out_write.Reset();
@@ -159,35 +213,8 @@ RunResult RunCommand(const Command& command) {
   if (!pidfd.valid()) ADD_FAILURE() << "pidfd_open: " << ErrnoText(errno);
 
   const int64_t deadline = NowMs() + int64_t{command.kill_switch_seconds} * 1000;
-  bool out_eof = false, err_eof = false, exited = false;
-  while (!exited) {
-    pollfd fds[3] = {{pidfd.get(), POLLIN, 0},
-                     {out_eof ? -1 : out_read.get(), POLLIN, 0},
-                     {err_eof ? -1 : err_read.get(), POLLIN, 0}};
-    int64_t left = deadline - NowMs();
-    if (left <= 0) {
-      result.timed_out = true;
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      break;
-    }
-    int n = poll(fds, 3, static_cast<int>(left));
-    if (n < 0 && errno != EINTR) {
-      ADD_FAILURE() << "poll: " << ErrnoText(errno);
-      kill(-pid, SIGKILL);
-      kill(pid, SIGKILL);
-      break;
-    }
-    if (fds[1].revents) Drain(out_read.get(), result.out, &out_eof);
-    if (fds[2].revents) Drain(err_read.get(), result.err, &err_eof);
-    if (fds[0].revents & POLLIN) exited = true;
-  }
-  int status = 0;
-  while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-  }
-  // Whatever the exited process wrote is in the pipes now; do not wait for descendants.
-  Drain(out_read.get(), result.out, &out_eof);
-  Drain(err_read.get(), result.err, &err_eof);
+  int status =
+      CollectUntilReaped(pid, pidfd.get(), out_read.get(), err_read.get(), deadline, result);
   result.wait_status = status;
   result.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
   return result;

@@ -288,6 +288,21 @@ TEST_P(AgentTypesE2eTest, UnknownSubagentTypeIsAnErrorResultNamingTheAgents) {
   EXPECT_TRUE(ChildRequests().empty());
 }
 
+// What each agent of WriteNoneTest tries, its files named with prefix `p`: bash writing in the
+// workdir and in `writable`, write_file, edit_file, a connection to `port`, then read_file.
+Reply WriteAndNetProbes(const std::string& p, const std::string& port,
+                        const std::string& writable) {
+  return Calls({
+      Bash("echo x > " + p + "_bash.txt && echo WROTE || echo DENIED"),
+      Bash("echo x > " + writable + "/" + p + "_extra.txt && echo WROTE || echo DENIED"),
+      ToolCall{"write_file", {{"path", p + "_write.txt"}, {"content", "x"}}, ""},
+      ToolCall{
+          "edit_file", {{"path", p + "_edit.txt"}, {"old_text", "old"}, {"new_text", "new"}}, ""},
+      Bash("(exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && echo NET-OK || echo NET-NO"),
+      ToolCall{"read_file", {{"path", p + "_edit.txt"}}, ""},
+  });
+}
+
 // The kernel refuses every write of a write: none agent (bash, write_file, edit_file, in the
 // workdir and in a --writable path) and its network (network: off beats --allow-net); the general
 // agent doing the same things is the control that must succeed.
@@ -321,15 +336,7 @@ void WriteNoneTest::Check(bool unprivileged) {
     }
     if (r.view.assistant_turns > 0) return Text("SUMMARY");
     const std::string p = r.view.FirstUserText().rfind("LK", 0) == 0 ? "lk" : "gen";
-    return Calls({
-        Bash("echo x > " + p + "_bash.txt && echo WROTE || echo DENIED"),
-        Bash("echo x > " + writable + "/" + p + "_extra.txt && echo WROTE || echo DENIED"),
-        ToolCall{"write_file", {{"path", p + "_write.txt"}, {"content", "x"}}, ""},
-        ToolCall{
-            "edit_file", {{"path", p + "_edit.txt"}, {"old_text", "old"}, {"new_text", "new"}}, ""},
-        Bash("(exec 3<>/dev/tcp/127.0.0.1/" + port + ") 2>/dev/null && echo NET-OK || echo NET-NO"),
-        ToolCall{"read_file", {{"path", p + "_edit.txt"}}, ""},
-    });
+    return WriteAndNetProbes(p, port, writable);
   });
   std::vector<std::string> args = {"--allow-net", "--writable", writable_, "go"};
   RunResult r = unprivileged ? RunUnprivileged(args) : Run(args);

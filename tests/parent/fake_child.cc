@@ -25,6 +25,7 @@
 #include <cstring>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "ipc/frame.h"
 #include "ipc/messages.h"
@@ -56,19 +57,20 @@ bool EnvHas(const std::string& needle) {
   return false;
 }
 
-}  // namespace
+// The frames the parent sent: a standby's prepare frame, then the start frame.
+struct Frames {
+  std::optional<PrepareMessage> prepare;
+  StartMessage start;
+};
 
-// Defined by each mode's program (tests/parent/CMakeLists.txt).
-extern const char kFakeMode[];
-
-int main() {
-  const std::string mode = kFakeMode;
+// Reads the frames into `frames`; the exit code when the run ends here (a bad or missing frame,
+// a standby told no task, or standbydies).
+std::optional<int> ReadFrames(const std::string& mode, Frames& frames) {
   forkbox::ipc::FrameReader reader(forkbox::ipc::kChildControlReadFd);
   auto message = reader.Read();
   if (!message.ok()) return 10;
-  std::optional<PrepareMessage> prepare;
   if (auto* p = std::get_if<PrepareMessage>(&*message)) {
-    prepare = *p;
+    frames.prepare = *p;
     if (mode == "standbydies") {
       Send(ErrorMessage{"sandbox", "fake standby failure"});
       return 3;
@@ -78,12 +80,19 @@ int main() {
   }
   auto* start = std::get_if<StartMessage>(&*message);
   if (start == nullptr) return 11;
+  const std::optional<PrepareMessage>& prepare = frames.prepare;
   // A standby's start frame agrees with its prepare frame (the real child refuses it otherwise).
   if (prepare && (prepare->workdir != start->workdir || !(prepare->sandbox == start->sandbox) ||
                   !(prepare->hints == start->hints) || start->transcript_fd)) {
     return 14;
   }
+  frames.start = std::move(*start);
+  return std::nullopt;
+}
 
+// The modes that fail before the tool-call event (hang only prepares its grandchild there): their
+// exit code, or nullopt to go on.
+std::optional<int> MisbehaveBeforeTheEvent(const std::string& mode, const StartMessage& start) {
   if (mode == "error") {
     Send(ErrorMessage{"model", "fake model failure for the test"});
     return 1;
@@ -107,12 +116,16 @@ int main() {
     if (grandchild < 0) return 12;
     if (grandchild == 0) WaitForever();
     std::string pids = std::to_string(getpid()) + "\n" + std::to_string(grandchild) + "\n";
-    std::string path = start->workdir + "/fake-pids";
+    std::string path = start.workdir + "/fake-pids";
     int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (fd < 0 || write(fd, pids.data(), pids.size()) < 0) return 13;
     close(fd);
   }
-  Send(EventMessage{1, "bash", "fake tool call"});
+  return std::nullopt;
+}
+
+// The modes that fail after the tool-call event: their exit code, or nullopt to go on.
+std::optional<int> MisbehaveAfterTheEvent(const std::string& mode) {
   if (mode == "hang") WaitForever();
   if (mode == "crash") {
     signal(SIGSEGV, SIG_DFL);  // Not the sanitizer's handler: a plain crash.
@@ -125,22 +138,27 @@ int main() {
     if (close(kOut) != 0) return 23;
     WaitForever();
   }
+  return std::nullopt;
+}
 
-  // ok: report what we were given, so the test can check the contract.
-  std::string key = start->provider.api_key;
-  if (start->transcript_fd) {
+// ok: report what we were given, so the test can check the contract. The exit code.
+int ReportOk(const std::string& mode, const Frames& frames) {
+  const StartMessage& start = frames.start;
+  std::string key = start.provider.api_key;
+  if (start.transcript_fd) {
     const char line[] = "{\"fake\":\"transcript\"}\n";
-    if (write(*start->transcript_fd, line, sizeof(line) - 1) < 0) return 22;
+    if (write(*start.transcript_fd, line, sizeof(line) - 1) < 0) return 22;
   }
   bool stdin_is_null = lseek(0, 0, SEEK_END) == 0 && read(0, nullptr, 0) == 0;
   ResultMessage result;
-  result.summary =
-      "fake summary for [" + start->prompt + "] key_in_frame=" + (key.empty() ? "no" : "yes") +
-      " key_in_env=" + (EnvHas(key) ? "yes" : "no") +
-      " max_turns=" + std::to_string(start->limits.max_turns) +
-      " stdin_null=" + (stdin_is_null ? "yes" : "no") + " prepared=" + (prepare ? "yes" : "no") +
-      " model_port=" + std::to_string(start->hints.model_port) +
-      " layer2_verified=" + (start->hints.layer2_verified ? "yes" : "no");
+  result.summary = "fake summary for [" + start.prompt +
+                   "] key_in_frame=" + (key.empty() ? "no" : "yes") +
+                   " key_in_env=" + (EnvHas(key) ? "yes" : "no") +
+                   " max_turns=" + std::to_string(start.limits.max_turns) +
+                   " stdin_null=" + (stdin_is_null ? "yes" : "no") +
+                   " prepared=" + (frames.prepare ? "yes" : "no") +
+                   " model_port=" + std::to_string(start.hints.model_port) +
+                   " layer2_verified=" + (start.hints.layer2_verified ? "yes" : "no");
   result.stats.turns = 2;
   result.stats.input_tokens = 100;
   result.stats.output_tokens = 20;
@@ -155,4 +173,19 @@ int main() {
   Send(result);
   if (mode == "linger") WaitForever();
   return 0;
+}
+
+}  // namespace
+
+// Defined by each mode's program (tests/parent/CMakeLists.txt).
+extern const char kFakeMode[];
+
+int main() {
+  const std::string mode = kFakeMode;
+  Frames frames;
+  if (std::optional<int> code = ReadFrames(mode, frames)) return *code;
+  if (std::optional<int> code = MisbehaveBeforeTheEvent(mode, frames.start)) return *code;
+  Send(EventMessage{1, "bash", "fake tool call"});
+  if (std::optional<int> code = MisbehaveAfterTheEvent(mode)) return *code;
+  return ReportOk(mode, frames);
 }

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -24,6 +25,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <span>
 #include <thread>
 #include <vector>
 
@@ -1361,109 +1363,115 @@ struct AgentFacts {
   char error[256] = {};
 };
 
-// `split`: as forkbox-child does when its parent verified layer 2: EnterAgentNamespaces first
-// (before the policy is resolved), then PrepareAgentSandbox(kEntered) and EnterAgentSandbox.
-// Both paths must end in the same state, the waiter's included.
-void CheckAgentSandbox(bool split) {
-  std::string work = MakeTempDir("agent");
-  std::string outside = MakeTempDir("agent-outside");
-  const std::string token = std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
-  const std::string tmp_probe = "/tmp/forkbox-agent-tool-" + token;
-  const std::string shm_probe = "forkbox-agent-tool-" + token;
-  int facts_pipe[2];
-  ASSERT_EQ(pipe2(facts_pipe, O_CLOEXEC), 0);
-  int done_pipe[2];  // Closed by the test once it has looked at the waiter.
-  ASSERT_EQ(pipe2(done_pipe, O_CLOEXEC), 0);
-  pid_t pid = fork();
-  if (pid == 0) {
-    close(facts_pipe[0]);
-    close(done_pipe[1]);
-    AgentFacts f;
-    if (split && !EnterAgentNamespaces(Settings{}).ok()) _exit(6);
-    // Resolved, as forkbox-child does: the read scope is listed before the agent is confined.
-    Result<Policy> resolved = ResolvePolicy(Settings{}, work);
-    if (!resolved.ok()) _exit(5);
-    Policy policy = *resolved;
-    int keep[] = {facts_pipe[1], done_pipe[0]};
-    Result<Sandbox> report = Status::Internal("not entered");
-    if (split) {
-      Result<PreparedAgentSandbox> prepared = PrepareAgentSandbox(policy, AgentLayer2::kEntered);
-      report = prepared.ok() ? EnterAgentSandbox(std::move(*prepared), keep) : prepared.status();
-    } else {
-      report = EnterAgentSandbox(policy, keep);
-    }
-    f.entered = report.ok();
-    if (!report.ok()) {
-      snprintf(f.error, sizeof(f.error), "%s", report.status().ToString().c_str());
-    }
-    if (report.ok()) {
-      f.layer = report->report().layer;
-      f.dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
-      f.pid = getpid();
-      int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      f.inet_socket_ok = s >= 0;
-      int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-      f.unix_socket_ok = u >= 0;
-      int fd = open((outside + "/f").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
-      f.write_outside_errno = fd < 0 ? errno : 0;
-      auto run = [&](const std::string& script) {
-        SpawnOptions options;
-        options.argv = {"/bin/sh", "-c", script};
-        options.env = ToolEnvironment(policy, environ);
-        options.new_session = true;
-        Result<ChildProcess> child = report->Spawn(std::move(options));
-        if (!child.ok()) return -2;
-        Result<int> status = child->Wait();
-        return status.ok() ? ExitCodeFromWaitStatus(*status) : -3;
-      };
-      f.tool_exit = run("exit 5");
-      f.tool_socket_exit = run("exec 3<>/dev/tcp/127.0.0.1/1");
-      // Python multiprocessing needs both (SemLock, shared_memory, forkserver's socket dir).
-      f.tool_tmp_exit = run("echo x > " + tmp_probe + " && echo y > /dev/shm/" + shm_probe);
-      f.tool_write_outside_exit = run("echo x > " + outside + "/g");
-      run("setsid sleep 100000 & (sleep 100000 &); exit 0");
-      f.killed = KillAllDescendants();
-    }
-    if (write(facts_pipe[1], &f, sizeof(f)) != sizeof(f)) _exit(3);
-    char c;
-    if (read(done_pipe[0], &c, 1) != 0) _exit(4);
-    _exit(0);
-  }
-  close(facts_pipe[1]);
-  close(done_pipe[0]);
+// Runs `script` with /bin/sh as a tool of `agent`, in the tool environment of `policy`: its exit
+// code, -2 when it did not start, -3 when it could not be waited for.
+int RunTool(const Sandbox& agent, const Policy& policy, const std::string& script) {
+  SpawnOptions options;
+  options.argv = {"/bin/sh", "-c", script};
+  options.env = ToolEnvironment(policy, environ);
+  options.new_session = true;
+  Result<ChildProcess> child = agent.Spawn(std::move(options));
+  if (!child.ok()) return -2;
+  Result<int> status = child->Wait();
+  return status.ok() ? ExitCodeFromWaitStatus(*status) : -3;
+}
+
+// Where CheckAgentSandbox's agent and its tools try to write.
+struct AgentPaths {
+  std::string work;
+  std::string outside;
+  std::string tmp_probe;  // A path under /tmp.
+  std::string shm_probe;  // A name under /dev/shm.
+};
+
+// EnterAgentSandbox in one step, or (`split`) prepared for namespaces the caller entered already.
+Result<Sandbox> EnterForCheck(bool split, const Policy& policy, std::span<const int> keep) {
+  if (!split) return EnterAgentSandbox(policy, keep);
+  Result<PreparedAgentSandbox> prepared = PrepareAgentSandbox(policy, AgentLayer2::kEntered);
+  return prepared.ok() ? EnterAgentSandbox(std::move(*prepared), keep) : prepared.status();
+}
+
+// What the agent in `agent` sees and what its tools (`policy`'s) can do, into `f`.
+void ProbeInsideAgent(const Sandbox& agent, const Policy& policy, const AgentPaths& paths,
+                      AgentFacts& f) {
+  f.layer = agent.report().layer;
+  f.dumpable = prctl(PR_GET_DUMPABLE, 0, 0, 0, 0);
+  f.pid = getpid();
+  int s = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  f.inet_socket_ok = s >= 0;
+  int u = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  f.unix_socket_ok = u >= 0;
+  int fd = open((paths.outside + "/f").c_str(), O_WRONLY | O_CREAT | O_CLOEXEC, 0644);
+  f.write_outside_errno = fd < 0 ? errno : 0;
+  auto run = [&](const std::string& script) { return RunTool(agent, policy, script); };
+  f.tool_exit = run("exit 5");
+  f.tool_socket_exit = run("exec 3<>/dev/tcp/127.0.0.1/1");
+  // Python multiprocessing needs both (SemLock, shared_memory, forkserver's socket dir).
+  f.tool_tmp_exit = run("echo x > " + paths.tmp_probe + " && echo y > /dev/shm/" + paths.shm_probe);
+  f.tool_write_outside_exit = run("echo x > " + paths.outside + "/g");
+  run("setsid sleep 100000 & (sleep 100000 &); exit 0");
+  f.killed = KillAllDescendants();
+}
+
+// The forked agent of CheckAgentSandbox: enters the sandbox, writes its AgentFacts to `facts_fd`
+// and exits once `done_fd` reads EOF.
+[[noreturn]] void RunCheckedAgent(bool split, const AgentPaths& paths, int facts_fd, int done_fd) {
   AgentFacts f;
-  ASSERT_EQ(read(facts_pipe[0], &f, sizeof(f)), static_cast<ssize_t>(sizeof(f)));
-  close(facts_pipe[0]);
-  // In layer 2 the forked process stays behind as the waiter: it must be under no_new_privs and
-  // seccomp before it waits (the agent is still running: it waits for done_pipe).
-  const std::string waiter = ReadFile("/proc/" + std::to_string(pid) + "/status");
-  std::error_code ec;
-  const auto waiter_fds =
-      std::distance(std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", ec),
-                    std::filesystem::directory_iterator());
-  close(done_pipe[1]);
-  int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_EQ(ExitCodeFromWaitStatus(status), 0);
+  if (split && !EnterAgentNamespaces(Settings{}).ok()) _exit(6);
+  // Resolved, as forkbox-child does: the read scope is listed before the agent is confined.
+  Result<Policy> resolved = ResolvePolicy(Settings{}, paths.work);
+  if (!resolved.ok()) _exit(5);
+  Policy policy = *resolved;
+  int keep[] = {facts_fd, done_fd};
+  Result<Sandbox> report = EnterForCheck(split, policy, keep);
+  f.entered = report.ok();
+  if (!report.ok()) {
+    snprintf(f.error, sizeof(f.error), "%s", report.status().ToString().c_str());
+  }
+  if (report.ok()) ProbeInsideAgent(*report, policy, paths, f);
+  if (write(facts_fd, &f, sizeof(f)) != sizeof(f)) _exit(3);
+  char c;
+  if (read(done_fd, &c, 1) != 0) _exit(4);
+  _exit(0);
+}
+
+// The waiter left behind in layer 2, seen from outside while the agent still runs.
+struct WaiterView {
+  std::string status;  // Its /proc/PID/status.
+  std::ptrdiff_t fds = 0;
+  std::error_code ec;  // Of listing its /proc/PID/fd.
+};
+
+WaiterView LookAtWaiter(pid_t pid) {
+  WaiterView w;
+  w.status = ReadFile("/proc/" + std::to_string(pid) + "/status");
+  w.fds = std::distance(
+      std::filesystem::directory_iterator("/proc/" + std::to_string(pid) + "/fd", w.ec),
+      std::filesystem::directory_iterator());
+  return w;
+}
+
+// The verdict on what CheckAgentSandbox's agent reported and on its waiter.
+void ExpectAgentSandboxed(const AgentFacts& f, const WaiterView& waiter, const AgentPaths& paths) {
   ASSERT_EQ(f.entered, 1) << f.error;
   EXPECT_EQ(f.dumpable, 0);
   EXPECT_EQ(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 1) << "the control: its unconfined parent is";
   EXPECT_EQ(f.layer, Layer2Available() ? 2 : 1);
   if (f.layer == 2) {
     EXPECT_EQ(f.pid, 1) << "the agent is init of its PID namespace";
-    EXPECT_NE(waiter.find("NoNewPrivs:\t1"), std::string::npos) << waiter;
-    EXPECT_NE(waiter.find("Seccomp:\t2"), std::string::npos) << waiter;
-    EXPECT_NE(waiter.find("CapEff:\t0000000000000000"), std::string::npos) << waiter;
-    EXPECT_FALSE(ec) << ec.message();
-    EXPECT_EQ(waiter_fds, 0) << "the waiter holds no descriptor";
+    EXPECT_NE(waiter.status.find("NoNewPrivs:\t1"), std::string::npos) << waiter.status;
+    EXPECT_NE(waiter.status.find("Seccomp:\t2"), std::string::npos) << waiter.status;
+    EXPECT_NE(waiter.status.find("CapEff:\t0000000000000000"), std::string::npos) << waiter.status;
+    EXPECT_FALSE(waiter.ec) << waiter.ec.message();
+    EXPECT_EQ(waiter.fds, 0) << "the waiter holds no descriptor";
   }
   EXPECT_EQ(f.inet_socket_ok, 1);
   // Layer 2's agent allows AF_UNIX for its tools (the mounts hide every daemon's socket).
   EXPECT_EQ(f.unix_socket_ok, f.layer == 2 ? 1 : 0);
   EXPECT_NE(f.write_outside_errno, 0);
-  EXPECT_FALSE(FileExists(outside + "/f"));
+  EXPECT_FALSE(FileExists(paths.outside + "/f"));
   EXPECT_NE(f.tool_write_outside_exit, 0);
-  EXPECT_FALSE(FileExists(outside + "/g")) << "the fourth tool call has the same write scope";
+  EXPECT_FALSE(FileExists(paths.outside + "/g")) << "the fourth tool call has the same write scope";
   EXPECT_EQ(f.tool_exit, 5);
   EXPECT_NE(f.tool_socket_exit, 0);
   EXPECT_GE(f.killed, 1);
@@ -1472,8 +1480,40 @@ void CheckAgentSandbox(bool split) {
   } else {
     EXPECT_NE(f.tool_tmp_exit, 0) << "layer 1: /tmp and /dev/shm are the host's, not writable";
   }
-  EXPECT_FALSE(FileExists(tmp_probe)) << "the tool's /tmp is private";
-  EXPECT_FALSE(FileExists("/dev/shm/" + shm_probe)) << "the tool's /dev/shm is private";
+  EXPECT_FALSE(FileExists(paths.tmp_probe)) << "the tool's /tmp is private";
+  EXPECT_FALSE(FileExists("/dev/shm/" + paths.shm_probe)) << "the tool's /dev/shm is private";
+}
+
+// `split`: as forkbox-child does when its parent verified layer 2: EnterAgentNamespaces first
+// (before the policy is resolved), then PrepareAgentSandbox(kEntered) and EnterAgentSandbox.
+// Both paths must end in the same state, the waiter's included.
+void CheckAgentSandbox(bool split) {
+  const std::string token = std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
+  const AgentPaths paths{MakeTempDir("agent"), MakeTempDir("agent-outside"),
+                         "/tmp/forkbox-agent-tool-" + token, "forkbox-agent-tool-" + token};
+  int facts_pipe[2];
+  ASSERT_EQ(pipe2(facts_pipe, O_CLOEXEC), 0);
+  int done_pipe[2];  // Closed by the test once it has looked at the waiter.
+  ASSERT_EQ(pipe2(done_pipe, O_CLOEXEC), 0);
+  pid_t pid = fork();
+  if (pid == 0) {
+    close(facts_pipe[0]);
+    close(done_pipe[1]);
+    RunCheckedAgent(split, paths, facts_pipe[1], done_pipe[0]);
+  }
+  close(facts_pipe[1]);
+  close(done_pipe[0]);
+  AgentFacts f;
+  ASSERT_EQ(read(facts_pipe[0], &f, sizeof(f)), static_cast<ssize_t>(sizeof(f)));
+  close(facts_pipe[0]);
+  // In layer 2 the forked process stays behind as the waiter: it must be under no_new_privs and
+  // seccomp before it waits (the agent is still running: it waits for done_pipe).
+  const WaiterView waiter = LookAtWaiter(pid);
+  close(done_pipe[1]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_EQ(ExitCodeFromWaitStatus(status), 0);
+  ExpectAgentSandboxed(f, waiter, paths);
 }
 
 TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) { CheckAgentSandbox(false); }
@@ -1525,18 +1565,8 @@ PrewarmFacts PrewarmInsideAgent(const std::string& work, const std::string& outs
   if (!warmed.ok()) snprintf(f.error, sizeof(f.error), "%s", warmed.ToString().c_str());
   f.fds_again = CountOpenFds();
   f.threads_again = CountThreads();
-  auto run = [&](const std::string& script) {
-    SpawnOptions options;
-    options.argv = {"/bin/sh", "-c", script};
-    options.env = ToolEnvironment(*policy, environ);
-    options.new_session = true;
-    Result<ChildProcess> child = agent->Spawn(std::move(options));
-    if (!child.ok()) return -2;
-    Result<int> status = child->Wait();
-    return status.ok() ? ExitCodeFromWaitStatus(*status) : -3;
-  };
-  f.inside_exit = run("echo x > " + work + "/in");
-  f.outside_exit = run("echo x > " + outside + "/out");
+  f.inside_exit = RunTool(*agent, *policy, "echo x > " + work + "/in");
+  f.outside_exit = RunTool(*agent, *policy, "echo x > " + outside + "/out");
   return f;
 }
 
