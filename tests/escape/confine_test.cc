@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
 #include <sys/resource.h>
@@ -30,6 +31,7 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <sstream>
 #include <string>
@@ -43,6 +45,7 @@
 #include "parent/spawner.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/sandbox.h"
+#include "tests/base/test_util.h"
 #include "tests/bench/proc_probe.h"
 #include "tests/mock/mock_server.h"
 
@@ -775,12 +778,16 @@ UniqueFd ConfineTest::StartPlanting(bool by_parent, const std::string& tag, std:
     }
     return Calls({ToolCall{"bash", {{"command", command}}, ""}});
   });
-  *session = std::thread([this, forkbox] { Run({"--standby", "0"}, forkbox); });
-  {
-    std::ifstream ready(fifo);  // Blocks until the plants are in place and the daemon runs.
-    std::string line;
-    std::getline(ready, line);
-  }
+  // Signalled when the session has ended: a run that failed early fails the test, no hang.
+  auto ended = std::make_shared<UniqueFd>(::eventfd(0, EFD_CLOEXEC));
+  EXPECT_TRUE(*ended) << std::strerror(errno);
+  *session = std::thread([this, forkbox, ended] {
+    Run({"--standby", "0"}, forkbox);
+    const uint64_t one = 1;
+    EXPECT_EQ(::write(ended->get(), &one, sizeof one), 8);
+  });
+  // Until the plants are in place and the daemon runs.
+  EXPECT_TRUE(forkbox::testing::ReadFifoUnless(fifo, ended->get())) << "the session ended first";
   const std::vector<pid_t> daemons = ProcessesWith("fbdaemon" + suffix);
   return UniqueFd(daemons.size() == 1 ? static_cast<int>(::syscall(SYS_pidfd_open, daemons[0], 0))
                                       : -1);

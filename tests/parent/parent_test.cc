@@ -1620,11 +1620,8 @@ TEST_F(ParentTest, SighupTearsDownTheSessionAndTheDaemonsItsBashStarted) {
   spec.env = Env();
   spec.cwd = workdir_;
   LiveForkbox live(spec);
-  {
-    std::ifstream ready(fs::path(workdir_) / "ready.fifo");  // Blocks until the command writes.
-    std::string word;
-    ASSERT_TRUE(ready >> word);
-  }
+  ASSERT_TRUE(forkbox::testing::ReadFifoUnless(workdir_ + "/ready.fifo", live.pidfd()))
+      << Dump(live.Finish());
   std::vector<pid_t> pids = ReadPids(fs::path(workdir_) / "daemon.pid");
   ASSERT_EQ(pids.size(), 1u);
   ASSERT_FALSE(GoneOrDying(pids[0]));  // Alive while its command runs.
@@ -1686,13 +1683,11 @@ TEST_F(ParentTest, AJournalWriteThatFailsLeavesNoRecordBehind) {
     }
     LiveForkbox live(spec);  // Inherits the limit.
     ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &old), 0);
-    {
-      std::ifstream ready(project + "/ready.fifo");  // Blocks until the command writes.
-      std::string word;
-      ASSERT_TRUE(ready >> word);
-    }
+    ASSERT_TRUE(forkbox::testing::ReadFifoUnless(project + "/ready.fifo", live.pidfd()))
+        << Dump(live.Finish());
     const uintmax_t record = LargestFileIn(guards);
-    std::ofstream(project + "/go.fifo") << "go\n";
+    ASSERT_TRUE(forkbox::testing::WriteFifoUnless(project + "/go.fifo", "go\n", live.pidfd()))
+        << Dump(live.Finish());
     RunResult r = live.Finish();
     EXPECT_EQ(r.exit_code, 0) << Dump(r);
     const bool noted = r.err.find(
@@ -3248,10 +3243,9 @@ TEST_F(RealChildTest, AClosedStdoutStopsRunningTasks) {
   LiveForkbox live(LiveSpec(args));
   ASSERT_TRUE(live.WaitForStdout("cat go.fifo")) << Dump(live.Finish());
   live.CloseStdout();
-  {
-    std::ofstream go(fs::path(workdir_) / "go.fifo");  // The first command ends.
-    go << "go\n";
-  }
+  // The first command ends.
+  ASSERT_TRUE(forkbox::testing::WriteFifoUnless(workdir_ + "/go.fifo", "go\n", live.pidfd()))
+      << Dump(live.Finish());
   RunResult r = live.Finish();
   EXPECT_EQ(r.exit_code, 141) << Dump(r);
   EXPECT_NE(r.err.find("task cancelled: interrupted by a failed write to stdout"),

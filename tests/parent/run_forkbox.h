@@ -29,6 +29,8 @@ class LiveForkbox {
  public:
   explicit LiveForkbox(const RunSpec& spec);
   pid_t pid() const { return process_.pid(); }
+  // Readable once forkbox has exited: the stop for testing::ReadFifoUnless and WriteFifoUnless.
+  int pidfd() const { return process_.pidfd(); }
   // Reads stdout/stderr until stderr contains `needle` (true) or both close (false).
   bool WaitForStderr(const std::string& needle);
   // Reads stdout/stderr until stdout contains `needle` (true) or both close (false).
