@@ -54,7 +54,10 @@ void ParentToolRunner::RecordGitSurface() {
   Result<sandbox::GitSurfaceGuard> guard =
       sandbox::GitSurfaceGuard::Take(policy.workdir, nullptr, policy.writable);
   if (guard.ok()) git_guard_.emplace(std::move(*guard));
-  if (!guard.ok()) progress_.Note("git trust surface NOT guarded: " + guard.status().message());
+  if (!guard.ok()) {
+    unguarded_ = guard.status().message();
+    progress_.Note("git trust surface NOT guarded, so only read_file runs: " + unguarded_);
+  }
   JournalGitSurface();
 }
 
@@ -84,6 +87,15 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
   interrupt_signal_ = TakeInterrupt();  // Ctrl-C after the model call's check.
   size_t i = 0;
   while (i < calls.size() && interrupt_signal_ == 0) {
+    if (!unguarded_.empty() && !agent::ChangesNoFile(calls[i].name)) {
+      results[i] = agent::ToolResultBlock{
+          calls[i].id,
+          "refused: " + calls[i].name + " may change files, and git's trust surface is not " +
+              "guarded (" + unguarded_ + "), so nothing it left there could be undone",
+          true};
+      ++i;
+      continue;
+    }
     if (tasks_ && calls[i].name == "task") {
       size_t end = i;
       while (end < calls.size() && calls[end].name == "task") ++end;

@@ -41,7 +41,8 @@ class ParentToolRunner : public agent::ToolRunner {
   // tool call and task batch then restores. It walks the workdir (nested repositories, five
   // levels), milliseconds in a built checkout, so a one-shot run calls it once its first model
   // request is on the wire and an interactive one right away; Run calls it first, so it always
-  // comes before any tool.
+  // comes before any tool. A record that fails (sandbox::GitSurfaceGuard::Take) leaves nothing
+  // to put back: from then on every call but read_file is refused, and says why.
   void RecordGitSurface();
   std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
                                           int turn) override;
@@ -69,7 +70,8 @@ class ParentToolRunner : public agent::ToolRunner {
   int next_task_number_ = 1;
   bool git_surface_recorded_ = false;
   std::optional<sandbox::GitSurfaceGuard> git_guard_;  // With the sandbox on: the record.
-  sandbox::GuardJournal* journal_;                     // May be null.
+  std::string unguarded_;           // Why the record failed (with the sandbox on), else empty.
+  sandbox::GuardJournal* journal_;  // May be null.
 };
 
 }  // namespace forkbox::parent

@@ -22,8 +22,11 @@ using Entry = GitSurfaceGuard::Entry;
 using Kind = Entry::Kind;
 
 constexpr size_t kMaxFileBytes = 16 << 20;
-constexpr size_t kMaxEntries = 20000;
-constexpr int kMaxDepth = 8;
+// What one walk of the surface may hold. A record past it is refused; a surface that grew past it
+// since is put back whole (WalkBudget).
+constexpr size_t kMaxEntries = 100000;
+constexpr size_t kMaxSurfaceBytes = size_t{256} << 20;
+constexpr int kMaxDepth = 16;
 
 std::string DirOf(const std::string& rel) {
   size_t slash = rel.rfind('/');
@@ -68,19 +71,68 @@ Entry ReadEntry(int root, const std::string& rel) {
   return ReadEntryAt(parent->get(), NameOf(rel));
 }
 
-std::vector<std::string> ListDir(int root, const std::string& rel) {
+// What a walk may still read. `why` says what stopped one that is not whole; `unlisted` holds
+// the directories it could not list (another user's, or chmodded), walked as their entry alone.
+struct WalkBudget {
+  size_t entries = kMaxEntries;
+  size_t bytes = kMaxSurfaceBytes;
+  std::string why;
+  std::vector<std::string> unlisted;
+};
+
+// Every name in the directory `rel`; nullopt when it cannot be opened and listed.
+std::optional<std::vector<std::string>> ListWhole(int root, const std::string& rel) {
   Result<UniqueFd> dir = OpenDirBeneath(root, rel, O_RDONLY);
-  return dir.ok() ? ListDirNames(dir->get()) : std::vector<std::string>();
+  if (!dir.ok()) return std::nullopt;
+  return ListDirNames(dir->get());
 }
 
-// Records `rel` and, for a directory, everything below it.
-void Walk(int root, const std::string& rel, int depth, std::map<std::string, Entry>& out) {
-  if (out.size() >= kMaxEntries) return;
+// Records `rel` and, for a directory, everything below it (one it cannot list as itself alone,
+// in `budget.unlisted`). False when the walk is not whole, as `budget.why` says: the budget ran
+// out, or a directory kMaxDepth down is not empty. What it did not see cannot be compared entry
+// by entry.
+bool Walk(int root, const std::string& rel, int depth, WalkBudget& budget,
+          std::map<std::string, Entry>& out) {
+  if (budget.entries == 0) {
+    budget.why = "more than " + std::to_string(kMaxEntries) + " entries";
+    return false;
+  }
   Entry e = ReadEntry(root, rel);
+  --budget.entries;
+  if (e.data.size() > budget.bytes) {
+    budget.why = "more than " + std::to_string(kMaxSurfaceBytes >> 20) + " MiB";
+    return false;
+  }
+  budget.bytes -= e.data.size();
   const bool dir = e.kind == Kind::kDir;
   out[rel] = std::move(e);
-  if (!dir || depth >= kMaxDepth) return;
-  for (const std::string& name : ListDir(root, rel)) Walk(root, rel + "/" + name, depth + 1, out);
+  if (!dir) return true;
+  const std::optional<std::vector<std::string>> names = ListWhole(root, rel);
+  if (!names) {
+    budget.unlisted.push_back(rel);
+    return true;
+  }
+  if (depth >= kMaxDepth && !names->empty()) {
+    budget.why = rel + " goes more than " + std::to_string(kMaxDepth) + " levels down";
+    return false;
+  }
+  for (const std::string& name : *names) {
+    if (!Walk(root, rel + "/" + name, depth + 1, budget, out)) return false;
+  }
+  return true;
+}
+
+// Whether a directory the walk could not list (`budget.unlisted`) has entries in the record
+// `recorded`: it was listed then, so what is in it now cannot be compared. Says so in `why`.
+bool ListedOnce(const std::map<std::string, Entry>& recorded, WalkBudget& budget) {
+  for (const std::string& dir : budget.unlisted) {
+    const auto below = recorded.lower_bound(dir + "/");
+    if (below != recorded.end() && below->first.rfind(dir + "/", 0) == 0) {
+      budget.why = dir + " cannot be listed any more";
+      return true;
+    }
+  }
+  return false;
 }
 
 // rm -rf beneath the root, never through a symlink. 0 or errno.
@@ -231,7 +283,13 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Record(const std::string& workdir,
   for (const std::string& g : guard.git_dirs_) {
     guard.entries_[g] = ReadEntry(guard.root_.get(), g);
   }
-  for (const std::string& r : guard.roots_) Walk(guard.root_.get(), r, 0, guard.entries_);
+  WalkBudget budget;
+  for (const std::string& r : guard.roots_) {
+    if (!Walk(guard.root_.get(), r, 0, budget, guard.entries_)) {
+      return Status::ResourceExhausted("git trust surface: " + r + " cannot be recorded whole (" +
+                                       budget.why + ")");
+    }
+  }
   return guard;
 }
 
@@ -254,7 +312,14 @@ void CleanNewPath(int root, const std::string& rel, std::vector<std::string>& li
     why = "config line \"" + why + "\"";
   }
   if (name == "hooks" && e.kind == Kind::kDir) {
-    for (const std::string& hook : ListDir(root, rel)) {
+    const std::optional<std::vector<std::string>> hooks = ListWhole(root, rel);
+    if (!hooks) {  // Chmodded by a tool: what it hides cannot be told from a sample.
+      int err = RemoveAt(root, rel);
+      lines.push_back((err == 0 ? "removed " : "could NOT remove ") + rel +
+                      " (in a repository created by a tool: it cannot be listed)");
+      return;
+    }
+    for (const std::string& hook : *hooks) {
       const std::string path = rel + "/" + hook;
       if (EndsWith(hook, ".sample") && ReadEntry(root, path).kind == Kind::kFile) continue;
       int err = RemoveAt(root, path);
@@ -297,18 +362,44 @@ std::vector<std::string> GitSurfaceGuard::ForgetGoneRepos(std::vector<std::strin
   return gone;
 }
 
+std::map<std::string, Entry> GitSurfaceGuard::WalkCurrent(const std::vector<std::string>& gone,
+                                                          std::vector<std::string>& whole,
+                                                          std::vector<std::string>& lines) const {
+  std::map<std::string, Entry> current;
+  WalkBudget budget;
+  for (const std::string& r : roots_) {
+    if (InAny(gone, r)) continue;
+    WalkBudget mine = budget;
+    std::map<std::string, Entry> walked;
+    if (Walk(root_.get(), r, 0, mine, walked) && !ListedOnce(entries_, mine)) {
+      budget = std::move(mine);
+      current.merge(walked);
+      continue;
+    }
+    // Not seen whole, so not compared: everything there goes, and the record comes back.
+    whole.push_back(r);
+    int err = RemoveAt(root_.get(), r);
+    for (const auto& [path, recorded] : entries_) {
+      if (!PathWithin(path, r)) continue;
+      const int put = WriteAt(root_.get(), path, recorded);
+      if (err == 0) err = put;
+    }
+    lines.push_back((err == 0 ? "restored " : "could NOT restore ") + r + " whole (" + mine.why +
+                    ")");
+  }
+  return current;
+}
+
 void GitSurfaceGuard::RestoreRecorded(const std::vector<std::string>& gone,
                                       std::vector<std::string>& lines) const {
   const int root = root_.get();
-  std::map<std::string, Entry> current;
-  for (const std::string& r : roots_) {
-    if (!InAny(gone, r)) Walk(root, r, 0, current);
-  }
+  std::vector<std::string> whole;
+  const std::map<std::string, Entry> current = WalkCurrent(gone, whole, lines);
   for (auto it = current.rbegin(); it != current.rend(); ++it) {
     if (entries_.count(it->first) == 0) Note(lines, RemoveAt(root, it->first), "remove", it->first);
   }
   for (const auto& [path, recorded] : entries_) {
-    if (InAny(gone, path) ||
+    if (InAny(gone, path) || InAny(whole, path) ||
         std::find(git_dirs_.begin(), git_dirs_.end(), path) != git_dirs_.end()) {
       continue;
     }

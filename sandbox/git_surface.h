@@ -25,6 +25,9 @@ class GitSurfaceGuard {
   // in each git dir within the workdir or a `writable` tree (the policy's --writable paths), like
   // layer 2's plan. `surface`, when given, receives the surface found (PlanGitSurface), so that a
   // spawn made right after need not walk the workdir again (Sandbox::Spawn's `git_surface`).
+  // Refused (kResourceExhausted) when the surface cannot be recorded whole: more than 100,000
+  // entries or 256 MiB, or a directory 16 levels down that is not empty. What a record misses
+  // could not be put back. A directory it cannot list (another user's) is recorded as itself.
   static Result<GitSurfaceGuard> Take(const std::string& workdir, MountPlan* surface = nullptr,
                                       const std::vector<std::string>& writable = {});
 
@@ -33,7 +36,9 @@ class GitSurfaceGuard {
   // meanwhile (git init) keeps only what git init makes: config with safe keys only (core
   // basics, user, branch, remote url/fetch, extensions), hooks named *.sample, info/; anything
   // else in its surface is removed. A repository that was deleted stays deleted; a `.git`
-  // directory replaced by a file loses the file. The new state becomes the record, unless
+  // directory replaced by a file loses the file. A part of the surface that cannot be walked
+  // whole now (a tool flooded or chmodded it) is put back whole ("restored .git/hooks whole
+  // (...)"): what the walk did not see is not kept. The new state becomes the record, unless
   // `after` is kDone (a one-shot command: the guard is not used again, so no new record).
   enum class After { kKeepGuarding, kDone };
   std::vector<std::string> Restore(After after = After::kKeepGuarding);
@@ -75,6 +80,12 @@ class GitSurfaceGuard {
   // recorded surface put back, the surface that appeared cleaned. Each appends to `lines`.
   std::vector<std::string> ForgetGoneRepos(std::vector<std::string>& lines) const;
   void RestoreRecorded(const std::vector<std::string>& gone, std::vector<std::string>& lines) const;
+  // The surface now, root by root (those in `gone` left out). A root that cannot be walked whole
+  // (past the walk's budget, too deep, or a directory listed in the record that cannot be listed
+  // now) is put back whole from the record instead, and named in `whole`.
+  std::map<std::string, Entry> WalkCurrent(const std::vector<std::string>& gone,
+                                           std::vector<std::string>& whole,
+                                           std::vector<std::string>& lines) const;
   // Also returns the surface it walked.
   MountPlan CleanNewSurface(const std::vector<std::string>& gone,
                             std::vector<std::string>& lines) const;

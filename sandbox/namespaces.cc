@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 #include <cerrno>
 #include <cstring>
 #include <filesystem>
@@ -172,13 +173,23 @@ void AddTrustedFiles(const fs::path& dir, MountPlan& plan) {
   AddAbsent(dir / "config.worktree", plan);
 }
 
-// Submodule git dirs (modules/**): their config and hooks.
+// How far below modules/ a submodule's git dir is looked for (a name may hold slashes: "a/b").
+constexpr int kModuleLevels = 16;
+
+// Submodule git dirs (modules/**): their config and hooks. A link among them (git follows it to
+// a git dir of its choosing) is guarded itself: a new one is removed, never what it leads to. A
+// directory kModuleLevels down is guarded whole, since it is not looked into.
 void AddModules(const fs::path& modules, MountPlan& plan, int depth) {
   std::error_code ec;
-  if (depth > 4 || !IsDir(modules)) return;
+  if (!IsDir(modules)) return;
   for (const auto& entry : fs::directory_iterator(modules, ec)) {
-    if (!entry.is_directory(ec) || entry.is_symlink(ec)) continue;
-    if (Exists(entry.path() / "HEAD")) {
+    if (entry.is_symlink(ec)) {
+      AddOnce(plan.links, entry.path().string());
+    } else if (!entry.is_directory(ec)) {
+      continue;
+    } else if (depth >= kModuleLevels) {
+      AddReadonly(entry.path(), plan);
+    } else if (Exists(entry.path() / "HEAD")) {
       AddTrustedFiles(entry.path(), plan);
       AddModules(entry.path() / "modules", plan, depth + 1);
     } else {
@@ -223,13 +234,23 @@ std::string JoinPath(const std::string& dir, std::string_view name) {
   return (dir == "/" ? dir : dir + "/") + std::string(name);
 }
 
+// The names in a directory's listing that tell a git dir (IsBareGitDir), each of any kind: git
+// follows links, and access(2) on `objects` is all it asks of it.
+struct GitMarks {
+  bool dot_git = false;  // A `.git`.
+  bool head = false;
+  bool objects = false;
+  bool refs = false;
+  bool commondir = false;
+};
+
 // The real subdirectories of the open directory `dir` (never a link), without git dirs and big
-// dependency trees; `*has_git`: a `.git` of any kind is among its entries; `*has_head`: a HEAD
-// (a bare repository's, with objects/ and refs/). nullopt: unlistable (no read permission: an
-// O_PATH descriptor; or an error part way). getdents64 straight into `buf`: two calls for most
-// directories, where readdir's fdopendir adds an fcntl and an fstat.
-std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& buf, bool* has_git,
-                                                    bool* has_head) {
+// dependency trees, and in `*marks` the names among all its entries that tell a git dir. nullopt:
+// unlistable (no read permission: an O_PATH descriptor; or an error part way). getdents64 straight
+// into `buf`: two calls for most directories, where readdir's fdopendir adds an fcntl and an
+// fstat.
+std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& buf,
+                                                    GitMarks* marks) {
   std::vector<std::string> subdirs;
   while (true) {
     const long n = syscall(SYS_getdents64, dir, buf.data(), buf.size());
@@ -240,8 +261,11 @@ std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& 
       if (entry->d_reclen == 0) return std::nullopt;  // Never from the kernel; no endless loop.
       at += entry->d_reclen;
       const std::string_view name = entry->d_name;
-      if (name == ".git") *has_git = true;
-      if (name == "HEAD") *has_head = true;
+      marks->dot_git |= name == ".git";
+      marks->head |= name == "HEAD";
+      marks->objects |= name == "objects";
+      marks->refs |= name == "refs";
+      marks->commondir |= name == "commondir";
       if (name == "." || name == ".." || name == ".git" || name == "node_modules" ||
           name == ".forkbox-tmp") {
         continue;
@@ -275,25 +299,40 @@ bool HasDotGitAt(int dir, const std::string& rel) {
   return OpenAt2(dir, path.c_str(), O_PATH | O_NOFOLLOW, kResolveNoLinks | RESOLVE_BENEATH).valid();
 }
 
-// Whether the listed directory `dir` is a git dir itself, as git decides (a bare repository:
-// `git init --bare docs`, whose config and hooks `git -C docs` trusts): objects/ and refs/
-// among `subdirs`, and a HEAD holding a ref or an object name.
-bool IsBareGitDir(int dir, const std::vector<std::string>& subdirs) {
-  const auto has = [&subdirs](const char* name) {
-    return std::find(subdirs.begin(), subdirs.end(), name) != subdirs.end();
-  };
-  if (!has("objects") || !has("refs")) return false;
-  // Never a FIFO's open or read that blocks the walk; never through a link.
-  const UniqueFd head(openat(dir, "HEAD", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+// Whether HEAD in `dir` passes git's check of a git dir's HEAD (validate_headref): a link whose
+// target starts with "refs/", or a file holding "ref:", blanks, "refs/...", or an object name.
+// Read without following a link and never blocking on a FIFO (git would hang on one, not run it).
+bool HeadLooksValid(int dir) {
   struct stat st;
-  if (!head || fstat(head.get(), &st) != 0 || !S_ISREG(st.st_mode)) return false;
-  char text[64];
-  const ssize_t n = read(head.get(), text, sizeof text);
+  if (fstatat(dir, "HEAD", &st, AT_SYMLINK_NOFOLLOW) != 0) return false;
+  char text[256];
+  if (S_ISLNK(st.st_mode)) {
+    const ssize_t n = readlinkat(dir, "HEAD", text, sizeof text);
+    return n >= 5 && std::string_view(text, static_cast<size_t>(n)).rfind("refs/", 0) == 0;
+  }
+  if (!S_ISREG(st.st_mode)) return false;
+  const UniqueFd head(openat(dir, "HEAD", O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC));
+  const ssize_t n = head ? read(head.get(), text, sizeof text) : -1;
   if (n <= 0) return false;
-  const std::string_view line(text, static_cast<size_t>(n));
-  if (line.rfind("ref: refs/", 0) == 0) return true;
-  // A detached HEAD: an object name.
-  return n >= 40 && line.substr(0, 40).find_first_not_of("0123456789abcdef") == line.npos;
+  std::string_view line(text, static_cast<size_t>(n));
+  if (line.rfind("ref:", 0) == 0) {
+    line.remove_prefix(4);
+    while (!line.empty() && std::isspace(static_cast<unsigned char>(line.front()))) {
+      line.remove_prefix(1);
+    }
+    return line.rfind("refs/", 0) == 0;
+  }
+  // A detached HEAD: an object name (SHA-1's 40 digits begin SHA-256's 64 too).
+  return n >= 40 && line.substr(0, 40).find_first_not_of("0123456789abcdefABCDEF") == line.npos;
+}
+
+// Whether the listed directory `dir` is a git dir itself, as git decides (is_git_directory; a
+// bare repository: `git init --bare docs`, whose config and hooks `git -C docs` trusts): a valid
+// HEAD, and objects and refs, of any kind, or a commondir naming where they are. Loose where git
+// is strict (what commondir names is not checked): a false match only guards more.
+bool IsBareGitDir(int dir, const GitMarks& marks) {
+  if (!marks.head || !(marks.commondir || (marks.objects && marks.refs))) return false;
+  return HeadLooksValid(dir);
 }
 
 // The repository at `path` (the open `dir`, `level` below the workdir) and those below it, each
@@ -303,12 +342,13 @@ bool IsBareGitDir(int dir, const std::vector<std::string>& subdirs) {
 // a git dir of its own, and nothing below it is walked.
 void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std::vector<char>& buf,
                    MountPlan& plan) {
-  bool has_git = false, has_head = false;
-  const std::optional<std::vector<std::string>> subdirs =
-      ListSubdirs(dir.get(), buf, &has_git, &has_head);
-  if (subdirs ? has_git : HasDotGitAt(dir.get(), "")) AddDotGit(JoinPath(path, ".git"), plan);
+  GitMarks marks;
+  const std::optional<std::vector<std::string>> subdirs = ListSubdirs(dir.get(), buf, &marks);
+  if (subdirs ? marks.dot_git : HasDotGitAt(dir.get(), "")) {
+    AddDotGit(JoinPath(path, ".git"), plan);
+  }
   if (!subdirs) return;
-  if (has_head && IsBareGitDir(dir.get(), *subdirs)) {
+  if (IsBareGitDir(dir.get(), marks)) {
     plan.pinned.push_back(path);  // As a .git directory: what was removed stays removed.
     AddGitDir(path, plan);
     return;

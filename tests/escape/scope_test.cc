@@ -275,8 +275,12 @@ TEST_P(ScopeTest, AnExistingClaudeFolderKeepsItsStateAndLosesWhatIsPlanted) {
 }
 
 // A bare repository in the workdir is a git dir itself (`git -C docs` trusts its config and
-// hooks): one that was there and one a tool creates keep no hook a tool plants. A fetch into each
-// from outside runs reference-transaction only in the control.
+// hooks): one that was there and one a tool creates keep no hook a tool plants. So do the git
+// dirs git accepts that a strict check would miss: a HEAD of "ref:refs/..." without the blank
+// (va), a HEAD that is a link (vb), objects and refs that are links (vc), and a HEAD with a
+// commondir naming a directory of objects, refs, config and hooks but no HEAD (vd, whose hook
+// is in evil/). A fetch into each from outside runs reference-transaction only in the control,
+// and there in every one of them.
 TEST_P(ScopeTest, BareRepositorySurfaceRunsNothingOutside) {
   const std::string src = work_ + "/src";
   ASSERT_EQ(mkdir(src.c_str(), 0755), 0);
@@ -288,15 +292,88 @@ TEST_P(ScopeTest, BareRepositorySurfaceRunsNothingOutside) {
   const std::string mark = outside_ + "/RAN-";
   WriteFile(work_ + "/hook.sh", "#!/bin/sh\ntouch " + mark + "$(basename \"$PWD\")\n", 0755);
   ChownTree(work_, uid(), gid());
-  RunResult r = Shell("cd '" + work_ +
-                      "' && echo PROBE bare && git init -q --bare new; for b in existing new; do "
-                      "cp hook.sh $b/hooks/reference-transaction; done; exit 0");
+  RunResult r =
+      Shell("cd '" + work_ +
+            "' && echo PROBE bare && git init -q --bare new; for b in existing new; do "
+            "cp hook.sh $b/hooks/reference-transaction; done; "
+            "plant() { mkdir -p $1/hooks && cp hook.sh $1/hooks/reference-transaction; }; "
+            "mkdir -p va/objects va/refs && printf 'ref:refs/heads/main\\n' > va/HEAD && plant va; "
+            "mkdir -p vb/objects vb/refs && ln -s refs/heads/main vb/HEAD && plant vb; "
+            "mkdir -p vc/o vc/r && ln -s o vc/objects && ln -s r vc/refs && "
+            "echo 'ref: refs/heads/main' > vc/HEAD && plant vc; "
+            "mkdir -p evil/objects evil/refs vd && echo 'ref: refs/heads/main' > vd/HEAD && "
+            "echo ../evil > vd/commondir && plant evil; exit 0");
   std::string ran;
-  for (const char* bare : {"existing", "new"}) {
+  for (const char* bare : {"existing", "new", "va", "vb", "vc", "vd"}) {
     GitOutside(work_ + "/" + bare, {"fetch", "-q", src, "HEAD:refs/heads/t"});
     if (Exists(mark + bare)) ran += std::string(" ") + bare;
   }
   Verdict(r, !ran.empty(), Control::kAlways, "a hook in a bare repository ran outside:" + ran);
+  if (!sandboxed()) {
+    EXPECT_EQ(ran, " existing new va vb vc vd") << "the control, git's own view";
+  }
+}
+
+// A hook planted in .git/hooks, which the command then makes unlistable (chmod 000: the guard,
+// as the same user, could no longer see what is in it), or floods with a directory too deep to
+// walk: the part of the surface it cannot compare entry by entry is put back whole. Before, the
+// chmodded directory only got its mode back, and the hook ran at the next commit. Layer 2 binds
+// hooks/ read-only; root lists any directory.
+TEST_P(ScopeTest, AHookInAHooksDirectoryTheGuardCannotWalkRunsNothingOutside) {
+  ASSERT_EQ(GitOutside(work_, {"init", "-q"}).exit_code, 0);
+  ChownTree(work_, uid(), gid());
+  const std::string mark = outside_ + "/RAN-";
+  WriteFile(work_ + "/hook.sh", "#!/bin/sh\ntouch " + mark + "$(basename $0)\n", 0755);
+  ChownTree(work_, uid(), gid());
+  RunResult r = Shell("cd '" + work_ +
+                      "' && echo PROBE unwalkable-hooks; cp hook.sh .git/hooks/pre-commit; "
+                      "cp hook.sh .git/hooks/post-commit; mkdir -p .git/hooks/a/b/c/d/e/f/g/h/i/"
+                      "j/k/l/m/n/o/p/q/r && chmod 000 .git/hooks; exit 0");
+  ASSERT_EQ(chmod((work_ + "/.git/hooks").c_str(), 0755), 0);  // As the user would, to look.
+  GitOutside(work_, {"commit", "-q", "--allow-empty", "-m", "x"});
+  std::string ran;
+  for (const char* hook : {"pre-commit", "post-commit"}) {
+    if (Exists(mark + hook)) ran += std::string(" ") + hook;
+  }
+  Verdict(r, !ran.empty(), Control::kAlways, "a hook the guard could not see ran outside:" + ran);
+}
+
+// A submodule's git dir is .git/modules/<name>, and a name may hold slashes: one six levels down
+// (a/b/c/d/e/f), and one whose .git/modules entry is a link to a git dir deep in the tree (l),
+// each planted with a post-checkout hook, .gitmodules and the gitlink. The user's `git submodule
+// update --init` outside reuses both git dirs; a hook runs only in the control, in both.
+TEST_P(ScopeTest, PlantedSubmoduleGitDirsRunNothingOutside) {
+  const std::string lib = work_ + "/srcrepo";
+  ASSERT_EQ(mkdir(lib.c_str(), 0755), 0);
+  ChownTree(work_, uid(), gid());
+  ASSERT_EQ(GitOutside(work_, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(GitOutside(work_, {"commit", "-q", "--allow-empty", "-m", "one"}).exit_code, 0);
+  ASSERT_EQ(GitOutside(lib, {"init", "-q"}).exit_code, 0);
+  ASSERT_EQ(GitOutside(lib, {"commit", "-q", "--allow-empty", "-m", "lib"}).exit_code, 0);
+  const std::string mark = outside_ + "/RAN-";
+  WriteFile(work_ + "/hook.sh", "#!/bin/sh\ntouch " + mark + "$1\n", 0755);
+  ChownTree(work_, uid(), gid());
+  RunResult r = Shell(
+      "cd '" + work_ +
+      "' && echo PROBE submodules && head=$(git -C srcrepo rev-parse HEAD) && "
+      "module() { git clone -q --bare \"$PWD/srcrepo\" \"$2\" && git -C \"$2\" config core.bare "
+      "false && printf '#!/bin/sh\\nexec %s/hook.sh %s\\n' \"$PWD\" \"$3\" > "
+      "\"$2/hooks/post-checkout\" "
+      "&& chmod 755 \"$2/hooks/post-checkout\" && printf '[submodule \"%s\"]\\n\\tpath = deps/%s\\n"
+      "\\turl = ./srcrepo\\n' \"$1\" \"$3\" >> .gitmodules && git update-index --add --cacheinfo "
+      "160000,$head,deps/$3; }; "
+      "module a/b/c/d/e/f .git/modules/a/b/c/d/e/f deep && "
+      "module l t1/t2/t3/t4/t5/t6/lg linked && ln -s ../../t1/t2/t3/t4/t5/t6/lg .git/modules/l; "
+      "exit 0");
+  GitOutside(work_, {"submodule", "-q", "update", "--init"});
+  std::string ran;
+  for (const char* name : {"deep", "linked"}) {
+    if (Exists(mark + name)) ran += std::string(" ") + name;
+  }
+  Verdict(r, !ran.empty(), Control::kAlways, "a planted submodule's hook ran outside:" + ran);
+  if (!sandboxed()) {
+    EXPECT_EQ(ran, " deep linked") << "the control, git's own view";
+  }
 }
 
 TEST_P(ScopeTest, GitSurfaceRunsNothingOutside) {

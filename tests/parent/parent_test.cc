@@ -1703,6 +1703,51 @@ TEST_F(ParentTest, AJournalWriteThatFailsLeavesNoRecordBehind) {
   }
 }
 
+// A git trust surface the guard cannot record whole (here a directory 17 levels down in
+// .git/info) leaves nothing to put back after a tool: every call but read_file is refused, with
+// the reason, and the session says so on stderr. Before, it only noted "NOT guarded" and ran
+// every tool unguarded. The control: the same project without the deep directory runs both.
+TEST_F(ParentTest, AGitSurfaceThatCannotBeRecordedRefusesEveryToolButReadFile) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash", {{"command", "touch ran.txt"}}, "b"},
+                    ToolCall{"read_file", {{"path", "notes.txt"}}, "r"}});
+    }
+    return Text("done");
+  });
+  for (const bool deep : {false, true}) {
+    SCOPED_TRACE(deep ? "a directory 17 levels down in .git/info" : "control");
+    const std::string project = workdir_ + (deep ? "/deep" : "/plain");
+    fs::create_directories(project);
+    ASSERT_EQ(std::system(("git init -q '" + project + "'").c_str()), 0);
+    std::string below = project + "/.git/info/deep";
+    for (int i = 0; i < 16; ++i) below += "/d";
+    if (deep) fs::create_directories(below);
+    if (deep) std::ofstream(below + "/x") << "x\n";
+    std::ofstream(project + "/notes.txt") << "read me\n";
+    const size_t before = server_.requests().size();
+    RunResult r = Run({"--workdir", project, "--standby=0", "--ephemeral", "go"});
+    EXPECT_EQ(r.exit_code, 0) << Dump(r);
+    const std::vector<RecordedRequest> requests = server_.requests();
+    ASSERT_EQ(requests.size(), before + 2) << Dump(r);
+    const auto& results = requests.back().view.tool_results;
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_EQ(results[1].text.find("read me"), 0u) << results[1].text;
+    EXPECT_EQ(fs::exists(project + "/ran.txt"), !deep);
+    EXPECT_EQ(results[0].is_error, deep) << results[0].text;
+    const std::string why = "git trust surface: .git/info cannot be recorded whole";
+    EXPECT_EQ(results[0].text.find("refused: bash may change files, and git's trust surface is "
+                                   "not guarded (" +
+                                   why) == 0,
+              deep)
+        << results[0].text;
+    EXPECT_EQ(r.err.find("git trust surface NOT guarded, so only read_file runs: " + why) !=
+                  std::string::npos,
+              deep)
+        << r.err;
+  }
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
 

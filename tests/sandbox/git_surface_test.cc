@@ -152,6 +152,68 @@ TEST(GitSurfaceGuard, NewRepositoryKeepsOnlyWhatGitInitMakes) {
   EXPECT_FALSE(FileExists(work + "/.git/hooks/post-commit"));
 }
 
+// A fresh workdir six levels below "/": UndoesAPlantedHookUnderAWorkdirOfRoot records every
+// repository five levels down, maybe while this test runs, and these tests' surfaces are
+// too deep to be recorded.
+std::string WorkdirOutOfSightOfRoot(const std::string& name) {
+  const std::string dir =
+      std::filesystem::canonical(MakeTempDir(name)).string() + "/levels/to/hide/it";
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// `dir` with `levels` nested directories "d" below it.
+std::string Deep(std::string dir, int levels) {
+  for (int i = 0; i < levels; ++i) dir += "/d";
+  return dir;
+}
+
+// A part of the surface the walk cannot see whole (here a directory 17 levels down; a flood past
+// the walk's budget or a directory a tool chmodded stops it the same way) is put back whole: a
+// hook planted beside it goes too, wherever the listing put it. Before, the walk stopped at its
+// cap and compared only what it had seen, so a flood listed first hid a hook. The control: the
+// same plant without the deep directory is undone entry by entry.
+TEST(GitSurfaceGuard, PutsBackWholeWhatItCannotWalkWhole) {
+  for (const bool deep : {false, true}) {
+    SCOPED_TRACE(deep ? "with a deep directory" : "control");
+    const std::string work = WorkdirOutOfSightOfRoot("git-guard-whole");
+    ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
+    const std::string samples = ReadFile(work + "/.git/hooks/pre-commit.sample");
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+    Write(work + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/x\n", 0755);
+    if (deep) Write(Deep(work + "/.git/hooks/junk", 16) + "/x", "x\n");
+    std::filesystem::remove(work + "/.git/hooks/pre-commit.sample");
+    const std::vector<std::string> undone = guard->Restore();
+    EXPECT_FALSE(FileExists(work + "/.git/hooks/pre-commit"));
+    EXPECT_FALSE(FileExists(work + "/.git/hooks/junk"));
+    EXPECT_EQ(ReadFile(work + "/.git/hooks/pre-commit.sample"), samples);
+    // junk is 1 level down, its 15th d 16: that one may hold nothing.
+    EXPECT_EQ(HasLine(undone, "restored .git/hooks whole (" + Deep(".git/hooks/junk", 15) +
+                                  " goes more than 16 levels down)"),
+              deep);
+    EXPECT_EQ(HasLine(undone, "remove .git/hooks/pre-commit"), !deep);
+    EXPECT_TRUE(guard->Restore().empty()) << "the record is back";
+  }
+}
+
+// A surface the walk cannot record whole is refused, with the reason: what a record misses could
+// not be put back. The control: the same repository without the deep directory.
+TEST(GitSurfaceGuard, RefusesARecordItCannotTakeWhole) {
+  const std::string work = WorkdirOutOfSightOfRoot("git-guard-big");
+  ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
+  ASSERT_TRUE(GitSurfaceGuard::Take(work).ok()) << "the control";
+  Write(Deep(work + "/.git/info/deep", 16) + "/x", "x\n");
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  ASSERT_FALSE(guard.ok());
+  EXPECT_EQ(guard.status().code(), Status::Code::kResourceExhausted);
+  EXPECT_NE(
+      guard.status().message().find("git trust surface: .git/info cannot be recorded whole (" +
+                                    Deep(".git/info/deep", 15) + " goes more than 16 levels down)"),
+      std::string::npos)
+      << guard.status().message();
+}
+
 // A workdir of "/" (--allow-broad-workdir) lets tasks write every repository on the machine; the
 // guard records their surfaces too. It recorded none of them while its "beneath" check counted no
 // path beneath "/" (checked against that build: the hook stayed).
