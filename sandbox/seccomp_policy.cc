@@ -153,6 +153,27 @@ std::vector<RuleSet> HostRules() {
            Eperm("open_by_handle_at", "opens files by handle, bypassing path checks"),
            Eperm("name_to_handle_at", "creates handles for open_by_handle_at"),
        }},
+      {"System V IPC",
+       {
+           Eperm("shmget",
+                 "System V objects are host-wide (layer 1 has no IPC namespace), keyed by "
+                 "guessable ids: another process's segment would be found, and one made here "
+                 "outlives the sandbox"),
+           Eperm("shmat", "maps another process's segment by id: reads and writes its memory"),
+           Eperm("shmctl", "changes or removes another process's segment"),
+           Eperm("msgget",
+                 "finds another process's message queue, or makes one that outlives "
+                 "the sandbox"),
+           Eperm("msgsnd", "writes into another process's message queue"),
+           Eperm("msgrcv", "takes another process's messages"),
+           Eperm("msgctl", "changes or removes another process's message queue"),
+           Eperm("semget",
+                 "finds another process's semaphores, or makes some that outlive "
+                 "the sandbox"),
+           Eperm("semop", "blocks or releases another process's semaphores"),
+           Eperm("semtimedop", "blocks or releases another process's semaphores"),
+           Eperm("semctl", "changes or removes another process's semaphores"),
+       }},
       {"terminal injection",
        {
            Rule{"ioctl",

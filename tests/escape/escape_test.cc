@@ -6,6 +6,8 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
+#include <sys/ipc.h>
+#include <sys/shm.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <termios.h>
@@ -591,6 +593,37 @@ FORKBOX_SYSCALL_TEST(Keyctl, Control::kAlways, "keyctl")
 FORKBOX_SYSCALL_TEST(AddKey, Control::kAlways, "add_key")
 FORKBOX_SYSCALL_TEST(RequestKey, Control::kAlways, "request_key")
 FORKBOX_SYSCALL_TEST(Userfaultfd, Control::kIfPossible, "userfaultfd")
+FORKBOX_SYSCALL_TEST(SysvSharedMemoryCreated, Control::kAlways, "sysv_create", "shm")
+FORKBOX_SYSCALL_TEST(SysvMessageQueueCreated, Control::kAlways, "sysv_create", "msg")
+FORKBOX_SYSCALL_TEST(SysvSemaphoreCreated, Control::kAlways, "sysv_create", "sem")
+
+// System V shared memory is host-wide (no IPC namespace in layer 1; layer 2 shares the host's
+// too): a tool could map a segment of another process of the same user by its id, read it and
+// write it. The test's segment holds a secret; a change to it is seen from here. The control
+// reads the secret and writes over it.
+TEST_P(EscapeTest, SysvSharedMemoryOfAnotherProcess) {
+  const int id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+  ASSERT_GE(id, 0) << strerror(errno);
+  struct Remove {
+    int id;
+    ~Remove() { shmctl(id, IPC_RMID, nullptr); }
+  } remove{id};
+  if (as_user()) {  // The user's own segment, as another of the user's processes would hold it.
+    shmid_ds ds{};
+    ASSERT_EQ(shmctl(id, IPC_STAT, &ds), 0);
+    ds.shm_perm.uid = uid();
+    ds.shm_perm.gid = gid();
+    ASSERT_EQ(shmctl(id, IPC_SET, &ds), 0) << strerror(errno);
+  }
+  void* mem = shmat(id, nullptr, 0);
+  ASSERT_NE(mem, reinterpret_cast<void*>(-1)) << strerror(errno);
+  std::strcpy(static_cast<char*>(mem), "HOST-SECRET");
+  RunResult r = Probe({"sysv_shm", std::to_string(id)});
+  const bool changed = std::string(static_cast<const char*>(mem)) != "HOST-SECRET";
+  shmdt(mem);
+  Verdict(r, changed || ProbeSaysEscaped(r), Control::kAlways,
+          "map another process's System V shared memory");
+}
 FORKBOX_SYSCALL_TEST(Kexec, Control::kIfPossible, "kexec")
 FORKBOX_SYSCALL_TEST(InitModule, Control::kIfPossible, "init_module")
 FORKBOX_SYSCALL_TEST(Swapon, Control::kRootOnly, "privileged", "swapon")

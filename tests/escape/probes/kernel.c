@@ -16,8 +16,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ipc.h>
 #include <sys/mount.h>
+#include <sys/msg.h>
 #include <sys/personality.h>
+#include <sys/sem.h>
+#include <sys/shm.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -158,6 +162,42 @@ static int ProbeRequestKey(int argc, char** argv) {
                    "request_key");
 }
 
+// Maps the System V segment argv[1] (the test's, holding a secret), reports what it read and
+// writes over it: the test sees the change from outside.
+static int ProbeSysvShm(int argc, char** argv) {
+  (void)argc;
+  void* mem = shmat(atoi(argv[1]), NULL, 0);
+  if (mem == (void*)-1) return Blocked("shmat: %s", strerror(errno));
+  char seen[32];
+  snprintf(seen, sizeof seen, "%s", (const char*)mem);
+  strcpy((char*)mem, "OVERWRITTEN");
+  shmdt(mem);
+  return Escaped("shmat read \"%s\" and wrote over it", seen);
+}
+
+// Makes a private System V object of kind argv[1] (shm|msg|sem): a host-wide object that would
+// outlive the sandbox. Removed at once when it was made.
+static int ProbeSysvCreate(int argc, char** argv) {
+  (void)argc;
+  const char* kind = argv[1];
+  int id = -1;
+  int removed = -1;
+  if (strcmp(kind, "shm") == 0) {
+    id = shmget(IPC_PRIVATE, 4096, IPC_CREAT | 0600);
+    if (id >= 0) removed = shmctl(id, IPC_RMID, NULL);
+  } else if (strcmp(kind, "msg") == 0) {
+    id = msgget(IPC_PRIVATE, IPC_CREAT | 0600);
+    if (id >= 0) removed = msgctl(id, IPC_RMID, NULL);
+  } else if (strcmp(kind, "sem") == 0) {
+    id = semget(IPC_PRIVATE, 1, IPC_CREAT | 0600);
+    if (id >= 0) removed = semctl(id, 0, IPC_RMID);
+  } else {
+    return ProbeError("unknown System V kind %s", kind);
+  }
+  if (id < 0) return Blocked("%sget: %s", kind, strerror(errno));
+  return Escaped("%sget made id %d (%s)", kind, id, removed == 0 ? "removed" : "left behind");
+}
+
 static int ProbeUserfaultfd(int argc, char** argv) {
   (void)argc;
   (void)argv;
@@ -261,6 +301,8 @@ const struct Probe kKernelProbes[] = {
     {"keyctl", "", 0, ProbeKeyctl},
     {"add_key", "", 0, ProbeAddKey},
     {"request_key", "", 0, ProbeRequestKey},
+    {"sysv_shm", "ID", 1, ProbeSysvShm},
+    {"sysv_create", "shm|msg|sem", 1, ProbeSysvCreate},
     {"userfaultfd", "", 0, ProbeUserfaultfd},
     {"kexec", "", 0, ProbeKexec},
     {"init_module", "", 0, ProbeInitModule},
