@@ -46,6 +46,7 @@ BrokerPolicy BrokerPolicyOf(const Policy& policy, const ContainPlan& plan, bool 
   BrokerPolicy broker;
   broker.trees = WritableTrees(policy);
   if (plan.private_tmp) broker.trees.insert(broker.trees.end(), {"/tmp", "/dev/shm"});
+  broker.layer2_view = plan.private_tmp;
   broker.abstract_scoped = scoped;
   return broker;
 }

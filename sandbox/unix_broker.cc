@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/sysmacros.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -37,7 +38,9 @@
 
 #include "base/fd_passing.h"
 #include "base/file.h"
+#include "base/path.h"
 #include "sandbox/landlock.h"
+#include "sandbox/namespaces.h"
 
 namespace forkbox::sandbox {
 namespace {
@@ -334,6 +337,9 @@ Answer ConnectPath(const Tool& tool, int sock, int root, int cwd, const std::str
   struct stat st;
   if (fstat(target.get(), &st) != 0) return Fail(errno);
   if (S_ISLNK(st.st_mode)) return Refuse(ELOOP, "a symbolic link (connect to its target)");
+  if (tool.policy.layer2_view && S_ISCHR(st.st_mode) && st.st_rdev == makedev(1, 3)) {
+    return Refuse(ECONNREFUSED, "a socket outside the writable trees (covered in the sandbox)");
+  }
   if (!S_ISSOCK(st.st_mode)) return Fail(ECONNREFUSED);
   if (st.st_nlink != 1) return Refuse(EACCES, "a hard link of a socket");
   if (!BeneathTrees(dirfd.get(), root, tool.policy.trees)) {
@@ -379,6 +385,13 @@ Answer ConnectUnix(const Tool& tool, int sock, const sockaddr_storage& storage, 
   }
   std::string path(addr.sun_path, strnlen(addr.sun_path, name_len));
   Answer answer = ConnectPath(tool, sock, root, cwd, path);
+  if (tool.policy.layer2_view && answer.error == -ENOENT) {
+    for (const char* dir : kSocketDirs) {
+      if (PathWithin(path, dir)) {
+        answer.refusal = std::string(dir) + " is emptied in the sandbox (daemons' sockets)";
+      }
+    }
+  }
   if (!answer.refusal.empty()) answer.refusal = path + " refused: " + answer.refusal;
   return answer;
 }

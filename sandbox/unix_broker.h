@@ -47,6 +47,10 @@ struct BrokerPolicy {
   // The broker's own Landlock domain scopes abstract unix sockets (LANDLOCK_SCOPE_ABSTRACT_UNIX),
   // so connecting an abstract address for the tool reaches only sockets of the tool's domain.
   bool abstract_scoped = false;
+  // The tool sees layer 2's mounts: kSocketDirs emptied, other sockets outside the trees covered
+  // with /dev/null. A connect that meets either is refused by them, and the note says so (the
+  // kernel's ENOENT or ECONNREFUSED alone reads as "the daemon is down").
+  bool layer2_view = false;
 };
 
 // Which thread answers the tools' notifications.

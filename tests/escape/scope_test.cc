@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "tests/escape/fixture.h"
 
@@ -590,6 +591,38 @@ void BrokerScopeTest::ExpectRaceLost(const std::string& mode) {
 }
 
 TEST_P(BrokerScopeTest, RacedConnectNeverReachesOutside) { ExpectRaceLost("unix"); }
+
+// Daemons' sockets bound before the start, outside the writable trees: one in /run (which layer 2
+// empties) and one elsewhere (which layer 2 covers with /dev/null). Unreachable in both layers, and
+// the refusal says why in each. Before, layer 2 printed nothing: the kernel's ENOENT or
+// ECONNREFUSED alone read as "the daemon is down".
+TEST_P(BrokerScopeTest, DaemonSocketsBoundBeforeTheStartAreRefusedAndSaySo) {
+  const std::string run_dir = "/run/forkbox-" + token_;
+  ASSERT_EQ(mkdir(run_dir.c_str(), 0755), 0) << strerror(errno);
+  struct Removed {
+    std::string dir;
+    ~Removed() {
+      std::error_code ec;
+      std::filesystem::remove_all(dir, ec);
+    }
+  } removed{run_dir};
+  const std::string in_run = run_dir + "/daemon.sock", elsewhere = sock_dir_ + "/early.sock";
+  const std::string why_run = no_userns() ? "outside the writable trees"
+                                          : "/run is emptied in the sandbox (daemons' sockets)";
+  const std::string why_other =
+      no_userns() ? "outside the writable trees"
+                  : "a socket outside the writable trees (covered in the sandbox)";
+  for (const auto& [path, why] : {std::pair{in_run, why_run}, std::pair{elsewhere, why_other}}) {
+    Listener listener = Listener::Unix(path);
+    RunResult r = Shell("cd '" + work_ + "' && " + Connect(path), options_);
+    Verdict(r, listener.Contacted(), Control::kAlways,
+            "connect to a daemon's socket bound before the start: " + path);
+    if (sandboxed()) {
+      EXPECT_TRUE(Contains(r.err, "forkbox: connect to " + path + " refused: " + why))
+          << r.Describe();
+    }
+  }
+}
 
 // Issue 13, --allow-net: the broker stays on (it makes and connects the inet sockets too), so the
 // same daemon sockets, bound after the start outside the writable trees and outside /run and /tmp
