@@ -519,6 +519,17 @@ OutputFormat FilesFormat(const std::string& workdir) {
 
 }  // namespace
 
+std::optional<std::string> EmptyInlineValue(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() > 3 && arg.starts_with("--") && arg.find('=') == arg.size() - 1) {
+      return std::string(arg.substr(0, arg.size() - 1));
+    }
+  }
+  return std::nullopt;
+}
+
 CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command) {
   Options o;
   Flags flags;
@@ -531,6 +542,13 @@ CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command) {
   CliOutcome outcome;
   const std::map<std::string, OptionKind> kinds = PrepareForConfig(app);
   // The command line alone first: its errors are its own, and it decides what the files may not.
+  if (std::optional<std::string> empty = EmptyInlineValue(argc, argv)) {
+    outcome.err = "forkbox: " + *empty + ": " + kEmptyValue + "\n";
+    outcome.exit_code = kExitUsage;
+    const std::optional<OutputFormat> asked = FormatFromArgv(argc, argv);
+    outcome.format = asked ? *asked : FilesFormat(o.workdir);
+    return outcome;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

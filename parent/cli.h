@@ -48,6 +48,11 @@ CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command = CliComma
 // takes it.
 CLI::Validator NonEmpty(std::string why = "");
 
+// The first `--name=` with nothing after the `=` (`--model=$UNSET`) in argv[1..argc), before any
+// `--`; nullopt when none. A usage error ("--model: the value is empty") before CLI11 parses:
+// CLI11 would take the next argument as the value, the prompt as the model.
+std::optional<std::string> EmptyInlineValue(int argc, char** argv);
+
 // A subcommand's (`forkbox sessions`, `forkbox agents`) parse error or --help: the help on stdout
 // (returns 0), or "<app name>: " and the error on stderr (returns 2).
 int SubcommandParseExit(CLI::App& app, const CLI::ParseError& error);

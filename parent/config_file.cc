@@ -6,6 +6,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <functional>
+#include <set>
+#include <string_view>
 
 #include "base/file.h"
 
@@ -148,6 +151,20 @@ Status CheckProjectKey(const std::string& key, const toml::node& node, const std
                                  key);
 }
 
+// Whether a key names a secret by one of its words ("api-key", "auth_token"; not "monkey").
+bool SecretLike(const std::string& key) {
+  static const std::set<std::string, std::less<>> kWords = {"key",    "apikey",   "token",
+                                                            "secret", "password", "passwd"};
+  size_t start = 0;
+  while (start <= key.size()) {
+    size_t end = key.find_first_of("-_.", start);
+    if (end == std::string::npos) end = key.size();
+    if (kWords.count(std::string_view(key).substr(start, end - start)) > 0) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
 // One key of a file, checked, appended to *out.
 Status ReadKey(const std::string& key, const toml::node& node, const std::string& where,
                bool project, const std::map<std::string, OptionKind>& options,
@@ -155,13 +172,11 @@ Status ReadKey(const std::string& key, const toml::node& node, const std::string
   auto option = options.find(key);
   // No flag carries a secret, so only an unknown key can be an attempt at one
   // (task-max-tokens is an option, api-key or token is not).
-  const bool secret_like = key.find("key") != std::string::npos ||
-                           key.find("token") != std::string::npos ||
-                           key.find("secret") != std::string::npos;
-  if (option == options.end() && secret_like) {
+  if (option == options.end() && SecretLike(key)) {
     return Status::InvalidArgument(where + ": key \"" + key +
-                                   "\": API keys are never read from config files; set "
-                                   "ANTHROPIC_API_KEY or OPENAI_API_KEY in the environment");
+                                   "\": not an option, and API keys are never read from config "
+                                   "files; set ANTHROPIC_API_KEY or OPENAI_API_KEY in the "
+                                   "environment");
   }
   for (const CommandLineOnly& only : kCommandLineOnly) {
     if (key != only.key) continue;

@@ -133,6 +133,11 @@ std::optional<CommandLine> Parse(int argc, char** argv, int* exit_code) {
       ->check(CLI::IsMember(
           std::vector<std::string>(sandbox::kSandboxModes.begin(), sandbox::kSandboxModes.end())));
   app.add_flag("--check", cl.check, "Print what the sandbox enforces here and exit");
+  if (std::optional<std::string> empty = EmptyInlineValue(opt_argc, argv)) {
+    std::fprintf(stderr, "forkbox sandbox: %s: the value is empty\n", empty->c_str());
+    *exit_code = 2;
+    return std::nullopt;
+  }
   try {
     app.parse(opt_argc, argv);
   } catch (const CLI::ParseError& e) {

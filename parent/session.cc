@@ -182,6 +182,8 @@ struct OneShotEnd {
   int code = kExitOk;
   std::string problem;  // Empty: a clean answer.
   const char* subtype = "success";
+  // There is an answer to give (stdout, the -o file): whole, or what a run stopped early has.
+  bool Answered() const { return code == kExitOk || code == kExitIncomplete; }
 };
 
 bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
@@ -208,15 +210,15 @@ OneShotEnd Stopped(const agent::LoopOutcome& o) {
                   " turns in a row of only malformed tool calls",
               "error_during_execution"};
     case agent::LoopStop::kMaxTurns:
-      return {kExitOk, "stopped at the parent turn limit (--max-turns)", "error_max_turns"};
+      return {kExitIncomplete, "stopped at the parent turn limit (--max-turns)", "error_max_turns"};
     case agent::LoopStop::kBudget:
       // The answer was written from what the session had when --max-tokens-total ran out:
       // usable, but a script must be able to tell it from a finished one (like --max-turns).
-      return {kExitOk, "stopped at the session token budget (--max-tokens-total)",
+      return {kExitIncomplete, "stopped at the session token budget (--max-tokens-total)",
               "error_max_budget"};
     case agent::LoopStop::kMaxTokens:
     case agent::LoopStop::kContextWindow:
-      return {kExitOk,
+      return {kExitIncomplete,
               "the answer was cut short (" + std::string(agent::LoopStopName(o.stop)) + ")",
               "error_during_execution"};
     default:
@@ -233,7 +235,7 @@ OneShotEnd Classify(const Session::Turn& turn, const OutputOptions& out) {
   const agent::LoopOutcome& o = turn.outcome;
   if (o.error) return {kExitModel, "model error: " + o.error->ToString(), "error_during_execution"};
   OneShotEnd end = Stopped(o);
-  if (end.code == kExitOk && Blank(o.final_text)) {
+  if (end.Answered() && Blank(o.final_text)) {
     // Nothing to print: not an answer, whatever the stop.
     end.code = kExitModel;
     end.problem =
@@ -246,15 +248,17 @@ OneShotEnd Classify(const Session::Turn& turn, const OutputOptions& out) {
   return end;
 }
 
+// `answered`: the run has an answer to give (OneShotEnd::Answered); else `result` is "", as stdout
+// in text form gets nothing (a refusal's text is no answer).
 nlohmann::json ResultEvent(const Session& session, const Session::Turn& turn, const OneShotEnd& end,
-                           int64_t duration_ms) {
+                           bool answered, int64_t duration_ms) {
   const SessionStats& stats = session.stats();
   nlohmann::json tasks = StatsJson(stats, "", "", 0)["tasks"];
   agent::Usage usage = stats.parent_usage;
   return {{"type", "result"},
           {"subtype", end.subtype},
           {"is_error", end.code != kExitOk || !end.problem.empty()},
-          {"result", turn.outcome.final_text},
+          {"result", answered ? turn.outcome.final_text : std::string()},
           {"duration_ms", duration_ms},
           {"duration_api_ms", stats.api_ms},
           {"num_turns", stats.parent_turns},
@@ -270,9 +274,9 @@ std::string AnswerText(std::string text) {
   return text + "\n";
 }
 
-// The answer into the -o file, when there is one to give (exit 0 with text on stdout).
+// The answer into the -o file, when there is one to give (exit 0 or 5, text on stdout).
 Status SaveLastMessage(const Session::Turn& turn, const OneShotEnd& end, const OutputOptions& out) {
-  if (out.last_message_fd < 0 || end.code != kExitOk) return Status::Ok();
+  if (out.last_message_fd < 0 || !end.Answered()) return Status::Ok();
   // Emptied again: in a writable tree a tool may have written there since the start.
   int err = ::ftruncate(out.last_message_fd, 0) == 0 ? 0 : errno;
   if (err == 0) err = ::lseek(out.last_message_fd, 0, SEEK_SET) == 0 ? 0 : errno;
@@ -287,7 +291,7 @@ Status SaveLastMessage(const Session::Turn& turn, const OneShotEnd& end, const O
 // Classify, with a failed -o write as the run's failure.
 OneShotEnd ClassifySaved(const Session::Turn& turn, const OutputOptions& out, const Status& saved) {
   OneShotEnd end = Classify(turn, out);
-  if (saved.ok() || end.code != kExitOk) return end;
+  if (saved.ok() || !end.Answered()) return end;
   return {kExitFailure, saved.message(), "error_during_execution"};
 }
 
@@ -310,10 +314,10 @@ void WriteResult(const Session& session, const Session::Turn& turn, const OneSho
                  bool answered, const OutputOptions& out, int64_t duration_ms, bool live) {
   const agent::LoopOutcome& o = turn.outcome;
   if (out.format == OutputFormat::kStreamJson) {
-    out.events->Emit(ResultEvent(session, turn, end, duration_ms));
+    out.events->Emit(ResultEvent(session, turn, end, answered, duration_ms));
   } else if (out.format == OutputFormat::kJson) {
-    nlohmann::json j = StatsJson(session.stats(), o.final_text, agent::LoopStopName(o.stop),
-                                 session.context_bytes());
+    nlohmann::json j = StatsJson(session.stats(), answered ? o.final_text : std::string(),
+                                 agent::LoopStopName(o.stop), session.context_bytes());
     j["exit_code"] = end.code;
     j["session_id"] = out.events->session_id();
     j["model"] = out.model;
@@ -370,8 +374,8 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
                                   .count();
   const OneShotEnd answered = Classify(turn, out);
   const Status saved = SaveLastMessage(turn, answered, out);
-  WriteResult(session, turn, ClassifySaved(turn, out, saved), answered.code == kExitOk, out,
-              duration_ms, live);
+  WriteResult(session, turn, ClassifySaved(turn, out, saved), answered.Answered(), out, duration_ms,
+              live);
   // Again: the result's own write may have failed.
   const OneShotEnd end = ClassifySaved(turn, out, saved);
   if (!end.problem.empty()) WriteFd(STDERR_FILENO, "forkbox: " + end.problem + "\n");

@@ -50,6 +50,9 @@ int SessionsCommandMain(int argc, char** argv) {
   Options o;
   app.add_option("--workdir", o.workdir, "Only the sessions of this project directory")
       ->check(NonEmpty());
+  if (std::optional<std::string> empty = EmptyInlineValue(argc, argv)) {
+    return UsageError(*empty + ": the value is empty");
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -453,7 +453,7 @@ void AddBoundSockets(MountPlan& plan) {
 // /run and a real /var/run are emptied; what /etc/resolv.conf names there stays (DNS with
 // --allow-net), one file, read-only. Sockets elsewhere are covered one by one.
 void AddSocketDirs(MountPlan& plan) {
-  for (const char* dir : kSocketDirs) {
+  for (const char* dir : {"/run", "/var/run"}) {
     if (IsDir(dir)) plan.socket_dirs.push_back(dir);
   }
   std::error_code ec;

@@ -12,10 +12,6 @@
 
 namespace forkbox::sandbox {
 
-// The directories layer 2 empties (each one that is a real directory), since daemons bind their
-// sockets there: /run, and a /var/run that is no link to it.
-inline constexpr const char* kSocketDirs[] = {"/run", "/var/run"};
-
 struct MountPlan {
   std::vector<std::string> writable;  // Canonical; the workdir first.
   // Policy::read_only: the trees in `writable` are still bound where they are (one under /tmp

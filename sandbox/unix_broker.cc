@@ -38,9 +38,7 @@
 
 #include "base/fd_passing.h"
 #include "base/file.h"
-#include "base/path.h"
 #include "sandbox/landlock.h"
-#include "sandbox/namespaces.h"
 
 namespace forkbox::sandbox {
 namespace {
@@ -385,13 +383,6 @@ Answer ConnectUnix(const Tool& tool, int sock, const sockaddr_storage& storage, 
   }
   std::string path(addr.sun_path, strnlen(addr.sun_path, name_len));
   Answer answer = ConnectPath(tool, sock, root, cwd, path);
-  if (tool.policy.layer2_view && answer.error == -ENOENT) {
-    for (const char* dir : kSocketDirs) {
-      if (PathWithin(path, dir)) {
-        answer.refusal = std::string(dir) + " is emptied in the sandbox (daemons' sockets)";
-      }
-    }
-  }
   if (!answer.refusal.empty()) answer.refusal = path + " refused: " + answer.refusal;
   return answer;
 }

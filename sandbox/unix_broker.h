@@ -47,9 +47,10 @@ struct BrokerPolicy {
   // The broker's own Landlock domain scopes abstract unix sockets (LANDLOCK_SCOPE_ABSTRACT_UNIX),
   // so connecting an abstract address for the tool reaches only sockets of the tool's domain.
   bool abstract_scoped = false;
-  // The tool sees layer 2's mounts: kSocketDirs emptied, other sockets outside the trees covered
-  // with /dev/null. A connect that meets either is refused by them, and the note says so (the
-  // kernel's ENOENT or ECONNREFUSED alone reads as "the daemon is down").
+  // The tool sees layer 2's mounts: a daemon's socket outside the trees is covered with
+  // /dev/null, and a connect that meets one is refused with a note saying so (the kernel's
+  // ECONNREFUSED alone reads as "the daemon is down"). Under the emptied /run a path is simply
+  // absent (ENOENT, no note): glibc tries nscd's socket there at every user lookup.
   bool layer2_view = false;
 };
 

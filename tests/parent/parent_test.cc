@@ -21,6 +21,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <memory>
@@ -320,12 +321,28 @@ TEST_F(ParentTest, UsageErrorsExit2) {
     EXPECT_NE(empty.err.find(std::string(flag) + ": the value is empty"), std::string::npos)
         << Dump(empty);
   }
+  // The same as `--model=$UNSET`: before, CLI11 took the next argument as the value, so the
+  // prompt became the model and the piped context the prompt.
+  for (const char* flag : {"--workdir=", "--provider=", "--model=", "--base-url="}) {
+    RunResult empty = Run({flag, "hi"});
+    EXPECT_EQ(empty.exit_code, 2) << flag << Dump(empty);
+    const std::string name(flag, std::strlen(flag) - 1);
+    EXPECT_NE(empty.err.find("forkbox: " + name + ": the value is empty"), std::string::npos)
+        << Dump(empty);
+  }
+  RunResult piped = Run({"-p", "--model=", "the prompt"}, std::string("context\n"));
+  EXPECT_EQ(piped.exit_code, 2) << Dump(piped);
   for (const char* sub : {"sandbox", "sessions", "agents"}) {
-    std::vector<std::string> args = {sub, "--workdir", ""};
-    if (std::string(sub) == "sandbox") args.insert(args.end(), {"--", "/bin/true"});
-    RunResult empty = Run(args);
-    EXPECT_EQ(empty.exit_code, 2) << sub << Dump(empty);
-    EXPECT_NE(empty.err.find("--workdir: the value is empty"), std::string::npos) << Dump(empty);
+    for (const bool inline_value : {false, true}) {
+      std::vector<std::string> args = {sub};
+      if (inline_value) args.push_back("--workdir=");
+      if (!inline_value) args.insert(args.end(), {"--workdir", ""});
+      if (std::string(sub) == "sandbox") args.insert(args.end(), {"--", "/bin/true"});
+      if (std::string(sub) == "sessions" && inline_value) args.push_back("extra");
+      RunResult empty = Run(args);
+      EXPECT_EQ(empty.exit_code, 2) << sub << Dump(empty);
+      EXPECT_NE(empty.err.find("--workdir: the value is empty"), std::string::npos) << Dump(empty);
+    }
   }
   RunResult no_prompt = Run({});  // stdin is /dev/null, not a terminal.
   EXPECT_EQ(no_prompt.exit_code, 2);
@@ -594,7 +611,19 @@ TEST_F(ParentTest, RefusalIsExit3) {
   });
   RunResult r = Run({"--sandbox=off", "hi"});
   EXPECT_EQ(r.exit_code, 3) << Dump(r);
+  EXPECT_EQ(r.out, "") << "a refusal's text is no answer";
   EXPECT_NE(r.err.find("refused"), std::string::npos) << r.err;
+  // The same in every form: before, --json's answer and the stream's result held the text.
+  RunResult json_form = Run({"--sandbox=off", "--json", "hi"});
+  EXPECT_EQ(json_form.exit_code, 3) << Dump(json_form);
+  EXPECT_EQ(nlohmann::json::parse(json_form.out)["answer"], "") << json_form.out;
+  RunResult stream = Run({"--sandbox=off", "--output-format", "stream-json", "hi"});
+  EXPECT_EQ(stream.exit_code, 3) << Dump(stream);
+  const std::string last = stream.out.substr(stream.out.rfind('\n', stream.out.size() - 2) + 1);
+  const nlohmann::json result = nlohmann::json::parse(last);
+  EXPECT_EQ(result["type"], "result") << last;
+  EXPECT_EQ(result["result"], "") << last;
+  EXPECT_EQ(result["subtype"], "error_during_execution") << last;
 }
 
 // --sandbox read-only, as `codex exec -s read-only`: the parent's bash and a task's bash write no
@@ -1985,6 +2014,33 @@ TEST_F(ParentTest, ATaskStoppedByTheContextWindowIsNotOk) {
 namespace forkbox::parent_test {
 namespace {
 
+// A one-shot run stopped by --max-turns is not a finished job (as `claude -p`): exit 5, with the
+// summary the parent wrote from what it had on stdout and in the -o file, and stderr saying why.
+// Before, it exited 0, and `answer=$(forkbox ...) && use "$answer"` took it for done. Control:
+// with room for the work, exit 0.
+TEST_F(ParentTest, AOneShotStoppedByMaxTurnsExitsFive) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.tool_names.empty()) return Text("partial: what was done");
+    if (r.view.assistant_turns >= 3) return Text("finished");
+    return Calls({ToolCall{"read_file", {{"path", "notes.txt"}}, ""}});
+  });
+  std::ofstream(workdir_ + "/notes.txt") << "x\n";
+  for (const int turns : {2, 10}) {
+    SCOPED_TRACE("--max-turns " + std::to_string(turns));
+    const bool stopped = turns == 2;
+    const std::string answer = workdir_ + "/answer-" + std::to_string(turns) + ".md";
+    RunResult r = Run({"--sandbox=off", "--max-turns", std::to_string(turns), "-o", answer, "go"});
+    EXPECT_EQ(r.exit_code, stopped ? 5 : 0) << Dump(r);
+    EXPECT_EQ(r.out, stopped ? "partial: what was done\n" : "finished\n") << Dump(r);
+    std::ifstream saved(answer);
+    EXPECT_EQ(std::string(std::istreambuf_iterator<char>(saved), {}), r.out);
+    EXPECT_EQ(
+        r.err.find("forkbox: stopped at the parent turn limit (--max-turns)") != std::string::npos,
+        stopped)
+        << Dump(r);
+  }
+}
+
 TEST_F(ParentTest, IdleTimeoutIsAnOption) {
   server_.SetHandler([](const RecordedRequest&) {
     Reply reply = Text("slow words arriving one by one");
@@ -2467,6 +2523,14 @@ TEST_F(ConfigTest, TokenOptionsAreSettingsNotSecrets) {
   r = RunWith({"config"});
   EXPECT_EQ(r.exit_code, 2) << Dump(r);
   EXPECT_NE(r.err.find("API keys are never read from config files"), std::string::npos) << r.err;
+  // A word of the key, not a part of one: "monkey" is an unknown key like any other.
+  for (const char* key : {"monkey", "hotkey", "tokenizer"}) {
+    Write(User(), std::string(key) + " = 1\n");
+    r = RunWith({"config"});
+    EXPECT_EQ(r.exit_code, 2) << Dump(r);
+    EXPECT_NE(r.err.find(":1: unknown key \"" + std::string(key) + "\""), std::string::npos)
+        << r.err;
+  }
 }
 
 TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
@@ -2907,8 +2971,9 @@ TEST_F(RealChildTest, ATasksDaemonDiesWithItsCommand) {
 }
 
 // A parent whose own loop runs out of --max-tokens-total answers from what it has, and says so:
-// exit 0 like --max-turns, but the result event is `error_max_budget` with is_error and an
-// error, and stderr names the budget. Control: the same session with room left is a success.
+// exit 5 like --max-turns (not a finished job), the result event is `error_max_budget` with
+// is_error and an error, and stderr names the budget. Control: the same session with room left
+// is a success.
 TEST_F(RealChildTest, ParentStoppedByTheSessionBudgetIsNotASuccess) {
   const json schema = SchemaFromDocs();
   ASSERT_TRUE(schema.is_object());
@@ -2919,7 +2984,7 @@ TEST_F(RealChildTest, ParentStoppedByTheSessionBudgetIsNotASuccess) {
   });
   RunResult r = Run(Args({"--output-format", "stream-json", "--no-subagents", "--max-tokens", "500",
                           "--max-tokens-total", "4000", "go"}));
-  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  ASSERT_EQ(r.exit_code, 5) << Dump(r);
   std::vector<json> events = Lines(r.out);
   ASSERT_FALSE(events.empty()) << r.out;
   const json& result = events.back();
