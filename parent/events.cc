@@ -1,5 +1,6 @@
 #include "parent/events.h"
 
+#include <signal.h>
 #include <sys/random.h>
 #include <unistd.h>
 
@@ -78,8 +79,11 @@ void EventStream::Emit(nlohmann::json event) {
 }
 
 nlohmann::json ErrorResultJson(int exit_code, const std::string& message) {
+  const bool interrupted =
+      exit_code == 128 + SIGINT || exit_code == 128 + SIGTERM || exit_code == 128 + SIGHUP;
   const char* subtype = exit_code == 2   ? "error_usage"
                         : exit_code == 4 ? "error_sandbox"
+                        : interrupted    ? "error_interrupted"
                                          : "error_startup";
   return {{"type", "result"},       {"subtype", subtype}, {"is_error", true},
           {"exit_code", exit_code}, {"error", message},   {"schema", kEventSchemaVersion}};

@@ -64,10 +64,27 @@ int Fail(OutputFormat format, int code, const std::string& message) {
 // More than a model's context window could hold many times over: a clear error, not an upload.
 constexpr size_t kMaxStdinPromptBytes = size_t{8} << 20;
 
+// Stdin to its end. A signal stops the read (Run's handler, in kFlag mode): the error then says
+// so, and the signal stays recorded for Run (a pipe that never closes must not outlast Ctrl-C).
 Result<std::string> ReadStdin() {
-  Result<std::string> text = ReadToEnd(STDIN_FILENO, kMaxStdinPromptBytes, "the prompt on stdin");
-  if (!text.ok()) return Status::InvalidArgument(text.status().message());
-  return text;
+  std::string text;
+  char buf[65536];
+  for (;;) {
+    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
+    if (n < 0 && errno == EINTR) {
+      const int sig = TakeInterrupt();
+      if (sig == 0) continue;
+      RecordInterrupt(sig);
+      return Status::Unavailable("interrupted while reading stdin");
+    }
+    if (n < 0) return Status::FromErrno(errno, "read the prompt on stdin");
+    if (n == 0) return text;
+    text.append(buf, static_cast<size_t>(n));
+    if (text.size() > kMaxStdinPromptBytes) {
+      return Status::InvalidArgument("the prompt on stdin: larger than " +
+                                     std::to_string(kMaxStdinPromptBytes) + " bytes");
+    }
+  }
 }
 
 bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
@@ -692,7 +709,16 @@ int Serve(const Options& o, const Settings& s, const std::optional<std::string>&
 }
 
 int Run(const Options& o) {
+  // Stdin may be a pipe that has not closed yet: a signal meanwhile ends the run with its result.
+  if (Status st = InstallInterruptHandler(InterruptMode::kFlag); !st.ok()) {
+    return Fail(o.output_format, kExitFailure, st.ToString());
+  }
   auto prompt = ReadPrompt(o);
+  if (const int sig = TakeInterrupt(); sig != 0) {
+    return Fail(o.output_format, 128 + sig,
+                std::string("interrupted by ") + SignalName(sig) + " while reading stdin");
+  }
+  SetInterruptMode(InterruptMode::kExit);  // Start-up ends at once on a signal, as before.
   if (!prompt.ok()) return Fail(o.output_format, kExitUsage, prompt.status().message());
   if (!prompt->has_value() && !o.output_last_message.empty()) {
     return Fail(o.output_format, kExitUsage,

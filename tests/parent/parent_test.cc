@@ -14,6 +14,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -1869,8 +1870,12 @@ namespace {
 
 using nlohmann::json;
 
-// The JSON Schema subset docs/events.md uses: type, enum, required, properties, items, oneOf.
+// The JSON Schema subset docs/events.md uses: type, enum, required, properties, items, oneOf,
+// not.
 std::string Validate(const json& v, const json& schema, const std::string& path) {
+  if (schema.contains("not") && Validate(v, schema["not"], path).empty()) {
+    return path + ": matches " + schema["not"].dump() + ", which it must not";
+  }
   if (schema.contains("oneOf")) {
     int matches = 0;
     std::string why;
@@ -1935,6 +1940,51 @@ std::vector<json> Lines(const std::string& out) {
   std::istringstream in(out);
   for (std::string line; std::getline(in, line);) events.push_back(json::parse(line));
   return events;
+}
+
+// Whether `pid` is blocked in read(2) of its stdin, waiting up to 30 s (/proc/PID/syscall: the
+// call's number, then its first argument).
+bool BlockedReadingStdin(pid_t pid) {
+  const std::string want = std::to_string(SYS_read) + " 0x0 ";
+  for (int i = 0; i < 6000; ++i) {
+    std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
+    std::string line;
+    if (std::getline(in, line) && line.rfind(want, 0) == 0) return true;
+    usleep(5000);  // Polls a condition; no timing is assumed.
+  }
+  return false;
+}
+
+// A signal while forkbox still reads the prompt's piped context from stdin (a pipe whose writer
+// has not closed it) ends the run with its result: stderr says so, the exit code is the signal's,
+// and stream-json ends with an error_interrupted result that the schema accepts. Before, the
+// signal's default action ended forkbox without a word.
+TEST_F(ParentTest, ASignalWhileStdinIsReadEndsTheRunWithItsResult) {
+  const json schema = SchemaFromDocs();
+  ASSERT_TRUE(schema.is_object());
+  for (const int sig : {SIGTERM, SIGINT}) {
+    const std::string name = sig == SIGTERM ? "SIGTERM" : "Ctrl-C";  // As forkbox names them.
+    SCOPED_TRACE(name);
+    Result<Pipe> in = MakePipe();
+    ASSERT_TRUE(in.ok());
+    RunSpec spec = LiveSpec({"--sandbox=off", "--output-format", "stream-json", "-p", "x"});
+    spec.stdin_fd = in->read.get();
+    LiveForkbox live(spec);
+    in->read.reset();
+    ASSERT_TRUE(BlockedReadingStdin(live.pid())) << Dump(live.Finish());
+    live.Signal(sig);
+    RunResult r = live.Finish();
+    EXPECT_EQ(r.exit_code, 128 + sig) << Dump(r);
+    EXPECT_NE(r.err.find("forkbox: interrupted by " + name + " while reading stdin"),
+              std::string::npos)
+        << Dump(r);
+    std::vector<json> events = Lines(r.out);
+    ASSERT_EQ(events.size(), 1u) << r.out;
+    EXPECT_EQ(Validate(events[0], schema, "$"), "") << events[0].dump();
+    EXPECT_EQ(events[0]["subtype"], "error_interrupted") << r.out;
+    EXPECT_EQ(events[0]["exit_code"], 128 + sig) << r.out;
+  }
+  EXPECT_EQ(server_.request_count(), 0u);
 }
 
 TEST_F(ParentTest, StreamJsonMatchesTheSchemaInDocsEventsMd) {
