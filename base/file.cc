@@ -68,6 +68,9 @@ Status NoLinksError(int err, const std::string& path) {
                                     ": a symbolic link on the way; it is not followed (a tool "
                                     "could have planted it): give the real path");
   }
+  if (err == ENXIO) {  // O_NONBLOCK's answer for a FIFO (or a device) with no other end.
+    return Status::InvalidArgument(path + ": not a regular file (a FIFO without a reader)");
+  }
   return Status::FromErrno(err, "open " + path);
 }
 

@@ -555,7 +555,7 @@ CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command) {
     std::ostringstream out, err;
     int code = app.exit(e, out, err);
     outcome.out = out.str();
-    outcome.err = err.str();
+    outcome.err = code == 0 || err.str().empty() ? err.str() : "forkbox: " + err.str();
     outcome.exit_code = code == 0 ? kExitOk : kExitUsage;
     const std::optional<OutputFormat> asked = FormatFromArgv(argc, argv);
     if (code != 0) outcome.format = asked ? *asked : FilesFormat(o.workdir);

@@ -29,7 +29,9 @@ Result<std::string> Canonical(const std::string& path, const char* what) {
 
 Result<std::string> ResolveWorkdir(const Options& options) {
   std::string dir = options.workdir.empty() ? "." : options.workdir;
-  auto canonical = Canonical(dir, "--workdir");
+  // No --workdir: the current directory, which may have been removed under the caller.
+  auto canonical = Canonical(
+      dir, options.workdir.empty() ? "the current directory (no --workdir)" : "--workdir");
   if (!canonical.ok()) return canonical.status();
   struct stat st;
   if (stat(canonical->c_str(), &st) != 0) return Status::FromErrno(errno, "stat " + *canonical);

@@ -141,7 +141,7 @@ std::optional<CommandLine> Parse(int argc, char** argv, int* exit_code) {
   try {
     app.parse(opt_argc, argv);
   } catch (const CLI::ParseError& e) {
-    *exit_code = app.exit(e) == 0 ? 0 : 2;
+    *exit_code = SubcommandParseExit(app, e);
     return std::nullopt;
   }
   sandbox::ApplySandboxMode(mode, &cl.settings);

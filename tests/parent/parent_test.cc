@@ -181,7 +181,12 @@ TEST_F(ParentTest, RangesAndDefaultsAreShownAndEnforced) {
     const size_t at = r.err.find(hint);
     EXPECT_NE(at, std::string::npos) << Dump(r);
     EXPECT_EQ(r.err.find(hint, at + 1), std::string::npos) << Dump(r);
+    EXPECT_EQ(r.err.rfind("forkbox: ", 0), 0u) << "named as forkbox's other errors\n" << Dump(r);
   }
+  RunResult sandbox = Run({"sandbox", "--sandbox=off", "--no-such-flag", "--", "/bin/true"});
+  EXPECT_EQ(sandbox.exit_code, 2) << Dump(sandbox);
+  EXPECT_EQ(sandbox.err.rfind("forkbox sandbox: The following argument was not expected", 0), 0u)
+      << Dump(sandbox);
   RunResult config = Run({"config", "--sandbox=off", "--max-parallel", "7"});  // argv[1]: config
   EXPECT_EQ(config.exit_code, 0) << Dump(config);
   for (const char* s : {"max-parallel = 7  (flag)", "task-timeout = 900  (default)",
@@ -478,6 +483,11 @@ TEST_F(ParentTest, OutputLastMessageWritesTheAnswerWhereTheUserSays) {
     EXPECT_NE(r.err.find("--output-last-message: "), std::string::npos) << r.err;
     EXPECT_NE(r.err.find(bad), std::string::npos) << r.err;
   }
+  // Worded, not errno's "No such device or address".
+  r = Run({"--sandbox=off", "-o", outside + "/fifo", "third"});
+  EXPECT_NE(r.err.find(outside + "/fifo: not a regular file (a FIFO without a reader)"),
+            std::string::npos)
+      << r.err;
   EXPECT_EQ(FileText(target), "echo the user's own line\n") << "the link was not followed";
   EXPECT_FALSE(fs::exists(outside + "/new.md"));
   EXPECT_EQ(server_.request_count(), requests);
