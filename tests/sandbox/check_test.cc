@@ -291,7 +291,18 @@ CmdResult RunCmd(
 struct BackgroundCmd {
   std::thread thread;
   CmdResult result;
-  pid_t pid = 0;  // Its pid, known once it runs (0: it did not start).
+  pid_t pid = 0;   // Its pid, known once it runs (0: it did not start).
+  UniqueFd pidfd;  // Readable once it has exited.
+  // A test that stopped early (a failed ASSERT) ends it rather than leave its thread joinable.
+  ~BackgroundCmd() {
+    if (!thread.joinable()) return;
+    if (pidfd) (void)syscall(SYS_pidfd_send_signal, pidfd.get(), SIGKILL, nullptr, 0);
+    thread.join();
+  }
+  // What its command writes to the FIFO at `path`; "" when it exits first: never a hang.
+  std::string ReadFifo(const std::string& path) const {
+    return forkbox::testing::ReadFifoUnless(path, pidfd.get()).value_or("");
+  }
 };
 
 // Starts `forkbox sandbox ARGS`, with `setup` in its process before the exec; returns once that
@@ -309,6 +320,8 @@ std::unique_ptr<BackgroundCmd> StartCmd(
     });
   });
   if (read(pid_pipe->read.get(), &cmd->pid, sizeof cmd->pid) != sizeof cmd->pid) cmd->pid = 0;
+  // Not reaped before the thread's wait, so the pid names it until then.
+  if (cmd->pid > 0) cmd->pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, cmd->pid, 0)));
   return cmd;
 }
 
@@ -594,7 +607,7 @@ TEST(SandboxCommand, ASigkillOfItStillRemovesTheCommondirItsCommandPlanted) {
     const pid_t forkbox = run->pid;
     ASSERT_GT(forkbox, 0);
     // Blocks until the command planted it.
-    const pid_t command = static_cast<pid_t>(std::atoi(ReadFile(work + "/ready").c_str()));
+    const pid_t command = static_cast<pid_t>(std::atoi(run->ReadFifo(work + "/ready").c_str()));
     EXPECT_EQ(kill(forkbox, SIGKILL), 0);
     if (!sandboxed) {
       EXPECT_EQ(kill(command, SIGKILL), 0);  // Nothing else would end it.
@@ -659,7 +672,7 @@ TEST(SandboxCommand, ASigkillOfItStillUndoesWhatItsCommandPlantedInGitsTrustSurf
       return !mode.layer1 || testing::RefuseUserNamespaces();
     });
     ASSERT_GT(run->pid, 0);
-    const pid_t command = static_cast<pid_t>(std::atoi(ReadFile(work + "/ready").c_str()));
+    const pid_t command = static_cast<pid_t>(std::atoi(run->ReadFifo(work + "/ready").c_str()));
     ASSERT_GT(command, 0);
     EXPECT_EQ(kill(run->pid, SIGKILL), 0);
     if (!mode.sandboxed) {  // Nothing else would end it.
@@ -776,7 +789,7 @@ TEST(SandboxCommand, AKillOfEveryProcessOfItIsPutBackByTheNextStartFromItsJourna
     if (!mode.sandboxed) args.insert(args.begin(), "--sandbox=off");
     std::unique_ptr<BackgroundCmd> run = StartCmd(args, setup);
     ASSERT_GT(run->pid, 0);
-    ASSERT_GT(std::atoi(ReadFile(work + "/ready").c_str()), 0);  // Blocks until it planted.
+    ASSERT_GT(std::atoi(run->ReadFifo(work + "/ready").c_str()), 0);  // Blocks until it planted.
     // The daemon the command detached; its own pid outside layer 2 (no PID namespace).
     const pid_t daemon = std::atoi(ReadFile(work + "/daemon").c_str());
     const bool own_pid = mode.layer1 || !mode.sandboxed;
@@ -860,7 +873,7 @@ TEST(SandboxCommand, InLayer1ASigkillOfItLeavesNoProcessOfItsCommand) {
     const pid_t forkbox = run->pid;
     ASSERT_GT(forkbox, 0);
     // Blocks until the command runs and its daemon wrote its pid.
-    const pid_t command = static_cast<pid_t>(std::atoi(ReadFile(work + "/ready").c_str()));
+    const pid_t command = static_cast<pid_t>(std::atoi(run->ReadFifo(work + "/ready").c_str()));
     const pid_t daemon = static_cast<pid_t>(std::atoi(ReadFile(work + "/daemon").c_str()));
     ASSERT_GT(command, 0);
     ASSERT_GT(daemon, 0);
