@@ -273,8 +273,14 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;
   }
   Result<int> status = WaitForwardingSignals(*sandbox, *child);
-  sandbox::KillAllDescendants();
+  const bool all_killed = sandbox::KillAllDescendants() >= 0;
   if (policy.enabled) PutBack(&*git);
+  if (!all_killed) {  // What they do after the put-back is not undone: never a quiet success.
+    std::fprintf(stderr,
+                 "forkbox sandbox: processes the command left still ran after every round of "
+                 "kills; what they change from now on is not undone\n");
+    return kSandboxError;
+  }
   if (!status.ok()) return SandboxError(status.status());
   return ExitCodeFromWaitStatus(*status);
 }

@@ -108,7 +108,9 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     progress_.Note(call.name + ": " + ipc::MakeEventDetail(CallDetail(call)));
     agent::ToolOutput out = agent::RunBaseTool(call, context_);
     // Nothing the command started outlives it, detached daemons included (we are a subreaper).
-    sandbox::KillOrphans(OwnedChildren());
+    if (sandbox::KillOrphans(OwnedChildren()) < 0) {
+      progress_.Note("processes " + call.name + " left still ran after every round of kills");
+    }
     ++stats_.parent_tool_calls;
     results[i] = agent::ToolResultBlock{call.id, std::move(out.content), out.is_error};
     // Tools run one at a time and nothing of theirs outlives them: after one that changes no

@@ -209,54 +209,6 @@ int InitDeathSignal() { return SIGRTMAX; }
   _exit(exit_code);
 }
 
-// The parent pid in /proc/<name>/stat ("pid (comm) state ppid ..."; comm may hold spaces and
-// parentheses), or -1. Raw calls and a stack buffer: a keeper's.
-pid_t ParentOfRaw(int proc, const char* name) {
-  char path[32] = {};
-  const size_t len = strlen(name);
-  if (len + sizeof("/stat") > sizeof(path)) return -1;
-  memcpy(path, name, len);
-  memcpy(path + len, "/stat", sizeof("/stat"));
-  const int fd = openat(proc, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[512];
-  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  const char* close_paren = strrchr(buf, ')');
-  // ") S ppid": the ppid starts 4 bytes on, within what was read.
-  if (close_paren == nullptr || close_paren + 4 >= buf + n || close_paren[1] != ' ') return -1;
-  return static_cast<pid_t>(strtol(close_paren + 4, nullptr, 10));
-}
-
-// Kills one round of this process's children, found in /proc by parent pid, and reaps them;
-// returns how many it killed. Their own children come to this process next (a subreaper).
-int KillChildrenRoundRaw(pid_t self) {
-  const int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (proc < 0) return 0;
-  pid_t killed[256];
-  int count = 0;
-  alignas(8) char buf[4096];
-  long n = 0;
-  while (count < 256 && (n = syscall(SYS_getdents64, proc, buf, sizeof(buf))) > 0) {
-    for (long off = 0; off < n && count < 256;) {
-      const auto* entry = reinterpret_cast<const dirent64*>(buf + off);
-      off += entry->d_reclen;
-      char* end = nullptr;
-      const long pid = strtol(entry->d_name, &end, 10);
-      if (pid <= 0 || *end != '\0' || ParentOfRaw(proc, entry->d_name) != self) continue;
-      if (kill(static_cast<pid_t>(pid), SIGKILL) == 0) killed[count++] = static_cast<pid_t>(pid);
-    }
-  }
-  close(proc);
-  for (int i = 0; i < count; ++i) {
-    while (waitpid(killed[i], nullptr, __WALL) < 0 && errno == EINTR) {
-    }
-  }
-  return count;
-}
-
 // `forkbox sandbox`'s command in layer 1 (ContainPlan::layer1_keeper): the keeper waits for it
 // and exits with its status (what it left goes on to the spawner, a subreaper too, which kills
 // it). If the spawner dies first (InitDeathSignal, e.g. its SIGKILL), the keeper kills the command
@@ -284,9 +236,7 @@ int KillChildrenRoundRaw(pid_t self) {
     if (pid < 0) _exit(127);
     siginfo_t info;
     if (sigwaitinfo(&wake, &info) != InitDeathSignal()) continue;
-    const pid_t self = getpid();
-    for (int round = 0; round < 10000 && KillChildrenRoundRaw(self) > 0; ++round) {
-    }
+    KillDescendantsRaw({});
     UndoForDeadSpawner(p);
     _exit(128 + SIGKILL);
   }

@@ -135,6 +135,12 @@ bool ListedOnce(const std::map<std::string, Entry>& recorded, WalkBudget& budget
   return false;
 }
 
+// chmod of `name` in `dir` itself, never where a link there leads (one a tool swapped in since
+// the walk would otherwise get the mode, wherever it points). 0 or errno (EOPNOTSUPP: a link).
+int ChmodNoFollow(int dir, const char* name, unsigned mode) {
+  return fchmodat(dir, name, mode, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : errno;
+}
+
 // rm -rf beneath the root, never through a symlink. 0 or errno.
 int RemoveAt(int root, const std::string& rel) {
   Result<UniqueFd> parent = OpenDirBeneath(root, DirOf(rel), O_PATH);
@@ -154,7 +160,7 @@ int WriteAt(int root, const std::string& rel, const Entry& e) {
   switch (e.kind) {
     case Kind::kDir:
       if (mkdirat(p, name, 0700) != 0) return errno;
-      return fchmodat(p, name, e.mode, 0) == 0 ? 0 : errno;
+      return ChmodNoFollow(p, name, e.mode);
     case Kind::kSymlink:
       return symlinkat(e.data.c_str(), p, name) == 0 ? 0 : errno;
     case Kind::kFile: {
@@ -408,9 +414,9 @@ void GitSurfaceGuard::RestoreRecorded(const std::vector<std::string>& gone,
     if (now == recorded) continue;
     if (recorded.kind == Kind::kDir && now.kind == Kind::kDir) {
       Result<UniqueFd> parent = OpenDirBeneath(root, DirOf(path), O_PATH);
-      const bool ok =
-          parent.ok() && fchmodat(parent->get(), NameOf(path).c_str(), recorded.mode, 0) == 0;
-      Note(lines, ok ? 0 : EPERM, "restore the mode of", path);
+      const int err =
+          parent.ok() ? ChmodNoFollow(parent->get(), NameOf(path).c_str(), recorded.mode) : ENOENT;
+      Note(lines, err, "restore the mode of", path);
       continue;
     }
     Note(lines, WriteAt(root, path, recorded),

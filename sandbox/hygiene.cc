@@ -5,6 +5,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -81,7 +82,111 @@ long ThreadCount() {
   return end != field ? threads : -1;
 }
 
+// The parent pid in /proc/<name>/stat ("pid (comm) state ppid ..."; comm may hold spaces and
+// parentheses), or -1. Raw calls and a stack buffer.
+pid_t ParentOfRaw(int proc, const char* name) {
+  char path[32] = {};
+  const size_t len = strlen(name);
+  if (len + sizeof("/stat") > sizeof(path)) return -1;
+  memcpy(path, name, len);
+  memcpy(path + len, "/stat", sizeof("/stat"));
+  const int fd = openat(proc, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = '\0';
+  const char* close_paren = strrchr(buf, ')');
+  // ") S ppid": the ppid starts 4 bytes on, within what was read.
+  if (close_paren == nullptr || close_paren + 4 >= buf + n || close_paren[1] != ' ') return -1;
+  return static_cast<pid_t>(strtol(close_paren + 4, nullptr, 10));
+}
+
+struct ProcLink {
+  pid_t pid;
+  pid_t ppid;
+};
+
+// Processes one pass over /proc holds at most (the rest wait for a round that sees them). Host
+// daemons (parent 1, outside a namespace init) and kernel threads (parent 0
+// or 2) are not kept, so this bounds the other processes of the host with a parent of their own
+// (shells, terminals' children) and ours (RLIMIT_NPROC, 512 by default, bounds ours).
+constexpr int kMaxLinks = 8192;
+constexpr int kMaxKillRounds = 10000;
+
+// Every process whose parent could be a descendant of `self`, from one pass over /proc, into
+// `links` (the first kMaxLinks).
+int ScanLinksRaw(pid_t self, ProcLink* links) {
+  const int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (proc < 0) return 0;
+  int count = 0;
+  alignas(8) char buf[4096];
+  long n = 0;
+  while ((n = syscall(SYS_getdents64, proc, buf, sizeof(buf))) > 0) {
+    for (long off = 0; off < n;) {
+      const auto* entry = reinterpret_cast<const dirent64*>(buf + off);
+      off += entry->d_reclen;
+      char* end = nullptr;
+      const long pid = strtol(entry->d_name, &end, 10);
+      if (pid <= 0 || *end != '\0') continue;
+      const pid_t ppid = ParentOfRaw(proc, entry->d_name);
+      if (ppid <= 0 || ppid == 2 || (ppid == 1 && self != 1)) continue;
+      if (count == kMaxLinks) break;
+      links[count++] = ProcLink{static_cast<pid_t>(pid), ppid};
+    }
+  }
+  close(proc);
+  return count;
+}
+
+// One round: the tree below `self` (but `keep` and theirs) killed breadth first, from one scan;
+// its members that are children of `self` reaped. How many it signalled.
+int KillTreeRoundRaw(pid_t self, std::span<const pid_t> keep) {
+  ProcLink links[kMaxLinks];
+  pid_t queue[kMaxLinks + 1];
+  const int count = ScanLinksRaw(self, links);
+  std::sort(links, links + count,
+            [](const ProcLink& a, const ProcLink& b) { return a.ppid < b.ppid; });
+  int head = 0, tail = 0, killed = 0;
+  queue[tail++] = self;
+  while (head < tail) {
+    const pid_t parent = queue[head++];
+    const ProcLink* first = std::lower_bound(links, links + count, parent,
+                                             [](const ProcLink& l, pid_t p) { return l.ppid < p; });
+    for (const ProcLink* l = first; l < links + count && l->ppid == parent; ++l) {
+      if (std::find(keep.begin(), keep.end(), l->pid) != keep.end()) continue;
+      if (kill(l->pid, SIGKILL) == 0) ++killed;
+      if (tail <= kMaxLinks) queue[tail++] = l->pid;
+    }
+  }
+  const ProcLink* first = std::lower_bound(links, links + count, self,
+                                           [](const ProcLink& l, pid_t p) { return l.ppid < p; });
+  for (const ProcLink* l = first; l < links + count && l->ppid == self; ++l) {
+    if (std::find(keep.begin(), keep.end(), l->pid) != keep.end()) continue;
+    while (waitpid(l->pid, nullptr, __WALL) < 0 && errno == EINTR) {
+    }
+  }
+  return killed;
+}
+
 }  // namespace
+
+int KillDescendantsRaw(std::span<const pid_t> keep) {
+  const pid_t self = getpid();
+  int killed = 0;
+  for (int round = 0; round < kMaxKillRounds; ++round) {
+    // No child at all (ECHILD, one syscall): nothing below, and no walk over every process.
+    siginfo_t info;
+    if (waitid(P_ALL, 0, &info, WEXITED | WNOHANG | WNOWAIT | __WALL) != 0 && errno == ECHILD) {
+      return killed;
+    }
+    const int n = KillTreeRoundRaw(self, keep);
+    if (n == 0) return killed;
+    killed += n;
+  }
+  return -1;
+}
 
 Status AwaitSingleThreaded(std::chrono::milliseconds limit) {
   const auto end = std::chrono::steady_clock::now() + limit;
@@ -144,26 +249,7 @@ int ReapOrphans(std::span<const pid_t> owned) {
   return reaped;
 }
 
-int KillOrphans(std::span<const pid_t> keep) {
-  int killed = 0;
-  // Each killed one's own children come to us next (the subreaper, or init of the namespace):
-  // repeat until none is left.
-  for (int round = 0; round < 10000; ++round) {
-    std::vector<pid_t> children = ChildrenOf(getpid());
-    std::erase_if(children, [&](pid_t pid) {
-      return std::find(keep.begin(), keep.end(), pid) != keep.end();
-    });
-    if (children.empty()) break;
-    for (pid_t pid : children) {
-      if (kill(pid, SIGKILL) == 0) ++killed;
-    }
-    for (pid_t pid : children) {
-      while (waitpid(pid, nullptr, __WALL) < 0 && errno == EINTR) {
-      }
-    }
-  }
-  return killed;
-}
+int KillOrphans(std::span<const pid_t> keep) { return KillDescendantsRaw(keep); }
 
 int KillAllDescendants() {
   int killed = 0;
@@ -171,11 +257,11 @@ int KillAllDescendants() {
     // PID namespace init: kill(-1) reaches every other process in the namespace.
     if (kill(-1, SIGKILL) == 0) ++killed;
   }
-  killed += KillOrphans({});
+  const int orphans = KillOrphans({});
   // Reap anything that exited on its own in the meantime.
   while (waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
   }
-  return killed;
+  return orphans < 0 ? -1 : killed + orphans;
 }
 
 }  // namespace forkbox::sandbox

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <span>
 #include <vector>
 
 #include "base/status.h"
@@ -29,5 +30,14 @@ Status AwaitSingleThreaded(std::chrono::milliseconds limit = std::chrono::second
 
 // The direct children of `parent`, read from /proc/*/stat.
 std::vector<pid_t> ChildrenOf(pid_t parent);
+
+// Async-signal-safe and allocation-free (a keeper's, after a fork): SIGKILLs every descendant of
+// this process, children and theirs, except those in `keep` and below them, and reaps them, round
+// after round (orphans come back to this process: a subreaper or a namespace init) until none is
+// left. Each round kills the whole tree found in one pass over /proc, not one level: a chain
+// whose last link keeps forking regrows at the bottom as fast as a level a round is peeled off the
+// top (a red-team chain of 512 outlived 10,000 such rounds, and then the git guard's put-back).
+// Returns how many it signalled, or -1 when some were still there after kMaxKillRounds.
+int KillDescendantsRaw(std::span<const pid_t> keep);
 
 }  // namespace forkbox::sandbox

@@ -491,13 +491,15 @@ int ReapOrphans(std::span<const pid_t> owned = {});
 
 // Kills every child of the calling process not in `keep` and reaps it, then the same for what that
 // re-parented to it (a subreaper or PID-namespace init), until none is left: what a tool command
-// left running, detached daemons included, once it ended. Returns the number killed.
+// left running, detached daemons included, once it ended. Returns the number killed, or -1 when
+// some were still there after every round (KillDescendantsRaw).
 int KillOrphans(std::span<const pid_t> keep);
 
 // Kills every descendant of the calling process, including setsid'd and double-forked daemons
 // (re-parented to this process as subreaper or PID-namespace init), and reaps them. forkbox-child
 // calls it when its task ends. It may reap children that ChildProcess handles still own (they then
-// report ECHILD), so call it last. Returns the number of processes signalled.
+// report ECHILD), so call it last. Returns the number of processes signalled, or -1 as
+// KillOrphans.
 int KillAllDescendants();
 
 }  // namespace forkbox::sandbox

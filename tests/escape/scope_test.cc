@@ -339,6 +339,29 @@ TEST_P(ScopeTest, AHookInAHooksDirectoryTheGuardCannotWalkRunsNothingOutside) {
   Verdict(r, !ran.empty(), Control::kAlways, "a hook the guard could not see ran outside:" + ran);
 }
 
+// A command leaves a chain of processes whose bottom link forks a new one as fast as its top dies
+// (at most 200 alive), each link planting .git/hooks/pre-commit whenever it is missing. The kill
+// after the command takes the whole tree each round, not a level: before, in layer 1 such a chain
+// outlived 10,000 rounds of killing direct children, the guard then put the surface back while it
+// ran, and the hook came back for the user's next commit (a red-team find). Layer 2's PID
+// namespace takes it down with its init. The control keeps the chain and the hook.
+TEST_P(ScopeTest, AForkingChainIsKilledWholeBeforeTheSurfaceIsPutBack) {
+  ASSERT_EQ(GitOutside(work_, {"init", "-q"}).exit_code, 0);
+  ChownTree(work_, uid(), gid());
+  RunResult r =
+      Shell("cd '" + work_ + "' && exec " + std::string(ProbePath()) + " fork_chain " + token_);
+  const size_t alive = ProcessesWithMarker(token_).size();
+  const bool hook = Exists(work_ + "/.git/hooks/pre-commit");
+  WriteFile(work_ + "/STOP", "");  // Every link exits once it sees it.
+  for (int i = 0; i < 300 && !ProcessesWithMarker(token_).empty(); ++i) {
+    usleep(100'000);  // Polls a condition; no timing is assumed.
+  }
+  KillProcessesWithMarker(token_);
+  Verdict(r, alive > 0 || hook, Control::kAlways,
+          "a forking chain outlived its command (" + std::to_string(alive) + " links" +
+              (hook ? ", the hook planted" : "") + ")");
+}
+
 // A submodule's git dir is .git/modules/<name>, and a name may hold slashes: one six levels down
 // (a/b/c/d/e/f), and one whose .git/modules entry is a link to a git dir deep in the tree (l),
 // each planted with a post-checkout hook, .gitmodules and the gitlink. The user's `git submodule

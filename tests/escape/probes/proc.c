@@ -340,6 +340,68 @@ static int ProbeTioclinux(int argc, char** argv) {
   return ByRefusal(syscall(SYS_ioctl, 0, (unsigned long)TIOCLINUX, subcode), "ioctl TIOCLINUX");
 }
 
+enum { kChainLinks = 200 };
+
+// What each link of fork_chain does once born: plant the hook whenever it is missing, once a
+// second, until ./STOP exists.
+static void RunChainLink(void) {
+  for (;;) {
+    if (access("STOP", F_OK) == 0) _exit(0);
+    if (access(".git/hooks/pre-commit", F_OK) != 0) {
+      const int fd = open(".git/hooks/pre-commit.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0755);
+      if (fd >= 0) {
+        static const char kHook[] = "#!/bin/sh\necho PLANTED-BY-A-CHAIN\n";
+        if (write(fd, kHook, sizeof kHook - 1) < 0) {
+        }
+        close(fd);
+        rename(".git/hooks/pre-commit.tmp", ".git/hooks/pre-commit");
+      }
+    }
+    sleep(1);
+  }
+}
+
+// A chain of processes, at most kChainLinks alive at once, whose bottom link forks a new one
+// whenever fewer are alive: it regrows as fast as a killer that takes one level a round (its
+// children, then theirs) peels its top, and it stays bounded where no process limit holds (root,
+// unsandboxed). Every link but the bottom plants .git/hooks/pre-commit. The first process, the
+// command, returns after a second; the links stay until ./STOP exists. The test judges from
+// outside: links alive after the command's end, or the hook.
+static int ProbeForkChain(int argc, char** argv) {
+  (void)argc;
+  (void)argv;
+  pid_t* slots = mmap(NULL, sizeof(pid_t) * kChainLinks, PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (slots == MAP_FAILED) return ProbeError("mmap: %s", strerror(errno));
+  const pid_t first = fork();
+  if (first < 0) return ProbeError("fork: %s", strerror(errno));
+  if (first > 0) {
+    sleep(1);
+    printf("chain started below pid %d\n", (int)first);
+    return kProbeBlocked;
+  }
+  setsid();
+  signal(SIGCHLD, SIG_IGN);                    // No zombies: a dead link's slot frees at once.
+  const int null = open("/dev/null", O_RDWR);  // Holds no pipe of the caller's open.
+  for (int fd = 0; fd < 3 && null >= 0; ++fd) dup2(null, fd);
+  for (;;) {
+    if (access("STOP", F_OK) == 0) _exit(0);
+    int free_slot = -1;
+    for (int i = 0; i < kChainLinks; ++i) {
+      if (slots[i] == 0 || kill(slots[i], 0) != 0) free_slot = i;
+    }
+    if (free_slot < 0) {
+      usleep(1000);
+      continue;
+    }
+    slots[free_slot] = getpid();
+    const pid_t child = fork();
+    if (child == 0) continue;  // The new bottom.
+    if (child > 0) RunChainLink();
+    usleep(1000);
+  }
+}
+
 const struct Probe kProcProbes[] = {
     {"status", "", 0, ProbeStatus},
     {"env", "", 0, ProbeEnv},
@@ -351,6 +413,7 @@ const struct Probe kProcProbes[] = {
     {"kill", "PID", 1, ProbeKill},
     {"daemon", "PIDFILE MARKER [double]", 2, ProbeDaemon},
     {"fork_bomb", "MAX", 1, ProbeForkBomb},
+    {"fork_chain", "TOKEN", 1, ProbeForkChain},
     {"memory_hog", "MIB [raise]", 1, ProbeMemoryHog},
     {"disk_filler", "PATH OFFSET_MIB [raise]", 2, ProbeDiskFiller},
     {"rlimit", "core|nofile|nproc MAX", 2, ProbeRlimit},
