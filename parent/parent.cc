@@ -1,6 +1,9 @@
 #include "parent/parent.h"
 
 #include <fcntl.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -64,27 +67,50 @@ int Fail(OutputFormat format, int code, const std::string& message) {
 // More than a model's context window could hold many times over: a clear error, not an upload.
 constexpr size_t kMaxStdinPromptBytes = size_t{8} << 20;
 
+// Stdin's next bytes, waiting in ppoll with the interrupt signals unblocked only there (`waiting`):
+// a signal that came before the wait ends it too, which a plain read() after a flag check would
+// miss. nullopt: interrupted (the signal stays recorded for Run).
+std::optional<ssize_t> ReadUnlessInterrupted(char* buf, size_t size, const sigset_t& waiting) {
+  for (;;) {
+    if (InterruptPending()) return std::nullopt;
+    pollfd in{STDIN_FILENO, POLLIN, 0};
+    if (::ppoll(&in, 1, nullptr, &waiting) < 0) {
+      if (errno == EINTR) continue;
+      return -1;
+    }
+    const ssize_t n = ::read(STDIN_FILENO, buf, size);
+    if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+    return n;
+  }
+}
+
 // Stdin to its end. A signal stops the read (Run's handler, in kFlag mode): the error then says
 // so, and the signal stays recorded for Run (a pipe that never closes must not outlast Ctrl-C).
 Result<std::string> ReadStdin() {
+  sigset_t interrupts, waiting;
+  sigemptyset(&interrupts);
+  for (int sig : kInterruptSignals) sigaddset(&interrupts, sig);
+  if (pthread_sigmask(SIG_BLOCK, &interrupts, &waiting) != 0) {
+    return Status::Internal("pthread_sigmask failed");
+  }
   std::string text;
   char buf[65536];
+  Status status;
   for (;;) {
-    const ssize_t n = ::read(STDIN_FILENO, buf, sizeof buf);
-    if (n < 0 && errno == EINTR) {
-      const int sig = TakeInterrupt();
-      if (sig == 0) continue;
-      RecordInterrupt(sig);
-      return Status::Unavailable("interrupted while reading stdin");
-    }
-    if (n < 0) return Status::FromErrno(errno, "read the prompt on stdin");
-    if (n == 0) return text;
-    text.append(buf, static_cast<size_t>(n));
+    const std::optional<ssize_t> n = ReadUnlessInterrupted(buf, sizeof buf, waiting);
+    if (!n) status = Status::Unavailable("interrupted while reading stdin");
+    if (n && *n < 0) status = Status::FromErrno(errno, "read the prompt on stdin");
+    if (!n || *n <= 0) break;
+    text.append(buf, static_cast<size_t>(*n));
     if (text.size() > kMaxStdinPromptBytes) {
-      return Status::InvalidArgument("the prompt on stdin: larger than " +
-                                     std::to_string(kMaxStdinPromptBytes) + " bytes");
+      status = Status::InvalidArgument("the prompt on stdin: larger than " +
+                                       std::to_string(kMaxStdinPromptBytes) + " bytes");
+      break;
     }
   }
+  (void)pthread_sigmask(SIG_SETMASK, &waiting, nullptr);
+  if (!status.ok()) return status;
+  return text;
 }
 
 bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }

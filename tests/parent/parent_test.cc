@@ -10,11 +10,11 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -31,6 +31,7 @@
 #include <sstream>
 #include <thread>
 
+#include "ipc/frame.h"
 #include "tests/base/test_util.h"
 #include "tests/mock/mock_server.h"
 #include "tests/parent/replies.h"
@@ -1952,14 +1953,13 @@ std::vector<json> Lines(const std::string& out) {
   return events;
 }
 
-// Whether `pid` is blocked in read(2) of its stdin, waiting up to 30 s (/proc/PID/syscall: the
-// call's number, then its first argument).
-bool BlockedReadingStdin(pid_t pid) {
-  const std::string want = std::to_string(SYS_read) + " 0x0 ";
+// Whether what was written to the pipe `write_end` has all been read, waiting up to 30 s
+// (FIONREAD works on either end of a pipe). /proc/PID/syscall would say where the reader
+// blocks, but forkbox makes itself non-dumpable, which hides it from another user than root.
+bool PipeDrained(int write_end) {
   for (int i = 0; i < 6000; ++i) {
-    std::ifstream in("/proc/" + std::to_string(pid) + "/syscall");
-    std::string line;
-    if (std::getline(in, line) && line.rfind(want, 0) == 0) return true;
+    int left = -1;
+    if (ioctl(write_end, FIONREAD, &left) == 0 && left == 0) return true;
     usleep(5000);  // Polls a condition; no timing is assumed.
   }
   return false;
@@ -1981,7 +1981,12 @@ TEST_F(ParentTest, ASignalWhileStdinIsReadEndsTheRunWithItsResult) {
     spec.stdin_fd = in->read.get();
     LiveForkbox live(spec);
     in->read.reset();
-    ASSERT_TRUE(BlockedReadingStdin(live.pid())) << Dump(live.Finish());
+    // Once forkbox has read part of the context, its handler is in place and it waits for more.
+    ASSERT_TRUE(ipc::WriteAll(in->write.get(), "part of the context\n").ok());
+    ASSERT_TRUE(PipeDrained(in->write.get())) << [&] {
+      in->write.reset();  // Lets forkbox's read end, so that Finish does not wait on it.
+      return Dump(live.Finish());
+    }();
     live.Signal(sig);
     RunResult r = live.Finish();
     EXPECT_EQ(r.exit_code, 128 + sig) << Dump(r);
