@@ -14,6 +14,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "probe.h"
@@ -340,13 +341,19 @@ static int ProbeTioclinux(int argc, char** argv) {
   return ByRefusal(syscall(SYS_ioctl, 0, (unsigned long)TIOCLINUX, subcode), "ioctl TIOCLINUX");
 }
 
-enum { kChainLinks = 200 };
+enum { kChainLinks = 200, kChainSeconds = 60 };
+
+// Whether a link of fork_chain stops: ./STOP exists, or the chain has lived kChainSeconds (no
+// leftover outlives a test that was killed before it could write STOP).
+static int ChainEnds(time_t born) {
+  return access("STOP", F_OK) == 0 || time(NULL) - born > kChainSeconds;
+}
 
 // What each link of fork_chain does once born: plant the hook whenever it is missing, once a
-// second, until ./STOP exists.
-static void RunChainLink(void) {
+// second, until the chain ends.
+static void RunChainLink(time_t born) {
   for (;;) {
-    if (access("STOP", F_OK) == 0) _exit(0);
+    if (ChainEnds(born)) _exit(0);
     if (access(".git/hooks/pre-commit", F_OK) != 0) {
       const int fd = open(".git/hooks/pre-commit.tmp", O_WRONLY | O_CREAT | O_TRUNC, 0755);
       if (fd >= 0) {
@@ -365,8 +372,8 @@ static void RunChainLink(void) {
 // whenever fewer are alive: it regrows as fast as a killer that takes one level a round (its
 // children, then theirs) peels its top, and it stays bounded where no process limit holds (root,
 // unsandboxed). Every link but the bottom plants .git/hooks/pre-commit. The first process, the
-// command, returns after a second; the links stay until ./STOP exists. The test judges from
-// outside: links alive after the command's end, or the hook.
+// command, returns after a second; the links stay until ./STOP exists (a minute at most). The test
+// judges from outside: links alive after the command's end, or the hook.
 static int ProbeForkChain(int argc, char** argv) {
   (void)argc;
   (void)argv;
@@ -381,11 +388,12 @@ static int ProbeForkChain(int argc, char** argv) {
     return kProbeBlocked;
   }
   setsid();
+  const time_t born = time(NULL);
   signal(SIGCHLD, SIG_IGN);                    // No zombies: a dead link's slot frees at once.
   const int null = open("/dev/null", O_RDWR);  // Holds no pipe of the caller's open.
   for (int fd = 0; fd < 3 && null >= 0; ++fd) dup2(null, fd);
   for (;;) {
-    if (access("STOP", F_OK) == 0) _exit(0);
+    if (ChainEnds(born)) _exit(0);
     int free_slot = -1;
     for (int i = 0; i < kChainLinks; ++i) {
       if (slots[i] == 0 || kill(slots[i], 0) != 0) free_slot = i;
@@ -397,7 +405,7 @@ static int ProbeForkChain(int argc, char** argv) {
     slots[free_slot] = getpid();
     const pid_t child = fork();
     if (child == 0) continue;  // The new bottom.
-    if (child > 0) RunChainLink();
+    if (child > 0) RunChainLink(born);
     usleep(1000);
   }
 }
