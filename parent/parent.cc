@@ -809,7 +809,8 @@ int ParentMain(int argc, char** argv) {
   } catch (const std::exception& e) {
     code = Fail(cli.format, kExitFailure, std::string("internal error: ") + e.what());
   }
-  KillAndReapAllChildren();  // Whatever a tool left behind dies with the session.
+  // Whatever a tool left behind dies with the session.
+  if (!KillAndReapAllChildren() && code == kExitOk) code = kExitFailure;
   return code;
 }
 

@@ -1,16 +1,13 @@
 #include "parent/signals.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
-#include <sys/syscall.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
-#include <algorithm>
-#include <atomic>
 #include <cerrno>
+
+#include "sandbox/sandbox.h"
 
 namespace forkbox::parent {
 namespace {
@@ -19,87 +16,28 @@ volatile sig_atomic_t g_signal = 0;
 volatile sig_atomic_t g_exit_mode = 0;
 int g_stdout_errno = 0;
 
+// Async-signal-safe: one write to stderr, its result ignored (nothing to do if it fails).
+template <size_t N>
+void WriteRaw(const char (&text)[N]) {
+  ssize_t ignored = write(STDERR_FILENO, text, N - 1);
+  (void)ignored;
+}
+
 void OnInterrupt(int signo) {
   if (g_exit_mode) {
-    static const char kMsg[] = "\nforkbox: interrupted\n";
-    ssize_t ignored = write(STDERR_FILENO, kMsg, sizeof(kMsg) - 1);
-    (void)ignored;
-    KillAndReapAllChildren();
+    WriteRaw("\nforkbox: interrupted\n");
+    (void)KillAndReapAllChildren();
     _exit(128 + signo);
   }
   g_signal = signo;
 }
 
-struct LinuxDirent64 {
-  ino64_t d_ino;
-  off64_t d_off;
-  unsigned short d_reclen;
-  unsigned char d_type;
-  char d_name[1];  // Really d_reclen - 19 bytes, NUL-terminated (no flexible arrays in ISO C++).
-};
-
-// Parses a decimal number; -1 when `s` is not one.
-long ParsePid(const char* s, const char* end) {
-  if (s == end) return -1;
-  long v = 0;
-  for (; s < end; ++s) {
-    if (*s < '0' || *s > '9' || v > 10'000'000) return -1;
-    v = v * 10 + (*s - '0');
-  }
-  return v;
-}
-
-// SIGKILLs the children listed in /proc/self/task/<tid>/children. Async-signal-safe.
-int KillChildrenOfTask(const char* tid) {
-  char path[64] = "/proc/self/task/";
-  size_t n = sizeof("/proc/self/task/") - 1;
-  for (const char* p = tid; *p != '\0' && n < sizeof(path) - 16; ++p) path[n++] = *p;
-  for (const char* p = "/children"; *p != '\0'; ++p) path[n++] = *p;
-  path[n] = '\0';
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return 0;
-  char buf[4096];
-  ssize_t len = read(fd, buf, sizeof(buf));
-  close(fd);
-  int killed = 0;
-  const char* start = buf;
-  for (ssize_t i = 0; i < len; ++i) {
-    if (buf[i] != ' ' && buf[i] != '\n') continue;
-    long pid = ParsePid(start, buf + i);
-    if (pid > 0 && kill(static_cast<pid_t>(pid), SIGKILL) == 0) ++killed;
-    start = buf + i + 1;
-  }
-  return killed;
-}
-
-// One round over every thread's children (a subreaper's orphans may land on any thread).
-int KillChildrenOnce() {
-  int dir = open("/proc/self/task", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dir < 0) return 0;
-  int killed = 0;
-  alignas(8) char buf[4096];
-  long n;
-  while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0) {
-    for (long off = 0; off < n;) {
-      auto* d = reinterpret_cast<LinuxDirent64*>(buf + off);
-      if (d->d_name[0] != '.') killed += KillChildrenOfTask(d->d_name);
-      off += d->d_reclen;
-    }
-  }
-  close(dir);
-  return killed;
-}
-
 }  // namespace
 
-void KillAndReapAllChildren() {
-  while (true) {
-    KillChildrenOnce();
-    // Each death may re-parent the dead one's children to us: the next round kills them.
-    pid_t pid = waitpid(-1, nullptr, 0);
-    if (pid < 0 && errno == ECHILD) return;
-    if (pid < 0 && errno != EINTR) return;
-  }
+bool KillAndReapAllChildren() {
+  if (sandbox::KillAllDescendants() >= 0) return true;
+  WriteRaw("forkbox: processes the tools started were still there after every kill round\n");
+  return false;
 }
 
 const char* SignalName(int signo) {
@@ -121,7 +59,7 @@ Status HardenProcess() {
     return Status::FromErrno(errno, "prctl(PR_SET_DUMPABLE, 0)");
   }
   // Orphans of our tools (a `setsid -f` daemon) come to us, not to init, so that
-  // KillAndReapAllChildren can end them with the session.
+  // sandbox::KillAllDescendants can end them with the session.
   if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) != 0) {
     return Status::FromErrno(errno, "prctl(PR_SET_CHILD_SUBREAPER)");
   }

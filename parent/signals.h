@@ -33,11 +33,12 @@ inline constexpr int kInterruptSignals[] = {SIGINT, SIGTERM, SIGHUP};
 // "Ctrl-C", "SIGTERM", "SIGHUP" (and for SIGPIPE "a failed write to stdout").
 const char* SignalName(int signo);
 
-// SIGKILLs every child of this process (whatever was re-parented to it included) and reaps them,
-// round after round, until none is left. Async-signal-safe (the exit-mode handler calls it); the
-// session calls it once more when it ends. (After one of its own tool commands the parent calls
-// sandbox::KillOrphans, which keeps the standby children.)
-void KillAndReapAllChildren();
+// sandbox::KillAllDescendants (the one kill of a process tree: every descendant, re-parented
+// orphans included, reaped), and a line on stderr when some were still there after every round
+// (then false). Async-signal-safe: the exit-mode handler calls it; the session calls it once more
+// when it ends. (After one of its own tool commands the parent calls sandbox::KillOrphans, which
+// keeps the standby children.)
+bool KillAndReapAllChildren();
 
 enum class InterruptMode { kExit, kFlag };
 Status InstallInterruptHandler(InterruptMode mode);

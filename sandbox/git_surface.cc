@@ -306,12 +306,32 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
+// Whether `rel` lies in a project's agent config (a `.forkbox` or `.claude` component).
+bool InAgentConfig(const std::string& rel) {
+  for (size_t at = 0; at <= rel.size();) {
+    const size_t end = std::min(rel.find('/', at), rel.size());
+    const std::string_view part = std::string_view(rel).substr(at, end - at);
+    if (part == ".forkbox" || part == ".claude") return true;
+    at = end + 1;
+  }
+  return false;
+}
+
 // A trust-surface path of a repository that appeared after the record: keeps only what git init
-// makes (safe config, *.sample hooks, info/), removes the rest.
+// makes (safe config, *.sample hooks, info/), removes the rest. Agent config that appeared (a
+// nested `sub/.forkbox`) is removed whole: nothing a tool makes there is the user's.
 void CleanNewPath(int root, const std::string& rel, std::vector<std::string>& lines) {
   const Entry e = ReadEntry(root, rel);
   const std::string name = NameOf(rel);
-  if (e.kind == Kind::kAbsent || (name == "info" && e.kind == Kind::kDir)) return;
+  if (e.kind == Kind::kAbsent) return;
+  if (InAgentConfig(rel)) {
+    int err = RemoveAt(root, rel);
+    lines.push_back((err == 0 ? "removed " : "could NOT remove ") + rel +
+                    " (agent config a tool created: a session or `claude` started there trusts "
+                    "it)");
+    return;
+  }
+  if (name == "info" && e.kind == Kind::kDir) return;
   std::string why = "not made by git init";
   if (name == "config" && e.kind == Kind::kFile) {
     if (GitSurfaceGuard::ConfigIsSafe(e.data, &why)) return;
@@ -424,18 +444,29 @@ void GitSurfaceGuard::RestoreRecorded(const std::vector<std::string>& gone,
   }
 }
 
+void GitSurfaceGuard::CleanNewPaths(const std::vector<std::string>& paths,
+                                    const std::vector<std::string>& gone,
+                                    std::vector<std::string>& lines) const {
+  for (const std::string& p : paths) {
+    const std::optional<std::string> rel = PathBelow(p, workdir_);
+    if (!rel) continue;
+    const bool recorded = std::any_of(roots_.begin(), roots_.end(), [&](const std::string& r) {
+      return PathWithin(*rel, r) && !InAny(gone, r);
+    });
+    if (!recorded) CleanNewPath(root_.get(), *rel, lines);
+  }
+}
+
 MountPlan GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
                                            std::vector<std::string>& lines) const {
   MountPlan plan = PlanGitSurface(workdir_, writable_);
+  // New links first, then the surface walked again without them: what a new link leads to is
+  // not a surface of its own (a tool's `sub/.git -> ../src` removed the user's src/ before).
+  const size_t before = lines.size();
+  CleanNewPaths(plan.links, gone, lines);
+  if (lines.size() != before) plan = PlanGitSurface(workdir_, writable_);
   for (const auto* list : {&plan.readonly, &plan.links, &plan.absent}) {
-    for (const std::string& p : *list) {
-      const std::optional<std::string> rel = PathBelow(p, workdir_);
-      if (!rel) continue;
-      const bool recorded = std::any_of(roots_.begin(), roots_.end(), [&](const std::string& r) {
-        return PathWithin(*rel, r) && !InAny(gone, r);
-      });
-      if (!recorded) CleanNewPath(root_.get(), *rel, lines);
-    }
+    CleanNewPaths(*list, gone, lines);
   }
   return plan;
 }

@@ -86,6 +86,9 @@ class GitSurfaceGuard {
   std::map<std::string, Entry> WalkCurrent(const std::vector<std::string>& gone,
                                            std::vector<std::string>& whole,
                                            std::vector<std::string>& lines) const;
+  // CleanNewPath for each of `paths` (absolute) below the workdir and outside the record.
+  void CleanNewPaths(const std::vector<std::string>& paths, const std::vector<std::string>& gone,
+                     std::vector<std::string>& lines) const;
   // Also returns the surface it walked.
   MountPlan CleanNewSurface(const std::vector<std::string>& gone,
                             std::vector<std::string>& lines) const;

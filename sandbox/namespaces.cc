@@ -242,6 +242,7 @@ struct GitMarks {
   bool objects = false;
   bool refs = false;
   bool commondir = false;
+  bool agent_config = false;  // A `.forkbox` or `.claude` (AddProjectConfig).
 };
 
 // The real subdirectories of the open directory `dir` (never a link), without git dirs and big
@@ -266,6 +267,7 @@ std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& 
       marks->objects |= name == "objects";
       marks->refs |= name == "refs";
       marks->commondir |= name == "commondir";
+      marks->agent_config |= name == ".forkbox" || name == ".claude";
       if (name == "." || name == ".." || name == ".git" || name == "node_modules" ||
           name == ".forkbox-tmp") {
         continue;
@@ -290,13 +292,20 @@ UniqueFd OpenWalkedDir(int at, const char* name) {
   return fd;
 }
 
-// Whether `rel`/.git (".git" for an empty `rel`) exists, as a link too, beneath `dir`; never
-// through a link (`rel` swapped for one since the listing counts as no repository: the walk
-// follows none).
-bool HasDotGitAt(int dir, const std::string& rel) {
-  const std::string path = rel.empty() ? std::string(".git") : rel + "/.git";
+// Whether `rel`/`name` (`name` for an empty `rel`) exists, as a link too, beneath `dir`; never
+// through a link (`rel` swapped for one since the listing counts as absent: the walk follows
+// none).
+bool HasEntryAt(int dir, const std::string& rel, const char* name) {
+  const std::string path = rel.empty() ? std::string(name) : rel + "/" + name;
   // O_NOFOLLOW: a `.git` link is opened itself, not where it leads.
   return OpenAt2(dir, path.c_str(), O_PATH | O_NOFOLLOW, kResolveNoLinks | RESOLVE_BENEATH).valid();
+}
+
+bool HasDotGitAt(int dir, const std::string& rel) { return HasEntryAt(dir, rel, ".git"); }
+
+// Whether `rel` beneath `dir` holds a `.forkbox` or `.claude` (the deepest level, not listed).
+bool HasAgentConfigAt(int dir, const std::string& rel) {
+  return HasEntryAt(dir, rel, ".forkbox") || HasEntryAt(dir, rel, ".claude");
 }
 
 // Whether HEAD in `dir` passes git's check of a git dir's HEAD (validate_headref): a link whose
@@ -335,17 +344,24 @@ bool IsBareGitDir(int dir, const GitMarks& marks) {
   return HeadLooksValid(dir);
 }
 
+void AddProjectConfig(const std::string& dir, MountPlan& plan);
+
 // The repository at `path` (the open `dir`, `level` below the workdir) and those below it, each
 // protected like the workdir's own: one listing per directory, each opened relative to its
 // parent and never through a link, and a `.git` found in its directory's listing (a lookup only
 // where the listing fails, and at the deepest level, which is not listed). A bare repository is
-// a git dir of its own, and nothing below it is walked.
+// a git dir of its own, and nothing below it is walked. A `.forkbox` or `.claude` found the same
+// way is guarded as the workdir's own: a session started in that directory (`cd sub; forkbox`)
+// or a `claude` there would trust it.
 void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std::vector<char>& buf,
                    MountPlan& plan) {
   GitMarks marks;
   const std::optional<std::vector<std::string>> subdirs = ListSubdirs(dir.get(), buf, &marks);
   if (subdirs ? marks.dot_git : HasDotGitAt(dir.get(), "")) {
     AddDotGit(JoinPath(path, ".git"), plan);
+  }
+  if (level > 0 && (subdirs ? marks.agent_config : HasAgentConfigAt(dir.get(), ""))) {
+    AddProjectConfig(path, plan);
   }
   if (!subdirs) return;
   if (IsBareGitDir(dir.get(), marks)) {
@@ -357,6 +373,7 @@ void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std:
     const std::string sub = JoinPath(path, name);
     if (level + 1 == kNestedRepoLevels) {
       if (HasDotGitAt(dir.get(), name)) AddDotGit(JoinPath(sub, ".git"), plan);
+      if (HasAgentConfigAt(dir.get(), name)) AddProjectConfig(sub, plan);
       continue;
     }
     UniqueFd child = OpenWalkedDir(dir.get(), name.c_str());
@@ -480,15 +497,16 @@ void KeepBindsInWritableTrees(MountPlan& plan) {
   }
 }
 
-// The project's agent configuration, guarded like git's surface: the next session trusts
+// The project's agent configuration in `dir` (the workdir, or a directory below it that has one),
+// guarded like git's surface: the next session there trusts
 // .forkbox/ (config.toml, agents/: a task's planted explore.md or model would run it), and the
 // user's next `claude` trusts .claude/ (agents, commands, settings.json's hooks run commands).
 // .claude also holds Claude Code's state (in a workdir of $HOME: transcripts of many MB, which
 // the guard would read at every call), so only what it trusts is guarded there, and the folder
 // is pinned like a .git directory: it cannot be swapped for a link to a planted one.
-void AddProjectConfig(const std::string& workdir, MountPlan& plan) {
-  const fs::path forkbox = fs::path(workdir) / ".forkbox";
-  const fs::path claude = fs::path(workdir) / ".claude";
+void AddProjectConfig(const std::string& dir, MountPlan& plan) {
+  const fs::path forkbox = fs::path(dir) / ".forkbox";
+  const fs::path claude = fs::path(dir) / ".claude";
   AddReadonly(forkbox, plan);
   AddAbsent(forkbox, plan);
   if (!IsDir(claude)) {

@@ -499,7 +499,7 @@ int KillOrphans(std::span<const pid_t> keep);
 // (re-parented to this process as subreaper or PID-namespace init), and reaps them. forkbox-child
 // calls it when its task ends. It may reap children that ChildProcess handles still own (they then
 // report ECHILD), so call it last. Returns the number of processes signalled, or -1 as
-// KillOrphans.
+// KillOrphans. Async-signal-safe and allocation-free (the parent's exit-mode handler calls it).
 int KillAllDescendants();
 
 }  // namespace forkbox::sandbox

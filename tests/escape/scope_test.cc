@@ -251,6 +251,30 @@ TEST_P(ScopeTest, ProjectAgentConfigIsPutBack) {
   Verdict(r, !planted.empty(), Control::kAlways, "plant the project's agent config:" + planted);
 }
 
+// The same below the workdir: a session started in a subdirectory (`cd sub; forkbox`) trusts its
+// .forkbox, and a `claude` there its .claude. A tool changes an existing sub/.forkbox and plants
+// new ones down to the deepest level the guard looks (5 below the workdir); all are undone. The
+// control keeps all of it.
+TEST_P(ScopeTest, NestedProjectAgentConfigIsPutBack) {
+  const std::string old_config = work_ + "/old/.forkbox/config.toml";
+  ASSERT_TRUE(std::filesystem::create_directories(work_ + "/old/.forkbox"));
+  WriteFile(old_config, "max-turns = 5\n");
+  ChownTree(work_, uid(), gid());
+  RunResult r = Shell(
+      "cd '" + work_ +
+      "'; echo PROBE plant-nested-agent-config; echo 'model = \"x\"' >> old/.forkbox/config.toml; "
+      "mkdir -p sub/.forkbox/agents sub/.claude a/b/c/d/e/.forkbox; "
+      "echo evil > sub/.forkbox/agents/explore.md; echo '{\"hooks\":{}}' > "
+      "sub/.claude/settings.json; "
+      "echo 'model = \"x\"' > a/b/c/d/e/.forkbox/config.toml; true");
+  std::string planted;
+  if (ReadFile(old_config) != "max-turns = 5\n") planted += " old/.forkbox/config.toml";
+  for (const char* rel : {"/sub/.forkbox", "/sub/.claude/settings.json", "/a/b/c/d/e/.forkbox"}) {
+    if (Exists(work_ + rel)) planted += rel;
+  }
+  Verdict(r, !planted.empty(), Control::kAlways, "plant agent config below the workdir:" + planted);
+}
+
 // An existing .claude holds Claude Code's state too: a tool keeps writing that, but what Claude
 // Code trusts (settings.json's hooks, agents, commands) is put back, and a .claude swapped for
 // another holds nothing planted. The control keeps the planted hooks.

@@ -168,6 +168,37 @@ std::string Deep(std::string dir, int levels) {
   return dir;
 }
 
+// A link a tool makes in the surface is removed, never what it leads to: a new `sub/.git`, a new
+// repository's `hooks` and a new `sub/.forkbox` leading to the user's src/ left the guard
+// removing src/ whole. The control: the same links made before the record stay, and so does src/.
+TEST(GitSurfaceGuard, RemovesANewLinkAndKeepsWhatItLeadsTo) {
+  for (const bool before_record : {false, true}) {
+    SCOPED_TRACE(before_record ? "control: links made before the record" : "links made by a tool");
+    const std::string work = WorkdirOutOfSightOfRoot("git-guard-new-link");
+    Write(work + "/src/file", "the user's\n");
+    const auto plant = [&work] {
+      std::filesystem::create_directories(work + "/sub");
+      std::filesystem::create_directories(work + "/n/.git");
+      std::filesystem::create_directories(work + "/cfg");
+      std::filesystem::create_directory_symlink("../src", work + "/sub/.git");
+      std::filesystem::create_directory_symlink("../../src", work + "/n/.git/hooks");
+      std::filesystem::create_directory_symlink("../src", work + "/cfg/.forkbox");
+    };
+    if (before_record) plant();
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+    if (!before_record) plant();
+    const std::vector<std::string> undone = guard->Restore();
+    EXPECT_EQ(ReadFile(work + "/src/file"), "the user's\n");
+    for (const char* link : {"/sub/.git", "/n/.git/hooks", "/cfg/.forkbox"}) {
+      EXPECT_EQ(std::filesystem::is_symlink(std::filesystem::symlink_status(work + link)),
+                before_record)
+          << link;
+    }
+    EXPECT_EQ(HasLine(undone, "removed cfg/.forkbox (agent config a tool created"), !before_record);
+  }
+}
+
 // A part of the surface the walk cannot see whole (here a directory 17 levels down; a flood past
 // the walk's budget or a directory a tool chmodded stops it the same way) is put back whole: a
 // hook planted beside it goes too, wherever the listing put it. Before, the walk stopped at its
