@@ -1,10 +1,13 @@
 #include "base/startup.h"
 
+#include <fcntl.h>
 #include <link.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include <cerrno>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #ifndef MADV_POPULATE_READ
@@ -51,6 +54,23 @@ Status PrefaultCode() {
   dl_iterate_phdr(AdviseCode, &walk);
   if (walk.err != 0) return Status::FromErrno(walk.err, "madvise(MADV_POPULATE_READ)");
   if (walk.segments == 0) return Status::Error(Status::Code::kNotFound, "no code segment found");
+  return Status::Ok();
+}
+
+Status ReserveStandardFds() {
+  for (int fd = 0; fd <= 2; ++fd) {
+    if (fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    // The lowest free number: `fd` itself, as the lower ones are open. Not O_CLOEXEC: it stays
+    // the process's fd 0-2 across exec too.
+    const int opened = open("/dev/null", O_RDONLY);
+    if (opened < 0)
+      return Status::FromErrno(errno, "open /dev/null for a closed fd " + std::to_string(fd));
+    if (opened != fd) {
+      close(opened);
+      return Status::Internal("/dev/null opened as fd " + std::to_string(opened) + ", not " +
+                              std::to_string(fd));
+    }
+  }
   return Status::Ok();
 }
 

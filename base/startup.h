@@ -16,4 +16,11 @@ namespace forkbox {
 // Returns the first failing madvise as an error, or NotFound when no such segment was found.
 Status PrefaultCode();
 
+// Opens /dev/null read-only on each of fds 0, 1 and 2 that is closed (`forkbox ... >&-`), before
+// anything else opens a file: else the first file opened (the git guard's journal) becomes
+// stdout or stderr, and the answer, the banner and events are written into it. Read-only, so that
+// a write to a closed stdout still fails (EBADF) and exits 1 as before. Fails only when
+// /dev/null cannot be opened.
+Status ReserveStandardFds();
+
 }  // namespace forkbox

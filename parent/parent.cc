@@ -784,6 +784,10 @@ int ConfigMain(int argc, char** argv) {
 }  // namespace
 
 int ParentMain(int argc, char** argv) {
+  if (Status st = ReserveStandardFds(); !st.ok()) {
+    WriteText(STDERR_FILENO, "forkbox: " + st.ToString() + "\n");
+    return kExitFailure;
+  }
   if (argc >= 2 && std::strcmp(argv[1], "sandbox") == 0) {
     return SandboxCommandMain(argc - 1, argv + 1);
   }

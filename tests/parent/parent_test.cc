@@ -3379,6 +3379,30 @@ TEST_F(ParentTest, AFailedWriteToStdoutIsAnErrorExit) {
   EXPECT_EQ(RunForkbox(version).exit_code, 1);
 }
 
+// Started with stdout closed (and stdin or stderr), in a repository: the git guard's journal, the
+// first file forkbox opens, took fd 1, so the answer was written into it and the run exited 0
+// (and a kill-all then left a journal the next start could not read). Now fds 0-2 are held on
+// /dev/null read-only first: the answer's write fails and the exit is 1, as with any closed
+// stdout. The control: with stdout open the same run answers and exits 0.
+TEST_F(ParentTest, AClosedStdoutIsNoFileForkboxOpens) {
+  const std::string project = workdir_ + "/project";  // Below HOME, the test's workdir.
+  ASSERT_EQ(std::system(("git init -q '" + project + "'").c_str()), 0);
+  server_.SetHandler([](const RecordedRequest&) { return Text("the answer"); });
+  const auto run = [&](const char* redirects) {
+    RunSpec spec = LiveSpec({"--workdir", project, "--standby=0", "--quiet", "go"});
+    spec.shell_redirects = redirects;
+    return RunForkbox(spec);
+  };
+  for (const char* redirects : {"<&- >&-", ">&- 2>&-", ">&-"}) {
+    SCOPED_TRACE(redirects);
+    RunResult r = run(redirects);
+    EXPECT_EQ(r.exit_code, 1) << Dump(r);
+  }
+  RunResult control = run("<&-");
+  EXPECT_EQ(control.exit_code, 0) << Dump(control);
+  EXPECT_EQ(control.out, "the answer\n") << Dump(control);
+}
+
 // stdout's reader goes away (`forkbox ... | head -1`): the next event's write fails with EPIPE
 // and the session ends there, exit 141 as if killed by SIGPIPE: the bash call of the reply whose
 // event could not be written never runs and no further model call is made.

@@ -29,6 +29,9 @@ LiveForkbox::LiveForkbox(const RunSpec& spec) {
   if (!in.ok() || !out.ok() || !err.ok()) throw std::runtime_error("pipe failed");
   UniqueFd null_fd(open("/dev/null", O_RDONLY | O_CLOEXEC));
   SpawnOptions opts;
+  if (!spec.shell_redirects.empty()) {
+    opts.argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" " + spec.shell_redirects};
+  }
   opts.argv.push_back(ForkboxPath());
   for (const auto& a : spec.args) opts.argv.push_back(a);
   opts.env = spec.env;

@@ -16,6 +16,9 @@ struct RunSpec {
   std::optional<std::string> stdin_text;  // nullopt: /dev/null (or stdin_fd).
   int stdin_fd = -1;                      // When >= 0: this fd (e.g. a pty) becomes stdin.
   int stdout_fd = -1;                     // When >= 0: this fd becomes stdout (out stays empty).
+  // When set, forkbox runs through `/bin/sh -c 'exec "$0" "$@" <redirects>'`: e.g. "<&- >&-"
+  // starts it with stdin and stdout closed.
+  std::string shell_redirects;
   std::string cwd;
 };
 
