@@ -15,9 +15,12 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "base/unique_fd.h"
 #include "parent/cli.h"
+#include "parent/terminal.h"
 #include "sandbox/git_surface.h"
 #include "sandbox/guard_journal.h"
 #include "sandbox/sandbox.h"
@@ -28,6 +31,10 @@ namespace forkbox::parent {
 namespace {
 
 constexpr int kSandboxError = 125;  // Like env(1)/docker: the wrapper itself failed.
+
+// One line on stderr after "forkbox sandbox: ", its control characters escaped on a terminal: a
+// file name a tool chose (a planted hook's) may hold escape sequences.
+void Say(const std::string& text) { WriteText(STDERR_FILENO, "forkbox sandbox: " + text + "\n"); }
 
 struct CommandLine {
   sandbox::Settings settings;
@@ -74,30 +81,56 @@ void PrintCheck(const sandbox::Report& report) {
   }
 }
 
+// The termination signals, taken through a signalfd from before the journal is written until the
+// command has ended, never by their default action: one during the start used to end this process
+// with its journal written (the next start then put back that record over the user's later git
+// changes) and its command's init waiting for a ruleset that never came.
+class TakenSignals {
+ public:
+  static Result<TakenSignals> Create() {
+    TakenSignals t;
+    sigset_t mask;
+    sigemptyset(&mask);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, sig);
+    if (sigprocmask(SIG_BLOCK, &mask, &t.old_) != 0) return Status::FromErrno(errno, "sigprocmask");
+    t.active_ = true;
+    t.fd_.reset(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));
+    if (!t.fd_) return Status::FromErrno(errno, "signalfd");
+    return t;
+  }
+  TakenSignals(TakenSignals&& other) noexcept
+      : fd_(std::move(other.fd_)), old_(other.old_), active_(std::exchange(other.active_, false)) {}
+  ~TakenSignals() {
+    if (active_) sigprocmask(SIG_SETMASK, &old_, nullptr);
+  }
+  int fd() const { return fd_.get(); }
+  // The next signal taken, or 0.
+  int Next() const {
+    signalfd_siginfo info;
+    return read(fd_.get(), &info, sizeof(info)) == sizeof(info) ? static_cast<int>(info.ssi_signo)
+                                                                : 0;
+  }
+
+ private:
+  TakenSignals() = default;
+  UniqueFd fd_;
+  sigset_t old_;
+  bool active_ = false;
+};
+
 // Waits for the command, forwarding terminal and termination signals to its process group, and
 // answers its unix connect broker meanwhile (ForCommand: this thread is the broker).
-Result<int> WaitForwardingSignals(const sandbox::Sandbox& sandbox, ChildProcess& child) {
-  sigset_t mask, old;
-  sigemptyset(&mask);
-  for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, sig);
-  if (sigprocmask(SIG_BLOCK, &mask, &old) != 0) return Status::FromErrno(errno, "sigprocmask");
-  int sfd = signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK);
-  if (sfd < 0) return Status::FromErrno(errno, "signalfd");
-  UniqueFd signals(sfd);
+Result<int> WaitForwardingSignals(const sandbox::Sandbox& sandbox, ChildProcess& child,
+                                  const TakenSignals& signals) {
   for (;;) {
-    pollfd fds[2] = {{child.pidfd(), POLLIN, 0}, {signals.get(), POLLIN, 0}};
+    pollfd fds[2] = {{child.pidfd(), POLLIN, 0}, {signals.fd(), POLLIN, 0}};
     FORKBOX_RETURN_IF_ERROR(sandbox.ServeUntil(fds));
     if (fds[1].revents & POLLIN) {
-      signalfd_siginfo info;
-      while (read(signals.get(), &info, sizeof(info)) == sizeof(info)) {
-        (void)child.Signal(static_cast<int>(info.ssi_signo));
-      }
+      while (int sig = signals.Next()) (void)child.Signal(sig);
     }
     if (fds[0].revents & (POLLIN | POLLHUP)) break;
   }
-  Result<int> status = child.Wait();
-  sigprocmask(SIG_SETMASK, &old, nullptr);
-  return status;
+  return child.Wait();
 }
 
 // Parses the options before "--"; nullopt with *exit_code set on --help or a usage error.
@@ -188,8 +221,7 @@ std::optional<SpawnOptions> CommandOptions(const sandbox::Sandbox& sandbox,
 // Puts git's trust surface back once nothing of the command is left, and names each change.
 void PutBack(sandbox::GitSurfaceGuard* git) {
   for (const std::string& line : git->Restore(sandbox::GitSurfaceGuard::After::kDone)) {
-    std::fprintf(stderr, "forkbox sandbox: git trust surface changed by the command: %s\n",
-                 line.c_str());
+    Say("git trust surface changed by the command: " + line);
   }
 }
 
@@ -199,7 +231,7 @@ sandbox::JournalStart StartJournal(const sandbox::Policy& policy, int layer) {
   sandbox::JournalStart start =
       sandbox::StartGuardJournal(sandbox::PersistentWritableTrees(policy, layer));
   for (const std::string& line : start.put_back) {
-    std::fprintf(stderr, "forkbox sandbox: warning: %s\n", line.c_str());
+    Say("warning: " + line);
   }
   return start;
 }
@@ -213,18 +245,20 @@ std::optional<sandbox::GuardJournal> JournalOf(const sandbox::GitSurfaceGuard& g
     warning = "git trust surface not journaled: " + st.message();
   }
   if (warning.empty()) return std::move(start.journal);
-  std::fprintf(stderr, "forkbox sandbox: warning: %s\n", warning.c_str());
+  Say("warning: " + warning);
   return std::nullopt;
 }
 
 // Says why the command could not run, or its end could not be told; returns kSandboxError.
 int SandboxError(const Status& st) {
-  std::fprintf(stderr, "forkbox sandbox: %s\n", st.message().c_str());
+  Say(st.message());
   return kSandboxError;
 }
 
 // Runs the command under the policy and returns its exit code.
 int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) {
+  Result<TakenSignals> signals = TakenSignals::Create();
+  if (!signals.ok()) return SandboxError(signals.status());
   WarnAbout(policy, command[0]);
   // Fail closed before touching the workdir.
   // This process only runs the command: it scopes itself, and the command spawns from here.
@@ -239,7 +273,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   sandbox->set_tmpdir(*tmp);
   if (std::string hidden = sandbox::HiddenGitDirWarning(policy, sandbox->report().layer);
       !hidden.empty()) {
-    std::fprintf(stderr, "forkbox sandbox: warning: %s\n", hidden.c_str());
+    Say("warning: " + hidden);
   }
   // Git's trust surface, recorded before the command and put back after it (layer 1 has no
   // read-only binds; in layer 2 it also catches what the binds cannot), and journaled for the next
@@ -259,20 +293,24 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   }
   std::optional<SpawnOptions> options = CommandOptions(*sandbox, command);
   if (!options) {
-    std::fprintf(stderr, "forkbox sandbox: %s: command not found\n", command[0].c_str());
+    Say(std::string(command[0]) + ": command not found");
     return 127;
   }
   // Should this process die first (a SIGKILL), the command's keeper or init puts the surface back
   // and removes the temp dir.
+  if (const int sig = signals->Next(); sig != 0) {  // Nothing ran: nothing to put back.
+    Say(std::string("interrupted by SIG") + sigabbrev_np(sig) + " before the command started");
+    return 128 + sig;
+  }
   const sandbox::Sandbox::AfterCommand after{git.ok() ? &*git : nullptr, &*tmp,
                                              journal ? &*journal : nullptr};
   Result<ChildProcess> child = sandbox->Spawn(std::move(*options), git.ok() ? &surface : nullptr,
                                               policy.enabled ? &after : nullptr);
   if (!child.ok()) {
-    std::fprintf(stderr, "forkbox sandbox: %s\n", child.status().message().c_str());
+    Say(child.status().message());
     return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;
   }
-  Result<int> status = WaitForwardingSignals(*sandbox, *child);
+  Result<int> status = WaitForwardingSignals(*sandbox, *child, *signals);
   const bool all_killed = sandbox::KillAllDescendants() >= 0;
   if (policy.enabled) PutBack(&*git);
   if (!all_killed) {  // What they do after the put-back is not undone: never a quiet success.
@@ -294,8 +332,7 @@ int SandboxCommandMain(int argc, char** argv) {
   if (cl->workdir.empty()) {
     char cwd[4096];
     if (getcwd(cwd, sizeof(cwd)) == nullptr) {
-      std::fprintf(stderr, "forkbox sandbox: %s\n",
-                   Status::FromErrno(errno, "getcwd").message().c_str());
+      Say(Status::FromErrno(errno, "getcwd").message());
       return kSandboxError;
     }
     cl->workdir = cwd;
@@ -304,7 +341,7 @@ int SandboxCommandMain(int argc, char** argv) {
   Result<sandbox::Policy> policy =
       sandbox::ResolvePolicy(cl->settings, cl->workdir, sandbox::GrantListing::kAtTheRuleset);
   if (!policy.ok()) {
-    std::fprintf(stderr, "forkbox sandbox: %s\n", policy.status().message().c_str());
+    Say(policy.status().message());
     return 2;
   }
   if (cl->check) {
@@ -313,7 +350,7 @@ int SandboxCommandMain(int argc, char** argv) {
     return report.enforceable ? 0 : 1;
   }
   if (Status scope = sandbox::CheckWorkdirScope(*policy); !scope.ok()) {
-    std::fprintf(stderr, "forkbox sandbox: %s\n", scope.message().c_str());
+    Say(scope.message());
     return 2;
   }
   if (cl->command.empty()) {

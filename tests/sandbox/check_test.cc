@@ -843,6 +843,42 @@ TEST(SandboxCommand, AKillOfEveryProcessOfItIsPutBackByTheNextStartFromItsJourna
   }
 }
 
+// A termination signal during the start is taken, never its default action: it ended `forkbox
+// sandbox` with its journal written (the next start put that record back over the user's later
+// git changes) and, in layer 2, its command's init stuck waiting for a ruleset. Here SIGTERM is
+// pending when it starts (blocked and raised before the exec): the command never runs, the exit
+// is 143 with the reason, and the next start puts nothing back. The control: without the signal
+// the command runs.
+TEST(SandboxCommand, ASignalDuringTheStartRunsNothingAndLeavesNoRecord) {
+  for (const bool signalled : {true, false}) {
+    SCOPED_TRACE(signalled ? "SIGTERM pending at the start" : "control: no signal");
+    const std::string work = MakeTempDir("cmd-start-signal");
+    const std::string state = MakeTempDir("cmd-start-signal-state");
+    ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
+    const auto setup = [signalled, state] {
+      sigset_t term;
+      sigemptyset(&term);
+      sigaddset(&term, SIGTERM);
+      return setenv("XDG_STATE_HOME", state.c_str(), 1) == 0 &&
+             (!signalled || (sigprocmask(SIG_BLOCK, &term, nullptr) == 0 && raise(SIGTERM) == 0));
+    };
+    CmdResult r = RunCmd({"--workdir", work, "--", "/bin/sh", "-c", "echo ran > ran"}, "", setup);
+    EXPECT_EQ(r.code, signalled ? 143 : 0) << r.err;
+    EXPECT_EQ(FileExists(work + "/ran"), !signalled) << r.err;
+    EXPECT_EQ(r.err.find("forkbox sandbox: interrupted by SIGTERM before the command started") !=
+                  std::string::npos,
+              signalled)
+        << r.err;
+    std::ofstream(work + "/.git/config", std::ios::app) << "[user]\n\tname = mine\n";
+    const std::string config = ReadFile(work + "/.git/config");
+    CmdResult next = RunCmd({"--workdir", work, "--", "/bin/true"}, "",
+                            [state] { return setenv("XDG_STATE_HOME", state.c_str(), 1) == 0; });
+    EXPECT_EQ(next.code, 0) << next.err;
+    EXPECT_EQ(next.err.find("put back"), std::string::npos) << next.err;
+    EXPECT_EQ(ReadFile(work + "/.git/config"), config) << "the user's change stays";
+  }
+}
+
 // Git paths outside every writable tree are not bound (the rest of the tree is read-only or
 // hidden there), those inside are.
 // Layer 1 has no PID namespace: `forkbox sandbox`'s command runs below a keeper of its own (a
