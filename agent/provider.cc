@@ -118,6 +118,7 @@ class ProviderImpl : public Provider {
       if (config_.verbose) LogRequest(url, headers, body, attempt, attempts);
       std::unique_ptr<StreamDecoder> decoder;
       const HttpResult http = Post(url, headers, body, on_text, &decoder);
+      // Fail redacts it; an echo of the key there (a hostile server's) never reaches a line.
       const std::string request_id = RequestIdOf(http.headers);
       if (http.cancelled) return Fail(CancelledError(), attempt);
       ModelError err;
@@ -134,7 +135,7 @@ class ProviderImpl : public Provider {
       } else if (success_status) {
         Decoded decoded = config_.stream ? decoder->Finish() : wire_->DecodeBody(http.body);
         if (decoded.result.ok()) {
-          decoded.result.response.request_id = request_id;
+          decoded.result.response.request_id = Redact(request_id);
           return decoded.result;
         }
         err = std::move(*decoded.result.error);
@@ -197,7 +198,8 @@ class ProviderImpl : public Provider {
       const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
                           std::chrono::steady_clock::now() - started)
                           .count();
-      const std::string request_id = RequestIdOf(http.headers);
+      // A server may echo the key in it.
+      const std::string request_id = Redact(RequestIdOf(http.headers));
       Log("forkbox: " + config_.name + " reply: HTTP " + std::to_string(http.status) +
           (request_id.empty() ? "" : " request_id " + request_id) + " in " + std::to_string(ms) +
           " ms, " + (http.reused_connection ? "reused connection" : "new connection") +
@@ -220,6 +222,7 @@ class ProviderImpl : public Provider {
     err.attempts = attempts;
     err.message = Redact(err.message);
     err.error_type = Redact(err.error_type);
+    err.request_id = Redact(err.request_id);
     CallResult result;
     result.error = std::move(err);
     return result;

@@ -48,12 +48,19 @@ std::string DefaultModel(const std::string& provider) {
 
 void ApplyEnvironmentDefaults(ipc::ProviderSettings& s, const ProviderFileSettings& files,
                               ProviderSources* sources) {
-  Fill(s.name, "FORKBOX_PROVIDER", files.name, "anthropic", sources ? &sources->name : nullptr);
+  SettingSource name_source;
+  Fill(s.name, "FORKBOX_PROVIDER", files.name, "anthropic", &name_source);
   // The variables of the provider chosen above: another provider's URL or key is not for it.
   const bool openai = s.name == "openai";
   Fill(s.api_key, openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY", "", "", nullptr);
-  Fill(s.base_url, openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL", files.base_url,
-       DefaultBaseUrl(s.name), sources ? &sources->base_url : nullptr);
+  // Nor is the files' URL, when the project's file chose a provider the user's did not.
+  const bool project_switched =
+      name_source.kind == SettingSource::kFile && files.name_from_project &&
+      s.name != (files.user_name.empty() ? std::string("anthropic") : files.user_name);
+  Fill(s.base_url, openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL",
+       project_switched ? std::string() : files.base_url, DefaultBaseUrl(s.name),
+       sources ? &sources->base_url : nullptr);
+  if (sources != nullptr) sources->name = std::move(name_source);
   Fill(s.model, "FORKBOX_MODEL", files.model, DefaultModel(s.name),
        sources ? &sources->model : nullptr);
 }

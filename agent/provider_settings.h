@@ -23,6 +23,11 @@ struct ProviderFileSettings {
   std::string name;
   std::string model;
   std::string base_url;
+  // The provider the user's own file names ("": none, the default), set when the project's file
+  // names another (`name`): a base_url is for the user's provider, never for the project's (it
+  // would send that provider's key to the user's gateway for another).
+  std::string user_name;
+  bool name_from_project = false;
 };
 
 // Where ApplyEnvironmentDefaults took a value from (`forkbox config` prints it).

@@ -339,6 +339,8 @@ bool SetBelowEnvironment(const ConfigEntry& e, Options& o) {
   const std::string& value = e.values.at(0);
   if (e.key == "provider") {
     o.provider_files.name = value;
+    o.provider_files.name_from_project = e.project;
+    if (!e.project) o.provider_files.user_name = value;
   } else if (e.key == "model") {
     o.provider_files.model = value;
   } else if (e.key == "base-url") {

@@ -434,6 +434,21 @@ TEST_P(LlmMockTest, KeyIsRedactedInVerboseLogsAndErrors) {
   EXPECT_THAT(r.error->ToString(), HasSubstr("Incorrect API key provided: [REDACTED]"));
 }
 
+// A server that echoes the key in its request id (a header forkbox prints in errors and in
+// --verbose lines) gets it redacted there too; before, only the message and type were.
+TEST_P(LlmMockTest, KeyIsRedactedInTheRequestId) {
+  auto p =
+      Make(AlwaysFault(
+               {{"kind", "status"}, {"status", 401}, {"request_id", std::string("req_") + kKey}}),
+           0, /*verbose=*/true);
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(log_, HasSubstr("request_id req_[REDACTED]"));
+  EXPECT_THAT(log_, Not(HasSubstr(kKey)));
+  EXPECT_EQ(r.error->request_id, "req_[REDACTED]");
+  EXPECT_THAT(r.error->ToString(), Not(HasSubstr(kKey)));
+}
+
 TEST_P(LlmMockTest, OneKeepAliveConnectionAcrossCalls) {
   auto p = Make(Reply({{"text", "again"}}), 2, /*verbose=*/true);
   ASSERT_TRUE(Call(*p, Ask("one")).ok());

@@ -42,6 +42,7 @@ struct Fault {
   std::string should_retry;  // x-should-retry
   std::string error_type;    // Empty: the provider's type for the status.
   std::string message;       // Empty: a default message for the status.
+  std::string request_id;    // kStatus, kStreamError: the request id sent instead of the mock's.
   int event_delay_ms = 0;    // kSlowStream: pause between events (default 200).
 };
 

@@ -69,8 +69,9 @@ Transmission Body(const std::string& content_type, std::string body, int status)
 // The response of a fault that replaces the reply outright (dropped connection, proxy page,
 // error status), or nullopt when the fault applies to the reply's bytes instead.
 std::optional<Transmission> PlanReplacingFault(const WireFormat& wire, const Fault& f, bool stream,
-                                               const std::string& request_id) {
+                                               const std::string& mock_request_id) {
   const bool overloaded_is_529 = wire.format() == Format::kAnthropic;
+  const std::string& request_id = f.request_id.empty() ? mock_request_id : f.request_id;
   Transmission t;
   switch (f.kind) {
     case Fault::Kind::kDropConnection:

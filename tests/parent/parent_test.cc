@@ -2352,6 +2352,29 @@ TEST_F(ConfigTest, PrecedenceIsFlagsEnvironmentProjectUser) {
   EXPECT_LE(server_.request_count(), 2u);  // Not the default 40.
 }
 
+// A project's file may choose its provider, but the user's base-url is the user's gateway for
+// the user's provider: a cloned repository's `provider = "openai"` sent OPENAI_API_KEY to the URL
+// the user had configured for Anthropic. The control: with the same provider as the user's (or
+// none), the user's base-url stands.
+TEST_F(ConfigTest, AProjectsProviderNeverTakesTheUsersBaseUrl) {
+  Write(User(), "base-url = \"http://gateway.example\"\n");
+  const std::vector<std::string> env = {"ANTHROPIC_BASE_URL=", "OPENAI_API_KEY=sk-openai-x"};
+  for (const char* project : {"provider = \"openai\"\n", "provider = \"anthropic\"\n", ""}) {
+    SCOPED_TRACE(project);
+    Write(Project(), project);
+    RunResult r = RunWith({"config"}, env);
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    const bool switched = std::string(project).find("openai") != std::string::npos;
+    EXPECT_EQ(r.out.find("base-url = http://gateway.example  (user config") == std::string::npos,
+              switched)
+        << r.out;
+    if (switched) {
+      EXPECT_NE(r.out.find("base-url = https://api.openai.com/v1  (default)"), std::string::npos)
+          << r.out;
+    }
+  }
+}
+
 TEST_F(ConfigTest, BadFilesAreErrorsNamingFileLineAndKey) {
   Write(User(), "model = \"m\"\nmax-paralel = 3\n");
   RunResult r = RunWith({"--sandbox=off", "go"});
