@@ -194,7 +194,12 @@ constexpr const char* kHomeStores[] = {
     // Package registries.
     ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
     // Other agents' logins.
-    ".claude/.credentials.json", ".codex/auth.json",
+    ".claude/.credentials.json", ".codex/auth.json", ".gemini/oauth_creds.json",
+    ".config/github-copilot",
+    // Tools' logins and tokens: RubyGems, ngrok, Fly.io, Ollama's key, configstore's (firebase
+    // and other Node CLIs), and a dotenv file in the home directory.
+    ".gem/credentials", ".config/ngrok", ".fly", ".ollama/id_ed25519", ".config/configstore",
+    ".env",
     // Databases, secret managers, cloud tools.
     ".pgpass", ".my.cnf", ".vault-token", ".terraform.d/credentials.tfrc.json", ".s3cfg", ".boto",
     ".config/rclone", ".config/doctl", ".huggingface/token", ".password-store",
@@ -209,12 +214,38 @@ constexpr const char* kHomeStores[] = {
     // forkbox's own prompt history and sessions (base/state_dir.h; $XDG_STATE_HOME's below).
     ".local/state/forkbox"};
 
+// An absolute directory the variable names, or "".
+std::string XdgDir(const char* variable) {
+  const char* value = std::getenv(variable);
+  return value != nullptr && value[0] == '/' ? std::string(value) : std::string();
+}
+
+// The stores the XDG variables move out of the home directory: what kHomeStores has below
+// ~/.config ($XDG_CONFIG_HOME: gh, git's credentials) and ~/.local/share ($XDG_DATA_HOME), and
+// podman's default auth file ($XDG_RUNTIME_DIR/containers/auth.json).
+void AddXdgStores(std::vector<std::string>& candidates) {
+  const std::string config = XdgDir("XDG_CONFIG_HOME");
+  const std::string data = XdgDir("XDG_DATA_HOME");
+  const std::string runtime = XdgDir("XDG_RUNTIME_DIR");
+  for (const char* rel : kHomeStores) {
+    const std::string_view r = rel;
+    if (!config.empty() && r.starts_with(".config/")) {
+      candidates.push_back(config + "/" + std::string(r.substr(sizeof(".config/") - 1)));
+    }
+    if (!data.empty() && r.starts_with(".local/share/")) {
+      candidates.push_back(data + "/" + std::string(r.substr(sizeof(".local/share/") - 1)));
+    }
+  }
+  if (!runtime.empty()) candidates.push_back(runtime + "/containers/auth.json");
+}
+
 // Every store, existing or not, as spelled (not canonical).
 std::vector<std::string> CandidatePaths(const Policy& policy) {
   std::vector<std::string> candidates;
   for (const std::string& home : HomesOf(policy)) {
     for (const char* rel : kHomeStores) candidates.push_back(home + "/" + rel);
   }
+  AddXdgStores(candidates);
   if (Result<std::string> state = ForkboxStateDir(); state.ok()) candidates.push_back(*state);
   if (geteuid() == 0) {
     for (const char* f : {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"}) {

@@ -85,6 +85,32 @@ TEST_P(ScopeTest, ForkboxsOwnStateUnderXdgStateHomeIsUnreadable) {
   Verdict(r, read > 0, Control::kAlways, "read forkbox's history or sessions under XDG_STATE_HOME");
 }
 
+// The stores the XDG variables move out of ~/.config and ~/.local/share, and podman's auth file
+// in $XDG_RUNTIME_DIR: before, the table's paths below $HOME alone were hidden, so gh's token under
+// $XDG_CONFIG_HOME was read. The control reads every one.
+TEST_P(ScopeTest, StoresTheXdgVariablesMoveAreUnreadable) {
+  const std::vector<std::string> stores = {"xdgc/gh/hosts.yml", "xdgc/git/credentials",
+                                           "xdgd/keyrings/login.keyring",
+                                           "xdgr/containers/auth.json"};
+  std::string script = "echo PROBE read-xdg-stores; ";
+  for (const std::string& rel : stores) {
+    ASSERT_NO_FATAL_FAILURE(PlantSecret(rel));
+    script += "grep -qs " + secret_ + " '" + home_ + "/" + rel + "' && echo 'READ " + rel + "'; ";
+  }
+  RunOptions options;
+  options.env = {"XDG_CONFIG_HOME=" + home_ + "/xdgc", "XDG_DATA_HOME=" + home_ + "/xdgd",
+                 "XDG_RUNTIME_DIR=" + home_ + "/xdgr"};
+  RunResult r = Shell(script + "true", options);
+  size_t read = 0;
+  for (size_t at = r.out.find("READ "); at != std::string::npos; at = r.out.find("READ ", at + 1)) {
+    ++read;
+  }
+  if (!sandboxed()) {
+    EXPECT_EQ(read, stores.size()) << r.out;
+  }
+  Verdict(r, read > 0, Control::kAlways, "read a store the XDG variables moved");
+}
+
 // Every store the README lists, planted below $HOME (a file in each directory store): none is
 // readable, and the control reads every one, so a store dropped from the table fails here.
 TEST_P(ScopeTest, EveryListedStoreIsUnreadable) {
@@ -108,6 +134,14 @@ TEST_P(ScopeTest, EveryListedStoreIsUnreadable) {
                                            ".cargo/credentials.toml",
                                            ".claude/.credentials.json",
                                            ".codex/auth.json",
+                                           ".gemini/oauth_creds.json",
+                                           ".config/github-copilot/apps.json",
+                                           ".gem/credentials",
+                                           ".config/ngrok/ngrok.yml",
+                                           ".fly/config.yml",
+                                           ".ollama/id_ed25519",
+                                           ".config/configstore/firebase-tools.json",
+                                           ".env",
                                            ".pgpass",
                                            ".my.cnf",
                                            ".vault-token",
