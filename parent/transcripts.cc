@@ -32,7 +32,8 @@ Result<std::string> RandomHex64() {
 Result<TranscriptDir> OpenTranscriptDir(const std::string& dir) {
   // Through no link: one a tool planted in the workdir (`transcripts -> ~/.config/...`) would
   // take the files, written with the user's rights, wherever it leads.
-  Result<UniqueFd> opened = CreateDirectoriesNoLinks(dir, 0755);
+  // 0700: the transcripts hold every tool output of every task, like the sessions.
+  Result<UniqueFd> opened = CreateDirectoriesNoLinks(dir, 0700);
   if (!opened.ok()) {
     return Status::InvalidArgument("--transcript-dir '" + dir + "': " + opened.status().message());
   }

@@ -191,6 +191,20 @@ TEST_F(TranscriptTest, TheDirectoryIsUsedByDescriptorNotByName) {
   EXPECT_FALSE(fs::is_empty(root_ / "moved"));
 }
 
+// A directory it makes is the user's alone (0700), like the sessions': the transcripts hold every
+// tool output of every task. Before, 0755 let every other user list and open them.
+TEST_F(TranscriptTest, ADirectoryItMakesIsTheUsersAlone) {
+  const mode_t old_mask = umask(0);  // The mode asked for, not what the umask leaves of it.
+  Result<TranscriptDir> dir = OpenTranscriptDir((dir_ / "new" / "transcripts").string());
+  umask(old_mask);
+  ASSERT_TRUE(dir.ok()) << dir.status().ToString();
+  for (const fs::path& made : {dir_ / "new", dir_ / "new" / "transcripts"}) {
+    struct stat st;
+    ASSERT_EQ(stat(made.c_str(), &st), 0);
+    EXPECT_EQ(st.st_mode & 07777, 0700u) << made;
+  }
+}
+
 // A link on the way to --transcript-dir, as a tool could plant in the workdir for the user's next
 // run, is refused, and nothing is made where it leads; missing directories are made (mkdir -p).
 // The control: the old opening (create_directories, then open by name) writes where it leads.
