@@ -119,7 +119,7 @@ class AnthropicStream : public SseStreamDecoder {
       if (slot.is_tool) {
         json input = json::object();
         if (!slot.partial_json.empty()) {
-          input = json::parse(slot.partial_json, nullptr, false);
+          input = ParseModelJson(slot.partial_json);
           if (input.is_discarded() || !input.is_object()) {
             // A max_tokens cut can end a tool call mid-JSON: that call never runs.
             if (r.stop_reason == StopReason::kMaxTokens) continue;
@@ -131,7 +131,7 @@ class AnthropicStream : public SseStreamDecoder {
         }
         slot.block["input"] = std::move(input);
       } else if (slot.has_json && !slot.partial_json.empty()) {
-        json input = json::parse(slot.partial_json, nullptr, false);
+        json input = ParseModelJson(slot.partial_json);
         if (!input.is_discarded()) slot.block["input"] = std::move(input);
       }
       std::string error;
@@ -152,7 +152,9 @@ class AnthropicStream : public SseStreamDecoder {
   void OnEvent(const SseEvent& ev) override {
     if (stopped_) return;
     try {
-      const json j = json::parse(ev.data);
+      bool too_deep = false;
+      const json j = ParseModelJson(ev.data, &too_deep);
+      if (j.is_discarded()) throw std::runtime_error(DiscardedJsonProblem(too_deep));
       std::string type = ev.event;
       if (j.is_object() && j.contains("type") && j["type"].is_string()) type = j["type"];
       if (type == "ping") return;
@@ -355,8 +357,11 @@ json AnthropicEncodeRequest(const Request& request, const ProviderConfig& config
 }
 
 Decoded AnthropicDecodeBody(std::string_view body) {
-  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Malformed("reply is not JSON: " + Excerpt(body));
+  bool too_deep = false;
+  const json j = ParseModelJson(body, &too_deep);
+  if (j.is_discarded()) {
+    return Malformed("reply is " + DiscardedJsonProblem(too_deep) + ": " + Excerpt(body));
+  }
   if (!j.is_object()) return Malformed("reply is not a JSON object: " + Excerpt(body));
   if (j.value("type", json()) == "error" || j.contains("error")) return ErrorFromJson(j);
   auto content = j.find("content");

@@ -6,6 +6,7 @@
 #include <variant>
 
 #include "agent/context.h"
+#include "agent/wire.h"
 
 namespace forkbox::agent {
 namespace {
@@ -83,7 +84,9 @@ std::string FallbackSummary(const std::vector<Message>& messages, size_t first_n
     std::string t = TextOf(m);
     if (!t.empty() && said.size() < 3) said.push_back(Shorten(t, 2000));
     for (const ToolUseBlock& u : ToolUsesOf(m)) {
-      if (calls.size() < 5) calls.push_back(u.name + " " + Shorten(u.input.dump(), 200));
+      if (calls.size() < 5)
+        calls.push_back(u.name + " " +
+                        Shorten(u.input.dump(-1, ' ', false, json::error_handler_t::replace), 200));
     }
   }
   if (said.empty()) {
@@ -126,10 +129,11 @@ std::string ArgumentsProblem(const json& input) {
   constexpr size_t kExcerpt = 200;
   if (input.is_string()) {
     const std::string& raw = input.get_ref<const std::string&>();
-    const json parsed = json::parse(raw, nullptr, false);
+    bool too_deep = false;
+    const json parsed = ParseModelJson(raw, &too_deep);
     if (parsed.is_discarded()) {
-      return "the arguments are not valid JSON: " + std::string(TruncateUtf8(raw, kExcerpt)) +
-             (raw.size() > kExcerpt ? "..." : "");
+      return "the arguments are " + DiscardedJsonProblem(too_deep) + ": " +
+             std::string(TruncateUtf8(raw, kExcerpt)) + (raw.size() > kExcerpt ? "..." : "");
     }
   }
   const std::string dump = input.dump(-1, ' ', false, json::error_handler_t::replace);

@@ -125,7 +125,7 @@ struct Accumulator {
       }
       ToolUseBlock use;
       if (!call.arguments.empty()) {
-        json input = json::parse(call.arguments, nullptr, false);
+        json input = ParseModelJson(call.arguments);
         if (input.is_null()) input = json::object();
         if (input.is_discarded() || !input.is_object()) {
           // A length cut can end a tool call mid-JSON: that call never runs.
@@ -172,7 +172,9 @@ class OpenAiStream : public SseStreamDecoder {
       return;
     }
     try {
-      const json j = json::parse(ev.data);
+      bool too_deep = false;
+      const json j = ParseModelJson(ev.data, &too_deep);
+      if (j.is_discarded()) throw std::runtime_error(DiscardedJsonProblem(too_deep));
       if (!j.is_object()) throw std::runtime_error("chunk is not an object");
       if (j.contains("error") && !j["error"].is_null()) {
         Fail(ErrorFromJson(j));
@@ -319,8 +321,11 @@ json OpenAiEncodeRequest(const Request& request, const ProviderConfig& config) {
 }
 
 Decoded OpenAiDecodeBody(std::string_view body) {
-  const json j = json::parse(body, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded()) return Malformed("reply is not JSON: " + Excerpt(body));
+  bool too_deep = false;
+  const json j = ParseModelJson(body, &too_deep);
+  if (j.is_discarded()) {
+    return Malformed("reply is " + DiscardedJsonProblem(too_deep) + ": " + Excerpt(body));
+  }
   if (!j.is_object()) return Malformed("reply is not a JSON object: " + Excerpt(body));
   if (j.contains("error") && !j["error"].is_null()) return ErrorFromJson(j);
   try {

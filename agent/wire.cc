@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/utf8.h"
+#include "ipc/frame.h"
 #include "ipc/messages.h"
 
 namespace forkbox::agent {
@@ -12,7 +13,7 @@ namespace {
 
 // The fields as sent, uncapped.
 bool ReadErrorBody(std::string_view body, ModelError& error) {
-  const nlohmann::json j = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j = ParseModelJson(body);
   if (!j.is_object()) return false;
   const auto err = j.find("error");
   if (err == j.end()) return false;
@@ -61,7 +62,20 @@ Decoded DecodeFailure(ModelError::Kind kind, std::string message, bool retryable
 }
 
 Decoded Malformed(std::string message) {
+  MakeValidUtf8(message);
   return DecodeFailure(ModelError::Kind::kMalformed, std::move(message), /*retryable=*/true);
+}
+
+nlohmann::json ParseModelJson(std::string_view text, bool* too_deep) {
+  bool deep = false;
+  nlohmann::json j = ipc::ParseJsonBounded(text, kMaxModelJsonDepth, &deep);
+  if (too_deep != nullptr) *too_deep = deep;
+  return deep ? nlohmann::json(nlohmann::json::value_t::discarded) : std::move(j);
+}
+
+std::string DiscardedJsonProblem(bool too_deep) {
+  return too_deep ? "it nests deeper than " + std::to_string(kMaxModelJsonDepth) + " levels"
+                  : std::string("not valid JSON");
 }
 
 std::string Excerpt(std::string_view s) {

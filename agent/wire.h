@@ -40,7 +40,18 @@ class StreamDecoder {
 Decoded DecodeFailure(ModelError::Kind kind, std::string message, bool retryable,
                       std::string error_type = "");
 // A reply that is not what its format promises (retryable: the next attempt may get a whole one).
+// The message is made valid UTF-8: a parser's message may quote the reply's raw bytes.
 Decoded Malformed(std::string message);
+
+// How deep a model's JSON (an event, a body, a tool call's input) may nest. Far above any real
+// tool input; deeper, a DOM's copy recursed until the parent's stack overflowed.
+inline constexpr int kMaxModelJsonDepth = 64;
+// ipc::ParseJsonBounded at kMaxModelJsonDepth: a discarded value when `text` is not JSON or nests
+// deeper (then *too_deep, when given, is set).
+nlohmann::json ParseModelJson(std::string_view text, bool* too_deep = nullptr);
+// What a reply's JSON that ParseModelJson discarded is: "nests deeper than 64 levels" or "not
+// valid JSON".
+std::string DiscardedJsonProblem(bool too_deep);
 // The first 120 bytes of `s`, made valid UTF-8, with "..." when cut: a reply quoted in an error.
 std::string Excerpt(std::string_view s);
 

@@ -30,7 +30,8 @@ Status Reporter::Result(const ipc::ResultMessage& result) { return ipc::WriteMes
 
 void Reporter::Error(const std::string& code, const std::string& message) {
   // Cut first: a model's error text has no bound, and a frame over the cap would not be sent.
-  const std::string text = CutUtf8WithNote(message, ipc::kMaxErrorMessageBytes, "error message");
+  std::string text = CutUtf8WithNote(message, ipc::kMaxErrorMessageBytes, "error message");
+  MakeValidUtf8(text);  // A frame's strings must be UTF-8: else the reason would not be sent.
   std::fprintf(stderr, "forkbox-child: %s: %s\n", code.c_str(), text.c_str());
   Status st = ipc::WriteMessage(fd_, ipc::ErrorMessage{code, text});
   if (!st.ok()) {

@@ -159,6 +159,28 @@ void WipeStrings(json& j) {
   }
 }
 
+}  // namespace
+
+json ParseJsonBounded(std::string_view text, int max_depth, bool* too_deep) {
+  *too_deep = false;
+  // nlohmann reports each value's depth to the callback; a false return discards it unbuilt.
+  const json::parser_callback_t depth_check = [max_depth, too_deep](
+                                                  int depth, json::parse_event_t event, json&) {
+    // `depth` counts the containers around the one that starts here.
+    const bool opens =
+        event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
+    if (opens && depth >= max_depth) *too_deep = true;
+    return !*too_deep;
+  };
+  try {
+    return json::parse(text.begin(), text.end(), depth_check, /*allow_exceptions=*/false);
+  } catch (const std::exception&) {  // The callback's json may throw (bad_alloc): not JSON then.
+    return json(json::value_t::discarded);
+  }
+}
+
+namespace {
+
 // Strings are validated here, once, on the raw bytes (FromJson relies on it); the JSON parser
 // then sees only valid UTF-8.
 Result<Message> DecodePayload(std::string_view payload) {
@@ -173,18 +195,8 @@ Result<Message> DecodePayload(std::string_view payload) {
                                    " at offset " + std::to_string(bad) + " " +
                                    Locate(payload).where());
   }
-  // nlohmann parses without recursion and reports each value's depth to the callback; values
-  // nested too deep are discarded unbuilt (the DOM's dump() and destructor do recurse).
   bool too_deep = false;
-  const json::parser_callback_t depth_check = [&too_deep](int depth, json::parse_event_t event,
-                                                          json&) {
-    // `depth` counts the containers around the one that starts here.
-    const bool opens =
-        event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
-    if (opens && depth >= kMaxJsonDepth) too_deep = true;
-    return !too_deep;
-  };
-  json j = json::parse(payload.begin(), payload.end(), depth_check, /*allow_exceptions=*/false);
+  json j = ParseJsonBounded(payload, kMaxJsonDepth, &too_deep);
   if (too_deep) {
     WipeStrings(j);
     return Status::InvalidArgument("frame payload nests deeper than " +

@@ -43,6 +43,12 @@ inline constexpr size_t kFrameHeaderBytes = 4;
 inline constexpr size_t kDefaultMaxFrameBytes = 1 << 20;
 inline constexpr size_t kDefaultMaxTotalBytes = 64 << 20;
 
+// Parses `text` as JSON with at most `max_depth` containers nested, without recursion (nlohmann
+// parses iteratively; a DOM's copy and dump() recurse, and 100,000 nested arrays from a model
+// overflowed the stack). Deeper values are discarded unbuilt and *too_deep is set; text that is not
+// JSON gives a discarded value. Never throws.
+nlohmann::json ParseJsonBounded(std::string_view text, int max_depth, bool* too_deep);
+
 // Encodes one frame. Fails when the payload exceeds max_frame_bytes.
 Result<std::string> EncodeFrame(const nlohmann::json& payload,
                                 size_t max_frame_bytes = kDefaultMaxFrameBytes);

@@ -324,7 +324,8 @@ void WriteResult(const Session& session, const Session::Turn& turn, const OneSho
     j["duration_ms"] = duration_ms;
     j["duration_api_ms"] = session.stats().api_ms;
     if (!end.problem.empty()) j["error"] = end.problem;
-    WriteStdout(j.dump() + "\n");
+    // Replace, never throw: a message may quote a reply's bytes that are not UTF-8.
+    WriteStdout(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
   } else if (answered && !live) {
     WriteStdout(AnswerText(o.final_text));
   }

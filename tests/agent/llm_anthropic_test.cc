@@ -8,6 +8,8 @@
 
 #include "agent/anthropic.h"
 #include "agent/loop.h"
+#include "agent/wire.h"
+#include "base/utf8.h"
 
 namespace forkbox::agent {
 namespace {
@@ -515,6 +517,58 @@ TEST(AnthropicStream, BrokenToolJsonWithoutMaxTokensIsMarked) {
   ASSERT_EQ(uses.size(), 1u);
   EXPECT_THAT(CheckToolCall(uses[0], {ToolDef{"bash", "", json::object()}}),
               testing::HasSubstr("not valid JSON"));
+}
+
+// `levels` nested arrays as a tool call's arguments: {"command":"true","x":[[...]]}.
+std::string DeepArguments(int levels) {
+  return R"({"command":"true","x":)" + std::string(levels, '[') + std::string(levels, ']') + "}";
+}
+
+// A tool call's input nesting 100,000 arrays crashed the parent (SIGSEGV: the DOM's copy
+// recursed); anything deeper than kMaxModelJsonDepth is now the model's mistake, marked, and so is
+// an event that deep. The control: 60 levels are a valid input.
+TEST(AnthropicStream, JsonNestedPastTheBoundIsRefusedNotCopied) {
+  for (const int levels : {60, 100, 100'000}) {
+    SCOPED_TRACE(levels);
+    const std::string body = Sse({
+        {"message_start", kStart},
+        {"content_block_start",
+         R"({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"bash","input":{}}})"},
+        {"content_block_delta",
+         json{{"type", "content_block_delta"},
+              {"index", 0},
+              {"delta", {{"type", "input_json_delta"}, {"partial_json", DeepArguments(levels)}}}}
+             .dump()},
+        {"content_block_stop", R"({"type":"content_block_stop","index":0})"},
+        {"message_delta", R"({"type":"message_delta","delta":{"stop_reason":"tool_use"}})"},
+        {"message_stop", R"({"type":"message_stop"})"},
+    });
+    const Decoded d = DecodeStream(body, 1 << 20);
+    ASSERT_TRUE(d.result.ok()) << d.result.error->ToString();
+    std::vector<ToolUseBlock> uses = ToolUsesOf(d.result.response.message);
+    ASSERT_EQ(uses.size(), 1u);
+    const std::string problem = CheckToolCall(uses[0], {ToolDef{"bash", "", json::object()}});
+    if (levels < kMaxModelJsonDepth) {
+      EXPECT_EQ(problem, "");
+    } else {
+      EXPECT_THAT(problem, testing::HasSubstr("nests deeper than 64 levels"));
+    }
+  }
+  const std::string deep_event =
+      "{\"type\":\"ping\",\"x\":" + std::string(100'000, '[') + std::string(100'000, ']') + "}";
+  const Decoded d = DecodeStream(Sse({{"message_start", kStart}, {"ping", deep_event}}), 1 << 20);
+  ASSERT_FALSE(d.result.ok());
+  EXPECT_THAT(d.result.error->message, testing::HasSubstr("nests deeper than 64 levels"));
+}
+
+// A parser's message quotes the reply's bytes: the error is valid UTF-8 all the same (before, the
+// parent's --json result could not be written and a child's error frame was refused).
+TEST(AnthropicStream, AMalformedEventsErrorIsValidUtf8) {
+  const Decoded d = DecodeStream(
+      Sse({{"message_start", kStart}, {"content_block_delta", "{\"x\":\"\xff"}}), 1000);
+  ASSERT_FALSE(d.result.ok());
+  EXPECT_TRUE(IsValidUtf8(d.result.error->message)) << d.result.error->message;
+  EXPECT_THAT(d.result.error->message, testing::HasSubstr("malformed stream event"));
 }
 
 TEST(AnthropicStream, EventsBeforeMessageStartAreMalformed) {

@@ -8,6 +8,7 @@
 
 #include "agent/loop.h"
 #include "agent/openai.h"
+#include "agent/wire.h"
 
 namespace forkbox::agent {
 namespace {
@@ -210,6 +211,29 @@ TEST(OpenAiDecode, BadToolArgumentsAreMarkedNotRetried) {
     ASSERT_EQ(uses.size(), 1u);
     EXPECT_THAT(CheckToolCall(uses[0], {ToolDef{"f", "", json::object()}}), testing::HasSubstr(why))
         << bad;
+  }
+}
+
+// Arguments nesting past kMaxModelJsonDepth are the model's mistake, marked: 100,000 nested arrays
+// crashed the parent (the DOM's copy recursed). The control: 60 levels are valid arguments.
+TEST(OpenAiDecode, ArgumentsNestedPastTheBoundAreRefusedNotCopied) {
+  for (const int levels : {60, 100, 100'000}) {
+    SCOPED_TRACE(levels);
+    const std::string arguments =
+        R"({"command":"true","x":)" + std::string(levels, '[') + std::string(levels, ']') + "}";
+    const json call = {{"id", "c1"}, {"function", {{"name", "f"}, {"arguments", arguments}}}};
+    const std::string body = R"({"choices":[{"message":{"tool_calls":[)" + call.dump() +
+                             R"(]},"finish_reason":"tool_calls"}]})";
+    Decoded d = OpenAiDecodeBody(body);
+    ASSERT_TRUE(d.result.ok()) << d.result.error->ToString();
+    std::vector<ToolUseBlock> uses = ToolUsesOf(d.result.response.message);
+    ASSERT_EQ(uses.size(), 1u);
+    const std::string problem = CheckToolCall(uses[0], {ToolDef{"f", "", json::object()}});
+    if (levels < kMaxModelJsonDepth) {
+      EXPECT_EQ(problem, "");
+    } else {
+      EXPECT_THAT(problem, testing::HasSubstr("nests deeper than 64 levels"));
+    }
   }
 }
 
