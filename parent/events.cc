@@ -1,12 +1,17 @@
 #include "parent/events.h"
 
+#include <limits.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/random.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <type_traits>
+
+#include "parent/signals.h"
 
 namespace forkbox::parent {
 
@@ -62,13 +67,24 @@ nlohmann::json UsageJson(const agent::Usage& usage) {
           {"cache_read_input_tokens", usage.cache_read_input_tokens}};
 }
 
+size_t EventStream::NextWrite(size_t left) {
+  if (ended_) return 0;
+  if (!InterruptPending()) return left;
+  pollfd p{fd_, POLLOUT, 0};
+  if (poll(&p, 1, 0) == 1 && (p.revents & POLLOUT) != 0) return std::min<size_t>(left, PIPE_BUF);
+  ended_ = true;
+  return 0;
+}
+
 void EventStream::Emit(nlohmann::json event) {
   event["schema"] = kEventSchemaVersion;
   event["session_id"] = session_id_;
   std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
   std::string_view rest = line;
   while (!rest.empty()) {
-    ssize_t n = ::write(fd_, rest.data(), rest.size());
+    const size_t size = NextWrite(rest.size());
+    if (size == 0) return;
+    ssize_t n = ::write(fd_, rest.data(), size);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       if (on_failure_) on_failure_(n < 0 ? errno : EIO);

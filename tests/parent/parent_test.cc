@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pty.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -1963,6 +1964,46 @@ bool PipeDrained(int write_end) {
     usleep(5000);  // Polls a condition; no timing is assumed.
   }
   return false;
+}
+
+// Whether the pipe behind `write_end` is full, waiting up to 30 s: less than a page free (a pipe
+// holds whole pages, and an earlier small write keeps its page's rest empty).
+bool PipeFull(int write_end) {
+  const int size = fcntl(write_end, F_GETPIPE_SZ);
+  for (int i = 0; i < 6000 && size > 0; ++i) {
+    int queued = -1;
+    if (ioctl(write_end, FIONREAD, &queued) == 0 && queued > size - PIPE_BUF) return true;
+    usleep(5000);  // Polls a condition; no timing is assumed.
+  }
+  return false;
+}
+
+// A signal while an event is being written to a reader that stopped reading (stdout's pipe is
+// full) ends the session: the write is not retried, and forkbox exits as the signal asks. Before,
+// it was retried after the signal and blocked again, for as long as the reader did not read: a
+// SIGKILL of forkbox's pid left the launcher blocked there. The control: the same run with a
+// reader that reads gets the whole answer.
+TEST_F(ParentTest, ASignalEndsASessionBlockedOnAFullStdout) {
+  const std::string answer(1 << 20, 'a');  // One event many times the pipe's size.
+  server_.SetHandler([&answer](const RecordedRequest&) { return Text(answer); });
+  int fds[2];
+  ASSERT_EQ(pipe2(fds, O_CLOEXEC), 0);
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  RunSpec spec = LiveSpec({"--sandbox=off", "--standby=0", "--output-format", "stream-json", "go"});
+  spec.stdout_fd = write_end.get();
+  LiveForkbox live(spec);
+  ASSERT_TRUE(PipeFull(write_end.get())) << "the answer's event never filled the pipe";
+  ASSERT_EQ(kill(live.pid(), SIGTERM), 0);
+  pollfd ended{live.pidfd(), POLLIN, 0};
+  const bool exited = poll(&ended, 1, 30'000) == 1;
+  if (!exited) kill(live.pid(), SIGKILL);  // Never a hung test.
+  RunResult r = live.Finish();
+  EXPECT_TRUE(exited) << "still blocked 30 s after SIGTERM\n" << Dump(r);
+  EXPECT_EQ(r.exit_code, 143) << Dump(r);
+
+  RunResult control = Run({"--sandbox=off", "--standby=0", "--output-format", "stream-json", "go"});
+  EXPECT_EQ(control.exit_code, 0) << Dump(control);
+  EXPECT_NE(control.out.find(answer), std::string::npos);
 }
 
 // A signal while forkbox still reads the prompt's piped context from stdin (a pipe whose writer
