@@ -360,7 +360,12 @@ enum class Relay {
     int status = 0;
     // Every child: the launcher's waiter may have the layer-2 probe's (ReleaseLayer2ProbeChild).
     pid_t pid = waitpid(-1, &status, WNOHANG);
-    if (pid == init) RelayStatus(status);
+    if (pid == init) {
+      // What the init left running came to us (a subreaper; in layer 1 a SIGKILL of the launcher
+      // alone leaves its tools' daemons): it dies before the death is relayed.
+      (void)KillDescendantsRaw({});
+      RelayStatus(status);
+    }
     if (pid > 0) continue;
     if (pid < 0 && errno != EINTR) _exit(127);
     siginfo_t info;

@@ -860,6 +860,33 @@ TEST_P(ConfineTest, SigkillOfForkboxLeavesNoProcessAndNoPlantedGitFileOfTheParen
   ExpectSigkillFate(true);
 }
 
+// A SIGKILL of the launcher alone (the OOM killer's pick: the largest process), forkbox's pid still
+// alive: what the tools left dies too. In layer 2 the launcher is its PID namespace's init; in
+// layer 1 its orphans come to the waiter (a subreaper), which kills them before it relays the
+// death. Before, the waiter relayed at once and a daemon a tool detached went on under init. The
+// unsandboxed control (no launcher: forkbox itself is killed) keeps the daemon.
+TEST_P(ConfineTest, SigkillOfTheLauncherAloneLeavesNoProcessOfItsTools) {
+  ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0), 0);  // Orphans come to us: we reap.
+  std::thread session;
+  pid_t forkbox = 0;
+  UniqueFd daemon = StartPlanting(/*by_parent=*/true, "oom", &session, &forkbox);
+  ASSERT_TRUE(daemon) << "no daemon found: " << std::strerror(errno);
+  const pid_t launcher = LauncherOf(Pid());
+  const bool sandboxed = GetParam().sandboxed;
+  ASSERT_EQ(launcher != Pid(), sandboxed) << "a launcher below forkbox's pid";
+  EXPECT_EQ(::kill(launcher, SIGKILL), 0);
+  session.join();
+  pollfd pfd{daemon.get(), POLLIN, 0};
+  const bool died = ::poll(&pfd, 1, sandboxed ? 30'000 : 2'000) == 1;
+  (void)::syscall(SYS_pidfd_send_signal, daemon.get(), SIGKILL, nullptr, 0);
+  forkbox::sandbox::KillAllDescendants();  // The control's survivors, re-parented to us.
+  if (sandboxed) {
+    EXPECT_TRUE(died) << "a daemon of the parent's bash outlived a SIGKILL of the launcher";
+  } else {
+    EXPECT_FALSE(died) << "control: the daemon did not survive";
+  }
+}
+
 // Every process below this one whose name starts with "forkbox": forkbox, its launcher, the
 // spawner, the children and the namespace inits; not the tools (bash, sleep).
 std::vector<pid_t> ForkboxProcessesBelowUs() {
