@@ -2,7 +2,7 @@
 // 3 (agent/http_transport.h), behind the table in agent/http_module.h. It speaks what the model
 // clients need: POST with Content-Length, responses framed by Content-Length, chunked coding or
 // the connection's end, keep-alive. Limits a hostile server cannot push past: 64 KiB and 100
-// response headers, 4 KiB chunk-size lines, 256 MiB of collected (non-2xx) body.
+// response headers, 4 KiB chunk-size lines, 256 MiB of collected body, 64 MiB of streamed body.
 #include <strings.h>
 
 #include <cstring>
@@ -21,6 +21,9 @@ constexpr size_t kMaxHeadBytes = 64 * 1024;
 constexpr size_t kMaxHeaders = 100;
 constexpr size_t kMaxChunkLine = 4096;
 constexpr size_t kMaxCollectedBody = 256 * 1024 * 1024;
+// A streamed reply: a model's answer of 128k tokens is a few MiB of events. The parent keeps what
+// it decodes (2.5x a 384 MiB stream that a hostile server sent, before this cap).
+constexpr size_t kMaxStreamedBody = 64 * 1024 * 1024;
 
 // The response headers the model clients read (provider.cc).
 constexpr const char* kResponseHeaders[] = {"content-type",   "request-id",     "x-request-id",
@@ -266,6 +269,10 @@ class BodyOut {
   HttpFailure Put(std::string_view data) {
     if (data.empty()) return {};
     if (streaming_) {
+      streamed_ += data.size();
+      if (streamed_ > kMaxStreamedBody) {
+        return {HttpErrorKind::kTooLarge, "the streamed response exceeds 64 MiB"};
+      }
       if (!sink_(data)) {
         return {HttpErrorKind::kAborted, "the transfer was stopped by the body callback"};
       }
@@ -282,6 +289,7 @@ class BodyOut {
   HttpResult* result_;
   const HttpClient::BodySink& sink_;
   bool streaming_;
+  size_t streamed_ = 0;
 };
 
 // Exactly `length` bytes into `out`.

@@ -63,8 +63,9 @@ Status ReserveStandardFds() {
     // The lowest free number: `fd` itself, as the lower ones are open. Not O_CLOEXEC: it stays
     // the process's fd 0-2 across exec too.
     const int opened = open("/dev/null", O_RDONLY);
-    if (opened < 0)
+    if (opened < 0) {
       return Status::FromErrno(errno, "open /dev/null for a closed fd " + std::to_string(fd));
+    }
     if (opened != fd) {
       close(opened);
       return Status::Internal("/dev/null opened as fd " + std::to_string(opened) + ", not " +

@@ -355,6 +355,37 @@ TEST(HttpNativeTest, TotalTimeoutWhileBytesKeepComing) {
   EXPECT_FALSE(r.idle_timeout);
 }
 
+// A streamed 200 that never ends (a hostile or broken server) stops at 64 MiB: the parent keeps
+// what it decodes, and a 384 MiB stream took it to ~960 MB before. The control: a stream of 1 MiB
+// arrives whole.
+TEST(HttpNativeTest, AStreamedBodyStopsAt64MiB) {
+  for (const size_t mib : {size_t{1}, size_t{80}}) {
+    SCOPED_TRACE(mib);
+    ScriptServer server({[mib](int fd) {
+      ReadRequest(fd);
+      Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
+      const std::string piece(1 << 20, 'x');
+      for (size_t i = 0; i < mib; ++i) {
+        if (::send(fd, piece.data(), piece.size(), MSG_NOSIGNAL) < 0) return;  // It hung up.
+      }
+    }});
+    auto client = Client();
+    size_t streamed = 0;
+    HttpResult r = Post(*client, server.url(), [&](std::string_view chunk) {
+      streamed += chunk.size();
+      return true;
+    });
+    if (mib == 1) {
+      EXPECT_EQ(r.error_kind, HttpErrorKind::kNone) << r.transport_error;
+      EXPECT_EQ(streamed, size_t{1} << 20);
+    } else {
+      EXPECT_EQ(r.error_kind, HttpErrorKind::kTooLarge) << r.transport_error;
+      EXPECT_THAT(r.transport_error, HasSubstr("exceeds 64 MiB"));
+      EXPECT_LE(streamed, size_t{64} << 20);
+    }
+  }
+}
+
 TEST(HttpNativeTest, CancelStopsAWaitingRequest) {
   std::promise<void> done;
   ScriptServer server({Hold(done.get_future().share())});
