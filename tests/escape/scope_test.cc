@@ -45,6 +45,26 @@ class ScopeTest : public EscapeTest {
     RunResult r = Probe({"read_secret", home_ + "/" + rel, secret_});
     Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "read ~/" + rel);
   }
+  // Plants a secret in each of `stores` (below $HOME) and greps them all in one command: none is
+  // read sandboxed, every one in the control.
+  void ExpectStoresUnreadable(const std::vector<std::string>& stores, const RunOptions& options,
+                              const std::string& what) {
+    std::string script = "echo PROBE read-stores; ";
+    for (const std::string& rel : stores) {
+      ASSERT_NO_FATAL_FAILURE(PlantSecret(rel));
+      script += "grep -qs " + secret_ + " '" + home_ + "/" + rel + "' && echo 'READ " + rel + "'; ";
+    }
+    RunResult r = Shell(script + "true", options);
+    size_t read = 0;
+    for (size_t at = r.out.find("READ "); at != std::string::npos;
+         at = r.out.find("READ ", at + 1)) {
+      ++read;
+    }
+    if (!sandboxed()) {
+      EXPECT_EQ(read, stores.size()) << r.out;
+    }
+    Verdict(r, read > 0, Control::kAlways, what);
+  }
   // Runs `git ARGS` in `dir` as the mode's user, outside any sandbox.
   RunResult GitOutside(const std::string& dir, std::vector<std::string> args) {
     Command c;
@@ -92,23 +112,10 @@ TEST_P(ScopeTest, StoresTheXdgVariablesMoveAreUnreadable) {
   const std::vector<std::string> stores = {"xdgc/gh/hosts.yml", "xdgc/git/credentials",
                                            "xdgd/keyrings/login.keyring",
                                            "xdgr/containers/auth.json"};
-  std::string script = "echo PROBE read-xdg-stores; ";
-  for (const std::string& rel : stores) {
-    ASSERT_NO_FATAL_FAILURE(PlantSecret(rel));
-    script += "grep -qs " + secret_ + " '" + home_ + "/" + rel + "' && echo 'READ " + rel + "'; ";
-  }
   RunOptions options;
   options.env = {"XDG_CONFIG_HOME=" + home_ + "/xdgc", "XDG_DATA_HOME=" + home_ + "/xdgd",
                  "XDG_RUNTIME_DIR=" + home_ + "/xdgr"};
-  RunResult r = Shell(script + "true", options);
-  size_t read = 0;
-  for (size_t at = r.out.find("READ "); at != std::string::npos; at = r.out.find("READ ", at + 1)) {
-    ++read;
-  }
-  if (!sandboxed()) {
-    EXPECT_EQ(read, stores.size()) << r.out;
-  }
-  Verdict(r, read > 0, Control::kAlways, "read a store the XDG variables moved");
+  ExpectStoresUnreadable(stores, options, "read a store the XDG variables moved");
 }
 
 // Every store the README lists, planted below $HOME (a file in each directory store): none is
@@ -170,20 +177,7 @@ TEST_P(ScopeTest, EveryListedStoreIsUnreadable) {
                                            ".irb_history",
                                            ".local/state/forkbox/history",
                                            ".local/state/forkbox/sessions/s.jsonl"};
-  std::string script = "echo PROBE read-stores; ";
-  for (const std::string& rel : stores) {
-    ASSERT_NO_FATAL_FAILURE(PlantSecret(rel));
-    script += "grep -qs " + secret_ + " '" + home_ + "/" + rel + "' && echo 'READ " + rel + "'; ";
-  }
-  RunResult r = Shell(script + "true");
-  size_t read = 0;
-  for (size_t at = r.out.find("READ "); at != std::string::npos; at = r.out.find("READ ", at + 1)) {
-    ++read;
-  }
-  if (!sandboxed()) {
-    EXPECT_EQ(read, stores.size()) << r.out;
-  }
-  Verdict(r, read > 0, Control::kAlways, "read a listed credential store");
+  ExpectStoresUnreadable(stores, {}, "read a listed credential store");
 }
 
 // A store kept elsewhere and linked in (a dotfiles manager): denied where it really is. The
