@@ -255,6 +255,22 @@ int SandboxError(const Status& st) {
   return kSandboxError;
 }
 
+// Waits for the command, kills what it left and puts `git`'s surface back (when given); returns
+// the command's exit code.
+int AwaitCommand(const sandbox::Sandbox& sandbox, ChildProcess& child, const TakenSignals& signals,
+                 sandbox::GitSurfaceGuard* git) {
+  Result<int> status = WaitForwardingSignals(sandbox, child, signals);
+  const bool all_killed = sandbox::KillAllDescendants() >= 0;
+  if (git != nullptr) PutBack(git);
+  if (!all_killed) {  // What they do after the put-back is not undone: never a quiet success.
+    Say("processes the command left still ran after every round of kills; what they change from "
+        "now on is not undone");
+    return kSandboxError;
+  }
+  if (!status.ok()) return SandboxError(status.status());
+  return ExitCodeFromWaitStatus(*status);
+}
+
 // Runs the command under the policy and returns its exit code.
 int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) {
   Result<TakenSignals> signals = TakenSignals::Create();
@@ -293,15 +309,15 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   }
   std::optional<SpawnOptions> options = CommandOptions(*sandbox, command);
   if (!options) {
-    Say(std::string(command[0]) + ": command not found");
+    Say(command[0] + ": command not found");
     return 127;
   }
-  // Should this process die first (a SIGKILL), the command's keeper or init puts the surface back
-  // and removes the temp dir.
   if (const int sig = signals->Next(); sig != 0) {  // Nothing ran: nothing to put back.
     Say(std::string("interrupted by SIG") + sigabbrev_np(sig) + " before the command started");
     return 128 + sig;
   }
+  // Should this process die first (a SIGKILL), the command's keeper or init puts the surface back
+  // and removes the temp dir.
   const sandbox::Sandbox::AfterCommand after{git.ok() ? &*git : nullptr, &*tmp,
                                              journal ? &*journal : nullptr};
   Result<ChildProcess> child = sandbox->Spawn(std::move(*options), git.ok() ? &surface : nullptr,
@@ -310,17 +326,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
     Say(child.status().message());
     return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;
   }
-  Result<int> status = WaitForwardingSignals(*sandbox, *child, *signals);
-  const bool all_killed = sandbox::KillAllDescendants() >= 0;
-  if (policy.enabled) PutBack(&*git);
-  if (!all_killed) {  // What they do after the put-back is not undone: never a quiet success.
-    std::fprintf(stderr,
-                 "forkbox sandbox: processes the command left still ran after every round of "
-                 "kills; what they change from now on is not undone\n");
-    return kSandboxError;
-  }
-  if (!status.ok()) return SandboxError(status.status());
-  return ExitCodeFromWaitStatus(*status);
+  return AwaitCommand(*sandbox, *child, *signals, policy.enabled ? &*git : nullptr);
 }
 
 }  // namespace
