@@ -879,6 +879,43 @@ TEST(SandboxCommand, ASignalDuringTheStartRunsNothingAndLeavesNoRecord) {
   }
 }
 
+// A file name a tool chose reaches a terminal escaped: `forkbox sandbox` printed the removal of a
+// planted hook (here in a repository the command made) whose name holds an OSC title sequence raw
+// (an OSC 52 clipboard write would pass the same way). The control: to a pipe, not a terminal, the
+// name's bytes stay as they are.
+TEST(SandboxCommand, NamesItPrintsToATerminalHaveTheirControlsEscaped) {
+  const auto args = [] {  // A fresh workdir each: the first run's repository is recorded after.
+    const std::string work = MakeTempDir("cmd-escape");
+    return std::vector<std::string>{"--workdir",
+                                    work,
+                                    "--",
+                                    "/bin/sh",
+                                    "-c",
+                                    "mkdir -p n/.git/hooks && touch \"n/.git/hooks/x$(printf "
+                                    "'\\033]0;PWNED\\007')\""};
+  };
+  UniqueFd master(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK));
+  ASSERT_TRUE(master && grantpt(master.get()) == 0 && unlockpt(master.get()) == 0);
+  const std::string slave_path = ptsname(master.get());
+  UniqueFd slave(open(slave_path.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC));  // Held: no EIO.
+  ASSERT_TRUE(slave);
+  CmdResult r = RunCmd(args(), "", [&slave_path] {
+    const int fd = open(slave_path.c_str(), O_RDWR | O_NOCTTY);
+    return fd >= 0 && dup2(fd, STDERR_FILENO) == STDERR_FILENO;
+  });
+  EXPECT_EQ(r.code, 0);
+  std::string seen;
+  char buf[4096];
+  for (ssize_t n; (n = read(master.get(), buf, sizeof buf)) > 0;) {
+    seen.append(buf, static_cast<size_t>(n));
+  }
+  EXPECT_NE(seen.find("removed n/.git/hooks/x\\x1b]0;PWNED\\x07"), std::string::npos) << seen;
+  EXPECT_EQ(seen.find("\x1b]0;PWNED"), std::string::npos) << "a raw OSC reached the terminal";
+  CmdResult control = RunCmd(args());
+  EXPECT_NE(control.err.find("removed n/.git/hooks/x\x1b]0;PWNED\x07"), std::string::npos)
+      << control.err;
+}
+
 // Git paths outside every writable tree are not bound (the rest of the tree is read-only or
 // hidden there), those inside are.
 // Layer 1 has no PID namespace: `forkbox sandbox`'s command runs below a keeper of its own (a
