@@ -84,9 +84,10 @@ std::string FallbackSummary(const std::vector<Message>& messages, size_t first_n
     std::string t = TextOf(m);
     if (!t.empty() && said.size() < 3) said.push_back(Shorten(t, 2000));
     for (const ToolUseBlock& u : ToolUsesOf(m)) {
-      if (calls.size() < 5)
+      if (calls.size() < 5) {
         calls.push_back(u.name + " " +
                         Shorten(u.input.dump(-1, ' ', false, json::error_handler_t::replace), 200));
+      }
     }
   }
   if (said.empty()) {

@@ -74,7 +74,7 @@ nlohmann::json ParseModelJson(std::string_view text, bool* too_deep) {
 }
 
 std::string DiscardedJsonProblem(bool too_deep) {
-  return too_deep ? "it nests deeper than " + std::to_string(kMaxModelJsonDepth) + " levels"
+  return too_deep ? "nested deeper than " + std::to_string(kMaxModelJsonDepth) + " levels"
                   : std::string("not valid JSON");
 }
 

@@ -49,8 +49,8 @@ inline constexpr int kMaxModelJsonDepth = 64;
 // ipc::ParseJsonBounded at kMaxModelJsonDepth: a discarded value when `text` is not JSON or nests
 // deeper (then *too_deep, when given, is set).
 nlohmann::json ParseModelJson(std::string_view text, bool* too_deep = nullptr);
-// What a reply's JSON that ParseModelJson discarded is: "nests deeper than 64 levels" or "not
-// valid JSON".
+// What a reply's JSON that ParseModelJson discarded is, to follow "is"/"are": "nested deeper than
+// 64 levels" or "not valid JSON".
 std::string DiscardedJsonProblem(bool too_deep);
 // The first 120 bytes of `s`, made valid UTF-8, with "..." when cut: a reply quoted in an error.
 std::string Excerpt(std::string_view s);

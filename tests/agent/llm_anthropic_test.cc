@@ -551,14 +551,14 @@ TEST(AnthropicStream, JsonNestedPastTheBoundIsRefusedNotCopied) {
     if (levels < kMaxModelJsonDepth) {
       EXPECT_EQ(problem, "");
     } else {
-      EXPECT_THAT(problem, testing::HasSubstr("nests deeper than 64 levels"));
+      EXPECT_THAT(problem, testing::HasSubstr("are nested deeper than 64 levels"));
     }
   }
   const std::string deep_event =
       "{\"type\":\"ping\",\"x\":" + std::string(100'000, '[') + std::string(100'000, ']') + "}";
   const Decoded d = DecodeStream(Sse({{"message_start", kStart}, {"ping", deep_event}}), 1 << 20);
   ASSERT_FALSE(d.result.ok());
-  EXPECT_THAT(d.result.error->message, testing::HasSubstr("nests deeper than 64 levels"));
+  EXPECT_THAT(d.result.error->message, testing::HasSubstr("(nested deeper than 64 levels)"));
 }
 
 // A parser's message quotes the reply's bytes: the error is valid UTF-8 all the same (before, the

@@ -232,7 +232,7 @@ TEST(OpenAiDecode, ArgumentsNestedPastTheBoundAreRefusedNotCopied) {
     if (levels < kMaxModelJsonDepth) {
       EXPECT_EQ(problem, "");
     } else {
-      EXPECT_THAT(problem, testing::HasSubstr("nests deeper than 64 levels"));
+      EXPECT_THAT(problem, testing::HasSubstr("are nested deeper than 64 levels"));
     }
   }
 }
