@@ -71,7 +71,18 @@ bool IsSecretName(const std::string& raw) {
 }
 
 std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ) {
-  static const std::set<std::string> kAllowed = {"PATH", "HOME", "LANG", "TERM", "USER", "SHELL"};
+  // The XDG directories too: paths, not secrets, and a task's child resolves its read scope from
+  // this environment (the stores and forkbox's state they move are denied there too).
+  static const std::set<std::string> kAllowed = {"PATH",
+                                                 "HOME",
+                                                 "LANG",
+                                                 "TERM",
+                                                 "USER",
+                                                 "SHELL",
+                                                 "XDG_CONFIG_HOME",
+                                                 "XDG_DATA_HOME",
+                                                 "XDG_STATE_HOME",
+                                                 "XDG_RUNTIME_DIR"};
   std::set<std::string> opted(policy.env.begin(), policy.env.end());
   std::vector<std::string> env;
   bool has_path = false;

@@ -1578,6 +1578,44 @@ TEST_F(RealChildTest, ATasksPlantedAgentConfigIsUndoneAndReported) {
       << requests.back().body;
 }
 
+// A store that $XDG_CONFIG_HOME moves out of $HOME is unreadable to a task's tools too: a child
+// resolves its read scope from the environment it gets, which had no XDG variable, so there only
+// the paths below $HOME were hidden. The control, --sandbox=off, reads it.
+TEST_F(RealChildTest, AStoreTheXdgVariablesMoveIsUnreadableInATask) {
+  char tmpl[] = "/var/tmp/forkbox-xdg-XXXXXX";  // Not /tmp: layer 2 gives tools a private one.
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string xdg = tmpl;
+  const std::string secret = "XDGSECRET" + RandomToken();
+  fs::create_directories(xdg + "/gh");
+  std::ofstream(xdg + "/gh/hosts.yml") << secret << "\n";
+  server_.SetHandler([&xdg](const RecordedRequest& r) {
+    if (IsParent(r)) {
+      if (r.view.assistant_turns == 0) return Calls({Task("read it", "read")});
+      return Text("read");
+    }
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash", {{"command", "cat " + xdg + "/gh/hosts.yml"}}, ""}});
+    }
+    return Text("done");
+  });
+  for (const bool sandboxed : {true, false}) {
+    if (sandboxed && !sandbox_args_.empty()) continue;  // Not enforceable here.
+    SCOPED_TRACE(sandboxed ? "sandboxed" : "control: --sandbox=off");
+    server_.ClearRequests();
+    RunSpec spec = SpecFor(sandboxed ? std::vector<std::string>{"go"}
+                                     : std::vector<std::string>{"--sandbox=off", "go"});
+    spec.env.push_back("XDG_CONFIG_HOME=" + xdg);
+    RunResult r = RunForkbox(spec);
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    bool read = false;
+    for (const RecordedRequest& q : server_.requests())
+      read |= q.body.find(secret) != std::string::npos;
+    EXPECT_EQ(read, !sandboxed);
+  }
+  std::error_code ec;
+  fs::remove_all(xdg, ec);
+}
+
 // The guard walks the workdir after each tool call that may change a file, not after read_file.
 // A hook that appears while the session waits for the model (nothing of the session made it: the
 // test's server plants it) is undone after the next write_file, not after the read_files before
