@@ -571,6 +571,15 @@ TEST(AnthropicStream, AMalformedEventsErrorIsValidUtf8) {
   EXPECT_THAT(d.result.error->message, testing::HasSubstr("malformed stream event"));
 }
 
+// Malformed's message is valid UTF-8 whatever its caller quotes: it ends in --json's result and
+// in a child's error frame, both of which refuse other bytes.
+TEST(WireMalformed, ItsMessageIsMadeValidUtf8) {
+  const Decoded d = Malformed("malformed reply (last read: '\xff\xfe'): x");
+  ASSERT_FALSE(d.result.ok());
+  EXPECT_TRUE(IsValidUtf8(d.result.error->message)) << d.result.error->message;
+  EXPECT_THAT(d.result.error->message, testing::HasSubstr("malformed reply (last read: '"));
+}
+
 TEST(AnthropicStream, EventsBeforeMessageStartAreMalformed) {
   const std::string body = Sse(
       {{"content_block_delta",
