@@ -530,9 +530,24 @@ int AddFreshRulesRaw(int ruleset_fd, uint64_t handled, bool private_tmp, const c
 constexpr uint64_t kRulesetFilled = 1;
 constexpr uint64_t kRulesetFailed = 2;
 
-// Waits for FillPendingRuleset in the spawner: only a filled ruleset is ever enforced.
-int AwaitRulesetRaw(int ready_fd, const char** step) {
+// Waits for FillPendingRuleset in the spawner: only a filled ruleset is ever enforced. The
+// spawner's pidfd is watched too: a spawner killed before its write (SIGKILL, the OOM killer)
+// would otherwise leave this read, and the init in its vfork wait for this exec, blocked forever.
+int AwaitRulesetRaw(int ready_fd, int spawner_pidfd, const char** step) {
   *step = "waiting for the spawner to fill the tool's Landlock ruleset";
+  pollfd watched[2] = {{ready_fd, POLLIN, 0}, {spawner_pidfd, POLLIN, 0}};
+  const nfds_t count = spawner_pidfd >= 0 ? 2 : 1;
+  for (;;) {
+    if (poll(watched, count, -1) < 0) {
+      if (errno == EINTR) continue;
+      return errno;
+    }
+    if (watched[0].revents != 0) break;  // Said, even if the spawner has exited since.
+    if (count == 2 && watched[1].revents != 0) {
+      *step = "the spawner exited before it filled the tool's Landlock ruleset";
+      return ESRCH;
+    }
+  }
   uint64_t value = 0;
   ssize_t n = -1;
   do {
@@ -545,7 +560,7 @@ int AwaitRulesetRaw(int ready_fd, const char** step) {
 
 int RestrictRaw(const ContainPlan& p, const char** step) {
   if (p.ruleset_ready_fd >= 0) {
-    if (int err = AwaitRulesetRaw(p.ruleset_ready_fd, step)) return err;
+    if (int err = AwaitRulesetRaw(p.ruleset_ready_fd, p.spawner_pidfd, step)) return err;
     // The caller may have moved us off its CPU before the fill it has now told us of
     // (FillOffCallerCpu): the command runs on every CPU the caller may.
     *step = "sched_setaffinity(the caller's CPUs)";

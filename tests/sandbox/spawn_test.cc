@@ -19,11 +19,13 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <thread>
 
 #include "sandbox/cgroup.h"
@@ -183,6 +185,76 @@ TEST(ToolRuleset, CommandRefusesARulesetItsSpawnerCouldNotFill) {
     Result<int> status = child->Wait();
     ASSERT_TRUE(status.ok());
     EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
+  }
+}
+
+// A spawner killed during the fill (SIGKILL, the OOM killer) never writes the eventfd: the command
+// must see its pidfd and give up, or it waits forever and its init with it, stuck in the vfork
+// wait for the command's exec. The spawner is stood in for by a holder process that exits in the
+// hook; a watchdog says "failed" after 30 s so that the old code fails the test rather than hangs
+// it. Control: the same plan with a live holder waits for the fill and runs the command.
+TEST(ToolRuleset, CommandGivesUpWhenItsSpawnerDiesBeforeTheFill) {
+  if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
+  int abi = 0;
+  ASSERT_TRUE(CheckEnforceable(&abi).ok());
+  Policy policy = MakePolicy(MakeTempDir("spawner-dies-in-fill"));
+  for (const bool dies : {true, false}) {
+    SpawnOptions holds;
+    holds.argv = {"/bin/sleep", "600"};
+    Result<ChildProcess> holder = Spawn(holds);
+    ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+    Result<ContainPlan> plan = PrepareTool(policy, abi, /*layer2=*/true, false, {"/bin/true"}, -1);
+    ASSERT_TRUE(plan.ok()) << plan.status().ToString();
+    SpawnOptions options;
+    options.argv = {"/bin/true"};
+    options.cwd = policy.workdir;
+    ASSERT_TRUE(AddContainStep(*plan, options).ok());
+    plan->spawner_pidfd = holder->pidfd();
+    std::mutex mu;
+    std::condition_variable done_cv;
+    bool done = false;
+    std::thread watchdog;
+    options.while_starting = [&](pid_t init) {
+      if (!dies) return FillPendingRuleset(*plan);
+      // Past the init's own look at the spawner: it has cloned the command, which waits.
+      const std::string children =
+          "/proc/" + std::to_string(init) + "/task/" + std::to_string(init) + "/children";
+      const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+      while (ReadFile(children).empty() && std::chrono::steady_clock::now() < give_up) {
+        std::this_thread::sleep_for(std::chrono::microseconds(200));
+      }
+      EXPECT_FALSE(ReadFile(children).empty()) << "the init cloned no command";
+      EXPECT_TRUE(holder->Signal(SIGKILL).ok());  // The spawner is gone, the ruleset unfilled.
+      pollfd gone{holder->pidfd(), POLLIN, 0};
+      EXPECT_EQ(poll(&gone, 1, 60'000), 1);
+      watchdog = std::thread([&] {
+        std::unique_lock<std::mutex> lock(mu);
+        if (done_cv.wait_for(lock, std::chrono::seconds(30), [&] { return done; })) return;
+        const uint64_t failed = 2;
+        EXPECT_EQ(write(plan->ruleset_ready.get(), &failed, sizeof failed), 8);
+        ADD_FAILURE() << "the command still waited 30 s after its spawner died";
+      });
+      return Status::Ok();
+    };
+    Result<ChildProcess> child = Spawn(options);
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      done = true;
+    }
+    done_cv.notify_all();
+    if (watchdog.joinable()) watchdog.join();
+    if (dies) {
+      ASSERT_FALSE(child.ok()) << "ran with its spawner gone";
+      EXPECT_NE(child.status().message().find(
+                    "the spawner exited before it filled the tool's Landlock ruleset"),
+                std::string::npos)
+          << child.status().ToString();
+      continue;
+    }
+    ASSERT_TRUE(child.ok()) << child.status().ToString();
+    Result<int> status = child->Wait();
+    ASSERT_TRUE(status.ok());
+    EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0) << "the control runs";
   }
 }
 
