@@ -26,8 +26,9 @@ constexpr size_t kMaxCollectedBody = 256 * 1024 * 1024;
 constexpr size_t kMaxStreamedBody = 64 * 1024 * 1024;
 
 // The response headers the model clients read (provider.cc).
-constexpr const char* kResponseHeaders[] = {"content-type",   "request-id",     "x-request-id",
-                                            "x-should-retry", "retry-after-ms", "retry-after"};
+constexpr const char* kResponseHeaders[] = {"content-type", "content-encoding", "request-id",
+                                            "x-request-id", "x-should-retry",   "retry-after-ms",
+                                            "retry-after"};
 
 HttpFailure Protocol(std::string message) { return {HttpErrorKind::kProtocol, std::move(message)}; }
 

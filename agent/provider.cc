@@ -89,6 +89,24 @@ ModelError HttpError(const HttpResult& http) {
   return e;
 }
 
+// Why a 2xx reply could not be decoded, where its headers tell: a proxy's or captive portal's page,
+// or a body in an encoding forkbox never asked for. Empty when the headers look right.
+std::string UnexpectedReplyNote(const HeaderMap& headers, bool stream) {
+  std::string note;
+  if (auto it = headers.find("content-encoding");
+      it != headers.end() && Lower(it->second) != "identity") {
+    note =
+        "content-encoding \"" + PageExcerpt(it->second, 40) + "\", which forkbox did not ask for";
+  }
+  const std::string expected = stream ? "text/event-stream" : "application/json";
+  if (auto it = headers.find("content-type");
+      it != headers.end() && Lower(it->second).find(expected) == std::string::npos) {
+    if (!note.empty()) note += "; ";
+    note += "content-type \"" + PageExcerpt(it->second, 60) + "\", not " + expected;
+  }
+  return note.empty() ? "" : " (the reply has " + note + ")";
+}
+
 std::string RequestIdOf(const HeaderMap& headers) {
   for (const char* name : {"request-id", "x-request-id"}) {
     if (auto it = headers.find(name); it != headers.end() && !it->second.empty()) return it->second;
@@ -139,6 +157,9 @@ class ProviderImpl : public Provider {
           return decoded.result;
         }
         err = std::move(*decoded.result.error);
+        if (err.kind == ModelError::Kind::kMalformed) {
+          err.message += UnexpectedReplyNote(http.headers, config_.stream);
+        }
         retryable = decoded.retryable;
       } else {
         err = HttpError(http);

@@ -342,6 +342,29 @@ TEST_P(LlmMockTest, HtmlErrorPageGivesStatusAndExcerpt) {
   EXPECT_LT(r.error->message.size(), 300u);
 }
 
+// A 200 that is no reply (a captive portal's or a proxy's page, a body gzipped unasked) says what
+// it was instead of only "stream ended before message_start". Control: the same page with an
+// error status is an HTTP error, with no such note.
+TEST_P(LlmMockTest, ASuccessThatIsNoReplyNamesWhatCameInstead) {
+  const std::string expected = GetParam().stream ? "text/event-stream" : "application/json";
+  auto p = Make(AlwaysFault({{"kind", "html"}, {"status", 200}}), /*max_retries=*/0);
+  CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->kind, ModelError::Kind::kMalformed);
+  EXPECT_THAT(r.error->message,
+              HasSubstr("(the reply has content-type \"text/html\", not " + expected + ")"));
+  p = Make(AlwaysFault({{"kind", "html"}, {"status", 200}, {"content_encoding", "gzip"}}), 0);
+  r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_THAT(r.error->message,
+              HasSubstr("content-encoding \"gzip\", which forkbox did not ask for; content-type"));
+  p = Make(AlwaysFault({{"kind", "html"}, {"status", 502}, {"content_encoding", "gzip"}}), 0);
+  r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->http_status, 502);
+  EXPECT_THAT(r.error->message, Not(HasSubstr("the reply has")));
+}
+
 // Transient failures of a 200 reply: each is retried once, then the reply comes through.
 TEST_P(LlmMockTest, TransientFaultsAreRetried) {
   for (const char* kind :

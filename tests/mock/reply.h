@@ -43,7 +43,8 @@ struct Fault {
   std::string error_type;    // Empty: the provider's type for the status.
   std::string message;       // Empty: a default message for the status.
   std::string request_id;    // kStatus, kStreamError: the request id sent instead of the mock's.
-  int event_delay_ms = 0;    // kSlowStream: pause between events (default 200).
+  std::string content_encoding;  // kHtml: a content-encoding header (a proxy that gzips).
+  int event_delay_ms = 0;        // kSlowStream: pause between events (default 200).
 };
 
 // Parses "status", "cut_stream", ...; nullopt for an unknown name.

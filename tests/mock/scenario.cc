@@ -148,7 +148,7 @@ void ParseReply(const json& j, const std::string& path, Reply* reply) {
 Fault ParseFault(const json& j, const std::string& path) {
   CheckKeys(j, path,
             {"kind", "status", "retry_after", "retry_after_ms", "should_retry", "error_type",
-             "message", "event_delay_ms", "request_id"});
+             "message", "event_delay_ms", "request_id", "content_encoding"});
   if (!j.contains("kind")) Fail(path + ".kind", "is required");
   Fault f;
   const std::string kind = GetString(j, "kind", path);
@@ -165,6 +165,9 @@ Fault ParseFault(const json& j, const std::string& path) {
   if (j.contains("error_type")) f.error_type = GetString(j, "error_type", path);
   if (j.contains("message")) f.message = GetString(j, "message", path);
   if (j.contains("request_id")) f.request_id = GetHeaderValue(j, "request_id", path);
+  if (j.contains("content_encoding")) {
+    f.content_encoding = GetHeaderValue(j, "content_encoding", path);
+  }
   if (j.contains("event_delay_ms")) f.event_delay_ms = GetInt(j, "event_delay_ms", path, 0);
   return f;
 }

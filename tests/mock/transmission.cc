@@ -81,6 +81,8 @@ std::optional<Transmission> PlanReplacingFault(const WireFormat& wire, const Fau
       // A proxy in front of the API answers: no request id, no JSON.
       t = Body("text/html", NginxPage(f.status ? f.status : 502), f.status ? f.status : 502);
       t.headers.emplace_back("server", "nginx");
+      if (!f.content_encoding.empty())
+        t.headers.emplace_back("content-encoding", f.content_encoding);
       AddRetryHeaders(f, &t);
       break;
     case Fault::Kind::kStatus:
