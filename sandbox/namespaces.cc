@@ -234,6 +234,14 @@ std::string JoinPath(const std::string& dir, std::string_view name) {
   return (dir == "/" ? dir : dir + "/") + std::string(name);
 }
 
+// The project agent config Claude Code and forkbox trust in a directory (AddProjectConfig).
+constexpr const char* kAgentConfigNames[] = {".forkbox", ".claude", ".mcp.json"};
+
+bool IsAgentConfigName(std::string_view name) {
+  return std::find(std::begin(kAgentConfigNames), std::end(kAgentConfigNames), name) !=
+         std::end(kAgentConfigNames);
+}
+
 // The names in a directory's listing that tell a git dir (IsBareGitDir), each of any kind: git
 // follows links, and access(2) on `objects` is all it asks of it.
 struct GitMarks {
@@ -242,7 +250,7 @@ struct GitMarks {
   bool objects = false;
   bool refs = false;
   bool commondir = false;
-  bool agent_config = false;  // A `.forkbox` or `.claude` (AddProjectConfig).
+  bool agent_config = false;  // One of kAgentConfigNames (AddProjectConfig).
 };
 
 // The real subdirectories of the open directory `dir` (never a link), without git dirs and big
@@ -267,11 +275,9 @@ std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& 
       marks->objects |= name == "objects";
       marks->refs |= name == "refs";
       marks->commondir |= name == "commondir";
-      marks->agent_config |= name == ".forkbox" || name == ".claude";
-      if (name == "." || name == ".." || name == ".git" || name == "node_modules" ||
-          name == ".forkbox-tmp") {
-        continue;
-      }
+      marks->agent_config |= IsAgentConfigName(name);
+      // .forkbox-tmp is walked: git recurses into a repository a tool commits there as well.
+      if (name == "." || name == ".." || name == ".git" || name == "node_modules") continue;
       struct stat st;
       if (entry->d_type == DT_DIR ||
           (entry->d_type == DT_UNKNOWN &&
@@ -303,9 +309,10 @@ bool HasEntryAt(int dir, const std::string& rel, const char* name) {
 
 bool HasDotGitAt(int dir, const std::string& rel) { return HasEntryAt(dir, rel, ".git"); }
 
-// Whether `rel` beneath `dir` holds a `.forkbox` or `.claude` (the deepest level, not listed).
+// Whether `rel` beneath `dir` holds agent config (the deepest level, not listed).
 bool HasAgentConfigAt(int dir, const std::string& rel) {
-  return HasEntryAt(dir, rel, ".forkbox") || HasEntryAt(dir, rel, ".claude");
+  return std::any_of(std::begin(kAgentConfigNames), std::end(kAgentConfigNames),
+                     [&](const char* name) { return HasEntryAt(dir, rel, name); });
 }
 
 // Whether HEAD in `dir` passes git's check of a git dir's HEAD (validate_headref): a link whose
@@ -350,7 +357,8 @@ void AddProjectConfig(const std::string& dir, MountPlan& plan);
 // protected like the workdir's own: one listing per directory, each opened relative to its
 // parent and never through a link, and a `.git` found in its directory's listing (a lookup only
 // where the listing fails, and at the deepest level, which is not listed). A bare repository is
-// a git dir of its own, and nothing below it is walked. A `.forkbox` or `.claude` found the same
+// a git dir of its own, and the walk goes on below it: git still finds a repository in its
+// subdirectories (a workdir made to look bare hid every one). Agent config found the same
 // way is guarded as the workdir's own: a session started in that directory (`cd sub; forkbox`)
 // or a `claude` there would trust it.
 void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std::vector<char>& buf,
@@ -367,7 +375,6 @@ void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std:
   if (IsBareGitDir(dir.get(), marks)) {
     plan.pinned.push_back(path);  // As a .git directory: what was removed stays removed.
     AddGitDir(path, plan);
-    return;
   }
   for (const std::string& name : *subdirs) {
     const std::string sub = JoinPath(path, name);
@@ -500,22 +507,27 @@ void KeepBindsInWritableTrees(MountPlan& plan) {
 // The project's agent configuration in `dir` (the workdir, or a directory below it that has one),
 // guarded like git's surface: the next session there trusts
 // .forkbox/ (config.toml, agents/: a task's planted explore.md or model would run it), and the
-// user's next `claude` trusts .claude/ (agents, commands, settings.json's hooks run commands).
+// user's next `claude` trusts .claude/ (agents, commands, skills, output styles, settings.json's
+// hooks run commands) and .mcp.json (its servers are commands).
 // .claude also holds Claude Code's state (in a workdir of $HOME: transcripts of many MB, which
 // the guard would read at every call), so only what it trusts is guarded there, and the folder
 // is pinned like a .git directory: it cannot be swapped for a link to a planted one.
 void AddProjectConfig(const std::string& dir, MountPlan& plan) {
   const fs::path forkbox = fs::path(dir) / ".forkbox";
   const fs::path claude = fs::path(dir) / ".claude";
-  AddReadonly(forkbox, plan);
-  AddAbsent(forkbox, plan);
+  // Project MCP servers: a changed command of one the user approved runs without a prompt.
+  for (const fs::path& path : {forkbox, fs::path(dir) / ".mcp.json"}) {
+    AddReadonly(path, plan);
+    AddAbsent(path, plan);
+  }
   if (!IsDir(claude)) {
     AddReadonly(claude, plan);  // A link the user made: it and where it leads.
     AddAbsent(claude, plan);
     return;
   }
   plan.pinned.push_back(claude.string());
-  for (const char* name : {"settings.json", "settings.local.json", "agents", "commands", "hooks"}) {
+  for (const char* name : {"settings.json", "settings.local.json", "agents", "commands", "hooks",
+                           "skills", "output-styles"}) {
     AddReadonly(claude / name, plan);
     AddAbsent(claude / name, plan);
   }

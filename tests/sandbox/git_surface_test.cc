@@ -199,6 +199,41 @@ TEST(GitSurfaceGuard, RemovesANewLinkAndKeepsWhatItLeadsTo) {
   }
 }
 
+// What git or Claude Code trusts where the walk did not look: a repository committed under
+// .forkbox-tmp (skipped by name), one below a workdir made to look bare (the walk stopped at a
+// bare git dir, git does not), and .claude's skills and output styles and .mcp.json. Each ran or
+// stayed for the user's next `git status` or `claude`. The control: the same files made before
+// the record are the user's and stay.
+TEST(GitSurfaceGuard, FindsWhatGitAndClaudeTrustWhereTheWalkDidNotLook) {
+  const std::vector<std::string> planted = {"/.forkbox-tmp/evil/.git/config",
+                                            "/sub/.git/config",
+                                            "/sub2/.forkbox/agents/e.md",
+                                            "/.claude/skills/fmt/SKILL.md",
+                                            "/.claude/output-styles/x.md",
+                                            "/.mcp.json",
+                                            "/a/b/.mcp.json"};
+  for (const bool before_record : {false, true}) {
+    SCOPED_TRACE(before_record ? "control: made before the record" : "made by a tool");
+    const std::string work = WorkdirOutOfSightOfRoot("git-guard-unlooked");
+    ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
+    std::filesystem::create_directories(work + "/.claude");
+    const auto plant = [&] {
+      Write(work + "/HEAD", "ref: refs/heads/main\n");  // The workdir looks like a bare repo.
+      std::filesystem::create_directories(work + "/objects");
+      std::filesystem::create_directories(work + "/refs");
+      for (const std::string& path : planted) Write(work + path, "[core]\n\tfsmonitor = x\n");
+    };
+    if (before_record) plant();
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+    if (!before_record) plant();
+    const std::vector<std::string> undone = guard->Restore();
+    for (const std::string& path : planted)
+      EXPECT_EQ(FileExists(work + path), before_record) << path;
+    EXPECT_EQ(HasLine(undone, "fsmonitor"), !before_record);
+  }
+}
+
 // A part of the surface the walk cannot see whole (here a directory 17 levels down; a flood past
 // the walk's budget or a directory a tool chmodded stops it the same way) is put back whole: a
 // hook planted beside it goes too, wherever the listing put it. Before, the walk stopped at its
