@@ -288,14 +288,37 @@ std::optional<std::vector<std::string>> ListSubdirs(int dir, std::vector<char>& 
   }
 }
 
+// The open (O_PATH) directory `dir`, searchable but not readable by this process, which owns it:
+// git still finds a repository below it by name (a committed gitlink), so a tool's `chmod 0311 a`
+// hid one from the walk. It is listed as its owner may: read permission is added through the
+// descriptor's /proc link (that inode, no path walked again) for one open, then taken away.
+// Invalid: not ours, not searchable (git cannot look below it either), or no /proc.
+UniqueFd OpenOwnUnreadableDir(int dir) {
+  struct stat st;
+  if (fstat(dir, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid() ||
+      (st.st_mode & S_IRUSR) != 0 || (st.st_mode & S_IXUSR) == 0) {
+    return UniqueFd();
+  }
+  const std::string self = "/proc/self/fd/" + std::to_string(dir);
+  const mode_t mode = st.st_mode & 07777;
+  if (chmod(self.c_str(), mode | S_IRUSR) != 0) return UniqueFd();
+  UniqueFd listable(open(self.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  // A failure leaves it readable by its owner alone, who set nothing here: a tool did.
+  if (chmod(self.c_str(), mode) != 0) listable.reset();
+  return listable;
+}
+
 // A directory opened to be listed, else (searchable, not readable) only to look beneath it.
 // Never through a link (a tool may swap one in after the listing) and never a FIFO (O_DIRECTORY
 // fails before it could block); directories have no hard links.
 UniqueFd OpenWalkedDir(int at, const char* name) {
   const int flags = O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC;
   UniqueFd fd(openat(at, name, O_RDONLY | flags));
-  if (!fd && errno == EACCES) fd.reset(openat(at, name, O_PATH | flags));
-  return fd;
+  if (fd || errno != EACCES) return fd;
+  fd.reset(openat(at, name, O_PATH | flags));
+  if (!fd) return fd;
+  UniqueFd listable = OpenOwnUnreadableDir(fd.get());
+  return listable ? std::move(listable) : std::move(fd);
 }
 
 // Whether `rel`/`name` (`name` for an empty `rel`) exists, as a link too, beneath `dir`; never

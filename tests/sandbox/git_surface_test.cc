@@ -2,8 +2,10 @@
 // same from outside with real git); a repository a tool creates keeps what git init makes.
 #include "sandbox/git_surface.h"
 
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -231,6 +233,44 @@ TEST(GitSurfaceGuard, FindsWhatGitAndClaudeTrustWhereTheWalkDidNotLook) {
     for (const std::string& path : planted)
       EXPECT_EQ(FileExists(work + path), before_record) << path;
     EXPECT_EQ(HasLine(undone, "fsmonitor"), !before_record);
+  }
+}
+
+// As its owner, a tool can make a directory searchable but unreadable (`chmod 0311 a`): the walk
+// could not list it, but git still finds a repository committed below it by name and runs its
+// fsmonitor. The walk now lists it as its owner may, and leaves its mode as it was. Run as
+// nobody: root lists it anyway. The control: the same repository made before the record stays.
+TEST(GitSurfaceGuard, ARepositoryBelowAnUnreadableDirectoryIsFound) {
+  for (const bool before_record : {false, true}) {
+    const std::string work = WorkdirOutOfSightOfRoot("git-guard-unreadable");
+    const std::string top = work.substr(0, work.rfind("/levels/to/hide/it"));
+    ASSERT_EQ(system(("chown -R 65534:65534 '" + top + "'").c_str()), 0);
+    const pid_t pid = fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) {
+      if (!(setgroups(0, nullptr) == 0 && setresgid(65534, 65534, 65534) == 0 &&
+            setresuid(65534, 65534, 65534) == 0)) {
+        _exit(10);
+      }
+      const auto plant = [&work] {
+        Write(work + "/a/b/.git/config", "[core]\n\tfsmonitor = x\n");
+        return chmod((work + "/a").c_str(), 0311) == 0;
+      };
+      if (before_record && !plant()) _exit(11);
+      Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+      if (!guard.ok()) _exit(12);
+      if (!before_record && !plant()) _exit(11);
+      const std::vector<std::string> undone = guard->Restore();
+      struct stat st;
+      if (stat((work + "/a").c_str(), &st) != 0 || (st.st_mode & 07777) != 0311) _exit(13);
+      if (FileExists(work + "/a/b/.git/config") != before_record) _exit(14);
+      _exit(HasLine(undone, "fsmonitor") == before_record ? 15 : 0);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(pid, &status, 0), pid);
+    EXPECT_EQ(status, 0) << (before_record ? "control" : "planted by a tool") << ": exit "
+                         << WEXITSTATUS(status)
+                         << " (11 plant, 12 take, 13 mode, 14 config, 15 report)";
   }
 }
 
