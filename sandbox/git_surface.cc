@@ -13,6 +13,7 @@
 
 #include "base/file.h"
 #include "base/path.h"
+#include "sandbox/git_config.h"
 #include "sandbox/namespaces.h"
 
 namespace forkbox::sandbox {
@@ -179,35 +180,6 @@ int WriteAt(int root, const std::string& rel, const Entry& e) {
     default:
       return 0;  // Sockets, FIFOs, devices are never recreated.
   }
-}
-
-std::string Trim(const std::string& s) {
-  size_t b = s.find_first_not_of(" \t\r");
-  if (b == std::string::npos) return "";
-  size_t e = s.find_last_not_of(" \t\r");
-  return s.substr(b, e - b + 1);
-}
-std::string Lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-// The section of a `[name]` or `[name "sub"]` header line, or "" when it is anything else.
-std::string SectionOf(const std::string& line) {
-  if (line.size() < 3 || line.back() != ']') return "";
-  const std::string inner = line.substr(1, line.size() - 2);
-  const size_t space = inner.find(' ');
-  const std::string name = Lower(inner.substr(0, space));
-  for (char c : name) {
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return "";
-  }
-  if (space == std::string::npos) return name;
-  const std::string sub = Trim(inner.substr(space));
-  if (sub.size() < 2 || sub.front() != '"' || sub.back() != '"' ||
-      sub.substr(1, sub.size() - 2).find_first_of("\"\\") != std::string::npos) {
-    return "";
-  }
-  return name + ".*";
 }
 
 // The keys a fresh `git init` or `git clone` writes, none of which runs a program or reads

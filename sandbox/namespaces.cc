@@ -32,6 +32,7 @@
 #include "base/path.h"
 #include "base/process.h"
 #include "base/unique_fd.h"
+#include "sandbox/git_config.h"
 
 namespace forkbox::sandbox {
 namespace {
@@ -155,10 +156,13 @@ fs::path CommonDirOf(const fs::path& gitdir) {
 // be whatever a planted `.git` file names, where this process, unconfined while it plans, must
 // not write. Files that do not exist and must not appear (commondir, config.worktree) are
 // removed after the command.
+bool InWritableTree(const MountPlan& plan, const fs::path& path) {
+  return std::any_of(plan.writable.begin(), plan.writable.end(),
+                     [&path](const std::string& tree) { return PathWithin(path.string(), tree); });
+}
+
 void AddTrustedFiles(const fs::path& dir, MountPlan& plan) {
-  const bool writable =
-      std::any_of(plan.writable.begin(), plan.writable.end(),
-                  [&dir](const std::string& tree) { return PathWithin(dir.string(), tree); });
+  const bool writable = InWritableTree(plan, dir);
   // Created beneath `dir` opened without following a link (it is link-free when planned): a
   // directory a tool swapped for one since gets nothing created where the link leads.
   const UniqueFd at =
@@ -198,13 +202,40 @@ void AddModules(const fs::path& modules, MountPlan& plan, int depth) {
   }
 }
 
+// How deep included config files are followed (AddConfiguredPaths).
+constexpr int kIncludeLevels = 4;
+
+// What the config file `config` names (GitConfigPaths) in a writable tree is guarded like hooks/:
+// a core.hooksPath into the worktree (husky's `.husky/_`, git-ignored: a planted hook there never
+// showed in `git status`) and an included file there (its planted fsmonitor ran). One that does
+// not exist must not appear. Included files are read in turn, kIncludeLevels deep.
+void AddConfiguredPaths(const fs::path& config, const fs::path& hooks_cwd, MountPlan& plan,
+                        int level = 0) {
+  Result<std::string> text = ReadRegularFile(config.string(), 1 << 20);
+  if (!text.ok()) return;
+  const char* home = getenv("HOME");
+  for (const GitConfigPath& named :
+       GitConfigPaths(*text, config.string(), hooks_cwd.string(), home ? home : "")) {
+    if (!InWritableTree(plan, named.path)) continue;
+    AddReadonly(named.path, plan);
+    AddAbsent(named.path, plan);
+    if (named.include && level + 1 < kIncludeLevels) {
+      AddConfiguredPaths(named.path, hooks_cwd, plan, level + 1);
+    }
+  }
+}
+
 // A git directory's trust surface, in the common dir too for a worktree: the trusted files, the
-// other worktrees' admin dirs (wholly read-only) and the submodules'.
-void AddGitDir(const fs::path& gitdir, MountPlan& plan) {
+// paths their config names, the other worktrees' admin dirs (wholly read-only) and the
+// submodules'. `hooks_cwd`: where git runs this repository's hooks.
+void AddGitDir(const fs::path& gitdir, const fs::path& hooks_cwd, MountPlan& plan) {
   const fs::path common = CommonDirOf(gitdir);
   AddTrustedFiles(common, plan);
+  AddConfiguredPaths(common / "config", hooks_cwd, plan);
+  AddConfiguredPaths(common / "config.worktree", hooks_cwd, plan);
   if (gitdir != common) {
     AddTrustedFiles(gitdir, plan);
+    AddConfiguredPaths(gitdir / "config.worktree", hooks_cwd, plan);
     AddReadonly(gitdir / "gitdir", plan);
   }
   std::error_code ec;
@@ -219,10 +250,12 @@ void AddGitDir(const fs::path& gitdir, MountPlan& plan) {
 void AddDotGit(const fs::path& dotgit, MountPlan& plan) {
   if (IsDir(dotgit)) {
     plan.pinned.push_back(dotgit.string());
-    AddGitDir(dotgit, plan);
+    AddGitDir(dotgit, dotgit.parent_path(), plan);
     return;
   }
-  if (std::optional<fs::path> gitdir = GitDirNamedBy(dotgit)) AddGitDir(*gitdir, plan);
+  if (std::optional<fs::path> gitdir = GitDirNamedBy(dotgit)) {
+    AddGitDir(*gitdir, dotgit.parent_path(), plan);
+  }
   AddReadonly(dotgit, plan);
 }
 
@@ -397,7 +430,7 @@ void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std:
   if (!subdirs) return;
   if (IsBareGitDir(dir.get(), marks)) {
     plan.pinned.push_back(path);  // As a .git directory: what was removed stays removed.
-    AddGitDir(path, plan);
+    AddGitDir(path, path, plan);  // A bare repository's hooks run in its git dir.
   }
   for (const std::string& name : *subdirs) {
     const std::string sub = JoinPath(path, name);

@@ -12,6 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "sandbox/git_config.h"
 #include "tests/sandbox/probe_util.h"
 
 namespace forkbox::sandbox {
@@ -272,6 +273,51 @@ TEST(GitSurfaceGuard, ARepositoryBelowAnUnreadableDirectoryIsFound) {
                          << WEXITSTATUS(status)
                          << " (11 plant, 12 take, 13 mode, 14 config, 15 report)";
   }
+}
+
+// The repository's config can send git elsewhere in the worktree: core.hooksPath (husky's
+// `.husky/_`, git-ignored, so a planted hook there never shows in `git status`) and include.path
+// (its fsmonitor runs). Both ran at the user's next commit or status. Now what they name is
+// guarded like .git/hooks. The control: the same files without the config keys are plain files.
+TEST(GitSurfaceGuard, HooksPathAndIncludesInTheWorktreeAreGuarded) {
+  for (const bool configured : {true, false}) {
+    SCOPED_TRACE(configured ? "named by the config" : "control: not named");
+    const std::string work = WorkdirOutOfSightOfRoot("git-guard-hookspath");
+    ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
+    Write(work + "/.husky/_/h", "#!/bin/sh\n", 0755);
+    Write(work + "/.gitconfig.project", "[user]\n\tname = x\n");
+    if (configured) {
+      ASSERT_EQ(system(("git -C '" + work + "' config core.hooksPath .husky/_ && git -C '" + work +
+                        "' config include.path ../.gitconfig.project")
+                           .c_str()),
+                0);
+    }
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+    Write(work + "/.husky/_/h", "#!/bin/sh\ntouch /tmp/pwned\n", 0755);
+    Write(work + "/.husky/_/pre-push", "#!/bin/sh\n", 0755);
+    Write(work + "/.gitconfig.project", "[core]\n\tfsmonitor = x\n");
+    const std::vector<std::string> undone = guard->Restore();
+    EXPECT_EQ(ReadFile(work + "/.husky/_/h") == "#!/bin/sh\n", configured);
+    EXPECT_EQ(FileExists(work + "/.husky/_/pre-push"), !configured);
+    EXPECT_EQ(ReadFile(work + "/.gitconfig.project") == "[user]\n\tname = x\n", configured);
+    EXPECT_EQ(HasLine(undone, ".husky/_/pre-push"), configured);
+  }
+}
+
+// A config's paths as git reads them: relative hooksPath from where hooks run, includes from the
+// file's directory, `~/` from home, any includeIf, quotes and a header with its key on one line.
+TEST(GitConfigPaths, FindsWhatGitWouldRunOrRead) {
+  const std::vector<GitConfigPath> paths = GitConfigPaths(
+      "[core]\n\tHooksPath = \"hooks dir\" ; a comment\n[include] path = ../shared.cfg\n"
+      "[includeIf \"gitdir:/x/\"]\n\tpath = ~/.more\n[alias]\n\tpath = no\n",
+      "/w/.git/config", "/w", "/home/u");
+  ASSERT_EQ(paths.size(), 3u);
+  EXPECT_EQ(paths[0].path, "/w/hooks dir");
+  EXPECT_FALSE(paths[0].include);
+  EXPECT_EQ(paths[1].path, "/w/shared.cfg");
+  EXPECT_TRUE(paths[1].include);
+  EXPECT_EQ(paths[2].path, "/home/u/.more");
 }
 
 // A part of the surface the walk cannot see whole (here a directory 17 levels down; a flood past

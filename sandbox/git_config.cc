@@ -1,0 +1,107 @@
+#include "sandbox/git_config.h"
+
+#include <cctype>
+#include <filesystem>
+
+namespace forkbox::sandbox {
+
+std::string Trim(const std::string& s) {
+  size_t b = s.find_first_not_of(" \t\r");
+  if (b == std::string::npos) return "";
+  size_t e = s.find_last_not_of(" \t\r");
+  return s.substr(b, e - b + 1);
+}
+
+std::string Lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+
+std::string SectionOf(const std::string& line) {
+  if (line.size() < 3 || line.back() != ']') return "";
+  const std::string inner = line.substr(1, line.size() - 2);
+  const size_t space = inner.find(' ');
+  const std::string name = Lower(inner.substr(0, space));
+  for (char c : name) {
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '-') return "";
+  }
+  if (space == std::string::npos) return name;
+  const std::string sub = Trim(inner.substr(space));
+  if (sub.size() < 2 || sub.front() != '"' || sub.back() != '"' ||
+      sub.substr(1, sub.size() - 2).find_first_of("\"\\") != std::string::npos) {
+    return "";
+  }
+  return name + ".*";
+}
+
+namespace {
+
+// A value as git reads it: quotes dropped, `\"`, `\\` and `\t` unescaped, a comment cut.
+std::string ValueOf(const std::string& raw) {
+  std::string value;
+  bool quoted = false;
+  for (size_t i = 0; i < raw.size(); ++i) {
+    const char c = raw[i];
+    if (c == '"') {
+      quoted = !quoted;
+    } else if (c == '\\' && i + 1 < raw.size()) {
+      const char next = raw[++i];
+      value += next == 't' ? '\t' : next == 'n' ? '\n' : next;
+    } else if (!quoted && (c == '#' || c == ';')) {
+      break;
+    } else {
+      value += c;
+    }
+  }
+  return Trim(value);
+}
+
+std::string Resolve(const std::string& value, const std::string& relative_to,
+                    const std::string& home) {
+  namespace fs = std::filesystem;
+  fs::path path = value;
+  if (value.rfind("~/", 0) == 0) {
+    if (home.empty()) return "";
+    path = fs::path(home) / value.substr(2);
+  } else if (path.is_relative()) {
+    path = fs::path(relative_to) / path;
+  }
+  return path.lexically_normal().string();
+}
+
+}  // namespace
+
+std::vector<GitConfigPath> GitConfigPaths(const std::string& text, const std::string& config_path,
+                                          const std::string& hooks_cwd, const std::string& home) {
+  const std::string config_dir = std::filesystem::path(config_path).parent_path().string();
+  std::vector<GitConfigPath> paths;
+  std::string section;
+  for (size_t start = 0; start <= text.size();) {
+    size_t end = text.find('\n', start);
+    if (end == std::string::npos) end = text.size();
+    std::string line = Trim(text.substr(start, end - start));
+    start = end + 1;
+    if (!line.empty() && line[0] == '[') {
+      const size_t close = line.find(']');
+      if (close == std::string::npos) continue;
+      section = Lower(line.substr(1, line.find_first_of(" \"]") - 1));
+      line = Trim(line.substr(close + 1));  // git takes a key after the header too.
+    }
+    if (line.empty() || line[0] == '#' || line[0] == ';') continue;
+    const size_t eq = line.find('=');
+    if (eq == std::string::npos) continue;
+    const std::string key = Lower(Trim(line.substr(0, eq)));
+    const std::string value = ValueOf(line.substr(eq + 1));
+    if (value.empty()) continue;
+    if (section == "core" && key == "hookspath") {
+      const std::string path = Resolve(value, hooks_cwd, home);
+      if (!path.empty()) paths.push_back({path, false});
+    } else if ((section == "include" || section == "includeif") && key == "path") {
+      const std::string path = Resolve(value, config_dir, home);
+      if (!path.empty()) paths.push_back({path, true});
+    }
+  }
+  return paths;
+}
+
+}  // namespace forkbox::sandbox
