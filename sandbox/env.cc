@@ -351,6 +351,13 @@ Status CheckWorkdirScope(const Policy& policy) {
   if (policy.allow_broad_workdir) return Status::Ok();
   std::string why;
   if (wd == "/") why = "it is /";
+  // Trees of programs, libraries, devices and kernel state: what a tool wrote there would run, or
+  // act, outside the sandbox.
+  for (const char* tree : {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+                           "/proc", "/run", "/sbin", "/sys", "/usr"}) {
+    if (why.empty() && PathWithin(wd, tree))
+      why = "it is in " + std::string(tree) + ", a system tree";
+  }
   for (const std::string& home : HomesOf(policy)) {
     if (why.empty() && PathWithin(home, wd)) why = "it is your home directory or contains it";
   }
@@ -362,7 +369,8 @@ Status CheckWorkdirScope(const Policy& policy) {
   if (why.empty()) return Status::Ok();
   return Status::InvalidArgument("workdir " + wd + ": refused, " + why +
                                  "; tools may write anywhere in the workdir, so it would put your "
-                                 "credentials and startup files within their reach. Choose a "
+                                 "credentials, startup files or the system's programs within their "
+                                 "reach. Choose a "
                                  "project directory, or pass --allow-broad-workdir");
 }
 

@@ -239,7 +239,10 @@ TEST_P(ScopeTest, ReadableOptsBackIn) {
 
 TEST_P(ScopeTest, BroadWorkdirRefused) {
   FORKBOX_SKIP_UNSANDBOXED("the refusal is forkbox's");
-  for (const std::string& workdir : {home_, outside_, std::string("/")}) {
+  // /dev and /usr/lib: a tool could write devices (/dev/kmsg, /dev/loop0 were writable) or the
+  // programs everything else runs.
+  for (const std::string& workdir :
+       {home_, outside_, std::string("/"), std::string("/dev"), std::string("/usr/lib")}) {
     Command c;
     c.argv = Prefix();
     c.argv.insert(c.argv.end(),
@@ -248,7 +251,10 @@ TEST_P(ScopeTest, BroadWorkdirRefused) {
     RunResult r = RunCommand(c);
     EXPECT_EQ(r.exit_code, 2) << workdir << "\n" << r.Describe();
     EXPECT_TRUE(Contains(r.err, "--allow-broad-workdir")) << r.Describe();
-    if (workdir == "/") continue;  // Accepting it would scan the whole tree for repositories.
+    const bool system_tree = workdir == "/dev" || workdir == "/usr/lib";
+    EXPECT_EQ(Contains(r.err, ", a system tree"), system_tree) << r.Describe();
+    // Accepting these would scan whole system trees for repositories.
+    if (workdir == "/" || system_tree) continue;
     c.argv.insert(c.argv.end() - 2, "--allow-broad-workdir");
     r = RunCommand(c);
     EXPECT_EQ(r.exit_code, 0) << workdir << " with --allow-broad-workdir\n" << r.Describe();
