@@ -355,8 +355,9 @@ Status CheckWorkdirScope(const Policy& policy) {
   // act, outside the sandbox.
   for (const char* tree : {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
                            "/proc", "/run", "/sbin", "/sys", "/usr"}) {
-    if (why.empty() && PathWithin(wd, tree))
+    if (why.empty() && PathWithin(wd, tree) && !InDevShm(wd)) {  // /dev/shm: a user's tmpfs.
       why = "it is in " + std::string(tree) + ", a system tree";
+    }
   }
   for (const std::string& home : HomesOf(policy)) {
     if (why.empty() && PathWithin(home, wd)) why = "it is your home directory or contains it";

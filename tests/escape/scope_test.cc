@@ -259,6 +259,17 @@ TEST_P(ScopeTest, BroadWorkdirRefused) {
     r = RunCommand(c);
     EXPECT_EQ(r.exit_code, 0) << workdir << " with --allow-broad-workdir\n" << r.Describe();
   }
+  // /dev/shm is a user's tmpfs, not a system tree.
+  char shm[] = "/dev/shm/forkbox-scope-XXXXXX";
+  ASSERT_NE(mkdtemp(shm), nullptr);
+  ChownTree(shm, uid(), gid());
+  Command c;
+  c.argv = Prefix();
+  c.argv.insert(c.argv.end(), {ForkboxPath(), "sandbox", "--workdir", shm, "--", "/bin/true"});
+  c.env = Environment({});
+  RunResult r = RunCommand(c);
+  EXPECT_EQ(r.exit_code, 0) << r.Describe();
+  std::filesystem::remove_all(shm);
 }
 
 // A tool plants everything git trusts (hooks, fsmonitor in config, config.worktree, a commondir
