@@ -2,6 +2,8 @@
 
 #include <cstdlib>
 
+#include "agent/http_url.h"
+
 namespace forkbox::agent {
 namespace {
 
@@ -65,6 +67,14 @@ void ApplyEnvironmentDefaults(ipc::ProviderSettings& s, const ProviderFileSettin
        sources ? &sources->model : nullptr);
 }
 
+bool SendsKeyInCleartext(const ipc::ProviderSettings& s) {
+  Result<ParsedUrl> url = ParseHttpUrl(s.base_url);
+  if (!url.ok() || url->tls || s.api_key.empty()) return false;
+  const std::string& host = url->host;
+  return !(host == "localhost" || host.ends_with(".localhost") || host == "::1" ||
+           host.rfind("127.", 0) == 0);
+}
+
 Status ValidateProviderSettings(const ipc::ProviderSettings& s) {
   if (s.name != "anthropic" && s.name != "openai") {
     return Invalid(s, "unknown provider \"" + s.name + "\" (expected anthropic or openai)");
@@ -83,6 +93,12 @@ Status ValidateProviderSettings(const ipc::ProviderSettings& s) {
   }
   if (s.base_url.find_first_of(" \t\r\n") != std::string::npos) {
     return Invalid(s, "base URL contains whitespace");
+  }
+  // Refused here, before any banner or config listing could print the password.
+  if (Result<ParsedUrl> url = ParseHttpUrl(s.base_url); url.ok() && url->has_userinfo) {
+    return Invalid(s,
+                   "the base URL carries user:password@ credentials, which are never sent: put "
+                   "the key in the settings and the host alone in the URL");
   }
   if (anthropic && (s.base_url.ends_with("/v1") || s.base_url.ends_with("/v1/"))) {
     return Invalid(s, "Anthropic base URL \"" + s.base_url +

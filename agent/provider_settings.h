@@ -51,9 +51,13 @@ void ApplyEnvironmentDefaults(ipc::ProviderSettings& settings,
                               ProviderSources* sources = nullptr);
 
 // Name, key (required for anthropic, no line breaks), an http(s) base URL without whitespace (and
-// without /v1 for anthropic), positive token limit and timeouts, retries in [0, 100]. The error
-// message never contains the key.
+// without user:password@, without /v1 for anthropic), positive token limit and timeouts, retries in
+// [0, 100]. The error message never contains the key.
 Status ValidateProviderSettings(const ipc::ProviderSettings& settings);
+
+// True when a key would go to a host other than this machine over plain http:// (readable and
+// changeable on the way): the parent warns.
+bool SendsKeyInCleartext(const ipc::ProviderSettings& settings);
 
 // ApplyEnvironmentDefaults, drops trailing slashes of the base URL, then validates.
 Status ResolveProviderSettings(ipc::ProviderSettings& settings,

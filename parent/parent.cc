@@ -300,6 +300,10 @@ void PrintBanner(const Options& o, const Settings& s, const SessionSandbox& box,
   }
   if (!box.transcript_warning.empty()) Err("forkbox: warning: " + box.transcript_warning + "\n");
   if (!box.git_warning.empty()) Err("forkbox: warning: " + box.git_warning + "\n");
+  if (agent::SendsKeyInCleartext(s.provider)) {
+    Err("forkbox: warning: the base URL is plain http:// to another machine: the API key and "
+        "every prompt travel in cleartext; use https://\n");
+  }
   // As `codex exec -s read-only --add-dir`: the paths are named, not silently dropped.
   if (o.sandbox.read_only && !o.sandbox.writable.empty()) {
     Err("forkbox: warning: --sandbox read-only: --writable is ignored, these stay read-only: " +

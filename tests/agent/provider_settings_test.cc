@@ -126,5 +126,40 @@ TEST(ProviderSettings, ErrorsNeverCarryTheKey) {
   EXPECT_THAT(st.message(), testing::Not(HasSubstr("sk-secret-1234")));
 }
 
+// A password in the base URL is refused before anything prints the URL (the banner printed it,
+// and the request then refused it); the error does not repeat it. The control: the same URL
+// without it is valid.
+TEST(ProviderSettings, ABaseUrlWithCredentialsIsRefusedWithoutEchoingThem) {
+  ProviderConfig c;
+  c.name = "openai";
+  c.base_url = "https://me:hunter2@llm.example/v1";
+  Status st = ValidateProviderSettings(c);
+  ASSERT_FALSE(st.ok());
+  EXPECT_THAT(st.message(), HasSubstr("user:password@"));
+  EXPECT_THAT(st.message(), testing::Not(HasSubstr("hunter2")));
+  c.base_url = "https://llm.example/v1";
+  EXPECT_TRUE(ValidateProviderSettings(c).ok());
+}
+
+// Plain http:// carries the key readable to any host but this machine; loopback and https do not.
+TEST(ProviderSettings, CleartextIsToldForAKeySentOffTheMachine) {
+  ProviderConfig c;
+  c.name = "openai";
+  c.api_key = "sk-x";
+  for (const auto& [url, cleartext] :
+       std::vector<std::pair<std::string, bool>>{{"http://llm.example:8080/v1", true},
+                                                 {"http://10.0.0.5/v1", true},
+                                                 {"https://llm.example/v1", false},
+                                                 {"http://127.0.0.1:8080/v1", false},
+                                                 {"http://localhost:11434/v1", false},
+                                                 {"http://[::1]:8080/v1", false}}) {
+    c.base_url = url;
+    EXPECT_EQ(SendsKeyInCleartext(c), cleartext) << url;
+  }
+  c.api_key.clear();  // No key (a local server): nothing to leak.
+  c.base_url = "http://llm.example/v1";
+  EXPECT_FALSE(SendsKeyInCleartext(c));
+}
+
 }  // namespace
 }  // namespace forkbox::agent
