@@ -216,19 +216,25 @@ class AnthropicStream : public SseStreamDecoder {
     const std::string dtype = delta.at("type");
     if (dtype == "text_delta") {
       const std::string& text = delta.at("text").get_ref<const std::string&>();
-      slot.block["text"] = slot.block.value("text", "") + text;
+      AppendTo(slot.block, "text", text);
       EmitText(text);
     } else if (dtype == "input_json_delta") {
-      slot.partial_json += delta.at("partial_json").get<std::string>();
+      slot.partial_json += delta.at("partial_json").get_ref<const std::string&>();
       slot.has_json = true;
     } else if (dtype == "thinking_delta") {
-      slot.block["thinking"] =
-          slot.block.value("thinking", "") + delta.at("thinking").get<std::string>();
+      AppendTo(slot.block, "thinking", delta.at("thinking").get_ref<const std::string&>());
     } else if (dtype == "signature_delta") {
-      slot.block["signature"] =
-          slot.block.value("signature", "") + delta.at("signature").get<std::string>();
+      AppendTo(slot.block, "signature", delta.at("signature").get_ref<const std::string&>());
     }
     // citations_delta and future delta types: ignored.
+  }
+
+  // Appends in place: rebuilding the whole string per delta made a long reply quadratic. A field
+  // that is not a string throws (a malformed event), as value() did.
+  static void AppendTo(json& block, const char* key, const std::string& piece) {
+    json& field = block[key];
+    if (field.is_null()) field = std::string();
+    field.get_ref<std::string&>() += piece;
   }
 
   void Need() const {

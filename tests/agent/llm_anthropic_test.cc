@@ -587,5 +587,38 @@ TEST(AnthropicStream, EventsBeforeMessageStartAreMalformed) {
   EXPECT_FALSE(DecodeStream(body, 1000).result.ok());
 }
 
+// A long answer in many small deltas decodes whole (appended in place: see
+// llm_stream_growth_test.cc for the linear cost).
+TEST(AnthropicStream, ManyOneByteDeltasDecodeExactly) {
+  constexpr int kDeltas = 200'000;
+  std::string stream = Sse(
+      {{"message_start",
+        R"({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",)"
+        R"("content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,)"
+        R"("usage":{"input_tokens":1,"output_tokens":1}}})"},
+       {"content_block_start",
+        R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"}});
+  std::string expected;
+  const std::string letters = "abcdefghijklmnopqrstuvwxyz";
+  for (int i = 0; i < kDeltas; ++i) {
+    const char c = letters[static_cast<size_t>(i) % letters.size()];
+    expected += c;
+    stream +=
+        Sse({{"content_block_delta",
+              R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":")" +
+                  std::string(1, c) + R"("}})"}});
+  }
+  stream += Sse(
+      {{"content_block_stop", R"({"type":"content_block_stop","index":0})"},
+       {"message_delta",
+        R"({"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":9}})"},
+       {"message_stop", R"({"type":"message_stop"})"}});
+  std::string streamed;
+  const Decoded d = DecodeStream(stream, 4096, &streamed);
+  ASSERT_TRUE(d.result.ok()) << d.result.error->ToString();
+  EXPECT_EQ(TextOf(d.result.response.message), expected);
+  EXPECT_EQ(streamed, expected);
+}
+
 }  // namespace
 }  // namespace forkbox::agent
