@@ -8,6 +8,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -56,6 +57,9 @@ enum class HttpErrorKind {
 // A short name for messages: "connect", "tls-verify", "idle-timeout", ...
 const char* HttpErrorKindName(HttpErrorKind kind);
 
+// A non-2xx body is read up to this many bytes (any error JSON fits; a 2xx body is not cut).
+inline constexpr size_t kMaxErrorBodyBytes = 1024 * 1024;
+
 struct HttpResult {
   // Transport outcome. `transport_error` is empty on success; otherwise it says what failed
   // ("connect to 127.0.0.1:9 failed: Connection refused ..."), `error_kind` classifies it, and
@@ -73,6 +77,9 @@ struct HttpResult {
   // Retry-After (delta seconds, or an HTTP date relative to now); nullopt when absent, 0 or past.
   std::optional<std::chrono::milliseconds> retry_after;
   std::string body;  // The body, unless it was handed to the body callback.
+  // A non-2xx body longer than kMaxErrorBodyBytes: `body` holds its first bytes and the rest was
+  // never read.
+  bool body_cut = false;
 };
 
 // The directory from which the program at `exe` (an absolute path) loads the HTTP and TLS modules:

@@ -16,7 +16,7 @@
 
 namespace forkbox::agent::http_module {
 
-inline constexpr int kAbiVersion = 4;
+inline constexpr int kAbiVersion = 5;
 
 // The module's entry point, looked up with dlsym.
 inline constexpr const char* kEntryPoint = "forkbox_http_module";

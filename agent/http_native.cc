@@ -266,7 +266,8 @@ class BodyOut {
   BodyOut(HttpResult* result, const HttpClient::BodySink& sink)
       : result_(result),
         sink_(sink),
-        streaming_(sink && result->status >= 200 && result->status < 300) {}
+        success_(result->status >= 200 && result->status < 300),
+        streaming_(sink && success_) {}
   HttpFailure Put(std::string_view data) {
     if (data.empty()) return {};
     if (streaming_) {
@@ -279,16 +280,27 @@ class BodyOut {
       }
       return {};
     }
+    if (!success_) {
+      // An error body is read up to its cap and no further: an endless one held the caller's
+      // memory and time until 256 MiB.
+      const size_t room = kMaxErrorBodyBytes - result_->body.size();
+      result_->body.append(data.substr(0, room));
+      result_->body_cut = data.size() > room;
+      return {};
+    }
     if (result_->body.size() + data.size() > kMaxCollectedBody) {
       return {HttpErrorKind::kTooLarge, "the response body exceeds 256 MiB"};
     }
     result_->body.append(data);
     return {};
   }
+  // Reading stops here (the rest of the body is left unread).
+  bool full() const { return result_->body_cut; }
 
  private:
   HttpResult* result_;
   const HttpClient::BodySink& sink_;
+  bool success_;
   bool streaming_;
   size_t streamed_ = 0;
 };
@@ -306,6 +318,7 @@ HttpFailure CopyExactly(Reader& reader, uint64_t length, BodyOut& out) {
     }
     length -= data.size();
     if (HttpFailure f = out.Put(data)) return f;
+    if (out.full()) return {};
   }
   return {};
 }
@@ -343,6 +356,7 @@ HttpFailure CopyChunked(Reader& reader, BodyOut& out) {
       return ReadFields(reader, &budget, &trailers);
     }
     if (HttpFailure f = CopyExactly(reader, size, out)) return f;
+    if (out.full()) return {};
     const std::string no_crlf = "no CRLF after a chunk's data";
     if (HttpFailure f = reader.Line(1, no_crlf, &line)) return f;
     if (!line.empty()) return Protocol(no_crlf);
@@ -355,6 +369,7 @@ HttpFailure CopyToClose(Reader& reader, BodyOut& out) {
     if (HttpFailure f = reader.Some(64 * 1024, &data)) return f;
     if (data.empty()) return {};
     if (HttpFailure f = out.Put(data)) return f;
+    if (out.full()) return {};
   }
 }
 
@@ -469,7 +484,8 @@ HttpFailure Run(Connection& conn, TransferClock& clock, Exchange& ex, HttpResult
       f = CopyToClose(reader, out);
       break;
   }
-  *keep = !f && plan.keep_alive && plan.framing != Framing::kClose;
+  // A cut body left bytes unread on the connection.
+  *keep = !f && plan.keep_alive && plan.framing != Framing::kClose && !out.full();
   return f;
 }
 

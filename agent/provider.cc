@@ -83,6 +83,10 @@ ModelError HttpError(const HttpResult& http) {
     }
   }
   if (e.message.empty()) e.message = "no error message";
+  if (http.body_cut) {
+    e.message += " (the error body was cut at " + std::to_string(kMaxErrorBodyBytes >> 20) +
+                 " MiB; the rest was not read)";
+  }
   if ((e.http_status == 400 || e.http_status == 413) && LooksLikeContextOverflow(e)) {
     e.kind = ModelError::Kind::kContextOverflow;
   }

@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "agent/http_client.h"
 #include "agent/provider.h"
 #include "base/utf8.h"
 #include "ipc/messages.h"
@@ -283,14 +284,15 @@ TEST_P(LlmMockTest, ClientErrorsAreNotRetriedAndNameTheRequestId) {
   }
 }
 
-// A misbehaving endpoint's multi-MB error body ends in one bounded error: the message cut at a
-// character boundary to the cap of a child's error frame, with a note; the type cut shorter.
+// A misbehaving endpoint's big error body (under the read cap, kMaxErrorBodyBytes) ends in one
+// bounded error: the message cut at a character boundary to the cap of a child's error frame,
+// with a note; the type cut shorter.
 TEST_P(LlmMockTest, AHugeErrorBodyIsCutToOneBoundedMessage) {
   std::string message = "xy";  // 2 + 3n: the cap falls inside a character.
-  for (int i = 0; i < 1'000'000; ++i) message += "\xE2\x82\xAC";  // U+20AC.
+  for (int i = 0; i < 300'000; ++i) message += "\xE2\x82\xAC";  // U+20AC.
   auto p = Make(AlwaysFault({{"kind", "status"},
                              {"status", 400},
-                             {"error_type", std::string(1'000'000, 't')},
+                             {"error_type", std::string(100'000, 't')},
                              {"message", message}}));
   const CallResult r = Call(*p, Ask("x"));
   ASSERT_FALSE(r.ok());
@@ -303,6 +305,21 @@ TEST_P(LlmMockTest, AHugeErrorBodyIsCutToOneBoundedMessage) {
   EXPECT_LT(got.size(), ipc::kMaxErrorMessageBytes + 100);
   EXPECT_LT(r.error->error_type.size(), 200u);
   EXPECT_LT(r.error->ToString().size(), ipc::kMaxErrorMessageBytes + 400);
+}
+
+// An error body past the read cap is cut there, and the error says so (it is no longer JSON:
+// its first bytes are the excerpt). Before, up to 256 MiB was read and copied, without a word.
+TEST_P(LlmMockTest, AnErrorBodyPastTheReadCapSaysItWasCut) {
+  auto p = Make(AlwaysFault({{"kind", "status"},
+                             {"status", 400},
+                             {"message", std::string(2 * kMaxErrorBodyBytes, 'm')}}));
+  const CallResult r = Call(*p, Ask("x"));
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.error->http_status, 400);
+  EXPECT_THAT(r.error->message, HasSubstr("non-JSON error body: {"));
+  EXPECT_THAT(r.error->message,
+              HasSubstr("(the error body was cut at 1 MiB; the rest was not read)"));
+  EXPECT_LT(r.error->message.size(), 1000u);
 }
 
 TEST_P(LlmMockTest, ShouldRetryHeaderWins) {
