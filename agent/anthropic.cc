@@ -41,7 +41,7 @@ void AddUsage(const json& u, Usage& usage) {
   if (!u.is_object()) return;
   // Cumulative counts: a later message_delta overwrites, never adds.
   auto take = [&](const char* key, int64_t& field) {
-    if (auto it = u.find(key); it != u.end() && it->is_number_integer()) field = it->get<int64_t>();
+    if (auto it = u.find(key); it != u.end()) field = UsageCount(*it).value_or(field);
   };
   take("input_tokens", usage.input_tokens);
   take("output_tokens", usage.output_tokens);

@@ -7,6 +7,7 @@
 
 #include "agent/context.h"
 #include "agent/wire.h"
+#include "base/saturate.h"
 
 namespace forkbox::agent {
 namespace {
@@ -42,17 +43,21 @@ json UsageToJson(const Usage& u) {
 
 // Every input token the provider counted (cached or not).
 int64_t InputTokens(const Usage& u) {
-  return u.input_tokens + u.cache_read_input_tokens + u.cache_creation_input_tokens;
+  return SaturatingAdd(u.input_tokens,
+                       SaturatingAdd(u.cache_read_input_tokens, u.cache_creation_input_tokens));
 }
 
 // Output tokens a wind-up summary may use (a budget keeps room for one such call).
 constexpr int64_t kSummaryMaxTokens = 4096;
 
+// Saturating: each reply's counts are bounded (UsageCount), their sum over many turns is not.
 void AddUsage(Usage& sum, const Usage& u) {
-  sum.input_tokens += u.input_tokens;
-  sum.output_tokens += u.output_tokens;
-  sum.cache_creation_input_tokens += u.cache_creation_input_tokens;
-  sum.cache_read_input_tokens += u.cache_read_input_tokens;
+  sum.input_tokens = SaturatingAdd(sum.input_tokens, u.input_tokens);
+  sum.output_tokens = SaturatingAdd(sum.output_tokens, u.output_tokens);
+  sum.cache_creation_input_tokens =
+      SaturatingAdd(sum.cache_creation_input_tokens, u.cache_creation_input_tokens);
+  sum.cache_read_input_tokens =
+      SaturatingAdd(sum.cache_read_input_tokens, u.cache_read_input_tokens);
 }
 
 // Drops tool_use blocks (a max_tokens-cut reply may hold unfinished calls that must never run and

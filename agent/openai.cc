@@ -39,7 +39,7 @@ void ReadUsage(const json& u, Usage& usage) {
   if (!u.is_object()) return;
   auto num = [&](const json& obj, const char* key) -> int64_t {
     auto it = obj.find(key);
-    return it != obj.end() && it->is_number_integer() ? it->get<int64_t>() : 0;
+    return it != obj.end() ? UsageCount(*it).value_or(0) : 0;
   };
   int64_t cached = 0;
   if (auto details = u.find("prompt_tokens_details"); details != u.end() && details->is_object()) {

@@ -1,5 +1,6 @@
 #include "agent/wire.h"
 
+#include <algorithm>
 #include <atomic>
 #include <utility>
 
@@ -76,6 +77,16 @@ nlohmann::json ParseModelJson(std::string_view text, bool* too_deep) {
 std::string DiscardedJsonProblem(bool too_deep) {
   return too_deep ? "nested deeper than " + std::to_string(kMaxModelJsonDepth) + " levels"
                   : std::string("not valid JSON");
+}
+
+std::optional<int64_t> UsageCount(const nlohmann::json& value) {
+  if (value.is_number_unsigned()) {
+    // Read unsigned: 2^64-1 as int64_t is -1.
+    return static_cast<int64_t>(
+        std::min<uint64_t>(value.get<uint64_t>(), uint64_t{ipc::kMaxReportedCount}));
+  }
+  if (!value.is_number_integer()) return std::nullopt;
+  return std::clamp<int64_t>(value.get<int64_t>(), 0, ipc::kMaxReportedCount);
 }
 
 std::string Excerpt(std::string_view s) {

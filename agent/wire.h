@@ -52,6 +52,12 @@ nlohmann::json ParseModelJson(std::string_view text, bool* too_deep = nullptr);
 // What a reply's JSON that ParseModelJson discarded is, to follow "is"/"are": "nested deeper than
 // 64 levels" or "not valid JSON".
 std::string DiscardedJsonProblem(bool too_deep);
+
+// A reply's usage count: nullopt when `value` is not an integer, else clamped to
+// [0, ipc::kMaxReportedCount]. Clamped, not refused: a count is bookkeeping, and refusing the
+// reply would lose its content (a task's final summary); unclamped, a negative count undercut
+// the token budget and a huge one failed the child's event frame in the parent.
+std::optional<int64_t> UsageCount(const nlohmann::json& value);
 // The first 120 bytes of `s`, made valid UTF-8, with "..." when cut: a reply quoted in an error.
 std::string Excerpt(std::string_view s);
 

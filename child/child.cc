@@ -24,6 +24,7 @@
 #include "agent/provider.h"
 #include "agent/tools.h"
 #include "base/background.h"
+#include "base/saturate.h"
 #include "child/agent_profile.h"
 #include "child/reporter.h"
 #include "child/runner.h"
@@ -480,11 +481,14 @@ ipc::ResultMessage Task::ResultOf(agent::LoopOutcome& outcome, const ChildToolRu
   ipc::ResultMessage result;
   result.summary = std::move(outcome.final_text);
   result.stats.turns = outcome.turns;
-  result.stats.input_tokens = outcome.usage.input_tokens + outcome.usage.cache_read_input_tokens +
-                              outcome.usage.cache_creation_input_tokens;
-  result.stats.output_tokens = outcome.usage.output_tokens;
-  result.stats.cache_read_input_tokens = outcome.usage.cache_read_input_tokens;
-  result.stats.cache_creation_input_tokens = outcome.usage.cache_creation_input_tokens;
+  // Capped at the frame's bound: a model's absurd usage must not cost the task its result.
+  const auto capped = [](int64_t n) { return std::min(n, ipc::kMaxReportedCount); };
+  const agent::Usage& u = outcome.usage;
+  result.stats.input_tokens = capped(
+      SaturatingAdd(u.input_tokens, u.cache_read_input_tokens + u.cache_creation_input_tokens));
+  result.stats.output_tokens = capped(u.output_tokens);
+  result.stats.cache_read_input_tokens = capped(u.cache_read_input_tokens);
+  result.stats.cache_creation_input_tokens = capped(u.cache_creation_input_tokens);
   result.stats.tool_calls = outcome.tool_calls;
   result.stats.tool_output_bytes = runner.tool_output_bytes();
   result.stats.elapsed_ms =

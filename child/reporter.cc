@@ -3,6 +3,7 @@
 #include <sys/time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 
 #include "base/utf8.h"
@@ -11,9 +12,13 @@
 namespace forkbox::child {
 
 void Reporter::CountUsage(const agent::Usage& usage) {
-  input_tokens_ +=
-      usage.input_tokens + usage.cache_read_input_tokens + usage.cache_creation_input_tokens;
-  output_tokens_ += usage.output_tokens;
+  // Each count is at most kMaxReportedCount (agent::UsageCount); their sums stop there too, or
+  // the parent would refuse the frame and kill the task.
+  constexpr int64_t kMax = ipc::kMaxReportedCount;
+  input_tokens_ =
+      std::min(kMax, input_tokens_ + usage.input_tokens + usage.cache_read_input_tokens +
+                         usage.cache_creation_input_tokens);
+  output_tokens_ = std::min(kMax, output_tokens_ + usage.output_tokens);
 }
 
 Status Reporter::Event(int64_t turn, const std::string& tool, std::string_view detail) {

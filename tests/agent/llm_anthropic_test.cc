@@ -10,6 +10,7 @@
 #include "agent/loop.h"
 #include "agent/wire.h"
 #include "base/utf8.h"
+#include "ipc/messages.h"
 
 namespace forkbox::agent {
 namespace {
@@ -585,6 +586,45 @@ TEST(AnthropicStream, EventsBeforeMessageStartAreMalformed) {
       {{"content_block_delta",
         R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"x"}})"}});
   EXPECT_FALSE(DecodeStream(body, 1000).result.ok());
+}
+
+// Usage counts outside [0, ipc::kMaxReportedCount] are clamped into it, and the reply is kept:
+// 2^64-1 read as -1, a negative count undercut the token budget, and 2^50 made the child's event
+// frame fail the parent's check (the finished task's summary was lost).
+TEST(AnthropicDecode, OutOfRangeUsageIsClampedAndTheReplyKept) {
+  const std::string body =
+      R"({"id":"msg_1","type":"message","role":"assistant","model":"claude-sonnet-4-5",)"
+      R"("content":[{"type":"text","text":"done"}],"stop_reason":"end_turn",)"
+      R"("usage":{"input_tokens":1125899906842624,"output_tokens":18446744073709551615,)"
+      R"("cache_creation_input_tokens":-5,"cache_read_input_tokens":281474976710656}})";
+  const Decoded d = AnthropicDecodeBody(body);
+  ASSERT_TRUE(d.result.ok()) << d.result.error->ToString();
+  EXPECT_EQ(TextOf(d.result.response.message), "done");
+  const Usage& u = d.result.response.usage;
+  EXPECT_EQ(u.input_tokens, ipc::kMaxReportedCount);
+  EXPECT_EQ(u.output_tokens, ipc::kMaxReportedCount);
+  EXPECT_EQ(u.cache_creation_input_tokens, 0);
+  EXPECT_EQ(u.cache_read_input_tokens, ipc::kMaxReportedCount);  // The bound itself stays.
+
+  const std::string stream = Sse(
+      {{"message_start",
+        R"({"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant",)"
+        R"("content":[],"model":"claude-sonnet-4-5","stop_reason":null,"stop_sequence":null,)"
+        R"("usage":{"input_tokens":18446744073709551615,"output_tokens":1}}})"},
+       {"content_block_start",
+        R"({"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}})"},
+       {"content_block_delta",
+        R"({"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"done"}})"},
+       {"content_block_stop", R"({"type":"content_block_stop","index":0})"},
+       {"message_delta",
+        R"({"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},)"
+        R"("usage":{"output_tokens":-7}})"},
+       {"message_stop", R"({"type":"message_stop"})"}});
+  const Decoded s = DecodeStream(stream, stream.size());
+  ASSERT_TRUE(s.result.ok()) << s.result.error->ToString();
+  EXPECT_EQ(TextOf(s.result.response.message), "done");
+  EXPECT_EQ(s.result.response.usage.input_tokens, ipc::kMaxReportedCount);
+  EXPECT_EQ(s.result.response.usage.output_tokens, 0);
 }
 
 // A long answer in many small deltas decodes whole (appended in place: see

@@ -9,6 +9,7 @@
 #include "agent/loop.h"
 #include "agent/openai.h"
 #include "agent/wire.h"
+#include "ipc/messages.h"
 
 namespace forkbox::agent {
 namespace {
@@ -349,6 +350,32 @@ TEST(OpenAiStream, TruncationErrorsAndLengthCuts) {
   d = DecodeStream(Chunks({"{not json"}), 4);
   ASSERT_FALSE(d.result.ok());
   EXPECT_THAT(d.result.error->message, testing::HasSubstr("malformed stream chunk"));
+}
+
+// Usage counts outside [0, ipc::kMaxReportedCount] are clamped into it, and the reply is kept
+// (2^64-1 read as -1, and a count past the bound made a child's frame fail the parent's check).
+TEST(OpenAiDecode, OutOfRangeUsageIsClampedAndTheReplyKept) {
+  const std::string body =
+      R"({"id":"chatcmpl-1","object":"chat.completion","model":"gpt-4o-mini","choices":[)"
+      R"({"index":0,"message":{"role":"assistant","content":"done"},"finish_reason":"stop"}],)"
+      R"("usage":{"prompt_tokens":18446744073709551615,"completion_tokens":-4,)"
+      R"("total_tokens":0,"prompt_tokens_details":{"cached_tokens":5}}})";
+  const Decoded d = OpenAiDecodeBody(body);
+  ASSERT_TRUE(d.result.ok()) << d.result.error->ToString();
+  EXPECT_EQ(TextOf(d.result.response.message), "done");
+  EXPECT_EQ(d.result.response.usage.input_tokens, ipc::kMaxReportedCount - 5);
+  EXPECT_EQ(d.result.response.usage.cache_read_input_tokens, 5);
+  EXPECT_EQ(d.result.response.usage.output_tokens, 0);
+
+  const std::string stream = Chunks(
+      {R"({"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"role":"assistant","content":"done"},"finish_reason":null}]})",
+       R"({"id":"c","object":"chat.completion.chunk","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]})",
+       R"({"id":"c","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":1125899906842624,"completion_tokens":-1,"total_tokens":1}})"});
+  const Decoded s = DecodeStream(stream, stream.size());
+  ASSERT_TRUE(s.result.ok()) << s.result.error->ToString();
+  EXPECT_EQ(TextOf(s.result.response.message), "done");
+  EXPECT_EQ(s.result.response.usage.input_tokens, ipc::kMaxReportedCount);
+  EXPECT_EQ(s.result.response.usage.output_tokens, 0);
 }
 
 }  // namespace

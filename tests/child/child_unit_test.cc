@@ -41,5 +41,28 @@ TEST(Reporter, AnErrorThatIsNotUtf8StillReachesTheParent) {
   EXPECT_THAT(error->message, testing::HasSubstr("here"));
 }
 
+// Each reply's counts are at most kMaxReportedCount (agent::UsageCount), but their sums are not:
+// the event frame's usage stops at the bound, so the parent accepts it (and the task lives on).
+TEST(Reporter, UsageSumsStopAtTheFramesBound) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  Reporter reporter(write_end.get());
+  agent::Usage usage;
+  usage.input_tokens = ipc::kMaxReportedCount;
+  usage.cache_read_input_tokens = 1;
+  usage.output_tokens = ipc::kMaxReportedCount;
+  reporter.CountUsage(usage);
+  reporter.CountUsage(usage);
+  ASSERT_TRUE(reporter.Event(1, "bash", "ls").ok());
+  write_end.reset();
+  Result<ipc::Message> got = ipc::FrameReader(read_end.get()).Read();
+  ASSERT_TRUE(got.ok()) << got.status().ToString();
+  const auto* event = std::get_if<ipc::EventMessage>(&*got);
+  ASSERT_NE(event, nullptr);
+  EXPECT_EQ(event->input_tokens, ipc::kMaxReportedCount);
+  EXPECT_EQ(event->output_tokens, ipc::kMaxReportedCount);
+}
+
 }  // namespace
 }  // namespace forkbox::child
