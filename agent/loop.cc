@@ -1,6 +1,7 @@
 #include "agent/loop.h"
 
 #include <algorithm>
+#include <iterator>
 #include <limits>
 #include <utility>
 #include <variant>
@@ -375,10 +376,20 @@ class Loop {
     out_.error = std::move(error);
   }
 
-  // Appends an assistant message; an empty one would make the next request invalid.
+  // Appends an assistant message; an empty one would make the next request invalid. A reply after
+  // a paused turn (pause_turn) continues that turn: its content joins the paused message, since
+  // roles must alternate (two paused replies in a row were refused with a 400).
   void Append(Message m) {
     m.role = Role::kAssistant;
-    if (!m.content.empty()) messages_.push_back(std::move(m));
+    if (m.content.empty()) return;
+    if (messages_.empty() || messages_.back().role != Role::kAssistant) {
+      messages_.push_back(std::move(m));
+      return;
+    }
+    std::vector<ContentBlock>& content = messages_.back().content;
+    std::move(m.content.begin(), m.content.end(), std::back_inserter(content));
+    // The grown message is estimated again (the measured count has only its first part).
+    measured_upto_ = std::min(measured_upto_, messages_.size() - 1);
   }
 
   // Returns true when the loop stops.

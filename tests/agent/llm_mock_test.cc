@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "agent/http_client.h"
+#include "agent/loop.h"
 #include "agent/provider.h"
 #include "base/utf8.h"
 #include "ipc/messages.h"
@@ -320,6 +321,32 @@ TEST_P(LlmMockTest, AnErrorBodyPastTheReadCapSaysItWasCut) {
   EXPECT_THAT(r.error->message,
               HasSubstr("(the error body was cut at 1 MiB; the rest was not read)"));
   EXPECT_LT(r.error->message.size(), 1000u);
+}
+
+// Against the mock's request validation (roles must alternate, as the API requires): two paused
+// replies in a row, then the end of the turn. The loop sends the paused content back as one
+// assistant message, so every request is accepted.
+TEST_P(LlmMockTest, TwoPausedTurnsInARowAreContinuedByTheLoop) {
+  if (!anthropic()) GTEST_SKIP() << "pause_turn is Anthropic's";
+  auto p = Make(
+      {{"rules",
+        json::array({{{"times", 2}, {"reply", {{"text", "paused"}, {"stop_reason", "pause_turn"}}}},
+                     {{"reply", {{"text", "done"}}}}})}});
+  struct NoTools : ToolRunner {
+    std::vector<ToolResultBlock> Run(const std::vector<ToolUseBlock>&, int) override { return {}; }
+  } runner;
+  std::vector<Message> messages = Ask("x").messages;
+  LoopOptions options;
+  const LoopOutcome out = RunLoop(*p, messages, options, runner, LoopObserver{});
+  ASSERT_FALSE(out.error) << out.error->ToString();
+  EXPECT_EQ(out.final_text, "done");
+  const std::vector<mock::RecordedRequest> requests = server_.requests();
+  ASSERT_EQ(requests.size(), 3u);
+  for (const mock::RecordedRequest& r : requests) EXPECT_EQ(r.status, 200) << r.outcome;
+  const json& sent = requests[2].json["messages"];
+  ASSERT_EQ(sent.size(), 2u);
+  EXPECT_EQ(sent[1]["role"], "assistant");
+  EXPECT_EQ(sent[1]["content"].size(), 2u);
 }
 
 TEST_P(LlmMockTest, ShouldRetryHeaderWins) {

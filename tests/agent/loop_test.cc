@@ -167,6 +167,31 @@ TEST_F(LoopTest, PauseTurnIsSentBackAndContinued) {
   EXPECT_TRUE(runner_.seen.empty());
 }
 
+// Two paused replies in a row continue one assistant turn: each request's roles alternate (the
+// API refuses two assistant messages in a row), the paused content goes back unchanged and in
+// order, and the reply that ends the turn joins it too.
+TEST_F(LoopTest, ConsecutivePausedRepliesContinueOneAssistantTurn) {
+  provider_.Reply("part one", StopReason::kPauseTurn);
+  provider_.Reply("part two", StopReason::kPauseTurn);
+  provider_.Reply("part three", StopReason::kEndTurn);
+  LoopOutcome out = Run();
+  EXPECT_STREQ(LoopStopName(out.stop), "completed");
+  EXPECT_EQ(out.final_text, "part three");
+  ASSERT_EQ(provider_.requests.size(), 3u);
+  for (const Request& request : provider_.requests) {
+    for (size_t i = 1; i < request.messages.size(); ++i) {
+      EXPECT_NE(request.messages[i].role, request.messages[i - 1].role) << "message " << i;
+    }
+  }
+  const std::vector<Message>& third = provider_.requests[2].messages;
+  ASSERT_EQ(third.size(), 2u);
+  EXPECT_EQ(third[1].role, Role::kAssistant);
+  EXPECT_EQ(TextOf(third[1]), "part onepart two");
+  EXPECT_EQ(third[1].content.size(), 2u);
+  ASSERT_EQ(messages_.size(), 2u);
+  EXPECT_EQ(TextOf(messages_[1]), "part onepart twopart three");
+}
+
 TEST_F(LoopTest, RefusalStops) {
   provider_.Reply("I can't help with that", StopReason::kRefusal);
   LoopOutcome out = Run();
