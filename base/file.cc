@@ -74,10 +74,10 @@ Status NoLinksError(int err, const std::string& path) {
   return Status::FromErrno(err, "open " + path);
 }
 
-// Opens `path` with `flags` through no link of either kind (see CreateRegularFileNoLinks).
-Result<UniqueFd> OpenRegularFileNoLinks(const std::string& path, int flags, mode_t mode) {
-  UniqueFd file =
-      OpenAt2(AT_FDCWD, path.c_str(), flags | O_NONBLOCK | O_NOCTTY, kResolveNoLinks, mode);
+// Opens `path` beneath `dir` with `flags` through no link of either kind (see
+// CreateRegularFileNoLinks).
+Result<UniqueFd> OpenRegularFileNoLinks(int dir, const std::string& path, int flags, mode_t mode) {
+  UniqueFd file = OpenAt2(dir, path.c_str(), flags | O_NONBLOCK | O_NOCTTY, kResolveNoLinks, mode);
   if (!file) return NoLinksError(errno, path);
   struct stat st;
   if (::fstat(file.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + path);
@@ -92,12 +92,12 @@ Result<UniqueFd> OpenRegularFileNoLinks(const std::string& path, int flags, mode
 
 }  // namespace
 
-Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode) {
-  return OpenRegularFileNoLinks(path, O_WRONLY | O_CREAT, mode);
+Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode, int dir) {
+  return OpenRegularFileNoLinks(dir, path, O_WRONLY | O_CREAT, mode);
 }
 
 Result<std::string> ReadRegularFileNoLinks(const std::string& path, size_t max_bytes) {
-  Result<UniqueFd> fd = OpenRegularFileNoLinks(path, O_RDONLY, 0);
+  Result<UniqueFd> fd = OpenRegularFileNoLinks(AT_FDCWD, path, O_RDONLY, 0);
   if (!fd.ok()) return fd.status();
   return ReadToEnd(fd->get(), max_bytes, path);
 }

@@ -2,6 +2,7 @@
 // must not be read without end, and only regular files count.
 #pragma once
 
+#include <fcntl.h>
 #include <linux/openat2.h>
 #include <sys/stat.h>
 
@@ -48,7 +49,8 @@ Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags);
 // ("<path>: not a regular file"; a FIFO fails at once, O_NONBLOCK) with one name: a hard link is
 // refused too, since its other name may be anywhere. Nothing is truncated. For a file forkbox
 // writes with the user's rights where a tool may have planted a link. Retries EAGAIN and EINTR.
-Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode);
+// `dir`: the directory a relative `path` starts from (AT_FDCWD: the current one).
+Result<UniqueFd> CreateRegularFileNoLinks(const std::string& path, mode_t mode, int dir = AT_FDCWD);
 
 // `mkdir -p path` (mode `mode`, relative to the current directory or absolute) through no
 // symbolic link anywhere (each name opened with openat2 RESOLVE_NO_SYMLINKS |

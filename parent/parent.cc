@@ -167,24 +167,10 @@ Result<std::optional<std::string>> ReadPrompt(const Options& o) {
 struct Settings {
   std::string workdir;
   ipc::ProviderSettings provider;
-  std::string child_path;     // Empty with --no-subagents.
-  TranscriptDir transcripts;  // fd -1: no --transcript-dir.
-  UniqueFd last_message;      // -o/--output-last-message, emptied; else none.
+  std::string child_path;        // Empty with --no-subagents.
+  TranscriptDir transcripts;     // fd -1: no --transcript-dir.
+  LastMessageFile last_message;  // -o/--output-last-message, emptied; fd -1: none.
 };
-
-// The -o file, opened before the sandbox (it may lie anywhere the user may write) and emptied,
-// so that a run without an answer never leaves an older run's answer there. Unlike a shell's `>`
-// it follows no symbolic link: this runs with the user's rights, and a tool of an earlier session
-// could have planted `answer.md -> ~/.bashrc` in the workdir for the model's text to land in. It
-// must be a regular file of one name: a FIFO without a reader fails at once instead of blocking,
-// a device or a hard link is refused.
-Result<UniqueFd> OpenLastMessageFile(const std::string& path) {
-  const std::string what = "--output-last-message '" + path + "'";
-  Result<UniqueFd> fd = CreateRegularFileNoLinks(path, 0644);
-  if (!fd.ok()) return fd.status().WithContext("--output-last-message");
-  if (::ftruncate(fd->get(), 0) != 0) return Status::FromErrno(errno, what);
-  return fd;
-}
 
 Result<Settings> ResolveSettings(const Options& o) {
   Settings s;
@@ -732,8 +718,7 @@ int Serve(const Options& o, const Settings& s, const std::optional<std::string>&
                     &io.stream_restarted,
                     [&l] { return sandbox::WaiterDied(l.waiter.pidfd); },
                     l.waiter.pid,
-                    s.last_message.get(),
-                    o.output_last_message};
+                    s.last_message.fd ? &s.last_message : nullptr};
   if (!prompt) return RunInteractive(session, out, *editor, io.progress);
   return RunOneShot(session, *prompt, out, io.progress);
 }

@@ -1,5 +1,7 @@
 #include "parent/session.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -9,6 +11,7 @@
 #include <cstdio>
 #include <utility>
 
+#include "base/file.h"
 #include "parent/exit_codes.h"
 #include "parent/line_editor.h"
 #include "parent/signals.h"
@@ -94,7 +97,45 @@ class StdoutStream {
   bool turn_ended_ = false;
 };
 
+// Whether the file's name still names the file held, and it alone: a tool may have replaced it
+// (write_file makes a new file), removed it or linked it elsewhere meanwhile.
+bool StillNamed(const LastMessageFile& file) {
+  struct stat held, named;
+  if (::fstat(file.fd.get(), &held) != 0) return false;
+  if (::fstatat(file.dir.get(), file.name.c_str(), &named, AT_SYMLINK_NOFOLLOW) != 0) return false;
+  return held.st_dev == named.st_dev && held.st_ino == named.st_ino && named.st_nlink == 1;
+}
+
+// The -o file's `path` beneath `dir`, under the rules of base/file.h's CreateRegularFileNoLinks,
+// emptied.
+Result<UniqueFd> CreateEmptied(int dir, const std::string& path) {
+  Result<UniqueFd> fd = CreateRegularFileNoLinks(path, 0644, dir);
+  if (!fd.ok()) return fd.status().WithContext("--output-last-message");
+  if (::ftruncate(fd->get(), 0) != 0) {
+    return Status::FromErrno(errno, "--output-last-message '" + path + "'");
+  }
+  return fd;
+}
+
 }  // namespace
+
+Result<LastMessageFile> OpenLastMessageFile(const std::string& path) {
+  LastMessageFile file;
+  Result<UniqueFd> fd = CreateEmptied(AT_FDCWD, path);
+  if (!fd.ok()) return fd.status();
+  file.fd = std::move(*fd);
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? "." : path.substr(0, slash == 0 ? 1 : slash);
+  file.name = path.substr(slash == std::string::npos ? 0 : slash + 1);
+  file.dir = OpenAt2(AT_FDCWD, dir.c_str(), O_PATH | O_DIRECTORY, kResolveNoLinks);
+  file.path = path;
+  if (!file.dir) return Status::FromErrno(errno, "--output-last-message: open " + dir);
+  // The directory held must be the one the file was opened in (a rename may have raced).
+  if (!StillNamed(file)) {
+    return Status::Unavailable("--output-last-message: " + path + " changed while it was opened");
+  }
+  return file;
+}
 
 agent::CallResult TimedProvider::Complete(const agent::Request& request,
                                           const agent::TextSink& on_text) {
@@ -274,18 +315,35 @@ std::string AnswerText(std::string text) {
   return text + "\n";
 }
 
-// The answer into the -o file, when there is one to give (exit 0 or 5, text on stdout).
+// The answer into the -o file, when there is one to give (exit 0 or 5, text on stdout). A file a
+// tool replaced or removed is opened again under the first open's rules: the answer goes where
+// the user asked, never through what a tool planted there.
 Status SaveLastMessage(const Session::Turn& turn, const OneShotEnd& end, const OutputOptions& out) {
-  if (out.last_message_fd < 0 || !end.Answered()) return Status::Ok();
+  if (out.last_message == nullptr || !end.Answered()) return Status::Ok();
+  const LastMessageFile& file = *out.last_message;
+  int fd = file.fd.get();
+  UniqueFd reopened;
+  if (!StillNamed(file)) {
+    Result<UniqueFd> again = CreateEmptied(file.dir.get(), file.name);
+    if (!again.ok()) {
+      return Status::Error(again.status().code(),
+                           "cannot write --output-last-message '" + file.path +
+                               "': it was replaced or removed during the run and cannot be "
+                               "opened again: " +
+                               again.status().message());
+    }
+    reopened = std::move(*again);
+    fd = reopened.get();
+  }
   // Emptied again: in a writable tree a tool may have written there since the start.
-  int err = ::ftruncate(out.last_message_fd, 0) == 0 ? 0 : errno;
-  if (err == 0) err = ::lseek(out.last_message_fd, 0, SEEK_SET) == 0 ? 0 : errno;
-  if (err == 0) err = WriteAll(out.last_message_fd, AnswerText(turn.outcome.final_text));
+  int err = ::ftruncate(fd, 0) == 0 ? 0 : errno;
+  if (err == 0) err = ::lseek(fd, 0, SEEK_SET) == 0 ? 0 : errno;
+  if (err == 0) err = WriteAll(fd, AnswerText(turn.outcome.final_text));
   if (err == 0) return Status::Ok();
   // No part of an answer is left to pass for the whole (a write past `ulimit -f` stops midway).
-  const bool emptied = ::ftruncate(out.last_message_fd, 0) == 0;
-  return Status::FromErrno(err, "cannot write --output-last-message '" + out.last_message_path +
-                                    (emptied ? "' (left empty)" : "'"));
+  const bool emptied = ::ftruncate(fd, 0) == 0;
+  return Status::FromErrno(
+      err, "cannot write --output-last-message '" + file.path + (emptied ? "' (left empty)" : "'"));
 }
 
 // Classify, with a failed -o write as the run's failure.

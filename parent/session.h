@@ -9,6 +9,8 @@
 
 #include "agent/loop.h"
 #include "agent/provider.h"
+#include "base/status.h"
+#include "base/unique_fd.h"
 #include "parent/events.h"
 #include "parent/line_editor.h"
 #include "parent/progress.h"
@@ -56,6 +58,22 @@ class Session {
   SessionLog* log_ = nullptr;
 };
 
+// The -o file, opened before the sandbox (it may lie anywhere the user may write) and emptied,
+// so that a run without an answer never leaves an older run's answer there. Unlike a shell's `>`
+// it follows no symbolic link: this runs with the user's rights, and a tool of an earlier session
+// could have planted `answer.md -> ~/.bashrc` in the workdir for the model's text to land in. It
+// must be a regular file of one name: a FIFO without a reader fails at once instead of blocking,
+// a device or a hard link is refused. Its directory is held too (O_PATH), so that the end of the
+// run finds the file by its name whatever mounts the sandbox gave the parent since, and opens it
+// again under the same rules when a tool replaced or removed it.
+struct LastMessageFile {
+  UniqueFd fd;
+  UniqueFd dir;
+  std::string name;  // In `dir`.
+  std::string path;  // As given.
+};
+Result<LastMessageFile> OpenLastMessageFile(const std::string& path);
+
 struct OutputOptions {
   OutputFormat format = OutputFormat::kText;
   bool stream = true;  // Interactive mode streams the model's text to the terminal.
@@ -71,9 +89,8 @@ struct OutputOptions {
   std::function<bool()> waiter_died;
   pid_t waiter_pid = 0;
   // -o/--output-last-message: a one-shot answer is written here too (as stdout's text form),
-  // before the result; a failed write fails the run. -1: none. `last_message_path` names it.
-  int last_message_fd = -1;
-  std::string last_message_path;
+  // before the result; a failed write fails the run. Null: none.
+  const LastMessageFile* last_message = nullptr;
 };
 
 // Adds the wall time of every model call to *api_ms (duration_api_ms).

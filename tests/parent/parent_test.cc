@@ -497,6 +497,44 @@ TEST_F(ParentTest, OutputLastMessageWritesTheAnswerWhereTheUserSays) {
   fs::remove_all(outside, ec);
 }
 
+// A tool may replace or remove the -o file during the run (`-o ans.md` in the workdir, as the
+// README has it): the answer still lands at that name, opened again under the first open's rules.
+// Before, it went through the descriptor opened at the start, to an unlinked file, and ans.md
+// held the tool's text or nothing, with exit 0. A symbolic link planted at the name is not
+// followed: exit 1, the answer on stdout only, the link's target untouched.
+TEST_F(ParentTest, OutputLastMessageReachesAFileAToolReplacedOrRemoved) {
+  const std::string file = workdir_ + "/ans.md";
+  const std::vector<ToolCall> tools[] = {
+      {ToolCall{"write_file", {{"path", "ans.md"}, {"content", "TOOL CONTENT\n"}}, ""}},
+      {ToolCall{"bash", {{"command", "rm ans.md"}}, ""}},
+      {ToolCall{
+          "bash", {{"command", "echo kept > target.md; rm ans.md; ln -s target.md ans.md"}}, ""}}};
+  for (const char* sandbox : {"--sandbox=on", "--sandbox=off"}) {
+    for (size_t i = 0; i < std::size(tools); ++i) {
+      SCOPED_TRACE(std::string(sandbox) + " case " + std::to_string(i));
+      server_.SetHandler([&tools, i](const RecordedRequest& r) {
+        if (r.view.assistant_turns == 0) return Calls(tools[i]);
+        return Text("THE REAL ANSWER");
+      });
+      RunResult r = Run({sandbox, "-q", "--no-session-persistence", "-o", "ans.md", "x"});
+      EXPECT_EQ(r.out, "THE REAL ANSWER\n") << Dump(r);
+      if (i < 2) {
+        EXPECT_EQ(r.exit_code, 0) << Dump(r);
+        EXPECT_EQ(FileText(file), "THE REAL ANSWER\n") << Dump(r);
+      } else {
+        EXPECT_EQ(r.exit_code, 1) << Dump(r);
+        EXPECT_NE(r.err.find("cannot write --output-last-message 'ans.md': it was replaced or "
+                             "removed during the run"),
+                  std::string::npos)
+            << Dump(r);
+        EXPECT_EQ(FileText(workdir_ + "/target.md"), "kept\n");
+      }
+      std::error_code ec;
+      fs::remove(file, ec);
+    }
+  }
+}
+
 // Under a caller's `ulimit -S -f 8` a failed write of the -o file is an error, not a death by
 // SIGXFSZ: exit 1 naming the file, the answer still on stdout (as `tee` gives it), and no part of
 // it left in the file. The tools still die of SIGXFSZ as any program would (forkbox's ignoring
