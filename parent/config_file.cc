@@ -39,6 +39,8 @@ constexpr Refusal kProjectRefused[] = {
     {"transcript-dir", "it would choose where forkbox writes"},
     {"tools", "it could offer tools your own config turns off"},
     {"workdir", "the project is the workdir"},
+    {"output-format", "it would turn the answer that `answer=$(forkbox ...)` takes into JSON"},
+    {"json", "it would turn the answer that `answer=$(forkbox ...)` takes into JSON"},
 };
 
 // Long options that choose what one run does, not how forkbox behaves: a file that set them

@@ -2768,6 +2768,36 @@ TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
       << config.out;
 }
 
+// A cloned project's file may not choose what stdout carries: `output-format = "stream-json"`
+// turned every `answer=$(forkbox "...")` in that checkout into JSON lines. Refused as the other
+// keys a project may not set (exit 2, the file, the line, the key), with nothing run; the user's
+// own file keeps the key (the control: there it is taken).
+TEST_F(ConfigTest, AProjectFileMayNotChooseTheOutputFormat) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("the answer"); });
+  for (const char* line :
+       {"output-format = \"stream-json\"", "output-format = \"json\"", "json = true"}) {
+    SCOPED_TRACE(line);
+    const std::string key = std::string(line).substr(0, std::string(line).find(' '));
+    Write(Project(), std::string("max-turns = 5\n") + line + "\n");
+    RunResult r = RunWith({"--sandbox=off", "--no-subagents", "go"});
+    EXPECT_EQ(r.exit_code, 2) << Dump(r);
+    EXPECT_EQ(r.out, "") << Dump(r);
+    EXPECT_NE(r.err.find("project config " + Project().string() + ":2: key \"" + key +
+                         "\": a project file may not set it"),
+              std::string::npos)
+        << Dump(r);
+    EXPECT_NE(r.err.find("pass --" + key), std::string::npos) << Dump(r);
+    EXPECT_EQ(server_.request_count(), 0u);
+    fs::remove(Project());
+    Write(User(), std::string(line) + "\n");
+    RunResult user = RunWith({"--sandbox=off", "--no-subagents", "go"});
+    EXPECT_EQ(user.exit_code, 0) << Dump(user);
+    EXPECT_TRUE(user.out.starts_with("{")) << Dump(user);
+    fs::remove(User());
+    server_.ClearRequests();
+  }
+}
+
 // disallowed-tools adds up across the files and the flags, so a project may turn tools off but
 // never give back one the user turned off. The control: with no file, every tool is there.
 TEST_F(ConfigTest, DisallowedToolsAddUpAcrossTheFiles) {
