@@ -442,6 +442,28 @@ struct SessionState {
   std::vector<agent::Message> restored;
 };
 
+// Whether this run may go on with the session `loaded`: in the workdir it was recorded in (else
+// its tools would work in another tree, and its file would keep naming the old one), and with a
+// tool when it called tools.
+Status CheckResumable(const Options& o, const Settings& s, const std::string& id,
+                      const LoadedSession& loaded) {
+  if (loaded.info.workdir != s.workdir) {
+    return Status::InvalidArgument(
+        "session " + id + " belongs to the workdir " + loaded.info.workdir + ", not " + s.workdir +
+        ": resume it there (cd, or pass --workdir/-C " + loaded.info.workdir + ")");
+  }
+  // The model APIs refuse a conversation holding tool calls in a request that defines no tool.
+  const bool calls = std::any_of(loaded.messages.begin(), loaded.messages.end(),
+                                 [](const auto& m) { return !agent::ToolUsesOf(m).empty(); });
+  if (calls && !o.subagents && ParentBaseTools(o, nullptr).empty()) {
+    return Status::InvalidArgument("session " + id +
+                                   " called tools, and a model API refuses such a conversation "
+                                   "with no tool offered: resume it with at least one tool "
+                                   "(--tools)");
+  }
+  return Status::Ok();
+}
+
 Status OpenSession(const Options& o, const Settings& s, const std::string& first_prompt,
                    SessionState* out) {
   const bool resume = o.continue_session || !o.resume.empty();
@@ -474,15 +496,7 @@ Status OpenSession(const Options& o, const Settings& s, const std::string& first
     if (!read.ok()) return read.status();
     loaded = std::move(*read);
   }
-  // The model APIs refuse a conversation holding tool calls in a request that defines no tool.
-  const bool calls = std::any_of(loaded.messages.begin(), loaded.messages.end(),
-                                 [](const auto& m) { return !agent::ToolUsesOf(m).empty(); });
-  if (calls && !o.subagents && ParentBaseTools(o, nullptr).empty()) {
-    return Status::InvalidArgument("session " + id +
-                                   " called tools, and a model API refuses such a conversation "
-                                   "with no tool offered: resume it with at least one tool "
-                                   "(--tools)");
-  }
+  FORKBOX_RETURN_IF_ERROR(CheckResumable(o, s, id, loaded));
   if (!loaded.warning.empty()) Err("forkbox: warning: " + loaded.warning + "\n");
   out->id = id;
   out->restored = std::move(loaded.messages);

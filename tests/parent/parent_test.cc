@@ -2327,6 +2327,48 @@ TEST_F(SessionTest, ResumeContinueListAndACorruptTail) {
   EXPECT_EQ(missing.exit_code, 2) << Dump(missing);
 }
 
+// --resume ID in another directory than the session's workdir is a usage error naming that
+// workdir, with nothing sent and the session file unchanged; before, the session went on in the
+// new directory while its file kept naming the old one. The controls: --workdir (-C) that
+// directory resumes it from anywhere, and --continue elsewhere does not pick it.
+TEST_F(SessionTest, ResumeInAnotherWorkdirIsRefused) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    return Text("answer " + std::to_string(r.view.user_texts.size()));
+  });
+  const std::string id = NewSession("remember PLUM");
+  ASSERT_FALSE(id.empty());
+  const std::string other = workdir_ + "/other";
+  fs::create_directories(other);
+  const std::string before = FileText(FileOf(id));
+  const size_t requests = server_.request_count();
+  for (const char* flag : {"--resume", "-r"}) {
+    RunSpec spec = SpecIn({"--sandbox=off", flag, id, "which word?"});
+    spec.cwd = other;
+    RunResult r = RunForkbox(spec);
+    EXPECT_EQ(r.exit_code, 2) << Dump(r);
+    EXPECT_EQ(r.out, "") << Dump(r);
+    EXPECT_NE(r.err.find("session " + id + " belongs to the workdir " + workdir_ + ", not " +
+                         other + ": resume it there (cd, or pass --workdir/-C " + workdir_ + ")"),
+              std::string::npos)
+        << Dump(r);
+  }
+  RunSpec elsewhere = SpecIn({"--sandbox=off", "--continue", "which word?"});
+  elsewhere.cwd = other;
+  RunResult r = RunForkbox(elsewhere);
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_EQ(server_.request_count(), requests);
+  EXPECT_EQ(FileText(FileOf(id)), before);
+
+  RunSpec there = SpecIn({"--sandbox=off", "-C", workdir_, "--resume", id, "which word?"});
+  there.cwd = other;
+  r = RunForkbox(there);
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_EQ(r.out, "answer 2\n");
+  r = RunIn({"--sandbox=off", "--continue", "and now?"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_EQ(r.out, "answer 3\n");
+}
+
 // Defect 9: `sessions` is a subcommand: --workdir narrows the list, anything else is a usage
 // error, and none of it becomes a prompt. `config` takes no prompt either.
 // A session that called tools cannot go on with none offered (the model APIs refuse tool calls in
