@@ -519,6 +519,23 @@ OutputFormat FilesFormat(const std::string& workdir) {
   return o.output_format;
 }
 
+// `forkbox config` and `forkbox agents` take a session's flags but print text: a PROMPT, or a
+// flag asking for JSON, is a usage error (as for `forkbox sessions`), not a request quietly
+// ignored. Empty: none.
+std::string SubcommandMisuse(CliCommand command, const CLI::App& app,
+                             const std::set<const CLI::Option*>& given, const Options& o) {
+  if (command == CliCommand::kRun) return "";
+  const std::string name =
+      std::string("forkbox ") + (command == CliCommand::kConfig ? "config" : "agents");
+  if (o.has_prompt) return name + ": takes flags only, not a PROMPT (\"" + o.prompt + "\")\n";
+  for (const char* flag : {"--json", "--output-format"}) {
+    if (given.count(app.get_option(flag)) > 0) {
+      return name + ": has no JSON output (" + flag + "); it prints text\n";
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 std::optional<std::string> EmptyInlineValue(int argc, char** argv) {
@@ -579,9 +596,8 @@ CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command) {
     return outcome;
   }
   o.has_prompt = app.count("prompt") > 0;
-  if (command != CliCommand::kRun && o.has_prompt) {
-    outcome.err = std::string("forkbox ") + (command == CliCommand::kConfig ? "config" : "agents") +
-                  ": takes flags only, not a PROMPT (\"" + o.prompt + "\")\n";
+  if (std::string bad = SubcommandMisuse(command, app, given, o); !bad.empty()) {
+    outcome.err = std::move(bad);
     outcome.exit_code = kExitUsage;
     return outcome;
   }

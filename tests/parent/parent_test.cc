@@ -2743,6 +2743,35 @@ TEST_F(ConfigTest, CodexAndClaudeSpellingsSetTheSameSettings) {
   }
 }
 
+// `forkbox config` and `forkbox agents` print text only: --json or --output-format is a usage
+// error saying so, as `forkbox sessions --json` is; before, they printed text with exit 0. The
+// controls: without the flag they print, and the user file's output-format (a session's setting)
+// does not stop them.
+TEST_F(ConfigTest, ConfigAndAgentsHaveNoJsonOutput) {
+  const std::vector<std::vector<std::string>> asks = {
+      {"--json"}, {"--output-format", "json"}, {"--output-format=stream-json"}};
+  for (const char* sub : {"config", "agents"}) {
+    for (const std::vector<std::string>& ask : asks) {
+      std::vector<std::string> args = {sub};
+      args.insert(args.end(), ask.begin(), ask.end());
+      SCOPED_TRACE(args.back());
+      RunResult r = RunWith(args);
+      EXPECT_EQ(r.exit_code, 2) << Dump(r);
+      EXPECT_EQ(r.out, "") << Dump(r);
+      EXPECT_NE(r.err.find("forkbox " + std::string(sub) + ": has no JSON output (" +
+                           ask[0].substr(0, ask[0].find('=')) + "); it prints text"),
+                std::string::npos)
+          << Dump(r);
+    }
+    Write(User(), "output-format = \"json\"\n");
+    RunResult control = RunWith({sub});
+    EXPECT_EQ(control.exit_code, 0) << Dump(control);
+    EXPECT_FALSE(control.out.starts_with("{")) << Dump(control);
+    fs::remove(User());
+  }
+  EXPECT_EQ(RunWith({"sessions", "--json"}).exit_code, 2);
+}
+
 // `forkbox agents` shows the agents a session with the same flags gets: with --sandbox=read-only
 // the general agent is write none without write_file and edit_file. The control: without it.
 TEST_F(ConfigTest, TheAgentsListingShowsAReadOnlySessionsAgents) {
@@ -2934,13 +2963,14 @@ TEST_F(ConfigTest, AFlagOverridesAConflictingFileSetting) {
   ASSERT_EQ(r.exit_code, 0) << Dump(r);
   EXPECT_NE(r.out.find("verbose = true  (flag)"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("quiet = false  (default)"), std::string::npos) << r.out;
-  Write(User(), "output-format = \"json\"\n");
-  r = RunWith({"config", "--json"});
-  ASSERT_EQ(r.exit_code, 0) << Dump(r);
-  EXPECT_NE(r.out.find("output-format = text  (default)"), std::string::npos) << r.out;
-  // A real run: json = true in the file, stream-json on the command line.
-  Write(User(), "json = true\n");
+  // Real runs: output-format in the file, --json on the command line; then json = true in the
+  // file, stream-json on the command line.
+  Write(User(), "output-format = \"stream-json\"\n");
   server_.SetHandler([](const RecordedRequest&) { return Text("streamed"); });
+  r = RunWith({"--sandbox=off", "--no-subagents", "--json", "hi"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_EQ(nlohmann::json::parse(r.out)["answer"], "streamed") << r.out;
+  Write(User(), "json = true\n");
   r = RunWith({"--sandbox=off", "--no-subagents", "--output-format", "stream-json", "hi"});
   ASSERT_EQ(r.exit_code, 0) << Dump(r);
   EXPECT_NE(r.out.find("\"subtype\":\"init\""), std::string::npos) << r.out;
@@ -2954,7 +2984,7 @@ TEST_F(ConfigTest, AFlagOverridesAConflictingFileSetting) {
   EXPECT_EQ(r.exit_code, 2) << Dump(r);
   EXPECT_NE(r.err.find(User().string() + ":"), std::string::npos) << Dump(r);
   EXPECT_NE(r.err.find("excludes key"), std::string::npos) << Dump(r);
-  EXPECT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request_count(), 2u);
 }
 
 // Defect 7: a bad value in a file is refused naming the file, the line and the key, in the output
