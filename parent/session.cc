@@ -223,8 +223,9 @@ struct OneShotEnd {
   int code = kExitOk;
   std::string problem;  // Empty: a clean answer.
   const char* subtype = "success";
+  bool no_answer = false;  // Stopped early (exit 5) before there was any answer.
   // There is an answer to give (stdout, the -o file): whole, or what a run stopped early has.
-  bool Answered() const { return code == kExitOk || code == kExitIncomplete; }
+  bool Answered() const { return !no_answer && (code == kExitOk || code == kExitIncomplete); }
 };
 
 bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
@@ -267,6 +268,16 @@ OneShotEnd Stopped(const agent::LoopOutcome& o) {
   }
 }
 
+// --max-tokens-total ran out before any answer: the run stopped early (exit 5, as at the budget
+// with an answer), which is no model error; its message says when no model call fit at all.
+OneShotEnd NoAnswerWithinBudget(const agent::LoopOutcome& o) {
+  const std::string why =
+      o.turns == 0 ? "the session token budget (--max-tokens-total) was exhausted before the "
+                     "first model call"
+                   : "stopped at the session token budget (--max-tokens-total) before any answer";
+  return {kExitIncomplete, why + "; no answer", "error_max_budget", true};
+}
+
 OneShotEnd Classify(const Session::Turn& turn, const OutputOptions& out) {
   if (const int err = StdoutFailure(); err != 0) {
     return {err == EPIPE ? kExitBrokenPipe : kExitFailure,
@@ -277,6 +288,7 @@ OneShotEnd Classify(const Session::Turn& turn, const OutputOptions& out) {
   if (o.error) return {kExitModel, "model error: " + o.error->ToString(), "error_during_execution"};
   OneShotEnd end = Stopped(o);
   if (end.Answered() && Blank(o.final_text)) {
+    if (o.stop == agent::LoopStop::kBudget) return NoAnswerWithinBudget(o);
     // Nothing to print: not an answer, whatever the stop.
     end.code = kExitModel;
     end.problem =

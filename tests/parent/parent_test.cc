@@ -3277,6 +3277,37 @@ TEST_F(RealChildTest, ATasksDaemonDiesWithItsCommand) {
   EXPECT_EQ(children[2].view.tool_results.at(1).text, "0\n[exit code 0]");
 }
 
+// A --max-tokens-total too small for the first model call stops the run early, as any budget that
+// runs out: exit 5 and `error_max_budget` (docs/events.md), saying the budget was exhausted before
+// the first call, with nothing on stdout or in the -o file and no request made. Before, it exited
+// 3 with "the model gave no answer (stop: budget)", a model error though no model was asked.
+TEST_F(ParentTest, ABudgetExhaustedBeforeTheFirstCallExitsFive) {
+  const json schema = SchemaFromDocs();
+  ASSERT_TRUE(schema.is_object());
+  server_.SetHandler([](const RecordedRequest&) { return Text("never asked"); });
+  const std::string why =
+      "the session token budget (--max-tokens-total) was exhausted before the first model call";
+  RunResult r = Run({"-q", "--max-tokens-total", "10", "--output-format", "stream-json", "b"});
+  ASSERT_EQ(r.exit_code, 5) << Dump(r);
+  std::vector<json> events = Lines(r.out);
+  ASSERT_FALSE(events.empty()) << r.out;
+  const json& result = events.back();
+  EXPECT_EQ(Validate(result, schema, "$"), "") << result.dump();
+  EXPECT_EQ(result["subtype"], "error_max_budget") << result.dump();
+  EXPECT_EQ(result["exit_code"], 5) << result.dump();
+  EXPECT_EQ(result["result"], "") << result.dump();
+  EXPECT_NE(result["error"].get<std::string>().find(why), std::string::npos) << result.dump();
+
+  const std::string answer = workdir_ + "/answer.md";
+  std::ofstream(answer) << "an older answer\n";
+  r = Run({"--sandbox=off", "-q", "--max-tokens-total", "10", "-o", answer, "b"});
+  EXPECT_EQ(r.exit_code, 5) << Dump(r);
+  EXPECT_EQ(r.out, "") << Dump(r);
+  EXPECT_NE(r.err.find("forkbox: " + why), std::string::npos) << Dump(r);
+  EXPECT_EQ(FileText(answer), "");
+  EXPECT_EQ(server_.request_count(), 0u);
+}
+
 // A parent whose own loop runs out of --max-tokens-total answers from what it has, and says so:
 // exit 5 like --max-turns (not a finished job), the result event is `error_max_budget` with
 // is_error and an error, and stderr names the budget. Control: the same session with room left
