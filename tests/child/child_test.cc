@@ -583,7 +583,8 @@ TEST_F(ChildTest, AModelErrorOverTheFrameCapArrivesCutWithANote) {
                 {{"kind", "status"},
                  {"status", 400},
                  {"error_type", "invalid_request_error"},
-                 {"message", std::string(1'200'000, 'E')}}}}}}});
+                 // Past the frame's cap, within the 1 MiB an error body is read to.
+                 {"message", std::string(900'000, 'E')}}}}}}});
   ChildRun run = Run(Start("hello"));
   ASSERT_NE(run.error(), nullptr) << run.stderr_text.substr(0, 2000);
   EXPECT_EQ(run.error()->code, "model");
