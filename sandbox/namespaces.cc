@@ -336,8 +336,9 @@ UniqueFd OpenOwnUnreadableDir(int dir) {
   const mode_t mode = st.st_mode & 07777;
   if (chmod(self.c_str(), mode | S_IRUSR) != 0) return UniqueFd();
   UniqueFd listable(open(self.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  // A failure leaves it readable by its owner alone, who set nothing here: a tool did.
-  if (chmod(self.c_str(), mode) != 0) listable.reset();
+  // The listing is kept either way: a mode left readable by its owner (a tool set it) harms
+  // nothing, while a walk without the listing would miss what git finds.
+  (void)chmod(self.c_str(), mode);
   return listable;
 }
 

@@ -151,6 +151,20 @@ TEST(ToolRuleset, Layer2RulesetIsFilledWhileTheCommandStarts) {
   EXPECT_LT(layer1->ruleset_ready_fd, 0);
 }
 
+// A spawn that must be refused with `why` in its error (`refused`), or must run /bin/true to exit
+// 0.
+void ExpectRefusedOrRuns(Result<ChildProcess>& child, bool refused, const std::string& why) {
+  if (refused) {
+    ASSERT_FALSE(child.ok()) << "ran, though it must stop at: " << why;
+    EXPECT_NE(child.status().message().find(why), std::string::npos) << child.status().ToString();
+    return;
+  }
+  ASSERT_TRUE(child.ok()) << child.status().ToString();
+  Result<int> status = child->Wait();
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0) << "the control runs";
+}
+
 // The command waits for the fill and refuses a ruleset its spawner could not fill: the spawn
 // fails with that step, whatever the hook itself returned. Control: the same plan filled
 // normally runs the command.
@@ -173,18 +187,8 @@ TEST(ToolRuleset, CommandRefusesARulesetItsSpawnerCouldNotFill) {
       return Status::Ok();
     };
     Result<ChildProcess> child = Spawn(options);
-    if (fails) {
-      ASSERT_FALSE(child.ok()) << "ran under a ruleset its spawner could not fill";
-      EXPECT_NE(child.status().message().find(
-                    "waiting for the spawner to fill the tool's Landlock ruleset"),
-                std::string::npos)
-          << child.status().ToString();
-      continue;
-    }
-    ASSERT_TRUE(child.ok()) << child.status().ToString();
-    Result<int> status = child->Wait();
-    ASSERT_TRUE(status.ok());
-    EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0);
+    ExpectRefusedOrRuns(child, fails,
+                        "waiting for the spawner to fill the tool's Landlock ruleset");
   }
 }
 
@@ -243,18 +247,8 @@ TEST(ToolRuleset, CommandGivesUpWhenItsSpawnerDiesBeforeTheFill) {
     }
     done_cv.notify_all();
     if (watchdog.joinable()) watchdog.join();
-    if (dies) {
-      ASSERT_FALSE(child.ok()) << "ran with its spawner gone";
-      EXPECT_NE(child.status().message().find(
-                    "the spawner exited before it filled the tool's Landlock ruleset"),
-                std::string::npos)
-          << child.status().ToString();
-      continue;
-    }
-    ASSERT_TRUE(child.ok()) << child.status().ToString();
-    Result<int> status = child->Wait();
-    ASSERT_TRUE(status.ok());
-    EXPECT_EQ(ExitCodeFromWaitStatus(*status), 0) << "the control runs";
+    ExpectRefusedOrRuns(child, dies,
+                        "the spawner exited before it filled the tool's Landlock ruleset");
   }
 }
 
