@@ -3308,6 +3308,28 @@ TEST_F(ParentTest, ABudgetExhaustedBeforeTheFirstCallExitsFive) {
   EXPECT_EQ(server_.request_count(), 0u);
 }
 
+// The start-up warning for a key sent in cleartext (SendsKeyInCleartext decides; this proves the
+// parent says it, on stderr, before any request and with -q too). The run stops on its budget
+// before connecting, so the documentation address (RFC 5737) is never dialled. Control: the
+// same run to the loopback mock, and to the same host over https://, says nothing of it.
+TEST_F(ParentTest, APlainHttpBaseUrlOffTheMachineIsWarnedOfAtStart) {
+  const std::string warning = "the base URL is plain http:// to another machine";
+  for (const std::string url : {"http://192.0.2.7:9", "https://192.0.2.7:9", ""}) {
+    RunSpec spec = SpecFor({"-q", "--max-tokens-total", "10", "b"});
+    if (!url.empty()) {
+      for (std::string& var : spec.env) {
+        if (var.starts_with("ANTHROPIC_BASE_URL=")) var = "ANTHROPIC_BASE_URL=" + url;
+      }
+    }
+    RunResult r = RunForkbox(spec);
+    EXPECT_EQ(r.exit_code, 5) << url << Dump(r);
+    EXPECT_EQ(r.err.find(warning) != std::string::npos, url.starts_with("http://"))
+        << url << Dump(r);
+    EXPECT_EQ(r.err.find(key_), std::string::npos) << Dump(r);
+  }
+  EXPECT_EQ(server_.request_count(), 0u);
+}
+
 // A parent whose own loop runs out of --max-tokens-total answers from what it has, and says so:
 // exit 5 like --max-turns (not a finished job), the result event is `error_max_budget` with
 // is_error and an error, and stderr names the budget. Control: the same session with room left
