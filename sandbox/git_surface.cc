@@ -278,12 +278,11 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Whether `rel` lies in a project's agent config (a `.forkbox` or `.claude` component).
+// Whether `rel` lies in a project's agent config (a component IsAgentConfigName names).
 bool InAgentConfig(const std::string& rel) {
   for (size_t at = 0; at <= rel.size();) {
     const size_t end = std::min(rel.find('/', at), rel.size());
-    const std::string_view part = std::string_view(rel).substr(at, end - at);
-    if (part == ".forkbox" || part == ".claude") return true;
+    if (IsAgentConfigName(std::string_view(rel).substr(at, end - at))) return true;
     at = end + 1;
   }
   return false;
@@ -299,8 +298,7 @@ void CleanNewPath(int root, const std::string& rel, std::vector<std::string>& li
   if (InAgentConfig(rel)) {
     int err = RemoveAt(root, rel);
     lines.push_back((err == 0 ? "removed " : "could NOT remove ") + rel +
-                    " (agent config a tool created: a session or `claude` started there trusts "
-                    "it)");
+                    " (agent config a tool created: an agent started there trusts it)");
     return;
   }
   if (name == "info" && e.kind == Kind::kDir) return;

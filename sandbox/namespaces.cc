@@ -26,6 +26,7 @@
 #include <iterator>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string_view>
 
 #include "base/file.h"
@@ -267,13 +268,30 @@ std::string JoinPath(const std::string& dir, std::string_view name) {
   return (dir == "/" ? dir : dir + "/") + std::string(name);
 }
 
-// The project agent config Claude Code and forkbox trust in a directory (AddProjectConfig).
-constexpr const char* kAgentConfigNames[] = {".forkbox", ".claude", ".mcp.json"};
-
-bool IsAgentConfigName(std::string_view name) {
-  return std::find(std::begin(kAgentConfigNames), std::end(kAgentConfigNames), name) !=
-         std::end(kAgentConfigNames);
-}
+// Project agent config: what an agent started in the directory trusts, a planted command in it
+// run with the user's full rights (AddProjectConfig). `trusted` empty: the entry is guarded whole;
+// else, in a directory, only those names: the others are the agent's state (in a workdir of
+// $HOME: transcripts of many MB, which the guard would read at every call).
+struct AgentConfig {
+  const char* name;
+  std::span<const char* const> trusted;
+};
+// Claude Code: agents, commands, skills, output styles; settings' hooks run commands.
+constexpr const char* kClaudeTrusts[] = {
+    "settings.json", "settings.local.json", "agents", "commands", "hooks",
+    "skills",        "output-styles"};
+// Codex: a trusted project's config.toml (mcp_servers, notify: commands).
+constexpr const char* kCodexTrusts[] = {"config.toml"};
+// Gemini CLI: settings' mcpServers and hooks, commands' `!{...}`, workspace extensions.
+constexpr const char* kGeminiTrusts[] = {"settings.json", "commands", "extensions"};
+// Cursor: project MCP servers and hooks.
+constexpr const char* kCursorTrusts[] = {"mcp.json", "hooks.json"};
+constexpr AgentConfig kAgentConfigs[] = {
+    {".forkbox", {}},   // config.toml, agents/: a task's planted explore.md or model would run it.
+    {".mcp.json", {}},  // Project MCP servers: a changed command of an approved one runs unasked.
+    {".claude", kClaudeTrusts}, {".codex", kCodexTrusts},
+    {".gemini", kGeminiTrusts}, {".cursor", kCursorTrusts},
+};
 
 // The names in a directory's listing that tell a git dir (IsBareGitDir), each of any kind: git
 // follows links, and access(2) on `objects` is all it asks of it.
@@ -283,7 +301,7 @@ struct GitMarks {
   bool objects = false;
   bool refs = false;
   bool commondir = false;
-  bool agent_config = false;  // One of kAgentConfigNames (AddProjectConfig).
+  bool agent_config = false;  // One of kAgentConfigs (AddProjectConfig).
 };
 
 // The real subdirectories of the open directory `dir` (never a link), without git dirs and big
@@ -368,8 +386,8 @@ bool HasDotGitAt(int dir, const std::string& rel) { return HasEntryAt(dir, rel, 
 
 // Whether `rel` beneath `dir` holds agent config (the deepest level, not listed).
 bool HasAgentConfigAt(int dir, const std::string& rel) {
-  return std::any_of(std::begin(kAgentConfigNames), std::end(kAgentConfigNames),
-                     [&](const char* name) { return HasEntryAt(dir, rel, name); });
+  return std::any_of(std::begin(kAgentConfigs), std::end(kAgentConfigs),
+                     [&](const AgentConfig& c) { return HasEntryAt(dir, rel, c.name); });
 }
 
 // Whether HEAD in `dir` passes git's check of a git dir's HEAD (validate_headref): a link whose
@@ -562,31 +580,23 @@ void KeepBindsInWritableTrees(MountPlan& plan) {
 }
 
 // The project's agent configuration in `dir` (the workdir, or a directory below it that has one),
-// guarded like git's surface: the next session there trusts
-// .forkbox/ (config.toml, agents/: a task's planted explore.md or model would run it), and the
-// user's next `claude` trusts .claude/ (agents, commands, skills, output styles, settings.json's
-// hooks run commands) and .mcp.json (its servers are commands).
-// .claude also holds Claude Code's state (in a workdir of $HOME: transcripts of many MB, which
-// the guard would read at every call), so only what it trusts is guarded there, and the folder
-// is pinned like a .git directory: it cannot be swapped for a link to a planted one.
+// guarded like git's surface (kAgentConfigs): the next session or agent started there trusts it.
+// A directory of which only some names are guarded is pinned like a .git directory: it cannot be
+// swapped for a link to a planted one. One that is missing, or a link the user made, is guarded
+// whole, it and where it leads.
 void AddProjectConfig(const std::string& dir, MountPlan& plan) {
-  const fs::path forkbox = fs::path(dir) / ".forkbox";
-  const fs::path claude = fs::path(dir) / ".claude";
-  // Project MCP servers: a changed command of one the user approved runs without a prompt.
-  for (const fs::path& path : {forkbox, fs::path(dir) / ".mcp.json"}) {
-    AddReadonly(path, plan);
-    AddAbsent(path, plan);
-  }
-  if (!IsDir(claude)) {
-    AddReadonly(claude, plan);  // A link the user made: it and where it leads.
-    AddAbsent(claude, plan);
-    return;
-  }
-  plan.pinned.push_back(claude.string());
-  for (const char* name : {"settings.json", "settings.local.json", "agents", "commands", "hooks",
-                           "skills", "output-styles"}) {
-    AddReadonly(claude / name, plan);
-    AddAbsent(claude / name, plan);
+  for (const AgentConfig& config : kAgentConfigs) {
+    const fs::path path = fs::path(dir) / config.name;
+    if (config.trusted.empty() || !IsDir(path)) {
+      AddReadonly(path, plan);
+      AddAbsent(path, plan);
+      continue;
+    }
+    plan.pinned.push_back(path.string());
+    for (const char* name : config.trusted) {
+      AddReadonly(path / name, plan);
+      AddAbsent(path / name, plan);
+    }
   }
 }
 
@@ -598,6 +608,11 @@ void AddGitSurface(const std::string& workdir, MountPlan& plan) {
 }
 
 }  // namespace
+
+bool IsAgentConfigName(std::string_view name) {
+  return std::any_of(std::begin(kAgentConfigs), std::end(kAgentConfigs),
+                     [name](const AgentConfig& c) { return name == c.name; });
+}
 
 std::optional<LinkedGitDir> LinkedGitDirOf(const std::string& dir) {
   for (fs::path at = dir; at.is_absolute(); at = at.parent_path()) {

@@ -6,6 +6,7 @@
 
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "base/status.h"
@@ -23,8 +24,8 @@ struct MountPlan {
   std::vector<std::string> pinned;
   // Git's trust surface, bound read-only: hooks/, info/, config, config.worktree, commondir of
   // the workdir's git dir (and its common dir), other worktrees' admin dirs, submodules' git
-  // dirs, nested repositories' `.git`, a `.git` file; and the workdir's .forkbox/ and .claude/
-  // (agent files, config, hooks that the next session or `claude` trusts).
+  // dirs, nested repositories' `.git`, a `.git` file; and project agent config (.forkbox/,
+  // .claude/, .codex/, ...: what the next session or agent started there trusts; kAgentConfigs).
   std::vector<std::string> readonly;
   // Surface paths that were links when planned (`.git/hooks -> ../githooks`): readonly has their
   // targets, since a bind meeting a link is refused (one there now was planted since); the links
@@ -82,6 +83,10 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
 // without listing sockets. A missing hooks/ or info/ is created only in a git dir within the
 // workdir or a `writable` tree (plan.writable holds them all).
 MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::string>& writable = {});
+
+// Whether `name` is project agent config (`.claude`, `.forkbox`, `.mcp.json`, `.codex`, ...):
+// what an agent started in its directory trusts. The guard removes one a tool created, whole.
+bool IsAgentConfigName(std::string_view name);
 
 // The git dir a `.git` file names ("gitdir: X", a worktree's or a submodule's), and its common
 // dir (X itself for a submodule): what git uses in `dir` when the nearest `.git` in `dir` or an

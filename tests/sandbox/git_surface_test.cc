@@ -237,6 +237,43 @@ TEST(GitSurfaceGuard, FindsWhatGitAndClaudeTrustWhereTheWalkDidNotLook) {
   }
 }
 
+// Other agent CLIs trust project config too, and run what it names with the user's rights at
+// their next start there: Codex a trusted project's `.codex/config.toml` (mcp_servers, notify),
+// Gemini CLI `.gemini/settings.json` (mcpServers, hooks), `commands/` (`!{...}`) and
+// `extensions/`, Cursor `.cursor/mcp.json` and `hooks.json`. Unguarded before, in the workdir
+// and below it. The controls: the same files made before the record stay, and what those
+// directories hold besides (an agent's state, `.cursor/rules`) is the tool's to write.
+TEST(GitSurfaceGuard, OtherAgentsProjectConfigIsGuarded) {
+  const std::vector<std::string> planted = {
+      "/.codex/config.toml",      "/.gemini/settings.json",
+      "/.gemini/commands/x.toml", "/.gemini/extensions/e/gemini-extension.json",
+      "/.cursor/mcp.json",        "/.cursor/hooks.json",
+      "/sub/.codex/config.toml"};
+  const std::vector<std::string> state = {"/.gemini/tmp/chat.json", "/.cursor/rules/style.mdc",
+                                          "/.codex/notes.md"};
+  for (const bool before_record : {false, true}) {
+    SCOPED_TRACE(before_record ? "control: made before the record" : "made by a tool");
+    const std::string work = WorkdirOutOfSightOfRoot("git-guard-agents");
+    for (const char* dir : {"/.codex", "/.gemini", "/.cursor", "/sub"}) {
+      std::filesystem::create_directories(work + dir);
+    }
+    const auto plant = [&] {
+      for (const std::string& path : planted) Write(work + path, "{\"command\": \"x\"}\n");
+    };
+    if (before_record) plant();
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+    if (!before_record) plant();
+    for (const std::string& path : state) Write(work + path, "state\n");
+    const std::vector<std::string> undone = guard->Restore();
+    for (const std::string& path : planted) {
+      EXPECT_EQ(FileExists(work + path), before_record) << path;
+      EXPECT_EQ(HasLine(undone, path.substr(1)), !before_record) << path;
+    }
+    for (const std::string& path : state) EXPECT_TRUE(FileExists(work + path)) << path;
+  }
+}
+
 // As its owner, a tool can make a directory searchable but unreadable (`chmod 0311 a`): the walk
 // could not list it, but git still finds a repository committed below it by name and runs its
 // fsmonitor. The walk now lists it as its owner may, and leaves its mode as it was. Run as
