@@ -159,8 +159,8 @@ void AddReadScope(const Policy& policy, Report& r) {
     Add(r, "workdir scope", "refused", scope.message());
   } else if (policy.allow_broad_workdir) {
     Add(r, "workdir scope", "weaker",
-        "--allow-broad-workdir: a workdir containing a credential store makes it readable and "
-        "writable");
+        "--allow-broad-workdir: a workdir or --writable path containing a credential store "
+        "makes it readable and writable in layer 1 (layer 2 still hides it)");
   }
 }
 

@@ -339,6 +339,33 @@ std::vector<std::string> DeniedReadPaths(const Policy& policy) {
   return denied;
 }
 
+namespace {
+
+// Why a tree tools may write is too broad to be one ("" when it is not): "/", a system tree, a
+// home or above one, or a tree that holds or lies in a credential store. `denied`: the stores.
+std::string WhyTooBroad(const Policy& policy, const std::string& tree,
+                        const std::vector<std::string>& denied) {
+  if (tree == "/") return "it is /";
+  // Trees of programs, libraries, devices and kernel state: what a tool wrote there would run, or
+  // act, outside the sandbox.
+  for (const char* system : {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
+                             "/proc", "/run", "/sbin", "/sys", "/usr"}) {
+    if (PathWithin(tree, system) && !InDevShm(tree)) {  // /dev/shm: a user's tmpfs.
+      return "it is in " + std::string(system) + ", a system tree";
+    }
+  }
+  for (const std::string& home : HomesOf(policy)) {
+    if (PathWithin(home, tree)) return "it is your home directory or contains it";
+  }
+  for (const std::string& store : denied) {
+    if (PathWithin(store, tree)) return "it contains " + store + ", a credential store";
+    if (PathWithin(tree, store)) return "it is inside " + store + ", a credential store";
+  }
+  return "";
+}
+
+}  // namespace
+
 Status CheckWorkdirScope(const Policy& policy) {
   if (!policy.enabled) return Status::Ok();
   const std::string& wd = policy.workdir;
@@ -349,30 +376,21 @@ Status CheckWorkdirScope(const Policy& policy) {
         "elsewhere");
   }
   if (policy.allow_broad_workdir) return Status::Ok();
-  std::string why;
-  if (wd == "/") why = "it is /";
-  // Trees of programs, libraries, devices and kernel state: what a tool wrote there would run, or
-  // act, outside the sandbox.
-  for (const char* tree : {"/bin", "/boot", "/dev", "/etc", "/lib", "/lib32", "/lib64", "/libx32",
-                           "/proc", "/run", "/sbin", "/sys", "/usr"}) {
-    if (why.empty() && PathWithin(wd, tree) && !InDevShm(wd)) {  // /dev/shm: a user's tmpfs.
-      why = "it is in " + std::string(tree) + ", a system tree";
-    }
+  const std::vector<std::string> denied = DeniedReadPaths(policy);
+  // A --writable tree gets the workdir's rights: in layer 1 its write rule also grants reading,
+  // which no read rule can take back for a store inside it. Ignored with --sandbox read-only.
+  std::vector<std::string> trees = {wd};
+  if (!policy.read_only) trees.insert(trees.end(), policy.writable.begin(), policy.writable.end());
+  for (const std::string& tree : trees) {
+    const std::string why = WhyTooBroad(policy, tree, denied);
+    if (why.empty()) continue;
+    return Status::InvalidArgument(
+        (tree == wd ? "workdir " : "--writable ") + tree + ": refused, " + why +
+        "; tools may write anywhere in it, so it would put your credentials, startup files or "
+        "the system's programs within their reach. Choose a project directory, or pass "
+        "--allow-broad-workdir");
   }
-  for (const std::string& home : HomesOf(policy)) {
-    if (why.empty() && PathWithin(home, wd)) why = "it is your home directory or contains it";
-  }
-  for (const std::string& denied : DeniedReadPaths(policy)) {
-    if (!why.empty()) break;
-    if (PathWithin(denied, wd)) why = "it contains " + denied + ", a credential store";
-    if (PathWithin(wd, denied)) why = "it is inside " + denied + ", a credential store";
-  }
-  if (why.empty()) return Status::Ok();
-  return Status::InvalidArgument("workdir " + wd + ": refused, " + why +
-                                 "; tools may write anywhere in the workdir, so it would put your "
-                                 "credentials, startup files or the system's programs within their "
-                                 "reach. Choose a "
-                                 "project directory, or pass --allow-broad-workdir");
+  return Status::Ok();
 }
 
 std::string HiddenGitDirWarning(const Policy& policy, int layer) {

@@ -95,10 +95,11 @@ std::vector<std::string> DeniedReadPaths(const Policy& policy);
 // full rights (forkbox-child, its modules) must lie outside all of them.
 std::vector<std::string> PersistentWritableTrees(const Policy& policy, int layer);
 
-// Refuses (kInvalidArgument, a clear message) a workdir that is "/", a home, an ancestor of a
-// denied read path or inside one: its write rights would cover the credential stores. OK with
-// policy.allow_broad_workdir. Refuses a read-only policy's workdir in /dev/shm in any case:
-// layer-1 commands may write there.
+// Refuses (kInvalidArgument, a clear message) a workdir or --writable tree that is "/", in a
+// system tree, a home or above one, an ancestor of a denied read path or inside one: its write
+// rights would cover the credential stores (in layer 1 reading them too) or programs that run
+// outside. OK with policy.allow_broad_workdir. Refuses a read-only policy's workdir in /dev/shm in
+// any case: layer-1 commands may write there.
 Status CheckWorkdirScope(const Policy& policy);
 
 // Layer 2 replaces /tmp and /dev/shm with private tmpfs mounts. When the workdir is in a git

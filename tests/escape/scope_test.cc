@@ -272,6 +272,38 @@ TEST_P(ScopeTest, BroadWorkdirRefused) {
   std::filesystem::remove_all(shm);
 }
 
+// A --writable tree gets every right in layer 1, reading included, which the read scope's carving
+// cannot take back below it: `--writable ~/.local` (for `pip --user`) let a tool read
+// ~/.local/share/keyrings and every saved session, `--writable ~` ~/.ssh. Such a tree is now
+// refused as a workdir would be (exit 2, naming the store); with --allow-broad-workdir layer 2
+// still hides the store. The control reads it.
+TEST_P(ScopeTest, AWritableTreeOverAStoreIsRefused) {
+  ASSERT_NO_FATAL_FAILURE(PlantSecret(".local/share/keyrings/login.keyring"));
+  ASSERT_NO_FATAL_FAILURE(PlantSecret(".ssh/id_x"));
+  for (const std::string& tree : {home_ + "/.local", home_}) {
+    SCOPED_TRACE("--writable " + tree);
+    const std::string secret = home_ + (tree == home_ ? "/.ssh/id_x"
+                                                      : "/.local/share/keyrings/"
+                                                        "login.keyring");
+    RunResult r = Probe({"read_secret", secret, secret_}, Flags({"--writable", tree}));
+    if (!sandboxed()) {
+      Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "read a store in a --writable tree");
+      continue;
+    }
+    EXPECT_EQ(r.exit_code, 2) << r.Describe();
+    EXPECT_TRUE(Contains(r.err, "--writable " + tree + ": refused")) << r.Describe();
+    EXPECT_TRUE(Contains(r.err, "--allow-broad-workdir")) << r.Describe();
+    EXPECT_FALSE(ProbeSaysEscaped(r)) << r.Describe();
+  }
+  // A tree beside the stores stays a plain opt-in.
+  const std::string bin = home_ + "/.local/bin";
+  ASSERT_EQ(system(("mkdir -p '" + bin + "'").c_str()), 0);
+  ChownTree(home_, uid(), gid());
+  RunResult r = Probe({"create", bin + "/tool"}, Flags({"--writable", bin}));
+  EXPECT_TRUE(ProbeSaysEscaped(r)) << "the write it opts in\n" << r.Describe();
+  EXPECT_TRUE(Exists(bin + "/tool")) << r.Describe();
+}
+
 // A tool plants everything git trusts (hooks, fsmonitor in config, config.worktree, a commondir
 // redirect, a nested repository's hook, a new nested repository, a `.git` file); then the user
 // runs git status, commit and checkout outside. Nothing may run.

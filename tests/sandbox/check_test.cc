@@ -934,8 +934,10 @@ TEST(SandboxCommand, InLayer1ASigkillOfItLeavesNoProcessOfItsCommand) {
     // Its state in a tree the tools can write: no journal (they could forge one), so no journal's
     // lock either. Its output to /dev/null: a stopped keeper holds no pipe the run's thread reads.
     const std::string state = MakeTempDir("cmd-layer1-sigkill-state");
-    std::vector<std::string> args = {"--workdir", work,      "--writable", state,
-                                     "--",        "/bin/sh", "-c",         script};
+    // --allow-broad-workdir: a writable tree holding forkbox's state is refused without it.
+    std::vector<std::string> args = {
+        "--workdir", work,      "--writable", state, "--allow-broad-workdir",
+        "--",        "/bin/sh", "-c",         script};
     if (!sandboxed) args.insert(args.begin(), "--sandbox=off");
     const auto setup = [state] {
       const int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
