@@ -15,6 +15,7 @@
 #include "base/path.h"
 #include "base/state_dir.h"
 #include "sandbox/contain.h"
+#include "sandbox/git_config.h"
 #include "sandbox/landlock.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
@@ -134,6 +135,7 @@ Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdi
     r = c.string();
   }
   if (policy.enabled) {
+    (void)TheUserGitConfig();  // Read now, before any confinement: the guard's plan uses it.
     policy.homes = HomesOf(policy);
     std::vector<std::string> denied, credentials;
     ListStores(policy, &denied, &credentials);

@@ -1,7 +1,10 @@
 #include "sandbox/git_config.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <filesystem>
+
+#include "base/file.h"
 
 namespace forkbox::sandbox {
 
@@ -66,15 +69,15 @@ std::string Resolve(const std::string& value, const std::string& relative_to,
   } else if (path.is_relative()) {
     path = fs::path(relative_to) / path;
   }
-  return path.lexically_normal().string();
+  path = path.lexically_normal();
+  if (!path.has_filename() && path.has_relative_path()) path = path.parent_path();  // "hooks/"
+  return path.string();
 }
 
 }  // namespace
 
-std::vector<GitConfigPath> GitConfigPaths(const std::string& text, const std::string& config_path,
-                                          const std::string& hooks_cwd, const std::string& home) {
-  const std::string config_dir = std::filesystem::path(config_path).parent_path().string();
-  std::vector<GitConfigPath> paths;
+std::vector<GitConfigEntry> GitConfigEntries(const std::string& text) {
+  std::vector<GitConfigEntry> entries;
   std::string section;
   for (size_t start = 0; start <= text.size();) {
     size_t end = text.find('\n', start);
@@ -90,18 +93,75 @@ std::vector<GitConfigPath> GitConfigPaths(const std::string& text, const std::st
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     const size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
-    const std::string key = Lower(Trim(line.substr(0, eq)));
-    const std::string value = ValueOf(line.substr(eq + 1));
-    if (value.empty()) continue;
-    if (section == "core" && key == "hookspath") {
-      const std::string path = Resolve(value, hooks_cwd, home);
+    entries.push_back({section, Lower(Trim(line.substr(0, eq))), ValueOf(line.substr(eq + 1))});
+  }
+  return entries;
+}
+
+std::vector<GitConfigPath> GitConfigPaths(const std::string& text, const std::string& config_path,
+                                          const std::string& hooks_cwd, const std::string& home) {
+  const std::string config_dir = std::filesystem::path(config_path).parent_path().string();
+  std::vector<GitConfigPath> paths;
+  for (const GitConfigEntry& e : GitConfigEntries(text)) {
+    if (e.value.empty()) continue;
+    if (e.section == "core" && e.key == "hookspath") {
+      const std::string path = Resolve(e.value, hooks_cwd, home);
       if (!path.empty()) paths.push_back({path, false});
-    } else if ((section == "include" || section == "includeif") && key == "path") {
-      const std::string path = Resolve(value, config_dir, home);
+    } else if ((e.section == "include" || e.section == "includeif") && e.key == "path") {
+      const std::string path = Resolve(e.value, config_dir, home);
       if (!path.empty()) paths.push_back({path, true});
     }
   }
   return paths;
+}
+
+namespace {
+
+// How deep the user's config files' includes are followed (as the repository's: namespaces.cc).
+constexpr int kUserIncludeLevels = 4;
+
+void AddUserConfigFile(const std::string& path, const std::string& home, int level,
+                       UserGitConfig& out) {
+  Result<std::string> text = ReadRegularFile(path, 1 << 20);
+  if (!text.ok()) return;
+  for (GitConfigPath& named : GitConfigPaths(*text, path, "", home)) {
+    if (!named.include) {
+      out.hooks_paths.push_back(std::move(named.path));
+      continue;
+    }
+    out.includes.push_back(named.path);
+    if (level + 1 < kUserIncludeLevels) AddUserConfigFile(named.path, home, level + 1, out);
+  }
+}
+
+}  // namespace
+
+UserGitConfig ReadUserGitConfig(const std::function<const char*(const char*)>& getenv) {
+  const auto var = [&getenv](const char* name) {
+    const char* value = getenv(name);
+    return std::string(value != nullptr ? value : "");
+  };
+  const std::string home = var("HOME");
+  std::vector<std::string> files = {var("GIT_CONFIG_GLOBAL"), var("GIT_CONFIG_SYSTEM"),
+                                    "/etc/gitconfig"};
+  if (!var("XDG_CONFIG_HOME").empty()) files.push_back(var("XDG_CONFIG_HOME") + "/git/config");
+  if (!home.empty()) {
+    files.push_back(home + "/.gitconfig");
+    files.push_back(home + "/.config/git/config");
+  }
+  UserGitConfig config;
+  for (const std::string& file : files) {
+    std::error_code ec;
+    if (!file.empty())
+      AddUserConfigFile(std::filesystem::absolute(file, ec).string(), home, 0, config);
+  }
+  return config;
+}
+
+const UserGitConfig& TheUserGitConfig() {
+  static const UserGitConfig config =
+      ReadUserGitConfig([](const char* name) { return std::getenv(name); });
+  return config;
 }
 
 }  // namespace forkbox::sandbox

@@ -4,6 +4,7 @@
 #ifndef FORKBOX_SANDBOX_GIT_CONFIG_H_
 #define FORKBOX_SANDBOX_GIT_CONFIG_H_
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -15,6 +16,16 @@ std::string Lower(std::string s);        // ASCII only, as git folds names.
 // The section of a `[name]` or `[name "sub"]` header line ("name" or "name.*"), or "" when it is
 // anything else.
 std::string SectionOf(const std::string& line);
+
+// Every `key = value` line of git config `text`, in order: the section ("core", "includeif": a
+// subsection dropped) and the key lowercased, the value as git reads it (quotes and a comment
+// dropped). The one reading of config lines here; loose as GitConfigPaths says.
+struct GitConfigEntry {
+  std::string section;
+  std::string key;
+  std::string value;
+};
+std::vector<GitConfigEntry> GitConfigEntries(const std::string& text);
 
 // A path a config file names: where git runs hooks from, or another config file it reads.
 struct GitConfigPath {
@@ -29,6 +40,23 @@ struct GitConfigPath {
 // read): a false match only guards more.
 std::vector<GitConfigPath> GitConfigPaths(const std::string& text, const std::string& config_path,
                                           const std::string& hooks_cwd, const std::string& home);
+
+// What the user's own git config makes git trust in every repository: core.hooksPath (a relative
+// `.githooks` names a directory in each worktree, where a planted pre-commit runs at the next
+// commit) and the files it includes. Read from every file git may take as global or system
+// config: $GIT_CONFIG_GLOBAL, ~/.gitconfig, $XDG_CONFIG_HOME/git/config (~/.config/git/config),
+// $GIT_CONFIG_SYSTEM and /etc/gitconfig, and the files they include, four levels deep. The
+// union, whatever GIT_CONFIG_NOSYSTEM or GIT_CONFIG_GLOBAL say here: the user's next git runs in
+// another environment, and a path guarded for nothing only guards more.
+struct UserGitConfig {
+  std::vector<std::string> hooks_paths;  // Lexically normal; a relative one as written.
+  std::vector<std::string> includes;     // Absolute.
+};
+// `getenv` gives a variable's value, or nullptr when it is unset.
+UserGitConfig ReadUserGitConfig(const std::function<const char*(const char*)>& getenv);
+// ReadUserGitConfig of this process's environment, read at the first call only: the guard plans
+// at every tool call, and its first record runs before any confinement (ResolvePolicy calls it).
+const UserGitConfig& TheUserGitConfig();
 
 }  // namespace forkbox::sandbox
 

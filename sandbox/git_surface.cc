@@ -261,6 +261,12 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Record(const std::string& workdir,
   for (const std::string& g : guard.git_dirs_) {
     guard.entries_[g] = ReadEntry(guard.root_.get(), g);
   }
+  for (const std::string& p : plan.operations) {
+    const std::optional<std::string> rel = PathBelow(p, workdir);
+    if (!rel) continue;
+    Entry e = ReadEntry(guard.root_.get(), *rel);
+    if (e.kind != Kind::kAbsent) guard.operations_[*rel] = std::move(e);
+  }
   WalkBudget budget;
   for (const std::string& r : guard.roots_) {
     if (!Walk(guard.root_.get(), r, 0, budget, guard.entries_)) {
@@ -441,6 +447,116 @@ MountPlan GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
   return plan;
 }
 
+namespace {
+
+// The merge strategies git carries itself; any other is `git-merge-NAME`, found on $PATH, or in
+// the worktree when NAME holds a slash (`x/../evil` ran ./evil beside a `git-merge-x/`).
+bool IsGitsOwnStrategy(const std::string& name) {
+  static const std::set<std::string> own = {"ort",     "recursive", "resolve",
+                                            "octopus", "ours",      "subtree"};
+  return name.empty() || own.count(name) > 0;
+}
+
+// A rebase todo line git runs as a shell command: `exec` or `x` first (any case, any blank
+// after it: looser than git's parser, so a false match only drops more).
+bool IsExecLine(std::string_view line) {
+  const size_t start = line.find_first_not_of(" \t");
+  if (start == std::string_view::npos) return false;
+  line.remove_prefix(start);
+  const std::string word(line.substr(0, line.find_first_of(std::string_view(" \t\r\v\f\0", 6))));
+  return Lower(word) == "x" || Lower(word) == "exec";
+}
+
+std::vector<std::string> LinesOf(const std::string& text) {
+  std::vector<std::string> lines;
+  for (size_t start = 0; start < text.size();) {
+    const size_t end = std::min(text.find('\n', start), text.size());
+    lines.push_back(text.substr(start, end - start));
+    start = end + 1;
+  }
+  return lines;
+}
+
+// The strategy a rebase's `strategy` file or a cherry-pick's `opts` (config: options.strategy)
+// names that is not git's own, or "".
+std::string ForeignStrategy(const std::string& name, const std::string& data) {
+  if (name == "strategy") {
+    const std::string value = data.substr(0, data.find_last_not_of("\r\n") + 1);
+    return IsGitsOwnStrategy(value) ? "" : value;
+  }
+  for (const GitConfigEntry& e : GitConfigEntries(data)) {
+    if (e.section == "options" && e.key == "strategy" && !IsGitsOwnStrategy(e.value)) {
+      return e.value;
+    }
+  }
+  return "";
+}
+
+// The todo `now` without the exec lines that `was` (the record) did not hold.
+void DropNewExecLines(int root, const std::string& rel, const Entry& now, const Entry& was,
+                      std::vector<std::string>& lines) {
+  std::set<std::string> recorded;
+  for (const std::string& line : LinesOf(was.kind == Kind::kFile ? was.data : "")) {
+    if (IsExecLine(line)) recorded.insert(line);
+  }
+  Entry kept = now;
+  kept.data.clear();
+  std::vector<std::string> dropped;
+  for (const std::string& line : LinesOf(now.data)) {
+    if (IsExecLine(line) && recorded.count(line) == 0) {
+      dropped.push_back(line);
+    } else {
+      kept.data += line + "\n";
+    }
+  }
+  if (dropped.empty()) return;
+  Note(lines, WriteAt(root, rel, kept),
+       "remove " + std::to_string(dropped.size()) + " exec line(s) from",
+       rel + " (a tool's: `git rebase --continue` would run \"" + dropped.front() + "\")");
+}
+
+// Undoes what the operation file `rel`, now `now` and recorded as `was`, would make git run.
+void UndoOperation(int root, const std::string& rel, const Entry& now, const Entry& was,
+                   std::vector<std::string>& lines) {
+  const std::string name = NameOf(rel);
+  if (name == "rebase-merge" || name == "sequencer") {
+    if (now.kind == Kind::kDir) return;
+    Note(lines, RemoveAt(root, rel), "remove",
+         rel + " (not a directory: git would read the operation's todo where it leads)");
+    return;
+  }
+  const std::string continues = rel.find("/sequencer/") != std::string::npos
+                                    ? "`git cherry-pick --continue`"
+                                    : "`git rebase --continue`";
+  std::string runs;
+  if (now.kind != Kind::kFile) {
+    runs = "what it leads to";
+  } else if (name == "git-rebase-todo") {
+    DropNewExecLines(root, rel, now, was, lines);
+    return;
+  } else if (const std::string strategy = ForeignStrategy(name, now.data); !strategy.empty()) {
+    runs = "git-merge-" + strategy;
+  } else {
+    return;
+  }
+  Note(lines, WriteAt(root, rel, was), was.kind == Kind::kAbsent ? "remove" : "restore",
+       rel + " (a tool's: " + continues + " would run " + runs + ")");
+}
+
+}  // namespace
+
+void GitSurfaceGuard::UndoOperations(const MountPlan& plan, std::vector<std::string>& lines) const {
+  for (const std::string& path : plan.operations) {
+    const std::optional<std::string> rel = PathBelow(path, workdir_);
+    if (!rel) continue;
+    const Entry now = ReadEntry(root_.get(), *rel);
+    const auto it = operations_.find(*rel);
+    const Entry was = it == operations_.end() ? Entry{} : it->second;
+    if (now.kind != Kind::kAbsent && !(now == was))
+      UndoOperation(root_.get(), *rel, now, was, lines);
+  }
+}
+
 std::vector<std::string> GitSurfaceGuard::Restore(After after) {
   std::vector<std::string> lines;
   const std::vector<std::string> gone = ForgetGoneRepos(lines);
@@ -448,6 +564,7 @@ std::vector<std::string> GitSurfaceGuard::Restore(After after) {
   // What appeared since: new repositories (git init), submodules, worktrees, `.git` files.
   const size_t before_cleaning = lines.size();
   const MountPlan surface = CleanNewSurface(gone, lines);
+  UndoOperations(surface, lines);
   if (after == After::kDone) return lines;
   // The new record takes that walk's surface, unless cleaning changed it: then it walks again.
   Result<GitSurfaceGuard> fresh = lines.size() == before_cleaning

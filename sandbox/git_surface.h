@@ -92,12 +92,20 @@ class GitSurfaceGuard {
   // Also returns the surface it walked.
   MountPlan CleanNewSurface(const std::vector<std::string>& gone,
                             std::vector<std::string>& lines) const;
+  // The operations in progress in `plan` (MountPlan::operations), those of repositories that
+  // appeared too: what changed since the record and would make git run a command when the user
+  // continues the operation is undone (an exec line a tool added to a rebase's todo is dropped, a
+  // strategy that is not git's own is put back as recorded, a link in a directory's place goes).
+  // The rest stays, so a rebase a tool started stays continuable.
+  void UndoOperations(const MountPlan& plan, std::vector<std::string>& lines) const;
   std::string workdir_;
   std::vector<std::string> writable_;     // The other writable trees (Take's `writable`).
   UniqueFd root_;                         // O_PATH of the workdir.
   std::vector<std::string> roots_;        // Surface roots, relative to the workdir.
   std::vector<std::string> git_dirs_;     // `.git` directories (relative), recorded as such.
   std::map<std::string, Entry> entries_;  // Every path at or below a root.
+  // MountPlan::operations below the workdir that existed (relative), compared, never put back.
+  std::map<std::string, Entry> operations_;
 };
 
 }  // namespace forkbox::sandbox

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <map>
 #include <string>
 #include <string_view>
 
@@ -15,7 +16,7 @@
 namespace forkbox::sandbox {
 namespace {
 
-constexpr std::string_view kMagic = "forkbox-guard 1\n";
+constexpr std::string_view kMagic = "forkbox-guard 2\n";
 
 void PutU64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -27,6 +28,16 @@ void PutString(std::string& out, std::string_view s) {
 void PutList(std::string& out, const std::vector<std::string>& list) {
   PutU64(out, list.size());
   for (const std::string& s : list) PutString(out, s);
+}
+
+void PutEntries(std::string& out, const std::map<std::string, GitSurfaceGuard::Entry>& entries) {
+  PutU64(out, entries.size());
+  for (const auto& [path, e] : entries) {
+    PutString(out, path);
+    PutU64(out, static_cast<uint64_t>(e.kind));
+    PutU64(out, e.mode);
+    PutString(out, e.data);
+  }
 }
 
 // FNV-1a, 64 bits: catches a record cut short or garbled, not an adversary (the journal lies
@@ -65,6 +76,24 @@ class Reader {
     }
     return true;
   }
+  // A count, then each path and its entry (PutEntries).
+  bool Entries(std::map<std::string, GitSurfaceGuard::Entry>* entries) {
+    uint64_t count = 0;
+    if (!U64(&count) || count > rest_.size() / 8) return false;
+    for (uint64_t i = 0; i < count; ++i) {
+      std::string path;
+      uint64_t kind = 0, mode = 0;
+      GitSurfaceGuard::Entry e;
+      if (!String(&path) || !U64(&kind) || !U64(&mode) || !String(&e.data) ||
+          kind > static_cast<uint64_t>(GitSurfaceGuard::Entry::Kind::kOther) || mode > 07777) {
+        return false;
+      }
+      e.kind = static_cast<GitSurfaceGuard::Entry::Kind>(kind);
+      e.mode = static_cast<unsigned>(mode);
+      (*entries)[std::move(path)] = std::move(e);
+    }
+    return true;
+  }
   bool done() const { return rest_.empty(); }
   size_t left() const { return rest_.size(); }
 
@@ -96,13 +125,8 @@ std::string GitSurfaceGuard::Serialize() const {
   PutList(out, writable_);
   PutList(out, roots_);
   PutList(out, git_dirs_);
-  PutU64(out, entries_.size());
-  for (const auto& [path, e] : entries_) {
-    PutString(out, path);
-    PutU64(out, static_cast<uint64_t>(e.kind));
-    PutU64(out, e.mode);
-    PutString(out, e.data);
-  }
+  PutEntries(out, entries_);
+  PutEntries(out, operations_);
   PutU64(out, Checksum(out));
   return out;
 }
@@ -117,23 +141,11 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Reload(std::string_view record) {
   if (!tail.U64(&sum) || sum != Checksum(record.substr(0, record.size() - 8))) return garbled;
   Reader in(record.substr(kMagic.size(), record.size() - kMagic.size() - 8));
   GitSurfaceGuard guard;
-  uint64_t dev = 0, ino = 0, count = 0;
+  uint64_t dev = 0, ino = 0;
   if (!in.U64(&dev) || !in.U64(&ino) || !in.String(&guard.workdir_) || !in.List(&guard.writable_) ||
-      !in.List(&guard.roots_) || !in.List(&guard.git_dirs_) || !in.U64(&count) ||
-      count > in.left() / 8) {
+      !in.List(&guard.roots_) || !in.List(&guard.git_dirs_) || !in.Entries(&guard.entries_) ||
+      !in.Entries(&guard.operations_)) {
     return garbled;
-  }
-  for (uint64_t i = 0; i < count; ++i) {
-    std::string path;
-    uint64_t kind = 0, mode = 0;
-    Entry e;
-    if (!in.String(&path) || !in.U64(&kind) || !in.U64(&mode) || !in.String(&e.data) ||
-        kind > static_cast<uint64_t>(Entry::Kind::kOther) || mode > 07777) {
-      return garbled;
-    }
-    e.kind = static_cast<Entry::Kind>(kind);
-    e.mode = static_cast<unsigned>(mode);
-    guard.entries_[std::move(path)] = std::move(e);
   }
   if (!in.done() || guard.workdir_.empty() || guard.workdir_.front() != '/') return garbled;
   for (const auto* list : {&guard.roots_, &guard.git_dirs_}) {
@@ -141,8 +153,10 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Reload(std::string_view record) {
       if (!IsPlainRelative(rel)) return garbled;
     }
   }
-  for (const auto& [path, e] : guard.entries_) {
-    if (!IsPlainRelative(path)) return garbled;
+  for (const auto* map : {&guard.entries_, &guard.operations_}) {
+    for (const auto& [path, e] : *map) {
+      if (!IsPlainRelative(path)) return garbled;
+    }
   }
   // The very directory the record was taken in, reached without a link: a workdir removed and
   // made again, or swapped for a link, is another project.

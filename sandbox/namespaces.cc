@@ -176,6 +176,10 @@ void AddTrustedFiles(const fs::path& dir, MountPlan& plan) {
   }
   AddAbsent(dir / "commondir", plan);
   AddAbsent(dir / "config.worktree", plan);
+  for (const char* name : {"rebase-merge", "rebase-merge/git-rebase-todo", "rebase-merge/strategy",
+                           "sequencer", "sequencer/opts"}) {
+    AddOnce(plan.operations, (dir / name).string());
+  }
 }
 
 // How far below modules/ a submodule's git dir is looked for (a name may hold slashes: "a/b").
@@ -210,6 +214,13 @@ constexpr int kIncludeLevels = 4;
 // a core.hooksPath into the worktree (husky's `.husky/_`, git-ignored: a planted hook there never
 // showed in `git status`) and an included file there (its planted fsmonitor ran). One that does
 // not exist must not appear. Included files are read in turn, kIncludeLevels deep.
+bool GuardConfigured(const fs::path& path, MountPlan& plan) {
+  if (!InWritableTree(plan, path)) return false;
+  AddReadonly(path, plan);
+  AddAbsent(path, plan);
+  return true;
+}
+
 void AddConfiguredPaths(const fs::path& config, const fs::path& hooks_cwd, MountPlan& plan,
                         int level = 0) {
   Result<std::string> text = ReadRegularFile(config.string(), 1 << 20);
@@ -217,13 +228,21 @@ void AddConfiguredPaths(const fs::path& config, const fs::path& hooks_cwd, Mount
   const char* home = getenv("HOME");
   for (const GitConfigPath& named :
        GitConfigPaths(*text, config.string(), hooks_cwd.string(), home ? home : "")) {
-    if (!InWritableTree(plan, named.path)) continue;
-    AddReadonly(named.path, plan);
-    AddAbsent(named.path, plan);
+    if (!GuardConfigured(named.path, plan)) continue;
     if (named.include && level + 1 < kIncludeLevels) {
       AddConfiguredPaths(named.path, hooks_cwd, plan, level + 1);
     }
   }
+}
+
+// The same for what the user's global and system config name (TheUserGitConfig, read once): a
+// relative core.hooksPath there is a directory in every worktree, this one's at `hooks_cwd`.
+void AddUserConfiguredPaths(const fs::path& hooks_cwd, MountPlan& plan) {
+  const UserGitConfig& user = TheUserGitConfig();
+  for (const std::string& hooks : user.hooks_paths) {
+    GuardConfigured((hooks_cwd / hooks).lexically_normal(), plan);  // An absolute one as it is.
+  }
+  for (const std::string& include : user.includes) GuardConfigured(include, plan);
 }
 
 // A git directory's trust surface, in the common dir too for a worktree: the trusted files, the
@@ -234,6 +253,7 @@ void AddGitDir(const fs::path& gitdir, const fs::path& hooks_cwd, MountPlan& pla
   AddTrustedFiles(common, plan);
   AddConfiguredPaths(common / "config", hooks_cwd, plan);
   AddConfiguredPaths(common / "config.worktree", hooks_cwd, plan);
+  AddUserConfiguredPaths(hooks_cwd, plan);
   if (gitdir != common) {
     AddTrustedFiles(gitdir, plan);
     AddConfiguredPaths(gitdir / "config.worktree", hooks_cwd, plan);

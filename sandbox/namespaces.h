@@ -35,6 +35,12 @@ struct MountPlan {
   // cannot stop their creation in a writable tree, so the namespace init removes them once the
   // command and every process it left behind are dead, and says so on stderr.
   std::vector<std::string> absent;
+  // What an operation in progress in each git dir makes git run when the user continues it
+  // (rebase-merge/git-rebase-todo's exec lines and rebase-merge/strategy: `git rebase --continue`;
+  // sequencer/opts' strategy: `git cherry-pick --continue`), and the two directories. Never bound:
+  // a rebase in the sandbox writes them, and must stay continuable. GitSurfaceGuard undoes only
+  // what appeared there since its record and would run a command.
+  std::vector<std::string> operations;
   // Credential stores hidden from the command: an empty read-only tmpfs over each directory,
   // /dev/null over each file; and /dev/null over every pathname socket bound when the plan was
   // made (/proc/net/unix) outside the writable trees and the emptied socket_dirs.

@@ -67,13 +67,23 @@ class ScopeTest : public EscapeTest {
   }
   // Runs `git ARGS` in `dir` as the mode's user, outside any sandbox.
   RunResult GitOutside(const std::string& dir, std::vector<std::string> args) {
+    args.insert(args.begin(), {"/usr/bin/git", "-C", dir});
+    return Outside("", args);
+  }
+  // Runs the shell `script` in `dir` as the mode's user, outside any sandbox, with git's
+  // committer set and no editor.
+  RunResult ShellOutside(const std::string& dir, const std::string& script) {
+    return Outside(dir, {"/bin/sh", "-c", script});
+  }
+  RunResult Outside(const std::string& cwd, const std::vector<std::string>& argv) {
     Command c;
     if (as_user()) c.argv = {RunAsPath(), std::to_string(uid()), std::to_string(gid())};
-    c.argv.insert(c.argv.end(), {"/usr/bin/git", "-C", dir});
-    c.argv.insert(c.argv.end(), args.begin(), args.end());
+    c.argv.insert(c.argv.end(), argv.begin(), argv.end());
     c.env = {"HOME=" + home_,        "PATH=/usr/bin:/bin",
              "GIT_AUTHOR_NAME=u",    "GIT_AUTHOR_EMAIL=u@example.invalid",
-             "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@example.invalid"};
+             "GIT_COMMITTER_NAME=u", "GIT_COMMITTER_EMAIL=u@example.invalid",
+             "GIT_EDITOR=true"};
+    c.cwd = cwd;
     return RunCommand(c);
   }
 };
@@ -499,6 +509,75 @@ TEST_P(ScopeTest, PlantedSubmoduleGitDirsRunNothingOutside) {
   if (!sandboxed()) {
     EXPECT_EQ(ran, " deep linked") << "the control, git's own view";
   }
+}
+
+// Two commits on `side` past the one that conflicts with `main` in f: `git rebase main side` and
+// `git cherry-pick main..side` stop on the first and have the others still to do.
+constexpr const char* kConflictingBranches =
+    "git init -q -b main . && echo a > f && git add f && git commit -qm a && git checkout -qb "
+    "side && echo b > f && git commit -qam b && echo c > g && git add g && git commit -qm c && "
+    "echo d > h && git add h && git commit -qm d && git checkout -q main && echo x > f && git "
+    "commit -qam x";
+
+// An operation in progress that a tool left for the user's `--continue` to run a command (git
+// 2.39): an exec line in a rebase's todo (the user's, stopped on a conflict, and one the tool
+// started in a repository it made: new/), a strategy that is not git's own in rebase-merge/strategy
+// and in a cherry-pick's sequencer/opts (`x/../evil`: git runs git-merge-x/../evil, the
+// worktree's ./evil). Outside, the user resolves f and continues each. The rebase the tool
+// started stays continuable: only what would run is dropped.
+TEST_P(ScopeTest, AnOperationInProgressRunsNothingOutside) {
+  const std::string mark = outside_ + "/RAN-";
+  for (const char* dir : {"/repo", "/pick"}) ASSERT_EQ(mkdir((work_ + dir).c_str(), 0755), 0);
+  ChownTree(work_, uid(), gid());
+  ShellOutside(work_ + "/repo", std::string(kConflictingBranches) + "; git rebase main side");
+  ShellOutside(work_ + "/pick", std::string(kConflictingBranches) + "; git cherry-pick main..side");
+  ASSERT_TRUE(Exists(work_ + "/repo/.git/rebase-merge/git-rebase-todo"));
+  ASSERT_TRUE(Exists(work_ + "/pick/.git/sequencer/todo"));
+  const auto evil = [&mark](const std::string& name) {
+    return "mkdir git-merge-x && printf '#!/bin/sh\\ntouch " + mark + name +
+           "\\nexit 1\\n' > evil && chmod 755 evil";
+  };
+  RunResult r = Shell(
+      "echo PROBE operations; export GIT_AUTHOR_NAME=u GIT_AUTHOR_EMAIL=u@x GIT_COMMITTER_NAME=u "
+      "GIT_COMMITTER_EMAIL=u@x; cd '" +
+      work_ + "/repo' && sed -i '1i exec touch " + mark +
+      "exec' .git/rebase-merge/git-rebase-todo && echo x/../evil > .git/rebase-merge/strategy && " +
+      evil("strategy") + " && cd ../pick && printf '[options]\\n\\tstrategy = x/../evil\\n' > " +
+      ".git/sequencer/opts && " + evil("cherry") + " && mkdir ../new && cd ../new && { " +
+      kConflictingBranches + "; git rebase main side; } >/dev/null 2>&1; echo 'x touch " + mark +
+      "new' >> .git/rebase-merge/git-rebase-todo; exit 0");
+  ShellOutside(work_ + "/repo", "echo b > f && git add f && git rebase --continue");
+  ShellOutside(work_ + "/pick", "echo b > f && git add f && git cherry-pick --continue");
+  const RunResult tools =
+      ShellOutside(work_ + "/new", "echo b > f && git add f && git rebase --continue");
+  EXPECT_EQ(tools.exit_code, 0) << "the rebase a tool started stays continuable\n"
+                                << r.Describe() << tools.Describe();
+  std::string ran;
+  for (const char* name : {"exec", "strategy", "cherry", "new"}) {
+    if (Exists(mark + name)) ran += std::string(" ") + name;
+  }
+  Verdict(r, !ran.empty(), Control::kAlways, "a tool-left operation ran at --continue:" + ran);
+  if (!sandboxed()) {
+    EXPECT_EQ(ran, " exec strategy cherry new") << "the control, git's own view";
+  }
+}
+
+// A relative core.hooksPath in the user's global config (~/.gitconfig here; $GIT_CONFIG_GLOBAL,
+// $XDG_CONFIG_HOME/git/config and the system's are read too) is a directory in every worktree: a
+// tool's .githooks/pre-commit ran at the user's next commit. Only the repository's own config
+// was read before.
+TEST_P(ScopeTest, AGlobalHooksPathInTheWorktreeRunsNothingOutside) {
+  const std::string mark = outside_ + "/RAN-global-hookspath";
+  WriteFile(home_ + "/.gitconfig", "[core]\n\thooksPath = .githooks\n", 0644);
+  ChownTree(home_, uid(), gid());
+  ChownTree(work_, uid(), gid());
+  ASSERT_EQ(GitOutside(work_, {"init", "-q"}).exit_code, 0);
+  RunResult r = Shell(
+      "echo PROBE global-hookspath; mkdir -p .githooks && printf "
+      "'#!/bin/sh\\ntouch " +
+      mark + "\\n' > .githooks/pre-commit && chmod 755 .githooks/pre-commit");
+  GitOutside(work_, {"commit", "-q", "--allow-empty", "-m", "outside"});
+  Verdict(r, Exists(mark), Control::kAlways, "a hook in the global hooksPath ran outside");
 }
 
 TEST_P(ScopeTest, GitSurfaceRunsNothingOutside) {

@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 
 #include "sandbox/git_config.h"
 #include "tests/sandbox/probe_util.h"
@@ -416,6 +417,119 @@ TEST(GitSurfaceGuard, UndoesAPlantedHookUnderAWorkdirOfRoot) {
   const std::vector<std::string> undone = guard->Restore();
   EXPECT_FALSE(FileExists(repo + "/.git/hooks/pre-commit"));
   EXPECT_TRUE(HasLine(undone, repo.substr(1) + "/.git/hooks/pre-commit"));
+}
+
+// Runs `script` in `dir` with a committer set and no editor; its exit status.
+int GitIn(const std::string& dir, const std::string& script) {
+  return system(("cd '" + dir +
+                 "' && export GIT_AUTHOR_NAME=u GIT_AUTHOR_EMAIL=u@x GIT_COMMITTER_NAME=u "
+                 "GIT_COMMITTER_EMAIL=u@x GIT_EDITOR=true && " +
+                 script + " >/dev/null 2>&1")
+                    .c_str());
+}
+
+// A repository in `dir` whose `git rebase main side` stopped on a conflict in f, two picks left.
+void StartRebase(const std::string& dir) {
+  ASSERT_EQ(GitIn(dir,
+                  "git init -q -b main . && echo a > f && git add f && git commit -qm a && git "
+                  "checkout -qb side && echo b > f && git commit -qam b && echo c > g && git add g "
+                  "&& git commit -qm c && echo d > h && git add h && git commit -qm d && git "
+                  "checkout -q main && echo x > f && git commit -qam x"),
+            0);
+  ASSERT_NE(GitIn(dir, "git rebase main side"), 0);
+  ASSERT_TRUE(FileExists(dir + "/.git/rebase-merge/git-rebase-todo"));
+}
+
+// What makes `git rebase --continue` run a command: an exec line (`x` for short) in the todo, and
+// a strategy that is not git's own (`git-merge-x/../evil`: ./evil, beside a git-merge-x/).
+void PlantInRebase(const std::string& dir) {
+  const std::string todo = dir + "/.git/rebase-merge/git-rebase-todo";
+  Write(todo, "exec touch ran-exec\n" + ReadFile(todo) + "x touch ran-x\n");
+  Write(dir + "/.git/rebase-merge/strategy", "x/../evil\n");
+  Write(dir + "/git-merge-x/keep", "");
+  Write(dir + "/evil", "#!/bin/sh\ntouch ran-strategy\nexit 1\n", 0755);
+}
+
+// An operation in progress that a tool left to run a command at the user's `git rebase
+// --continue` or `git cherry-pick --continue`: exec lines and a strategy in the workdir's rebase,
+// exec lines in the rebase of a repository the tool made (new/), a strategy in sequencer/opts
+// and an exec line in a linked worktree's rebase (.git/worktrees/wt/rebase-merge). The guard
+// drops the exec lines it did not record and the strategies, and the rebase a tool started stays
+// continuable: `git rebase --continue` completes and runs nothing. The control: the same made
+// before the record stays, and git runs it. Before, nothing here was looked at.
+TEST(GitSurfaceGuard, AnOperationInProgressAToolLeftRunsNothing) {
+  for (const bool before_record : {false, true}) {
+    SCOPED_TRACE(before_record ? "control: made before the record" : "made by a tool");
+    const std::string work = WorkdirOutOfSightOfRoot("git-guard-operation");
+    ASSERT_EQ(GitIn(work,
+                    "git init -q -b main . && git commit -q --allow-empty -m a && git "
+                    "worktree add -q --detach wt"),
+              0);
+    const std::string wt_todo = work + "/.git/worktrees/wt/rebase-merge/git-rebase-todo";
+    const auto plant = [&] {
+      StartRebase(work + "/repo");
+      PlantInRebase(work + "/repo");
+      StartRebase(work + "/new");
+      Write(work + "/new/.git/rebase-merge/git-rebase-todo",
+            ReadFile(work + "/new/.git/rebase-merge/git-rebase-todo") + "exec touch ran-new\n");
+      Write(work + "/repo/.git/sequencer/opts", "[options]\n\tstrategy = x/../evil\n");
+      Write(wt_todo, "exec touch ran-wt\n");
+    };
+    std::filesystem::create_directories(work + "/repo");
+    std::filesystem::create_directories(work + "/new");
+    if (before_record) plant();
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+    if (!before_record) plant();
+    const std::vector<std::string> undone = guard->Restore();
+    EXPECT_EQ(HasLine(undone,
+                      "repo/.git/rebase-merge/git-rebase-todo (a tool's: `git rebase "
+                      "--continue` would run \"exec touch ran-exec\")"),
+              !before_record);
+    EXPECT_EQ(HasLine(undone, "would run git-merge-x/../evil"), !before_record);
+    EXPECT_EQ(FileExists(work + "/repo/.git/sequencer/opts"), before_record);
+    EXPECT_EQ(FileExists(wt_todo), before_record);
+    for (const std::string repo : {"repo", "new"}) {
+      SCOPED_TRACE(repo);
+      const std::string dir = work + "/" + repo;
+      EXPECT_EQ(GitIn(dir, "echo b > f && git add f && git rebase --continue") == 0,
+                !before_record || repo == "new")
+          << "the rebase stays continuable";
+      EXPECT_EQ(FileExists(dir + "/ran-" + (repo == "new" ? "new" : "exec")), before_record);
+    }
+    EXPECT_EQ(FileExists(work + "/repo/ran-strategy"), before_record);
+  }
+}
+
+// The user's own config counts in every repository: a relative core.hooksPath there (.githooks)
+// names a directory in each worktree, guarded like the repository's own (as an included file in
+// the workdir is). Read once per process: TheUserGitConfig; here ReadUserGitConfig of a given
+// environment. GIT_CONFIG_NOSYSTEM changes nothing: the union of every file git may read.
+TEST(UserGitConfig, ReadsGlobalAndSystemConfigAndWhatTheyInclude) {
+  const std::string dir = std::filesystem::canonical(MakeTempDir("user-git-config")).string();
+  Write(dir + "/home/.gitconfig", "[core]\n\thooksPath = .githooks\n[include]\n\tpath = ~/more\n");
+  Write(dir + "/home/more", "[core]\n\thooksPath = ~/hooks\n");
+  Write(dir + "/xdg/git/config", "[core]\n\thooksPath = ./xdg-hooks/\n");
+  Write(dir + "/global", "[core]\n\thooksPath = global-hooks\n");
+  Write(dir + "/system", "[includeIf \"gitdir:/x/\"]\n\tpath = /w/inc\n");
+  const std::map<std::string, std::string> env = {{"HOME", dir + "/home"},
+                                                  {"XDG_CONFIG_HOME", dir + "/xdg"},
+                                                  {"GIT_CONFIG_GLOBAL", dir + "/global"},
+                                                  {"GIT_CONFIG_SYSTEM", dir + "/system"},
+                                                  {"GIT_CONFIG_NOSYSTEM", "1"}};
+  const UserGitConfig config = ReadUserGitConfig([&env](const char* name) -> const char* {
+    const auto it = env.find(name);
+    return it == env.end() ? nullptr : it->second.c_str();
+  });
+  const auto has = [](const std::vector<std::string>& list, const std::string& path) {
+    return std::find(list.begin(), list.end(), path) != list.end();
+  };
+  EXPECT_TRUE(has(config.hooks_paths, ".githooks"));
+  EXPECT_TRUE(has(config.hooks_paths, dir + "/home/hooks"));
+  EXPECT_TRUE(has(config.hooks_paths, "xdg-hooks"));
+  EXPECT_TRUE(has(config.hooks_paths, "global-hooks"));
+  EXPECT_TRUE(has(config.includes, dir + "/home/more"));
+  EXPECT_TRUE(has(config.includes, "/w/inc"));
 }
 
 }  // namespace
