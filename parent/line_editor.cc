@@ -485,16 +485,23 @@ Status WriteEntries(int fd, const std::vector<std::string>& entries, size_t from
 
 }  // namespace
 
-Result<HistoryFile> HistoryFile::Open(const std::string& path, bool writable,
+Result<HistoryFile> HistoryFile::Open(const OwnedDir& dir, const std::string& name, bool writable,
                                       std::vector<std::string>* entries) {
-  // O_NOFOLLOW: a link planted here must not redirect the writes; O_NONBLOCK: nor a FIFO stall us.
+  // Through no link: one planted here must not redirect the writes; O_NONBLOCK: nor a FIFO stall
+  // us.
+  const std::string path = dir.path + "/" + name;
   const int mode = writable ? O_RDWR | O_APPEND | O_CREAT : O_RDONLY;
-  UniqueFd fd(::open(path.c_str(), mode | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600));
+  UniqueFd fd = OpenAt2(dir.fd.get(), name.c_str(), mode | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY,
+                        RESOLVE_BENEATH | kResolveNoLinks, 0600);
   if (!fd && !writable && errno == ENOENT) return HistoryFile(std::move(fd));
-  if (!fd) return Status::FromErrno(errno, "open " + path);
+  if (!fd) return RefusedOwnName(errno, dir.fd.get(), dir.path, name);
   struct stat st;
   if (::fstat(fd.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + path);
   if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
+  if (writable && st.st_nlink > 1) {
+    return Status::PermissionDenied(path + ": a hard link (" + std::to_string(st.st_nlink) +
+                                    " names), refused: its other name may lie anywhere");
+  }
   if (writable && (st.st_mode & 0777) != 0600 && ::fchmod(fd.get(), 0600) != 0) {
     return Status::FromErrno(errno, "chmod " + path);
   }
@@ -517,9 +524,9 @@ std::unique_ptr<LineEditor> MakeLineEditor(const LineEditorOptions& options) {
   }
   std::vector<std::string> entries;
   std::optional<HistoryFile> file;
-  if (!options.history_path.empty()) {
-    Result<HistoryFile> opened =
-        HistoryFile::Open(options.history_path, options.save_history, &entries);
+  if (options.history_dir != nullptr) {
+    Result<HistoryFile> opened = HistoryFile::Open(*options.history_dir, options.history_name,
+                                                   options.save_history, &entries);
     if (opened.ok()) {
       if (options.save_history) file.emplace(std::move(*opened));
     } else {

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "base/state_dir.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 
@@ -41,14 +42,15 @@ struct PromptInput {
 };
 
 // The prompt history on disk: one JSON string per line (a prompt may span lines), appended as
-// prompts are entered. Opened without following a symlink, only when it is a regular file, made
-// 0600; more than twice kMaxEntries lines are cut to the last kMaxEntries when opened.
+// prompts are entered. Opened beneath forkbox's own directory through no link (base/state_dir.h:
+// a planted link is refused and named), only when it is a regular file of one name, made 0600;
+// more than twice kMaxEntries lines are cut to the last kMaxEntries when opened.
 class HistoryFile {
  public:
   static constexpr size_t kMaxEntries = 1000;
-  // Opens `path` (writable: created when missing; else read only, a missing file holds
+  // Opens `name` in `dir` (writable: created when missing; else read only, a missing file holds
   // nothing); `entries` receives what it holds, oldest first.
-  static Result<HistoryFile> Open(const std::string& path, bool writable,
+  static Result<HistoryFile> Open(const OwnedDir& dir, const std::string& name, bool writable,
                                   std::vector<std::string>* entries);
   Status Append(const std::string& entry);
 
@@ -66,9 +68,10 @@ class LineEditor {
 struct LineEditorOptions {
   int in_fd = 0;
   int out_fd = 2;  // The prompt and the echo.
-  // The history file (empty: none). save: new entries are appended (false: read only, as with
-  // --no-session-persistence).
-  std::string history_path;
+  // The directory of the history file `history_name` (null: none), used while the editor is
+  // made. save: new entries are appended (false: read only, as with --no-session-persistence).
+  const OwnedDir* history_dir = nullptr;
+  std::string history_name = "history";
   bool save_history = true;
 };
 

@@ -471,7 +471,16 @@ Status OpenSession(const Options& o, const Settings& s, const std::string& first
     out->id = NewSessionId();
     return Status::Ok();
   }
-  auto dir = SessionsDir(o.persist_session);
+  auto dir = OpenSessionsDir(o.persist_session);
+  if (!dir.ok() && !resume && dir.status().code() == Status::Code::kPermissionDenied) {
+    // A link refused where forkbox keeps its own (base/state_dir.h), or a state dir it may not
+    // write: not saving is not worth failing the user's job, but it is said, never silent.
+    Err("forkbox: warning: this session is not saved (nor can it be resumed): " +
+        dir.status().message() + "\n");
+    out->id = NewSessionId();
+    return Status::Ok();
+  }
+  if (!dir.ok() && resume) return dir.status().WithContext("no session to resume");
   if (!dir.ok()) return dir.status();
   if (!resume) {
     out->id = NewSessionId();

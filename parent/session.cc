@@ -560,10 +560,11 @@ std::unique_ptr<LineEditor> MakeSessionEditor(bool save_history) {
   options.in_fd = STDIN_FILENO;
   options.out_fd = STDERR_FILENO;
   options.save_history = save_history;
-  Result<std::string> dir = StateDir(save_history);
+  // Held only while the editor reads the history and opens it for appending.
+  Result<OwnedDir> dir = OpenForkboxStateDir(save_history);
   if (dir.ok()) {
-    options.history_path = *dir + "/history";
-  } else {
+    options.history_dir = &*dir;
+  } else if (save_history || dir.status().code() != Status::Code::kNotFound) {
     WriteFd(STDERR_FILENO,
             "forkbox: warning: no prompt history: " + dir.status().ToString() + "\n");
   }

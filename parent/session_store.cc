@@ -1,6 +1,5 @@
 #include "parent/session_store.h"
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/stat.h>
@@ -10,7 +9,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
-#include <filesystem>
 #include <type_traits>
 
 #include "base/file.h"
@@ -20,8 +18,8 @@
 namespace forkbox::parent {
 namespace {
 
-// Session files are opened without following a link and only when regular (base/file.h): a
-// workdir of $HOME puts the state dir within the tools' reach.
+// Session files are opened beneath the sessions directory's descriptor, through no link, and only
+// when regular (base/state_dir.h): a workdir of $HOME puts the state dir within the tools' reach.
 constexpr size_t kMaxSessionFileBytes = size_t{1} << 30;
 
 using nlohmann::json;
@@ -97,17 +95,29 @@ bool ValidId(const std::string& id) {
   });
 }
 
-std::string PathOf(const std::string& dir, const std::string& id) {
-  return dir + "/" + id + ".jsonl";
+std::string NameOf(const std::string& id) { return id + ".jsonl"; }
+
+std::string PathOf(const OwnedDir& dir, const std::string& id) {
+  return dir.path + "/" + NameOf(id);
 }
 
-// <dir>/<id>.jsonl, opened with `flags` | O_NOFOLLOW and only when it is a regular file.
-Result<UniqueFd> OpenSessionFile(const std::string& dir, const std::string& id, int flags,
+// <id>.jsonl beneath `dir`, opened with `flags` through no link, and only when it is a regular
+// file; one with another name (a hard link: it may lie anywhere) is refused when written to.
+Result<UniqueFd> OpenSessionFile(const OwnedDir& dir, const std::string& id, int flags,
                                  struct stat* st) {
   if (!ValidId(id)) return Status::InvalidArgument("not a session id: '" + id + "'");
-  Result<UniqueFd> fd = OpenRegularFile(PathOf(dir, id), flags | O_NOFOLLOW, st);
-  if (!fd.ok() && fd.status().code() == Status::Code::kNotFound) {
-    return Status::Error(Status::Code::kNotFound, "no session " + id + " in " + dir);
+  const std::string path = PathOf(dir, id);
+  UniqueFd fd = OpenAt2(dir.fd.get(), NameOf(id).c_str(), flags | O_NONBLOCK | O_NOCTTY,
+                        RESOLVE_BENEATH | kResolveNoLinks);
+  if (!fd && errno == ENOENT) {
+    return Status::Error(Status::Code::kNotFound, "no session " + id + " in " + dir.path);
+  }
+  if (!fd) return RefusedOwnName(errno, dir.fd.get(), dir.path, NameOf(id));
+  if (::fstat(fd.get(), st) != 0) return Status::FromErrno(errno, "fstat " + path);
+  if (!S_ISREG(st->st_mode)) return Status::InvalidArgument(path + ": not a regular file");
+  if ((flags & O_ACCMODE) != O_RDONLY && st->st_nlink > 1) {
+    return Status::PermissionDenied(path + ": a hard link (" + std::to_string(st->st_nlink) +
+                                    " names), refused: its other name may lie anywhere");
   }
   return fd;
 }
@@ -125,8 +135,7 @@ Status LockSession(int fd, const std::string& id) {
   return Status::FromErrno(errno, "lock session " + id);
 }
 
-// Whether `fd` is still the file `name` names beneath `dir` (AT_FDCWD: a path), not replaced
-// nor removed.
+// Whether `fd` is still the file `name` names beneath `dir`, not replaced nor removed.
 bool StillNamed(int fd, int dir, const std::string& name) {
   struct stat open_st, name_st;
   return ::fstat(fd, &open_st) == 0 &&
@@ -139,42 +148,43 @@ bool StillNamed(int fd, int dir, const std::string& name) {
 // (`forkbox sessions`, --continue), which reads every session anyway, removes those no live
 // forkbox holds (a file is created before it is locked: CreateLocked). Not a new session's start:
 // the walk cost it 3-5 ms with 900 saved sessions.
-void RemoveTurnlessSessions(const std::string& dir) {
-  // Every step beneath the directory's descriptor: no name is resolved twice.
-  UniqueFd listing(::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!listing) return;
-  for (const std::string& name : ListDirNames(listing.get())) {
+void RemoveTurnlessSessions(const OwnedDir& dir) {
+  // Every step beneath the directory's descriptor: no name is resolved twice, none through a link.
+  const int listing = dir.fd.get();
+  for (const std::string& name : ListDirNames(listing)) {
     if (!name.ends_with(".jsonl") || !ValidId(name.substr(0, name.size() - 6))) continue;
     struct stat st;
     // A stat first: only an empty regular file is opened (a listing opens no other twice).
-    if (::fstatat(listing.get(), name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 ||
-        !S_ISREG(st.st_mode) || st.st_size != 0) {
+    if (::fstatat(listing, name.c_str(), &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode) ||
+        st.st_size != 0) {
       continue;
     }
-    UniqueFd fd(::openat(listing.get(), name.c_str(),
-                         O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
+    UniqueFd fd(
+        ::openat(listing, name.c_str(), O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC));
     if (!fd || ::flock(fd.get(), LOCK_EX | LOCK_NB) != 0) continue;  // Gone, or a live session.
     // Locked and still empty and still this file: nobody writes a turn into it any more.
     if (::fstat(fd.get(), &st) == 0 && S_ISREG(st.st_mode) && st.st_size == 0 &&
-        StillNamed(fd.get(), listing.get(), name)) {
-      (void)::unlinkat(listing.get(), name.c_str(), 0);
+        StillNamed(fd.get(), listing, name)) {
+      (void)::unlinkat(listing, name.c_str(), 0);
     }
   }
 }
 
-// Creates `path` (O_EXCL) and locks it. Another forkbox's RemoveTurnlessSessions may take the
-// new, still empty and unlocked file for a dead session's: the lock waits for it to let go, and
-// a file it removed meanwhile is created again.
-Result<UniqueFd> CreateLocked(const std::string& path) {
+// Creates `name` beneath `dir` (O_EXCL: never through a link) and locks it. Another forkbox's
+// RemoveTurnlessSessions may take the new, still empty and unlocked file for a dead session's:
+// the lock waits for it to let go, and a file it removed meanwhile is created again.
+Result<UniqueFd> CreateLocked(const OwnedDir& dir, const std::string& name) {
+  const std::string path = dir.path + "/" + name;
   for (int attempt = 0; attempt < 3; ++attempt) {
-    UniqueFd file(::open(path.c_str(),
-                         O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+    UniqueFd file =
+        OpenAt2(dir.fd.get(), name.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW,
+                RESOLVE_BENEATH | kResolveNoLinks, 0600);
     if (!file) return Status::FromErrno(errno, "create " + path);
     int locked;
     while ((locked = ::flock(file.get(), LOCK_EX)) != 0 && errno == EINTR) {
     }
     if (locked != 0) return Status::FromErrno(errno, "lock " + path);
-    if (StillNamed(file.get(), AT_FDCWD, path)) return file;
+    if (StillNamed(file.get(), dir.fd.get(), name)) return file;
   }
   return Status::Error(Status::Code::kUnavailable,
                        "create " + path + ": removed as soon as created, three times");
@@ -262,7 +272,7 @@ Result<LoadedSession> ParseSession(const std::string& id, const std::string& tex
 }
 
 // The session open on `fd` (stat-ed as `st`), read from its start.
-Result<LoadedSession> ReadSession(int fd, const struct stat& st, const std::string& dir,
+Result<LoadedSession> ReadSession(int fd, const struct stat& st, const OwnedDir& dir,
                                   const std::string& id) {
   Result<std::string> text = ReadToEnd(fd, kMaxSessionFileBytes, PathOf(dir, id));
   if (!text.ok()) return text.status();
@@ -276,52 +286,27 @@ Result<LoadedSession> ReadSession(int fd, const struct stat& st, const std::stri
 
 }  // namespace
 
-Result<std::string> StateDir(bool create) {
-  Result<std::string> resolved = ForkboxStateDir();
-  if (!resolved.ok()) return resolved.status();
-  const std::string dir = *resolved;
-  const std::string base = dir.substr(0, dir.rfind('/'));
-  if (!create) return dir;
-  std::error_code ec;
-  std::filesystem::create_directories(base, ec);  // The user's state directory: usual modes.
-  if (ec) return Status::InvalidArgument("mkdir " + base + ": " + ec.message());
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Status::FromErrno(errno, "mkdir " + dir);
-  }
-  return dir;
-}
-
-Result<std::string> SessionsDir(bool create) {
-  Result<std::string> state = StateDir(create);
+Result<OwnedDir> OpenSessionsDir(bool create) {
+  Result<OwnedDir> state = OpenForkboxStateDir(create);
   if (!state.ok()) return state.status();
-  std::string dir = *state + "/sessions";
-  if (!create) return dir;
-  if (::mkdir(dir.c_str(), 0700) != 0 && errno != EEXIST) {
-    return Status::FromErrno(errno, "mkdir " + dir);
-  }
-  if (::chmod(dir.c_str(), 0700) != 0) return Status::FromErrno(errno, "chmod " + dir);
-  return dir;
+  return OpenOwnedDir(*state, "sessions", create);
 }
 
-Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id) {
+Result<LoadedSession> LoadSession(const OwnedDir& dir, const std::string& id) {
   struct stat st;
   Result<UniqueFd> fd = OpenSessionFile(dir, id, 0, &st);
   if (!fd.ok()) return fd.status();
   return ReadSession(fd->get(), st, dir, id);
 }
 
-std::vector<SessionInfo> ListSessions(const std::string& dir) {
+std::vector<SessionInfo> ListSessions(const OwnedDir& dir) {
   RemoveTurnlessSessions(dir);
   std::vector<SessionInfo> sessions;
-  DIR* d = ::opendir(dir.c_str());
-  if (d == nullptr) return sessions;
-  while (dirent* e = ::readdir(d)) {
-    std::string name = e->d_name;
+  for (const std::string& name : ListDirNames(dir.fd.get())) {
     if (!name.ends_with(".jsonl")) continue;
     auto loaded = LoadSession(dir, name.substr(0, name.size() - 6));
     if (loaded.ok()) sessions.push_back(loaded->info);
   }
-  ::closedir(d);
   // Sessions touched in the same second are common (a one-shot run, then --continue): the
   // nanoseconds order them, and a tie still has one order.
   std::sort(sessions.begin(), sessions.end(), [](const SessionInfo& a, const SessionInfo& b) {
@@ -332,37 +317,40 @@ std::vector<SessionInfo> ListSessions(const std::string& dir) {
   return sessions;
 }
 
-Result<std::string> LatestSessionFor(const std::string& dir, const std::string& workdir) {
+Result<std::string> LatestSessionFor(const OwnedDir& dir, const std::string& workdir) {
   for (const SessionInfo& s : ListSessions(dir)) {
     if (s.workdir == workdir && s.turns > 0) return s.id;
   }
   return Status::Error(Status::Code::kNotFound, "no session to continue for " + workdir);
 }
 
-Result<SessionLog> SessionLog::Create(const std::string& dir, const std::string& id,
+Result<SessionLog> SessionLog::Create(const OwnedDir& dir, const std::string& id,
                                       const std::string& workdir, const std::string& first_prompt) {
-  const std::string path = PathOf(dir, id);
-  Result<UniqueFd> file = CreateLocked(path);
+  if (!ValidId(id)) return Status::InvalidArgument("not a session id: '" + id + "'");
+  Result<UniqueFd> file = CreateLocked(dir, NameOf(id));
   if (!file.ok()) return file.status();
+  // Kept to remove the file if no turn comes: O_PATH, it lists and opens nothing.
+  UniqueFd kept = OpenAt2(dir.fd.get(), ".", O_PATH | O_DIRECTORY, 0);
+  if (!kept) return Status::FromErrno(errno, "open " + dir.path);
   // Created now, while the state dir can still be written to (the parent is confined later).
   const json header = {{"type", "session"},
                        {"id", id},
                        {"workdir", workdir},
                        {"created", std::time(nullptr)},
                        {"first_prompt", first_prompt}};
-  return SessionLog(std::move(*file), path,
+  return SessionLog(std::move(*file), std::move(kept), NameOf(id),
                     header.dump(-1, ' ', false, json::error_handler_t::replace) + "\n");
 }
 
 SessionLog::~SessionLog() {
   // No turn: the file is no session. Removed while still locked, if the process still may (an
   // unconfined one); else the next listing removes it (RemoveTurnlessSessions).
-  if (fd_ && !header_.empty() && StillNamed(fd_.get(), AT_FDCWD, path_)) {
-    (void)::unlink(path_.c_str());
+  if (fd_ && dir_ && !header_.empty() && StillNamed(fd_.get(), dir_.get(), name_)) {
+    (void)::unlinkat(dir_.get(), name_.c_str(), 0);
   }
 }
 
-Result<SessionLog> SessionLog::Resume(const std::string& dir, const std::string& id,
+Result<SessionLog> SessionLog::Resume(const OwnedDir& dir, const std::string& id,
                                       LoadedSession* loaded) {
   struct stat st;
   Result<UniqueFd> fd = OpenSessionFile(dir, id, O_RDWR | O_APPEND, &st);

@@ -1,5 +1,8 @@
 // Session persistence: the parent's conversation in $XDG_STATE_HOME/forkbox/sessions/<id>.jsonl
-// (default ~/.local/state; the directory 0700, each file 0600, created O_EXCL|O_NOFOLLOW). Line 1
+// (default ~/.local/state; the directory 0700, each file 0600, created O_EXCL). Every file and
+// directory from `forkbox` down is reached relative to an open directory through no link
+// (base/state_dir.h says where the line is and why): a link a tool planted there is refused and
+// named, so no forkbox run writes, chmods or removes through it. Line 1
 // is a header {"type":"session", id, workdir, created, first_prompt}; then one line per completed
 // prompt {"type":"turn", prompt, messages (the whole conversation after it: the parent's context
 // is small by design), turns, input_tokens, output_tokens}, appended when the prompt ends, so a
@@ -20,6 +23,7 @@
 #include <vector>
 
 #include "agent/message.h"
+#include "base/state_dir.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 
@@ -45,22 +49,21 @@ struct LoadedSession {
   bool needs_newline = false;  // The last line is whole but lost its newline.
 };
 
-// $XDG_STATE_HOME/forkbox (or $HOME/.local/state/forkbox), created 0700 when missing: the
-// sessions and the prompt history (parent/line_editor.h).
-Result<std::string> StateDir(bool create);
-// StateDir()/sessions, created 0700 when missing.
-Result<std::string> SessionsDir(bool create);
+// OpenForkboxStateDir()'s sessions/, made 0700 when `create` (and made 0700 if it is not). A link
+// at `forkbox` or `sessions` is kPermissionDenied (RefusedOwnName): the caller says so and saves
+// nothing; a missing one without `create` is kNotFound.
+Result<OwnedDir> OpenSessionsDir(bool create);
 
 // Every readable session, most recently modified first (to the nanosecond; then the latest
 // created, then the greatest id).
-std::vector<SessionInfo> ListSessions(const std::string& dir);
+std::vector<SessionInfo> ListSessions(const OwnedDir& dir);
 
 // Resumes from the last good line: a corrupt or truncated line is skipped (each line is a whole
 // snapshot) and named in `warning`. A missing or headerless file is an error, and so is a header
 // whose id is not `id` (the file's name): that id would be the path appended to.
-Result<LoadedSession> LoadSession(const std::string& dir, const std::string& id);
+Result<LoadedSession> LoadSession(const OwnedDir& dir, const std::string& id);
 // The most recently modified session of `workdir` that has a turn.
-Result<std::string> LatestSessionFor(const std::string& dir, const std::string& workdir);
+Result<std::string> LatestSessionFor(const OwnedDir& dir, const std::string& workdir);
 
 class SessionLog {
  public:
@@ -68,13 +71,13 @@ class SessionLog {
   // left before any prompt is no session (LoadSession refuses an empty file), and its file is
   // removed when the log goes. Locked like Resume. First removes the empty files no live forkbox
   // holds: sessions that ended so (a crash, or a confined forkbox that could not remove its own).
-  static Result<SessionLog> Create(const std::string& dir, const std::string& id,
+  static Result<SessionLog> Create(const OwnedDir& dir, const std::string& id,
                                    const std::string& workdir, const std::string& first_prompt);
   // Opens <dir>/<id>.jsonl for appending, locks it (flock) for as long as the log lives, and only
   // then loads it into *loaded (as LoadSession). A session another live forkbox holds is
   // kUnavailable, naming it. The file is made 0600 if it is not. Only a cut last line
   // (LoadedSession::cut_at) is cut off; every other line, corrupt or not, stays.
-  static Result<SessionLog> Resume(const std::string& dir, const std::string& id,
+  static Result<SessionLog> Resume(const OwnedDir& dir, const std::string& id,
                                    LoadedSession* loaded);
   // Appends one completed prompt: the prompt, the conversation after it, and what it cost.
   Status AddTurn(const std::string& prompt, const std::vector<agent::Message>& conversation,
@@ -87,10 +90,17 @@ class SessionLog {
   ~SessionLog();
 
  private:
-  explicit SessionLog(UniqueFd fd, std::string path = "", std::string header = "")
-      : fd_(std::move(fd)), path_(std::move(path)), header_(std::move(header)) {}
+  explicit SessionLog(UniqueFd fd, UniqueFd dir = UniqueFd(), std::string name = "",
+                      std::string header = "")
+      : fd_(std::move(fd)),
+        dir_(std::move(dir)),
+        name_(std::move(name)),
+        header_(std::move(header)) {}
   UniqueFd fd_;
-  std::string path_;    // Created by this log: removed at its end while header_ is unwritten.
+  // Created by this log (`name_` in the sessions directory `dir_`, an O_PATH descriptor): removed
+  // at its end while header_ is unwritten.
+  UniqueFd dir_;
+  std::string name_;
   std::string header_;  // Not yet written: the header line, written with the first turn.
 };
 

@@ -64,13 +64,19 @@ int SessionsCommandMain(int argc, char** argv) {
     if (!workdir.ok()) return UsageError(workdir.status().message());
     only = *workdir;
   }
-  auto dir = SessionsDir(false);
-  if (!dir.ok()) return UsageError(dir.status().message());
+  auto dir = OpenSessionsDir(false);
+  if (!dir.ok() && dir.status().code() == Status::Code::kNotFound) {  // None was ever saved.
+    return PrintOutput("no sessions in " + ForkboxStateDir().value() + "/sessions\n", kExitOk);
+  }
+  // A link where forkbox keeps its own is named and not followed: nothing listed, nothing removed.
+  if (!dir.ok()) return UsageError("sessions not listed: " + dir.status().message());
   std::string out;
   for (const SessionInfo& info : ListSessions(*dir)) {
     if (only.empty() || info.workdir == only) out += Line(info);
   }
-  if (out.empty()) out = "no sessions" + (only.empty() ? "" : " of " + only) + " in " + *dir + "\n";
+  if (out.empty()) {
+    out = "no sessions" + (only.empty() ? "" : " of " + only) + " in " + dir->path + "\n";
+  }
   return PrintOutput(out, kExitOk);
 }
 

@@ -9,7 +9,6 @@
 #include <cerrno>
 #include <cstdio>
 #include <exception>
-#include <filesystem>
 #include <string_view>
 
 #include "base/file.h"
@@ -58,12 +57,6 @@ void PutBack(const std::string& record, std::vector<std::string>& lines) {
 }
 
 }  // namespace
-
-Result<std::string> JournalDir() {
-  Result<std::string> state = ForkboxStateDir();
-  if (!state.ok()) return state.status();
-  return *state + "/guards";
-}
 
 Result<GuardJournal> GuardJournal::Create(const std::string& dir) {
   Result<UniqueFd> d = CreateDirectoriesNoLinks(dir, 0700);
@@ -164,14 +157,14 @@ JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees) {
   JournalStart start;
   // First what a killed forkbox's tools left running, so that none plants again after the put-back.
   start.put_back = PidsCgroup::EndLeftovers();
-  Result<std::string> dir = JournalDir();
-  Result<UniqueFd> made = dir.ok() ? CreateDirectoriesNoLinks(*dir, 0700) : dir.status();
+  // The user's state directory as laid out, links included; from forkbox's own down, no link.
+  Result<OwnedDir> state = OpenForkboxStateDir(true);
+  Result<OwnedDir> made = state.ok() ? OpenOwnedDir(*state, "guards", true) : state.status();
   if (!made.ok()) {
     start.warning = "git trust surface not journaled: " + made.status().message();
     return start;
   }
-  // Made through no link, so its path is canonical once "." and ".." are resolved as text.
-  const std::string canonical = std::filesystem::path(*dir).lexically_normal().string();
+  const std::string& canonical = made->path;  // Resolved once, then reached through no link.
   for (const std::string& tree : writable_trees) {
     if (PathWithin(canonical, tree)) {
       start.warning = "git trust surface not journaled: " + canonical + " lies in " + tree +
@@ -179,11 +172,11 @@ JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees) {
       return start;
     }
   }
-  for (const std::string& line : GuardJournal::RecoverIn(made->get(), canonical)) {
+  for (const std::string& line : GuardJournal::RecoverIn(made->fd.get(), canonical)) {
     start.put_back.push_back("git trust surface left changed by a killed forkbox, put back: " +
                              line);
   }
-  Result<GuardJournal> journal = GuardJournal::CreateIn(made->get(), canonical);
+  Result<GuardJournal> journal = GuardJournal::CreateIn(made->fd.get(), canonical);
   if (!journal.ok()) {
     start.warning = "git trust surface not journaled: " + journal.status().message();
     return start;

@@ -19,7 +19,7 @@ struct JournalStart;
 
 class GuardJournal {
  public:
-  // A fresh record file in `dir` (JournalDir; made 0700 where missing, through no link), locked,
+  // A fresh record file in `dir` (made 0700 where missing, through no link), locked,
   // empty until Write.
   static Result<GuardJournal> Create(const std::string& dir);
 
@@ -56,13 +56,11 @@ class GuardJournal {
   std::string written_;  // The record in the file now.
 };
 
-// $XDG_STATE_HOME/forkbox/guards (base/state_dir.h): hidden from the tools' read scope, like the
-// rest of forkbox's state, and never writable by them.
-Result<std::string> JournalDir();
-
 // The start of a session or a `forkbox sandbox` command, before its first guard: what a killed
 // one's tools left running killed (PidsCgroup::EndLeftovers), what it left in git's trust surface
-// put back (Recover, in JournalDir), then a journal of its own.
+// put back (Recover), then a journal of its own, in $XDG_STATE_HOME/forkbox/guards (reached as
+// base/state_dir.h says: through no link from `forkbox` down; hidden from the tools' read scope,
+// like the rest of forkbox's state, and never writable by them).
 // Neither where tools could write the records, so forge what is "put back": the journal's
 // directory in one of `writable_trees` (canonical; PersistentWritableTrees).
 struct JournalStart {

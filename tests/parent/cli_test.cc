@@ -301,6 +301,43 @@ TEST_F(CliTest, AHistoryFileThatIsALinkIsNotFollowed) {
   EXPECT_EQ(text, "untouched\n");
 }
 
+// F1: forkbox's own directory swapped for a link (a tool that could write ~/.local/state) must not
+// take the history (nor the session) elsewhere: the link is named, nothing is written or chmod-ed
+// through it, and the session goes on. Before, the history was made in the link's target.
+TEST_F(CliTest, AForkboxStateDirThatIsALinkTakesNoHistoryElsewhere) {
+  AnswerWithCount();
+  const fs::path outside = root_ / "outside";
+  fs::create_directories(outside);
+  fs::permissions(outside, fs::perms(0755));
+  fs::create_directories(root_ / "state");
+  fs::create_directory_symlink(outside, HistoryPath().parent_path());
+  auto run = Start();
+  ASSERT_TRUE(run->Expect("no prompt history")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("symbolic link")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("a-secret-prompt\r");
+  ASSERT_TRUE(run->Expect("answer 1")) << Screen(*run);
+  ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+  run->Type("\x04");
+  EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+  EXPECT_TRUE(fs::is_empty(outside)) << "written through the link";
+  struct stat st;
+  ASSERT_EQ(stat(outside.c_str(), &st), 0);
+  EXPECT_EQ(st.st_mode & 0777, 0755u);
+  // Control: the same layout with a real directory keeps the history.
+  fs::remove(HistoryPath().parent_path());
+  auto again = Start();
+  ASSERT_TRUE(again->Expect("forkbox> ")) << Screen(*again);
+  again->Type("kept-prompt\r");
+  ASSERT_TRUE(again->Expect("answer 2")) << Screen(*again);
+  ASSERT_TRUE(again->Expect("forkbox> ")) << Screen(*again);
+  again->Type("\x04");
+  EXPECT_EQ(again->Finish(), 0) << Screen(*again);
+  std::ifstream in(HistoryPath());
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  EXPECT_NE(text.find("kept-prompt"), std::string::npos) << text;
+}
+
 TEST_F(CliTest, ABracketedPasteOfThreeLinesIsOnePrompt) {
   AnswerWithCount();
   auto run = Start();

@@ -2456,6 +2456,145 @@ TEST_F(SessionTest, PlantedFifosAndSymlinksAreRefusedNotFollowed) {
   EXPECT_NE(header.find("\"type\":\"session\""), std::string::npos) << header;
 }
 
+// Every name beneath `root` with its type, mode and (regular files) content: what a run must
+// leave as it was.
+std::string Tree(const fs::path& root) {
+  std::string out;
+  struct stat st;
+  if (lstat(root.c_str(), &st) != 0) return "missing";
+  out += ". " + std::to_string(st.st_mode) + "\n";
+  if (S_ISREG(st.st_mode)) {
+    std::ifstream in(root);
+    return out + "[" + std::string(std::istreambuf_iterator<char>(in), {}) + "]";
+  }
+  for (const auto& e : fs::recursive_directory_iterator(root)) {
+    if (lstat(e.path().c_str(), &st) != 0) continue;
+    out += e.path().lexically_relative(root).string() + " " + std::to_string(st.st_mode);
+    if (S_ISREG(st.st_mode)) {
+      std::ifstream in(e.path());
+      out += " [" + std::string(std::istreambuf_iterator<char>(in), {}) + "]";
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+// F1: a tool that can write the state directory (--writable ~/.local, a workdir of $HOME) swaps
+// `sessions` for a link: `mv sessions s.old && ln -s OUTSIDE sessions`. Before, every later run
+// chmod-ed OUTSIDE 0700 and wrote the conversation into it. Now the link is named on stderr, the
+// run goes on unsaved, --continue, --resume and `sessions` refuse it, and OUTSIDE is untouched.
+TEST_F(SessionTest, ASessionsDirSwappedForALinkIsNotFollowed) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string id = NewSession("first");
+  const fs::path outside = fs::path(workdir_) / "outside";
+  fs::create_directories(outside);
+  { std::ofstream(outside / "keep") << "keep\n"; }
+  fs::permissions(outside, fs::perms(0755));
+  const fs::path old = Dir().parent_path() / "s.old";
+  fs::rename(Dir(), old);
+  fs::create_directory_symlink(outside, Dir());
+  const std::string before = Tree(outside);
+
+  RunResult run = RunIn({"--sandbox=off", "--json", "a secret prompt"});
+  EXPECT_EQ(run.exit_code, 0) << Dump(run);
+  EXPECT_NE(run.err.find("not saved"), std::string::npos) << Dump(run);
+  EXPECT_NE(run.err.find("symbolic link (to " + outside.string() + ")"), std::string::npos)
+      << Dump(run);
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{{"--sandbox=off", "--continue", "more"},
+                                             {"--sandbox=off", "--resume", id, "more"},
+                                             {"sessions"}}) {
+    RunResult refused = RunIn(args);
+    EXPECT_EQ(refused.exit_code, 2) << Dump(refused);
+    EXPECT_NE(refused.err.find("symbolic link"), std::string::npos) << Dump(refused);
+  }
+  EXPECT_EQ(Tree(outside), before);
+
+  // Control: the real directory back, sessions are saved and listed again.
+  fs::remove(Dir());
+  fs::rename(old, Dir());
+  RunResult saved = RunIn({"--sandbox=off", "--json", "saved again"});
+  ASSERT_EQ(saved.exit_code, 0) << Dump(saved);
+  EXPECT_EQ(saved.err.find("not saved"), std::string::npos) << Dump(saved);
+  EXPECT_EQ(Files().size(), 2u);
+  RunResult list = RunIn({"sessions"});
+  EXPECT_NE(list.out.find(id), std::string::npos) << Dump(list);
+}
+
+// F1, the delete variant: forkbox's own directory is a link (~/.local/state/forkbox -> OUTSIDE)
+// holding what looks like a turnless session: `forkbox sessions` unlinked OUTSIDE's files, a run
+// wrote there. Now both refuse the link and OUTSIDE is untouched. Control: the user's own state
+// directory ($XDG_STATE_HOME) being a link, to another disk say, is followed: sessions are kept.
+TEST_F(SessionTest, AForkboxDirThatIsALinkIsRefusedButALinkAboveItIsFollowed) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const fs::path outside = fs::path(workdir_) / "outside";
+  fs::create_directories(outside / "sessions");
+  { std::ofstream(outside / "sessions" / "0123abcd-0000-4000-8000-000000000000.jsonl"); }
+  fs::permissions(outside / "sessions", fs::perms(0755));
+  fs::create_directories(Dir().parent_path().parent_path());
+  fs::create_directory_symlink(outside, Dir().parent_path());
+  const std::string before = Tree(outside);
+
+  RunResult list = RunIn({"sessions"});
+  EXPECT_EQ(list.exit_code, 2) << Dump(list);
+  EXPECT_NE(list.err.find("symbolic link"), std::string::npos) << Dump(list);
+  RunResult run = RunIn({"--sandbox=off", "--json", "a secret prompt"});
+  EXPECT_EQ(run.exit_code, 0) << Dump(run);
+  EXPECT_NE(run.err.find("not saved"), std::string::npos) << Dump(run);
+  EXPECT_EQ(Tree(outside), before);
+
+  // Control: XDG_STATE_HOME itself a link to the real directory.
+  const fs::path real = fs::path(workdir_) / "realstate";
+  fs::create_directories(real);
+  fs::create_directory_symlink(real, fs::path(workdir_) / "statelink");
+  RunSpec spec = SpecIn({"--sandbox=off", "--json", "kept"});
+  for (std::string& e : spec.env) {
+    if (e.starts_with("XDG_STATE_HOME=")) e = "XDG_STATE_HOME=" + workdir_ + "/statelink";
+  }
+  RunResult kept = RunForkbox(spec);
+  ASSERT_EQ(kept.exit_code, 0) << Dump(kept);
+  EXPECT_EQ(kept.err.find("not saved"), std::string::npos) << Dump(kept);
+  const std::string id = nlohmann::json::parse(kept.out)["session_id"];
+  EXPECT_TRUE(fs::is_regular_file(real / "forkbox" / "sessions" / (id + ".jsonl")));
+  spec.args = {"sessions"};
+  RunResult listed = RunForkbox(spec);
+  EXPECT_NE(listed.out.find(id), std::string::npos) << Dump(listed);
+}
+
+// A session file that is a link: a symbolic one is refused and named; a hard one (its other name
+// may lie anywhere) is refused before it is made 0600 or appended to. Before, --resume of a hard
+// link chmod-ed and wrote the file of the other name.
+TEST_F(SessionTest, ASessionFileThatIsALinkIsNotResumed) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string id = NewSession("real");
+  const std::string other = "cccc0000-0000-4000-8000-000000000000";
+  std::ifstream in(FileOf(id));
+  std::string text(std::istreambuf_iterator<char>(in), {});
+  for (size_t at; (at = text.find(id)) != std::string::npos;) text.replace(at, id.size(), other);
+  const fs::path outside = fs::path(workdir_) / "outside.jsonl";
+  { std::ofstream(outside) << text; }
+  fs::permissions(outside, fs::perms(0644));
+  ASSERT_EQ(link(outside.c_str(), FileOf(other).c_str()), 0);
+  const std::string before = Tree(outside);
+  RunResult hard = RunIn({"--sandbox=off", "--resume", other, "x"});
+  EXPECT_EQ(hard.exit_code, 2) << Dump(hard);
+  EXPECT_NE(hard.err.find("hard link"), std::string::npos) << Dump(hard);
+  EXPECT_EQ(Tree(outside), before);
+
+  fs::remove(FileOf(other));
+  fs::create_symlink(outside, FileOf(other));
+  RunResult sym = RunIn({"--sandbox=off", "--resume", other, "x"});
+  EXPECT_EQ(sym.exit_code, 2) << Dump(sym);
+  EXPECT_NE(sym.err.find("not followed"), std::string::npos) << Dump(sym);
+  EXPECT_EQ(Tree(outside), before);
+
+  // Control: the same file as a file of its own is resumed (and made private).
+  fs::remove(FileOf(other));
+  fs::copy_file(outside, FileOf(other));
+  RunResult resumed = RunIn({"--sandbox=off", "--resume", other, "x"});
+  EXPECT_EQ(resumed.exit_code, 0) << Dump(resumed);
+}
+
 }  // namespace
 }  // namespace forkbox::parent_test
 
