@@ -9,6 +9,8 @@
 #include <cerrno>
 #include <cstdlib>
 #include <ctime>
+#include <optional>
+#include <string>
 #include <type_traits>
 
 #include "base/file.h"
@@ -263,6 +265,7 @@ Result<LoadedSession> ParseSession(const std::string& id, const std::string& tex
     start = end + 1;
   }
   if (number == 0) return Status::InvalidArgument("session " + id + " is empty");
+  out.info.skipped_lines = static_cast<int64_t>(skipped.size());
   if (!skipped.empty()) {
     out.warning = "session " + id + ": " + SkippedLines(skipped) +
                   " corrupt or truncated and skipped; resuming from line " +
@@ -282,6 +285,41 @@ Result<LoadedSession> ReadSession(int fd, const struct stat& st, const OwnedDir&
     out->info.modified_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
   }
   return out;
+}
+
+// Sessions touched in the same second are common (a one-shot run, then --continue): the
+// nanoseconds order them, and a tie still has one order.
+bool NewestFirst(const SessionInfo& a, const SessionInfo& b) {
+  if (a.modified_ns != b.modified_ns) return a.modified_ns > b.modified_ns;
+  if (a.created != b.created) return a.created > b.created;
+  return a.id > b.id;
+}
+
+// Session `id`'s header (its first line, read up to kMaxHeaderBytes) and mtime, without the rest
+// of the file (a session may hold many MB of tool output); nullopt when it is not one.
+constexpr size_t kMaxHeaderBytes = 64 << 10;
+std::optional<SessionInfo> ReadHeaderOf(const OwnedDir& dir, const std::string& id) {
+  struct stat st;
+  Result<UniqueFd> fd = OpenSessionFile(dir, id, 0, &st);
+  if (!fd.ok()) return std::nullopt;
+  std::string text(kMaxHeaderBytes, '\0');
+  const ssize_t n = ::pread(fd->get(), text.data(), text.size(), 0);
+  if (n <= 0) return std::nullopt;
+  const size_t eol = text.find('\n');
+  if (eol == std::string::npos && static_cast<size_t>(n) == text.size()) {  // A long first prompt.
+    Result<LoadedSession> whole = ReadSession(fd->get(), st, dir, id);
+    return whole.ok() ? std::optional<SessionInfo>(std::move(whole->info)) : std::nullopt;
+  }
+  text.resize(std::min(eol, static_cast<size_t>(n)));
+  SessionInfo info;
+  try {
+    ReadHeader(json::parse(text), &info);
+  } catch (const json::exception&) {
+    return std::nullopt;
+  }
+  if (info.id != id) return std::nullopt;
+  info.modified_ns = int64_t{st.st_mtim.tv_sec} * 1000000000 + st.st_mtim.tv_nsec;
+  return info;
 }
 
 }  // namespace
@@ -307,19 +345,24 @@ std::vector<SessionInfo> ListSessions(const OwnedDir& dir) {
     auto loaded = LoadSession(dir, name.substr(0, name.size() - 6));
     if (loaded.ok()) sessions.push_back(loaded->info);
   }
-  // Sessions touched in the same second are common (a one-shot run, then --continue): the
-  // nanoseconds order them, and a tie still has one order.
-  std::sort(sessions.begin(), sessions.end(), [](const SessionInfo& a, const SessionInfo& b) {
-    if (a.modified_ns != b.modified_ns) return a.modified_ns > b.modified_ns;
-    if (a.created != b.created) return a.created > b.created;
-    return a.id > b.id;
-  });
+  std::sort(sessions.begin(), sessions.end(), NewestFirst);
   return sessions;
 }
 
 Result<std::string> LatestSessionFor(const OwnedDir& dir, const std::string& workdir) {
-  for (const SessionInfo& s : ListSessions(dir)) {
-    if (s.workdir == workdir && s.turns > 0) return s.id;
+  RemoveTurnlessSessions(dir);
+  std::vector<SessionInfo> mine;
+  for (const std::string& name : ListDirNames(dir.fd.get())) {
+    if (!name.ends_with(".jsonl")) continue;
+    std::optional<SessionInfo> header = ReadHeaderOf(dir, name.substr(0, name.size() - 6));
+    if (header && header->workdir == workdir) mine.push_back(std::move(*header));
+  }
+  std::sort(mine.begin(), mine.end(), NewestFirst);
+  for (const SessionInfo& header : mine) {
+    Result<LoadedSession> s = LoadSession(dir, header.id);
+    if (s.ok() && s->info.workdir == workdir && (s->info.turns > 0 || s->info.skipped_lines > 0)) {
+      return header.id;
+    }
   }
   return Status::Error(Status::Code::kNotFound, "no session to continue for " + workdir);
 }

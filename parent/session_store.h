@@ -38,6 +38,7 @@ struct SessionInfo {
   std::string first_prompt;
   int64_t turns = 0;  // Completed prompts.
   int64_t tokens = 0;
+  int64_t skipped_lines = 0;  // Corrupt or truncated lines (LoadedSession::warning names them).
 };
 
 struct LoadedSession {
@@ -62,7 +63,9 @@ std::vector<SessionInfo> ListSessions(const OwnedDir& dir);
 // snapshot) and named in `warning`. A missing or headerless file is an error, and so is a header
 // whose id is not `id` (the file's name): that id would be the path appended to.
 Result<LoadedSession> LoadSession(const OwnedDir& dir, const std::string& id);
-// The most recently modified session of `workdir` that has a turn.
+// The most recently modified session of `workdir` that has a turn, or whose turns were all lost
+// to corrupt lines (resumed with the warning that names them: an older session continued instead
+// took the new prompt silently). Reads only the header (first line) of other workdirs' sessions.
 Result<std::string> LatestSessionFor(const OwnedDir& dir, const std::string& workdir);
 
 class SessionLog {

@@ -4022,6 +4022,38 @@ TEST_F(SessionTest, ContinueTakesTheNewestSessionOfTheSameSecond) {
   }
 }
 
+// The newest session's only turn cut short (a crash or a full disk during its write): --continue
+// took the older session instead, silently, and appended the new prompt to it. It now continues
+// the newest, with the warning that names the lost line, as --resume does. The control: a newest
+// session that is whole is continued with no warning. Another workdir's session, newer still, is
+// passed over by its header alone.
+TEST_F(SessionTest, ContinueTakesTheNewestSessionEvenWhenItsTurnsWereLost) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string older = NewSession("the older session");
+  const std::string newest = NewSession("the newest session");
+  ASSERT_FALSE(older.empty() || newest.empty());
+  const std::string elsewhere = workdir_ + "/sub";
+  ASSERT_TRUE(fs::create_directory(elsewhere));
+  for (const bool cut : {false, true}) {
+    SCOPED_TRACE(cut ? "its turn cut short" : "control: whole");
+    if (cut) {
+      const std::string text = FileText(FileOf(newest).string());
+      const size_t line2 = text.find('\n') + 1;
+      std::ofstream(FileOf(newest), std::ios::trunc) << text.substr(0, line2 + 40);
+    }
+    RunResult other = RunIn({"--sandbox=off", "-C", elsewhere, "--json", "another project"});
+    ASSERT_EQ(other.exit_code, 0) << Dump(other);
+    const size_t before = FileText(FileOf(older).string()).size();
+    RunResult r = RunIn({"--sandbox=off", "--continue", "which?"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_EQ(r.err.find("line 2 was corrupt or truncated") != std::string::npos, cut) << Dump(r);
+    const auto req = server_.request(server_.request_count() - 1);
+    EXPECT_NE(req.view.FirstUserText(), "the older session") << Dump(r);
+    EXPECT_EQ(req.view.FirstUserText(), cut ? "which?" : "the newest session") << Dump(r);
+    EXPECT_EQ(FileText(FileOf(older).string()).size(), before) << "the older session changed";
+  }
+}
+
 // Defect D7: a REPL left with Ctrl-D before any prompt leaves no session behind, and --continue
 // takes the last conversation, never a session without turns (as an older forkbox wrote them).
 TEST_F(SessionTest, ASessionWithoutTurnsIsNeitherWrittenNorContinued) {
