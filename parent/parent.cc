@@ -167,9 +167,8 @@ Result<std::optional<std::string>> ReadPrompt(const Options& o) {
 struct Settings {
   std::string workdir;
   ipc::ProviderSettings provider;
-  std::string child_path;        // Empty with --no-subagents.
-  TranscriptDir transcripts;     // fd -1: no --transcript-dir.
-  LastMessageFile last_message;  // -o/--output-last-message, emptied; fd -1: none.
+  std::string child_path;     // Empty with --no-subagents.
+  TranscriptDir transcripts;  // fd -1: no --transcript-dir.
 };
 
 Result<Settings> ResolveSettings(const Options& o) {
@@ -188,11 +187,6 @@ Result<Settings> ResolveSettings(const Options& o) {
     auto dir = OpenTranscriptDir(o.transcript_dir);
     if (!dir.ok()) return dir.status();
     s.transcripts = std::move(*dir);
-  }
-  if (!o.output_last_message.empty()) {
-    auto file = OpenLastMessageFile(o.output_last_message);
-    if (!file.ok()) return file.status();
-    s.last_message = std::move(*file);
   }
   return s;
 }
@@ -656,6 +650,7 @@ struct SessionIo {
   Progress progress;
   std::function<void()> stream_restarted;  // The session's live stdout stream, if any.
   std::function<void()> request_sent;      // Starts the standby children, once there is a runner.
+  LastMessageFile last_message;            // -o/--output-last-message, emptied; fd -1: none.
 };
 
 // The confined parent: its spawner (if any), its tools' handle, and the workdir through its own
@@ -741,7 +736,7 @@ int Serve(const Options& o, const Settings& s, const std::optional<std::string>&
                     &io.stream_restarted,
                     [&l] { return sandbox::WaiterDied(l.waiter.pidfd); },
                     l.waiter.pid,
-                    s.last_message.fd ? &s.last_message : nullptr};
+                    io.last_message.fd ? &io.last_message : nullptr};
   if (!prompt) return RunInteractive(session, out, *editor, io.progress);
   return RunOneShot(session, *prompt, out, io.progress);
 }
@@ -776,6 +771,14 @@ int Run(const Options& o) {
       agent::MakeProvider(s.provider, ParentProviderHooks(io.streaming ? &io.events : nullptr,
                                                           &io.stream_restarted, &io.request_sent));
   if (!provider.ok()) return Fail(o.output_format, kExitUsage, provider.status().message());
+  // Emptied only once every usage error is behind (an unknown --resume ID, a session of another
+  // workdir): such an error leaves FILE as it was. Still before the parent confines itself, so
+  // FILE may lie where no tool can write.
+  if (!o.output_last_message.empty()) {
+    Result<LastMessageFile> file = OpenLastMessageFile(o.output_last_message);
+    if (!file.ok()) return Fail(o.output_format, kExitUsage, file.status().message());
+    io.last_message = std::move(*file);
+  }
   std::unique_ptr<LineEditor> editor;
   if (!prompt->has_value()) editor = MakeSessionEditor(o.persist_session);
   Confined confined;

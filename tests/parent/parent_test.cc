@@ -2369,6 +2369,43 @@ TEST_F(SessionTest, ResumeInAnotherWorkdirIsRefused) {
   EXPECT_EQ(r.out, "answer 3\n");
 }
 
+// A usage error about the session leaves the -o file as it was, as the README says of every
+// usage error: an unknown --resume ID, and --resume or --continue of a session recorded in
+// another workdir. Before, the file was emptied first, when the settings were read. The control:
+// the same -o with a resumable session writes the answer there.
+TEST_F(SessionTest, AResumeUsageErrorLeavesTheOutputFileAsItWas) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    return Text("answer " + std::to_string(r.view.user_texts.size()));
+  });
+  const std::string id = NewSession("remember PLUM");
+  ASSERT_FALSE(id.empty());
+  const std::string other = workdir_ + "/other";
+  fs::create_directories(other);
+  const std::string file = workdir_ + "/answer.md";
+  const size_t requests = server_.request_count();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--resume", "0000-nope"}, workdir_},
+      {{"--resume", id}, other},
+      {{"--continue"}, other},
+  };
+  for (const auto& [flags, cwd] : cases) {
+    SCOPED_TRACE(flags[0] + " in " + cwd);
+    std::ofstream(file) << "the previous answer\n";
+    std::vector<std::string> args = {"--sandbox=off", "-o", file};
+    args.insert(args.end(), flags.begin(), flags.end());
+    args.push_back("which word?");
+    RunSpec spec = SpecIn(args);
+    spec.cwd = cwd;
+    RunResult r = RunForkbox(spec);
+    EXPECT_EQ(r.exit_code, 2) << Dump(r);
+    EXPECT_EQ(FileText(file), "the previous answer\n") << Dump(r);
+  }
+  EXPECT_EQ(server_.request_count(), requests);
+  RunResult r = RunIn({"--sandbox=off", "-o", file, "--resume", id, "which word?"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_EQ(FileText(file), "answer 2\n");
+}
+
 // Defect 9: `sessions` is a subcommand: --workdir narrows the list, anything else is a usage
 // error, and none of it becomes a prompt. `config` takes no prompt either.
 // A session that called tools cannot go on with none offered (the model APIs refuse tool calls in
