@@ -464,6 +464,9 @@ int Task::RunTask() {
   if (parent_gone_) return kExitParentGone;
   if (outcome.stop == agent::LoopStop::kModelError) {
     std::string why = outcome.error ? outcome.error->ToString() : "unknown model error";
+    // The parent counts a failed task's turns from its events, and a failed call answers none:
+    // this event makes its count the one the message names (the failed call's turn included).
+    SendEvent(outcome.turns, "", "model error");
     return Fail({"model",
                  "model error after " + std::to_string(outcome.turns) + " turn(s) and " +
                      std::to_string(outcome.tool_calls) + " tool call(s): " + why,

@@ -940,6 +940,51 @@ INSTANTIATE_TEST_SUITE_P(Modes, ChildFailureTest,
                                                        "[... error message truncated"}),
                          [](const auto& info) { return std::string(info.param.mode); });
 
+// A task whose child's model call fails reports the turns its error text counts: the failed
+// call's turn included, as the parent's own num_turns counts it. Before, the record, the
+// task_notification and the tool result said 0 turns while the error said "after 1 turn(s)"
+// (the parent counted the child's events only, and a failed call sends none). Both cases: the
+// first call fails, and the second one after a tool call.
+TEST_F(ParentTest, AFailedTaskCountsTheTurnsItsErrorNames) {
+  for (const int failing : {1, 2}) {
+    SCOPED_TRACE("the child's call " + std::to_string(failing) + " fails");
+    server_.ClearRequests();
+    server_.SetHandler([failing](const RecordedRequest& r) {
+      if (IsChild(r)) {
+        if (r.view.assistant_turns + 1 == failing) return HttpStatus(400);
+        return Calls({ToolCall{"bash", {{"command", "true"}}, ""}});
+      }
+      if (r.view.assistant_turns == 0) return Calls({Task("do the thing", "failing job")});
+      return Text("noted");
+    });
+    RunResult r = Run({"--sandbox=off", "--standby=0", "--output-format", "stream-json", "go"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    const std::string turns = std::to_string(failing) + " turn(s)";
+    std::optional<nlohmann::json> notification;
+    std::optional<nlohmann::json> result;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      nlohmann::json e = nlohmann::json::parse(line);
+      if (e.value("subtype", "") == "task_notification") notification = e;
+      if (e["type"] == "result") result = e;
+    }
+    ASSERT_TRUE(notification && result) << r.out;
+    EXPECT_EQ((*notification)["status"], "failed") << r.out;
+    EXPECT_EQ((*notification)["num_turns"], failing) << r.out;
+    const nlohmann::json& task = (*result)["tasks"][0];
+    EXPECT_EQ(task["turns"], failing) << r.out;
+    const std::string error = task["error"];
+    EXPECT_NE(error.find("model error after " + turns), std::string::npos) << error;
+    EXPECT_TRUE(error.ends_with(failing == 1 ? " after 1 turn" : " after 2 turns")) << error;
+    auto parents = Requests(IsParent);
+    ASSERT_EQ(parents.size(), 2u);
+    ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+    EXPECT_NE(parents[1].view.tool_results[0].text.find("model error after " + turns),
+              std::string::npos)
+        << parents[1].view.tool_results[0].text;
+  }
+}
+
 // Audit A(a): the tool result carries at most the capped error message, not the 300 KB page.
 TEST_F(ParentTest, AHugeErrorMessageIsCutInTheToolResultAndTheProgressLine) {
   ScriptOneTaskThenAnswer("noted");
