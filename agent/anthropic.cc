@@ -152,9 +152,9 @@ class AnthropicStream : public SseStreamDecoder {
   void OnEvent(const SseEvent& ev) override {
     if (stopped_) return;
     try {
-      bool too_deep = false;
-      const json j = ParseModelJson(ev.data, &too_deep);
-      if (j.is_discarded()) throw std::runtime_error(DiscardedJsonProblem(too_deep));
+      JsonDiscard why;
+      const json j = ParseModelJson(ev.data, &why);
+      if (j.is_discarded()) throw std::runtime_error(why.Describe());
       std::string type = ev.event;
       if (j.is_object() && j.contains("type") && j["type"].is_string()) type = j["type"];
       if (type == "ping") return;
@@ -363,10 +363,10 @@ json AnthropicEncodeRequest(const Request& request, const ProviderConfig& config
 }
 
 Decoded AnthropicDecodeBody(std::string_view body) {
-  bool too_deep = false;
-  const json j = ParseModelJson(body, &too_deep);
+  JsonDiscard why;
+  const json j = ParseModelJson(body, &why);
   if (j.is_discarded()) {
-    return Malformed("reply is " + DiscardedJsonProblem(too_deep) + ": " + Excerpt(body));
+    return Malformed("reply is " + why.Describe() + ": " + Excerpt(body));
   }
   if (!j.is_object()) return Malformed("reply is not a JSON object: " + Excerpt(body));
   if (j.value("type", json()) == "error" || j.contains("error")) return ErrorFromJson(j);

@@ -8,6 +8,7 @@
 
 #include "agent/context.h"
 #include "agent/wire.h"
+#include "base/format.h"
 #include "base/saturate.h"
 
 namespace forkbox::agent {
@@ -136,10 +137,10 @@ std::string ArgumentsProblem(const json& input) {
   constexpr size_t kExcerpt = 200;
   if (input.is_string()) {
     const std::string& raw = input.get_ref<const std::string&>();
-    bool too_deep = false;
-    const json parsed = ParseModelJson(raw, &too_deep);
+    JsonDiscard why;
+    const json parsed = ParseModelJson(raw, &why);
     if (parsed.is_discarded()) {
-      return "the arguments are " + DiscardedJsonProblem(too_deep) + ": " +
+      return "the arguments are " + why.Describe() + ": " +
              std::string(TruncateUtf8(raw, kExcerpt)) + (raw.size() > kExcerpt ? "..." : "");
     }
   }
@@ -164,6 +165,24 @@ std::string RequiredFieldProblem(const json& input, const json& schema) {
     if (!type.empty() && !HasSchemaType(*value, type)) {
       return "the field '" + field + "' must be of type " + type + ", got " + value->type_name();
     }
+  }
+  return "";
+}
+
+// The first field of `input` that a schema with "additionalProperties": false does not define,
+// as a sentence; empty when none. A misnamed field ("file_path") would otherwise be dropped
+// unseen, and the call run on what remains.
+std::string UnknownFieldProblem(const json& input, const json& schema) {
+  const auto additional = schema.find("additionalProperties");
+  if (additional == schema.end() || *additional != false) return "";
+  const json properties = schema.value("properties", json::object());
+  for (const auto& [field, value] : input.items()) {
+    if (properties.contains(field)) continue;
+    std::vector<std::string> names;
+    for (const auto& [name, spec] : properties.items()) names.push_back(name);
+    return "the field " +
+           Excerpt(json(field).dump(-1, ' ', false, json::error_handler_t::replace)) +
+           " is not one of this tool's fields (" + JoinList(names) + ")";
   }
   return "";
 }
@@ -546,6 +565,7 @@ std::string CheckToolCall(const ToolUseBlock& call, const std::vector<ToolDef>& 
            "'; the available tools are: " + (names.empty() ? "none (answer without tools)" : names);
   }
   std::string problem = ArgumentsProblem(call.input);
+  if (problem.empty()) problem = UnknownFieldProblem(call.input, def->input_schema);
   if (problem.empty()) problem = RequiredFieldProblem(call.input, def->input_schema);
   if (problem.empty()) return "";
   return "invalid call of " + call.name + ": " + problem +

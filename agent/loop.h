@@ -45,9 +45,11 @@ const char* LoopStopName(LoopStop stop);
 // Consecutive turns whose tool calls were all malformed before the loop gives up.
 inline constexpr int kMaxMalformedTurns = 3;
 
-// Why `call` cannot run, for the model: arguments that are not a JSON object, an unknown tool, a
-// required field missing or of the wrong type. The text names the problem and the tool's schema
-// (or the tools there are). Empty when the call is well-formed.
+// Why `call` cannot run, for the model: arguments that are not a JSON object (a repeated key
+// included: ParseModelJson), an unknown tool, a field the schema does not define when it says
+// "additionalProperties": false, a required field missing or of the wrong type. The text names
+// the problem and the tool's schema (or the tools there are). Empty when the call is well-formed.
+// The one gate of every tool call, the parent's and a child's alike (RunLoop calls it).
 std::string CheckToolCall(const ToolUseBlock& call, const std::vector<ToolDef>& tools);
 
 struct LoopOptions {

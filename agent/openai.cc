@@ -172,9 +172,9 @@ class OpenAiStream : public SseStreamDecoder {
       return;
     }
     try {
-      bool too_deep = false;
-      const json j = ParseModelJson(ev.data, &too_deep);
-      if (j.is_discarded()) throw std::runtime_error(DiscardedJsonProblem(too_deep));
+      JsonDiscard why;
+      const json j = ParseModelJson(ev.data, &why);
+      if (j.is_discarded()) throw std::runtime_error(why.Describe());
       if (!j.is_object()) throw std::runtime_error("chunk is not an object");
       if (j.contains("error") && !j["error"].is_null()) {
         Fail(ErrorFromJson(j));
@@ -321,10 +321,10 @@ json OpenAiEncodeRequest(const Request& request, const ProviderConfig& config) {
 }
 
 Decoded OpenAiDecodeBody(std::string_view body) {
-  bool too_deep = false;
-  const json j = ParseModelJson(body, &too_deep);
+  JsonDiscard why;
+  const json j = ParseModelJson(body, &why);
   if (j.is_discarded()) {
-    return Malformed("reply is " + DiscardedJsonProblem(too_deep) + ": " + Excerpt(body));
+    return Malformed("reply is " + why.Describe() + ": " + Excerpt(body));
   }
   if (!j.is_object()) return Malformed("reply is not a JSON object: " + Excerpt(body));
   if (j.contains("error") && !j["error"].is_null()) return ErrorFromJson(j);

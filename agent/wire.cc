@@ -67,16 +67,22 @@ Decoded Malformed(std::string message) {
   return DecodeFailure(ModelError::Kind::kMalformed, std::move(message), /*retryable=*/true);
 }
 
-nlohmann::json ParseModelJson(std::string_view text, bool* too_deep) {
-  bool deep = false;
-  nlohmann::json j = ipc::ParseJsonBounded(text, kMaxModelJsonDepth, &deep);
-  if (too_deep != nullptr) *too_deep = deep;
-  return deep ? nlohmann::json(nlohmann::json::value_t::discarded) : std::move(j);
+nlohmann::json ParseModelJson(std::string_view text, JsonDiscard* why) {
+  JsonDiscard discard;
+  nlohmann::json j =
+      ipc::ParseJsonBounded(text, kMaxModelJsonDepth, &discard.too_deep, &discard.repeated_key);
+  const bool too_deep = discard.too_deep;
+  if (why != nullptr) *why = std::move(discard);
+  return too_deep ? nlohmann::json(nlohmann::json::value_t::discarded) : std::move(j);
 }
 
-std::string DiscardedJsonProblem(bool too_deep) {
-  return too_deep ? "nested deeper than " + std::to_string(kMaxModelJsonDepth) + " levels"
-                  : std::string("not valid JSON");
+std::string JsonDiscard::Describe() const {
+  if (too_deep) return "nested deeper than " + std::to_string(kMaxModelJsonDepth) + " levels";
+  if (!repeated_key.empty()) {
+    return "JSON that repeats the key " + Excerpt(nlohmann::json(repeated_key).dump()) +
+           " in one object";
+  }
+  return "not valid JSON";
 }
 
 std::optional<int64_t> UsageCount(const nlohmann::json& value) {

@@ -46,12 +46,20 @@ Decoded Malformed(std::string message);
 // How deep a model's JSON (an event, a body, a tool call's input) may nest. Far above any real
 // tool input; deeper, a DOM's copy recursed until the parent's stack overflowed.
 inline constexpr int kMaxModelJsonDepth = 64;
-// ipc::ParseJsonBounded at kMaxModelJsonDepth: a discarded value when `text` is not JSON or nests
-// deeper (then *too_deep, when given, is set).
-nlohmann::json ParseModelJson(std::string_view text, bool* too_deep = nullptr);
-// What a reply's JSON that ParseModelJson discarded is, to follow "is"/"are": "nested deeper than
-// 64 levels" or "not valid JSON".
-std::string DiscardedJsonProblem(bool too_deep);
+// Why ParseModelJson discarded a text.
+struct JsonDiscard {
+  bool too_deep = false;
+  std::string repeated_key;  // Non-empty: an object names this key twice.
+  // To follow "is"/"are": "nested deeper than 64 levels", "JSON that repeats the key "path" in one
+  // object" or "not valid JSON".
+  std::string Describe() const;
+};
+// ipc::ParseJsonBounded at kMaxModelJsonDepth, refusing repeated keys: a discarded value when
+// `text` is not JSON, nests deeper, or has an object that names a key twice (then *why, when
+// given, says which). Every JSON a model server sends goes through here, so that no reader, a
+// tool call's arguments above all ({"path":"a","path":"/etc/x"}), acts on a value picked from
+// two.
+nlohmann::json ParseModelJson(std::string_view text, JsonDiscard* why = nullptr);
 
 // A reply's usage count: nullopt when `value` is not an integer, else clamped to
 // [0, ipc::kMaxReportedCount]. Clamped, not refused: a count is bookkeeping, and refusing the

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "base/utf8.h"
@@ -161,19 +162,37 @@ void WipeStrings(json& j) {
 
 }  // namespace
 
-json ParseJsonBounded(std::string_view text, int max_depth, bool* too_deep) {
+json ParseJsonBounded(std::string_view text, int max_depth, bool* too_deep,
+                      std::string* repeated_key) {
   *too_deep = false;
+  if (repeated_key != nullptr) repeated_key->clear();
+  // With repeated_key: the keys of each object being read, the innermost last. Nothing is
+  // discarded before the first refusal, so every object_start meets its object_end.
+  std::vector<std::unordered_set<std::string>> keys;
+  bool repeated = false;
   // nlohmann reports each value's depth to the callback; a false return discards it unbuilt.
-  const json::parser_callback_t depth_check = [max_depth, too_deep](
-                                                  int depth, json::parse_event_t event, json&) {
+  const json::parser_callback_t check = [&](int depth, json::parse_event_t event, json& parsed) {
+    if (*too_deep || repeated) return false;
     // `depth` counts the containers around the one that starts here.
     const bool opens =
         event == json::parse_event_t::object_start || event == json::parse_event_t::array_start;
     if (opens && depth >= max_depth) *too_deep = true;
-    return !*too_deep;
+    if (repeated_key == nullptr || *too_deep) return !*too_deep;
+    if (event == json::parse_event_t::object_start) {
+      keys.emplace_back();
+    } else if (event == json::parse_event_t::object_end && !keys.empty()) {
+      keys.pop_back();
+    } else if (event == json::parse_event_t::key && !keys.empty() &&
+               !keys.back().insert(parsed.get<std::string>()).second) {
+      *repeated_key = parsed.get<std::string>();
+      repeated = true;
+    }
+    return !repeated;
   };
   try {
-    return json::parse(text.begin(), text.end(), depth_check, /*allow_exceptions=*/false);
+    json j = json::parse(text.begin(), text.end(), check, /*allow_exceptions=*/false);
+    if (repeated) return json(json::value_t::discarded);
+    return j;  // Moved, never copied: a start frame's DOM holds the API key (WipeStrings).
   } catch (const std::exception&) {  // The callback's json may throw (bad_alloc): not JSON then.
     return json(json::value_t::discarded);
   }

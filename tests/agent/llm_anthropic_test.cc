@@ -520,6 +520,51 @@ TEST(AnthropicStream, BrokenToolJsonWithoutMaxTokensIsMarked) {
               testing::HasSubstr("not valid JSON"));
 }
 
+// Tool JSON that repeats a key is refused, never read with one of its values: streamed (the
+// model's text), the call is marked and the loop answers it; in a whole reply's body, which the
+// decoder cannot read unambiguously, the reply is malformed (retried). The control: the same
+// input with the key once decodes.
+TEST(AnthropicDecode, ToolInputThatRepeatsAKeyIsRefused) {
+  for (const bool repeated : {true, false}) {
+    SCOPED_TRACE(repeated ? "repeated" : "once");
+    const std::string input =
+        repeated ? R"({"path":"a.txt","path":"/etc/passwd"})" : R"({"path":"a.txt"})";
+    const std::string body = Sse({
+        {"message_start", kStart},
+        {"content_block_start",
+         R"({"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"read_file","input":{}}})"},
+        {"content_block_delta",
+         json{{"type", "content_block_delta"},
+              {"index", 0},
+              {"delta", {{"type", "input_json_delta"}, {"partial_json", input}}}}
+             .dump()},
+        {"content_block_stop", R"({"type":"content_block_stop","index":0})"},
+        {"message_delta", R"({"type":"message_delta","delta":{"stop_reason":"tool_use"}})"},
+        {"message_stop", R"({"type":"message_stop"})"},
+    });
+    Decoded d = DecodeStream(body, 1000);
+    ASSERT_TRUE(d.result.ok());
+    std::vector<ToolUseBlock> uses = ToolUsesOf(d.result.response.message);
+    ASSERT_EQ(uses.size(), 1u);
+    const std::string problem = CheckToolCall(uses[0], {ToolDef{"read_file", "", json::object()}});
+    if (repeated) {
+      EXPECT_THAT(problem, testing::HasSubstr("repeats the key \"path\" in one object"));
+    } else {
+      EXPECT_EQ(problem, "");
+      EXPECT_EQ(uses[0].input, json({{"path", "a.txt"}}));
+    }
+    d = AnthropicDecodeBody(
+        R"({"content":[{"type":"tool_use","id":"t","name":"read_file","input":)" + input +
+        R"(}],"stop_reason":"tool_use"})");
+    EXPECT_EQ(d.result.ok(), !repeated);
+    if (repeated) {
+      EXPECT_EQ(d.result.error->kind, ModelError::Kind::kMalformed);
+      EXPECT_THAT(d.result.error->message,
+                  testing::HasSubstr("reply is JSON that repeats the key \"path\" in one object"));
+    }
+  }
+}
+
 // `levels` nested arrays as a tool call's arguments: {"command":"true","x":[[...]]}.
 std::string DeepArguments(int levels) {
   return R"({"command":"true","x":)" + std::string(levels, '[') + std::string(levels, ']') + "}";

@@ -361,6 +361,43 @@ TEST_F(LoopTest, MalformedToolCallsAreAnsweredWithTheProblemAndTheSchema) {
   EXPECT_EQ(result(4).tool_use_id, "ok");
 }
 
+// Arguments that repeat a key (kept as their raw text by the decoders, which refuse them) and a
+// field the schema does not define when it says "additionalProperties": false are malformed calls,
+// answered with the problem, never run. Before, the last "command" ran, and "cwd" was dropped
+// unseen. The control: without "additionalProperties": false the extra field is accepted.
+TEST_F(LoopTest, RepeatedKeysAndUnknownFieldsAreMalformedCalls) {
+  nlohmann::json schema = {{"type", "object"},
+                           {"properties", {{"command", {{"type", "string"}}}}},
+                           {"required", {"command"}},
+                           {"additionalProperties", false}};
+  for (const bool closed : {true, false}) {
+    SCOPED_TRACE(closed ? "additionalProperties: false" : "no additionalProperties");
+    if (!closed) schema.erase("additionalProperties");
+    provider_.requests.clear();
+    runner_.seen.clear();
+    provider_.Reply("", StopReason::kToolUse,
+                    {ToolUseBlock{"r", "bash", R"({"command":"ls","command":"rm -rf x"})"},
+                     ToolUseBlock{"u", "bash", {{"command", "ls"}, {"cwd", "/"}}}});
+    provider_.Reply("done", StopReason::kEndTurn);
+    options_.tools = {ToolDef{"bash", "d", schema}};
+    std::vector<Message> messages = Prompt("do it");
+    RunLoop(provider_, messages, options_, runner_, observer_);
+    ASSERT_EQ(provider_.requests.size(), 2u);
+    const std::vector<std::string> results = ResultsOf(provider_.requests[1]);
+    ASSERT_EQ(results.size(), 2u);
+    EXPECT_THAT(results[0], HasSubstr("invalid call of bash: the arguments are JSON that repeats "
+                                      "the key \"command\" in one object: "));
+    if (closed) {
+      EXPECT_THAT(runner_.seen, ::testing::IsEmpty());
+      EXPECT_THAT(results[1], HasSubstr("invalid call of bash: the field \"cwd\" is not one of "
+                                        "this tool's fields (command)"));
+    } else {
+      EXPECT_THAT(runner_.seen, ElementsAre("bash@1"));
+      EXPECT_EQ(results[1], "result of u");
+    }
+  }
+}
+
 TEST_F(LoopTest, ThreeConsecutiveMalformedTurnsStop) {
   provider_.Reply("", StopReason::kToolUse, {Malformed("a")});
   provider_.Reply("", StopReason::kToolUse, {Call("fine")});  // Resets the count.

@@ -985,6 +985,76 @@ TEST_F(ParentTest, AFailedTaskCountsTheTurnsItsErrorNames) {
   }
 }
 
+// A tool call whose arguments repeat a key ({"path":"a","path":"b"}) or name a field its schema
+// does not define ("additionalProperties": false) is a malformed call: answered with the problem
+// and nothing run, in the parent and in a task's child alike (one check: the loop's), over both
+// wire formats. Before, the repeated key ran with its last value and edit_file ignored the
+// unknown field. The control: the same calls well-formed write and edit the files.
+TEST_F(ParentTest, RepeatedKeysAndUnknownFieldsAreRefusedInTheParentAndTheChild) {
+  const auto calls = [](const std::string& who, bool well_formed) {
+    const std::string write =
+        well_formed ? R"({"path":")" + who + R"(-decoy.txt","content":"written"})"
+                    : R"({"path":")" + who + R"(-decoy.txt","content":"written","path":")" + who +
+                          R"(-real.txt"})";
+    nlohmann::json edit = {{"path", who + "-edit.txt"}, {"old_text", "old"}, {"new_text", "new"}};
+    if (!well_formed) edit["replace_all"] = true;
+    return std::vector<ToolCall>{ToolCall{"write_file", write, ""},
+                                 ToolCall{"edit_file", edit, ""}};
+  };
+  for (const char* provider : {"anthropic", "openai"}) {
+    for (const bool well_formed : {false, true}) {
+      SCOPED_TRACE(std::string(provider) + (well_formed ? ", well-formed" : ", malformed"));
+      for (const char* who : {"parent", "child"}) {
+        fs::remove(workdir_ + "/" + who + "-decoy.txt");
+        fs::remove(workdir_ + "/" + who + "-real.txt");
+        std::ofstream(workdir_ + "/" + who + "-edit.txt") << "old\n";
+      }
+      server_.ClearRequests();
+      server_.SetHandler([&](const RecordedRequest& r) {
+        if (r.view.assistant_turns > 0) return Text("done");
+        if (IsChild(r)) return Calls(calls("child", well_formed));
+        std::vector<ToolCall> parent = calls("parent", well_formed);
+        parent.push_back(Task("edit a file", "editor"));
+        return Calls(parent);
+      });
+      const std::string base = std::string(provider) == "openai" ? server_.openai_base_url()
+                                                                 : server_.anthropic_base_url();
+      RunSpec spec = SpecFor({"--sandbox=off", "--standby=0", "--provider", provider, "--base-url",
+                              base, "--max-parallel=1", "go"});
+      spec.env.push_back("OPENAI_API_KEY=" + key_);
+      RunResult r = RunForkbox(spec);
+      ASSERT_EQ(r.exit_code, 0) << Dump(r);
+      for (const char* who : {"parent", "child"}) {
+        SCOPED_TRACE(who);
+        const std::string dir = workdir_ + "/" + who;
+        EXPECT_EQ(fs::exists(dir + "-decoy.txt"), well_formed);
+        EXPECT_FALSE(fs::exists(dir + "-real.txt"));
+        EXPECT_EQ(FileText(dir + "-edit.txt"), well_formed ? "new\n" : "old\n");
+        auto answered = Requests(std::string(who) == "parent" ? IsParent : IsChild);
+        ASSERT_EQ(answered.size(), 2u);
+        const auto& results = answered[1].view.tool_results;
+        ASSERT_GE(results.size(), 2u);
+        if (well_formed) {
+          EXPECT_FALSE(results[0].is_error) << results[0].text;
+          EXPECT_FALSE(results[1].is_error) << results[1].text;
+          continue;
+        }
+        const bool flagged = std::string(provider) == "anthropic";  // OpenAI's has no is_error.
+        EXPECT_EQ(results[0].is_error, flagged);
+        EXPECT_NE(results[0].text.find("invalid call of write_file: the arguments are JSON that "
+                                       "repeats the key \"path\" in one object"),
+                  std::string::npos)
+            << results[0].text;
+        EXPECT_EQ(results[1].is_error, flagged);
+        EXPECT_NE(results[1].text.find("invalid call of edit_file: the field \"replace_all\" is "
+                                       "not one of this tool's fields (new_text, old_text, path)"),
+                  std::string::npos)
+            << results[1].text;
+      }
+    }
+  }
+}
+
 // Audit A(a): the tool result carries at most the capped error message, not the 300 KB page.
 TEST_F(ParentTest, AHugeErrorMessageIsCutInTheToolResultAndTheProgressLine) {
   ScriptOneTaskThenAnswer("noted");
