@@ -75,8 +75,15 @@ ModelError HttpError(const HttpResult& http) {
     const size_t first = http.body.find_first_not_of(" \t\r\n");
     const bool html = (ct != http.headers.end() && ct->second.find("html") != std::string::npos) ||
                       (first != std::string::npos && http.body[first] == '<');
+    JsonDiscard why;
+    const bool is_json = !ParseModelJson(http.body, &why).is_discarded();
     if (http.body.empty()) {
       e.message = "empty error body";
+    } else if (is_json) {
+      // JSON, but without the error object or text every API sends (`{}`).
+      e.message = "JSON error body without an error message: " + PageExcerpt(http.body);
+    } else if (why.too_deep || !why.repeated_key.empty()) {
+      e.message = "error body that is " + why.Describe() + ": " + PageExcerpt(http.body);
     } else {
       e.message = std::string(html ? "non-JSON error page: " : "non-JSON error body: ") +
                   PageExcerpt(http.body);
@@ -304,6 +311,8 @@ std::string ModelError::ToString() const {
     case Kind::kHttp:
       // Status 0: an error reported inside a 200 reply (an error event or error body).
       out += http_status != 0 ? "HTTP " + std::to_string(http_status) : "error in reply";
+      // A server may send any three digits; HTTP defines none past 599.
+      if (http_status > 599) out += " (not an HTTP status: outside 100-599)";
       break;
     case Kind::kTransport:
       out += "connection error";

@@ -34,6 +34,7 @@
 #include <vector>
 
 #include "agent/http_client.h"
+#include "agent/provider.h"
 #include "base/unique_fd.h"
 #include "tests/agent/loopback_listener.h"
 
@@ -757,6 +758,47 @@ TEST(HttpNativeTest, NoSigpipeWhenTheServerResetsMidRequest) {
   ASSERT_EQ(::waitpid(pid, &status, 0), pid);
   EXPECT_TRUE(WIFEXITED(status)) << "killed by signal " << WTERMSIG(status);
   EXPECT_EQ(WEXITSTATUS(status), 0);
+}
+
+// How the provider describes an error status by its body: a JSON body without the error object
+// is called JSON, not "non-JSON", and a status past 599 (which the client takes: any three
+// digits) is said to be no HTTP status. Before, `{}` with 999 read "non-JSON error body: {}". The
+// controls: a body that is not JSON is still called so, and a 500 gets no note.
+TEST(ProviderHttpError, TheBodyAndTheStatusAreDescribedAsTheyAre) {
+  struct Case {
+    int status;
+    std::string body;
+    std::string expected;
+  };
+  for (const Case& c :
+       {Case{999, "{}",
+             "HTTP 999 (not an HTTP status: outside 100-599): JSON error body "
+             "without an error message: {}"},
+        Case{500, "{\"detail\":\"x\"}", "HTTP 500: JSON error body without an error message: "},
+        Case{999, "oops",
+             "HTTP 999 (not an HTTP status: outside 100-599): "
+             "non-JSON error body: oops"},
+        Case{500, "oops", "HTTP 500: non-JSON error body: oops"}}) {
+    SCOPED_TRACE(std::to_string(c.status) + " " + c.body);
+    ScriptServer server({Reply("HTTP/1.1 " + std::to_string(c.status) +
+                               " Odd\r\nContent-Type: application/json\r\nContent-Length: " +
+                               std::to_string(c.body.size()) + "\r\n\r\n" + c.body)});
+    ProviderConfig config;
+    config.name = "anthropic";
+    config.api_key = "k";
+    config.base_url = "http://127.0.0.1:" + std::to_string(server.port());
+    config.model = "m";
+    config.max_retries = 0;
+    config.stream = false;
+    Result<std::unique_ptr<Provider>> provider = MakeProvider(config);
+    ASSERT_TRUE(provider.ok()) << provider.status().ToString();
+    Request request;
+    request.messages.push_back(Message{Role::kUser, {TextBlock{"hi"}}});
+    const CallResult r = (*provider)->Complete(request, {});
+    ASSERT_FALSE(r.ok());
+    EXPECT_EQ(r.error->http_status, c.status);
+    EXPECT_THAT(r.error->ToString(), HasSubstr(c.expected));
+  }
 }
 
 }  // namespace
