@@ -114,6 +114,13 @@ inline constexpr int64_t kMaxReportedTurns = 1'000'000;
 // A tool name, a stop reason, an error code: at most this many bytes, no control characters
 // (they reach the progress lines and the model's tool result).
 inline constexpr size_t kMaxLabelBytes = 64;
+// A task's prompt, as the start frame carries it (JSON-escaped): at most this many bytes, so that
+// the frame (1 MiB, ipc/frame.h) keeps room for the agent's system prompt (an agent file is at
+// most 256 KiB) and the settings. 256 KiB is about 64,000 tokens, more than any delegation needs
+// (material that large belongs in a file the subagent reads); a larger cap would only move the
+// failure to the model's context window. The parent refuses a longer prompt before any child
+// starts (TaskPromptProblem).
+inline constexpr size_t kMaxTaskPromptBytes = 256 * 1024;
 // An error frame's message: the child cuts it to this with a note (base/utf8.h CutUtf8WithNote);
 // the parent cuts whatever exceeds that again (EnforceCut).
 inline constexpr size_t kMaxErrorMessageBytes = 16 * 1024;

@@ -27,6 +27,26 @@ std::string CallDetail(const agent::ToolUseBlock& call) {
   return "";
 }
 
+// Why a task call's prompt cannot start a task, for the model; empty when it can. Checked before
+// any child starts, so that a prompt the start frame cannot carry is refused in plain words, with
+// no task reported started.
+std::string TaskPromptProblem(const nlohmann::json& input) {
+  auto prompt = input.find("prompt");
+  if (prompt == input.end() || !prompt->is_string() || prompt->get<std::string>().empty()) {
+    return "task: invalid input: 'prompt' must be a non-empty string";
+  }
+  // As the start frame carries it: quotes, backslashes and control characters escaped.
+  const size_t bytes =
+      prompt->dump(-1, ' ', false, nlohmann::json::error_handler_t::replace).size();
+  if (bytes - 2 <= ipc::kMaxTaskPromptBytes) return "";
+  return "task: the prompt is too long: " + std::to_string(bytes - 2) +
+         " bytes (as sent, escapes included), over the limit of " +
+         std::to_string(ipc::kMaxTaskPromptBytes) + " bytes (" +
+         std::to_string(ipc::kMaxTaskPromptBytes / 1024) +
+         " KiB) a subagent's prompt may hold. No subagent was started. Write long material to a "
+         "file in the working directory and give the subagent its path in a shorter prompt.";
+}
+
 }  // namespace
 
 ParentToolRunner::ParentToolRunner(agent::ToolContext context, std::optional<TaskConfig> tasks,
@@ -149,10 +169,8 @@ void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& call
   for (size_t i = begin; i < end; ++i) {
     const auto& input = calls[i].input;
     ++stats_.parent_tool_calls;
-    auto prompt = input.find("prompt");
-    if (prompt == input.end() || !prompt->is_string() || prompt->get<std::string>().empty()) {
-      results[i] = agent::ToolResultBlock{
-          calls[i].id, "task: invalid input: 'prompt' must be a non-empty string", true};
+    if (std::string problem = TaskPromptProblem(input); !problem.empty()) {
+      results[i] = agent::ToolResultBlock{calls[i].id, std::move(problem), true};
       continue;
     }
     Result<agent::AgentType> type = ResolveSubagentType(tasks_->agents, input);
@@ -163,7 +181,7 @@ void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& call
     TaskSpec spec;
     spec.agent = std::move(*type);
     spec.number = next_task_number_++;
-    spec.prompt = prompt->get<std::string>();
+    spec.prompt = input.at("prompt").get<std::string>();
     spec.tool_use_id = calls[i].id;
     auto description = input.find("description");
     if (description != input.end() && description->is_string()) {

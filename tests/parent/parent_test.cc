@@ -1055,6 +1055,41 @@ TEST_F(ParentTest, RepeatedKeysAndUnknownFieldsAreRefusedInTheParentAndTheChild)
   }
 }
 
+// A task prompt larger than a start frame may carry is refused before anything starts: the
+// model is told the limit in plain words, and no task_started event names a task that never ran.
+// Before, a 10 MB prompt was reported started, then failed with "start frame: ... exceeds the
+// frame cap". The control: a prompt within the limit starts its task.
+TEST_F(ParentTest, ATaskPromptOverTheLimitIsRefusedBeforeItStarts) {
+  for (const size_t bytes : {size_t{10} << 20, size_t{200} << 10}) {
+    SCOPED_TRACE(bytes);
+    const bool refused = bytes > ipc::kMaxTaskPromptBytes;
+    server_.ClearRequests();
+    server_.SetHandler([bytes](const RecordedRequest& r) {
+      if (r.view.assistant_turns == 0) return Calls({Task(std::string(bytes, 'p'), "big")});
+      return Text("noted");
+    });
+    RunResult r = Run({"--sandbox=off", "--standby=0", "--output-format", "stream-json",
+                       "--child-path", FakeChild("ok"), "go"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    EXPECT_EQ(r.out.find("\"task_started\"") == std::string::npos, refused);
+    EXPECT_EQ(r.out.find("\"task_notification\"") == std::string::npos, refused);
+    auto parents = Requests(IsParent);
+    ASSERT_EQ(parents.size(), 2u);
+    ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+    const auto& result = parents[1].view.tool_results[0];
+    EXPECT_EQ(result.is_error, refused);
+    if (refused) {
+      EXPECT_EQ(result.text,
+                "task: the prompt is too long: 10485760 bytes (as sent, escapes included), over "
+                "the limit of 262144 bytes (256 KiB) a subagent's prompt may hold. No subagent "
+                "was started. Write long material to a file in the working directory and give "
+                "the subagent its path in a shorter prompt.");
+    } else {
+      EXPECT_NE(result.text.find("fake summary"), std::string::npos) << result.text.substr(0, 200);
+    }
+  }
+}
+
 // Audit A(a): the tool result carries at most the capped error message, not the 300 KB page.
 TEST_F(ParentTest, AHugeErrorMessageIsCutInTheToolResultAndTheProgressLine) {
   ScriptOneTaskThenAnswer("noted");
