@@ -40,14 +40,19 @@ std::string SectionOf(const std::string& line) {
 namespace {
 
 // A value as git reads it: quotes dropped, `\"`, `\\` and `\t` unescaped, a comment cut.
-std::string ValueOf(const std::string& raw) {
+// `*continues`: `raw` ends in a backslash outside a comment, so git reads the next line on as
+// more of this value (a `[section]` line there included).
+std::string ValueOf(const std::string& raw, bool* continues) {
   std::string value;
   bool quoted = false;
+  *continues = false;
   for (size_t i = 0; i < raw.size(); ++i) {
     const char c = raw[i];
     if (c == '"') {
       quoted = !quoted;
-    } else if (c == '\\' && i + 1 < raw.size()) {
+    } else if (c == '\\' && i + 1 == raw.size()) {
+      *continues = true;
+    } else if (c == '\\') {
       const char next = raw[++i];
       value += next == 't' ? '\t' : next == 'n' ? '\n' : next;
     } else if (!quoted && (c == '#' || c == ';')) {
@@ -79,11 +84,17 @@ std::string Resolve(const std::string& value, const std::string& relative_to,
 std::vector<GitConfigEntry> GitConfigEntries(const std::string& text) {
   std::vector<GitConfigEntry> entries;
   std::string section;
-  for (size_t start = 0; start <= text.size();) {
+  const auto next_line = [&text](size_t& start) {
     size_t end = text.find('\n', start);
     if (end == std::string::npos) end = text.size();
-    std::string line = Trim(text.substr(start, end - start));
+    std::string line = text.substr(start, end - start);
     start = end + 1;
+    return line;
+  };
+  // git skips a UTF-8 byte order mark at the start of a file (an editor's): unskipped, it hid
+  // the first section's header, and the keys under it were read as no section's.
+  for (size_t start = text.starts_with("\xEF\xBB\xBF") ? 3 : 0; start <= text.size();) {
+    std::string line = Trim(next_line(start));
     if (!line.empty() && line[0] == '[') {
       const size_t close = line.find(']');
       if (close == std::string::npos) continue;
@@ -93,7 +104,17 @@ std::vector<GitConfigEntry> GitConfigEntries(const std::string& text) {
     if (line.empty() || line[0] == '#' || line[0] == ';') continue;
     const size_t eq = line.find('=');
     if (eq == std::string::npos) continue;
-    entries.push_back({section, Lower(Trim(line.substr(0, eq))), ValueOf(line.substr(eq + 1))});
+    std::string raw = line.substr(eq + 1);
+    bool continues = false;
+    std::string value = ValueOf(raw, &continues);
+    while (continues && start <= text.size()) {  // Without its final backslash, then the next.
+      raw.pop_back();
+      std::string more = next_line(start);
+      if (!more.empty() && more.back() == '\r') more.pop_back();  // git reads CRLF as LF.
+      raw += more;
+      value = ValueOf(raw, &continues);
+    }
+    entries.push_back({section, Lower(Trim(line.substr(0, eq))), std::move(value)});
   }
   return entries;
 }

@@ -19,7 +19,9 @@ std::string SectionOf(const std::string& line);
 
 // Every `key = value` line of git config `text`, in order: the section ("core", "includeif": a
 // subsection dropped) and the key lowercased, the value as git reads it (quotes and a comment
-// dropped). The one reading of config lines here; loose as GitConfigPaths says.
+// dropped, a value ending in a backslash continued on the next line, a `[header]` there
+// included; a leading UTF-8 byte order mark skipped). The one reading of config lines here;
+// loose as GitConfigPaths says.
 struct GitConfigEntry {
   std::string section;
   std::string key;

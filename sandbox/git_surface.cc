@@ -484,10 +484,10 @@ std::string ForeignStrategy(const std::string& name, const std::string& data) {
     const std::string value = data.substr(0, data.find_last_not_of("\r\n") + 1);
     return IsGitsOwnStrategy(value) ? "" : value;
   }
+  // Any section's: loose where git is strict (a key read in another section than git reads it
+  // in only undoes more).
   for (const GitConfigEntry& e : GitConfigEntries(data)) {
-    if (e.section == "options" && e.key == "strategy" && !IsGitsOwnStrategy(e.value)) {
-      return e.value;
-    }
+    if (e.key == "strategy" && !IsGitsOwnStrategy(e.value)) return e.value;
   }
   return "";
 }

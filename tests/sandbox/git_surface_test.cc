@@ -29,6 +29,18 @@ void Write(const std::string& path, const std::string& text, mode_t mode = 0644)
   chmod(path.c_str(), mode);
 }
 
+// What a shell command prints on stdout.
+std::string RunOutput(const std::string& command) {
+  std::string out;
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) return out;
+  char buf[4096];
+  for (size_t n; (n = fread(buf, 1, sizeof buf, pipe)) > 0;) out.append(buf, n);
+  pclose(pipe);
+  while (!out.empty() && out.back() == '\n') out.pop_back();
+  return out;
+}
+
 bool HasLine(const std::vector<std::string>& lines, const std::string& part) {
   for (const std::string& line : lines) {
     if (line.find(part) != std::string::npos) return true;
@@ -358,6 +370,33 @@ TEST(GitConfigPaths, FindsWhatGitWouldRunOrRead) {
   EXPECT_EQ(paths[2].path, "/home/u/.more");
 }
 
+// Read as git reads it, checked against git itself (`git config -f`): a byte order mark before
+// the first header (an editor's) hid it, and a value continued with a backslash swallows the next
+// line, a header too, so keys below it stay in the section before. Both let a tool's hooksPath
+// or merge strategy pass the guard unseen (red team). The plain file is the control.
+TEST(GitConfigEntries, ReadsAByteOrderMarkAndContinuedValuesAsGitDoes) {
+  const std::string dir = MakeTempDir("git-config-parse");
+  const std::vector<std::string> texts = {
+      "[core]\n\thooksPath = .githooks\n",
+      "\xEF\xBB\xBF[core]\n\thooksPath = .githooks\n",
+      "[core]\r\n\thooksPath = .githooks\r\n",
+      "[core]\n\tx = y\\\n[alias]\n\thooksPath = .githooks\n",
+      "[alias]\n\tx = y\\\n[core]\n\thooksPath = .githooks\n",
+      "[core]\n\tx = \"a\\\nb\" # c\\\n\thooksPath = .githooks\n"};
+  for (const std::string& text : texts) {
+    SCOPED_TRACE(text);
+    Write(dir + "/config", text);
+    const std::string git =
+        Trim(RunOutput("git config -f '" + dir + "/config' --get core.hookspath || true"));
+    const std::vector<GitConfigPath> ours = GitConfigPaths(text, "/w/.git/config", "/w", "/h");
+    EXPECT_EQ(ours.empty() ? "" : ours[0].path, git.empty() ? "" : "/w/" + git);
+  }
+  const std::string opts = "[options]\n\tstrategy-option = a\\\n[core]\n\tstrategy = x/../evil\n";
+  Write(dir + "/opts", opts);
+  EXPECT_EQ(Trim(RunOutput("git config -f '" + dir + "/opts' --get options.strategy")),
+            "x/../evil");
+}
+
 // A part of the surface the walk cannot see whole (here a directory 17 levels down; a flood past
 // the walk's budget or a directory a tool chmodded stops it the same way) is put back whole: a
 // hook planted beside it goes too, wherever the listing put it. Before, the walk stopped at its
@@ -498,6 +537,29 @@ TEST(GitSurfaceGuard, AnOperationInProgressAToolLeftRunsNothing) {
       EXPECT_EQ(FileExists(dir + "/ran-" + (repo == "new" ? "new" : "exec")), before_record);
     }
     EXPECT_EQ(FileExists(work + "/repo/ran-strategy"), before_record);
+  }
+}
+
+// The two forms of sequencer/opts git reads as `options.strategy = x/../evil` and the guard did
+// not (a byte order mark; a continued value swallowing a header): git-merge-x/../evil ran from
+// the worktree at `git cherry-pick --continue` (red team). The control: the same files made
+// before the record stay.
+TEST(GitSurfaceGuard, ACherryPicksOptsGitReadsAsAStrategyIsUndoneInEveryForm) {
+  for (const std::string opts :
+       {"\xEF\xBB\xBF[options]\n\tstrategy = x/../evil\n",
+        "[options]\n\tstrategy-option = a\\\n[core]\n\tstrategy = x/../evil\n"}) {
+    for (const bool before_record : {false, true}) {
+      SCOPED_TRACE(opts + (before_record ? " control: made before the record" : ""));
+      const std::string work = WorkdirOutOfSightOfRoot("git-guard-opts");
+      ASSERT_EQ(GitIn(work, "git init -q -b main ."), 0);
+      if (before_record) Write(work + "/.git/sequencer/opts", opts);
+      Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+      ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+      if (!before_record) Write(work + "/.git/sequencer/opts", opts);
+      const std::vector<std::string> undone = guard->Restore();
+      EXPECT_EQ(HasLine(undone, "would run git-merge-x/../evil"), !before_record);
+      EXPECT_EQ(FileExists(work + "/.git/sequencer/opts"), before_record);
+    }
   }
 }
 
