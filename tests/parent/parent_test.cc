@@ -4241,6 +4241,21 @@ TEST_F(SessionTest, ContinueTakesTheNewestSessionEvenWhenItsTurnsWereLost) {
   }
 }
 
+// --continue judges a session by its header line, read up to 64 KiB; the header holds the first
+// prompt whole, so a longer one is read with the whole file instead, and still continued. The
+// control: a short first prompt.
+TEST_F(SessionTest, ContinueFindsASessionWhoseFirstPromptOutgrowsTheHeaderRead) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  for (const size_t size : {size_t{80} << 10, size_t{10}}) {
+    SCOPED_TRACE(size);
+    const std::string prompt(size, 'p');
+    ASSERT_FALSE(NewSession(prompt).empty());
+    RunResult r = RunIn({"--sandbox=off", "--continue", "which?"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(), prompt);
+  }
+}
+
 // Defect D7: a REPL left with Ctrl-D before any prompt leaves no session behind, and --continue
 // takes the last conversation, never a session without turns (as an older forkbox wrote them).
 TEST_F(SessionTest, ASessionWithoutTurnsIsNeitherWrittenNorContinued) {
