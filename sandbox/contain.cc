@@ -42,28 +42,36 @@ constexpr unsigned long kNamespaces = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWPID
 constexpr char kLayer1SharedWritable[] = "/dev/shm";
 
 // Descriptors a keeper or init keeps besides stderr to undo what its command left for a dead
-// spawner (ContainPlan::orphaned), and the command's cgroup lock, each -1 when none.
+// spawner (ContainPlan::orphaned): the temp dir's, the journal's, a git guard's one per writable
+// tree; and the command's cgroup lock; each -1 when none. One more slot for
+// CloseAboveStderrExcept's `also`.
 struct KeptFds {
-  int fds[6] = {-1, -1, -1, -1, -1, -1};
+  static constexpr size_t kSlots = 6 + kMaxWritablePaths;
+  int fds[kSlots];
+  KeptFds() { std::fill(std::begin(fds), std::end(fds), -1); }
 };
 
 KeptFds KeptFdsOf(const ContainPlan& p) {
   KeptFds kept;
-  if (p.orphaned.git != nullptr) kept.fds[0] = p.orphaned.git->descriptor();
   if (p.orphaned.tmp != nullptr) {
-    kept.fds[1] = p.orphaned.tmp->descriptors()[0];
-    kept.fds[2] = p.orphaned.tmp->descriptors()[1];
-    kept.fds[3] = p.orphaned.tmp->descriptors()[2];
+    kept.fds[0] = p.orphaned.tmp->descriptors()[0];
+    kept.fds[1] = p.orphaned.tmp->descriptors()[1];
+    kept.fds[2] = p.orphaned.tmp->descriptors()[2];
   }
-  if (p.orphaned.journal != nullptr) kept.fds[4] = p.orphaned.journal->descriptor();
-  kept.fds[5] = p.cgroup_lock_fd;  // Until it has ended the command (PidsCgroup::EndLeftovers).
+  if (p.orphaned.journal != nullptr) kept.fds[3] = p.orphaned.journal->descriptor();
+  kept.fds[4] = p.cgroup_lock_fd;  // Until it has ended the command (PidsCgroup::EndLeftovers).
+  const GitSurfaceGuard* git = p.orphaned.git;
+  for (size_t i = 0; git != nullptr && i < git->descriptors() && 5 + i < KeptFds::kSlots - 1; ++i) {
+    kept.fds[5 + i] = git->descriptor(i);
+  }
   return kept;
 }
 
 // Closes every descriptor from 3 on but those in `kept` and `also` (-1: none).
 void CloseAboveStderrExceptRaw(const KeptFds& kept, int also = -1) {
-  int keep[7] = {kept.fds[0], kept.fds[1], kept.fds[2], kept.fds[3],
-                 kept.fds[4], kept.fds[5], also};
+  int keep[KeptFds::kSlots];
+  std::copy(std::begin(kept.fds), std::end(kept.fds), std::begin(keep));
+  keep[KeptFds::kSlots - 1] = also;
   std::sort(std::begin(keep), std::end(keep));
   unsigned from = 3;
   for (const int fd : keep) {

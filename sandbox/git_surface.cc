@@ -232,12 +232,42 @@ bool GitSurfaceGuard::ConfigIsSafe(const std::string& text, std::string* why) {
   return true;
 }
 
+namespace {
+
+// The writable trees but `tree`, for its guard: the workdir and the --writable paths.
+std::vector<std::string> TreesBeside(const std::string& tree, const std::string& workdir,
+                                     const std::vector<std::string>& writable) {
+  std::vector<std::string> others = {workdir};
+  std::copy_if(writable.begin(), writable.end(), std::back_inserter(others),
+               [&tree](const std::string& w) { return w != tree; });
+  return others;
+}
+
+}  // namespace
+
 Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, MountPlan* surface,
                                               const std::vector<std::string>& writable) {
   MountPlan plan = PlanGitSurface(workdir, writable);
   Result<GitSurfaceGuard> guard = Record(workdir, writable, plan);
-  if (guard.ok() && surface != nullptr) *surface = std::move(plan);
+  if (!guard.ok()) return guard;
+  for (const std::string& tree : OtherSurfaceTrees(workdir, writable)) {
+    Result<GitSurfaceGuard> other = Record(tree, TreesBeside(tree, workdir, writable), plan);
+    if (!other.ok()) return other.status().WithContext("--writable " + tree);
+    guard->trees_.push_back(std::move(*other));
+  }
+  if (surface != nullptr) *surface = std::move(plan);
   return guard;
+}
+
+Result<GitSurfaceGuard> GitSurfaceGuard::TakeTree(const std::string& workdir,
+                                                  const std::vector<std::string>& writable) {
+  return Record(workdir, writable, PlanGitSurface(workdir, writable, SurfaceTrees::kWorkdirOnly));
+}
+
+bool GitSurfaceGuard::empty() const {
+  return roots_.empty() && git_dirs_.empty() &&
+         std::all_of(trees_.begin(), trees_.end(),
+                     [](const GitSurfaceGuard& tree) { return tree.empty(); });
 }
 
 Result<GitSurfaceGuard> GitSurfaceGuard::Record(const std::string& workdir,
@@ -435,12 +465,13 @@ void GitSurfaceGuard::CleanNewPaths(const std::vector<std::string>& paths,
 
 MountPlan GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
                                            std::vector<std::string>& lines) const {
-  MountPlan plan = PlanGitSurface(workdir_, writable_);
+  MountPlan plan = PlanGitSurface(workdir_, writable_, SurfaceTrees::kWorkdirOnly);
   // New links first, then the surface walked again without them: what a new link leads to is
   // not a surface of its own (a tool's `sub/.git -> ../src` removed the user's src/ before).
   const size_t before = lines.size();
   CleanNewPaths(plan.links, gone, lines);
-  if (lines.size() != before) plan = PlanGitSurface(workdir_, writable_);
+  if (lines.size() != before)
+    plan = PlanGitSurface(workdir_, writable_, SurfaceTrees::kWorkdirOnly);
   for (const auto* list : {&plan.readonly, &plan.links, &plan.absent}) {
     CleanNewPaths(*list, gone, lines);
   }
@@ -558,6 +589,16 @@ void GitSurfaceGuard::UndoOperations(const MountPlan& plan, std::vector<std::str
 }
 
 std::vector<std::string> GitSurfaceGuard::Restore(After after) {
+  std::vector<std::string> lines = RestoreTree(after);
+  for (GitSurfaceGuard& tree : trees_) {
+    for (const std::string& line : tree.RestoreTree(after)) {
+      lines.push_back(tree.workdir_ + ": " + line);
+    }
+  }
+  return lines;
+}
+
+std::vector<std::string> GitSurfaceGuard::RestoreTree(After after) {
   std::vector<std::string> lines;
   const std::vector<std::string> gone = ForgetGoneRepos(lines);
   RestoreRecorded(gone, lines);
@@ -569,8 +610,11 @@ std::vector<std::string> GitSurfaceGuard::Restore(After after) {
   // The new record takes that walk's surface, unless cleaning changed it: then it walks again.
   Result<GitSurfaceGuard> fresh = lines.size() == before_cleaning
                                       ? Record(workdir_, writable_, surface)
-                                      : Take(workdir_, nullptr, writable_);
-  if (fresh.ok()) *this = std::move(*fresh);
+                                      : TakeTree(workdir_, writable_);
+  if (fresh.ok()) {
+    fresh->trees_ = std::move(trees_);
+    *this = std::move(*fresh);
+  }
   return lines;
 }
 

@@ -21,8 +21,10 @@ namespace forkbox::sandbox {
 
 class GitSurfaceGuard {
  public:
-  // Records the surface below `workdir` (absolute, canonical). Creates a missing hooks/ and info/
-  // in each git dir within the workdir or a `writable` tree (the policy's --writable paths), like
+  // Records the surface below `workdir` (absolute, canonical) and below each `writable` tree (the
+  // policy's --writable paths) outside it (OtherSurfaceTrees): a tool plants in any writable tree
+  // alike, e.g. the repository of a worktree made writable so that tools can commit. Creates a
+  // missing hooks/ and info/ in each git dir within the workdir or a `writable` tree, like
   // layer 2's plan. `surface`, when given, receives the surface found (PlanGitSurface), so that a
   // spawn made right after need not walk the workdir again (Sandbox::Spawn's `git_surface`).
   // Refused (kResourceExhausted) when the surface cannot be recorded whole: more than 100,000
@@ -32,7 +34,8 @@ class GitSurfaceGuard {
                                       const std::vector<std::string>& writable = {});
 
   // Puts the recorded surface back and returns one line per change undone, relative to the
-  // workdir ("restored .git/config", "removed .git/hooks/pre-commit"). A repository that appeared
+  // workdir ("restored .git/config", "removed .git/hooks/pre-commit"), in another writable tree
+  // after its path ("/src/repo: removed .git/hooks/pre-commit"). A repository that appeared
   // meanwhile (git init) keeps only what git init makes: config with safe keys only (core
   // basics, user, branch, remote url/fetch, extensions), hooks named *.sample, info/; anything
   // else in its surface is removed. A repository that was deleted stays deleted; a `.git`
@@ -48,20 +51,23 @@ class GitSurfaceGuard {
   static bool ConfigIsSafe(const std::string& text, std::string* why);
 
   // The record as bytes, for a GuardJournal: the workdir (path, device and inode) and every
-  // recorded entry, ending in a checksum.
+  // recorded entry, then each other tree's record, ending in a checksum.
   std::string Serialize() const;
   // The guard a record (Serialize) describes, for a process that did not take it. Refused: a
   // record cut short or garbled, a path in it that is not plainly beneath the workdir, and a
   // workdir that is not the very directory it was taken in (kNotFound: removed, made again, or a
-  // link now).
+  // link now). Another tree that is no longer its directory is left out, the rest kept.
   static Result<GitSurfaceGuard> Reload(std::string_view record);
   const std::string& workdir() const { return workdir_; }
-  // No repository and no agent config was found: nothing to guard.
-  bool empty() const { return roots_.empty() && git_dirs_.empty(); }
+  // No repository and no agent config was found in any tree: nothing to guard.
+  bool empty() const;
 
-  // The O_PATH descriptor of the workdir that Restore works through: a process that closes its
-  // other descriptors before it restores (a keeper, Sandbox::Spawn's `orphaned`) keeps this one.
-  int descriptor() const { return root_.get(); }
+  // The O_PATH descriptors of the trees that Restore works through, the workdir's first: a
+  // process that closes its other descriptors before it restores (a keeper, Sandbox::Spawn's
+  // `orphaned`) keeps these. descriptor(i) for i < descriptors(); no allocation (a keeper calls
+  // it after a fork).
+  size_t descriptors() const { return 1 + trees_.size(); }
+  int descriptor(size_t i = 0) const { return i == 0 ? root_.get() : trees_[i - 1].root_.get(); }
 
   struct Entry {
     enum class Kind { kAbsent, kFile, kDir, kSymlink, kOther } kind = Kind::kAbsent;
@@ -72,10 +78,15 @@ class GitSurfaceGuard {
 
  private:
   GitSurfaceGuard() = default;
-  // The record of `plan`'s surface (PlanGitSurface(workdir)) as it is now.
+  // The record of `plan`'s surface (PlanGitSurface(workdir)) below `workdir` as it is now.
   static Result<GitSurfaceGuard> Record(const std::string& workdir,
                                         const std::vector<std::string>& writable,
                                         const MountPlan& plan);
+  // The guard of one tree, `workdir` (its surface alone walked; `writable`: the other trees).
+  static Result<GitSurfaceGuard> TakeTree(const std::string& workdir,
+                                          const std::vector<std::string>& writable);
+  // Restore of this tree alone (trees_ untouched).
+  std::vector<std::string> RestoreTree(After after);
   // Restore's steps: the recorded .git directories now gone (a replacement is removed), the
   // recorded surface put back, the surface that appeared cleaned. Each appends to `lines`.
   std::vector<std::string> ForgetGoneRepos(std::vector<std::string>& lines) const;
@@ -106,6 +117,9 @@ class GitSurfaceGuard {
   std::map<std::string, Entry> entries_;  // Every path at or below a root.
   // MountPlan::operations below the workdir that existed (relative), compared, never put back.
   std::map<std::string, Entry> operations_;
+  // The guards of the other writable trees (OtherSurfaceTrees), each rooted at its tree, with no
+  // trees_ of its own.
+  std::vector<GitSurfaceGuard> trees_;
 };
 
 }  // namespace forkbox::sandbox

@@ -16,7 +16,7 @@
 namespace forkbox::sandbox {
 namespace {
 
-constexpr std::string_view kMagic = "forkbox-guard 2\n";
+constexpr std::string_view kMagic = "forkbox-guard 3\n";
 
 void PutU64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -113,6 +113,23 @@ bool IsPlainRelative(std::string_view rel) {
   return true;
 }
 
+// The other trees' records (Serialize), each a whole record of one tree: false for one garbled
+// or holding trees itself. A tree no longer the directory it was taken in is left out: its
+// guard has nothing to put back where it was.
+bool ReloadTrees(Reader& in, std::vector<GitSurfaceGuard>& trees) {
+  uint64_t count = 0;
+  if (!in.U64(&count) || count > in.left() / 8) return false;
+  for (uint64_t i = 0; i < count; ++i) {
+    std::string record;
+    if (!in.String(&record)) return false;
+    Result<GitSurfaceGuard> tree = GitSurfaceGuard::Reload(record);
+    if (!tree.ok() && tree.status().code() == Status::Code::kInvalidArgument) return false;
+    if (tree.ok() && tree->descriptors() != 1) return false;
+    if (tree.ok()) trees.push_back(std::move(*tree));
+  }
+  return true;
+}
+
 }  // namespace
 
 std::string GitSurfaceGuard::Serialize() const {
@@ -127,6 +144,8 @@ std::string GitSurfaceGuard::Serialize() const {
   PutList(out, git_dirs_);
   PutEntries(out, entries_);
   PutEntries(out, operations_);
+  PutU64(out, trees_.size());
+  for (const GitSurfaceGuard& tree : trees_) PutString(out, tree.Serialize());
   PutU64(out, Checksum(out));
   return out;
 }
@@ -144,7 +163,7 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Reload(std::string_view record) {
   uint64_t dev = 0, ino = 0;
   if (!in.U64(&dev) || !in.U64(&ino) || !in.String(&guard.workdir_) || !in.List(&guard.writable_) ||
       !in.List(&guard.roots_) || !in.List(&guard.git_dirs_) || !in.Entries(&guard.entries_) ||
-      !in.Entries(&guard.operations_)) {
+      !in.Entries(&guard.operations_) || !ReloadTrees(in, guard.trees_)) {
     return garbled;
   }
   if (!in.done() || guard.workdir_.empty() || guard.workdir_.front() != '/') return garbled;

@@ -245,6 +245,14 @@ void AddUserConfiguredPaths(const fs::path& hooks_cwd, MountPlan& plan) {
   for (const std::string& include : user.includes) GuardConfigured(include, plan);
 }
 
+// The `.git` file of the worktree whose admin dir (worktrees/NAME) is `admin`, as its `gitdir`
+// names it (relative to `admin` with git's worktree.useRelativePaths), lexically; "" for none.
+fs::path WorktreeOf(const fs::path& admin) {
+  const fs::path named = FirstLineOfRegularFile(admin / "gitdir");
+  if (named.empty()) return named;
+  return (named.is_absolute() ? named : admin / named).lexically_normal();
+}
+
 // A git directory's trust surface, in the common dir too for a worktree: the trusted files, the
 // paths their config names, the other worktrees' admin dirs (wholly read-only) and the
 // submodules'. `hooks_cwd`: where git runs this repository's hooks.
@@ -261,7 +269,15 @@ void AddGitDir(const fs::path& gitdir, const fs::path& hooks_cwd, MountPlan& pla
   }
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(common / "worktrees", ec)) {
-    if (entry.path() != gitdir) AddReadonly(entry.path(), plan);
+    if (entry.path() == gitdir) continue;
+    if (!InWritableTree(plan, WorktreeOf(entry.path()))) {
+      AddReadonly(entry.path(), plan);
+      continue;
+    }
+    // A worktree in a writable tree too: its tools write its admin dir (HEAD, index), so it is
+    // guarded as its own git dir is.
+    AddTrustedFiles(entry.path(), plan);
+    AddReadonly(entry.path() / "gitdir", plan);
   }
   AddModules(common / "modules", plan, 0);
 }
@@ -270,7 +286,7 @@ void AddGitDir(const fs::path& gitdir, const fs::path& hooks_cwd, MountPlan& pla
 // read-only with the surface of the git dir it names.
 void AddDotGit(const fs::path& dotgit, MountPlan& plan) {
   if (IsDir(dotgit)) {
-    plan.pinned.push_back(dotgit.string());
+    AddOnce(plan.pinned, dotgit.string());
     AddGitDir(dotgit, dotgit.parent_path(), plan);
     return;
   }
@@ -468,7 +484,7 @@ void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std:
   }
   if (!subdirs) return;
   if (IsBareGitDir(dir.get(), marks)) {
-    plan.pinned.push_back(path);  // As a .git directory: what was removed stays removed.
+    AddOnce(plan.pinned, path);   // As a .git directory: what was removed stays removed.
     AddGitDir(path, path, plan);  // A bare repository's hooks run in its git dir.
   }
   for (const std::string& name : *subdirs) {
@@ -612,7 +628,7 @@ void AddProjectConfig(const std::string& dir, MountPlan& plan) {
       AddAbsent(path, plan);
       continue;
     }
-    plan.pinned.push_back(path.string());
+    AddOnce(plan.pinned, path.string());
     for (const char* name : config.trusted) {
       AddReadonly(path / name, plan);
       AddAbsent(path / name, plan);
@@ -625,6 +641,16 @@ void AddGitSurface(const std::string& workdir, MountPlan& plan) {
   std::vector<char> buf(32 << 10);
   if (dir) AddReposBelow(dir, workdir, 0, buf, plan);
   AddProjectConfig(workdir, plan);
+}
+
+// The surface of every writable tree in `plan` (the workdir first).
+void AddGitSurfaces(MountPlan& plan) {
+  const std::vector<std::string> trees = plan.writable;
+  AddGitSurface(trees.front(), plan);
+  for (const std::string& tree :
+       OtherSurfaceTrees(trees.front(), {trees.begin() + 1, trees.end()})) {
+    AddGitSurface(tree, plan);
+  }
 }
 
 }  // namespace
@@ -650,11 +676,30 @@ std::optional<LinkedGitDir> LinkedGitDirOf(const std::string& dir) {
   return std::nullopt;
 }
 
-MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::string>& writable) {
+std::vector<std::string> OtherSurfaceTrees(const std::string& workdir,
+                                           const std::vector<std::string>& writable) {
+  std::vector<std::string> trees;
+  for (const std::string& tree : writable) {
+    if (PathWithin(tree, workdir) ||
+        std::any_of(trees.begin(), trees.end(),
+                    [&tree](const std::string& t) { return PathWithin(tree, t); })) {
+      continue;
+    }
+    trees.push_back(tree);
+  }
+  return trees;
+}
+
+MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::string>& writable,
+                         SurfaceTrees trees) {
   MountPlan plan;
   plan.writable.push_back(workdir);
   plan.writable.insert(plan.writable.end(), writable.begin(), writable.end());
-  AddGitSurface(workdir, plan);
+  if (trees == SurfaceTrees::kEvery) {
+    AddGitSurfaces(plan);
+  } else {
+    AddGitSurface(workdir, plan);
+  }
   return plan;
 }
 
@@ -680,7 +725,7 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
   }
   AddSocketDirs(plan);
   if (git_surface == nullptr) {
-    AddGitSurface(workdir, plan);
+    AddGitSurfaces(plan);
   } else {
     plan.pinned = git_surface->pinned;
     plan.readonly = git_surface->readonly;

@@ -86,9 +86,18 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
                              const MountPlan* git_surface = nullptr);
 
 // PlanMounts' git part alone (pinned, readonly, absent): what the git trust-surface guard needs,
-// without listing sockets. A missing hooks/ or info/ is created only in a git dir within the
-// workdir or a `writable` tree (plan.writable holds them all).
-MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::string>& writable = {});
+// without listing sockets. Every writable tree is walked (the workdir, then each `writable` tree
+// not within one walked already: a tool plants in any of them alike), or with kWorkdirOnly the
+// workdir alone (a guard of one tree). A missing hooks/ or info/ is created only in a git dir
+// within the workdir or a `writable` tree (plan.writable holds them all).
+enum class SurfaceTrees { kEvery, kWorkdirOnly };
+MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::string>& writable = {},
+                         SurfaceTrees trees = SurfaceTrees::kEvery);
+
+// The writable trees PlanGitSurface walks besides the workdir: each of `writable` not within the
+// workdir nor within one before it, in order.
+std::vector<std::string> OtherSurfaceTrees(const std::string& workdir,
+                                           const std::vector<std::string>& writable);
 
 // Whether `name` is project agent config (`.claude`, `.forkbox`, `.mcp.json`, `.codex`, ...):
 // what an agent started in its directory trusts. The guard removes one a tool created, whole.

@@ -562,6 +562,45 @@ TEST_P(ScopeTest, AnOperationInProgressRunsNothingOutside) {
   }
 }
 
+// The repository of a worktree that is the workdir, given with --writable so that tools can commit
+// (what the start-up warning suggests): only the workdir was walked, so in layer 1 a hook planted
+// in the repository ran at the user's next commit, and in both layers an exec line added to the
+// worktree's rebase todo (the repository's .git/worktrees/work/) ran at `git rebase --continue`
+// and a `.claude/settings.json` made at its top stayed for claude started there (red team). The
+// tool's `git add` in the worktree works in every mode, so the user's rebase goes on.
+TEST_P(ScopeTest, AWritableRepositoryOfTheWorktreeRunsNothingOutside) {
+  const std::string repo = root_ + "/repo";
+  const std::string mark = outside_ + "/RAN-";
+  ASSERT_EQ(mkdir(repo.c_str(), 0755), 0);
+  ChownTree(root_, uid(), gid());
+  ShellOutside(repo, std::string(kConflictingBranches) + " && git worktree add -q --detach " +
+                         work_ + " main");
+  ShellOutside(work_, "git rebase main side");
+  ASSERT_TRUE(Exists(repo + "/.git/worktrees/work/rebase-merge/git-rebase-todo"));
+  RunResult r = Shell(
+      "echo PROBE writable-repo; cd '" + work_ +
+          "' && todo=$(git rev-parse --git-path rebase-merge/git-rebase-todo) && sed -i '1i exec "
+          "touch " +
+          mark + "exec' \"$todo\"; printf '#!/bin/sh\\ntouch " + mark + "hook\\n' > '" + repo +
+          "/.git/hooks/pre-commit'; chmod 755 '" + repo + "/.git/hooks/pre-commit'; mkdir -p '" +
+          repo + "/.claude' && echo '{}' > '" + repo + "/.claude/settings.json'; cd '" + work_ +
+          "' && echo b > f && git add f; exit 0",
+      Flags({"--writable", repo}));
+  const RunResult rebase = ShellOutside(work_, "git rebase --continue");
+  EXPECT_EQ(rebase.exit_code, 0) << "the tool's git add stayed\n"
+                                 << r.Describe() << rebase.Describe();
+  ShellOutside(repo, "git commit -q --allow-empty -m outside");
+  std::string ran;
+  for (const char* name : {"exec", "hook"}) {
+    if (Exists(mark + name)) ran += std::string(" ") + name;
+  }
+  if (Exists(repo + "/.claude/settings.json")) ran += " claude";
+  Verdict(r, !ran.empty(), Control::kAlways, "a plant in the --writable repository stayed:" + ran);
+  if (!sandboxed()) {
+    EXPECT_EQ(ran, " exec hook claude") << "the control, git's own view";
+  }
+}
+
 // A relative core.hooksPath in the user's global config (~/.gitconfig here; $GIT_CONFIG_GLOBAL,
 // $XDG_CONFIG_HOME/git/config and the system's are read too) is a directory in every worktree: a
 // tool's .githooks/pre-commit ran at the user's next commit. Only the repository's own config

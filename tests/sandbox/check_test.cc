@@ -236,6 +236,41 @@ TEST(PlanGitSurface, CreatesNothingOutsideTheWritableTrees) {
   EXPECT_TRUE(FileExists(named + "/info"));
 }
 
+// Every writable tree is walked, not the workdir alone: a repository given with --writable is
+// pinned and its surface bound like the workdir's. A worktree in a writable tree keeps its admin
+// dir writable (its tools commit there: HEAD, index), only its trusted files bound, where another
+// worktree's admin dir is bound whole (the control).
+TEST(PlanGitSurface, WalksEveryWritableTreeAndKeepsAWritableWorktreeCommitting) {
+  const std::string root = std::filesystem::canonical(MakeTempDir("plan-trees")).string();
+  const std::string repo = root + "/repo", work = root + "/work";
+  ASSERT_EQ(system(("git init -q '" + repo + "' && git -C '" + repo +
+                    "' -c user.name=u -c user.email=u@x commit -q --allow-empty -m a && git -C '" +
+                    repo + "' worktree add -q --detach ../work")
+                       .c_str()),
+            0);
+  const std::string admin = repo + "/.git/worktrees/work";
+  const auto has = [](const std::vector<std::string>& list, const std::string& path) {
+    return std::find(list.begin(), list.end(), path) != list.end();
+  };
+  const MountPlan alone = PlanGitSurface(work);
+  EXPECT_FALSE(has(alone.pinned, repo + "/.git"));
+  const MountPlan both = PlanGitSurface(work, {repo});
+  EXPECT_TRUE(has(both.pinned, repo + "/.git"));
+  EXPECT_TRUE(has(both.readonly, repo + "/.git/hooks"));
+  EXPECT_FALSE(has(both.readonly, admin)) << "the workdir's admin dir is written by its git";
+  EXPECT_TRUE(has(both.readonly, admin + "/hooks"));
+  EXPECT_TRUE(has(both.operations, admin + "/rebase-merge/git-rebase-todo"));
+  const MountPlan one = PlanGitSurface(work, {repo}, SurfaceTrees::kWorkdirOnly);
+  EXPECT_FALSE(has(one.pinned, repo + "/.git"));
+  EXPECT_TRUE(has(PlanGitSurface(repo).readonly, admin)) << "another worktree's, whole";
+  EXPECT_FALSE(has(PlanGitSurface(repo, {work}).readonly, admin));
+  Result<MountPlan> mounts = PlanMounts(work, {repo});
+  ASSERT_TRUE(mounts.ok()) << mounts.status().ToString();
+  EXPECT_TRUE(has(mounts->pinned, repo + "/.git"));
+  EXPECT_EQ(OtherSurfaceTrees(work, {repo, work + "/sub", repo + "/x", root}),
+            (std::vector<std::string>{repo, root}));
+}
+
 TEST(Check, DisabledPolicySaysOff) {
   Policy policy;
   policy.enabled = false;

@@ -8,6 +8,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -527,7 +528,8 @@ TEST(GitSurfaceGuard, AnOperationInProgressAToolLeftRunsNothing) {
               !before_record);
     EXPECT_EQ(HasLine(undone, "would run git-merge-x/../evil"), !before_record);
     EXPECT_EQ(FileExists(work + "/repo/.git/sequencer/opts"), before_record);
-    EXPECT_EQ(FileExists(wt_todo), before_record);
+    // The worktree's admin dir is its own tools' (HEAD, index): the line goes, not the file.
+    EXPECT_EQ(ReadFile(wt_todo).find("exec touch ran-wt") != std::string::npos, before_record);
     for (const std::string repo : {"repo", "new"}) {
       SCOPED_TRACE(repo);
       const std::string dir = work + "/" + repo;
@@ -538,6 +540,86 @@ TEST(GitSurfaceGuard, AnOperationInProgressAToolLeftRunsNothing) {
     }
     EXPECT_EQ(FileExists(work + "/repo/ran-strategy"), before_record);
   }
+}
+
+// A repository outside the workdir in a --writable tree: the repository of the worktree that is
+// the workdir, made writable so that tools can commit. A hook and an fsmonitor planted there, an
+// exec line in the worktree's rebase todo (in the repository's worktrees/work/) and agent config
+// at its top ran at the user's next git command or agent start: the guard walked the workdir
+// alone (red team). The control: the guard of the workdir alone keeps all of it. Either way the
+// index the tool staged stays, so the rebase goes on.
+TEST(GitSurfaceGuard, AWritableRepositoryOutsideTheWorkdirIsGuardedAsTheWorkdirIs) {
+  for (const bool writable : {true, false}) {
+    SCOPED_TRACE(writable ? "the repository --writable" : "control: the workdir's guard alone");
+    const std::string root = WorkdirOutOfSightOfRoot("git-guard-trees");
+    const std::string repo = root + "/repo", work = root + "/work";
+    const std::string todo = repo + "/.git/worktrees/work/rebase-merge/git-rebase-todo";
+    std::filesystem::create_directories(repo);
+    ASSERT_EQ(GitIn(repo,
+                    "git init -q -b main . && echo a > f && git add f && git commit -qm a && git "
+                    "checkout -qb side && echo b > f && git commit -qam b && echo c > g && git add "
+                    "g && git commit -qm c && git checkout -q main && echo x > f && git commit "
+                    "-qam x && git worktree add -q --detach ../work main"),
+              0);
+    ASSERT_NE(GitIn(work, "git rebase main side"), 0);
+    ASSERT_TRUE(FileExists(todo));
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(
+        work, nullptr, writable ? std::vector<std::string>{repo} : std::vector<std::string>{});
+    ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+    Write(repo + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch ran-hook\n", 0755);
+    Write(repo + "/.git/config",
+          ReadFile(repo + "/.git/config") + "[core]\n\tfsmonitor = touch ran-fsmonitor\n");
+    Write(todo, "exec touch ran-exec\n" + ReadFile(todo));
+    Write(repo + "/.claude/settings.json", "{\"hooks\": {}}\n");
+    ASSERT_EQ(GitIn(work, "echo b > f && git add f"), 0);
+    const std::vector<std::string> undone = guard->Restore();
+    std::string all;
+    for (const std::string& line : undone) all += line + "\n";
+    EXPECT_EQ(HasLine(undone, repo + ": remove .git/hooks/pre-commit"), writable) << all;
+    EXPECT_EQ(HasLine(undone, repo + ": restore .git/config"), writable);
+    EXPECT_EQ(HasLine(undone, repo + ": remove 1 exec line(s) from .git/worktrees/work/"),
+              writable);
+    EXPECT_EQ(HasLine(undone, repo + ": remove .claude"), writable);
+    EXPECT_EQ(FileExists(repo + "/.claude"), !writable);
+    // What the tool's own `git add` ran (inside, in the sandbox) is not what runs outside.
+    std::filesystem::remove(repo + "/ran-fsmonitor");
+    std::filesystem::remove(work + "/ran-fsmonitor");
+    EXPECT_EQ(GitIn(work, "git rebase --continue"), 0) << "the staged index stayed";
+    EXPECT_EQ(FileExists(work + "/ran-exec"), !writable);
+    EXPECT_EQ(GitIn(repo, "git commit -q --allow-empty -m y"), 0);
+    EXPECT_EQ(FileExists(repo + "/ran-hook"), !writable);
+    EXPECT_EQ(FileExists(repo + "/ran-fsmonitor") || FileExists(work + "/ran-fsmonitor"),
+              !writable);
+  }
+}
+
+// The journal's form of such a guard (Serialize, Reload: a keeper or the next start puts the
+// surface back) holds the other trees: a hook planted in the --writable repository after the
+// record is removed by the reloaded guard. A tree made again since is left out, the rest kept.
+TEST(GitSurfaceGuard, AReloadedRecordGuardsTheOtherTreesToo) {
+  const std::string root = WorkdirOutOfSightOfRoot("git-guard-trees-reload");
+  const std::string repo = root + "/repo", gone = root + "/gone", work = root + "/work";
+  for (const std::string& dir : {repo, gone, work}) {
+    std::filesystem::create_directories(dir);
+    ASSERT_EQ(GitIn(dir, "git init -q"), 0);
+  }
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, nullptr, {repo, gone});
+  ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+  ASSERT_EQ(guard->descriptors(), 3u);
+  const std::string record = guard->Serialize();
+  std::filesystem::remove_all(gone);
+  std::filesystem::create_directories(gone);
+  Result<GitSurfaceGuard> reloaded = GitSurfaceGuard::Reload(record);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status().ToString();
+  EXPECT_EQ(reloaded->descriptors(), 2u) << "the tree made again is left out";
+  Write(repo + "/.git/hooks/post-checkout", "#!/bin/sh\n", 0755);
+  Write(work + "/.git/hooks/post-checkout", "#!/bin/sh\n", 0755);
+  const std::vector<std::string> undone = reloaded->Restore(GitSurfaceGuard::After::kDone);
+  EXPECT_TRUE(HasLine(undone, repo + ": remove .git/hooks/post-checkout"));
+  EXPECT_NE(std::find(undone.begin(), undone.end(), "remove .git/hooks/post-checkout"),
+            undone.end());
+  EXPECT_FALSE(FileExists(repo + "/.git/hooks/post-checkout"));
+  EXPECT_FALSE(FileExists(work + "/.git/hooks/post-checkout"));
 }
 
 // The two forms of sequencer/opts git reads as `options.strategy = x/../evil` and the guard did
