@@ -101,7 +101,8 @@ void AddNamespaces(Report& r, bool assume_layer2) {
                "multiprocessing fork, spawn and forkserver work (forkserver's socket through the "
                "connect broker, with and without --allow-net)");
   Add(r, ".git/hooks read-only", layer2 ? "active" : missing,
-      layer2 ? "git's trust surface is read-only (hooks, info, config, config.worktree, "
+      layer2 ? "git's trust surface in the workdir and each --writable tree is read-only "
+               "(hooks, info, config, config.worktree, "
                "commondir, other worktrees, submodules, nested repos), and so are .forkbox/ and "
                ".claude/; a planted commondir, config.worktree or agent config is removed when "
                "the command ends"
