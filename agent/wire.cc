@@ -69,8 +69,10 @@ Decoded Malformed(std::string message) {
 
 nlohmann::json ParseModelJson(std::string_view text, JsonDiscard* why) {
   JsonDiscard discard;
+  std::optional<std::string> repeated_key;
   nlohmann::json j =
-      ipc::ParseJsonBounded(text, kMaxModelJsonDepth, &discard.too_deep, &discard.repeated_key);
+      ipc::ParseJsonBounded(text, kMaxModelJsonDepth, &discard.too_deep, &repeated_key);
+  discard.repeated_key = repeated_key.value_or("");
   const bool too_deep = discard.too_deep;
   if (why != nullptr) *why = std::move(discard);
   return too_deep ? nlohmann::json(nlohmann::json::value_t::discarded) : std::move(j);

@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <exception>
+#include <optional>
 #include <string>
 #include <unordered_set>
 #include <vector>
@@ -163,9 +164,9 @@ void WipeStrings(json& j) {
 }  // namespace
 
 json ParseJsonBounded(std::string_view text, int max_depth, bool* too_deep,
-                      std::string* repeated_key) {
+                      std::optional<std::string>* repeated_key) {
   *too_deep = false;
-  if (repeated_key != nullptr) repeated_key->clear();
+  if (repeated_key != nullptr) repeated_key->reset();
   // With repeated_key: the keys of each object being read, the innermost last. Nothing is
   // discarded before the first refusal, so every object_start meets its object_end.
   std::vector<std::unordered_set<std::string>> keys;
@@ -215,13 +216,19 @@ Result<Message> DecodePayload(std::string_view payload) {
                                    Locate(payload).where());
   }
   bool too_deep = false;
-  json j = ParseJsonBounded(payload, kMaxJsonDepth, &too_deep);
+  std::optional<std::string> repeated_key;
+  json j = ParseJsonBounded(payload, kMaxJsonDepth, &too_deep, &repeated_key);
   if (too_deep) {
     WipeStrings(j);
     return Status::InvalidArgument("frame payload nests deeper than " +
                                    std::to_string(kMaxJsonDepth) + " levels");
   }
   if (j.is_discarded()) {
+    // Which of the two values the peer meant is not ours to guess (nlohmann keeps the last).
+    if (repeated_key) {
+      return Status::InvalidArgument("frame payload repeats the key \"" + MakeLabel(*repeated_key) +
+                                     "\" in one object");
+    }
     PathTracker t = Locate(payload);
     return Status::InvalidArgument("frame payload is not valid JSON " + t.where() + ": " +
                                    t.error());

@@ -47,11 +47,11 @@ inline constexpr size_t kDefaultMaxTotalBytes = 64 << 20;
 // parses iteratively; a DOM's copy and dump() recurse, and 100,000 nested arrays from a model
 // overflowed the stack). Deeper values are discarded unbuilt and *too_deep is set; text that is not
 // JSON gives a discarded value. With `repeated_key`, an object that names a key twice gives a
-// discarded value too, and *repeated_key names the key: nlohmann would keep the last value
-// silently, and a reader that acts on the value (a tool's path) must not guess which one was
-// meant. Never throws.
+// discarded value too, and *repeated_key names the key (optional: the key may be ""): nlohmann
+// would keep the last value silently, and a reader that acts on the value (a tool's path, a
+// frame's summary) must not guess which one was meant. Never throws.
 nlohmann::json ParseJsonBounded(std::string_view text, int max_depth, bool* too_deep,
-                                std::string* repeated_key = nullptr);
+                                std::optional<std::string>* repeated_key = nullptr);
 
 // Encodes one frame. Fails when the payload exceeds max_frame_bytes.
 Result<std::string> EncodeFrame(const nlohmann::json& payload,

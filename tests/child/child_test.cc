@@ -784,6 +784,25 @@ TEST_F(ChildTest, BadStartFrameGivesAnErrorFrame) {
   }
 }
 
+// A start frame that names a key twice (two prompts) is refused as bad_start naming the key, and
+// no model call is made: before, the child ran whichever prompt came last. Control: the same frame
+// without the second prompt runs its task.
+TEST_F(ChildTest, AStartFrameThatRepeatsAKeyIsRefusedNamingIt) {
+  Scenario({{"rules", {{{"when", json::object()}, {"reply", {{"text", "done"}}}}}}});
+  const std::string payload = ipc::ToJson(Start("the task")).dump();
+  ChildRun once = RunRaw(RawFrame(payload));
+  ASSERT_NE(once.result(), nullptr) << once.stderr_text << once.decode_error;
+  EXPECT_EQ(once.result()->summary, "done");
+  EXPECT_EQ(server_.request_count(), 1u);
+
+  ChildRun twice = RunRaw(RawFrame(R"({"prompt":"another task",)" + payload.substr(1)));
+  ASSERT_NE(twice.error(), nullptr) << twice.stderr_text << twice.decode_error;
+  EXPECT_EQ(twice.error()->code, "bad_start");
+  EXPECT_THAT(twice.error()->message, HasSubstr("repeats the key \"prompt\" in one object"));
+  EXPECT_EQ(twice.exit_code, 2);
+  EXPECT_EQ(server_.request_count(), 1u);
+}
+
 TEST_F(ChildTest, OversizedStartFrameIsRefusedBeforeItIsRead) {
   // The length field says 2 MiB: the child must refuse on the length field alone, before
   // reading (or allocating for) the payload.

@@ -303,6 +303,45 @@ TEST(FrameTest, DeepNestingIsRejected) {
   EXPECT_TRUE(DecodeOne(RawFrame(j.dump())).ok());
 }
 
+// A frame whose object names a key twice is refused, naming the key. Before, nlohmann kept the
+// last value: two summaries, or two types, decoded as whichever came last. Both directions decode
+// here (the parent a child's frames; the child its start frame, FrameReader). Controls: each frame
+// as encoded decodes, and a key repeated in another object (nested) is no repeat.
+TEST(FrameTest, ARepeatedKeyIsRefusedNamingIt) {
+  struct Case {
+    Message message;
+    std::string object;  // The start of the object the member goes into.
+    std::string member;  // Its key is one the object already has.
+    std::string key;
+  };
+  for (const Case& c :
+       {Case{SampleResult(), "{", R"("summary":"decoy")", "summary"},
+        Case{SampleEvent(), "{", R"("type":"error")", "type"},
+        Case{SampleResult(), R"("stats":{)", R"("turns":0)", "turns"},
+        Case{SampleStart(), R"("provider":{)", R"("api_key":"decoy")", "api_key"}}) {
+    SCOPED_TRACE(c.member);
+    std::string payload = ToJson(c.message).dump();
+    FrameDecoder decoder;
+    Result<std::vector<Message>> once = DecodeChunks({RawFrame(payload)}, decoder);
+    ASSERT_TRUE(once.ok()) << once.status().ToString();
+    EXPECT_EQ(*once, std::vector<Message>{c.message});
+    payload.insert(payload.find(c.object) + c.object.size(), c.member + ",");
+    Status st = DecodeOne(RawFrame(payload));
+    EXPECT_EQ(st.code(), Status::Code::kInvalidArgument);
+    EXPECT_THAT(st.message(), HasSubstr("frame 1: frame payload repeats the key \"" + c.key +
+                                        "\" in one object"));
+  }
+  // The empty key is a key too.
+  const std::string error = ToJson(SampleError()).dump();
+  EXPECT_TRUE(DecodeOne(RawFrame(R"({"":1,)" + error.substr(1))).ok());
+  EXPECT_THAT(DecodeOne(RawFrame(R"({"":1,"":2,)" + error.substr(1))).message(),
+              HasSubstr("repeats the key \"\" in one object"));
+  // The same key in two objects.
+  std::string nested = ToJson(SampleResult()).dump();
+  nested.insert(nested.find(R"("stats":{)") + 9, R"("type":"result",)");
+  EXPECT_TRUE(DecodeOne(RawFrame(nested)).ok());
+}
+
 TEST(FrameTest, FramesBeforeABadLengthAreDeliveredWhateverTheChunking) {
   const std::string good = EncodeAll({SampleEvent(), SampleError()});
   const std::string stream = good + Le32(0xFFFFFFFF) + "{}";

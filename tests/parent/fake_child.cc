@@ -14,6 +14,7 @@
 //   hugesummary  a result whose summary is 100 KB of three-byte characters
 //   linger    a valid result, then waits forever instead of exiting
 //   closepipe one event, closes its report pipe, waits forever
+//   dupkey    one event, then a result frame that names "summary" twice, exit 0
 // Every mode accepts a prepare frame before the start frame (a standby child), exits 0 when fd 3
 // closes after it, and the ok summary says whether one came (prepared=yes/no) and which sandbox
 // hints the start frame carried (a standby's prepare frame must carry the same).
@@ -137,6 +138,17 @@ std::optional<int> MisbehaveAfterTheEvent(const std::string& mode) {
   if (mode == "closepipe") {
     if (close(kOut) != 0) return 23;
     WaitForever();
+  }
+  if (mode == "dupkey") {
+    ResultMessage result;
+    result.summary = "the second summary";
+    result.stats.stop_reason = "completed";
+    std::string payload = forkbox::ipc::ToJson(result).dump();
+    payload.insert(1, R"("summary":"the first summary",)");
+    std::string frame;
+    for (int shift = 0; shift < 32; shift += 8)
+      frame.push_back(static_cast<char>(payload.size() >> shift));
+    return forkbox::ipc::WriteAll(kOut, frame + payload).ok() ? 0 : 21;
   }
   return std::nullopt;
 }

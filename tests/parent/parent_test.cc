@@ -936,8 +936,12 @@ INSTANTIATE_TEST_SUITE_P(Modes, ChildFailureTest,
                                            // Audit B: the exit code says why when no frame did.
                                            FailureCase{"exit4", "exited with code 4 (model error)"},
                                            // Audit A(a): an error page is cut, with a note.
-                                           FailureCase{"hugeerror",
-                                                       "[... error message truncated"}),
+                                           FailureCase{"hugeerror", "[... error message truncated"},
+                                           // A result naming "summary" twice: refused, not
+                                           // read as its last one (ok is the control).
+                                           FailureCase{"dupkey",
+                                                       "protocol error from child: frame 2: frame "
+                                                       "payload repeats the key \"summary\""}),
                          [](const auto& info) { return std::string(info.param.mode); });
 
 // A task whose child's model call fails reports the turns its error text counts: the failed
