@@ -450,6 +450,8 @@ int Task::RunTask() {
                         : std::string("model turn: ") + agent::StopReasonName(r.stop_reason));
   };
   observer.on_transcript = [&](const nlohmann::json& record) { transcript_.Write(record); };
+  // Before the call runs: its event (the runner's) already counts it.
+  observer.on_tool_call = [&](int, const agent::ToolUseBlock&) { reporter_.CountToolCall(); };
 
   std::vector<agent::Message> messages;
   messages.push_back(agent::Message{agent::Role::kUser, {agent::TextBlock{start_->prompt}}});

@@ -21,6 +21,8 @@ void Reporter::CountUsage(const agent::Usage& usage) {
   output_tokens_ = std::min(kMax, output_tokens_ + usage.output_tokens);
 }
 
+void Reporter::CountToolCall() { tool_calls_ = std::min(ipc::kMaxReportedCount, tool_calls_ + 1); }
+
 Status Reporter::Event(int64_t turn, const std::string& tool, std::string_view detail) {
   ipc::EventMessage event;
   event.turn = turn;
@@ -28,6 +30,7 @@ Status Reporter::Event(int64_t turn, const std::string& tool, std::string_view d
   event.detail = ipc::MakeEventDetail(detail);
   event.input_tokens = input_tokens_;
   event.output_tokens = output_tokens_;
+  event.tool_calls = tool_calls_;
   return ipc::WriteMessage(fd_, event);
 }
 

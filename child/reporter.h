@@ -11,13 +11,16 @@
 namespace forkbox::child {
 
 // Frames to the parent. A failed write means the parent is gone; the caller decides to stop.
-// Every event frame carries the task's usage so far (CountUsage after each model call), so the
-// parent can charge a task that dies before its result frame.
+// Every event frame carries the task's usage and tool calls so far (CountUsage after each model
+// call, CountToolCall for each call), so the parent can charge and describe a task that dies
+// before its result frame.
 class Reporter {
  public:
   explicit Reporter(int fd) : fd_(fd) {}
   // Adds one model call's usage (input counts cache reads and writes too, as ResultStats does).
   void CountUsage(const agent::Usage& usage);
+  // One tool call the model made (the loop's LoopOutcome::tool_calls counts the same).
+  void CountToolCall();
   // `tool` and `detail` are made one line (ipc::MakeLabel, ipc::MakeEventDetail).
   Status Event(int64_t turn, const std::string& tool, std::string_view detail);
   Status Result(const ipc::ResultMessage& result);
@@ -29,6 +32,7 @@ class Reporter {
   int fd_;
   int64_t input_tokens_ = 0;
   int64_t output_tokens_ = 0;
+  int64_t tool_calls_ = 0;
 };
 
 // JSONL records to a descriptor the parent opened append-only. The parent never reads it back.

@@ -314,6 +314,7 @@ Result<Message> ReadEvent(const FieldReader& r) {
   FORKBOX_RETURN_IF_ERROR(CheckLine(r, "detail", m.detail, kMaxEventDetailBytes));
   FORKBOX_RETURN_IF_ERROR(r.Int("input_tokens", 0, kMaxReportedCount, &m.input_tokens));
   FORKBOX_RETURN_IF_ERROR(r.Int("output_tokens", 0, kMaxReportedCount, &m.output_tokens));
+  FORKBOX_RETURN_IF_ERROR(r.OptionalInt("tool_calls", 0, kMaxReportedCount, &m.tool_calls));
   return Message(std::move(m));
 }
 
@@ -415,7 +416,8 @@ json ToJsonImpl(const EventMessage& m) {
           {"tool", m.tool},
           {"detail", m.detail},
           {"input_tokens", m.input_tokens},
-          {"output_tokens", m.output_tokens}};
+          {"output_tokens", m.output_tokens},
+          {"tool_calls", m.tool_calls}};
 }
 
 json ToJsonImpl(const ResultMessage& m) {

@@ -133,6 +133,10 @@ struct EventMessage {
   // does), so a task that dies before its result frame still reports what it spent.
   int64_t input_tokens = 0;
   int64_t output_tokens = 0;
+  // The task's tool calls so far, cumulative, each counted once the model made it (malformed ones
+  // too, as ResultStats counts them): a task that fails before its result frame still reports
+  // them. Optional in frames (absent: 0).
+  int64_t tool_calls = 0;
   bool operator==(const EventMessage&) const = default;
 };
 inline constexpr size_t kMaxEventDetailBytes = 200;

@@ -189,6 +189,7 @@ bool ChildSupervisor::Handle(Child& c, ipc::Message message) {
     c.out.last_turn = std::max(c.out.last_turn, ev->turn);
     c.out.input_tokens = std::max(c.out.input_tokens, ev->input_tokens);
     c.out.output_tokens = std::max(c.out.output_tokens, ev->output_tokens);
+    c.out.tool_calls = std::max(c.out.tool_calls, ev->tool_calls);
     on_event_(c.id, *ev);
     return true;
   }

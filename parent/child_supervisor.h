@@ -45,6 +45,7 @@ struct ChildReport {
   int64_t last_turn = 0;           // From the events.
   int64_t input_tokens = 0;        // The usage of the last event (cumulative): a child that dies
   int64_t output_tokens = 0;       // before its result is charged what it spent.
+  int64_t tool_calls = 0;          // From the events, as last_turn (cumulative).
   int64_t elapsed_ms = 0;
 };
 

@@ -130,6 +130,7 @@ TaskOutcome PresentFailure(const TaskSpec& spec, const ChildReport& report, Prog
   o.record.stats.turns = report.last_turn;
   o.record.stats.input_tokens = report.input_tokens;
   o.record.stats.output_tokens = report.output_tokens;
+  o.record.stats.tool_calls = report.tool_calls;
   o.record.stats.elapsed_ms = report.elapsed_ms;
   progress.TaskFinished(spec.number, o.content, o.record);
   return o;

@@ -266,6 +266,9 @@ TEST_F(ChildTest, ScriptedMultiTurnLoopReturnsTheScriptedSummary) {
   EXPECT_EQ(run.result()->stats.stop_reason, "completed");
   EXPECT_EQ(run.result()->stats.turns, 3);
   EXPECT_EQ(run.result()->stats.tool_calls, 4);
+  // The events counted them too (the parent's count when a task fails).
+  ASSERT_FALSE(run.events().empty());
+  EXPECT_EQ(run.events().back().tool_calls, 4);
   EXPECT_GT(run.result()->stats.tool_output_bytes, 0);
   EXPECT_GT(run.result()->stats.input_tokens, 0);
   // The files really changed.

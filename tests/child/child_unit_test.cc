@@ -64,5 +64,26 @@ TEST(Reporter, UsageSumsStopAtTheFramesBound) {
   EXPECT_EQ(event->output_tokens, ipc::kMaxReportedCount);
 }
 
+// Every event carries the tool calls counted so far, so a task that dies reports them.
+TEST(Reporter, EventsCarryTheToolCallsSoFar) {
+  int fds[2];
+  ASSERT_EQ(pipe(fds), 0);
+  UniqueFd read_end(fds[0]), write_end(fds[1]);
+  Reporter reporter(write_end.get());
+  ASSERT_TRUE(reporter.Event(1, "", "model turn: 2 tool call(s)").ok());
+  reporter.CountToolCall();
+  reporter.CountToolCall();
+  ASSERT_TRUE(reporter.Event(1, "bash", "ls").ok());
+  write_end.reset();
+  ipc::FrameReader reader(read_end.get());
+  for (const int64_t expected : {0, 2}) {
+    Result<ipc::Message> got = reader.Read();
+    ASSERT_TRUE(got.ok()) << got.status().ToString();
+    const auto* event = std::get_if<ipc::EventMessage>(&*got);
+    ASSERT_NE(event, nullptr);
+    EXPECT_EQ(event->tool_calls, expected);
+  }
+}
+
 }  // namespace
 }  // namespace forkbox::child

@@ -95,7 +95,9 @@ TEST(MessagesTest, EveryMissingFieldIsNamed) {
           dotted == "limits.max_tokens" || dotted == "stats.cache_read_input_tokens" ||
           dotted == "stats.cache_creation_input_tokens" ||
           // Optional: the sandbox hints of issue 18.
-          dotted == "model_port" || dotted == "layer2_verified") {
+          dotted == "model_port" || dotted == "layer2_verified" ||
+          // Optional: an event's tool calls so far (a failed task's count).
+          dotted == "tool_calls") {
         json older = j;
         older[ptr.parent_pointer()].erase(ptr.back());
         EXPECT_TRUE(FromJson(older).ok()) << dotted;
@@ -305,6 +307,9 @@ TEST(MessagesTest, CountersBeyondTheirBoundsAreProtocolErrors) {
   event = ToJson(SampleEvent());
   event["turn"] = kMaxReportedTurns + 1;
   EXPECT_THAT(FromJson(event).status().message(), HasSubstr("\"turn\""));
+  event = ToJson(SampleEvent());
+  event["tool_calls"] = kMaxReportedCount + 1;
+  EXPECT_THAT(FromJson(event).status().message(), HasSubstr("\"tool_calls\""));
   const json ok = ToJson(SampleResult());
   for (const char* field :
        {"input_tokens", "output_tokens", "cache_read_input_tokens", "cache_creation_input_tokens",
@@ -316,6 +321,20 @@ TEST(MessagesTest, CountersBeyondTheirBoundsAreProtocolErrors) {
   json result = ok;
   result["stats"]["turns"] = kMaxReportedTurns;
   EXPECT_TRUE(FromJson(result).ok());
+}
+
+// An event's tool-call count round-trips; an event without one (an older child's) counts none.
+TEST(MessagesTest, AnEventsToolCallsAreOptional) {
+  EventMessage with = SampleEvent();
+  with.tool_calls = 5;
+  Result<Message> back = FromJson(ToJson(with));
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(std::get<EventMessage>(*back).tool_calls, 5);
+  json without = ToJson(SampleEvent());
+  without.erase("tool_calls");
+  back = FromJson(without);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(std::get<EventMessage>(*back), SampleEvent());
 }
 
 TEST(EnforceCutTest, PassesTheSendersOwnCutAndCutsAnythingLonger) {

@@ -989,6 +989,44 @@ TEST_F(ParentTest, AFailedTaskCountsTheTurnsItsErrorNames) {
   }
 }
 
+// A failed task reports the tool calls its child made, as its turns: counted from the child's
+// events, which carry the count so far. Before, a failed task's record said tool_calls 0 (only a
+// result frame carried the count). Three calls in two turns, then: the third model call fails (an
+// error frame), or the third call hangs past --task-timeout (killed; no final frame). The
+// control: the third model call answers, and the result frame's count stands.
+TEST_F(ParentTest, AFailedTaskReportsTheToolCallsItMade) {
+  for (const std::string ending : {"model error", "timeout", "success"}) {
+    SCOPED_TRACE(ending);
+    server_.ClearRequests();
+    server_.SetHandler([ending](const RecordedRequest& r) {
+      if (IsChild(r)) {
+        const ToolCall quick{"bash", {{"command", "true"}}, ""};
+        if (r.view.assistant_turns == 0) return Calls({quick, quick});
+        if (r.view.assistant_turns == 1) {
+          return Calls(
+              {ending == "timeout" ? ToolCall{"bash", {{"command", "sleep 60"}}, ""} : quick});
+        }
+        return ending == "model error" ? HttpStatus(400) : Text("all done");
+      }
+      if (r.view.assistant_turns == 0) return Calls({Task("do the thing", "three calls")});
+      return Text("noted");
+    });
+    RunResult r = Run({"--sandbox=off", "--standby=0", "--task-timeout", "5", "--output-format",
+                       "stream-json", "go"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    std::optional<nlohmann::json> result;
+    std::istringstream lines(r.out);
+    for (std::string line; std::getline(lines, line);) {
+      nlohmann::json e = nlohmann::json::parse(line);
+      if (e["type"] == "result") result = e;
+    }
+    ASSERT_TRUE(result) << r.out;
+    const nlohmann::json& task = (*result)["tasks"][0];
+    EXPECT_EQ(task["ok"], ending == "success") << r.out;
+    EXPECT_EQ(task["tool_calls"], 3) << r.out;
+  }
+}
+
 // A tool call whose arguments repeat a key ({"path":"a","path":"b"}) or name a field its schema
 // does not define ("additionalProperties": false) is a malformed call: answered with the problem
 // and nothing run, in the parent and in a task's child alike (one check: the loop's), over both
