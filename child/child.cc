@@ -466,13 +466,11 @@ int Task::RunTask() {
   if (parent_gone_) return kExitParentGone;
   if (outcome.stop == agent::LoopStop::kModelError) {
     std::string why = outcome.error ? outcome.error->ToString() : "unknown model error";
-    // The parent counts a failed task's turns from its events, and a failed call answers none:
-    // this event makes its count the one the message names (the failed call's turn included).
+    // The parent names a failed task's turns and tool calls in its error text, counted from the
+    // events (the message names none: they were said twice). A failed call sends no event: this
+    // one makes the count include its turn.
     SendEvent(outcome.turns, "", "model error");
-    return Fail({"model",
-                 "model error after " + std::to_string(outcome.turns) + " turn(s) and " +
-                     std::to_string(outcome.tool_calls) + " tool call(s): " + why,
-                 kExitModel});
+    return Fail({"model", why, kExitModel});
   }
   ipc::ResultMessage result = ResultOf(outcome, *runner);
   if (Status st = reporter_.Result(result); !st.ok()) {

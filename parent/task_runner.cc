@@ -125,7 +125,11 @@ TaskOutcome PresentFailure(const TaskSpec& spec, const ChildReport& report, Prog
   } else {
     why = "child " + exit_text + " without a result";
   }
-  if (report.last_turn > 0) why += " after " + Plural(report.last_turn, "turn");
+  // The counts, from the events, said here once for every failure (a child's message names none).
+  if (report.last_turn > 0) {
+    why += " after " + Plural(report.last_turn, "turn");
+    if (report.tool_calls > 0) why += " and " + Plural(report.tool_calls, "tool call");
+  }
   TaskOutcome o = FailedOutcome(spec, reason, why);
   o.record.stats.turns = report.last_turn;
   o.record.stats.input_tokens = report.input_tokens;

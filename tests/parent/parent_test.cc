@@ -948,7 +948,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, ChildFailureTest,
 // call's turn included, as the parent's own num_turns counts it. Before, the record, the
 // task_notification and the tool result said 0 turns while the error said "after 1 turn(s)"
 // (the parent counted the child's events only, and a failed call sends none). Both cases: the
-// first call fails, and the second one after a tool call.
+// first call fails, and the second one after a tool call. The text says the count once: the
+// child's message named its turns and tool calls and the parent added its count again ("model
+// error after 2 turn(s) and 1 tool call(s): ... after 2 turns").
 TEST_F(ParentTest, AFailedTaskCountsTheTurnsItsErrorNames) {
   for (const int failing : {1, 2}) {
     SCOPED_TRACE("the child's call " + std::to_string(failing) + " fails");
@@ -963,7 +965,6 @@ TEST_F(ParentTest, AFailedTaskCountsTheTurnsItsErrorNames) {
     });
     RunResult r = Run({"--sandbox=off", "--standby=0", "--output-format", "stream-json", "go"});
     ASSERT_EQ(r.exit_code, 0) << Dump(r);
-    const std::string turns = std::to_string(failing) + " turn(s)";
     std::optional<nlohmann::json> notification;
     std::optional<nlohmann::json> result;
     std::istringstream lines(r.out);
@@ -977,15 +978,17 @@ TEST_F(ParentTest, AFailedTaskCountsTheTurnsItsErrorNames) {
     EXPECT_EQ((*notification)["num_turns"], failing) << r.out;
     const nlohmann::json& task = (*result)["tasks"][0];
     EXPECT_EQ(task["turns"], failing) << r.out;
-    const std::string error = task["error"];
-    EXPECT_NE(error.find("model error after " + turns), std::string::npos) << error;
-    EXPECT_TRUE(error.ends_with(failing == 1 ? " after 1 turn" : " after 2 turns")) << error;
+    const std::string counts = failing == 1 ? " after 1 turn" : " after 2 turns and 1 tool call";
     auto parents = Requests(IsParent);
     ASSERT_EQ(parents.size(), 2u);
     ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
-    EXPECT_NE(parents[1].view.tool_results[0].text.find("model error after " + turns),
-              std::string::npos)
-        << parents[1].view.tool_results[0].text;
+    for (const std::string& text :
+         {task["error"].get<std::string>(), parents[1].view.tool_results[0].text}) {
+      EXPECT_TRUE(text.starts_with("task failed: model: ")) << text;
+      EXPECT_NE(text.find("HTTP 400"), std::string::npos) << text;
+      EXPECT_TRUE(text.ends_with(counts)) << text;
+      EXPECT_EQ(text.find(" turn"), text.rfind(" turn")) << "the turns named twice: " << text;
+    }
   }
 }
 
