@@ -589,7 +589,12 @@ void GitSurfaceGuard::UndoOperations(const MountPlan& plan, std::vector<std::str
 }
 
 std::vector<std::string> GitSurfaceGuard::Restore(After after) {
-  std::vector<std::string> lines = RestoreTree(after);
+  std::vector<std::string> lines;
+  if (left_out_.empty()) {
+    lines = RestoreTree(after);
+  } else {
+    lines.push_back("not put back: " + left_out_);
+  }
   for (GitSurfaceGuard& tree : trees_) {
     for (const std::string& line : tree.RestoreTree(after)) {
       lines.push_back(tree.workdir_ + ": " + line);

@@ -56,7 +56,8 @@ class GitSurfaceGuard {
   // The guard a record (Serialize) describes, for a process that did not take it. Refused: a
   // record cut short or garbled, a path in it that is not plainly beneath the workdir, and a
   // workdir that is not the very directory it was taken in (kNotFound: removed, made again, or a
-  // link now). Another tree that is no longer its directory is left out, the rest kept.
+  // link now). Another tree that is no longer its directory is left out, the rest kept; so is
+  // the workdir's own part when other trees remain (Restore says it was not put back).
   static Result<GitSurfaceGuard> Reload(std::string_view record);
   const std::string& workdir() const { return workdir_; }
   // No repository and no agent config was found in any tree: nothing to guard.
@@ -120,6 +121,8 @@ class GitSurfaceGuard {
   // The guards of the other writable trees (OtherSurfaceTrees), each rooted at its tree, with no
   // trees_ of its own.
   std::vector<GitSurfaceGuard> trees_;
+  // Reload: why the workdir's own record was left out (its trees kept); empty: it was not.
+  std::string left_out_;
 };
 
 }  // namespace forkbox::sandbox

@@ -130,6 +130,20 @@ bool ReloadTrees(Reader& in, std::vector<GitSurfaceGuard>& trees) {
   return true;
 }
 
+// The very directory a record was taken in (`dev`, `ino`), reached without a link: a workdir
+// removed and made again, or swapped for a link, is another project (kNotFound).
+Result<UniqueFd> OpenRecordedDir(const std::string& path, uint64_t dev, uint64_t ino) {
+  UniqueFd dir(open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
+  if (!dir) return Status::FromErrno(errno, "open " + path);
+  struct stat st;
+  if (fstat(dir.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
+  if (ino == 0 || st.st_dev != dev || st.st_ino != ino) {
+    return Status::Error(Status::Code::kNotFound,
+                         path + " is no longer the directory the record was made in");
+  }
+  return dir;
+}
+
 }  // namespace
 
 std::string GitSurfaceGuard::Serialize() const {
@@ -177,17 +191,19 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Reload(std::string_view record) {
       if (!IsPlainRelative(path)) return garbled;
     }
   }
-  // The very directory the record was taken in, reached without a link: a workdir removed and
-  // made again, or swapped for a link, is another project.
-  guard.root_ =
-      UniqueFd(open(guard.workdir_.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!guard.root_) return Status::FromErrno(errno, "open " + guard.workdir_);
-  struct stat st;
-  if (fstat(guard.root_.get(), &st) != 0) return Status::FromErrno(errno, "stat " + guard.workdir_);
-  if (ino == 0 || st.st_dev != dev || st.st_ino != ino) {
-    return Status::Error(Status::Code::kNotFound,
-                         guard.workdir_ + " is no longer the directory the record was made in");
+  Result<UniqueFd> root = OpenRecordedDir(guard.workdir_, dev, ino);
+  if (root.ok()) {
+    guard.root_ = std::move(*root);
+    return guard;
   }
+  if (guard.trees_.empty()) return root.status();
+  // The other trees still go back: a tool that swapped the workdir (`mv sub sub.old; mkdir sub`
+  // with the workdir below a --writable tree) made the whole record refused before.
+  guard.left_out_ = root.status().message();
+  guard.roots_.clear();
+  guard.git_dirs_.clear();
+  guard.entries_.clear();
+  guard.operations_.clear();
   return guard;
 }
 

@@ -263,6 +263,9 @@ void AddGitDir(const fs::path& gitdir, const fs::path& hooks_cwd, MountPlan& pla
   AddConfiguredPaths(common / "config.worktree", hooks_cwd, plan);
   AddUserConfiguredPaths(hooks_cwd, plan);
   if (gitdir != common) {
+    // Pinned, as a .git directory: renamed away for a link to a planted admin dir (its commondir
+    // naming a common dir with hooks), git would follow the link at the user's next commit.
+    AddOnce(plan.pinned, gitdir.string());
     AddTrustedFiles(gitdir, plan);
     AddConfiguredPaths(gitdir / "config.worktree", hooks_cwd, plan);
     AddReadonly(gitdir / "gitdir", plan);
@@ -270,12 +273,13 @@ void AddGitDir(const fs::path& gitdir, const fs::path& hooks_cwd, MountPlan& pla
   std::error_code ec;
   for (const auto& entry : fs::directory_iterator(common / "worktrees", ec)) {
     if (entry.path() == gitdir) continue;
-    if (!InWritableTree(plan, WorktreeOf(entry.path()))) {
-      AddReadonly(entry.path(), plan);
+    if (entry.is_symlink(ec) || !InWritableTree(plan, WorktreeOf(entry.path()))) {
+      AddReadonly(entry.path(), plan);  // A link: itself guarded, a new one removed.
       continue;
     }
     // A worktree in a writable tree too: its tools write its admin dir (HEAD, index), so it is
-    // guarded as its own git dir is.
+    // guarded as its own git dir is, pinned.
+    AddOnce(plan.pinned, entry.path().string());
     AddTrustedFiles(entry.path(), plan);
     AddReadonly(entry.path() / "gitdir", plan);
   }

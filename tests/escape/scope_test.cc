@@ -601,6 +601,35 @@ TEST_P(ScopeTest, AWritableRepositoryOfTheWorktreeRunsNothingOutside) {
   }
 }
 
+// The worktree's admin dir (REPO/.git/worktrees/work) renamed away by a tool and replaced by a link
+// to a copy whose commondir names a planted common dir with a pre-commit hook: the user's next
+// commit in the worktree ran it, in every mode (red team). Layer 2 now pins the admin dir (the
+// rename fails), and the guard removes a link in its place.
+TEST_P(ScopeTest, AWorktreesAdminDirSwappedForALinkRunsNothingOutside) {
+  const std::string repo = root_ + "/repo";
+  const std::string mark = outside_ + "/RAN-admin-link";
+  ASSERT_EQ(mkdir(repo.c_str(), 0755), 0);
+  ChownTree(root_, uid(), gid());
+  ShellOutside(repo,
+               "git init -q && git commit -q --allow-empty -m a && git worktree add -q "
+               "--detach " +
+                   work_);
+  ASSERT_TRUE(Exists(repo + "/.git/worktrees/work/commondir"));
+  RunResult r = Shell(
+      "echo PROBE admin-link; cd '" + repo +
+          "' && mkdir -p node_modules && cp -a .git/worktrees/work node_modules/evil && cp -a .git "
+          "node_modules/evilcommon && printf '#!/bin/sh\\ntouch " +
+          mark +
+          "\\n' > node_modules/evilcommon/hooks/pre-commit && chmod 755 "
+          "node_modules/evilcommon/hooks/pre-commit && echo '" +
+          repo +
+          "/node_modules/evilcommon' > node_modules/evil/commondir && mv .git/worktrees/work "
+          ".git/worktrees/work.old && ln -s ../../node_modules/evil .git/worktrees/work; exit 0",
+      Flags({"--writable", repo}));
+  ShellOutside(work_, "git commit -q --allow-empty -m outside");
+  Verdict(r, Exists(mark), Control::kAlways, "a hook behind a swapped admin dir ran outside");
+}
+
 // A relative core.hooksPath in the user's global config (~/.gitconfig here; $GIT_CONFIG_GLOBAL,
 // $XDG_CONFIG_HOME/git/config and the system's are read too) is a directory in every worktree: a
 // tool's .githooks/pre-commit ran at the user's next commit. Only the repository's own config

@@ -258,6 +258,8 @@ TEST(PlanGitSurface, WalksEveryWritableTreeAndKeepsAWritableWorktreeCommitting) 
   EXPECT_TRUE(has(both.pinned, repo + "/.git"));
   EXPECT_TRUE(has(both.readonly, repo + "/.git/hooks"));
   EXPECT_FALSE(has(both.readonly, admin)) << "the workdir's admin dir is written by its git";
+  EXPECT_TRUE(has(both.pinned, admin)) << "but cannot be swapped for a link";
+  EXPECT_TRUE(has(PlanGitSurface(repo, {work}).pinned, admin));
   EXPECT_TRUE(has(both.readonly, admin + "/hooks"));
   EXPECT_TRUE(has(both.operations, admin + "/rebase-merge/git-rebase-todo"));
   const MountPlan one = PlanGitSurface(work, {repo}, SurfaceTrees::kWorkdirOnly);

@@ -622,6 +622,78 @@ TEST(GitSurfaceGuard, AReloadedRecordGuardsTheOtherTreesToo) {
   EXPECT_FALSE(FileExists(work + "/.git/hooks/post-checkout"));
 }
 
+// A worktree's admin dir (REPO/.git/worktrees/wt) in a writable tree renamed away and replaced by
+// a link to a copy whose commondir names a planted common dir with a pre-commit hook: the user's
+// next commit in the worktree followed it (red team), as the workdir or as the --writable tree.
+// The admin dir is now guarded as a .git directory: the link goes, so git runs nothing. The
+// control: the same made before the record stays, and the hook runs.
+TEST(GitSurfaceGuard, AWorktreesAdminDirSwappedForALinkRunsNothing) {
+  for (const bool worktree_is_workdir : {true, false}) {
+    for (const bool before_record : {false, true}) {
+      SCOPED_TRACE(std::string(worktree_is_workdir ? "--workdir WT --writable REPO"
+                                                   : "--workdir REPO --writable WT") +
+                   (before_record ? ", control: made before the record" : ""));
+      const std::string root = WorkdirOutOfSightOfRoot("git-guard-admin-link");
+      const std::string repo = root + "/repo", wt = root + "/wt",
+                        admin = repo + "/.git/worktrees/wt";
+      std::filesystem::create_directories(repo);
+      ASSERT_EQ(GitIn(repo,
+                      "git init -q && git commit -q --allow-empty -m a && git worktree add "
+                      "-q --detach ../wt"),
+                0);
+      const auto plant = [&] {
+        ASSERT_EQ(GitIn(repo,
+                        "mkdir -p node_modules && cp -a .git/worktrees/wt node_modules/evil "
+                        "&& cp -a .git node_modules/evilcommon && printf '#!/bin/sh\\ntouch "
+                        "ran-hook\\n' > node_modules/evilcommon/hooks/pre-commit && chmod "
+                        "755 node_modules/evilcommon/hooks/pre-commit && echo " +
+                            repo +
+                            "/node_modules/evilcommon > node_modules/evil/commondir && mv "
+                            ".git/worktrees/wt .git/worktrees/wt.old && ln -s "
+                            "../../node_modules/evil .git/worktrees/wt"),
+                  0);
+      };
+      if (before_record) plant();
+      Result<GitSurfaceGuard> guard = worktree_is_workdir
+                                          ? GitSurfaceGuard::Take(wt, nullptr, {repo})
+                                          : GitSurfaceGuard::Take(repo, nullptr, {wt});
+      ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+      if (!before_record) plant();
+      const std::vector<std::string> undone = guard->Restore();
+      EXPECT_EQ(std::filesystem::is_symlink(admin), before_record);
+      (void)GitIn(wt, "git commit -q --allow-empty -m outside");
+      EXPECT_EQ(FileExists(wt + "/ran-hook"), before_record) << ::testing::PrintToString(undone);
+    }
+  }
+}
+
+// A workdir swapped for a new directory of that name (`mv sub sub.old; mkdir sub`) below a
+// --writable tree made the journal refuse its whole record, the tree's too: what a tool planted
+// in the tree stayed after a SIGKILL of every forkbox process (red team). The tree's part still
+// goes back; the workdir's is named as not put back. The control: a record of the workdir alone
+// is refused as before.
+TEST(GitSurfaceGuard, AReloadedRecordPutsBackTheOtherTreesWhenTheWorkdirIsGone) {
+  const std::string repo = WorkdirOutOfSightOfRoot("git-guard-workdir-gone");
+  const std::string work = repo + "/sub";
+  std::filesystem::create_directories(work);
+  ASSERT_EQ(GitIn(repo, "git init -q"), 0);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, nullptr, {repo});
+  Result<GitSurfaceGuard> alone = GitSurfaceGuard::Take(work);
+  ASSERT_TRUE(guard.ok() && alone.ok());
+  const std::string record = guard->Serialize(), alone_record = alone->Serialize();
+  Write(repo + "/.claude/settings.json", "{\"hooks\": {}}\n");
+  std::filesystem::rename(work, repo + "/sub.old");
+  std::filesystem::create_directories(work);
+  EXPECT_EQ(GitSurfaceGuard::Reload(alone_record).status().code(), Status::Code::kNotFound);
+  Result<GitSurfaceGuard> reloaded = GitSurfaceGuard::Reload(record);
+  ASSERT_TRUE(reloaded.ok()) << reloaded.status().ToString();
+  const std::vector<std::string> undone = reloaded->Restore(GitSurfaceGuard::After::kDone);
+  EXPECT_TRUE(HasLine(undone, "not put back: " + work + " is no longer the directory"))
+      << ::testing::PrintToString(undone);
+  EXPECT_TRUE(HasLine(undone, repo + ": remove .claude")) << ::testing::PrintToString(undone);
+  EXPECT_FALSE(FileExists(repo + "/.claude"));
+}
+
 // The two forms of sequencer/opts git reads as `options.strategy = x/../evil` and the guard did
 // not (a byte order mark; a continued value swallowing a header): git-merge-x/../evil ran from
 // the worktree at `git cherry-pick --continue` (red team). The control: the same files made
