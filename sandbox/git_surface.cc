@@ -314,16 +314,6 @@ bool EndsWith(const std::string& s, const std::string& suffix) {
          s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
 
-// Whether `rel` lies in a project's agent config (a component IsAgentConfigName names).
-bool InAgentConfig(const std::string& rel) {
-  for (size_t at = 0; at <= rel.size();) {
-    const size_t end = std::min(rel.find('/', at), rel.size());
-    if (IsAgentConfigName(std::string_view(rel).substr(at, end - at))) return true;
-    at = end + 1;
-  }
-  return false;
-}
-
 // A trust-surface path of a repository that appeared after the record: keeps only what git init
 // makes (safe config, *.sample hooks, info/), removes the rest. Agent config that appeared (a
 // nested `sub/.forkbox`) is removed whole: nothing a tool makes there is the user's.
@@ -331,10 +321,10 @@ void CleanNewPath(int root, const std::string& rel, std::vector<std::string>& li
   const Entry e = ReadEntry(root, rel);
   const std::string name = NameOf(rel);
   if (e.kind == Kind::kAbsent) return;
-  if (InAgentConfig(rel)) {
+  if (IsAgentConfigPath(rel)) {
     int err = RemoveAt(root, rel);
     lines.push_back((err == 0 ? "removed " : "could NOT remove ") + rel +
-                    " (agent config a tool created: an agent started there trusts it)");
+                    " (agent config a tool created: an agent or tool started there trusts it)");
     return;
   }
   if (name == "info" && e.kind == Kind::kDir) return;

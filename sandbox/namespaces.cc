@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cerrno>
 #include <cstring>
@@ -308,13 +309,17 @@ std::string JoinPath(const std::string& dir, std::string_view name) {
   return (dir == "/" ? dir : dir + "/") + std::string(name);
 }
 
-// Project agent config: what an agent started in the directory trusts, a planted command in it
-// run with the user's full rights (AddProjectConfig). `trusted` empty: the entry is guarded whole;
-// else, in a directory, only those names: the others are the agent's state (in a workdir of
-// $HOME: transcripts of many MB, which the guard would read at every call).
+// Project agent config: what an agent or a developer tool started in the directory trusts, a
+// planted command in it run with the user's full rights (AddProjectConfig). `trusted` empty: the
+// entry is guarded whole; else, in a directory, only those names: the others are the tool's state
+// (in a workdir of $HOME: transcripts of many MB, which the guard would read at every call).
+// `shared`: a directory other programs write too (`.vscode/extensions.json`,
+// `.config/nextest.toml`; a kernel tree's `.config` is a file): missing or not a directory, only
+// its trusted names must not appear below it, and a new one is not removed whole.
 struct AgentConfig {
   const char* name;
   std::span<const char* const> trusted;
+  bool shared = false;
 };
 // Claude Code: agents, commands, skills, output styles; settings' hooks run commands.
 constexpr const char* kClaudeTrusts[] = {
@@ -322,16 +327,70 @@ constexpr const char* kClaudeTrusts[] = {
     "skills",        "output-styles"};
 // Codex: a trusted project's config.toml (mcp_servers, notify: commands).
 constexpr const char* kCodexTrusts[] = {"config.toml"};
-// Gemini CLI: settings' mcpServers and hooks, commands' `!{...}`, workspace extensions.
-constexpr const char* kGeminiTrusts[] = {"settings.json", "commands", "extensions"};
+// Gemini CLI: settings' mcpServers and hooks, commands' `!{...}`, workspace extensions; `.env`
+// (read before the project's, never filtered), whose GEMINI_SANDBOX names a command it starts.
+constexpr const char* kGeminiTrusts[] = {"settings.json", "commands", "extensions", ".env"};
 // Cursor: project MCP servers and hooks.
 constexpr const char* kCursorTrusts[] = {"mcp.json", "hooks.json"};
+// VS Code (Cursor, Windsurf): a task with `"runOn": "folderOpen"` runs when the folder opens, and
+// settings name executables (linters, terminal profiles), trusted once per folder. Not mcp.json:
+// VS Code asks again when a server's configuration changes.
+constexpr const char* kVscodeTrusts[] = {"tasks.json", "settings.json"};
+// Zed, trusted once per worktree: settings' language and context servers start at open, a task
+// with `"hooks": ["create_worktree"]` runs when Zed makes a git worktree.
+constexpr const char* kZedTrusts[] = {"settings.json", "tasks.json"};
+// opencode, no trust prompt: plugins and tools are code it loads at start, package.json's
+// dependencies it installs then (bun), agents and commands (`!`cmd``) steer its shell.
+constexpr const char* kOpencodeTrusts[] = {
+    "opencode.json", "opencode.jsonc", "plugin", "plugins", "tool",
+    "tools",         "package.json",   "agent",  "agents",  "command",
+    "commands",      "mode",           "modes",  "skill",   "skills"};
+// mise's config in `mise/` and `.config/` (`.config/mise/` holds conf.d/ and tasks/ too).
+constexpr const char* kMiseDirTrusts[] = {"config.toml", "config.local.toml", "conf.d"};
+constexpr const char* kDotConfigTrusts[] = {"mise.toml", "mise.local.toml", "mise"};
 constexpr AgentConfig kAgentConfigs[] = {
     {".forkbox", {}},   // config.toml, agents/: a task's planted explore.md or model would run it.
     {".mcp.json", {}},  // Project MCP servers: a changed command of an approved one runs unasked.
-    {".claude", kClaudeTrusts}, {".codex", kCodexTrusts},
-    {".gemini", kGeminiTrusts}, {".cursor", kCursorTrusts},
+    {".claude", kClaudeTrusts},
+    {".codex", kCodexTrusts},
+    {".gemini", kGeminiTrusts},
+    {".cursor", kCursorTrusts},
+    {".vscode", kVscodeTrusts, true},
+    {".zed", kZedTrusts},
+    {"opencode.json", {}},  // opencode: MCP servers' commands, plugins (read up to the git root).
+    {"opencode.jsonc", {}},
+    {".opencode", kOpencodeTrusts},
+    // mise: hooks (`enter`, `cd`), env `_.source` scripts, templates' exec() run at the next `cd`
+    // (`mise activate`); a file trusted once stays trusted whatever it says (paranoid mode aside).
+    {"mise.toml", {}},
+    {".mise.toml", {}},
+    {"mise.local.toml", {}},
+    {".mise.local.toml", {}},
+    {".rtx.toml", {}},  // mise still reads its old name.
+    {".rtx.local.toml", {}},
+    {".mise", {}},  // config.toml, conf.d/, tasks/.
+    {"mise", kMiseDirTrusts, true},
+    {".config", kDotConfigTrusts, true},
 };
+// Not guarded: `.tool-versions` (versions only), mise-tasks/ (run when asked: `mise run`),
+// `mise.<env>.toml` (named by $MISE_ENV), `.vscode/launch.json` and `.zed/debug.json` (run when
+// debugging starts), `.opencode/node_modules` (what its plugins import, like any project code).
+
+// The first letters of kAgentConfigs' names: the walk asks of every name it lists.
+constexpr std::array<bool, 256> kAgentConfigInitials = [] {
+  std::array<bool, 256> initials{};
+  for (const AgentConfig& config : kAgentConfigs) {
+    initials[static_cast<unsigned char>(config.name[0])] = true;
+  }
+  return initials;
+}();
+
+const AgentConfig* FindAgentConfig(std::string_view name) {
+  if (name.empty() || !kAgentConfigInitials[static_cast<unsigned char>(name[0])]) return nullptr;
+  const auto it = std::find_if(std::begin(kAgentConfigs), std::end(kAgentConfigs),
+                               [name](const AgentConfig& c) { return name == c.name; });
+  return it == std::end(kAgentConfigs) ? nullptr : &*it;
+}
 
 // The names in a directory's listing that tell a git dir (IsBareGitDir), each of any kind: git
 // follows links, and access(2) on `objects` is all it asks of it.
@@ -424,7 +483,7 @@ bool HasEntryAt(int dir, const std::string& rel, const char* name) {
 
 bool HasDotGitAt(int dir, const std::string& rel) { return HasEntryAt(dir, rel, ".git"); }
 
-// Whether `rel` beneath `dir` holds agent config (the deepest level, not listed).
+// Whether `rel` beneath `dir` holds agent config (a directory that cannot be listed).
 bool HasAgentConfigAt(int dir, const std::string& rel) {
   return std::any_of(std::begin(kAgentConfigs), std::end(kAgentConfigs),
                      [&](const AgentConfig& c) { return HasEntryAt(dir, rel, c.name); });
@@ -471,7 +530,8 @@ void AddProjectConfig(const std::string& dir, MountPlan& plan);
 // The repository at `path` (the open `dir`, `level` below the workdir) and those below it, each
 // protected like the workdir's own: one listing per directory, each opened relative to its
 // parent and never through a link, and a `.git` found in its directory's listing (a lookup only
-// where the listing fails, and at the deepest level, which is not listed). A bare repository is
+// where the listing fails). The deepest level is listed too, not walked below: a lookup of each
+// of kAgentConfigs' names there cost more than the listing. A bare repository is
 // a git dir of its own, and the walk goes on below it: git still finds a repository in its
 // subdirectories (a workdir made to look bare hid every one). Agent config found the same
 // way is guarded as the workdir's own: a session started in that directory (`cd sub; forkbox`)
@@ -491,15 +551,10 @@ void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std:
     AddOnce(plan.pinned, path);   // As a .git directory: what was removed stays removed.
     AddGitDir(path, path, plan);  // A bare repository's hooks run in its git dir.
   }
+  if (level == kNestedRepoLevels) return;
   for (const std::string& name : *subdirs) {
-    const std::string sub = JoinPath(path, name);
-    if (level + 1 == kNestedRepoLevels) {
-      if (HasDotGitAt(dir.get(), name)) AddDotGit(JoinPath(sub, ".git"), plan);
-      if (HasAgentConfigAt(dir.get(), name)) AddProjectConfig(sub, plan);
-      continue;
-    }
     UniqueFd child = OpenWalkedDir(dir.get(), name.c_str());
-    if (child) AddReposBelow(child, sub, level + 1, buf, plan);
+    if (child) AddReposBelow(child, JoinPath(path, name), level + 1, buf, plan);
   }
 }
 
@@ -620,13 +675,19 @@ void KeepBindsInWritableTrees(MountPlan& plan) {
 }
 
 // The project's agent configuration in `dir` (the workdir, or a directory below it that has one),
-// guarded like git's surface (kAgentConfigs): the next session or agent started there trusts it.
+// guarded like git's surface (kAgentConfigs): the next session, agent or tool there trusts it.
 // A directory of which only some names are guarded is pinned like a .git directory: it cannot be
 // swapped for a link to a planted one. One that is missing, or a link the user made, is guarded
-// whole, it and where it leads.
+// whole, it and where it leads; a shared one that is missing or a file, by its trusted names.
 void AddProjectConfig(const std::string& dir, MountPlan& plan) {
   for (const AgentConfig& config : kAgentConfigs) {
     const fs::path path = fs::path(dir) / config.name;
+    std::error_code ec;
+    const fs::file_status st = fs::symlink_status(path, ec);
+    if (config.shared && !fs::is_directory(st) && !fs::is_symlink(st)) {
+      for (const char* name : config.trusted) AddAbsent(path / name, plan);
+      continue;
+    }
     if (config.trusted.empty() || !IsDir(path)) {
       AddReadonly(path, plan);
       AddAbsent(path, plan);
@@ -659,9 +720,22 @@ void AddGitSurfaces(MountPlan& plan) {
 
 }  // namespace
 
-bool IsAgentConfigName(std::string_view name) {
-  return std::any_of(std::begin(kAgentConfigs), std::end(kAgentConfigs),
-                     [name](const AgentConfig& c) { return name == c.name; });
+bool IsAgentConfigName(std::string_view name) { return FindAgentConfig(name) != nullptr; }
+
+bool IsAgentConfigPath(std::string_view rel) {
+  for (size_t at = 0; at <= rel.size();) {
+    const size_t end = std::min(rel.find('/', at), rel.size());
+    const AgentConfig* config = FindAgentConfig(rel.substr(at, end - at));
+    at = end + 1;
+    if (config == nullptr) continue;
+    if (config->trusted.empty() || end == rel.size()) return true;
+    const std::string_view next = rel.substr(at, std::min(rel.find('/', at), rel.size()) - at);
+    if (std::any_of(config->trusted.begin(), config->trusted.end(),
+                    [next](const char* name) { return next == name; })) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::optional<LinkedGitDir> LinkedGitDirOf(const std::string& dir) {

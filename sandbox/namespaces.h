@@ -71,7 +71,12 @@ struct MountPlan {
 };
 
 inline constexpr size_t kMaxWritablePaths = 32;
-inline constexpr size_t kMaxAbsentPaths = 64;
+// A directory with agent config adds 25 absent paths (kAgentConfigs' names missing there; up to
+// 50 beside every tool's folder), so this holds the workdir's beside 80 to 160 such directories
+// below it, where 64 held two. Past it a path is neither removed by the namespace init nor
+// recorded by GitSurfaceGuard, which still removes it once it appears (its next walk plans it as
+// it is). Each costs the guard a lookup per check.
+inline constexpr size_t kMaxAbsentPaths = 4096;
 inline constexpr size_t kMaxHiddenSockets = 512;
 
 // Adds a visible entry: the canonical `source` bound read-only at `at`. False (nothing added) when
@@ -99,9 +104,15 @@ MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::stri
 std::vector<std::string> OtherSurfaceTrees(const std::string& workdir,
                                            const std::vector<std::string>& writable);
 
-// Whether `name` is project agent config (`.claude`, `.forkbox`, `.mcp.json`, `.codex`, ...):
-// what an agent started in its directory trusts. The guard removes one a tool created, whole.
+// Whether `name` is project agent config (`.claude`, `.forkbox`, `.mcp.json`, `.vscode`, ...):
+// what an agent or a developer tool started in its directory trusts.
 bool IsAgentConfigName(std::string_view name);
+
+// Whether the relative path `rel` is such config or lies in it: an entry guarded whole, a trusted
+// name in an entry's directory (`.vscode/tasks.json`), or the entry itself. The guard removes
+// one a tool created, whole. A repository in such a directory that is not trusted (`mise/.git`,
+// `.config/nvim/.git`) is not: git's rules apply to it.
+bool IsAgentConfigPath(std::string_view rel);
 
 // The git dir a `.git` file names ("gitdir: X", a worktree's or a submodule's), and its common
 // dir (X itself for a submodule): what git uses in `dir` when the nearest `.git` in `dir` or an

@@ -386,6 +386,37 @@ TEST_P(ScopeTest, AnExistingClaudeFolderKeepsItsStateAndLosesWhatIsPlanted) {
   }
 }
 
+// Developer tools' project config, which they run from with the user's rights once the folder is
+// trusted: VS Code's settings.json changed and a folderOpen task planted, mise's hooks in the
+// workdir's mise.toml and a new .config/mise.toml, an opencode plugin below the workdir. All are
+// undone; what those directories hold besides (launch.json, a new .config's nextest.toml) stays
+// the tool's to write. The control keeps all of it.
+TEST_P(ScopeTest, AToolsProjectConfigIsPutBack) {
+  const std::string vscode = work_ + "/.vscode";
+  ASSERT_EQ(mkdir(vscode.c_str(), 0755), 0);
+  WriteFile(vscode + "/settings.json", "{}\n");
+  WriteFile(vscode + "/launch.json", "{}\n");
+  ChownTree(work_, uid(), gid());
+  RunResult r = Shell(
+      "cd '" + work_ +
+      "'; echo PROBE plant-tool-config; echo '{\"x\":1}' > .vscode/settings.json; "
+      "echo '{\"tasks\":[{\"runOptions\":{\"runOn\":\"folderOpen\"}}]}' > .vscode/tasks.json; "
+      "echo state > .vscode/launch.json; echo '[hooks]' > mise.toml; "
+      "mkdir -p .config sub/.opencode/plugins; echo '[hooks]' > .config/mise.toml; "
+      "echo state > .config/nextest.toml; echo evil > sub/.opencode/plugins/p.ts; true");
+  std::string planted;
+  if (ReadFile(vscode + "/settings.json") != "{}\n") planted += " settings.json";
+  for (const char* rel :
+       {"/.vscode/tasks.json", "/mise.toml", "/.config/mise.toml", "/sub/.opencode/plugins/p.ts"}) {
+    if (Exists(work_ + rel)) planted += rel;
+  }
+  Verdict(r, !planted.empty(), Control::kAlways, "plant a tool's project config:" + planted);
+  if (sandboxed()) {
+    EXPECT_EQ(ReadFile(vscode + "/launch.json"), "state\n") << "launch.json stays writable";
+    EXPECT_EQ(ReadFile(work_ + "/.config/nextest.toml"), "state\n") << "so does a new .config";
+  }
+}
+
 // A bare repository in the workdir is a git dir itself (`git -C docs` trusts its config and
 // hooks): one that was there and one a tool creates keep no hook a tool plants. So do the git
 // dirs git accepts that a strict check would miss: a HEAD of "ref:refs/..." without the blank

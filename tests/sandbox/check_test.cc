@@ -218,6 +218,51 @@ TEST(PlanGitSurface, PlansALinkedHooksDirectoryAsItsTarget) {
   EXPECT_TRUE(dangling.links.empty());
 }
 
+bool Absent(const MountPlan& plan, const std::string& path) {
+  return std::find(plan.absent.begin(), plan.absent.end(), path) != plan.absent.end();
+}
+
+// Layer 2's plan of a developer tool's project config: VS Code's settings.json is bound read-only
+// and its folder pinned, its tasks.json must not appear, while launch.json stays writable; a
+// missing `mise/` or `.config/` is not taken whole (other programs write there), only what mise
+// would read below them; a kernel tree's `.config` file is the build's.
+TEST(PlanGitSurface, PlansAToolsTrustedConfigAndNotTheRest) {
+  const std::string work = std::filesystem::canonical(MakeTempDir("plan-tools")).string();
+  ASSERT_TRUE(WriteNewFile(work + "/.config", "CONFIG_X=y\n"));
+  std::filesystem::create_directories(work + "/.vscode");
+  ASSERT_TRUE(WriteNewFile(work + "/.vscode/settings.json", "{}\n"));
+  ASSERT_TRUE(WriteNewFile(work + "/.vscode/launch.json", "{}\n"));
+  const MountPlan plan = PlanGitSurface(work);
+  EXPECT_TRUE(Planned(plan, work + "/.vscode/settings.json"));
+  EXPECT_TRUE(Pinned(plan, work + "/.vscode"));
+  for (const char* rel :
+       {"/.vscode/tasks.json", "/.zed", "/.opencode", "/opencode.json", "/mise.toml", "/.mise",
+        "/mise/config.toml", "/.config/mise.toml", "/.config/mise"}) {
+    EXPECT_TRUE(Absent(plan, work + rel)) << rel;
+  }
+  for (const char* rel : {"/.vscode/launch.json", "/.config", "/mise"}) {
+    EXPECT_FALSE(Planned(plan, work + rel)) << rel;
+    EXPECT_FALSE(Absent(plan, work + rel)) << rel;
+  }
+}
+
+// The paths that must not appear fit for a workdir with nested repositories that have agent
+// config: each such directory adds 25 and each git dir two. A cap of 64 held two of them, and the
+// workdir's own, planned last, were dropped.
+TEST(PlanGitSurface, KeepsTheWorkdirsAbsentPathsBesideNestedRepositoriesConfig) {
+  const std::string work = std::filesystem::canonical(MakeTempDir("plan-absent")).string();
+  for (int i = 0; i < 6; ++i) {
+    std::filesystem::create_directories(work + "/r" + std::to_string(i) + "/.git");
+    std::filesystem::create_directories(work + "/r" + std::to_string(i) + "/.vscode");
+  }
+  const MountPlan plan = PlanGitSurface(work);
+  EXPECT_LT(plan.absent.size(), kMaxAbsentPaths);
+  for (const char* rel : {"/r5/mise.toml", "/r5/.git/commondir", "/mise.toml", "/.claude",
+                          "/.vscode/tasks.json", "/.config/mise"}) {
+    EXPECT_TRUE(Absent(plan, work + rel)) << rel;
+  }
+}
+
 // A `.git` file may name any directory (a tool plants one, or a cloned repository ships one).
 // Planning runs unconfined, so it creates the missing hooks/ and info/ only in a git dir within a
 // writable tree, where tools could create them too; the one it names outside stays as it was.

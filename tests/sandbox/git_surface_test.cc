@@ -15,6 +15,7 @@
 #include <map>
 
 #include "sandbox/git_config.h"
+#include "sandbox/namespaces.h"
 #include "tests/sandbox/probe_util.h"
 
 namespace forkbox::sandbox {
@@ -286,6 +287,124 @@ TEST(GitSurfaceGuard, OtherAgentsProjectConfigIsGuarded) {
     }
     for (const std::string& path : state) EXPECT_TRUE(FileExists(work + path)) << path;
   }
+}
+
+// Developer tools run project config too, with the user's rights, once the folder is trusted (by
+// path, not by what the file says): VS Code's `.vscode/tasks.json` (a `folderOpen` task) and
+// `settings.json` (executables), Zed's `.zed/settings.json` (language and context servers) and
+// `tasks.json` (`create_worktree` hooks), opencode's `opencode.json(c)` and `.opencode/` (plugins
+// and tools are code it loads), mise's config in every place it reads one (hooks run at `cd`), and
+// Gemini CLI's `.gemini/.env` (GEMINI_SANDBOX names a command). Unguarded before: each stayed for
+// the user's next start. An existing settings.json a tool changed is put back. The controls: the
+// same files made before the record stay, and the rest of those directories is the tool's to
+// write (`.vscode/launch.json`, `.zed/debug.json`, a new `.config/` and its `nextest.toml`).
+TEST(GitSurfaceGuard, EditorAndToolProjectConfigIsGuarded) {
+  const std::vector<std::string> planted = {"/.vscode/tasks.json",
+                                            "/.zed/settings.json",
+                                            "/.zed/tasks.json",
+                                            "/opencode.json",
+                                            "/opencode.jsonc",
+                                            "/.opencode/opencode.json",
+                                            "/.opencode/plugins/p.ts",
+                                            "/.opencode/tools/t.ts",
+                                            "/.opencode/package.json",
+                                            "/.opencode/commands/c.md",
+                                            "/mise.toml",
+                                            "/.mise.toml",
+                                            "/mise.local.toml",
+                                            "/.mise.local.toml",
+                                            "/.rtx.toml",
+                                            "/.mise/config.toml",
+                                            "/mise/config.toml",
+                                            "/mise/conf.d/x.toml",
+                                            "/.config/mise.toml",
+                                            "/.config/mise/config.toml",
+                                            "/.gemini/.env",
+                                            "/sub/.vscode/tasks.json",
+                                            "/sub/mise.toml"};
+  const std::vector<std::string> state = {
+      "/.vscode/launch.json",  "/.vscode/extensions.json",
+      "/.zed/debug.json",      "/.opencode/node_modules/x/index.js",
+      "/.config/nextest.toml", "/mise/notes.md"};
+  const std::string settings = "/.vscode/settings.json";
+  for (const bool before_record : {false, true}) {
+    SCOPED_TRACE(before_record ? "control: made before the record" : "made by a tool");
+    const std::string work = WorkdirOutOfSightOfRoot("git-guard-tools");
+    for (const char* dir : {"/.zed", "/.opencode", "/.gemini", "/sub"}) {
+      std::filesystem::create_directories(work + dir);
+    }
+    Write(work + settings, "{}\n");
+    const auto plant = [&] {
+      for (const std::string& path : planted) Write(work + path, "[hooks]\nenter = \"x\"\n");
+      Write(work + settings, "{\"terminal.integrated.profiles.linux\": {\"x\": {}}}\n");
+    };
+    if (before_record) plant();
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+    if (!before_record) plant();
+    for (const std::string& path : state) Write(work + path, "state\n");
+    const std::vector<std::string> undone = guard->Restore();
+    for (const std::string& path : planted) {
+      EXPECT_EQ(FileExists(work + path), before_record) << path;
+      EXPECT_EQ(HasLine(undone, path.substr(1)), !before_record) << path;
+    }
+    EXPECT_EQ(ReadFile(work + settings) == "{}\n", !before_record);
+    EXPECT_EQ(HasLine(undone, "restore .vscode/settings.json"), !before_record);
+    for (const std::string& path : state) EXPECT_EQ(ReadFile(work + path), "state\n") << path;
+  }
+}
+
+// `.config` and `mise` are names other programs use: a kernel tree's `.config` is a file its build
+// rewrites, a `mise` binary or a clone of mise's repository may sit in the workdir. None is mise's
+// config, and each stays the tool's: only `.config/mise*` and `mise/config.toml` would be read.
+// Before, a repository below a directory of such a name lost its config and hooks as agent config.
+TEST(GitSurfaceGuard, ASharedNameThatHoldsNoConfigStaysTheTools) {
+  const std::string work = WorkdirOutOfSightOfRoot("git-guard-shared");
+  Write(work + "/.config", "CONFIG_X=y\n");
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+  Write(work + "/.config", "CONFIG_X=n\n");
+  Write(work + "/sub/.config", "CONFIG_Y=y\n");
+  Write(work + "/bin/mise", "#!/bin/sh\n", 0755);
+  ASSERT_EQ(system(("git init -q '" + work + "/mise'").c_str()), 0);
+  const std::string config = ReadFile(work + "/mise/.git/config");
+  const std::vector<std::string> undone = guard->Restore();
+  EXPECT_TRUE(undone.empty()) << undone.front();
+  EXPECT_EQ(ReadFile(work + "/.config"), "CONFIG_X=n\n");
+  EXPECT_EQ(ReadFile(work + "/sub/.config"), "CONFIG_Y=y\n");
+  EXPECT_TRUE(FileExists(work + "/bin/mise"));
+  EXPECT_EQ(ReadFile(work + "/mise/.git/config"), config) << "git init's config, kept";
+  EXPECT_TRUE(FileExists(work + "/mise/.git/hooks/pre-commit.sample"));
+  // The control: what mise reads below them is guarded.
+  Write(work + "/mise/config.toml", "[hooks]\ncd = \"x\"\n");
+  std::filesystem::remove(work + "/sub/.config");
+  Write(work + "/sub/.config/mise.toml", "[hooks]\ncd = \"x\"\n");
+  const std::vector<std::string> again = guard->Restore();
+  EXPECT_FALSE(FileExists(work + "/mise/config.toml"));
+  EXPECT_FALSE(FileExists(work + "/sub/.config/mise.toml"));
+  EXPECT_TRUE(HasLine(again, "mise/config.toml"));
+  EXPECT_TRUE(HasLine(again, "sub/.config/mise.toml"));
+}
+
+// kMaxAbsentPaths: one directory with agent config below the workdir adds 25 paths that must not
+// appear. Past the cap, the paths that did not fit (the workdir's own come last) are not
+// recorded, but one that appears is still removed: the next walk plans it as it is now.
+TEST(GitSurfaceGuard, WhatDidNotFitTheAbsentListIsStillRemoved) {
+  const std::string work = WorkdirOutOfSightOfRoot("git-guard-absent-cap");
+  for (size_t i = 0; i < kMaxAbsentPaths / 25 + 1; ++i) {
+    std::filesystem::create_directories(work + "/p" + std::to_string(i) + "/.vscode");
+  }
+  MountPlan plan;
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, &plan);
+  ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+  ASSERT_EQ(plan.absent.size(), kMaxAbsentPaths);
+  ASSERT_EQ(std::count(plan.absent.begin(), plan.absent.end(), work + "/mise.toml"), 0);
+  Write(work + "/mise.toml", "[hooks]\nenter = \"x\"\n");
+  Write(work + "/.vscode/tasks.json", "{}\n");
+  const std::vector<std::string> undone = guard->Restore();
+  EXPECT_FALSE(FileExists(work + "/mise.toml"));
+  EXPECT_FALSE(FileExists(work + "/.vscode/tasks.json"));
+  EXPECT_TRUE(HasLine(undone, "removed mise.toml (agent config a tool created"));
 }
 
 // As its owner, a tool can make a directory searchable but unreadable (`chmod 0311 a`): the walk
