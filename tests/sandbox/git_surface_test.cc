@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 
 #include "sandbox/git_config.h"
@@ -252,6 +253,28 @@ TEST(GitSurfaceGuard, FindsWhatGitAndClaudeTrustWhereTheWalkDidNotLook) {
   }
 }
 
+// Guards `work` with `plant` run before the record (the control) or after it, then tools' `state`
+// written: each planted path is removed and reported unless made before, the state stays.
+// Returns Restore's lines.
+std::vector<std::string> ExpectPlantedUndone(const std::string& work, bool before_record,
+                                             const std::function<void()>& plant,
+                                             const std::vector<std::string>& planted,
+                                             const std::vector<std::string>& state) {
+  if (before_record) plant();
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  EXPECT_TRUE(guard.ok()) << guard.status().ToString();
+  if (!guard.ok()) return {};
+  if (!before_record) plant();
+  for (const std::string& path : state) Write(work + path, "state\n");
+  const std::vector<std::string> undone = guard->Restore();
+  for (const std::string& path : planted) {
+    EXPECT_EQ(FileExists(work + path), before_record) << path;
+    EXPECT_EQ(HasLine(undone, path.substr(1)), !before_record) << path;
+  }
+  for (const std::string& path : state) EXPECT_EQ(ReadFile(work + path), "state\n") << path;
+  return undone;
+}
+
 // Other agent CLIs trust project config too, and run what it names with the user's rights at
 // their next start there: Codex a trusted project's `.codex/config.toml` (mcp_servers, notify),
 // Gemini CLI `.gemini/settings.json` (mcpServers, hooks), `commands/` (`!{...}`) and
@@ -275,17 +298,7 @@ TEST(GitSurfaceGuard, OtherAgentsProjectConfigIsGuarded) {
     const auto plant = [&] {
       for (const std::string& path : planted) Write(work + path, "{\"command\": \"x\"}\n");
     };
-    if (before_record) plant();
-    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
-    ASSERT_TRUE(guard.ok()) << guard.status().ToString();
-    if (!before_record) plant();
-    for (const std::string& path : state) Write(work + path, "state\n");
-    const std::vector<std::string> undone = guard->Restore();
-    for (const std::string& path : planted) {
-      EXPECT_EQ(FileExists(work + path), before_record) << path;
-      EXPECT_EQ(HasLine(undone, path.substr(1)), !before_record) << path;
-    }
-    for (const std::string& path : state) EXPECT_TRUE(FileExists(work + path)) << path;
+    ExpectPlantedUndone(work, before_record, plant, planted, state);
   }
 }
 
@@ -338,19 +351,10 @@ TEST(GitSurfaceGuard, EditorAndToolProjectConfigIsGuarded) {
       for (const std::string& path : planted) Write(work + path, "[hooks]\nenter = \"x\"\n");
       Write(work + settings, "{\"terminal.integrated.profiles.linux\": {\"x\": {}}}\n");
     };
-    if (before_record) plant();
-    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
-    ASSERT_TRUE(guard.ok()) << guard.status().ToString();
-    if (!before_record) plant();
-    for (const std::string& path : state) Write(work + path, "state\n");
-    const std::vector<std::string> undone = guard->Restore();
-    for (const std::string& path : planted) {
-      EXPECT_EQ(FileExists(work + path), before_record) << path;
-      EXPECT_EQ(HasLine(undone, path.substr(1)), !before_record) << path;
-    }
+    const std::vector<std::string> undone =
+        ExpectPlantedUndone(work, before_record, plant, planted, state);
     EXPECT_EQ(ReadFile(work + settings) == "{}\n", !before_record);
     EXPECT_EQ(HasLine(undone, "restore .vscode/settings.json"), !before_record);
-    for (const std::string& path : state) EXPECT_EQ(ReadFile(work + path), "state\n") << path;
   }
 }
 
