@@ -75,6 +75,14 @@ class ScopeTest : public EscapeTest {
   RunResult ShellOutside(const std::string& dir, const std::string& script) {
     return Outside(dir, {"/bin/sh", "-c", script});
   }
+  // The names whose `mark` + name file a planted command made, each after a blank: "" for none.
+  static std::string MarksLeft(const std::string& mark, std::initializer_list<const char*> names) {
+    std::string ran;
+    for (const char* name : names) {
+      if (Exists(mark + name)) ran += std::string(" ") + name;
+    }
+    return ran;
+  }
   RunResult Outside(const std::string& cwd, const std::vector<std::string>& argv) {
     Command c;
     if (as_user()) c.argv = {RunAsPath(), std::to_string(uid()), std::to_string(gid())};
@@ -532,10 +540,7 @@ TEST_P(ScopeTest, PlantedSubmoduleGitDirsRunNothingOutside) {
       "module l t1/t2/t3/t4/t5/t6/lg linked && ln -s ../../t1/t2/t3/t4/t5/t6/lg .git/modules/l; "
       "exit 0");
   GitOutside(work_, {"submodule", "-q", "update", "--init"});
-  std::string ran;
-  for (const char* name : {"deep", "linked"}) {
-    if (Exists(mark + name)) ran += std::string(" ") + name;
-  }
+  std::string ran = MarksLeft(mark, {"deep", "linked"});
   Verdict(r, !ran.empty(), Control::kAlways, "a planted submodule's hook ran outside:" + ran);
   if (!sandboxed()) {
     EXPECT_EQ(ran, " deep linked") << "the control, git's own view";
@@ -583,10 +588,7 @@ TEST_P(ScopeTest, AnOperationInProgressRunsNothingOutside) {
       ShellOutside(work_ + "/new", "echo b > f && git add f && git rebase --continue");
   EXPECT_EQ(tools.exit_code, 0) << "the rebase a tool started stays continuable\n"
                                 << r.Describe() << tools.Describe();
-  std::string ran;
-  for (const char* name : {"exec", "strategy", "cherry", "new"}) {
-    if (Exists(mark + name)) ran += std::string(" ") + name;
-  }
+  std::string ran = MarksLeft(mark, {"exec", "strategy", "cherry", "new"});
   Verdict(r, !ran.empty(), Control::kAlways, "a tool-left operation ran at --continue:" + ran);
   if (!sandboxed()) {
     EXPECT_EQ(ran, " exec strategy cherry new") << "the control, git's own view";
@@ -621,10 +623,7 @@ TEST_P(ScopeTest, AWritableRepositoryOfTheWorktreeRunsNothingOutside) {
   EXPECT_EQ(rebase.exit_code, 0) << "the tool's git add stayed\n"
                                  << r.Describe() << rebase.Describe();
   ShellOutside(repo, "git commit -q --allow-empty -m outside");
-  std::string ran;
-  for (const char* name : {"exec", "hook"}) {
-    if (Exists(mark + name)) ran += std::string(" ") + name;
-  }
+  std::string ran = MarksLeft(mark, {"exec", "hook"});
   if (Exists(repo + "/.claude/settings.json")) ran += " claude";
   Verdict(r, !ran.empty(), Control::kAlways, "a plant in the --writable repository stayed:" + ran);
   if (!sandboxed()) {

@@ -565,6 +565,17 @@ TEST(GitSurfaceGuard, RefusesARecordItCannotTakeWhole) {
                                     Deep(".git/info/deep", 15) + " goes more than 16 levels down)"),
       std::string::npos)
       << guard.status().message();
+  // The same in a --writable tree refuses the record too, naming the tree: what it misses there
+  // could not be put back either. The control: that tree is fine as the workdir's alone.
+  const std::string other = WorkdirOutOfSightOfRoot("git-guard-big-other");
+  ASSERT_TRUE(GitSurfaceGuard::Take(other).ok());
+  Result<GitSurfaceGuard> beside = GitSurfaceGuard::Take(other, nullptr, {work});
+  ASSERT_FALSE(beside.ok());
+  EXPECT_EQ(beside.status().code(), Status::Code::kResourceExhausted);
+  EXPECT_EQ(
+      beside.status().message().rfind("--writable " + work + ": git trust surface: .git/info", 0),
+      0u)
+      << beside.status().message();
 }
 
 // A workdir of "/" (--allow-broad-workdir) lets tasks write every repository on the machine; the
