@@ -325,7 +325,7 @@ Result<std::optional<PendingSpawner>> BeginSpawner(const Options& o, const Setti
   SpawnerConfig config;
   config.program = s.child_path;  // forkbox-child serves as the spawner too.
   config.child_path = s.child_path;
-  config.child_env = sandbox::ToolEnvironment(policy, environ);
+  config.child_env = sandbox::ForkboxProcessEnvironment(policy, environ);
   config.workdir = UniqueFd(::fcntl(workdir.get(), F_DUPFD_CLOEXEC, 3));
   if (!config.workdir) return Status::FromErrno(errno, "dup(workdir)");
   config.verbose = s.provider.verbose;
@@ -382,7 +382,8 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   t.sandbox = static_cast<const sandbox::Settings&>(policy);
   t.child_hints = ChildHintsOf(o, policy, context);
   t.transcript_dir_fd = s.transcripts.fd ? s.transcripts.fd.get() : -1;
-  t.child_env = context.env;  // Scrubbed: no keys; the key travels in the start frame only.
+  // Scrubbed (no keys: the key travels in the start frame only), the opt-ins parked.
+  t.child_env = sandbox::ForkboxProcessEnvironment(policy, environ);
   t.max_parallel = o.max_parallel;
   t.timeout_ms = static_cast<int64_t>(o.task_timeout_s * 1000.0);
   t.standby = o.standby;

@@ -20,9 +20,10 @@
 namespace forkbox::parent {
 
 struct SpawnerConfig {
-  std::string program;                 // Absolute: forkbox-child, run as the spawner.
-  std::string child_path;              // Absolute: the only program the spawner ever runs.
-  std::vector<std::string> child_env;  // The spawner's and the children's whole environment.
+  std::string program;     // Absolute: forkbox-child, run as the spawner.
+  std::string child_path;  // Absolute: the only program the spawner ever runs.
+  std::vector<std::string>
+      child_env;         // The spawner's and the children's (ForkboxProcessEnvironment).
   UniqueFd workdir;      // O_PATH directory: each child's ipc::kChildWorkdirFd and its cwd.
   bool verbose = false;  // Children's stdout and stderr go to ours; else /dev/null.
 };

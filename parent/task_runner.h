@@ -31,7 +31,8 @@ struct TaskConfig {
   ipc::SandboxSettings sandbox;
   ipc::ChildSandboxHints child_hints;  // Sent in start and prepare frames (ipc/messages.h).
   int transcript_dir_fd = -1;          // Borrowed (parent/transcripts.h); -1: no transcripts.
-  std::vector<std::string> child_env;  // The child's complete environment (no secrets).
+  std::vector<std::string>
+      child_env;  // The child's complete environment (sandbox::ForkboxProcessEnvironment).
   int max_parallel = 4;
   int64_t timeout_ms = 900'000;
   // Children kept started and sandboxed ahead of tasks (parent/child_launcher.h); 0: none.

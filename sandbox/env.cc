@@ -56,6 +56,51 @@ Result<std::string> Canonical(const std::string& path, const char* what) {
   return canonical.string();
 }
 
+// The variables every tool gets, opted in or not. The XDG directories too: paths, not secrets,
+// and a task's child resolves its read scope from them (the stores and forkbox's state they move
+// are denied there too).
+bool IsBaseName(const std::string& name) {
+  static constexpr std::string_view kBase[] = {"PATH",
+                                               "HOME",
+                                               "LANG",
+                                               "TERM",
+                                               "USER",
+                                               "SHELL",
+                                               "XDG_CONFIG_HOME",
+                                               "XDG_DATA_HOME",
+                                               "XDG_STATE_HOME",
+                                               "XDG_RUNTIME_DIR"};
+  return StartsWith(name, "LC_") ||
+         std::find(std::begin(kBase), std::end(kBase), name) != std::end(kBase);
+}
+
+// The value of `name` in `environ`, or nullptr.
+const char* FindVariable(char** environ, std::string_view name) {
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry = *e;
+    if (entry.size() > name.size() && entry.starts_with(name) && entry[name.size()] == '=') {
+      return *e + name.size() + 1;
+    }
+  }
+  return nullptr;
+}
+
+// Where ForkboxProcessEnvironment parks the tools' opted-in variables.
+constexpr std::string_view kParkedPrefix = "FORKBOX_TOOL_ENV_";
+
+// The names parked in `environ` (set by ForkboxProcessEnvironment in a forkbox-child's).
+std::set<std::string> ParkedNames(char** environ) {
+  std::set<std::string> names;
+  for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
+    std::string_view entry = *e;
+    size_t eq = entry.find('=');
+    if (eq != std::string_view::npos && entry.starts_with(kParkedPrefix)) {
+      names.emplace(entry.substr(kParkedPrefix.size(), eq - kParkedPrefix.size()));
+    }
+  }
+  return names;
+}
+
 }  // namespace
 
 bool IsSecretName(const std::string& raw) {
@@ -72,19 +117,8 @@ bool IsSecretName(const std::string& raw) {
 }
 
 std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ) {
-  // The XDG directories too: paths, not secrets, and a task's child resolves its read scope from
-  // this environment (the stores and forkbox's state they move are denied there too).
-  static const std::set<std::string> kAllowed = {"PATH",
-                                                 "HOME",
-                                                 "LANG",
-                                                 "TERM",
-                                                 "USER",
-                                                 "SHELL",
-                                                 "XDG_CONFIG_HOME",
-                                                 "XDG_DATA_HOME",
-                                                 "XDG_STATE_HOME",
-                                                 "XDG_RUNTIME_DIR"};
   std::set<std::string> opted(policy.env.begin(), policy.env.end());
+  const std::set<std::string> parked = ParkedNames(environ);
   std::vector<std::string> env;
   bool has_path = false;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
@@ -93,8 +127,15 @@ std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ) {
     if (eq == std::string::npos || eq == 0) continue;
     std::string name = entry.substr(0, eq);
     std::string value = entry.substr(eq + 1);
+    if (StartsWith(name, std::string(kParkedPrefix))) {  // An opt-in, back in the tools' hands.
+      name.erase(0, kParkedPrefix.size());
+      if (opted.count(name) == 0) continue;
+      entry = name + "=" + value;
+    } else if (parked.count(name) > 0) {
+      continue;  // forkbox's own copy (SSL_CERT_FILE): the parked one is the tools'.
+    }
     if (name == "TMPDIR" || name == "TMP" || name == "TEMP") continue;  // Set below.
-    bool wanted = kAllowed.count(name) > 0 || StartsWith(name, "LC_") || opted.count(name) > 0;
+    bool wanted = IsBaseName(name) || opted.count(name) > 0;
     if (!wanted || IsSecretName(name)) continue;
     // A value shaped like an API key is never passed, whatever its name.
     if (StartsWith(value, "sk-")) continue;
@@ -106,6 +147,23 @@ std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ) {
   if (!tmpdir.empty()) {
     for (const char* name : {"TMPDIR", "TMP", "TEMP"})
       env.push_back(std::string(name) + "=" + tmpdir);
+  }
+  return env;
+}
+
+std::vector<std::string> ForkboxProcessEnvironment(const Policy& policy, char** environ) {
+  std::vector<std::string> env = ToolEnvironment(policy, environ);
+  for (std::string& entry : env) {
+    const std::string name = entry.substr(0, entry.find('='));
+    if (!IsBaseName(name) && name != "TMPDIR" && name != "TMP" && name != "TEMP") {
+      entry.insert(0, kParkedPrefix);
+    }
+  }
+  // The CAs forkbox itself trusts (agent/http_tls.h), so that a task reaches the model the
+  // parent reaches; not the tools' unless opted in (then parked above as well).
+  for (const char* name : {"SSL_CERT_FILE", "SSL_CERT_DIR"}) {
+    if (const char* value = FindVariable(environ, name))
+      env.push_back(std::string(name) + "=" + value);
   }
   return env;
 }

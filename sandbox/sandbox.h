@@ -121,7 +121,18 @@ std::vector<std::string> CredentialPaths(const Policy& policy);
 // policy.tmpdir_short, else policy.tmpdir), USER, SHELL, plus policy.env names — minus anything
 // that looks like a secret (*_API_KEY, *_TOKEN, *_SECRET, ANTHROPIC_*, OPENAI_*, FORKBOX_*), which
 // is never passed even when named with --env.
+// A variable ForkboxProcessEnvironment parked (FORKBOX_TOOL_ENV_NAME) is NAME again here when NAME
+// is opted in, and replaces an unparked NAME.
 std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ);
+
+// The environment forkbox's own processes are started with (the spawner and every forkbox-child,
+// which run before they are confined): ToolEnvironment's, but each --env opt-in outside its fixed
+// names is parked as FORKBOX_TOOL_ENV_NAME, which neither the loader, libc nor OpenSSL reads. An
+// opt-in may name what a tool can write (LD_LIBRARY_PATH=$WORKDIR/lib, LD_PRELOAD, OPENSSL_CONF):
+// read by forkbox-child, it ran a tool's code unconfined. ToolEnvironment gives it back to the
+// child's tools. Plus SSL_CERT_FILE and SSL_CERT_DIR from `environ`: a task trusts the CAs the
+// parent does.
+std::vector<std::string> ForkboxProcessEnvironment(const Policy& policy, char** environ);
 
 // True for names that look like secrets (*_API_KEY, *_KEY, *_TOKEN, *_SECRET, *_PASSWORD,
 // ANTHROPIC_*, OPENAI_*, FORKBOX_*, case-insensitive): never passed to a tool.

@@ -1849,6 +1849,51 @@ TEST_F(RealChildTest, AStoreTheXdgVariablesMoveIsUnreadableInATask) {
   fs::remove_all(xdg, ec);
 }
 
+// forkbox-child runs before it confines itself, so a variable opted in for the tools with --env
+// that the loader reads must not reach it: with --env LD_LIBRARY_PATH naming the project's build
+// tree, a library a tool built there ran in the next child unconfined (and read its API key). The
+// child's tools still get the variable. The control: forkbox itself, started with LD_PRELOAD,
+// loads the probe.
+TEST_F(RealChildTest, AnOptedInLoaderVariableRunsNothingInForkboxsOwnProcesses) {
+  char tmpl[] = "/var/tmp/forkbox-preload-XXXXXX";  // Not /tmp: layer 2 gives tools a private one.
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  ASSERT_EQ(::chmod(dir.c_str(), 0777), 0);  // The unprivileged user's processes mark it too.
+  const std::string probe = dir + "/probe.so";
+  fs::copy_file(PRELOAD_PROBE, probe);
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (IsParent(r)) {
+      if (r.view.assistant_turns == 0) return Calls({Task("show it", "show")});
+      return Text("shown");
+    }
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash", {{"command", "echo \"tool sees [$LD_PRELOAD]\""}}, ""}});
+    }
+    return Text("done");
+  });
+  for (const std::string standby : {"0", "2"}) {
+    SCOPED_TRACE("--standby " + standby);
+    server_.ClearRequests();
+    RunSpec spec = SpecFor(Args({"--env", "LD_PRELOAD", "--standby", standby, "go"}));
+    spec.env.push_back("LD_PRELOAD=" + probe);
+    // A sanitizer build checks that its runtime comes first; the probe would come before it.
+    auto asan = std::find_if(spec.env.begin(), spec.env.end(),
+                             [](const std::string& e) { return e.starts_with("ASAN_OPTIONS="); });
+    if (asan == spec.env.end()) asan = spec.env.insert(spec.env.end(), "ASAN_OPTIONS=");
+    *asan += ":verify_asan_link_order=0";
+    RunResult r = RunForkbox(spec);
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    EXPECT_TRUE(fs::exists(dir + "/loaded-forkbox")) << "control: the probe did not load";
+    EXPECT_FALSE(fs::exists(dir + "/loaded-forkbox-child")) << Dump(r);
+    bool seen = false;
+    for (const RecordedRequest& q : server_.requests())
+      seen |= q.body.find("tool sees [" + probe + "]") != std::string::npos;
+    EXPECT_TRUE(seen) << "the task's tools lost the opted-in variable";
+  }
+  std::error_code ec;
+  fs::remove_all(dir, ec);
+}
+
 // The guard walks the workdir after each tool call that may change a file, not after read_file.
 // A hook that appears while the session waits for the model (nothing of the session made it: the
 // test's server plants it) is undone after the next write_file, not after the read_files before

@@ -83,6 +83,58 @@ TEST(ToolEnvironment, ProvidesADefaultPath) {
   EXPECT_TRUE(HasName(env, "PATH"));
 }
 
+// forkbox-child runs before it is confined, so a variable opted in for the tools that the loader,
+// libc or OpenSSL reads (LD_PRELOAD naming a library a tool wrote) must not reach it as such; the
+// child's tools get it back, and a parked name that is not opted in stays parked.
+TEST(ForkboxProcessEnvironment, ParksTheToolsOptInsAndGivesThemBackToTheTools) {
+  std::vector<std::string> storage = {"PATH=/usr/bin",
+                                      "HOME=/home/u",
+                                      "LD_PRELOAD=/w/evil.so",
+                                      "LD_LIBRARY_PATH=/w/lib",
+                                      "OPENSSL_CONF=/w/openssl.cnf",
+                                      "SSL_CERT_FILE=/etc/corp-ca.pem",
+                                      "FOO=bar"};
+  std::vector<char*> environ;
+  for (std::string& s : storage) environ.push_back(s.data());
+  environ.push_back(nullptr);
+  Policy policy;
+  policy.tmpdir = "/w/.forkbox-tmp";
+  policy.env = {"LD_PRELOAD", "LD_LIBRARY_PATH", "OPENSSL_CONF", "FOO"};
+  std::vector<std::string> own = ForkboxProcessEnvironment(policy, environ.data());
+  for (const char* name : {"LD_PRELOAD", "LD_LIBRARY_PATH", "OPENSSL_CONF", "FOO"}) {
+    EXPECT_FALSE(HasName(own, name)) << name;
+    EXPECT_TRUE(HasName(own, std::string("FORKBOX_TOOL_ENV_") + name)) << name;
+  }
+  for (const char* keep : {"PATH=/usr/bin", "HOME=/home/u", "SSL_CERT_FILE=/etc/corp-ca.pem",
+                           "TMPDIR=/w/.forkbox-tmp"}) {
+    EXPECT_TRUE(Has(own, keep)) << keep;  // forkbox's own: the CA its requests trust.
+  }
+
+  // In the child: its tools get every opt-in back, and no parked name.
+  own.push_back("FORKBOX_TOOL_ENV_NOT_OPTED=1");
+  std::vector<char*> child_environ;
+  for (std::string& s : own) child_environ.push_back(s.data());
+  child_environ.push_back(nullptr);
+  policy.tmpdir = "/w/.forkbox-tmp/task-1";
+  std::vector<std::string> tools = ToolEnvironment(policy, child_environ.data());
+  for (const char* entry : {"LD_PRELOAD=/w/evil.so", "LD_LIBRARY_PATH=/w/lib",
+                            "OPENSSL_CONF=/w/openssl.cnf", "FOO=bar", "PATH=/usr/bin"}) {
+    EXPECT_TRUE(Has(tools, entry)) << entry;
+  }
+  for (const char* drop : {"NOT_OPTED", "FORKBOX_TOOL_ENV_NOT_OPTED", "SSL_CERT_FILE"}) {
+    EXPECT_FALSE(HasName(tools, drop)) << drop;
+  }
+
+  // Opted in, SSL_CERT_FILE is the tools' once, not twice.
+  policy.env.push_back("SSL_CERT_FILE");
+  own = ForkboxProcessEnvironment(policy, environ.data());
+  child_environ.clear();
+  for (std::string& s : own) child_environ.push_back(s.data());
+  child_environ.push_back(nullptr);
+  tools = ToolEnvironment(policy, child_environ.data());
+  EXPECT_EQ(std::count(tools.begin(), tools.end(), "SSL_CERT_FILE=/etc/corp-ca.pem"), 1);
+}
+
 TEST(SecretNames, AreRecognisedCaseInsensitively) {
   EXPECT_TRUE(IsSecretName("anthropic_api_key"));
   EXPECT_TRUE(IsSecretName("MY_TOKEN"));
