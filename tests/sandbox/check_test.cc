@@ -222,6 +222,27 @@ bool Absent(const MountPlan& plan, const std::string& path) {
   return std::find(plan.absent.begin(), plan.absent.end(), path) != plan.absent.end();
 }
 
+// A config that includes itself is read once: 30 such lines were read 30^4 times, after every
+// tool call, for as long as a tool's 700 bytes stayed (red team: minutes past every timeout and
+// Ctrl-C). A file first met too deep to follow its includes is read again when met shallower:
+// d.cfg, reached through a.cfg and b.cfg at the last level and then from the config itself, has
+// its include e.cfg read, whose hooksPath is guarded.
+TEST(PlanGitSurface, ReadsAnIncludedConfigOnceUnlessMetShallower) {
+  const std::string work = std::filesystem::canonical(MakeTempDir("plan-includes")).string();
+  std::filesystem::create_directories(work + "/.git");
+  std::string config = "[include]\n";
+  for (int i = 0; i < 30; ++i) config += "\tpath = config\n";
+  config += "\tpath = a.cfg\n\tpath = d.cfg\n";
+  ASSERT_TRUE(WriteNewFile(work + "/.git/config", config));
+  ASSERT_TRUE(WriteNewFile(work + "/.git/a.cfg", "[include]\n\tpath = b.cfg\n"));
+  ASSERT_TRUE(WriteNewFile(work + "/.git/b.cfg", "[include]\n\tpath = d.cfg\n"));
+  ASSERT_TRUE(WriteNewFile(work + "/.git/d.cfg", "[include]\n\tpath = e.cfg\n"));
+  ASSERT_TRUE(WriteNewFile(work + "/.git/e.cfg", "[core]\n\thooksPath = evilhooks\n"));
+  const MountPlan plan = PlanGitSurface(work);
+  EXPECT_TRUE(Planned(plan, work + "/.git/d.cfg"));
+  EXPECT_TRUE(Absent(plan, work + "/evilhooks")) << "e.cfg was not read";
+}
+
 // Layer 2's plan of a developer tool's project config: VS Code's settings.json is bound read-only
 // and its folder pinned, its tasks.json must not appear, while launch.json stays writable; a
 // missing `mise/` or `.config/` is not taken whole (other programs write there), only what mise

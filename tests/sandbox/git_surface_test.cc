@@ -882,5 +882,32 @@ TEST(UserGitConfig, ReadsGlobalAndSystemConfigAndWhatTheyInclude) {
   EXPECT_TRUE(has(config.includes, "/w/inc"));
 }
 
+// A user config that includes itself N times is read once, its paths listed once: it was read
+// N^4 times, by every forkbox and forkbox-child at its start, and listed as often.
+TEST(UserGitConfig, ReadsAFileThatIncludesItselfOnce) {
+  const std::string dir = std::filesystem::canonical(MakeTempDir("user-git-self")).string();
+  std::string text = "[core]\n\thooksPath = .githooks\n[include]\n";
+  for (int i = 0; i < 20; ++i) text += "\tpath = ~/.gitconfig\n";
+  Write(dir + "/.gitconfig", text);
+  const UserGitConfig config = ReadUserGitConfig([&dir](const char* name) -> const char* {
+    return std::string_view(name) == "HOME" ? dir.c_str() : nullptr;
+  });
+  EXPECT_EQ(config.hooks_paths, std::vector<std::string>{".githooks"});
+  EXPECT_EQ(config.includes.size(), 20u) << "each line of the one read names it once";
+}
+
+// A value continued over 2,000,000 lines (6 MB) is read in one pass: the whole value so far was
+// parsed again after each line, so a tool's config took minutes to walk after every tool call
+// (this one: hours, far past ctest's timeout).
+TEST(GitConfigEntries, ReadsAValueContinuedOverManyLinesInOnePass) {
+  std::string text = "[core]\n\thooksPath = ";
+  const size_t lines = 2'000'000;
+  for (size_t i = 0; i < lines; ++i) text += "a\\\n";
+  text += "b\n";
+  const std::vector<GitConfigPath> paths = GitConfigPaths(text, "/w/.git/config", "/w", "/h");
+  ASSERT_EQ(paths.size(), 1u);
+  EXPECT_EQ(paths[0].path, "/w/" + std::string(lines, 'a') + "b");
+}
+
 }  // namespace
 }  // namespace forkbox::sandbox
