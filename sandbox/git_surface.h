@@ -57,7 +57,10 @@ class GitSurfaceGuard {
   // record cut short or garbled, a path in it that is not plainly beneath the workdir, and a
   // workdir that is not the very directory it was taken in (kNotFound: removed, made again, or a
   // link now). Another tree that is no longer its directory is left out, the rest kept; so is
-  // the workdir's own part when other trees remain (Restore says it was not put back).
+  // the workdir's own part when other trees remain (Restore says it was not put back). A record
+  // in the format before other trees were guarded (2: the workdir's alone, left by an older
+  // forkbox killed before an upgrade) is reloaded as a guard of the workdir alone, refused as
+  // above; Serialize writes the new one.
   static Result<GitSurfaceGuard> Reload(std::string_view record);
   const std::string& workdir() const { return workdir_; }
   // No repository and no agent config was found in any tree: nothing to guard.

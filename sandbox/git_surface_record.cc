@@ -17,6 +17,11 @@ namespace forkbox::sandbox {
 namespace {
 
 constexpr std::string_view kMagic = "forkbox-guard 3\n";
+// The record before other writable trees were guarded (c727619): the same fields up to the
+// operations, then the checksum; the workdir's alone. A forkbox killed before the user upgraded
+// left it, so it is still put back.
+constexpr std::string_view kMagicV2 = "forkbox-guard 2\n";
+static_assert(kMagicV2.size() == kMagic.size());
 
 void PutU64(std::string& out, uint64_t v) {
   for (int i = 0; i < 8; ++i) out.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
@@ -113,15 +118,15 @@ bool IsPlainRelative(std::string_view rel) {
   return true;
 }
 
-// The other trees' records (Serialize), each a whole record of one tree: false for one garbled
-// or holding trees itself. A tree no longer the directory it was taken in is left out: its
-// guard has nothing to put back where it was.
+// The other trees' records (Serialize), each a whole record of one tree: false for one garbled,
+// holding trees itself, or in format 2 (never written within one of 3). A tree no longer the
+// directory it was taken in is left out: its guard has nothing to put back where it was.
 bool ReloadTrees(Reader& in, std::vector<GitSurfaceGuard>& trees) {
   uint64_t count = 0;
   if (!in.U64(&count) || count > in.left() / 8) return false;
   for (uint64_t i = 0; i < count; ++i) {
     std::string record;
-    if (!in.String(&record)) return false;
+    if (!in.String(&record) || !record.starts_with(kMagic)) return false;
     Result<GitSurfaceGuard> tree = GitSurfaceGuard::Reload(record);
     if (!tree.ok() && tree.status().code() == Status::Code::kInvalidArgument) return false;
     if (tree.ok() && tree->descriptors() != 1) return false;
@@ -166,9 +171,8 @@ std::string GitSurfaceGuard::Serialize() const {
 
 Result<GitSurfaceGuard> GitSurfaceGuard::Reload(std::string_view record) {
   const Status garbled = Status::InvalidArgument("not a whole git trust surface record");
-  if (record.size() < kMagic.size() + 8 || record.substr(0, kMagic.size()) != kMagic) {
-    return garbled;
-  }
+  const bool v2 = record.starts_with(kMagicV2);
+  if (record.size() < kMagic.size() + 8 || !(v2 || record.starts_with(kMagic))) return garbled;
   uint64_t sum = 0;
   Reader tail(record.substr(record.size() - 8));
   if (!tail.U64(&sum) || sum != Checksum(record.substr(0, record.size() - 8))) return garbled;
@@ -177,7 +181,7 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Reload(std::string_view record) {
   uint64_t dev = 0, ino = 0;
   if (!in.U64(&dev) || !in.U64(&ino) || !in.String(&guard.workdir_) || !in.List(&guard.writable_) ||
       !in.List(&guard.roots_) || !in.List(&guard.git_dirs_) || !in.Entries(&guard.entries_) ||
-      !in.Entries(&guard.operations_) || !ReloadTrees(in, guard.trees_)) {
+      !in.Entries(&guard.operations_) || !(v2 || ReloadTrees(in, guard.trees_))) {
     return garbled;
   }
   if (!in.done() || guard.workdir_.empty() || guard.workdir_.front() != '/') return garbled;

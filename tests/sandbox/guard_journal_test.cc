@@ -8,9 +8,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <string_view>
 
 #include "tests/sandbox/probe_util.h"
 
@@ -59,6 +61,35 @@ void RecordAndDie(const Project& p, bool write_record) {
   int status = 0;
   ASSERT_EQ(waitpid(pid, &status, 0), pid);
   ASSERT_TRUE(WIFSIGNALED(status)) << status;
+}
+
+// The record formats, as git_surface_record.cc writes (3) and wrote them (2, before c727619).
+constexpr std::string_view kFormat2 = "forkbox-guard 2\n", kFormat3 = "forkbox-guard 3\n";
+
+std::string U64(uint64_t v) {
+  std::string bytes;
+  for (int i = 0; i < 8; ++i) bytes.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  return bytes;
+}
+
+// `bytes` and the checksum a record ends in: FNV-1a, 64 bits.
+std::string Checksummed(std::string bytes) {
+  uint64_t h = 14695981039346656037ULL;
+  for (unsigned char c : bytes) h = (h ^ c) * 1099511628211ULL;
+  return bytes + U64(h);
+}
+
+// A record's fields, between its format line and its checksum.
+std::string Fields(std::string_view record) {
+  return std::string(record.substr(kFormat3.size(), record.size() - kFormat3.size() - 8));
+}
+
+// The record (Serialize) of a guard of the workdir alone as forkbox wrote it before other trees
+// were guarded (format 2): the same fields without the other trees' count (0, last).
+std::string AsFormat2(std::string_view record) {
+  const std::string fields = Fields(record);
+  EXPECT_TRUE(record.starts_with(kFormat3) && fields.ends_with(U64(0))) << "the workdir's alone";
+  return Checksummed(std::string(kFormat2) + fields.substr(0, fields.size() - 8));
 }
 
 TEST(GuardJournal, TheNextStartPutsBackWhatADeadOwnersToolsPlanted) {
@@ -129,6 +160,62 @@ TEST(GuardJournal, RefusesARecordCutShortGarbledOrForAnotherDirectory) {
   ASSERT_EQ(garbled.size(), 1U);
   EXPECT_NE(garbled[0].find("not a whole git trust surface record"), std::string::npos);
   EXPECT_TRUE(fs::is_empty(p.journal));
+}
+
+// A record an older forkbox left (format 2, the workdir's alone: it was killed, then the user
+// upgraded) was refused as "not a whole git trust surface record", so what its tools planted
+// stayed. It is put back as that forkbox put it back. The control: the same record cut short is
+// refused and the plant stays.
+TEST(GuardJournal, ARecordAnOlderForkboxLeftIsPutBack) {
+  const Project p = MakeProject("journal-format-2");
+  for (const bool whole : {true, false}) {
+    SCOPED_TRACE(whole ? "a format 2 record" : "control: cut short");
+    RecordAndDie(p, true);
+    const std::string file = fs::directory_iterator(p.journal)->path().string();
+    const std::string record = AsFormat2(ReadFile(file));
+    std::ofstream(file, std::ios::binary | std::ios::trunc)
+        << (whole ? record : record.substr(0, record.size() - 1));
+    Plant(p);
+    const std::vector<std::string> expected =
+        whole ? std::vector<std::string>{p.work + ": remove .git/hooks/pre-commit",
+                                         p.work + ": remove .git/commondir"}
+              : std::vector<std::string>{"a record not used: not a whole git trust surface record"};
+    EXPECT_EQ(GuardJournal::Recover(p.journal), expected);
+    EXPECT_EQ(Planted(p), !whole);
+    EXPECT_TRUE(fs::is_empty(p.journal));
+  }
+}
+
+// Each format's record is whole only as that format's: one of 2 with the other trees' count, one
+// of 3 without it, one of 2 with its last field cut off, and one of 3 holding a tree's record of
+// 2 are refused, each checksummed. The controls: each made by the rules is reloaded.
+TEST(GuardJournal, RefusesARecordOfEitherFormatGarbledForTheOther) {
+  const Project p = MakeProject("journal-formats");
+  const std::string repo = fs::path(p.work).parent_path().string() + "/repo";
+  fs::create_directories(repo);
+  ASSERT_EQ(std::system(("git init -q '" + repo + "'").c_str()), 0);
+  Result<GitSurfaceGuard> alone = GitSurfaceGuard::Take(p.work);
+  Result<GitSurfaceGuard> both = GitSurfaceGuard::Take(p.work, nullptr, {repo});
+  ASSERT_TRUE(alone.ok() && both.ok());
+  const std::string format3 = alone->Serialize(), format2 = AsFormat2(format3);
+  ASSERT_TRUE(GitSurfaceGuard::Reload(format2).ok()) << "control: format 2";
+  const auto refused = [](const std::string& record) {
+    return GitSurfaceGuard::Reload(record).status().code() == Status::Code::kInvalidArgument;
+  };
+  EXPECT_TRUE(refused(Checksummed(std::string(kFormat2) + Fields(format3))));
+  EXPECT_TRUE(refused(Checksummed(std::string(kFormat3) + Fields(format2))));
+  const std::string fields2 = Fields(format2);
+  EXPECT_TRUE(refused(Checksummed(std::string(kFormat2) + fields2.substr(0, fields2.size() - 8))));
+  // The tree's record is the last field: its length, then itself.
+  const std::string record = both->Serialize();
+  const size_t tree_at = record.rfind(kFormat3);
+  const std::string tree = record.substr(tree_at, record.size() - 8 - tree_at);
+  const auto with_tree = [&](const std::string& t) {
+    return Checksummed(record.substr(0, tree_at - 8) + U64(t.size()) + t);
+  };
+  ASSERT_EQ(with_tree(tree), record) << "control: the tree's record found";
+  EXPECT_TRUE(GitSurfaceGuard::Reload(with_tree(tree)).ok());
+  EXPECT_TRUE(refused(with_tree(AsFormat2(tree))));
 }
 
 TEST(GuardJournal, RecoverNeverBlocksOnAFifoNorFollowsALink) {
