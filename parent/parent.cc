@@ -229,7 +229,7 @@ int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
   out->git_warning = sandbox::HiddenGitDirWarning(*p, out->report.layer);
   if (o.sandbox.enabled) {
     // Before this session's guard records anything: what a killed one left is put back first.
-    sandbox::JournalStart journal = sandbox::StartGuardJournal(trees);
+    sandbox::JournalStart journal = sandbox::StartGuardJournal(trees, p->user_git_config);
     for (const std::string& line : journal.put_back) Err("forkbox: warning: " + line + "\n");
     if (!journal.warning.empty()) Err("forkbox: warning: " + journal.warning + "\n");
     out->journal = std::move(journal.journal);

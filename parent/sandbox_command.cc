@@ -228,8 +228,8 @@ void PutBack(sandbox::GitSurfaceGuard* git) {
 // Puts back what a killed forkbox left in git's trust surface (sandbox::StartGuardJournal),
 // saying so on stderr, and returns the start, with this command's journal.
 sandbox::JournalStart StartJournal(const sandbox::Policy& policy, int layer) {
-  sandbox::JournalStart start =
-      sandbox::StartGuardJournal(sandbox::PersistentWritableTrees(policy, layer));
+  sandbox::JournalStart start = sandbox::StartGuardJournal(
+      sandbox::PersistentWritableTrees(policy, layer), policy.user_git_config);
   for (const std::string& line : start.put_back) {
     Say("warning: " + line);
   }
@@ -298,8 +298,8 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   std::optional<sandbox::JournalStart> start;
   if (policy.enabled) start = StartJournal(policy, sandbox->report().layer);
   sandbox::MountPlan surface;
-  Result<sandbox::GitSurfaceGuard> git =
-      sandbox::GitSurfaceGuard::Take(policy.workdir, &surface, policy.writable);
+  Result<sandbox::GitSurfaceGuard> git = sandbox::GitSurfaceGuard::Take(
+      policy.workdir, &surface, policy.writable, policy.user_git_config);
   if (policy.enabled && !git.ok()) return SandboxError(git.status());
   std::optional<sandbox::GuardJournal> journal =
       policy.enabled ? JournalOf(*git, std::move(*start)) : std::nullopt;

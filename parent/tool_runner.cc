@@ -71,8 +71,8 @@ void ParentToolRunner::RecordGitSurface() {
   git_surface_recorded_ = true;
   if (!context_.sandbox || !context_.sandbox->policy().enabled) return;
   const sandbox::Policy& policy = context_.sandbox->policy();
-  Result<sandbox::GitSurfaceGuard> guard =
-      sandbox::GitSurfaceGuard::Take(policy.workdir, nullptr, policy.writable);
+  Result<sandbox::GitSurfaceGuard> guard = sandbox::GitSurfaceGuard::Take(
+      policy.workdir, nullptr, policy.writable, policy.user_git_config);
   if (guard.ok()) git_guard_.emplace(std::move(*guard));
   if (!guard.ok()) {
     unguarded_ = guard.status().message();

@@ -193,7 +193,7 @@ Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdi
     r = c.string();
   }
   if (policy.enabled) {
-    (void)TheUserGitConfig();  // Read now, before any confinement: the guard's plan uses it.
+    policy.user_git_config = ReadUserGitConfig([](const char* name) { return std::getenv(name); });
     policy.homes = HomesOf(policy);
     std::vector<std::string> denied, credentials;
     ListStores(policy, &denied, &credentials);

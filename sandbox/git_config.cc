@@ -1,7 +1,6 @@
 #include "sandbox/git_config.h"
 
 #include <cctype>
-#include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <string_view>
@@ -190,12 +189,6 @@ UserGitConfig ReadUserGitConfig(const std::function<const char*(const char*)>& g
                         read, config);
     }
   }
-  return config;
-}
-
-const UserGitConfig& TheUserGitConfig() {
-  static const UserGitConfig config =
-      ReadUserGitConfig([](const char* name) { return std::getenv(name); });
   return config;
 }
 

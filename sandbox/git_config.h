@@ -54,11 +54,10 @@ struct UserGitConfig {
   std::vector<std::string> hooks_paths;  // Lexically normal; a relative one as written.
   std::vector<std::string> includes;     // Absolute.
 };
-// `getenv` gives a variable's value, or nullptr when it is unset.
+// `getenv` gives a variable's value, or nullptr when it is unset. Read once per policy, by
+// ResolvePolicy before any confinement (Policy::user_git_config), and passed to what plans the
+// surface: the guard, at every tool call, and layer 2's binds.
 UserGitConfig ReadUserGitConfig(const std::function<const char*(const char*)>& getenv);
-// ReadUserGitConfig of this process's environment, read at the first call only: the guard plans
-// at every tool call, and its first record runs before any confinement (ResolvePolicy calls it).
-const UserGitConfig& TheUserGitConfig();
 
 }  // namespace forkbox::sandbox
 

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <optional>
 #include <set>
+#include <span>
+#include <string_view>
 
 #include "base/file.h"
 #include "base/path.h"
@@ -184,24 +186,26 @@ int WriteAt(int root, const std::string& rel, const Entry& e) {
 
 // The keys a fresh `git init` or `git clone` writes, none of which runs a program or reads
 // config from elsewhere (no core.fsmonitor, core.hooksPath, core.pager, include.path, ...).
-const std::set<std::string>& SafeKeys() {
-  static const std::set<std::string> keys = {"core.repositoryformatversion",
-                                             "core.filemode",
-                                             "core.bare",
-                                             "core.logallrefupdates",
-                                             "core.ignorecase",
-                                             "core.precomposeunicode",
-                                             "core.symlinks",
-                                             "core.worktree",
-                                             "extensions.objectformat",
-                                             "user.name",
-                                             "user.email",
-                                             "init.defaultbranch",
-                                             "branch.*.remote",
-                                             "branch.*.merge",
-                                             "remote.*.url",
-                                             "remote.*.fetch"};
-  return keys;
+constexpr std::string_view kSafeKeys[] = {"core.repositoryformatversion",
+                                          "core.filemode",
+                                          "core.bare",
+                                          "core.logallrefupdates",
+                                          "core.ignorecase",
+                                          "core.precomposeunicode",
+                                          "core.symlinks",
+                                          "core.worktree",
+                                          "extensions.objectformat",
+                                          "user.name",
+                                          "user.email",
+                                          "init.defaultbranch",
+                                          "branch.*.remote",
+                                          "branch.*.merge",
+                                          "remote.*.url",
+                                          "remote.*.fetch"};
+
+// Whether `table` (a constant one) holds `s`.
+bool InTable(std::span<const std::string_view> table, std::string_view s) {
+  return std::find(table.begin(), table.end(), s) != table.end();
 }
 
 }  // namespace
@@ -221,7 +225,7 @@ bool GitSurfaceGuard::ConfigIsSafe(const std::string& text, std::string* why) {
       ok = !section.empty();
     } else {
       const std::string key = Lower(Trim(line.substr(0, line.find('='))));
-      ok = !section.empty() && line.back() != '\\' && SafeKeys().count(section + "." + key) > 0 &&
+      ok = !section.empty() && line.back() != '\\' && InTable(kSafeKeys, section + "." + key) &&
            line.find("ext::") == std::string::npos;
     }
     if (!ok) {
@@ -246,12 +250,13 @@ std::vector<std::string> TreesBeside(const std::string& tree, const std::string&
 }  // namespace
 
 Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, MountPlan* surface,
-                                              const std::vector<std::string>& writable) {
-  MountPlan plan = PlanGitSurface(workdir, writable);
-  Result<GitSurfaceGuard> guard = Record(workdir, writable, plan);
+                                              const std::vector<std::string>& writable,
+                                              const UserGitConfig& user) {
+  MountPlan plan = PlanGitSurface(workdir, writable, SurfaceTrees::kEvery, user);
+  Result<GitSurfaceGuard> guard = Record(workdir, writable, user, plan);
   if (!guard.ok()) return guard;
   for (const std::string& tree : OtherSurfaceTrees(workdir, writable)) {
-    Result<GitSurfaceGuard> other = Record(tree, TreesBeside(tree, workdir, writable), plan);
+    Result<GitSurfaceGuard> other = Record(tree, TreesBeside(tree, workdir, writable), user, plan);
     if (!other.ok()) return other.status().WithContext("--writable " + tree);
     guard->trees_.push_back(std::move(*other));
   }
@@ -260,8 +265,10 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, MountP
 }
 
 Result<GitSurfaceGuard> GitSurfaceGuard::TakeTree(const std::string& workdir,
-                                                  const std::vector<std::string>& writable) {
-  return Record(workdir, writable, PlanGitSurface(workdir, writable, SurfaceTrees::kWorkdirOnly));
+                                                  const std::vector<std::string>& writable,
+                                                  const UserGitConfig& user) {
+  return Record(workdir, writable, user,
+                PlanGitSurface(workdir, writable, SurfaceTrees::kWorkdirOnly, user));
 }
 
 bool GitSurfaceGuard::empty() const {
@@ -272,10 +279,11 @@ bool GitSurfaceGuard::empty() const {
 
 Result<GitSurfaceGuard> GitSurfaceGuard::Record(const std::string& workdir,
                                                 const std::vector<std::string>& writable,
-                                                const MountPlan& plan) {
+                                                const UserGitConfig& user, const MountPlan& plan) {
   GitSurfaceGuard guard;
   guard.workdir_ = workdir;
   guard.writable_ = writable;
+  guard.user_ = user;
   int fd = open(workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return Status::FromErrno(errno, "open(" + workdir + ")");
   guard.root_ = UniqueFd(fd);
@@ -455,13 +463,13 @@ void GitSurfaceGuard::CleanNewPaths(const std::vector<std::string>& paths,
 
 MountPlan GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
                                            std::vector<std::string>& lines) const {
-  MountPlan plan = PlanGitSurface(workdir_, writable_, SurfaceTrees::kWorkdirOnly);
+  MountPlan plan = PlanGitSurface(workdir_, writable_, SurfaceTrees::kWorkdirOnly, user_);
   // New links first, then the surface walked again without them: what a new link leads to is
   // not a surface of its own (a tool's `sub/.git -> ../src` removed the user's src/ before).
   const size_t before = lines.size();
   CleanNewPaths(plan.links, gone, lines);
   if (lines.size() != before)
-    plan = PlanGitSurface(workdir_, writable_, SurfaceTrees::kWorkdirOnly);
+    plan = PlanGitSurface(workdir_, writable_, SurfaceTrees::kWorkdirOnly, user_);
   for (const auto* list : {&plan.readonly, &plan.links, &plan.absent}) {
     CleanNewPaths(*list, gone, lines);
   }
@@ -472,10 +480,10 @@ namespace {
 
 // The merge strategies git carries itself; any other is `git-merge-NAME`, found on $PATH, or in
 // the worktree when NAME holds a slash (`x/../evil` ran ./evil beside a `git-merge-x/`).
-bool IsGitsOwnStrategy(const std::string& name) {
-  static const std::set<std::string> own = {"ort",     "recursive", "resolve",
-                                            "octopus", "ours",      "subtree"};
-  return name.empty() || own.count(name) > 0;
+constexpr std::string_view kGitsOwnStrategies[] = {"ort",     "recursive", "resolve",
+                                                   "octopus", "ours",      "subtree"};
+bool IsGitsOwnStrategy(std::string_view name) {
+  return name.empty() || InTable(kGitsOwnStrategies, name);
 }
 
 // A rebase todo line git runs as a shell command: `exec` or `x` first (any case, any blank
@@ -604,8 +612,8 @@ std::vector<std::string> GitSurfaceGuard::RestoreTree(After after) {
   if (after == After::kDone) return lines;
   // The new record takes that walk's surface, unless cleaning changed it: then it walks again.
   Result<GitSurfaceGuard> fresh = lines.size() == before_cleaning
-                                      ? Record(workdir_, writable_, surface)
-                                      : TakeTree(workdir_, writable_);
+                                      ? Record(workdir_, writable_, user_, surface)
+                                      : TakeTree(workdir_, writable_, user_);
   if (fresh.ok()) {
     fresh->trees_ = std::move(trees_);
     *this = std::move(*fresh);

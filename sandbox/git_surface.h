@@ -15,6 +15,7 @@
 
 #include "base/status.h"
 #include "base/unique_fd.h"
+#include "sandbox/git_config.h"
 #include "sandbox/namespaces.h"
 
 namespace forkbox::sandbox {
@@ -27,11 +28,14 @@ class GitSurfaceGuard {
   // missing hooks/ and info/ in each git dir within the workdir or a `writable` tree, like
   // layer 2's plan. `surface`, when given, receives the surface found (PlanGitSurface), so that a
   // spawn made right after need not walk the workdir again (Sandbox::Spawn's `git_surface`).
+  // `user`: the user's own git config (Policy::user_git_config), followed by this walk and by
+  // every later one of Restore; none by default.
   // Refused (kResourceExhausted) when the surface cannot be recorded whole: more than 100,000
   // entries or 256 MiB, or a directory 16 levels down that is not empty. What a record misses
   // could not be put back. A directory it cannot list (another user's) is recorded as itself.
   static Result<GitSurfaceGuard> Take(const std::string& workdir, MountPlan* surface = nullptr,
-                                      const std::vector<std::string>& writable = {});
+                                      const std::vector<std::string>& writable = {},
+                                      const UserGitConfig& user = {});
 
   // Puts the recorded surface back and returns one line per change undone, relative to the
   // workdir ("restored .git/config", "removed .git/hooks/pre-commit"), in another writable tree
@@ -60,8 +64,9 @@ class GitSurfaceGuard {
   // the workdir's own part when other trees remain (Restore says it was not put back). A record
   // in the format before other trees were guarded (2: the workdir's alone, left by an older
   // forkbox killed before an upgrade) is reloaded as a guard of the workdir alone, refused as
-  // above; Serialize writes the new one.
-  static Result<GitSurfaceGuard> Reload(std::string_view record);
+  // above; Serialize writes the new one. The record does not hold the user's git config: `user`
+  // is what the reloaded guard follows (Take's).
+  static Result<GitSurfaceGuard> Reload(std::string_view record, const UserGitConfig& user = {});
   const std::string& workdir() const { return workdir_; }
   // No repository and no agent config was found in any tree: nothing to guard.
   bool empty() const;
@@ -82,13 +87,15 @@ class GitSurfaceGuard {
 
  private:
   GitSurfaceGuard() = default;
-  // The record of `plan`'s surface (PlanGitSurface(workdir)) below `workdir` as it is now.
+  // The record of `plan`'s surface (PlanGitSurface(workdir, ..., user)) below `workdir` as it is
+  // now.
   static Result<GitSurfaceGuard> Record(const std::string& workdir,
                                         const std::vector<std::string>& writable,
-                                        const MountPlan& plan);
+                                        const UserGitConfig& user, const MountPlan& plan);
   // The guard of one tree, `workdir` (its surface alone walked; `writable`: the other trees).
   static Result<GitSurfaceGuard> TakeTree(const std::string& workdir,
-                                          const std::vector<std::string>& writable);
+                                          const std::vector<std::string>& writable,
+                                          const UserGitConfig& user);
   // Restore of this tree alone (trees_ untouched).
   std::vector<std::string> RestoreTree(After after);
   // Restore's steps: the recorded .git directories now gone (a replacement is removed), the
@@ -115,6 +122,7 @@ class GitSurfaceGuard {
   void UndoOperations(const MountPlan& plan, std::vector<std::string>& lines) const;
   std::string workdir_;
   std::vector<std::string> writable_;     // The other writable trees (Take's `writable`).
+  UserGitConfig user_;                    // Take's `user`: every walk of the surface follows it.
   UniqueFd root_;                         // O_PATH of the workdir.
   std::vector<std::string> roots_;        // Surface roots, relative to the workdir.
   std::vector<std::string> git_dirs_;     // `.git` directories (relative), recorded as such.

@@ -121,13 +121,13 @@ bool IsPlainRelative(std::string_view rel) {
 // The other trees' records (Serialize), each a whole record of one tree: false for one garbled,
 // holding trees itself, or in format 2 (never written within one of 3). A tree no longer the
 // directory it was taken in is left out: its guard has nothing to put back where it was.
-bool ReloadTrees(Reader& in, std::vector<GitSurfaceGuard>& trees) {
+bool ReloadTrees(Reader& in, const UserGitConfig& user, std::vector<GitSurfaceGuard>& trees) {
   uint64_t count = 0;
   if (!in.U64(&count) || count > in.left() / 8) return false;
   for (uint64_t i = 0; i < count; ++i) {
     std::string record;
     if (!in.String(&record) || !record.starts_with(kMagic)) return false;
-    Result<GitSurfaceGuard> tree = GitSurfaceGuard::Reload(record);
+    Result<GitSurfaceGuard> tree = GitSurfaceGuard::Reload(record, user);
     if (!tree.ok() && tree.status().code() == Status::Code::kInvalidArgument) return false;
     if (tree.ok() && tree->descriptors() != 1) return false;
     if (tree.ok()) trees.push_back(std::move(*tree));
@@ -169,7 +169,8 @@ std::string GitSurfaceGuard::Serialize() const {
   return out;
 }
 
-Result<GitSurfaceGuard> GitSurfaceGuard::Reload(std::string_view record) {
+Result<GitSurfaceGuard> GitSurfaceGuard::Reload(std::string_view record,
+                                                const UserGitConfig& user) {
   const Status garbled = Status::InvalidArgument("not a whole git trust surface record");
   const bool v2 = record.starts_with(kMagicV2);
   if (record.size() < kMagic.size() + 8 || !(v2 || record.starts_with(kMagic))) return garbled;
@@ -178,10 +179,11 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Reload(std::string_view record) {
   if (!tail.U64(&sum) || sum != Checksum(record.substr(0, record.size() - 8))) return garbled;
   Reader in(record.substr(kMagic.size(), record.size() - kMagic.size() - 8));
   GitSurfaceGuard guard;
+  guard.user_ = user;
   uint64_t dev = 0, ino = 0;
   if (!in.U64(&dev) || !in.U64(&ino) || !in.String(&guard.workdir_) || !in.List(&guard.writable_) ||
       !in.List(&guard.roots_) || !in.List(&guard.git_dirs_) || !in.Entries(&guard.entries_) ||
-      !in.Entries(&guard.operations_) || !(v2 || ReloadTrees(in, guard.trees_))) {
+      !in.Entries(&guard.operations_) || !(v2 || ReloadTrees(in, user, guard.trees_))) {
     return garbled;
   }
   if (!in.done() || guard.workdir_.empty() || guard.workdir_.front() != '/') return garbled;

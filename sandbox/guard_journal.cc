@@ -41,9 +41,10 @@ UniqueFd LockDeadRecord(int dir, const std::string& name) {
 
 // Puts back the surface `record` describes; appends what it did, or why it could not. Nothing
 // thrown leaves it (the library's edge: a session's start or `forkbox sandbox`'s).
-void PutBack(const std::string& record, std::vector<std::string>& lines) {
+void PutBack(const std::string& record, const UserGitConfig& user,
+             std::vector<std::string>& lines) {
   try {
-    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Reload(record);
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Reload(record, user);
     if (!guard.ok()) {
       lines.push_back("a record not used: " + guard.status().message());
       return;
@@ -130,15 +131,16 @@ Status GuardJournal::Write(const GitSurfaceGuard& guard) {
   return Status::Ok();
 }
 
-std::vector<std::string> GuardJournal::Recover(const std::string& dir) {
+std::vector<std::string> GuardJournal::Recover(const std::string& dir, const UserGitConfig& user) {
   // Through no link anywhere, as Create made it.
   UniqueFd d = OpenAt2(AT_FDCWD, dir.c_str(), O_RDONLY | O_DIRECTORY,
                        RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS);
   if (!d) return {};  // No journal yet, or a link on the way.
-  return RecoverIn(d.get(), dir);
+  return RecoverIn(d.get(), dir, user);
 }
 
-std::vector<std::string> GuardJournal::RecoverIn(int d, const std::string& dir) {
+std::vector<std::string> GuardJournal::RecoverIn(int d, const std::string& dir,
+                                                 const UserGitConfig& user) {
   std::vector<std::string> lines;
   for (const std::string& name : ListDirNames(d)) {
     const bool made = name.rfind(kNewPrefix, 0) == 0;  // A creator that died before the rename.
@@ -147,13 +149,14 @@ std::vector<std::string> GuardJournal::RecoverIn(int d, const std::string& dir) 
     if (!record) continue;
     Result<std::string> bytes = ReadToEnd(record.get(), kMaxRecordBytes, dir + "/" + name);
     if (!bytes.ok()) lines.push_back("a record not used: " + bytes.status().message());
-    if (!made && bytes.ok() && !bytes->empty()) PutBack(*bytes, lines);
+    if (!made && bytes.ok() && !bytes->empty()) PutBack(*bytes, user, lines);
     (void)unlinkat(d, name.c_str(), 0);  // Best effort: the next Recover tries again.
   }
   return lines;
 }
 
-JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees) {
+JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees,
+                               const UserGitConfig& user) {
   JournalStart start;
   // First what a killed forkbox's tools left running, so that none plants again after the put-back.
   start.put_back = PidsCgroup::EndLeftovers();
@@ -172,7 +175,7 @@ JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees) {
       return start;
     }
   }
-  for (const std::string& line : GuardJournal::RecoverIn(made->fd.get(), canonical)) {
+  for (const std::string& line : GuardJournal::RecoverIn(made->fd.get(), canonical, user)) {
     start.put_back.push_back("git trust surface left changed by a killed forkbox, put back: " +
                              line);
   }

@@ -43,15 +43,19 @@ class GuardJournal {
   // Puts back the surface of each record in `dir` whose owner is gone (its lock is free), then
   // removes the record. Returns one line per change ("/w: remove .git/hooks/pre-commit") and per
   // record it could not use (cut short, its workdir gone). Never blocks: a live owner's record,
-  // another user's, a FIFO or a link is left alone; `dir` is reached through no link.
-  static std::vector<std::string> Recover(const std::string& dir);
+  // another user's, a FIFO or a link is left alone; `dir` is reached through no link. `user`: the
+  // user's own git config (Policy::user_git_config), which a record does not hold
+  // (GitSurfaceGuard::Reload).
+  static std::vector<std::string> Recover(const std::string& dir, const UserGitConfig& user = {});
 
  private:
-  friend JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees);
+  friend JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees,
+                                        const UserGitConfig& user);
   explicit GuardJournal(UniqueFd fd) : fd_(std::move(fd)) {}
   // Create and Recover in the open directory `dir`, which `dir_name` names in messages.
   static Result<GuardJournal> CreateIn(int dir, const std::string& dir_name);
-  static std::vector<std::string> RecoverIn(int dir, const std::string& dir_name);
+  static std::vector<std::string> RecoverIn(int dir, const std::string& dir_name,
+                                            const UserGitConfig& user);
   UniqueFd fd_;
   std::string written_;  // The record in the file now.
 };
@@ -62,7 +66,7 @@ class GuardJournal {
 // base/state_dir.h says: through no link from `forkbox` down; hidden from the tools' read scope,
 // like the rest of forkbox's state, and never writable by them).
 // Neither where tools could write the records, so forge what is "put back": the journal's
-// directory in one of `writable_trees` (canonical; PersistentWritableTrees).
+// directory in one of `writable_trees` (canonical; PersistentWritableTrees). `user`: as Recover's.
 struct JournalStart {
   std::optional<GuardJournal> journal;  // None: `warning` says why.
   // EndLeftovers' and Recover's lines, each a warning to print as is: "git trust surface left
@@ -70,6 +74,7 @@ struct JournalStart {
   std::vector<std::string> put_back;
   std::string warning;
 };
-JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees);
+JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees,
+                               const UserGitConfig& user);
 
 }  // namespace forkbox::sandbox

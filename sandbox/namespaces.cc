@@ -244,10 +244,9 @@ void AddConfiguredPaths(const fs::path& config, const fs::path& hooks_cwd, Mount
   }
 }
 
-// The same for what the user's global and system config name (TheUserGitConfig, read once): a
-// relative core.hooksPath there is a directory in every worktree, this one's at `hooks_cwd`.
-void AddUserConfiguredPaths(const fs::path& hooks_cwd, MountPlan& plan) {
-  const UserGitConfig& user = TheUserGitConfig();
+// The same for what the user's global and system config name (`user`: Policy::user_git_config):
+// a relative core.hooksPath there is a directory in every worktree, this one's at `hooks_cwd`.
+void AddUserConfiguredPaths(const fs::path& hooks_cwd, const UserGitConfig& user, MountPlan& plan) {
   for (const std::string& hooks : user.hooks_paths) {
     GuardConfigured((hooks_cwd / hooks).lexically_normal(), plan);  // An absolute one as it is.
   }
@@ -264,14 +263,15 @@ fs::path WorktreeOf(const fs::path& admin) {
 
 // A git directory's trust surface, in the common dir too for a worktree: the trusted files, the
 // paths their config names, the other worktrees' admin dirs (wholly read-only) and the
-// submodules'. `hooks_cwd`: where git runs this repository's hooks.
-void AddGitDir(const fs::path& gitdir, const fs::path& hooks_cwd, MountPlan& plan) {
+// submodules'. `hooks_cwd`: where git runs this repository's hooks; `user`: the user's own config.
+void AddGitDir(const fs::path& gitdir, const fs::path& hooks_cwd, const UserGitConfig& user,
+               MountPlan& plan) {
   const fs::path common = CommonDirOf(gitdir);
   AddTrustedFiles(common, plan);
   std::map<std::string, int> read;
   AddConfiguredPaths(common / "config", hooks_cwd, plan, read);
   AddConfiguredPaths(common / "config.worktree", hooks_cwd, plan, read);
-  AddUserConfiguredPaths(hooks_cwd, plan);
+  AddUserConfiguredPaths(hooks_cwd, user, plan);
   if (gitdir != common) {
     // Pinned, as a .git directory: renamed away for a link to a planted admin dir (its commondir
     // naming a common dir with hooks), git would follow the link at the user's next commit.
@@ -298,14 +298,14 @@ void AddGitDir(const fs::path& gitdir, const fs::path& hooks_cwd, MountPlan& pla
 
 // A `.git` below the workdir: a directory is pinned with its surface, a `gitdir:` file is bound
 // read-only with the surface of the git dir it names.
-void AddDotGit(const fs::path& dotgit, MountPlan& plan) {
+void AddDotGit(const fs::path& dotgit, const UserGitConfig& user, MountPlan& plan) {
   if (IsDir(dotgit)) {
     AddOnce(plan.pinned, dotgit.string());
-    AddGitDir(dotgit, dotgit.parent_path(), plan);
+    AddGitDir(dotgit, dotgit.parent_path(), user, plan);
     return;
   }
   if (std::optional<fs::path> gitdir = GitDirNamedBy(dotgit)) {
-    AddGitDir(*gitdir, dotgit.parent_path(), plan);
+    AddGitDir(*gitdir, dotgit.parent_path(), user, plan);
   }
   AddReadonly(dotgit, plan);
 }
@@ -546,24 +546,24 @@ void AddProjectConfig(const std::string& dir, MountPlan& plan);
 // way is guarded as the workdir's own: a session started in that directory (`cd sub; forkbox`)
 // or a `claude` there would trust it.
 void AddReposBelow(const UniqueFd& dir, const std::string& path, int level, std::vector<char>& buf,
-                   MountPlan& plan) {
+                   const UserGitConfig& user, MountPlan& plan) {
   GitMarks marks;
   const std::optional<std::vector<std::string>> subdirs = ListSubdirs(dir.get(), buf, &marks);
   if (subdirs ? marks.dot_git : HasDotGitAt(dir.get(), "")) {
-    AddDotGit(JoinPath(path, ".git"), plan);
+    AddDotGit(JoinPath(path, ".git"), user, plan);
   }
   if (level > 0 && (subdirs ? marks.agent_config : HasAgentConfigAt(dir.get(), ""))) {
     AddProjectConfig(path, plan);
   }
   if (!subdirs) return;
   if (IsBareGitDir(dir.get(), marks)) {
-    AddOnce(plan.pinned, path);   // As a .git directory: what was removed stays removed.
-    AddGitDir(path, path, plan);  // A bare repository's hooks run in its git dir.
+    AddOnce(plan.pinned, path);         // As a .git directory: what was removed stays removed.
+    AddGitDir(path, path, user, plan);  // A bare repository's hooks run in its git dir.
   }
   if (level == kNestedRepoLevels) return;
   for (const std::string& name : *subdirs) {
     UniqueFd child = OpenWalkedDir(dir.get(), name.c_str());
-    if (child) AddReposBelow(child, JoinPath(path, name), level + 1, buf, plan);
+    if (child) AddReposBelow(child, JoinPath(path, name), level + 1, buf, user, plan);
   }
 }
 
@@ -710,20 +710,20 @@ void AddProjectConfig(const std::string& dir, MountPlan& plan) {
   }
 }
 
-void AddGitSurface(const std::string& workdir, MountPlan& plan) {
+void AddGitSurface(const std::string& workdir, const UserGitConfig& user, MountPlan& plan) {
   UniqueFd dir = OpenWalkedDir(AT_FDCWD, workdir.c_str());
   std::vector<char> buf(32 << 10);
-  if (dir) AddReposBelow(dir, workdir, 0, buf, plan);
+  if (dir) AddReposBelow(dir, workdir, 0, buf, user, plan);
   AddProjectConfig(workdir, plan);
 }
 
 // The surface of every writable tree in `plan` (the workdir first).
-void AddGitSurfaces(MountPlan& plan) {
+void AddGitSurfaces(const UserGitConfig& user, MountPlan& plan) {
   const std::vector<std::string> trees = plan.writable;
-  AddGitSurface(trees.front(), plan);
+  AddGitSurface(trees.front(), user, plan);
   for (const std::string& tree :
        OtherSurfaceTrees(trees.front(), {trees.begin() + 1, trees.end()})) {
-    AddGitSurface(tree, plan);
+    AddGitSurface(tree, user, plan);
   }
 }
 
@@ -778,14 +778,14 @@ std::vector<std::string> OtherSurfaceTrees(const std::string& workdir,
 }
 
 MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::string>& writable,
-                         SurfaceTrees trees) {
+                         SurfaceTrees trees, const UserGitConfig& user) {
   MountPlan plan;
   plan.writable.push_back(workdir);
   plan.writable.insert(plan.writable.end(), writable.begin(), writable.end());
   if (trees == SurfaceTrees::kEvery) {
-    AddGitSurfaces(plan);
+    AddGitSurfaces(user, plan);
   } else {
-    AddGitSurface(workdir, plan);
+    AddGitSurface(workdir, user, plan);
   }
   return plan;
 }
@@ -802,7 +802,7 @@ bool AddVisible(MountPlan& plan, const std::string& source, const std::string& a
 }
 
 Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable,
-                             const MountPlan* git_surface) {
+                             const MountPlan* git_surface, const UserGitConfig& user) {
   MountPlan plan;
   plan.writable.push_back(workdir);
   for (const std::string& w : writable) plan.writable.push_back(w);
@@ -812,7 +812,7 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
   }
   AddSocketDirs(plan);
   if (git_surface == nullptr) {
-    AddGitSurfaces(plan);
+    AddGitSurfaces(user, plan);
   } else {
     plan.pinned = git_surface->pinned;
     plan.readonly = git_surface->readonly;

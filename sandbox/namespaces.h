@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "sandbox/git_config.h"
 
 namespace forkbox::sandbox {
 
@@ -86,18 +87,22 @@ bool AddVisible(MountPlan& plan, const std::string& source, const std::string& a
 // Resolves the git paths (a worktree's `.git` file included); binds only those in a writable
 // tree (the rest is read-only or hidden already). Creates a missing .git/hooks so that it can be
 // protected. `git_surface`: PlanGitSurface(workdir) made just now by the caller,
-// taken instead of walking the workdir again; nullptr: walked here.
+// taken instead of walking the workdir again; nullptr: walked here, following `user` as
+// PlanGitSurface does.
 Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable,
-                             const MountPlan* git_surface = nullptr);
+                             const MountPlan* git_surface = nullptr,
+                             const UserGitConfig& user = {});
 
 // PlanMounts' git part alone (pinned, readonly, absent): what the git trust-surface guard needs,
 // without listing sockets. Every writable tree is walked (the workdir, then each `writable` tree
 // not within one walked already: a tool plants in any of them alike), or with kWorkdirOnly the
 // workdir alone (a guard of one tree). A missing hooks/ or info/ is created only in a git dir
-// within the workdir or a `writable` tree (plan.writable holds them all).
+// within the workdir or a `writable` tree (plan.writable holds them all). `user`: the user's own
+// git config (Policy::user_git_config, read once by ResolvePolicy), whose core.hooksPath and
+// includes are guarded in every repository as its own config's are; none by default.
 enum class SurfaceTrees { kEvery, kWorkdirOnly };
 MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::string>& writable = {},
-                         SurfaceTrees trees = SurfaceTrees::kEvery);
+                         SurfaceTrees trees = SurfaceTrees::kEvery, const UserGitConfig& user = {});
 
 // The writable trees PlanGitSurface walks besides the workdir: each of `writable` not within the
 // workdir nor within one before it, in order.

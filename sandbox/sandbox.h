@@ -25,6 +25,7 @@
 #include "base/process.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
+#include "sandbox/git_config.h"
 #include "sandbox/landlock.h"
 #include "sandbox/settings.h"
 
@@ -55,6 +56,11 @@ struct Policy : Settings {
   // Every home whose stores are denied (`home` and the password database's, canonical), as
   // ResolvePolicy found them: one passwd lookup per process; nullopt: looked up at each use.
   std::optional<std::vector<std::string>> homes;
+  // The user's own git config (ReadUserGitConfig of this process's environment), read by
+  // ResolvePolicy while nothing confines the process: what the git guard (GitSurfaceGuard::Take)
+  // and layer 2's binds follow in every repository besides its own config. Empty with the sandbox
+  // off (nothing is guarded then) and in a Policy built by hand.
+  UserGitConfig user_git_config;
   // Per-task temp dir (a writable tree): <workdir>/.forkbox-tmp/task-XXXXXX (TaskTmpDir).
   std::string tmpdir;
   // What tools get as TMPDIR/TMP/TEMP: TaskTmpDir::short_path(), a symbolic link to `tmpdir`

@@ -5,6 +5,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <fstream>
 
 #include "sandbox/rlimits.h"
 #include "sandbox/sandbox.h"
@@ -166,6 +168,33 @@ TEST(ResolvePolicy, CanonicalisesAndValidates) {
   bad_limit.rlimit_nproc = 0;
   EXPECT_FALSE(ResolvePolicy(bad_limit, dir).ok());
   EXPECT_FALSE(ResolvePolicy(Settings{}, "/etc/passwd").ok());
+}
+
+// The user's own git config is read into each policy ResolvePolicy makes (Policy::user_git_config,
+// what the git guard and layer 2's binds follow), from the environment then: a second policy sees
+// a global config changed since, which the read once per process before (TheUserGitConfig) did not.
+// The control: with the sandbox off nothing is read (nothing is guarded).
+TEST(ResolvePolicy, ReadsTheUserGitConfigIntoEachPolicy) {
+  const std::string dir = testing::MakeTempDir("policy-git-config");
+  const char* before = getenv("GIT_CONFIG_GLOBAL");
+  const std::string saved = before != nullptr ? before : "";
+  ASSERT_EQ(setenv("GIT_CONFIG_GLOBAL", (dir + "/gitconfig").c_str(), 1), 0);
+  for (const std::string hooks : {".githooks", "hooks-b"}) {
+    std::ofstream(dir + "/gitconfig") << "[core]\n\thooksPath = " << hooks << "\n";
+    Result<Policy> policy = ResolvePolicy(Settings{}, dir);
+    ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+    EXPECT_TRUE(Has(policy->user_git_config.hooks_paths, hooks)) << hooks;
+    EXPECT_FALSE(
+        Has(policy->user_git_config.hooks_paths, hooks == "hooks-b" ? ".githooks" : "hooks-b"))
+        << hooks;
+  }
+  Settings off;
+  off.enabled = false;
+  Result<Policy> unsandboxed = ResolvePolicy(off, dir);
+  ASSERT_TRUE(unsandboxed.ok());
+  EXPECT_TRUE(unsandboxed->user_git_config.hooks_paths.empty());
+  if (before != nullptr) setenv("GIT_CONFIG_GLOBAL", saved.c_str(), 1);
+  if (before == nullptr) unsetenv("GIT_CONFIG_GLOBAL");
 }
 
 // A child gets the session's canonical paths and resolves them again: a path that now leads

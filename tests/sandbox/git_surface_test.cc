@@ -851,10 +851,50 @@ TEST(GitSurfaceGuard, ACherryPicksOptsGitReadsAsAStrategyIsUndoneInEveryForm) {
   }
 }
 
+// The user's own git config is what the caller resolved and gave (Policy::user_git_config), not
+// what this process read first: guards taken in one process with a global core.hooksPath of
+// .githooks, then of hooks-b, each put back a hook planted in their own, in the workdir's
+// repository and in one a tool made since, and keep the other's; so does each guard reloaded from
+// its record (the journal's, given the config again: the record does not hold it). The control:
+// given none, every hook stays. Before, read once per process (TheUserGitConfig: this environment,
+// which names none), the guards followed the same config, and kept every hook.
+TEST(GitSurfaceGuard, FollowsTheUserGitConfigItIsGiven) {
+  const std::string work = WorkdirOutOfSightOfRoot("git-guard-user-config");
+  ASSERT_EQ(GitIn(work, "git init -q"), 0);
+  for (const std::string hooks : {".githooks", "hooks-b", ""}) {
+    for (const bool reloaded : {false, true}) {
+      SCOPED_TRACE((hooks.empty() ? "control: no config" : "core.hooksPath = " + hooks) +
+                   (reloaded ? ", reloaded" : ""));
+      UserGitConfig user;
+      if (!hooks.empty()) user.hooks_paths = {hooks};
+      Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, nullptr, {}, user);
+      ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+      if (reloaded) guard = GitSurfaceGuard::Reload(guard->Serialize(), user);
+      ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+      ASSERT_EQ(GitIn(work, "git init -q sub"), 0);
+      for (const std::string& repo : {work, work + "/sub"}) {
+        for (const std::string dir : {".githooks", "hooks-b"}) {
+          Write(repo + "/" + dir + "/pre-commit", "#!/bin/sh\n", 0755);
+        }
+      }
+      const std::vector<std::string> undone = guard->Restore(GitSurfaceGuard::After::kDone);
+      for (const std::string& repo : {work, work + "/sub"}) {
+        for (const std::string dir : {".githooks", "hooks-b"}) {
+          EXPECT_EQ(FileExists(repo + "/" + dir + "/pre-commit"), dir != hooks)
+              << repo << "/" << dir << ": " << ::testing::PrintToString(undone);
+          std::filesystem::remove_all(repo + "/" + dir);
+        }
+      }
+      std::filesystem::remove_all(work + "/sub");
+    }
+  }
+}
+
 // The user's own config counts in every repository: a relative core.hooksPath there (.githooks)
 // names a directory in each worktree, guarded like the repository's own (as an included file in
-// the workdir is). Read once per process: TheUserGitConfig; here ReadUserGitConfig of a given
-// environment. GIT_CONFIG_NOSYSTEM changes nothing: the union of every file git may read.
+// the workdir is). Read once per policy (ResolvePolicy: Policy::user_git_config); here
+// ReadUserGitConfig of a given environment. GIT_CONFIG_NOSYSTEM changes nothing: the union of
+// every file git may read.
 TEST(UserGitConfig, ReadsGlobalAndSystemConfigAndWhatTheyInclude) {
   const std::string dir = std::filesystem::canonical(MakeTempDir("user-git-config")).string();
   Write(dir + "/home/.gitconfig", "[core]\n\thooksPath = .githooks\n[include]\n\tpath = ~/more\n");

@@ -316,13 +316,13 @@ TEST(GuardJournal, StartRefusesAJournalToolsCouldWrite) {
   ASSERT_EQ(setenv("XDG_STATE_HOME", state.c_str(), 1), 0);
   RecordAndDie(p, true);
   Plant(p);
-  JournalStart refused = StartGuardJournal({p.work, state});
+  JournalStart refused = StartGuardJournal({p.work, state}, {});
   EXPECT_FALSE(refused.journal.has_value());
   EXPECT_TRUE(refused.put_back.empty());
   EXPECT_NE(refused.warning.find("lies in " + state + ", which tools can write"), std::string::npos)
       << refused.warning;
   EXPECT_TRUE(Planted(p));
-  JournalStart used = StartGuardJournal({p.work});
+  JournalStart used = StartGuardJournal({p.work}, {});
   EXPECT_TRUE(used.journal.has_value()) << used.warning;
   EXPECT_TRUE(used.warning.empty()) << used.warning;
   ASSERT_EQ(used.put_back.size(), 2U) << ::testing::PrintToString(used.put_back);
