@@ -75,13 +75,12 @@ std::string Shorten(std::string s, size_t max_bytes) {
   return s + " [...]";
 }
 
-// A useful summary when the model did not write one: what happened plus its last words.
+// A useful summary when the model did not write one: what happened plus its last words. No
+// counts: the parent names a task's turns and tool calls once, from its result's stats.
 std::string FallbackSummary(const std::vector<Message>& messages, size_t first_new,
                             const LoopOutcome& out) {
   std::string text =
-      "[The model gave no final summary (stop: " + std::string(LoopStopName(out.stop)) +
-      ", after " + std::to_string(out.turns) + " turns and " + std::to_string(out.tool_calls) +
-      " tool calls).";
+      "[The model gave no final summary (stop: " + std::string(LoopStopName(out.stop)) + ").";
   if (out.error) text += " Error: " + out.error->ToString() + ".";
   std::vector<std::string> said;
   std::vector<std::string> calls;

@@ -54,6 +54,14 @@ TaskOutcome FailedOutcome(const TaskSpec& spec, KillReason reason, const std::st
   return o;
 }
 
+// " after 2 turns and 1 tool call": a task's counts, which the parent says once in its text (the
+// child's text names none: they were said twice).
+std::string AfterCounts(int64_t turns, int64_t tool_calls) {
+  std::string text = " after " + Plural(turns, "turn");
+  if (tool_calls > 0) text += " and " + Plural(tool_calls, "tool call");
+  return text;
+}
+
 // A result's summary within the limit the parent sent (the child's own cut adds a note; a longer
 // one is cut here too). Cut rather than refused: the summary is the whole task's product, and
 // its beginning still serves the model.
@@ -73,8 +81,7 @@ TaskOutcome PresentResult(const TaskSpec& spec, ChildReport report, int64_t max_
                               static_cast<size_t>(max_summary_bytes), "summary");
   if (o.content.empty()) o.content = "(the subagent returned an empty summary)";
   if (s.stop_reason != "completed" && !s.stop_reason.empty()) {
-    o.content +=
-        "\n[subagent stopped: " + s.stop_reason + " after " + Plural(s.turns, "turn") + "]";
+    o.content += "\n[subagent stopped: " + s.stop_reason + AfterCounts(s.turns, s.tool_calls) + "]";
   }
   // Not a failure: the result is whole, but a process that hung after it may have left
   // something unfinished, so both the model and the user are told.
@@ -126,10 +133,7 @@ TaskOutcome PresentFailure(const TaskSpec& spec, const ChildReport& report, Prog
     why = "child " + exit_text + " without a result";
   }
   // The counts, from the events, said here once for every failure (a child's message names none).
-  if (report.last_turn > 0) {
-    why += " after " + Plural(report.last_turn, "turn");
-    if (report.tool_calls > 0) why += " and " + Plural(report.tool_calls, "tool call");
-  }
+  if (report.last_turn > 0) why += AfterCounts(report.last_turn, report.tool_calls);
   TaskOutcome o = FailedOutcome(spec, reason, why);
   o.record.stats.turns = report.last_turn;
   o.record.stats.input_tokens = report.input_tokens;

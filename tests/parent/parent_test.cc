@@ -2422,12 +2422,55 @@ TEST_F(ParentTest, ATaskStoppedByTheContextWindowIsNotOk) {
   ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
   const auto& result = parents[1].view.tool_results[0];
   EXPECT_TRUE(result.is_error) << result.text;
-  EXPECT_NE(result.text.find("[subagent stopped: context_window after 2 turns]"), std::string::npos)
+  EXPECT_NE(result.text.find("[subagent stopped: context_window after 2 turns and 1 tool call]"),
+            std::string::npos)
       << result.text;
   nlohmann::json j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["tasks"][0]["ok"], false);
   EXPECT_EQ(j["tasks"][0]["stop"], "context_window");
   EXPECT_EQ(j["tasks"][0]["tokens"]["input"], 100);  // Its tokens still count.
+}
+
+// A real child stopped by the context window, without a summary of its own: its text names the
+// turns and tool calls once, in the right number. Before, the child's made-up summary said
+// "after 2 turns and 1 tool calls" ("after 1 turns and 0 tool calls" for the first call) and the
+// parent's note named the turns again. Both cases: the first call overflows, and the second one
+// after a tool call.
+TEST_F(ParentTest, AContextWindowStopNamesItsTurnsAndToolCallsOnce) {
+  for (const int overflowing : {1, 2}) {
+    SCOPED_TRACE("the child's call " + std::to_string(overflowing) + " overflows");
+    server_.ClearRequests();
+    server_.SetHandler([overflowing](const RecordedRequest& r) {
+      if (IsChild(r)) {
+        if (r.view.assistant_turns + 1 < overflowing) {
+          return Calls({ToolCall{"bash", {{"command", "true"}}, ""}});
+        }
+        mock::Reply full;
+        full.stop_reason = "context_window";
+        return full;
+      }
+      if (r.view.assistant_turns == 0) return Calls({Task("do the thing", "overflowing job")});
+      return Text("noted");
+    });
+    RunResult r = Run({"--sandbox=off", "--standby=0", "--json", "go"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    const nlohmann::json task = nlohmann::json::parse(r.out)["tasks"][0];
+    EXPECT_EQ(task["stop"], "context_window") << r.out;
+    auto parents = Requests(IsParent);
+    ASSERT_EQ(parents.size(), 2u);
+    ASSERT_EQ(parents[1].view.tool_results.size(), 1u);
+    EXPECT_TRUE(parents[1].view.tool_results[0].is_error);
+    const std::string counts =
+        overflowing == 1 ? " after 1 turn]" : " after 2 turns and 1 tool call]";
+    for (const std::string& text :
+         {task["error"].get<std::string>(), parents[1].view.tool_results[0].text}) {
+      EXPECT_TRUE(text.starts_with("[The model gave no final summary")) << text;
+      EXPECT_TRUE(text.ends_with("[subagent stopped: context_window" + counts)) << text;
+      EXPECT_EQ(text.find(" turn"), text.rfind(" turn")) << "the turns named twice: " << text;
+      EXPECT_EQ(text.find("1 tool call"), text.rfind("1 tool call")) << text;
+      EXPECT_EQ(text.find("1 turns"), std::string::npos) << text;
+    }
+  }
 }
 
 }  // namespace
