@@ -82,7 +82,7 @@ ModelError HttpError(const HttpResult& http) {
     } else if (is_json) {
       // JSON, but without the error object or text every API sends (`{}`).
       e.message = "JSON error body without an error message: " + PageExcerpt(http.body);
-    } else if (why.too_deep || !why.repeated_key.empty()) {
+    } else if (why.too_deep || why.repeated_key) {
       e.message = "error body that is " + why.Describe() + ": " + PageExcerpt(http.body);
     } else {
       e.message = std::string(html ? "non-JSON error page: " : "non-JSON error body: ") +

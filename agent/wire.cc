@@ -69,10 +69,8 @@ Decoded Malformed(std::string message) {
 
 nlohmann::json ParseModelJson(std::string_view text, JsonDiscard* why) {
   JsonDiscard discard;
-  std::optional<std::string> repeated_key;
   nlohmann::json j =
-      ipc::ParseJsonBounded(text, kMaxModelJsonDepth, &discard.too_deep, &repeated_key);
-  discard.repeated_key = repeated_key.value_or("");
+      ipc::ParseJsonBounded(text, kMaxModelJsonDepth, &discard.too_deep, &discard.repeated_key);
   const bool too_deep = discard.too_deep;
   if (why != nullptr) *why = std::move(discard);
   return too_deep ? nlohmann::json(nlohmann::json::value_t::discarded) : std::move(j);
@@ -80,8 +78,8 @@ nlohmann::json ParseModelJson(std::string_view text, JsonDiscard* why) {
 
 std::string JsonDiscard::Describe() const {
   if (too_deep) return "nested deeper than " + std::to_string(kMaxModelJsonDepth) + " levels";
-  if (!repeated_key.empty()) {
-    return "JSON that repeats the key " + Excerpt(nlohmann::json(repeated_key).dump()) +
+  if (repeated_key) {
+    return "JSON that repeats the key " + Excerpt(nlohmann::json(*repeated_key).dump()) +
            " in one object";
   }
   return "not valid JSON";

@@ -49,7 +49,8 @@ inline constexpr int kMaxModelJsonDepth = 64;
 // Why ParseModelJson discarded a text.
 struct JsonDiscard {
   bool too_deep = false;
-  std::string repeated_key;  // Non-empty: an object names this key twice.
+  // Set: an object names this key twice (it may be "", a key as any other).
+  std::optional<std::string> repeated_key;
   // To follow "is"/"are": "nested deeper than 64 levels", "JSON that repeats the key "path" in one
   // object" or "not valid JSON".
   std::string Describe() const;

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "agent/anthropic.h"
@@ -523,12 +524,15 @@ TEST(AnthropicStream, BrokenToolJsonWithoutMaxTokensIsMarked) {
 // Tool JSON that repeats a key is refused, never read with one of its values: streamed (the
 // model's text), the call is marked and the loop answers it; in a whole reply's body, which the
 // decoder cannot read unambiguously, the reply is malformed (retried). The control: the same
-// input with the key once decodes.
+// input with the key once decodes. The empty key is named too: before, a repeated "" was
+// described as "not valid JSON".
 TEST(AnthropicDecode, ToolInputThatRepeatsAKeyIsRefused) {
-  for (const bool repeated : {true, false}) {
-    SCOPED_TRACE(repeated ? "repeated" : "once");
+  for (const auto& [key, repeated] : std::vector<std::pair<std::string, bool>>{
+           {"path", true}, {"path", false}, {"", true}, {"", false}}) {
+    SCOPED_TRACE((repeated ? "repeated \"" : "once \"") + key + "\"");
+    const std::string once = json{{key, "a.txt"}}.dump();
     const std::string input =
-        repeated ? R"({"path":"a.txt","path":"/etc/passwd"})" : R"({"path":"a.txt"})";
+        repeated ? once.substr(0, once.size() - 1) + R"(,")" + key + R"(":"/etc/passwd"})" : once;
     const std::string body = Sse({
         {"message_start", kStart},
         {"content_block_start",
@@ -547,11 +551,12 @@ TEST(AnthropicDecode, ToolInputThatRepeatsAKeyIsRefused) {
     std::vector<ToolUseBlock> uses = ToolUsesOf(d.result.response.message);
     ASSERT_EQ(uses.size(), 1u);
     const std::string problem = CheckToolCall(uses[0], {ToolDef{"read_file", "", json::object()}});
+    const std::string named = "JSON that repeats the key \"" + key + "\" in one object";
     if (repeated) {
-      EXPECT_THAT(problem, testing::HasSubstr("repeats the key \"path\" in one object"));
+      EXPECT_THAT(problem, testing::HasSubstr("the arguments are " + named));
     } else {
       EXPECT_EQ(problem, "");
-      EXPECT_EQ(uses[0].input, json({{"path", "a.txt"}}));
+      EXPECT_EQ(uses[0].input, json({{key, "a.txt"}}));
     }
     d = AnthropicDecodeBody(
         R"({"content":[{"type":"tool_use","id":"t","name":"read_file","input":)" + input +
@@ -559,8 +564,7 @@ TEST(AnthropicDecode, ToolInputThatRepeatsAKeyIsRefused) {
     EXPECT_EQ(d.result.ok(), !repeated);
     if (repeated) {
       EXPECT_EQ(d.result.error->kind, ModelError::Kind::kMalformed);
-      EXPECT_THAT(d.result.error->message,
-                  testing::HasSubstr("reply is JSON that repeats the key \"path\" in one object"));
+      EXPECT_THAT(d.result.error->message, testing::HasSubstr("reply is " + named));
     }
   }
 }
