@@ -14,10 +14,10 @@ std::string Env(const char* name) {
 
 Status Invalid(const ipc::ProviderSettings& s, std::string message) {
   // A key pasted into another field must not end up in an error message.
-  if (s.api_key.size() >= 4) {
-    for (size_t pos = message.find(s.api_key); pos != std::string::npos;
-         pos = message.find(s.api_key, pos)) {
-      message.replace(pos, s.api_key.size(), "[REDACTED]");
+  const std::string& key = s.api_key.str();
+  if (key.size() >= 4) {
+    for (size_t pos = message.find(key); pos != std::string::npos; pos = message.find(key, pos)) {
+      message.replace(pos, key.size(), "[REDACTED]");
     }
   }
   return Status::InvalidArgument(std::move(message));
@@ -54,7 +54,7 @@ void ApplyEnvironmentDefaults(ipc::ProviderSettings& s, const ProviderFileSettin
   Fill(s.name, "FORKBOX_PROVIDER", files.name, "anthropic", &name_source);
   // The variables of the provider chosen above: another provider's URL or key is not for it.
   const bool openai = s.name == "openai";
-  Fill(s.api_key, openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY", "", "", nullptr);
+  if (s.api_key.empty()) s.api_key = Env(openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
   // Nor is the files' URL, when the project's file chose a provider the user's did not.
   const bool project_switched =
       name_source.kind == SettingSource::kFile && files.name_from_project &&
@@ -85,7 +85,7 @@ Status ValidateProviderSettings(const ipc::ProviderSettings& s) {
                    "no API key: set ANTHROPIC_API_KEY (or use --provider openai with "
                    "OPENAI_BASE_URL)");
   }
-  if (s.api_key.find_first_of("\r\n") != std::string::npos) {
+  if (s.api_key.str().find_first_of("\r\n") != std::string::npos) {
     return Invalid(s, "the API key contains a line break");
   }
   if (!s.base_url.starts_with("http://") && !s.base_url.starts_with("https://")) {

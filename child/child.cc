@@ -3,7 +3,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
-#include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -51,11 +50,6 @@ std::string SystemPrompt(const std::string& workdir) {
          "where they matter, and anything left undone). Nobody can answer questions, so do not "
          "ask any. Your tools work only inside " +
          workdir + ".";
-}
-
-void Wipe(std::string& secret) {
-  if (!secret.empty()) ::explicit_bzero(secret.data(), secret.size());
-  secret.clear();
 }
 
 nlohmann::json StartRecord(const ipc::StartMessage& s) {
@@ -166,8 +160,8 @@ agent::LoopOptions LoopOptionsFor(const ipc::StartMessage& start, const std::str
   return options;
 }
 
-// The provider for the task. The key's copies in the start message and in the config are zeroed
-// here; the provider keeps the one it needs.
+// The provider for the task. The start message's key is zeroed here (a SecretString: every copy
+// is zeroed when it goes); the provider keeps the one it needs.
 // `on_request_sent`: told once each request is on the wire (agent/provider.h).
 Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& start,
                                                           std::function<void()> on_request_sent) {
@@ -179,7 +173,7 @@ Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& sta
     return false;
   };
   Result<std::unique_ptr<agent::Provider>> provider = agent::MakeProvider(start.provider, hooks);
-  Wipe(start.provider.api_key);
+  start.provider.api_key.clear();
   return provider;
 }
 

@@ -60,6 +60,14 @@ class FieldReader {
     return Status::Ok();
   }
 
+  // String for a secret: read into the wiping type straight from the JSON, no other copy made.
+  Status Secret(const char* key, SecretString* out) const {
+    const json* v = nullptr;
+    FORKBOX_RETURN_IF_ERROR(Get(key, json::value_t::string, "a string", &v));
+    *out = v->get_ref<const std::string&>();
+    return Status::Ok();
+  }
+
   Status Int(const char* key, int64_t min, int64_t max, int64_t* out) const {
     auto it = object_.find(key);
     if (it == object_.end()) return Missing(key);
@@ -184,7 +192,7 @@ Status ReadProvider(const json& j, ProviderSettings* p) {
     return r.Bad("name",
                  "unknown provider \"" + p->name + "\" (expected \"anthropic\" or \"openai\")");
   }
-  FORKBOX_RETURN_IF_ERROR(r.String("api_key", &p->api_key));
+  FORKBOX_RETURN_IF_ERROR(r.Secret("api_key", &p->api_key));
   FORKBOX_RETURN_IF_ERROR(r.String("base_url", &p->base_url));
   FORKBOX_RETURN_IF_ERROR(r.String("model", &p->model));
   FORKBOX_RETURN_IF_ERROR(r.Int("max_tokens", 1, kInt64Max, &p->max_tokens));
@@ -369,7 +377,7 @@ json ToJsonImpl(const StartMessage& m) {
       {"prompt", m.prompt},
       {"provider",
        {{"name", p.name},
-        {"api_key", p.api_key},
+        {"api_key", p.api_key.str()},
         {"base_url", p.base_url},
         {"model", p.model},
         {"max_tokens", p.max_tokens},

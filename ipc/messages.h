@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "base/secret.h"
 #include "base/status.h"
 #include "sandbox/settings.h"
 
@@ -25,7 +26,7 @@ namespace forkbox::ipc {
 // key travels only inside the start frame.
 struct ProviderSettings {
   std::string name;      // "anthropic" or "openai".
-  std::string api_key;   // May be empty for local OpenAI-compatible servers.
+  SecretString api_key;  // May be empty for local OpenAI-compatible servers.
   std::string base_url;  // Anthropic: without /v1. OpenAI: including /v1.
   std::string model;
   int64_t max_tokens = 8192;

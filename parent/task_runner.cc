@@ -1,7 +1,6 @@
 #include "parent/task_runner.h"
 
 #include <fcntl.h>
-#include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
 #include <sys/wait.h>
@@ -245,7 +244,7 @@ class Batch {
     Result<LaunchedChild> child = ChildFor(i, start);
     if (!child.ok()) return FailWithoutStart(i, child.status().ToString());
     auto frame = ipc::EncodeMessage(start);
-    explicit_bzero(start.provider.api_key.data(), start.provider.api_key.size());
+    start.provider.api_key.clear();
     if (!frame.ok()) return FailWithoutStart(i, "start frame: " + frame.status().ToString());
     // An agent type's timeout only narrows the user's --task-timeout.
     const int64_t timeout_ms = spec.agent.timeout_ms > 0

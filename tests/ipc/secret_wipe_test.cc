@@ -1,15 +1,21 @@
 // The API key travels in the start frame. Every buffer of the frame layer that held it (the
-// decoder's buffer as it grows, compacts and dies, the parsed JSON, the reader's read chunk) is
-// zeroed before it is freed: a scan of every block freed while a start frame is decoded finds the
-// key in none of them. The control frees one unwiped copy and must be caught.
+// decoder's buffer as it grows, compacts and dies, the parsed JSON, the reader's read chunk, the
+// SecretString the message holds it in) is zeroed before it is freed: a scan of every block freed
+// while a start frame is decoded finds the key in none of them. The control frees one unwiped copy
+// and must be caught.
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <string.h>
 #include <unistd.h>
 
+#include <memory>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <variant>
 
 #include "base/process.h"
+#include "base/secret.h"
 #include "ipc/frame.h"
 #include "tests/ipc/alloc_tracker.h"
 #include "tests/ipc/test_util.h"
@@ -24,14 +30,18 @@ const char kKey[] = "sk-ant-api03-SECRET-7f3a9c2e1b4d8f6a0e5c7b9d2f4a6c8e0b1d3f5
 
 void Wipe(std::string& s) { ::explicit_bzero(s.data(), s.size()); }
 
+// A key too short for the heap: held in a string's inline buffer, inside the block of whatever
+// holds the string.
+const char kShortKey[] = "sk-short-7f3a";
+
 // `prompt_bytes`: a long prompt means several reads and buffer growths before the key (which
-// comes after the prompt); a short one puts the key in the buffer before it grows.
-std::string StartFrame(size_t prompt_bytes = 20000) {
-  StartMessage start = testing::SampleStart();
+// comes after the prompt); a short one puts the key in the buffer before it grows. `start`: the
+// other fields.
+std::string StartFrame(size_t prompt_bytes = 20000, StartMessage start = testing::SampleStart()) {
   start.provider.api_key = kKey;
   start.prompt = std::string(prompt_bytes, 'p');
   Result<std::string> frame = EncodeMessage(start);
-  Wipe(start.provider.api_key);
+  start.provider.api_key.clear();
   EXPECT_TRUE(frame.ok());
   return frame.ok() ? *frame : std::string();
 }
@@ -41,7 +51,7 @@ void ConsumeKey(Message& message) {
   auto* start = std::get_if<StartMessage>(&message);
   ASSERT_NE(start, nullptr);
   EXPECT_EQ(start->provider.api_key, kKey);
-  Wipe(start->provider.api_key);
+  start->provider.api_key.clear();
 }
 
 // Decodes an event frame and then `frame` (a start frame), fed in chunks of several sizes: no
@@ -77,6 +87,42 @@ TEST(SecretWipeTest, ControlAnUnwipedFreeIsFound) {
   EXPECT_EQ(scanner.hits(), 1u);
 }
 
+// The control for short keys: a std::string in a freed block is found by its inline buffer.
+TEST(SecretWipeTest, ControlAShortUnwipedStringInAFreedBlockIsFound) {
+  FreedMemoryScanner scanner(kShortKey);
+  {
+    auto copy = std::make_unique<std::string>(kShortKey);
+    // Seen escaping: the compiler may not elide the unused allocation.
+    asm volatile("" : : "r"(copy.get()) : "memory");
+  }
+  EXPECT_EQ(scanner.hits(), 1u);
+}
+
+// SecretString zeroes whatever it lets go of: copies, a moved-from one (a short string's inline
+// buffer keeps the bytes it moved), one assigned over, and every one destroyed. Each lives in a
+// block of its own, so that its inline buffer is scanned when it goes.
+TEST(SecretWipeTest, ASecretStringLeavesNoKeyInFreedMemory) {
+  for (const char* key : {kKey, kShortKey}) {
+    SCOPED_TRACE(key == kKey ? "on the heap" : "inline");
+    FreedMemoryScanner scanner(key);
+    {
+      auto held = std::make_unique<SecretString>(key);
+      auto copied = std::make_unique<SecretString>(*held);
+      auto moved = std::make_unique<SecretString>(std::move(*copied));
+      *copied = *moved;
+      *held = std::string(100, 'v');  // Longer than the key: a new buffer.
+      auto move_assigned = std::make_unique<SecretString>("x");
+      *move_assigned = std::move(*moved);
+      EXPECT_TRUE(*move_assigned == std::string_view(key));
+      EXPECT_TRUE(moved->empty());
+      move_assigned->clear();
+      EXPECT_TRUE(move_assigned->empty());
+      *move_assigned = std::string_view(key);
+    }
+    EXPECT_EQ(scanner.hits(), 0u);
+  }
+}
+
 TEST(SecretWipeTest, DecoderLeavesNoKeyInFreedMemoryWhateverTheChunking) {
   for (size_t prompt_bytes : {size_t{20000}, size_t{1}}) {
     SCOPED_TRACE(prompt_bytes);
@@ -98,6 +144,38 @@ TEST(SecretWipeTest, ADecoderDestroyedMidFrameLeavesNoKeyInFreedMemory) {
     EXPECT_EQ(scanner.hits(), 0u);
   }
   Wipe(frame);
+}
+
+// A start frame refused after its key was read leaves it in no freed block either: a field of the
+// provider after the key is out of range, or one of the limits (read after the provider); or the
+// frame is read whole and then dropped, its key never taken, as the child drops a start its own
+// checks refuse (a summary limit past its cap: child::CheckStart). Before, the half-read or
+// dropped message died with the key unwiped.
+TEST(SecretWipeTest, AStartRefusedAfterItsKeyWasReadLeavesNoKeyInFreedMemory) {
+  for (const std::string field : {"provider.max_tokens", "limits.max_turns", ""}) {
+    SCOPED_TRACE(field.empty() ? "read whole, then dropped" : field);
+    StartMessage bad = testing::SampleStart();
+    if (field == "provider.max_tokens") bad.provider.max_tokens = 0;
+    if (field == "limits.max_turns") bad.limits.max_turns = 0;
+    if (field.empty()) bad.limits.max_summary_bytes = int64_t{1} << 40;
+    std::string frame = StartFrame(1, bad);
+    {
+      FreedMemoryScanner scanner(kKey);
+      {
+        FrameDecoder decoder;
+        ASSERT_TRUE(decoder.Feed(frame).ok());
+        Result<std::optional<Message>> next = decoder.Next();
+        if (field.empty()) {
+          ASSERT_TRUE(next.ok() && next->has_value()) << next.status().ToString();
+        } else {
+          ASSERT_FALSE(next.ok());
+          EXPECT_THAT(next.status().message(), ::testing::HasSubstr("field \"" + field + "\""));
+        }
+      }
+      EXPECT_EQ(scanner.hits(), 0u);
+    }
+    Wipe(frame);
+  }
 }
 
 TEST(SecretWipeTest, ReaderLeavesNoKeyInFreedMemory) {

@@ -156,7 +156,7 @@ std::optional<int> MisbehaveAfterTheEvent(const std::string& mode) {
 // ok: report what we were given, so the test can check the contract. The exit code.
 int ReportOk(const std::string& mode, const Frames& frames) {
   const StartMessage& start = frames.start;
-  std::string key = start.provider.api_key;
+  std::string key = start.provider.api_key.str();
   if (start.transcript_fd) {
     const char line[] = "{\"fake\":\"transcript\"}\n";
     if (write(*start.transcript_fd, line, sizeof(line) - 1) < 0) return 22;
