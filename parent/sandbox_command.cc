@@ -261,10 +261,11 @@ int AwaitCommand(const sandbox::Sandbox& sandbox, ChildProcess& child, const Tak
                  sandbox::GitSurfaceGuard* git) {
   Result<int> status = WaitForwardingSignals(sandbox, child, signals);
   const bool all_killed = sandbox::KillAllDescendants() >= 0;
+  const char* why = all_killed ? "" : sandbox::KillFailureText(errno);
   if (git != nullptr) PutBack(git);
   if (!all_killed) {  // What they do after the put-back is not undone: never a quiet success.
-    Say("processes the command left still ran after every round of kills; what they change from "
-        "now on is not undone");
+    Say(std::string("processes the command left may still run (") + why +
+        "); what they change from now on is not undone");
     return kSandboxError;
   }
   if (!status.ok()) return SandboxError(status.status());

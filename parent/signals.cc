@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstring>
 
 #include "sandbox/sandbox.h"
 
@@ -17,9 +18,8 @@ volatile sig_atomic_t g_exit_mode = 0;
 int g_stdout_errno = 0;
 
 // Async-signal-safe: one write to stderr, its result ignored (nothing to do if it fails).
-template <size_t N>
-void WriteRaw(const char (&text)[N]) {
-  ssize_t ignored = write(STDERR_FILENO, text, N - 1);
+void WriteRaw(const char* text) {
+  ssize_t ignored = write(STDERR_FILENO, text, strlen(text));
   (void)ignored;
 }
 
@@ -36,7 +36,10 @@ void OnInterrupt(int signo) {
 
 bool KillAndReapAllChildren() {
   if (sandbox::KillAllDescendants() >= 0) return true;
-  WriteRaw("forkbox: processes the tools started were still there after every kill round\n");
+  const char* why = sandbox::KillFailureText(errno);
+  WriteRaw("forkbox: processes the tools started may still run: ");
+  WriteRaw(why);
+  WriteRaw("\n");
   return false;
 }
 

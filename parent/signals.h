@@ -34,10 +34,10 @@ inline constexpr int kInterruptSignals[] = {SIGINT, SIGTERM, SIGHUP};
 const char* SignalName(int signo);
 
 // sandbox::KillAllDescendants (the one kill of a process tree: every descendant, re-parented
-// orphans included, reaped), and a line on stderr when some were still there after every round
-// (then false). Async-signal-safe: the exit-mode handler calls it; the session calls it once more
-// when it ends. (After one of its own tool commands the parent calls sandbox::KillOrphans, which
-// keeps the standby children.)
+// orphans included, reaped), and a line on stderr when some may still run (then false: still
+// there after every round, or /proc unreadable). Async-signal-safe: the exit-mode handler calls it;
+// the session calls it once more when it ends. (After one of its own tool commands the parent calls
+// sandbox::KillOrphans, which keeps the standby children.)
 bool KillAndReapAllChildren();
 
 enum class InterruptMode { kExit, kFlag };

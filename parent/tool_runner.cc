@@ -129,7 +129,8 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
     agent::ToolOutput out = agent::RunBaseTool(call, context_);
     // Nothing the command started outlives it, detached daemons included (we are a subreaper).
     if (sandbox::KillOrphans(OwnedChildren()) < 0) {
-      progress_.Note("processes " + call.name + " left still ran after every round of kills");
+      const char* why = sandbox::KillFailureText(errno);
+      progress_.Note("processes " + call.name + " left may still run: " + why);
     }
     ++stats_.parent_tool_calls;
     results[i] = agent::ToolResultBlock{call.id, std::move(out.content), out.is_error};

@@ -116,10 +116,10 @@ constexpr int kMaxLinks = 8192;
 constexpr int kMaxKillRounds = 10000;
 
 // Every process whose parent could be a descendant of `self`, from one pass over /proc, into
-// `links` (the first kMaxLinks).
+// `links` (the first kMaxLinks); -1 with errno when /proc cannot be opened.
 int ScanLinksRaw(pid_t self, ProcLink* links) {
   const int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (proc < 0) return 0;
+  if (proc < 0) return -1;
   int count = 0;
   alignas(8) char buf[4096];
   long n = 0;
@@ -141,11 +141,12 @@ int ScanLinksRaw(pid_t self, ProcLink* links) {
 }
 
 // One round: the tree below `self` (but `keep` and theirs) killed breadth first, from one scan;
-// its members that are children of `self` reaped. How many it signalled.
+// its members that are children of `self` reaped. How many it signalled, or -1 as ScanLinksRaw.
 int KillTreeRoundRaw(pid_t self, std::span<const pid_t> keep) {
   ProcLink links[kMaxLinks];
   pid_t queue[kMaxLinks + 1];
   const int count = ScanLinksRaw(self, links);
+  if (count < 0) return -1;
   std::sort(links, links + count,
             [](const ProcLink& a, const ProcLink& b) { return a.ppid < b.ppid; });
   int head = 0, tail = 0, killed = 0;
@@ -182,9 +183,12 @@ int KillDescendantsRaw(std::span<const pid_t> keep) {
       return killed;
     }
     const int n = KillTreeRoundRaw(self, keep);
+    // Not "none left": children it cannot look for are not killed.
+    if (n < 0) return -1;
     if (n == 0) return killed;
     killed += n;
   }
+  errno = EAGAIN;
   return -1;
 }
 
@@ -258,10 +262,17 @@ int KillAllDescendants() {
     if (kill(-1, SIGKILL) == 0) ++killed;
   }
   const int orphans = KillOrphans({});
+  const int err = errno;  // Why it failed, for the caller.
   // Reap anything that exited on its own in the meantime.
   while (waitpid(-1, nullptr, WNOHANG | __WALL) > 0) {
   }
+  errno = err;
   return orphans < 0 ? -1 : killed + orphans;
+}
+
+const char* KillFailureText(int err) {
+  return err == EAGAIN ? "still there after every round of kills"
+                       : "not looked for: /proc could not be read";
 }
 
 }  // namespace forkbox::sandbox

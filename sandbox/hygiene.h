@@ -37,7 +37,9 @@ std::vector<pid_t> ChildrenOf(pid_t parent);
 // left. Each round kills the whole tree found in one pass over /proc, not one level: a chain
 // whose last link keeps forking regrows at the bottom as fast as a level a round is peeled off the
 // top (a red-team chain of 512 outlived 10,000 such rounds, and then the git guard's put-back).
-// Returns how many it signalled, or -1 when some were still there after kMaxKillRounds.
+// Returns how many it signalled, or -1 with errno: EAGAIN when some were still there after
+// kMaxKillRounds, or why /proc could not be opened (EMFILE...: it cannot look for them, so
+// it does not report none).
 int KillDescendantsRaw(std::span<const pid_t> keep);
 
 }  // namespace forkbox::sandbox

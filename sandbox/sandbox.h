@@ -510,7 +510,8 @@ int ReapOrphans(std::span<const pid_t> owned = {});
 // Kills every child of the calling process not in `keep` and reaps it, then the same for what that
 // re-parented to it (a subreaper or PID-namespace init), until none is left: what a tool command
 // left running, detached daemons included, once it ended. Returns the number killed, or -1 when
-// some were still there after every round (KillDescendantsRaw).
+// some may still be there: still there after every round, or /proc unreadable (errno says which:
+// KillDescendantsRaw).
 int KillOrphans(std::span<const pid_t> keep);
 
 // Kills every descendant of the calling process, including setsid'd and double-forked daemons
@@ -519,5 +520,10 @@ int KillOrphans(std::span<const pid_t> keep);
 // report ECHILD), so call it last. Returns the number of processes signalled, or -1 as
 // KillOrphans. Async-signal-safe and allocation-free (the parent's exit-mode handler calls it).
 int KillAllDescendants();
+
+// Why KillOrphans or KillAllDescendants returned -1, from the errno it left: "still there after
+// every round of kills" (EAGAIN), else that /proc could not be read to find them.
+// Async-signal-safe.
+const char* KillFailureText(int err);
 
 }  // namespace forkbox::sandbox

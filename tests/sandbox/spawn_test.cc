@@ -10,6 +10,7 @@
 #include <sys/file.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -1237,6 +1238,47 @@ TEST(KillAllDescendants, KillsSetsidAndDoubleForkedDaemons) {
   EXPECT_GE(r.value, 1);
   EXPECT_EQ(ReadAll(held->read.get()), "");
   (void)write_fd;
+}
+
+// A child it cannot look for is not a child killed: with no descriptor left for /proc
+// (RLIMIT_NOFILE 0), the kill fails, -1 with errno EMFILE, and the child still runs. Before, it
+// returned 0 ("none signalled") as if there were nothing below it. The control: with descriptors,
+// it kills the child, 1.
+TEST(KillDescendantsRaw, FailsWhenItCannotReadProcAndSaysWhy) {
+  for (const bool no_fds : {true, false}) {
+    SCOPED_TRACE(no_fds ? "no descriptor left" : "control");
+    testing::ProbeResult r = testing::RunProbe(
+        [] { return true; },
+        [no_fds] {
+          int hold[2];
+          if (pipe(hold) != 0) return -2L;
+          const pid_t child = fork();
+          if (child < 0) return -2L;
+          if (child == 0) {  // Waits for the probe to go (its read then ends), unless killed.
+            close(hold[1]);
+            char c = 0;
+            _exit(read(hold[0], &c, 1) == 0 ? 0 : 1);
+          }
+          close(hold[0]);
+          const rlimit none = {0, 0};
+          if (no_fds && setrlimit(RLIMIT_NOFILE, &none) != 0) return -3L;
+          const int killed = KillDescendantsRaw({});
+          const int err = errno;
+          // Still there after a failure: it was not killed.
+          const bool alive = kill(child, 0) == 0;
+          kill(child, SIGKILL);
+          waitpid(child, nullptr, 0);
+          errno = err;
+          return killed == -1 && !alive ? -4L : static_cast<long>(killed);
+        });
+    ASSERT_TRUE(r.reported);
+    if (no_fds) {
+      EXPECT_EQ(r.value, -1);
+      EXPECT_EQ(r.err, EMFILE);
+    } else {
+      EXPECT_EQ(r.value, 1);
+    }
+  }
 }
 
 TEST(FailClosed, RefusesWithoutLandlockNamingTheKernelAndTheOptOut) {
