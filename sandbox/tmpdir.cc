@@ -8,7 +8,9 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -181,6 +183,28 @@ Result<std::string> MakeTaskDir(int root, UniqueFd* lock, bool in_shm = false) {
   return Status::Internal(std::string("no free task directory name in ") + kDirName);
 }
 
+// Why <workdir>/.forkbox-tmp (`path`) could not be opened (`open_error`), said so the user can act:
+// a directory another user owns and this one may not enter is what their forkbox session, running
+// or killed, leaves in a shared workdir, no symbolic link; anything else is refused as before.
+Status DotFolderError(int workdir, const std::string& path, const Status& open_error) {
+  struct stat st;
+  if (fstatat(workdir, kDirName, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode) &&
+      st.st_uid != geteuid()) {
+    char mode[8];
+    std::snprintf(mode, sizeof(mode), "%04o", st.st_mode & 07777);
+    const std::string uid = std::to_string(st.st_uid);
+    return Status::PermissionDenied(
+        path + ": a directory of another user (uid " + uid + ", mode " + mode +
+        ") that this one may not use (" + open_error.message() +
+        "); that user's forkbox made it, in a session running or killed. Run forkbox in a "
+        "directory of your own, or have uid " +
+        uid +
+        " (or root) remove it once no session of "
+        "theirs runs here");
+  }
+  return open_error.WithContext(path + " must be a directory, not a symbolic link");
+}
+
 }  // namespace
 
 Result<TaskTmpDir> TaskTmpDir::Create(const std::string& workdir, ShortLink link) {
@@ -236,10 +260,8 @@ Result<TaskTmpDir> TaskTmpDir::OnDiskNamed(const std::string& workdir, ShortLink
     return Status::FromErrno(errno, "mkdir " + workdir + "/" + kDirName);
   }
   Result<UniqueFd> root = OpenDirBeneath(dir.workdir_.get(), kDirName, O_RDONLY);
-  if (!root.ok()) {
-    return root.status().WithContext(workdir + "/" + kDirName +
-                                     " must be a directory, not a symbolic link");
-  }
+  if (!root.ok())
+    return DotFolderError(dir.workdir_.get(), workdir + "/" + kDirName, root.status());
   dir.root_ = std::move(*root);
   FORKBOX_RETURN_IF_ERROR(EnsureGitIgnore(dir.root_.get()));
   SweepDeadTaskDirs(dir.root_.get());

@@ -1,4 +1,5 @@
 #include <fcntl.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <sched.h>
 #include <signal.h>
@@ -323,6 +324,45 @@ TEST(TaskTmpDir, AnotherUserCannotSwapTheLink) {
   std::string control = open_dir + "/link";
   ASSERT_EQ(symlink(dir->path().c_str(), control.c_str()), 0);
   EXPECT_EQ(UnlinkAsNobody(control), 0) << "control: without the sticky bit it can be swapped";
+}
+
+// F4 (rt61): in a shared (1777) workdir, another user's session leaves its .forkbox-tmp (0700).
+// This user's temp dir then failed with "must be a directory, not a symbolic link: ...
+// Permission denied", which it is not. Now the error names the owner and what to do. As uid 4242
+// (no right to enter it), in a child.
+TEST(TaskTmpDir, AnotherUsersDotFolderIsNamedAsSuch) {
+  if (geteuid() != 0) GTEST_SKIP() << "needs root to act as other users";
+  const std::string work = testing::MakeTempDir("tmpdir-shared");
+  ASSERT_EQ(chmod(work.c_str(), 01777), 0);
+  const std::string dot = work + "/.forkbox-tmp";
+  ASSERT_EQ(mkdir(dot.c_str(), 0700), 0);
+  ASSERT_EQ(chown(dot.c_str(), 65534, 65534), 0);
+  int out[2];
+  ASSERT_EQ(pipe(out), 0);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    close(out[0]);
+    if (setgroups(0, nullptr) != 0 || setresgid(4242, 4242, 4242) != 0 ||
+        setresuid(4242, 4242, 4242) != 0) {
+      _exit(2);
+    }
+    Result<TaskTmpDir> dir = TaskTmpDir::Create(work);
+    const std::string text = dir.ok() ? "made" : dir.status().ToString();
+    _exit(write(out[1], text.data(), text.size()) == static_cast<ssize_t>(text.size()) ? 0 : 3);
+  }
+  close(out[1]);
+  std::string text;
+  char buf[512];
+  for (ssize_t n; (n = read(out[0], buf, sizeof(buf))) > 0;) text.append(buf, n);
+  close(out[0]);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  EXPECT_NE(text.find(dot + ": a directory of another user (uid 65534, mode 0700)"),
+            std::string::npos)
+      << text;
+  EXPECT_NE(text.find("have uid 65534 (or root) remove it"), std::string::npos) << text;
+  EXPECT_EQ(text.find("symbolic link"), std::string::npos) << text;
 }
 
 // A link left by a killed task whose directory is gone is swept when the next link is made;
