@@ -22,7 +22,8 @@ Result<std::string> UserStateDir() {
   if (const char* home = std::getenv("HOME"); home != nullptr && home[0] == '/') {
     return std::string(home) + "/.local/state";
   }
-  return Status::InvalidArgument("no state directory: set XDG_STATE_HOME or HOME");
+  return Status::InvalidArgument(
+      "no state directory: neither XDG_STATE_HOME nor HOME is an absolute path");
 }
 
 // `name` in `parent`, made 0700 when `create` and missing (mkdirat follows no link: EEXIST),
@@ -59,7 +60,7 @@ Result<OwnedDir> OpenForkboxStateDir(bool create) {
   std::error_code ec;
   if (create) {
     std::filesystem::create_directories(*user, ec);  // The user's: usual modes, links followed.
-    if (ec) return Status::InvalidArgument("mkdir " + *user + ": " + ec.message());
+    if (ec) return Status::FromErrno(ec.value(), "mkdir " + *user);
   }
   // Resolved once: from here on every step is beneath a descriptor, through no link.
   const std::string canonical = std::filesystem::canonical(*user, ec).string();

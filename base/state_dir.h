@@ -37,7 +37,10 @@ struct OwnedDir {
 // ForkboxStateDir(), opened as the header says. create: the user's directory is made when
 // missing and `forkbox` 0700 in it (fchmod 0700 when wider); else a missing one is kNotFound. A
 // link (or any non-directory) at `forkbox` is kPermissionDenied, naming what was found and what
-// to do; nothing is made or changed through it.
+// to do; nothing is made or changed through it. Any other failure (no HOME, a HOME that cannot
+// be made, a file where a directory should be) is an error naming the path and the cause. What
+// only keeps something there (a new session, the history, the git guard's journal) says so and
+// goes on without it; what needs what is there (--continue, --resume, `sessions`) fails.
 Result<OwnedDir> OpenForkboxStateDir(bool create);
 
 // The directory `name` (one component) in forkbox's own directory `parent`, as above: made 0700

@@ -459,6 +459,14 @@ Status CheckResumable(const Options& o, const Settings& s, const std::string& id
   return Status::Ok();
 }
 
+// A new session that cannot be saved (no HOME, HOME=/nonexistent, a file or a refused link where
+// the state directory should be, one it may not write): not saving is not worth failing the
+// user's job, but it is said once, never silent.
+void WarnNotSaved(const Status& why) {
+  Err("forkbox: warning: this session is not saved (nor can it be resumed): " + why.message() +
+      "; --no-session-persistence runs without saving, and without this warning\n");
+}
+
 Status OpenSession(const Options& o, const Settings& s, const std::string& first_prompt,
                    SessionState* out) {
   const bool resume = o.continue_session || !o.resume.empty();
@@ -467,21 +475,16 @@ Status OpenSession(const Options& o, const Settings& s, const std::string& first
     return Status::Ok();
   }
   auto dir = OpenSessionsDir(o.persist_session);
-  if (!dir.ok() && !resume && dir.status().code() == Status::Code::kPermissionDenied) {
-    // A link refused where forkbox keeps its own (base/state_dir.h), or a state dir it may not
-    // write: not saving is not worth failing the user's job, but it is said, never silent.
-    Err("forkbox: warning: this session is not saved (nor can it be resumed): " +
-        dir.status().message() + "\n");
-    out->id = NewSessionId();
-    return Status::Ok();
-  }
   if (!dir.ok() && resume) return dir.status().WithContext("no session to resume");
-  if (!dir.ok()) return dir.status();
   if (!resume) {
     out->id = NewSessionId();
-    auto log = SessionLog::Create(*dir, out->id, s.workdir, first_prompt);
-    if (!log.ok()) return log.status();
-    out->log.emplace(std::move(*log));
+    Result<SessionLog> log =
+        dir.ok() ? SessionLog::Create(*dir, out->id, s.workdir, first_prompt) : dir.status();
+    if (log.ok()) {
+      out->log.emplace(std::move(*log));
+    } else {
+      WarnNotSaved(log.status());
+    }
     return Status::Ok();
   }
   std::string id = o.resume;

@@ -155,6 +155,19 @@ std::vector<std::string> GuardJournal::RecoverIn(int d, const std::string& dir,
   return lines;
 }
 
+namespace {
+
+// Why this run keeps no journal, and what that costs: the guard still puts the surface back at
+// the end, but only a journal lets the next start do it after a SIGKILL.
+std::string NotJournaled(const std::string& why) {
+  return "git trust surface not journaled (if this forkbox is killed, the next start cannot put "
+         "back what its tools changed there; set XDG_STATE_HOME to a directory of yours that "
+         "tools cannot write): " +
+         why;
+}
+
+}  // namespace
+
 JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees,
                                const UserGitConfig& user) {
   JournalStart start;
@@ -164,14 +177,13 @@ JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees,
   Result<OwnedDir> state = OpenForkboxStateDir(true);
   Result<OwnedDir> made = state.ok() ? OpenOwnedDir(*state, "guards", true) : state.status();
   if (!made.ok()) {
-    start.warning = "git trust surface not journaled: " + made.status().message();
+    start.warning = NotJournaled(made.status().message());
     return start;
   }
   const std::string& canonical = made->path;  // Resolved once, then reached through no link.
   for (const std::string& tree : writable_trees) {
     if (PathWithin(canonical, tree)) {
-      start.warning = "git trust surface not journaled: " + canonical + " lies in " + tree +
-                      ", which tools can write";
+      start.warning = NotJournaled(canonical + " lies in " + tree + ", which tools can write");
       return start;
     }
   }
@@ -181,7 +193,7 @@ JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees,
   }
   Result<GuardJournal> journal = GuardJournal::CreateIn(made->fd.get(), canonical);
   if (!journal.ok()) {
-    start.warning = "git trust surface not journaled: " + journal.status().message();
+    start.warning = NotJournaled(journal.status().message());
     return start;
   }
   start.journal.emplace(std::move(*journal));

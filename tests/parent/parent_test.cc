@@ -2881,6 +2881,67 @@ TEST_F(SessionTest, AForkboxDirThatIsALinkIsRefusedButALinkAboveItIsFollowed) {
   EXPECT_NE(listed.out.find(id), std::string::npos) << Dump(listed);
 }
 
+// F3 (rt61): a state directory that cannot be made or opened for any reason used to fail a new
+// session with exit 2 ("mkdir /nonexistent/.local/state: Permission denied", the JSON subtype
+// error_usage); only a read-only one warned. Now each warns once, naming the path and the cause
+// and --no-session-persistence, and the run goes on; that flag silences it, and --continue still
+// fails clearly. HOME=/proc/... stands in for Debian's HOME=/nonexistent of nobody: root could
+// make /nonexistent. Sandboxed, the git guard's journal says what it cannot keep (never silent).
+TEST_F(SessionTest, AnUnusableStateDirWarnsOnceAndTheRunGoesOn) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const std::string file = workdir_ + "/not-a-dir";
+  { std::ofstream(file) << "x\n"; }
+  struct Case {
+    std::vector<std::string> env;  // Replaces HOME and XDG_STATE_HOME.
+    std::string why;
+  };
+  for (const Case& c :
+       {Case{{"HOME=/proc/nonexistent"}, "mkdir /proc/nonexistent/.local/state: "},
+        Case{{"HOME=" + workdir_, "XDG_STATE_HOME=" + file}, "mkdir " + file + ": Not a directory"},
+        Case{{"HOME=" + file}, "mkdir " + file + "/.local/state: Not a directory"},
+        Case{{}, "neither XDG_STATE_HOME nor HOME is an absolute path"}}) {
+    RunSpec spec = SpecIn({"--sandbox=off", "--json", "hi"});
+    std::erase_if(spec.env, [](const std::string& e) {
+      return e.starts_with("HOME=") || e.starts_with("XDG_STATE_HOME=");
+    });
+    spec.env.insert(spec.env.end(), c.env.begin(), c.env.end());
+    SCOPED_TRACE(c.why);
+    RunResult run = RunForkbox(spec);
+    EXPECT_EQ(run.exit_code, 0) << Dump(run);
+    EXPECT_EQ(nlohmann::json::parse(run.out).value("answer", ""), "ok") << Dump(run);
+    const std::string warning = "forkbox: warning: this session is not saved";
+    const size_t at = run.err.find(warning);
+    ASSERT_NE(at, std::string::npos) << Dump(run);
+    EXPECT_EQ(run.err.find(warning, at + 1), std::string::npos) << "said twice: " << Dump(run);
+    EXPECT_NE(run.err.find(c.why), std::string::npos) << Dump(run);
+    EXPECT_NE(run.err.find("--no-session-persistence"), std::string::npos) << Dump(run);
+
+    spec.args = {"--sandbox=off", "--no-session-persistence", "hi"};
+    RunResult quiet = RunForkbox(spec);
+    EXPECT_EQ(quiet.exit_code, 0) << Dump(quiet);
+    EXPECT_EQ(quiet.err.find("not saved"), std::string::npos) << Dump(quiet);
+    spec.args = {"--sandbox=off", "--continue", "more"};
+    RunResult resumed = RunForkbox(spec);
+    EXPECT_EQ(resumed.exit_code, 2) << Dump(resumed);
+    EXPECT_NE(resumed.err.find("no session to resume: "), std::string::npos) << Dump(resumed);
+    EXPECT_NE(resumed.err.find(c.why), std::string::npos) << Dump(resumed);
+  }
+  RunSpec boxed = SpecIn({"--allow-broad-workdir", "--json", "hi"});
+  std::erase_if(boxed.env, [](const std::string& e) {
+    return e.starts_with("HOME=") || e.starts_with("XDG_STATE_HOME=");
+  });
+  boxed.env.push_back("HOME=/proc/nonexistent");
+  RunResult run = RunForkbox(boxed);
+  EXPECT_EQ(run.exit_code, 0) << Dump(run);
+  const std::string journal =
+      "forkbox: warning: git trust surface not journaled (if this forkbox "
+      "is killed, the next start cannot put back";
+  const size_t at = run.err.find(journal);
+  ASSERT_NE(at, std::string::npos) << Dump(run);
+  EXPECT_EQ(run.err.find(journal, at + 1), std::string::npos) << "said twice: " << Dump(run);
+  EXPECT_NE(run.err.find("/proc/nonexistent/.local/state", at), std::string::npos) << Dump(run);
+}
+
 // A session file that is a link: a symbolic one is refused and named; a hard one (its other name
 // may lie anywhere) is refused before it is made 0600 or appended to. Before, --resume of a hard
 // link chmod-ed and wrote the file of the other name.
