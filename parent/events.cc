@@ -95,8 +95,7 @@ void EventStream::Emit(nlohmann::json event) {
 }
 
 nlohmann::json ErrorResultJson(int exit_code, const std::string& message) {
-  const bool interrupted =
-      exit_code == 128 + SIGINT || exit_code == 128 + SIGTERM || exit_code == 128 + SIGHUP;
+  const bool interrupted = exit_code > 128;  // 128 + the signal that ended the run.
   const char* subtype = exit_code == 2   ? "error_usage"
                         : exit_code == 4 ? "error_sandbox"
                         : interrupted    ? "error_interrupted"

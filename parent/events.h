@@ -47,7 +47,8 @@ class EventStream {
   bool ended_ = false;  // An interrupt ended the stream (NextWrite).
 };
 
-// The error object of json and stream-json modes for configuration and usage errors.
+// The error object of json and stream-json modes for configuration and usage errors, and for a
+// run a signal ended with no session to report it (exit code 128 + the signal).
 nlohmann::json ErrorResultJson(int exit_code, const std::string& message);
 
 }  // namespace forkbox::parent

@@ -581,12 +581,21 @@ agent::ProviderHooks ParentProviderHooks(EventStream* events,
 // call.
 int EnterLauncher(const Options& o, const sandbox::Policy& policy, const sandbox::Report& report,
                   sandbox::LauncherWaiter* waiter) {
+  // The session process killed from outside (the OOM killer's way) writes no result: forkbox's
+  // pid, the waiter, says it instead, as any failure before the session is said.
+  auto killed = [format = o.output_format](pid_t launcher, int sig) {
+    const std::string by =
+        sig == SIGKILL ? "SIGKILL (out of memory?)" : "signal " + std::to_string(sig);
+    (void)Fail(format, 128 + sig,
+               "the session process (pid " + std::to_string(launcher) + ") was killed by " + by +
+                   "; running tasks were killed");
+  };
   if (!o.sandbox.enabled) return kExitOk;
   if (Status st = InstallInterruptHandler(InterruptMode::kExit); !st.ok()) {
     return Fail(o.output_format, kExitFailure, st.ToString());
   }
   Result<sandbox::LauncherWaiter> launched =
-      sandbox::EnterLauncher(policy, report.layer == 2, o.max_parallel, o.standby);
+      sandbox::EnterLauncher(policy, report.layer == 2, o.max_parallel, o.standby, killed);
   if (!launched.ok()) {
     return Fail(o.output_format, kExitSandbox,
                 "cannot sandbox the parent: " + launched.status().ToString());

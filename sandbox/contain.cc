@@ -83,12 +83,18 @@ void CloseAboveStderrExceptRaw(const KeptFds& kept, int also = -1) {
   syscall(SYS_close_range, from, ~0U, 0U);
 }
 
+// Which of fds 0-2 a keeper keeps.
+enum class KeptStdio { kNone, kStderr, kStdoutAndStderr };
+
 // Every keeper runs under no_new_privs and the base seccomp filter before it waits on anything.
-// It keeps no descriptor but `keep_stderr`'s fd 2 and `kept`; `confined_fd` (>= 3, or -1) gets one
-// byte once it is confined, and is closed (the caller blocks SIGPIPE: RunWaiter).
-void ConfineKeeperRaw(std::span<const sock_filter> filter, bool keep_stderr, int confined_fd = -1,
+// It keeps no descriptor but `stdio`'s and `kept`; `confined_fd` (>= 3, or -1) gets one byte
+// once it is confined, and is closed (the caller blocks SIGPIPE: RunWaiter).
+void ConfineKeeperRaw(std::span<const sock_filter> filter, KeptStdio stdio, int confined_fd = -1,
                       const KeptFds& kept = {}) {
-  syscall(SYS_close_range, 0U, keep_stderr ? 1U : 2U, 0U);
+  const unsigned last_closed = stdio == KeptStdio::kNone     ? 2U
+                               : stdio == KeptStdio::kStderr ? 1U
+                                                             : 0U;
+  syscall(SYS_close_range, 0U, last_closed, 0U);
   CloseAboveStderrExceptRaw(kept, confined_fd);
   if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0) _exit(127);
   const char* step = "";
@@ -187,7 +193,7 @@ int InitDeathSignal() { return SIGRTMAX; }
 [[noreturn]] void RunInit(pid_t command, const ContainPlan& p) {
   ConfineKeeperRaw(p.filters.empty() || InheritedFilters(p) > 0 ? std::span<const sock_filter>()
                                                                 : p.filters.front(),
-                   /*keep_stderr=*/true, /*confined_fd=*/-1, KeptFdsOf(p));
+                   KeptStdio::kStderr, /*confined_fd=*/-1, KeptFdsOf(p));
   sigset_t wake;
   sigemptyset(&wake);
   sigaddset(&wake, SIGCHLD);
@@ -355,15 +361,15 @@ enum class Relay {
 // A waiter, outside the PID namespace whose init (`init`) it started. Signals are taken
 // synchronously (sigwaitinfo, no handler and no global): a namespace init gets from outside only
 // the signals it handles, and SIGKILL. Exits as the init did.
-// `confined_fd`: as ConfineKeeperRaw takes it.
+// `confined_fd`: as ConfineKeeperRaw takes it. `on_killed`: as EnterLauncher takes it.
 [[noreturn]] void RunWaiter(pid_t init, std::span<const sock_filter> filter, Relay relay,
-                            int confined_fd = -1) {
+                            int confined_fd = -1, const LauncherKilled& on_killed = {}) {
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&set, sig);
   if (relay == Relay::kPassOn) sigfillset(&set);
   sigprocmask(SIG_BLOCK, &set, nullptr);
-  ConfineKeeperRaw(filter, /*keep_stderr=*/false, confined_fd);
+  ConfineKeeperRaw(filter, on_killed ? KeptStdio::kStdoutAndStderr : KeptStdio::kNone, confined_fd);
   for (;;) {
     int status = 0;
     // Every child: the launcher's waiter may have the layer-2 probe's (ReleaseLayer2ProbeChild).
@@ -372,6 +378,8 @@ enum class Relay {
       // What the init left running came to us (a subreaper; in layer 1 a SIGKILL of the launcher
       // alone leaves its tools' daemons): it dies before the death is relayed.
       (void)KillDescendantsRaw({});
+      // A fork of a single-threaded process: on_killed may allocate.
+      if (WIFSIGNALED(status) && on_killed) on_killed(init, WTERMSIG(status));
       RelayStatus(status);
     }
     if (pid > 0) continue;
@@ -865,7 +873,7 @@ Status EnterAgentNamespaces(const Settings& settings) {
 }
 
 Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t concurrent_tasks,
-                                     int64_t standby) {
+                                     int64_t standby, const LauncherKilled& on_killed) {
   // What the session may run at once: rlimit_nproc processes for each task and for the parent's
   // own tools, plus the standbys, the spawner and the parent.
   const int64_t tasks = concurrent_tasks < 1 ? 1 : concurrent_tasks;
@@ -891,7 +899,7 @@ Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t 
   // Single-threaded: glibc's fork keeps the launcher's (later multithreaded) state right.
   pid_t pid = fork();
   if (pid < 0) return Status::FromErrno(errno, "fork (the launcher's waiter)");
-  if (pid > 0) RunWaiter(pid, *base, Relay::kPassOn, confined->write.get());
+  if (pid > 0) RunWaiter(pid, *base, Relay::kPassOn, confined->write.get(), on_killed);
   confined->write.reset();
   // The waiter's death (SIGKILL of forkbox's pid) ends the session as SIGTERM does: the launcher
   // kills what its tools left and puts back the git trust surface before it exits.

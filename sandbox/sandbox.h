@@ -443,8 +443,13 @@ struct LauncherWaiter {
   UniqueFd pidfd;     // The waiter's (forkbox's pid): readable once it has died.
   pid_t pid = 0;      // forkbox's pid, as its caller knows it.
 };
+// `on_killed`, when set, runs in the waiter if the launcher dies of a signal it did not take (the
+// OOM killer's SIGKILL, a crash: the launcher itself never dies of one), once what it left is
+// killed and before that death is relayed (the exit status stays 128 + signal). With nothing else
+// of the session alive to say it, the waiter keeps stdout and stderr for it.
+using LauncherKilled = std::function<void(pid_t launcher, int sig)>;
 Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t concurrent_tasks,
-                                     int64_t standby);
+                                     int64_t standby, const LauncherKilled& on_killed = {});
 // True once the waiter behind `pidfd` has died (a SIGKILL of forkbox's pid); false while it runs
 // or for an empty fd.
 bool WaiterDied(const UniqueFd& pidfd);

@@ -4074,6 +4074,32 @@ TEST_F(RealChildTest, ASigkillOfForkboxDuringAModelCallIsReportedAsSuch) {
                               ") was killed by SIGKILL; running tasks were killed");
 }
 
+// F5 (rt61): the session process (the launcher, the child of forkbox's pid) SIGKILLed, as the OOM
+// killer would pick it. forkbox exited 137 with nothing on stderr and no result event. Now its pid
+// (the waiter) says so on stderr and in a last result event, still 137, and nothing of the session
+// is left running.
+TEST_F(RealChildTest, ASigkillOfTheSessionProcessIsReportedAsSuch) {
+  if (!sandbox_args_.empty()) GTEST_SKIP() << "needs the sandbox (the launcher and its waiter)";
+  HeldFirstReply held(server_, Text("too late"), Text("too late"));
+  LiveForkbox live(
+      LiveSpec({"--allow-broad-workdir", "--standby=0", "--output-format", "stream-json", "go"}));
+  ASSERT_TRUE(held.WaitForRequest()) << Dump(live.Finish());
+  const std::vector<pid_t> launchers = ChildrenOf(live.pid());
+  ASSERT_EQ(launchers.size(), 1u) << Dump(live.Finish());
+  std::vector<pid_t> session = launchers;  // The launcher and everything below it.
+  for (size_t i = 0; i < session.size(); ++i) {
+    for (pid_t child : ChildrenOf(session[i])) session.push_back(child);
+  }
+  ASSERT_EQ(kill(launchers[0], SIGKILL), 0);
+  RunResult r = live.Finish();
+  held.Release();
+  ExpectInterruptedResult(
+      r, "stream-json", 137,
+      "the session process (pid " + std::to_string(launchers[0]) +
+          ") was killed by SIGKILL (out of memory?); running tasks were killed");
+  for (pid_t pid : session) EXPECT_TRUE(GoneOrDying(pid)) << pid << " of " << session.size();
+}
+
 // Every tool_result the model is sent reaches the stream, the loop's own answers to malformed
 // calls included (a turn of only malformed calls has its `user` event too), and a tool_use's
 // input is the object the model is sent back ({} for arguments that are not JSON).
