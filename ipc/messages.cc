@@ -227,6 +227,10 @@ Status ReadSandbox(const json& j, SandboxSettings* s) {
   for (const auto& path : s->writable) FORKBOX_RETURN_IF_ERROR(CheckPath(r, "writable", path));
   FORKBOX_RETURN_IF_ERROR(r.StringList("readable", &s->readable));
   for (const auto& path : s->readable) FORKBOX_RETURN_IF_ERROR(CheckPath(r, "readable", path));
+  FORKBOX_RETURN_IF_ERROR(r.StringList("unreadable", &s->unreadable));
+  for (const auto& path : s->unreadable) {
+    FORKBOX_RETURN_IF_ERROR(CheckPath(r, "unreadable", path));
+  }
   FORKBOX_RETURN_IF_ERROR(r.StringList("env", &s->env));
   for (const auto& name : s->env) {
     if (name.empty() || name.find_first_of("=\0", 0, 2) != std::string::npos) {
@@ -362,6 +366,7 @@ json SandboxJson(const SandboxSettings& s) {
           {"allow_net", s.allow_net},
           {"writable", s.writable},
           {"readable", s.readable},
+          {"unreadable", s.unreadable},
           {"env", s.env},
           {"rlimit_fsize_bytes", s.rlimit_fsize_bytes},
           {"rlimit_as_bytes", s.rlimit_as_bytes},

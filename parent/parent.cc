@@ -211,7 +211,11 @@ struct SessionSandbox {
   std::string git_warning;  // sandbox::HiddenGitDirWarning
 };
 int SetUpSandbox(const Options& o, const Settings& s, SessionSandbox* out) {
-  auto p = SessionPolicy(o.sandbox, s.workdir, s.provider.base_url);
+  // The transcripts hold what the session store holds (every tool output and task prompt, of
+  // every session that wrote there): out of every tool's read scope, the children's too.
+  sandbox::Settings settings = o.sandbox;
+  if (s.transcripts.fd) settings.unreadable.push_back(s.transcripts.path);
+  auto p = SessionPolicy(settings, s.workdir, s.provider.base_url);
   if (!p.ok()) return Fail(o.output_format, kExitUsage, p.status().message());
   if (Status scope = sandbox::CheckWorkdirScope(*p); !scope.ok()) {
     return Fail(o.output_format, kExitUsage, scope.message());

@@ -57,7 +57,13 @@ std::string TranscriptDirWarning(const std::string& path,
   for (const std::string& tree : writable_trees) {
     if (PathWithin(path, tree)) {
       return "--transcript-dir '" + path + "' is inside the writable tree '" + tree +
-             "': tools can plant files there and read other tasks' transcripts";
+             "': tools can plant files there, and read every transcript in it (it cannot be "
+             "hidden from them there)";
+    }
+    if (PathWithin(tree, path)) {
+      return "--transcript-dir '" + path + "' holds the writable tree '" + tree +
+             "': tools can read every transcript in it (it cannot be hidden from them without "
+             "hiding that tree)";
     }
   }
   return "";

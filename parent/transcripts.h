@@ -20,9 +20,10 @@ struct TranscriptDir {
 // Creates `dir` (and parents) when missing, opens it, and checks that it is writable.
 Result<TranscriptDir> OpenTranscriptDir(const std::string& dir);
 
-// Non-empty when the transcript directory at `path` lies inside one of `writable_trees`
-// (canonical: sandbox::PersistentWritableTrees): tools can plant files there, and a task can read
-// or rewrite the transcripts of the others.
+// Non-empty when the transcript directory at `path` lies inside or holds one of `writable_trees`
+// (canonical: sandbox::PersistentWritableTrees): elsewhere it is outside every tool's read scope
+// (sandbox::Settings::unreadable), but there tools can read every transcript in it, and inside
+// the tree plant files there too.
 std::string TranscriptDirWarning(const std::string& path,
                                  const std::vector<std::string>& writable_trees);
 

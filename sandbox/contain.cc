@@ -643,7 +643,7 @@ landlock::RulesetSpec SpecOf(const Policy& policy, landlock::Mode mode, const Co
   spec.abi = p.abi;
   spec.mode = mode;
   spec.writable = RulesetWritable(policy);
-  spec.writable.insert(spec.writable.end(), own_writable.begin(), own_writable.end());
+  spec.write_only = own_writable;
   spec.scope_signals = scope_signals;
   spec.denied_reads = DeniedReadPaths(policy);
   spec.readable = policy.readable;

@@ -136,8 +136,9 @@ Status FillPendingRuleset(ContainPlan& plan);
 Result<ContainPlan> PrepareAgent(const Policy& policy, int abi, bool layer2, int cgroup_procs_fd);
 
 // The contain plan for the parent itself (in-process, Keeper::kNone, after its set-up): the
-// agent's filters and Landlock domain plus `own_writable` (its transcript directory), which its
-// tools do not get (they stack their own domain). Signals are not scoped: the parent kills the
+// agent's filters and Landlock domain plus `own_writable` (its transcript directory) with every
+// right but reading (landlock::RulesetSpec::write_only): its tools stack a domain of their own
+// without it, but inherit this one's read scope. Signals are not scoped: the parent kills the
 // task children its spawner started outside its domain.
 Result<ContainPlan> PrepareLauncher(const Policy& policy, int abi, bool layer2,
                                     const std::vector<std::string>& own_writable);

@@ -43,6 +43,29 @@ void ListStores(const Policy& policy, std::vector<std::string>* denied,
                 std::vector<std::string>* credentials);
 std::vector<std::string> HomesOf(const Policy& policy);
 
+// policy.unreadable made canonical, without the paths that lie in or hold the workdir or a
+// --writable tree (canonical already): tools write there, so they cannot be hidden there, and
+// hiding one that holds the workdir would hide the workdir.
+Status ResolveUnreadable(Policy& policy) {
+  std::vector<std::string> trees = {policy.workdir};
+  trees.insert(trees.end(), policy.writable.begin(), policy.writable.end());
+  std::vector<std::string> kept;
+  for (const std::string& path : policy.unreadable) {
+    std::error_code ec;
+    const std::string c = std::filesystem::weakly_canonical(path, ec).string();
+    if (path.empty() || ec || c.empty() || c[0] != '/') {
+      return Status::InvalidArgument("unreadable path " + path + ": " +
+                                     (ec ? ec.message() : std::string("not a path")));
+    }
+    const bool overlaps = std::any_of(trees.begin(), trees.end(), [&c](const std::string& t) {
+      return PathWithin(c, t) || PathWithin(t, c);
+    });
+    if (!overlaps && std::find(kept.begin(), kept.end(), c) == kept.end()) kept.push_back(c);
+  }
+  policy.unreadable = std::move(kept);
+  return Status::Ok();
+}
+
 Result<std::string> Canonical(const std::string& path, const char* what) {
   if (path.empty()) return Status::InvalidArgument(std::string(what) + ": empty path");
   std::error_code ec;
@@ -192,6 +215,7 @@ Result<Policy> ResolvePolicy(const Settings& settings, const std::string& workdi
     }
     r = c.string();
   }
+  FORKBOX_RETURN_IF_ERROR(ResolveUnreadable(policy));
   if (policy.enabled) {
     policy.user_git_config = ReadUserGitConfig([](const char* name) { return std::getenv(name); });
     policy.homes = HomesOf(policy);
@@ -310,13 +334,14 @@ void AddXdgStores(std::vector<std::string>& candidates) {
   if (!runtime.empty()) candidates.push_back(runtime + "/containers/auth.json");
 }
 
-// Every store, existing or not, as spelled (not canonical).
+// Every store, existing or not, as spelled (not canonical), and policy.unreadable.
 std::vector<std::string> CandidatePaths(const Policy& policy) {
   std::vector<std::string> candidates;
   for (const std::string& home : HomesOf(policy)) {
     for (const char* rel : kHomeStores) candidates.push_back(home + "/" + rel);
   }
   AddXdgStores(candidates);
+  candidates.insert(candidates.end(), policy.unreadable.begin(), policy.unreadable.end());
   if (Result<std::string> state = ForkboxStateDir(); state.ok()) candidates.push_back(*state);
   if (geteuid() == 0) {
     for (const char* f : {"/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-"}) {

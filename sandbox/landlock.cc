@@ -307,11 +307,14 @@ Result<UniqueFd> CreateEmptyRuleset(const RulesetSpec& spec) {
 Status FillRuleset(int ruleset_fd, const RulesetSpec& spec) {
   const uint64_t handled = HandledFsRights(spec);
   if (!spec.read_scope_inherited) FORKBOX_RETURN_IF_ERROR(AddReadScope(ruleset_fd, spec));
-  for (const std::string& path : spec.writable) {
-    if (int err = AddPathRule(ruleset_fd, path.c_str(), handled, Grant::Type::kUnknown,
-                              Walk::kNoSymlinks);
-        err != 0) {
-      return RuleError(err, path, "write");
+  for (const auto& [paths, rights] :
+       {std::pair{&spec.writable, handled}, std::pair{&spec.write_only, handled & ~kReadRights}}) {
+    for (const std::string& path : *paths) {
+      if (int err = AddPathRule(ruleset_fd, path.c_str(), rights, Grant::Type::kUnknown,
+                                Walk::kNoSymlinks);
+          err != 0) {
+        return RuleError(err, path, "write");
+      }
     }
   }
   const uint64_t dev_rights = (kWriteFile | kReadFile | kTruncate | kIoctlDev) & handled;

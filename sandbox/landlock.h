@@ -60,6 +60,10 @@ struct RulesetSpec {
   int abi = 0;
   Mode mode = Mode::kTool;
   std::vector<std::string> writable;  // Workdir plus --writable paths: every right beneath.
+  // Trees the process writes and never reads (the parent's transcript directory): every right
+  // beneath but kReadRights. Its tools inherit its read scope (read_scope_inherited), and such a
+  // tree is one they must not read (Settings::unreadable).
+  std::vector<std::string> write_only;
   bool allow_net = false;
   uint16_t model_port = 0;  // kAgent only; 0 = no TCP restriction.
   // ABI 6+: no signal outside the domain. Off only for the parent, which must still kill the

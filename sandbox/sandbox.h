@@ -74,7 +74,8 @@ struct Policy : Settings {
 
 // Canonicalises and validates the settings for `workdir` (no field-by-field copy: a Policy is the
 // Settings plus what only this process knows). Fails on a workdir or --writable path that does
-// not exist, an invalid --env name or a non-positive rlimit.
+// not exist, an invalid --env name or a non-positive rlimit. Drops an `unreadable` path that lies
+// in or holds the workdir or a --writable tree (Settings::unreadable).
 // When the read scope's grants (Policy::read_grants) are listed: kNow, for a process that later
 // confines its own reads (it could not list the carved directories then), or kAtTheRuleset, for
 // one whose reads stay unconfined (`forkbox sandbox`: listed while its command's namespaces are set
@@ -91,8 +92,8 @@ Status CheckPathsUnchanged(const Settings& given, const Policy& resolved);
 
 // The credential stores tools must not read, whether they exist now or are created later, canonical
 // where they exist: the same list as CredentialPaths, below every home (policy.home and the
-// password database's), minus policy.readable and anything inside it. The Landlock read scope
-// (both layers) is built around them.
+// password database's), and policy.unreadable (the transcript directory), minus policy.readable
+// and anything inside it. The Landlock read scope (both layers) is built around them.
 std::vector<std::string> DeniedReadPaths(const Policy& policy);
 
 // Every host directory a tool under `policy` can write in `layer` (1 or 2) whose contents outlive
@@ -116,7 +117,7 @@ std::string HiddenGitDirWarning(const Policy& policy, int layer);
 
 // The credential stores tools must not read (what exists of them now): the table in env.cc
 // (~/.ssh, ~/.aws, ~/.git-credentials, other agents' logins, database and cloud tokens, browser
-// and mail profiles, histories, ...; the README lists it), and as root
+// and mail profiles, histories, ...; the README lists it), policy.unreadable, and as root
 // /etc/shadow, /etc/gshadow and /etc/ssh/*_key; canonical, minus policy.readable and anything
 // inside it (hidden even inside a writable tree). Layer 2 mounts an empty read-only tmpfs over each
 // directory and /dev/null over each file (mounts rather than a Landlock read allow-list, which
@@ -459,7 +460,8 @@ Status AwaitLauncherWaiter(UniqueFd confined);
 
 // The parent (forkbox) confines itself once its set-up is done and before its first model call:
 // the agent's seccomp filters and Landlock domain (writable: the policy's trees plus
-// `own_writable`, e.g. its transcript directory, which its tools do not get), no_new_privs, every
+// `own_writable`, e.g. its transcript directory, which its tools do not get, and which this
+// domain lets it write but not read: its tools inherit its read scope), no_new_privs, every
 // capability dropped, rlimits, subreaper; in layer 2 also new user + mount namespaces with the
 // same read-only mounts as a task (no PID namespace and no fork: it keeps its pid, terminal,
 // signals and children). Signals are not scoped, so it can still kill the task children its

@@ -19,6 +19,13 @@ struct Settings {
   std::vector<std::string> env;       // Extra environment variable names passed to tools (--env).
   // Paths tools may read although the read scope denies them (--readable; absolute).
   std::vector<std::string> readable;
+  // Paths tools must not read besides the credential stores (absolute): the session's
+  // --transcript-dir, which holds every tool output and task prompt of every session that wrote
+  // there. Denied like a store (DeniedReadPaths; layer 2 mounts over it), so forkbox itself keeps
+  // writing there only through descriptors opened before. ResolvePolicy drops one that lies in or
+  // holds the workdir or a `writable` tree: tools write there, and in layer 1 a write rule also
+  // grants reading. Sent to children.
+  std::vector<std::string> unreadable;
   // --allow-broad-workdir: a workdir of "/", $HOME or an ancestor of a credential store is
   // accepted (see CheckWorkdirScope). The parent's decision; not sent to children.
   bool allow_broad_workdir = false;

@@ -647,6 +647,71 @@ TEST_P(ConfineTest, AChildProgramInTheHostsDevShmIsRefusedInLayer1) {
   EXPECT_FALSE(fs::exists(outside_ + "/planted"));
 }
 
+// The transcripts (--transcript-dir: every tool output and task prompt of every session that
+// wrote there) are out of every tool's read scope, as the session store is: the next session's
+// bash, the parent's and a task's, cannot read the first one's, in either layer and with
+// --sandbox=read-only; both sessions still write theirs (in layer 2 the directory is under an
+// empty tmpfs in every namespace, written through descriptors opened before). Under /var/tmp:
+// layer 2's private /tmp would hide it anyway. Before, both read it. The control (--sandbox=off)
+// reads it from both.
+TEST_P(ConfineTest, ATranscriptOfAnEarlierSessionIsUnreadable) {
+  char tmpl[] = "/var/tmp/forkbox-confine-transcripts-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string transcripts = tmpl;
+  struct RemoveAtEnd {
+    std::string dir;
+    ~RemoveAtEnd() {
+      std::error_code ec;
+      fs::remove_all(dir, ec);
+    }
+  } remove_at_end{transcripts};
+  if (GetParam().where == Where::kUserLayer2) (void)::lchown(tmpl, uid_, gid_);
+  const std::string secret = "TRANSCRIBED-" + std::to_string(::getpid()) + "-SECRET";
+  std::ofstream(work_ + "/secret.txt") << secret << "\n";
+  std::string command = "cat secret.txt";  // The first session's task: into its transcript.
+  server_.SetHandler([&command](const RecordedRequest& r) {
+    if (r.view.assistant_turns > 0) return Text("done");
+    const ToolCall bash{"bash", {{"command", command}}, ""};
+    if (!IsParent(r)) return Calls({bash});
+    const ToolCall task{"task", {{"prompt", "look"}, {"description", "look"}}, ""};
+    return command == "cat secret.txt" ? Calls({task}) : Calls({bash, task});
+  });
+  Session first = Run({"--transcript-dir", transcripts});
+  ASSERT_EQ(first.exit_code, 0) << first.err;
+  const auto files = [&transcripts] {
+    std::vector<std::string> texts;
+    for (const auto& entry : fs::directory_iterator(transcripts)) {
+      texts.push_back(ReadAll(entry.path().string()));
+    }
+    return texts;
+  };
+  ASSERT_EQ(files().size(), 1u);
+  ASSERT_NE(files()[0].find(secret), std::string::npos) << "the first task's transcript";
+  fs::remove(work_ + "/secret.txt");
+  command = "cat " + transcripts + "/*; echo listed=$(ls " + transcripts + " | wc -l)";
+  std::vector<std::vector<std::string>> runs = {{}};
+  if (GetParam().sandboxed) runs.push_back({"--sandbox=read-only"});
+  for (std::vector<std::string> flags : runs) {
+    SCOPED_TRACE(flags.empty() ? "default" : flags[0]);
+    server_.ClearRequests();
+    flags.insert(flags.end(), {"--transcript-dir", transcripts});
+    Session next = Run(flags);
+    ASSERT_EQ(next.exit_code, 0) << next.err;
+    bool parent_read = false, task_read = false, parent_ran = false, task_ran = false;
+    for (const RecordedRequest& r : server_.requests()) {
+      (IsParent(r) ? parent_read : task_read) |= r.body.find(secret) != std::string::npos;
+      (IsParent(r) ? parent_ran : task_ran) |= r.body.find("listed=") != std::string::npos;
+    }
+    EXPECT_TRUE(parent_ran && task_ran) << "both commands ran";
+    EXPECT_EQ(parent_read, !GetParam().sandboxed) << "the parent's bash";
+    EXPECT_EQ(task_read, !GetParam().sandboxed) << "a task's bash";
+  }
+  size_t later = 0;
+  for (const std::string& text : files()) later += text.find("listed=") != text.npos ? 1 : 0;
+  EXPECT_EQ(files().size(), runs.size() + 1);
+  EXPECT_EQ(later, runs.size()) << "each later session's task wrote its transcript";
+}
+
 // Issue 13: AF_UNIX in the parent's bash and a task's bash goes through the unix connect broker
 // (sandbox/unix_broker.h), in both layers: multiprocessing's forkserver and an abstract server
 // and client inside work, a socket bound outside after the start (under /var/tmp: layer 2's

@@ -30,6 +30,7 @@ StartMessage SampleStart() {
   m.sandbox.allow_net = true;
   m.sandbox.writable = {"/tmp/a", "/var/b c"};
   m.sandbox.env = {"PATH", "HOME"};
+  m.sandbox.unreadable = {"/var/log/forkbox transcripts"};
   m.sandbox.rlimit_fsize_bytes = 777;
   m.sandbox.rlimit_as_bytes = 888;
   m.sandbox.rlimit_nofile = 99;

@@ -796,16 +796,28 @@ TEST_F(ParentTest, SandboxOffWarnsLoudlyEvenWhenQuiet) {
 }
 
 // A transcript directory tools can write is warned about, against the same trees forkbox-child is
-// checked against (sandbox::PersistentWritableTrees); one outside them is not.
+// checked against (sandbox::PersistentWritableTrees): there it cannot be hidden from them either,
+// and the session goes on. So is one that holds the workdir. One outside them is not.
 TEST_F(ParentTest, ATranscriptDirectoryToolsCanWriteIsWarnedAbout) {
   server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
   const std::string inside = workdir_ + "/transcripts";
   RunResult r = Run({"--quiet", "--no-subagents", "--transcript-dir", inside, "hi"});
   EXPECT_EQ(r.exit_code, 0) << Dump(r);
   EXPECT_NE(r.err.find("warning: --transcript-dir '" + fs::canonical(inside).string() +
-                       "' is inside the writable tree '" + fs::canonical(workdir_).string() + "'"),
+                       "' is inside the writable tree '" + fs::canonical(workdir_).string() +
+                       "': tools can plant files there, and read every transcript in it"),
             std::string::npos)
       << r.err;
+  const std::string project = workdir_ + "/project";
+  fs::create_directories(project);
+  RunResult holds =
+      Run({"--quiet", "--no-subagents", "--workdir", project, "--transcript-dir", workdir_, "hi"});
+  EXPECT_EQ(holds.exit_code, 0) << Dump(holds);
+  EXPECT_NE(holds.err.find("warning: --transcript-dir '" + fs::canonical(workdir_).string() +
+                           "' holds the writable tree '" + fs::canonical(project).string() +
+                           "': tools can read every transcript in it"),
+            std::string::npos)
+      << holds.err;
   char tmpl[] = "/var/tmp/forkbox-transcripts-XXXXXX";
   ASSERT_NE(mkdtemp(tmpl), nullptr);
   RunResult outside = Run({"--quiet", "--no-subagents", "--transcript-dir", tmpl, "hi"});

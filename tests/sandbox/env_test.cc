@@ -225,6 +225,27 @@ TEST(CheckPathsUnchanged, RefusesAPathThatNowLeadsElsewhere) {
       << refused.message();
 }
 
+// An unreadable path (the transcript directory) is denied like a store, canonical, and hidden in
+// layer 2 once it exists; one in or above the workdir or a --writable tree is dropped (tools write
+// there), so the workdir is not refused as one that holds a store. The control: the same path
+// outside every tree stays.
+TEST(ResolvePolicy, DeniesAnUnreadablePathOutsideTheWritableTrees) {
+  const std::string work = testing::MakeTempDir("policy-unreadable-work");
+  const std::string extra = testing::MakeTempDir("policy-unreadable-extra");
+  const std::string outside = testing::MakeTempDir("policy-unreadable-outside");
+  Settings settings;
+  settings.writable = {extra};
+  settings.unreadable = {outside + "/.", work + "/t", extra + "/t",
+                         work.substr(0, work.rfind('/'))};
+  Result<Policy> policy = ResolvePolicy(settings, work);
+  ASSERT_TRUE(policy.ok()) << policy.status().ToString();
+  EXPECT_EQ(policy->unreadable, std::vector<std::string>{outside});
+  EXPECT_TRUE(Has(DeniedReadPaths(*policy), outside));
+  EXPECT_TRUE(Has(CredentialPaths(*policy), outside));
+  EXPECT_FALSE(Has(DeniedReadPaths(*policy), work + "/t"));
+  EXPECT_TRUE(CheckWorkdirScope(*policy).ok()) << CheckWorkdirScope(*policy).message();
+}
+
 // The stores and homes are resolved once either way; the read scope's grants only with kNow (a
 // process that confines its own reads later), and left to the ruleset with kAtTheRuleset.
 TEST(ResolvePolicy, ListsTheReadGrantsOnlyWhenAskedToListThemNow) {
