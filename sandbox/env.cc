@@ -279,18 +279,24 @@ std::vector<std::string> HomesOf(const Policy& policy) {
 
 // Below each home: what holds a key, a token or a password. A directory above a store cannot be
 // listed (the read scope is an allow-list), so ~/.cache keeps out (~/.cache/huggingface/token);
-// so do files that builds read (~/.m2/settings.xml, ~/.gradle/gradle.properties).
+// so do files that builds read (~/.m2/settings.xml, ~/.gradle/gradle.properties). Some stores
+// are read by builds too (pip.conf, ~/.bundle/config, ~/.yarnrc.yml, Composer's auth.json):
+// they hold registry tokens, and a build that needs one opts it back in with --readable.
 constexpr const char* kHomeStores[] = {
     ".ssh", ".gnupg", ".aws", ".azure", ".config/gcloud", ".kube", ".oci",
-    // Container registries.
-    ".docker/config.json", ".config/containers/auth.json",
-    // Git and forges: git-credential-store's two files, gh, hub.
+    // Container registries: Docker's config and its legacy file, podman's.
+    ".docker/config.json", ".dockercfg", ".config/containers/auth.json",
+    // Git and forges: git-credential-store's two files, gh, hub, glab; Subversion's saved logins.
     ".netrc", ".git-credentials", ".config/git/credentials", ".config/gh", ".config/hub",
-    // Package registries.
-    ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml",
-    // Other agents' logins.
+    ".config/glab-cli", ".subversion/auth",
+    // Package registries: npm, PyPI uploads, Cargo, Composer (its home and XDG place), yarn 2+,
+    // bundler, pip (an index URL with a token; its XDG and legacy place), Maven's master password.
+    ".npmrc", ".pypirc", ".cargo/credentials", ".cargo/credentials.toml", ".composer/auth.json",
+    ".config/composer/auth.json", ".yarnrc.yml", ".bundle/config", ".config/pip/pip.conf",
+    ".pip/pip.conf", ".m2/settings-security.xml",
+    // Other agents' logins, and llm's API keys.
     ".claude/.credentials.json", ".codex/auth.json", ".gemini/oauth_creds.json",
-    ".config/github-copilot",
+    ".config/github-copilot", ".config/io.datasette.llm",
     // Tools' logins and tokens: RubyGems, ngrok, Fly.io, Ollama's key, configstore's (firebase
     // and other Node CLIs), and a dotenv file in the home directory.
     ".gem/credentials", ".config/ngrok", ".fly", ".ollama/id_ed25519", ".config/configstore",
@@ -299,13 +305,20 @@ constexpr const char* kHomeStores[] = {
     ".pgpass", ".my.cnf", ".vault-token", ".terraform.d/credentials.tfrc.json", ".s3cfg", ".boto",
     ".config/rclone", ".config/doctl", ".huggingface/token", ".password-store",
     ".local/share/keyrings",
+    // Cloud, deploy and data platforms' CLIs: Pulumi, Databricks, Kaggle (~/.kaggle, or its XDG
+    // place), Hetzner's hcloud, 1Password's op (XDG and legacy), Cloudflare's wrangler (legacy and
+    // XDG), Netlify (XDG and legacy), Vercel (legacy and XDG data), Teleport's tsh.
+    ".pulumi/credentials.json", ".databrickscfg", ".kaggle", ".config/kaggle", ".config/hcloud",
+    ".config/op", ".op", ".wrangler", ".config/.wrangler", ".config/netlify", ".netlify", ".vercel",
+    ".local/share/com.vercel.cli", ".tsh",
     // Browser and mail profiles.
     ".mozilla", ".thunderbird", ".config/google-chrome", ".config/chromium",
     ".config/BraveSoftware",
-    // Histories: typed passwords and AUTH commands end up there.
-    ".bash_history", ".zsh_history", ".python_history", ".psql_history", ".mysql_history",
-    ".local/share/fish/fish_history", ".node_repl_history", ".sqlite_history", ".rediscli_history",
-    ".irb_history",
+    // Histories: typed passwords and AUTH commands end up there (zsh's under its other usual
+    // names too; vim's keeps registers and command lines).
+    ".bash_history", ".zsh_history", ".zhistory", ".histfile", ".local/share/zsh/history",
+    ".python_history", ".psql_history", ".mysql_history", ".local/share/fish/fish_history",
+    ".node_repl_history", ".sqlite_history", ".rediscli_history", ".irb_history", ".viminfo",
     // forkbox's own prompt history and sessions (base/state_dir.h; $XDG_STATE_HOME's below).
     ".local/state/forkbox"};
 
