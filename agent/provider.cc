@@ -17,13 +17,6 @@ namespace {
 
 using nlohmann::json;
 
-void ReplaceAll(std::string& s, const std::string& from, const std::string& to) {
-  if (from.empty()) return;
-  for (size_t pos = s.find(from); pos != std::string::npos; pos = s.find(from, pos + to.size())) {
-    s.replace(pos, from.size(), to);
-  }
-}
-
 std::string Lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;
@@ -260,10 +253,8 @@ class ProviderImpl : public Provider {
     return result;
   }
 
-  std::string Redact(std::string s) const {
-    if (config_.api_key.size() >= 4) ReplaceAll(s, config_.api_key.str(), "[REDACTED]");
-    return s;
-  }
+  // The key, and what is left of it where a quote of a reply was cut (RedactKey).
+  std::string Redact(const std::string& s) const { return RedactKey(s, config_.api_key.str()); }
 
   void Log(const std::string& line) const {
     if (hooks_.log) {

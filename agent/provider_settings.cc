@@ -3,6 +3,7 @@
 #include <cstdlib>
 
 #include "agent/http_url.h"
+#include "agent/wire.h"
 
 namespace forkbox::agent {
 namespace {
@@ -12,15 +13,9 @@ std::string Env(const char* name) {
   return v == nullptr ? "" : v;
 }
 
-Status Invalid(const ipc::ProviderSettings& s, std::string message) {
+Status Invalid(const ipc::ProviderSettings& s, const std::string& message) {
   // A key pasted into another field must not end up in an error message.
-  const std::string& key = s.api_key.str();
-  if (key.size() >= 4) {
-    for (size_t pos = message.find(key); pos != std::string::npos; pos = message.find(key, pos)) {
-      message.replace(pos, key.size(), "[REDACTED]");
-    }
-  }
-  return Status::InvalidArgument(std::move(message));
+  return Status::InvalidArgument(RedactKey(message, s.api_key.str()));
 }
 
 // An empty `value` becomes the first non-empty of the variable, the file's value and `fallback`.

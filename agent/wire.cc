@@ -101,6 +101,22 @@ std::string Excerpt(std::string_view s) {
   return s.size() > 120 ? out + "..." : out;
 }
 
+std::string RedactKey(std::string_view text, std::string_view key) {
+  if (key.size() < 4) return std::string(text);
+  const std::string_view head = key.substr(0, std::min(key.size(), kMinRedactedKeyPiece));
+  std::string out;
+  size_t from = 0;
+  for (size_t at = text.find(head); at != std::string_view::npos; at = text.find(head, from)) {
+    size_t n = head.size();
+    while (n < key.size() && at + n < text.size() && text[at + n] == key[n]) ++n;
+    out.append(text.substr(from, at - from));
+    out += "[REDACTED]";
+    from = at + n;
+  }
+  out.append(text.substr(from));
+  return out;
+}
+
 bool SseStreamDecoder::Feed(std::string_view bytes) {
   if (failure_) return false;
   const bool ok = parser_.Feed(bytes, [this](const SseEvent& ev) {

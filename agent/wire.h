@@ -70,6 +70,16 @@ std::optional<int64_t> UsageCount(const nlohmann::json& value);
 // The first 120 bytes of `s`, made valid UTF-8, with "..." when cut: a reply quoted in an error.
 std::string Excerpt(std::string_view s);
 
+// `text` with `key` replaced by [REDACTED] wherever it appears, and so every piece of it that a
+// cut left: a run of its first kMinRedactedKeyPiece characters or more. What a server reflects is
+// quoted cut short in many places (Excerpt, the provider's error page excerpts, the HTTP client's
+// protocol errors, an error message's 16 KiB limit), most of which never hold the key; every
+// error, log line and request id the provider emits goes through this instead, so a cut that
+// falls inside the key prints at most its first 7 characters ("sk-ant-"). A key shorter than that
+// is replaced whole only; one shorter than 4 characters is left alone.
+inline constexpr size_t kMinRedactedKeyPiece = 8;
+std::string RedactKey(std::string_view text, std::string_view key);
+
 // The StreamDecoder of a format whose replies stream as Server-Sent Events: Feed parses them and
 // hands each complete event to OnEvent, until the stream fails (an oversized event, or OnEvent's
 // Fail); Feed then returns false and failure() holds why.
