@@ -43,25 +43,6 @@ namespace {
 
 using testing::HasSubstr;
 
-// Reads one request (head and Content-Length body); "" when the peer closed first.
-std::string ReadRequest(int fd) {
-  std::string got;
-  char buf[4096];
-  size_t need = std::string::npos;
-  while (got.size() < need) {
-    const size_t end = got.find("\r\n\r\n");
-    if (need == std::string::npos && end != std::string::npos) {
-      const size_t cl = got.find("Content-Length: ");
-      need = end + 4 + (cl != std::string::npos && cl < end ? std::stoul(got.substr(cl + 16)) : 0);
-      continue;
-    }
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) return "";
-    got.append(buf, static_cast<size_t>(n));
-  }
-  return got;
-}
-
 void Send(int fd, const std::string& bytes) {
   (void)!::send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL);
 }
@@ -104,7 +85,7 @@ class ScriptServer {
 // A handler that reads one request and answers `reply`.
 ScriptServer::Handler Reply(std::string reply) {
   return [reply](int fd) {
-    if (!ReadRequest(fd).empty()) Send(fd, reply);
+    if (!loopback::ReadRequest(fd).empty()) Send(fd, reply);
   };
 }
 
@@ -121,7 +102,7 @@ HttpResult Post(HttpClient& client, const std::string& url, const HttpClient::Bo
 TEST(HttpNativeTest, ContentLengthBodyAndTheRequestItSends) {
   std::string request;
   ScriptServer server({[&](int fd) {
-    request = ReadRequest(fd);
+    request = loopback::ReadRequest(fd);
     Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\nContent-Length: 5\r\n\r\nhello");
   }});
   auto client = Client();
@@ -182,7 +163,7 @@ TEST(HttpNativeTest, NoContentHasNoBodyAndKeepsTheConnection) {
   ScriptServer server({[](int fd) {
     for (const char* reply :
          {"HTTP/1.1 204 No Content\r\n\r\n", "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nz"}) {
-      if (ReadRequest(fd).empty()) return;
+      if (loopback::ReadRequest(fd).empty()) return;
       Send(fd, reply);
     }
   }});
@@ -211,7 +192,7 @@ TEST(HttpNativeTest, Ipv6HostHeader) {
   std::string request;
   std::thread server([&] {
     UniqueFd conn(::accept4(listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
-    request = ReadRequest(conn.get());
+    request = loopback::ReadRequest(conn.get());
     Send(conn.get(), "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n");
   });
   auto client = Client();
@@ -224,7 +205,7 @@ TEST(HttpNativeTest, Ipv6HostHeader) {
 TEST(HttpNativeTest, KeepAliveReusesOneConnection) {
   ScriptServer server({[](int fd) {
     for (int i = 0; i < 2; ++i) {
-      if (ReadRequest(fd).empty()) return;
+      if (loopback::ReadRequest(fd).empty()) return;
       Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n" + std::to_string(i));
     }
   }});
@@ -242,7 +223,7 @@ TEST(HttpNativeTest, KeepAliveReusesOneConnection) {
 TEST(HttpNativeTest, AnIdleConnectionTheServerClosedIsReplacedOnce) {
   std::promise<void> closed;
   ScriptServer server({[&](int fd) {
-                         if (ReadRequest(fd).empty()) return;
+                         if (loopback::ReadRequest(fd).empty()) return;
                          Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\na");
                          ::shutdown(fd, SHUT_RDWR);
                          closed.set_value();
@@ -259,7 +240,8 @@ TEST(HttpNativeTest, AnIdleConnectionTheServerClosedIsReplacedOnce) {
 }
 
 TEST(HttpNativeTest, ANewConnectionThatFailsIsNotRetried) {
-  ScriptServer server({[](int fd) { ReadRequest(fd); }, Reply("HTTP/1.1 200 OK\r\n\r\n")});
+  ScriptServer server(
+      {[](int fd) { loopback::ReadRequest(fd); }, Reply("HTTP/1.1 200 OK\r\n\r\n")});
   auto client = Client();
   HttpResult r = Post(*client, server.url());
   EXPECT_EQ(r.error_kind, HttpErrorKind::kReceive);
@@ -316,7 +298,7 @@ TEST(HttpNativeTest, BadAndOverflowingChunkSizes) {
 // The server reads the request and holds the connection until the test is done with it.
 ScriptServer::Handler Hold(std::shared_future<void> until) {
   return [until](int fd) {
-    ReadRequest(fd);
+    loopback::ReadRequest(fd);
     until.wait();
   };
 }
@@ -337,7 +319,7 @@ TEST(HttpNativeTest, IdleTimeout) {
 TEST(HttpNativeTest, TotalTimeoutWhileBytesKeepComing) {
   std::atomic<bool> stop{false};
   ScriptServer server({[&](int fd) {
-    ReadRequest(fd);
+    loopback::ReadRequest(fd);
     Send(fd, "HTTP/1.1 200 OK\r\nContent-Length: 1000000\r\n\r\n");
     // A byte every 50 ms: never idle, never done; ends when the client hangs up.
     for (int i = 0; i < 400 && !stop; ++i) {
@@ -363,7 +345,7 @@ TEST(HttpNativeTest, AStreamedBodyStopsAt64MiB) {
   for (const size_t mib : {size_t{1}, size_t{80}}) {
     SCOPED_TRACE(mib);
     ScriptServer server({[mib](int fd) {
-      ReadRequest(fd);
+      loopback::ReadRequest(fd);
       Send(fd, "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\r\n");
       const std::string piece(1 << 20, 'x');
       for (size_t i = 0; i < mib; ++i) {
@@ -394,7 +376,7 @@ TEST(HttpNativeTest, AnErrorBodyStopsAtItsCap) {
   const std::string piece(64 * 1024, 'e');
   const auto endless = [&](const std::string& head, bool chunked) {
     return [&piece, head, chunked](int fd) {
-      ReadRequest(fd);
+      loopback::ReadRequest(fd);
       Send(fd, head);
       const std::string size_line = chunked ? "10000\r\n" : "";
       const std::string end = chunked ? "\r\n" : "";

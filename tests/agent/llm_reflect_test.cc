@@ -35,25 +35,6 @@ std::string KeyOf(const std::string& head) {
   return head.substr(at + name.size(), head.find("\r\n", at) - at - name.size());
 }
 
-// Reads one request (head and Content-Length body) from `fd`; "" when the peer closed first.
-std::string ReadRequest(int fd) {
-  std::string got;
-  char buf[4096];
-  size_t need = std::string::npos;
-  while (got.size() < need) {
-    const size_t end = got.find("\r\n\r\n");
-    if (need == std::string::npos && end != std::string::npos) {
-      const size_t cl = got.find("Content-Length: ");
-      need = end + 4 + (cl != std::string::npos && cl < end ? std::stoul(got.substr(cl + 16)) : 0);
-      continue;
-    }
-    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
-    if (n <= 0) return "";
-    got.append(buf, static_cast<size_t>(n));
-  }
-  return got;
-}
-
 // Answers one request with what `reply` makes of the request's x-api-key.
 using Reflection = std::function<std::string(const std::string& key)>;
 class ReflectingServer {
@@ -72,7 +53,7 @@ class ReflectingServer {
   void Serve() {
     UniqueFd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
     if (!conn) return;
-    const std::string reply = reply_(KeyOf(ReadRequest(conn.get())));
+    const std::string reply = reply_(KeyOf(loopback::ReadRequest(conn.get())));
     (void)!::send(conn.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
   }
   Reflection reply_;

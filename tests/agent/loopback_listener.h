@@ -1,10 +1,13 @@
-// TCP sockets on 127.0.0.1 at a port the kernel picks, for the in-test HTTP and TLS servers.
+// TCP sockets on 127.0.0.1 at a port the kernel picks, for the in-test HTTP and TLS servers, and
+// the one request such a server reads.
 #pragma once
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+
+#include <string>
 
 #include "base/unique_fd.h"
 
@@ -30,5 +33,24 @@ inline UniqueFd Listen(int backlog, int* port) {
 
 // A port nobody listens on, held by the returned socket.
 inline UniqueFd BoundNotListening(int* port) { return Listen(-1, port); }
+
+// Reads one request (head and Content-Length body) from `fd`; "" when the peer closed first.
+inline std::string ReadRequest(int fd) {
+  std::string got;
+  char buf[4096];
+  size_t need = std::string::npos;
+  while (got.size() < need) {
+    const size_t end = got.find("\r\n\r\n");
+    if (need == std::string::npos && end != std::string::npos) {
+      const size_t cl = got.find("Content-Length: ");
+      need = end + 4 + (cl != std::string::npos && cl < end ? std::stoul(got.substr(cl + 16)) : 0);
+      continue;
+    }
+    const ssize_t n = ::recv(fd, buf, sizeof(buf), 0);
+    if (n <= 0) return "";
+    got.append(buf, static_cast<size_t>(n));
+  }
+  return got;
+}
 
 }  // namespace forkbox::loopback
