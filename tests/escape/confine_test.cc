@@ -33,6 +33,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -327,10 +328,13 @@ TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
   auto read = [](pid_t pid) {
     std::error_code ec;
     const fs::path fd_dir = "/proc/" + std::to_string(pid) + "/fd";
-    const auto fds = std::distance(fs::directory_iterator(fd_dir, ec), fs::directory_iterator());
+    std::set<int> fds;  // Their numbers, in order.
+    for (const auto& e : fs::directory_iterator(fd_dir, ec))
+      fds.insert(std::stoi(e.path().filename()));
+    std::string numbers;
+    for (int fd : fds) numbers += (numbers.empty() ? "" : ",") + std::to_string(fd);
     return Seen{StatusField(pid, "NoNewPrivs"), StatusField(pid, "Seccomp_filters"),
-                StatusField(pid, "CapEff") + "/" + StatusField(pid, "CapBnd"),
-                ec ? "?" : std::to_string(fds)};
+                StatusField(pid, "CapEff") + "/" + StatusField(pid, "CapBnd"), ec ? "?" : numbers};
   };
   server_.SetHandler([&](const RecordedRequest&) {
     std::lock_guard<std::mutex> lock(mu);
@@ -361,7 +365,7 @@ TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
   EXPECT_EQ(waiter.caps, "0000000000000000/0000000000000000");
   // Only stdout and stderr: it reports a session process killed under it (the OOM killer's pick;
   // RealChildTest.ASigkillOfTheSessionProcessIsReportedAsSuch). No workdir, socket or file.
-  EXPECT_EQ(waiter.fds, "2") << "the waiter keeps stdout and stderr only";
+  EXPECT_EQ(waiter.fds, "1,2") << "the waiter keeps stdout and stderr only";
 }
 
 // forkbox's pid is what its caller signals. In layer 2 that is the waiter of the parent, which is
