@@ -21,6 +21,6 @@ __attribute__((constructor)) static void LeaveMark(void) {
   int n = snprintf(path, sizeof path, "%.*s/loaded-%s", (int)(slash - info.dli_fname),
                    info.dli_fname, program_invocation_short_name);
   if (n <= 0 || (size_t)n >= sizeof path) return;
-  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  int fd = open(path, O_WRONLY | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0644);
   if (fd >= 0) close(fd);
 }
