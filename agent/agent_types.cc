@@ -278,6 +278,13 @@ Status FrontmatterReader::Key(const std::string& key, const YAML::Node& value) {
   } else if (key == "description" || key == "model") {
     Result<std::string> v = Scalar(value, key);
     if (!v.ok()) return v.status();
+    if (key == "description" && v->size() > kMaxAgentDescriptionBytes) {
+      return Bad(value, key,
+                 std::to_string(v->size()) + " bytes, more than the limit of " +
+                     std::to_string(kMaxAgentDescriptionBytes) +
+                     " (every request of the parent model carries it; put the details in the "
+                     "body, the agent's own prompt)");
+    }
     (key == "model" ? out_->model : out_->description) = *v;
   } else if (key == "tools") {
     has_tools_ = true;
@@ -349,12 +356,68 @@ Result<std::vector<std::string>> ListAgentFiles(const std::string& dir) {
   return files;
 }
 
-void AddOrShadow(AgentType type, std::map<std::string, AgentType>& by_name) {
-  auto it = by_name.find(type.name);
-  if (it == by_name.end()) {
-    by_name.emplace(type.name, std::move(type));
-  } else {
+// What an agent adds to the task tool's description.
+std::string CatalogEntry(const AgentType& type) {
+  return "\n- " + type.name + ": " +
+         (type.description.empty() ? std::string("(no description)") : type.description);
+}
+
+// The agents read so far by name, and the bytes their entries take in the task tool.
+struct Loaded {
+  std::map<std::string, AgentType> by_name;
+  size_t entry_bytes = 0;
+};
+
+// Adds `type` unless a higher-precedence agent has its name (then it is recorded as shadowed);
+// an error when its entry would take the catalog past kMaxAgentCatalogBytes.
+Status AddOrShadow(AgentType type, Loaded& loaded) {
+  auto it = loaded.by_name.find(type.name);
+  if (it != loaded.by_name.end()) {
     it->second.overrides.push_back(type.source);
+    return Status::Ok();
+  }
+  const size_t bytes = CatalogEntry(type).size();
+  if (loaded.entry_bytes + bytes > kMaxAgentCatalogBytes) {
+    return Status::ResourceExhausted(
+        type.source + ":1: its name and description (" + std::to_string(bytes) +
+        " bytes) would take the agents' descriptions past their limit of " +
+        std::to_string(kMaxAgentCatalogBytes) +
+        " bytes in all (every request of the parent model carries them)");
+  }
+  loaded.entry_bytes += bytes;
+  loaded.by_name.emplace(type.name, std::move(type));
+  return Status::Ok();
+}
+
+// The agent files of one directory into `loaded`; what is skipped goes to `warnings`.
+void LoadDir(const AgentDir& dir, Loaded& loaded, std::vector<std::string>& warnings) {
+  Result<std::vector<std::string>> files = ListAgentFiles(dir.path);
+  if (!files.ok()) {
+    warnings.push_back(files.status().ToString() + " (" + dir.label + " agents)");
+    return;
+  }
+  if (files->size() > kMaxAgentFilesPerDir) {
+    warnings.push_back(dir.path + ": more than " + std::to_string(kMaxAgentFilesPerDir) +
+                       " agent files; only the first " + std::to_string(kMaxAgentFilesPerDir) +
+                       " by name are read");
+    files->resize(kMaxAgentFilesPerDir);
+  }
+  std::set<std::string> in_this_dir;
+  for (const std::string& file : *files) {
+    Result<std::string> text = ReadAgentFile(file, dir.confine_to);
+    Result<AgentType> type =
+        text.ok() ? ParseAgentFile(file, *text) : Result<AgentType>(text.status());
+    if (!type.ok()) {
+      warnings.push_back(type.status().message() + " (skipped)");
+      continue;
+    }
+    if (!in_this_dir.insert(type->name).second) {
+      warnings.push_back(file + ":1: a second agent named " + type->name + " in " + dir.path +
+                         " (skipped)");
+      continue;
+    }
+    Status added = AddOrShadow(std::move(*type), loaded);
+    if (!added.ok()) warnings.push_back(added.message() + " (skipped)");
   }
 }
 
@@ -435,51 +498,28 @@ Result<AgentType> ParseAgentFile(const std::string& path, std::string_view text)
 
 AgentCatalog LoadAgentCatalog(const std::vector<AgentDir>& dirs) {
   AgentCatalog catalog;
-  std::map<std::string, AgentType> by_name;
-  for (const AgentDir& dir : dirs) {
-    Result<std::vector<std::string>> files = ListAgentFiles(dir.path);
-    if (!files.ok()) {
-      catalog.warnings.push_back(files.status().ToString() + " (" + dir.label + " agents)");
-      continue;
-    }
-    if (files->size() > kMaxAgentFilesPerDir) {
-      catalog.warnings.push_back(dir.path + ": more than " + std::to_string(kMaxAgentFilesPerDir) +
-                                 " agent files; only the first " +
-                                 std::to_string(kMaxAgentFilesPerDir) + " by name are read");
-      files->resize(kMaxAgentFilesPerDir);
-    }
-    std::set<std::string> in_this_dir;
-    for (const std::string& file : *files) {
-      Result<std::string> text = ReadAgentFile(file, dir.confine_to);
-      Result<AgentType> type =
-          text.ok() ? ParseAgentFile(file, *text) : Result<AgentType>(text.status());
-      if (!type.ok()) {
-        catalog.warnings.push_back(type.status().message() + " (skipped)");
-        continue;
-      }
-      if (!in_this_dir.insert(type->name).second) {
-        catalog.warnings.push_back(file + ":1: a second agent named " + type->name + " in " +
-                                   dir.path + " (skipped)");
-        continue;
-      }
-      AddOrShadow(std::move(*type), by_name);
+  Loaded loaded;
+  for (const AgentDir& dir : dirs) LoadDir(dir, loaded, catalog.warnings);
+  // The built-ins' entries are small and fixed: they always fit, as forkbox's own.
+  for (AgentType& builtin : BuiltinAgentTypes()) {
+    auto it = loaded.by_name.find(builtin.name);
+    if (it != loaded.by_name.end()) {
+      it->second.overrides.push_back(builtin.source);
+    } else {
+      loaded.by_name.emplace(builtin.name, std::move(builtin));
     }
   }
-  for (AgentType& builtin : BuiltinAgentTypes()) AddOrShadow(std::move(builtin), by_name);
-  auto general = by_name.find(kDefaultAgentType);
+  auto general = loaded.by_name.find(kDefaultAgentType);
   catalog.agents.push_back(std::move(general->second));
-  by_name.erase(general);
-  for (auto& [name, type] : by_name) catalog.agents.push_back(std::move(type));
+  loaded.by_name.erase(general);
+  for (auto& [name, type] : loaded.by_name) catalog.agents.push_back(std::move(type));
   return catalog;
 }
 
 ToolDef TaskToolDefFor(const AgentCatalog& catalog) {
   ToolDef def = TaskToolDef();
   def.description += "\n\nChoose the agent with subagent_type (default general). Available agents:";
-  for (const AgentType& a : catalog.agents) {
-    def.description += "\n- " + a.name + ": " +
-                       (a.description.empty() ? std::string("(no description)") : a.description);
-  }
+  for (const AgentType& a : catalog.agents) def.description += CatalogEntry(a);
   def.input_schema["properties"]["subagent_type"] = {
       {"type", "string"},
       {"enum", catalog.Names()},

@@ -30,6 +30,12 @@ namespace forkbox::agent {
 inline constexpr char kDefaultAgentType[] = "general";
 inline constexpr int64_t kMaxAgentFileBytes = 256 * 1024;
 inline constexpr size_t kMaxAgentFilesPerDir = 64;  // Each one grows every parent request.
+// Every request of the parent model carries each agent's name and description (the task tool's
+// description): one description may be 4 KiB (Claude Code's generated ones, with their
+// <example> blocks, fit), and the agent files' entries 32 KiB in all (about 8k tokens). A longer
+// description is refused (the file skipped); an agent past the total is skipped.
+inline constexpr size_t kMaxAgentDescriptionBytes = 4 * 1024;
+inline constexpr size_t kMaxAgentCatalogBytes = 32 * 1024;
 
 enum class WriteAccess { kWorkdir, kNone };
 enum class NetworkAccess { kOff, kInherit };
@@ -76,7 +82,11 @@ std::vector<AgentType> BuiltinAgentTypes();
 // frontmatter has no `name` (the file's stem, with a note).
 Result<AgentType> ParseAgentFile(const std::string& path, std::string_view text);
 
-// The built-ins plus every *.md in `dirs` (highest precedence first, as AgentDirs returns).
+// The built-ins plus every *.md in `dirs` (highest precedence first, as AgentDirs returns). Files
+// are taken in that order (by name within a directory) while their entries in the task tool
+// (name and description) stay within kMaxAgentCatalogBytes; a file past it is skipped with a
+// warning naming it and the limit (a same-named file of lower precedence may then take its place,
+// as when a file is broken). A file shadowed by a higher one costs nothing.
 AgentCatalog LoadAgentCatalog(const std::vector<AgentDir>& dirs);
 
 // The `task` tool with `subagent_type`: an enum of the catalog's names (default `general`), each

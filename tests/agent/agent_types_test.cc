@@ -373,6 +373,53 @@ TEST_F(AgentFilesTest, AtMost64FilesPerDirectoryAreRead) {
   EXPECT_THAT(c.warnings[0], HasSubstr("more than 64 agent files"));
 }
 
+// Every request of the parent model carries each agent's description: one longer than
+// kMaxAgentDescriptionBytes is refused, naming the file, the line and the limit. Before, a
+// description of any length (up to the file's 256 KiB) was taken. The control: one at the limit.
+TEST(AgentTypesTest, ADescriptionPastItsLimitIsRefusedNamingTheLimit) {
+  const std::string at_limit(kMaxAgentDescriptionBytes, 'd');
+  Result<AgentType> fits = ParseAgentFile("/x/long.md", Agent("long", at_limit));
+  ASSERT_TRUE(fits.ok()) << fits.status().ToString();
+  EXPECT_EQ(fits->description, at_limit);
+  Result<AgentType> t = ParseAgentFile("/x/long.md", Agent("long", at_limit + "d"));
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(t.status().message(), HasSubstr("/x/long.md:3: description: 4097 bytes, more than "
+                                              "the limit of 4096"));
+}
+
+// 64 files a directory, four directories: without a cap on the sum, the red team's 64 files of
+// 250 KB descriptions made every parent request 16 MB. Files are taken in precedence order while
+// their entries fit kMaxAgentCatalogBytes; one past it is skipped with a warning naming it and the
+// limit, a smaller one after it still fits, and a shadowed file costs nothing.
+TEST_F(AgentFilesTest, TheAgentsDescriptionsHaveATotalLimit) {
+  const std::string big(4000, 'd');  // Each entry: "\n- aNN: " + 4000 bytes = 4008.
+  for (int i = 0; i < 9; ++i) {
+    char name[8];
+    std::snprintf(name, sizeof(name), "a%02d", i);
+    Write(ProjectForkbox(), std::string(name) + ".md", Agent(name, big));
+  }
+  Write(ProjectForkbox(), "small.md", Agent("small", "fits in what is left"));
+  Write(UserClaude(), "a00.md", Agent("a00", big + big.substr(0, 90)));  // Shadowed: free.
+  Write(UserClaude(), "late.md", Agent("late", big));
+  AgentCatalog c = Load();
+  std::string warnings;
+  for (const auto& w : c.warnings) warnings += w + "\n";
+  EXPECT_NE(c.Find("a07"), nullptr);
+  EXPECT_EQ(c.Find("a08"), nullptr);
+  EXPECT_NE(c.Find("small"), nullptr);
+  EXPECT_EQ(c.Find("late"), nullptr);
+  EXPECT_THAT(c.Find("a00")->overrides, ElementsAre(UserClaude() + "/a00.md"));
+  ASSERT_EQ(c.warnings.size(), 2u) << warnings;
+  EXPECT_THAT(c.warnings[0], HasSubstr(ProjectForkbox() + "/a08.md:1: its name and description "
+                                                          "(4008 bytes) would take the agents' "
+                                                          "descriptions past their limit of "
+                                                          "32768 bytes in all"));
+  EXPECT_THAT(c.warnings[0], HasSubstr("(skipped)"));
+  EXPECT_THAT(c.warnings[1], HasSubstr(UserClaude() + "/late.md:1: "));
+  const size_t base = TaskToolDefFor(LoadAgentCatalog({})).description.size();
+  EXPECT_LE(TaskToolDefFor(c).description.size(), base + kMaxAgentCatalogBytes);
+}
+
 TEST_F(AgentFilesTest, TaskToolOffersAnEnumOfAgentsWithTheirDescriptions) {
   Write(ProjectClaude(), "tester.md", Agent("tester", "Runs the test suite"));
   ToolDef def = TaskToolDefFor(Load());

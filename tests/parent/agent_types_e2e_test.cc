@@ -421,6 +421,53 @@ TEST_P(AgentTypesE2eTest, AgentsCommandListsSourcesSandboxNotesAndWarnings) {
   EXPECT_THAT(s.err, HasSubstr("warning: agent file " + workdir_ + "/.claude/agents/broken.md:3"));
 }
 
+// The red team's catalog: 64 project files with 250 KB descriptions made every parent request
+// 16 MB, with no warning from `forkbox agents`. Now a description past 4 KiB is refused and files
+// past the 32 KiB sum are skipped; the listing and the session say the same, each naming the file
+// and the limit, and the parent's task tool stays within the sum.
+TEST_P(AgentTypesE2eTest, TheAgentsListingAndTheSessionWarnOfTheCatalogsLimits) {
+  WriteFile(workdir_ + "/.claude/agents/huge.md",
+            "---\nname: huge\ndescription: " + std::string(250'000, 'h') + "\n---\nbody\n");
+  for (int i = 0; i < 10; ++i) {
+    const std::string name = "big" + std::to_string(i);
+    WriteFile(workdir_ + "/.forkbox/agents/" + name + ".md",
+              "---\nname: " + name + "\ndescription: " + std::string(4000, 'b') + "\n---\n");
+  }
+  const std::vector<std::string> expected = {
+      workdir_ +
+          "/.claude/agents/huge.md:3: description: 250000 bytes, more than the limit of "
+          "4096",
+      workdir_ +
+          "/.forkbox/agents/big8.md:1: its name and description (4009 bytes) would take "
+          "the agents' descriptions past their limit of 32768 bytes in all",
+      workdir_ + "/.forkbox/agents/big9.md:1: "};
+  RunSpec spec;
+  spec.args = {"agents"};
+  spec.env = Env();
+  spec.cwd = workdir_;
+  RunResult listing = RunForkbox(spec);
+  ASSERT_EQ(listing.exit_code, 0) << Dump(listing);
+  EXPECT_THAT(listing.out, HasSubstr("big7  ("));
+  EXPECT_THAT(listing.out, Not(HasSubstr("big8  (")));
+  server_.SetHandler([](const RecordedRequest&) { return Text("fine"); });
+  RunResult s = Run({"hi"});
+  ASSERT_EQ(s.exit_code, 0) << Dump(s);
+  for (const std::string& w : expected) {
+    EXPECT_THAT(listing.out, HasSubstr("warnings:")) << Dump(listing);
+    EXPECT_THAT(listing.out, HasSubstr("  " + w)) << Dump(listing);
+    EXPECT_THAT(s.err, HasSubstr("warning: agent file " + w)) << Dump(s);
+  }
+  std::vector<RecordedRequest> parent = ParentRequests();
+  ASSERT_EQ(parent.size(), 1u);
+  size_t task_bytes = 0;
+  for (const auto& tool : parent[0].json["tools"]) {
+    if (tool["name"] == "task") task_bytes = tool["description"].get<std::string>().size();
+  }
+  EXPECT_GT(task_bytes, 8u * 4000);
+  EXPECT_LT(task_bytes, 32u * 1024 + 4096) << "the catalog's sum, plus the tool's own text";
+  EXPECT_LT(parent[0].body.size(), 64u * 1024);
+}
+
 TEST_P(AgentTypesE2eTest, TranscriptNamesTheAgentType) {
   server_.SetHandler([](const RecordedRequest& r) {
     if (r.view.HasTool("task")) {
