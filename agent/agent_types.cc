@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <yaml-cpp/depthguard.h>
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
@@ -476,6 +477,13 @@ Result<AgentType> ParseAgentFile(const std::string& path, std::string_view text)
     if (root.IsNull()) root = YAML::Node(YAML::NodeType::Map);
     FrontmatterReader reader(path, &type);
     FORKBOX_RETURN_IF_ERROR(reader.Read(root));
+  } catch (const YAML::DeepRecursion& e) {
+    // Its own message is only "bad file".
+    const int line = e.mark.line >= 0 ? e.mark.line + 2 : 1;
+    return Status::InvalidArgument(path + ":" + std::to_string(line) +
+                                   ": the YAML is nested too deeply (the parser stops at " +
+                                   std::to_string(e.depth()) +
+                                   " levels; an agent's frontmatter needs 2)");
   } catch (const YAML::Exception& e) {
     int line = e.mark.line >= 0 ? e.mark.line + 2 : 1;
     return Status::InvalidArgument(path + ":" + std::to_string(line) + ": " + e.msg);

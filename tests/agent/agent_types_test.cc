@@ -19,6 +19,7 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 class AgentFilesTest : public ::testing::Test {
  protected:
@@ -236,6 +237,21 @@ TEST(AgentTypesTest, BadFilesNameTheFileAndLine) {
       ParseAgentFile("/x/bad.md", "---\nname: a\ndescription: x: y\nmodel: m\n---\nbody\n");
   ASSERT_FALSE(t.ok());
   EXPECT_THAT(t.status().message(), HasSubstr("/x/bad.md:3: "));
+}
+
+// YAML nested past the parser's limit was reported as "deep.md:4: bad file" (yaml-cpp's message):
+// now the warning says what is wrong and the limit. The control: nesting a file may use is taken.
+TEST(AgentTypesTest, YamlNestedTooDeeplyIsNamedAsSuch) {
+  const std::string deep = "---\nname: deep\ndescription: d\nx: " + std::string(1000, '[') +
+                           std::string(1000, ']') + "\n---\n";
+  Result<AgentType> t = ParseAgentFile("/x/deep.md", deep);
+  ASSERT_FALSE(t.ok());
+  EXPECT_THAT(t.status().message(), HasSubstr("/x/deep.md:4: the YAML is nested too deeply (the "
+                                              "parser stops at 500 levels"));
+  EXPECT_THAT(t.status().message(), Not(HasSubstr("bad file")));
+  const std::string fine = "---\nname: deep\ndescription: d\nx: " + std::string(20, '[') +
+                           std::string(20, ']') + "\n---\n";
+  EXPECT_TRUE(ParseAgentFile("/x/deep.md", fine).ok());
 }
 
 // YAML lets a key repeat and the last one win; in an agent file that would silently change the
