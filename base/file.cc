@@ -75,14 +75,19 @@ Status NoLinksError(int err, const std::string& path) {
 }
 
 // Opens `path` beneath `dir` with `flags` through no link of either kind (see
-// CreateRegularFileNoLinks).
-Result<UniqueFd> OpenRegularFileNoLinks(int dir, const std::string& path, int flags, mode_t mode) {
-  UniqueFd file = OpenAt2(dir, path.c_str(), flags | O_NONBLOCK | O_NOCTTY, kResolveNoLinks, mode);
-  if (!file) return NoLinksError(errno, path);
+// CreateRegularFileNoLinks), `resolve` added; `one_name`: a hard link is refused. Errors name
+// `shown` (empty: `path`).
+Result<UniqueFd> OpenRegularFileNoLinks(int dir, const std::string& path, int flags, mode_t mode,
+                                        uint64_t resolve = 0, bool one_name = true,
+                                        const std::string& shown = "") {
+  const std::string& name = shown.empty() ? path : shown;
+  UniqueFd file =
+      OpenAt2(dir, path.c_str(), flags | O_NONBLOCK | O_NOCTTY, kResolveNoLinks | resolve, mode);
+  if (!file) return NoLinksError(errno, name);
   struct stat st;
-  if (::fstat(file.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + path);
-  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(path + ": not a regular file");
-  if (st.st_nlink > 1) {
+  if (::fstat(file.get(), &st) != 0) return Status::FromErrno(errno, "fstat " + name);
+  if (!S_ISREG(st.st_mode)) return Status::InvalidArgument(name + ": not a regular file");
+  if (one_name && st.st_nlink > 1) {
     return Status::PermissionDenied(path + ": a hard link (" + std::to_string(st.st_nlink) +
                                     " names), refused: its other name may lie anywhere; give a "
                                     "file of its own");
@@ -100,6 +105,14 @@ Result<std::string> ReadRegularFileNoLinks(const std::string& path, size_t max_b
   Result<UniqueFd> fd = OpenRegularFileNoLinks(AT_FDCWD, path, O_RDONLY, 0);
   if (!fd.ok()) return fd.status();
   return ReadToEnd(fd->get(), max_bytes, path);
+}
+
+Result<std::string> ReadRegularFileBeneath(int dir, const std::string& rel, size_t max_bytes,
+                                           const std::string& shown) {
+  Result<UniqueFd> fd = OpenRegularFileNoLinks(dir, rel, O_RDONLY, 0, RESOLVE_BENEATH,
+                                               /*one_name=*/false, shown);
+  if (!fd.ok()) return fd.status();
+  return ReadToEnd(fd->get(), max_bytes, shown);
 }
 
 Result<UniqueFd> CreateDirectoriesNoLinks(const std::string& path, mode_t mode) {

@@ -65,6 +65,14 @@ Result<UniqueFd> CreateDirectoriesNoLinks(const std::string& path, mode_t mode);
 // sandbox, and sends to the model, where a tool may have planted `prompt.md -> ~/.aws/credentials`.
 Result<std::string> ReadRegularFileNoLinks(const std::string& path, size_t max_bytes);
 
+// The file `rel` beneath the directory `dir`, read as ReadRegularFileNoLinks reads (no symbolic
+// link anywhere on `rel`'s way, a regular file, no wait on a FIFO), resolved with RESOLVE_BENEATH
+// too (no ".."); a hard link is taken. Errors name `shown` (the path for the user). For a file a
+// cloned project holds: `.forkbox -> ~/elsewhere` must not make forkbox read what it leads to as
+// the project's.
+Result<std::string> ReadRegularFileBeneath(int dir, const std::string& rel, size_t max_bytes,
+                                           const std::string& shown);
+
 // OpenRegularFile + ReadToEnd.
 Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, int extra_flags = 0);
 

@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <toml++/toml.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <string_view>
 
 #include "base/file.h"
+#include "base/unique_fd.h"
 
 namespace forkbox::parent {
 namespace {
@@ -202,15 +204,29 @@ Status ReadKey(const std::string& key, const toml::node& node, const std::string
   return Status::Ok();
 }
 
-Status ReadOne(const std::string& path, bool project,
+constexpr char kProjectConfig[] = ".forkbox/config.toml";
+
+// The text of the file at `path`; neither file may be a FIFO, a device or bigger than any real
+// config. The project's (`project_root` not empty: the workdir) is opened beneath the workdir
+// through no symbolic link, as a config.toml that is one always was: a cloned
+// `.forkbox -> ~/elsewhere` had its config.toml read as the project's (its agent files were
+// refused). The user's own file may be a link (dotfile managers).
+Result<std::string> ReadConfigText(const std::string& path, const std::string& project_root) {
+  if (project_root.empty()) return ReadRegularFile(path, kMaxConfigFileBytes);
+  UniqueFd root = OpenAt2(AT_FDCWD, project_root.c_str(), O_PATH | O_DIRECTORY, 0);
+  if (!root) return Status::FromErrno(errno, "open " + project_root);
+  return ReadRegularFileBeneath(root.get(), kProjectConfig, kMaxConfigFileBytes, path);
+}
+
+// `project_root`: empty for the user's file, the workdir for the project's.
+Status ReadOne(const std::string& path, const std::string& project_root,
                const std::map<std::string, OptionKind>& options, std::vector<ConfigEntry>* out) {
   std::error_code ec;
   if (path.empty() || !std::filesystem::exists(std::filesystem::symlink_status(path, ec))) {
     return Status::Ok();
   }
-  // A cloned project's file is never followed through a link; neither file may be a FIFO, a
-  // device or bigger than any real config.
-  Result<std::string> text = ReadRegularFile(path, kMaxConfigFileBytes, project ? O_NOFOLLOW : 0);
+  const bool project = !project_root.empty();
+  Result<std::string> text = ReadConfigText(path, project_root);
   if (!text.ok()) {
     return text.status().WithContext(std::string(project ? "project" : "user") + " config");
   }
@@ -243,7 +259,7 @@ Status ReadOne(const std::string& path, bool project,
 Status ReadConfigFiles(const std::map<std::string, OptionKind>& options, const std::string& workdir,
                        std::vector<ConfigEntry>* out) {
   const size_t first = out->size();
-  FORKBOX_RETURN_IF_ERROR(ReadOne(UserConfigPath(), false, options, out));
+  FORKBOX_RETURN_IF_ERROR(ReadOne(UserConfigPath(), "", options, out));
   // The project is the workdir's, wherever it was chosen (a project file cannot choose it).
   std::string chosen = workdir;
   for (size_t i = first; i < out->size() && chosen.empty(); ++i) {
@@ -253,7 +269,7 @@ Status ReadConfigFiles(const std::map<std::string, OptionKind>& options, const s
   const std::filesystem::path dir =
       std::filesystem::absolute(chosen.empty() ? "." : chosen, ec).lexically_normal();
   if (ec) return Status::InvalidArgument("--workdir '" + chosen + "': " + ec.message());
-  return ReadOne((dir / ".forkbox" / "config.toml").string(), true, options, out);
+  return ReadOne((dir / kProjectConfig).string(), dir.string(), options, out);
 }
 
 }  // namespace forkbox::parent

@@ -3461,6 +3461,50 @@ TEST_F(ConfigTest, APlantedProjectFifoOrLinkIsRefusedNotFollowed) {
   EXPECT_NE(user.out.find("3"), std::string::npos) << Dump(user);
 }
 
+// A `.forkbox` that is a symbolic link to a directory outside the project: its config.toml was
+// read and labelled "project config" (O_NOFOLLOW guarded the last name only), while the agent
+// files beneath the same link were refused as leading outside. Now the project's file is opened
+// beneath the workdir through no link (openat2), and a link on the way is an error (exit 2), as a
+// config.toml that is itself a link always was; inside the project too. A link with no
+// config.toml behind it is no config, as before. The control: the same file in a real .forkbox.
+TEST_F(ConfigTest, AProjectConfigBehindALinkedForkboxDirectoryIsRefused) {
+  char tmpl[] = "/tmp/forkbox-elsewhere-XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const fs::path elsewhere = tmpl;
+  const fs::path dot_forkbox = Project().parent_path();
+  Write(elsewhere / "config.toml", "max-parallel = 3\n");
+  fs::create_directory_symlink(elsewhere, dot_forkbox);
+  RunResult r = RunWith({"config"});
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find("project config: " + Project().string() + ": a symbolic link on the way"),
+            std::string::npos)
+      << Dump(r);
+  EXPECT_EQ(r.out.find("max-parallel = 3"), std::string::npos) << Dump(r);
+  RunResult run = RunWith({"--sandbox=off", "--no-subagents", "go"});
+  EXPECT_EQ(run.exit_code, 2) << Dump(run);
+  EXPECT_EQ(server_.request_count(), 0u);
+  // A link that stays in the project is no better: nothing beneath the workdir is a link.
+  fs::remove(dot_forkbox);
+  Write(fs::path(workdir_) / "cfg" / "config.toml", "max-parallel = 3\n");
+  fs::create_directory_symlink(fs::path(workdir_) / "cfg", dot_forkbox);
+  RunResult inside = RunWith({"config"});
+  EXPECT_EQ(inside.exit_code, 2) << Dump(inside);
+  EXPECT_NE(inside.err.find("a symbolic link on the way"), std::string::npos) << Dump(inside);
+  // Nothing to read behind the link: no project config.
+  fs::remove(fs::path(workdir_) / "cfg" / "config.toml");
+  RunResult none = RunWith({"config"});
+  EXPECT_EQ(none.exit_code, 0) << Dump(none);
+  // The control: the same file in a real directory is the project's.
+  fs::remove(dot_forkbox);
+  Write(Project(), "max-parallel = 3\n");
+  RunResult real = RunWith({"config"});
+  EXPECT_EQ(real.exit_code, 0) << Dump(real);
+  EXPECT_NE(real.out.find("max-parallel = 3  (project config " + Project().string()),
+            std::string::npos)
+      << Dump(real);
+  fs::remove_all(elsewhere);
+}
+
 // Defect 4: the environment variable of another provider neither overrides nor drops the file's
 // base-url; the effective provider's own variable wins over it (environment > user).
 TEST_F(ConfigTest, OnlyTheEffectiveProvidersVariableOverridesTheFilesBaseUrl) {
