@@ -386,6 +386,7 @@ std::optional<TaskConfig> TaskConfigOf(const Options& o, const Settings& s,
   t.sandbox = static_cast<const sandbox::Settings&>(policy);
   t.child_hints = ChildHintsOf(o, policy, context);
   t.transcript_dir_fd = s.transcripts.fd ? s.transcripts.fd.get() : -1;
+  t.transcript_dir = s.transcripts.path;
   // Scrubbed (no keys: the key travels in the start frame only), the opt-ins parked.
   t.child_env = sandbox::ForkboxProcessEnvironment(policy, environ);
   t.max_parallel = o.max_parallel;

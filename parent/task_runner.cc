@@ -221,7 +221,8 @@ class Batch {
     }
     UniqueFd transcript;
     if (config_.transcript_dir_fd >= 0) {
-      auto t = OpenTranscriptFile(config_.transcript_dir_fd, specs_[i].number);
+      auto t =
+          OpenTranscriptFile(config_.transcript_dir_fd, config_.transcript_dir, specs_[i].number);
       if (!t.ok()) return t.status();
       transcript = std::move(*t);
       start.transcript_fd = ipc::kChildTranscriptFd;

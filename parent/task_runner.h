@@ -31,6 +31,7 @@ struct TaskConfig {
   ipc::SandboxSettings sandbox;
   ipc::ChildSandboxHints child_hints;  // Sent in start and prepare frames (ipc/messages.h).
   int transcript_dir_fd = -1;          // Borrowed (parent/transcripts.h); -1: no transcripts.
+  std::string transcript_dir;          // Its path, for messages.
   std::vector<std::string>
       child_env;  // The child's complete environment (sandbox::ForkboxProcessEnvironment).
   int max_parallel = 4;

@@ -2,8 +2,10 @@
 
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/magic.h>
 #include <stdlib.h>
 #include <sys/random.h>
+#include <sys/statfs.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -27,6 +29,44 @@ Result<std::string> RandomHex64() {
   return std::string(buf);
 }
 
+// The kernel filesystem the directory `fd` lies on, or nullptr: none of them takes a file, and
+// root's faccessat passes on /proc all the same.
+const char* KernelFilesystem(int fd) {
+  struct statfs st;
+  if (::fstatfs(fd, &st) != 0) return nullptr;
+  switch (st.f_type) {
+    case PROC_SUPER_MAGIC:
+      return "proc";
+    case SYSFS_MAGIC:
+      return "sysfs";
+    case CGROUP_SUPER_MAGIC:
+    case CGROUP2_SUPER_MAGIC:
+      return "cgroup";
+    case DEBUGFS_MAGIC:
+      return "debugfs";
+    case TRACEFS_MAGIC:
+      return "tracefs";
+    case SECURITYFS_MAGIC:
+      return "securityfs";
+    default:
+      return nullptr;
+  }
+}
+
+// Whether a file can be made in the directory `fd`: one is, then removed. What faccessat cannot
+// tell (a read-only bind, an inode limit, a filesystem that takes no regular files) fails here
+// once, at start, instead of at every task.
+Status ProbeCreate(int fd) {
+  Result<std::string> random = RandomHex64();
+  if (!random.ok()) return random.status();
+  const std::string name = ".forkbox-probe-" + *random;
+  UniqueFd probe(
+      ::openat(fd, name.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600));
+  if (!probe) return Status::FromErrno(errno, "cannot create a file there");
+  (void)::unlinkat(fd, name.c_str(), 0);
+  return Status::Ok();
+}
+
 }  // namespace
 
 Result<TranscriptDir> OpenTranscriptDir(const std::string& dir) {
@@ -46,8 +86,15 @@ Result<TranscriptDir> OpenTranscriptDir(const std::string& dir) {
   ssize_t n = ::readlink(self.c_str(), buf, sizeof(buf) - 1);
   if (n < 0) return Status::FromErrno(errno, "readlink " + self);
   out.path.assign(buf, static_cast<size_t>(n));
-  if (::faccessat(fd, ".", W_OK, AT_EACCESS) != 0) {
-    return Status::FromErrno(errno, "--transcript-dir '" + out.path + "'");
+  const std::string named = "--transcript-dir '" + out.path + "'";
+  if (const char* kernel = KernelFilesystem(fd)) {
+    return Status::InvalidArgument(named + ": on " + kernel +
+                                   ", a kernel filesystem that takes no files; give a directory "
+                                   "on a disk");
+  }
+  if (::faccessat(fd, ".", W_OK, AT_EACCESS) != 0) return Status::FromErrno(errno, named);
+  if (Status probe = ProbeCreate(fd); !probe.ok()) {
+    return Status::InvalidArgument(named + ": " + probe.message());
   }
   return out;
 }
@@ -69,7 +116,7 @@ std::string TranscriptDirWarning(const std::string& path,
   return "";
 }
 
-Result<UniqueFd> OpenTranscriptFile(int dir_fd, int number) {
+Result<UniqueFd> OpenTranscriptFile(int dir_fd, const std::string& dir_path, int number) {
   char stamp[32];
   std::time_t now = std::time(nullptr);
   struct tm tm_utc;
@@ -81,7 +128,10 @@ Result<UniqueFd> OpenTranscriptFile(int dir_fd, int number) {
       "task-" + std::to_string(number) + "-" + stamp + "-" + *random + ".jsonl";
   int fd = ::openat(dir_fd, name.c_str(),
                     O_WRONLY | O_APPEND | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-  if (fd < 0) return Status::FromErrno(errno, "create transcript " + name);
+  if (fd < 0) {
+    return Status::FromErrno(
+        errno, "create transcript " + name + " in --transcript-dir '" + dir_path + "'");
+  }
   return UniqueFd(fd);
 }
 

@@ -17,7 +17,9 @@ struct TranscriptDir {
   std::string path;  // Canonical, for messages.
 };
 
-// Creates `dir` (and parents) when missing, opens it, and checks that it is writable.
+// Creates `dir` (and parents) when missing, opens it, and checks that files can be made in it: a
+// directory on a kernel filesystem (/proc, /sys) is refused by name, and so is one where a probe
+// file (made and removed at once) cannot be created. Errors name the directory.
 Result<TranscriptDir> OpenTranscriptDir(const std::string& dir);
 
 // Non-empty when the transcript directory at `path` lies inside or holds one of `writable_trees`
@@ -27,7 +29,8 @@ Result<TranscriptDir> OpenTranscriptDir(const std::string& dir);
 std::string TranscriptDirWarning(const std::string& path,
                                  const std::vector<std::string>& writable_trees);
 
-// A new append-only transcript file for task `number` in the directory `dir_fd`.
-Result<UniqueFd> OpenTranscriptFile(int dir_fd, int number);
+// A new append-only transcript file for task `number` in the directory `dir_fd`, whose path is
+// `dir_path` (errors name it).
+Result<UniqueFd> OpenTranscriptFile(int dir_fd, const std::string& dir_path, int number);
 
 }  // namespace forkbox::parent

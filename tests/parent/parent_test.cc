@@ -826,6 +826,19 @@ TEST_F(ParentTest, ATranscriptDirectoryToolsCanWriteIsWarnedAbout) {
   EXPECT_EQ(outside.err.find("--transcript-dir"), std::string::npos) << outside.err;
 }
 
+// --transcript-dir /proc was accepted, and every task failed, the run exiting 0. Now it is a
+// usage error at start, naming the directory, before any request.
+TEST_F(ParentTest, ATranscriptDirectoryOnAKernelFilesystemIsAUsageError) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  for (const char* kernel : {"/proc", "/sys"}) {
+    RunResult r = Run({"--quiet", "--transcript-dir", kernel, "hi"});
+    EXPECT_EQ(r.exit_code, 2) << Dump(r);
+    EXPECT_NE(r.err.find("--transcript-dir '" + std::string(kernel) + "': on "), std::string::npos)
+        << Dump(r);
+  }
+  EXPECT_EQ(server_.request_count(), 0u);
+}
+
 // A workdir in a worktree whose repository layer 2 hides (under the private /tmp) is warned about
 // before the first request (sandbox::HiddenGitDirWarning), with what to add; with that flag, or in
 // layer 1 (nothing hidden), there is no warning.

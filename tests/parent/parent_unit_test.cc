@@ -160,8 +160,8 @@ TEST_F(TranscriptTest, APlantedLinkAtAPredictableNameIsNotFollowed) {
 
   Result<TranscriptDir> dir = OpenTranscriptDir(dir_.string());
   ASSERT_TRUE(dir.ok()) << dir.status().ToString();
-  Result<UniqueFd> a = OpenTranscriptFile(dir->fd.get(), 1);
-  Result<UniqueFd> b = OpenTranscriptFile(dir->fd.get(), 1);
+  Result<UniqueFd> a = OpenTranscriptFile(dir->fd.get(), dir->path, 1);
+  Result<UniqueFd> b = OpenTranscriptFile(dir->fd.get(), dir->path, 1);
   ASSERT_TRUE(a.ok()) << a.status().ToString();
   ASSERT_TRUE(b.ok()) << b.status().ToString();
   ASSERT_EQ(write(a->get(), "{}\n", 3), 3);
@@ -186,7 +186,7 @@ TEST_F(TranscriptTest, TheDirectoryIsUsedByDescriptorNotByName) {
   fs::rename(dir_, root_ / "moved");
   fs::create_directories(root_ / "elsewhere");
   fs::create_directory_symlink(root_ / "elsewhere", dir_);
-  ASSERT_TRUE(OpenTranscriptFile(dir->fd.get(), 2).ok());
+  ASSERT_TRUE(OpenTranscriptFile(dir->fd.get(), dir->path, 2).ok());
   EXPECT_TRUE(fs::is_empty(root_ / "elsewhere"));
   EXPECT_FALSE(fs::is_empty(root_ / "moved"));
 }
@@ -224,7 +224,7 @@ TEST_F(TranscriptTest, ALinkOnTheWayIsNotFollowed) {
   Result<TranscriptDir> made = OpenTranscriptDir((root_ / "a/b/./c/").string());
   ASSERT_TRUE(made.ok()) << made.status().ToString();
   EXPECT_EQ(made->path, fs::canonical(root_ / "a/b/c").string());
-  ASSERT_TRUE(OpenTranscriptFile(made->fd.get(), 1).ok());
+  ASSERT_TRUE(OpenTranscriptFile(made->fd.get(), made->path, 1).ok());
   EXPECT_FALSE(fs::is_empty(root_ / "a/b/c"));
 
   // A file on the way, and a directory forkbox may not write: each named, nothing made.
@@ -247,6 +247,41 @@ TEST_F(TranscriptTest, ALinkOnTheWayIsNotFollowed) {
   fs::create_directories(root_ / "planted" / "sub", ec);
   ASSERT_FALSE(ec) << ec.message();
   EXPECT_TRUE(fs::is_directory(elsewhere / "sub")) << "the control followed the link";
+}
+
+// --transcript-dir /proc (or /sys) was accepted (root passes faccessat there), and every task
+// then failed with "create transcript task-1-...jsonl: No such file or directory", naming no
+// directory. Now a kernel filesystem is refused at start by name, and so is a directory where a
+// probe file cannot be made (devpts takes none; root passes faccessat there too); a task's failure
+// names the directory. The control: a directory on a disk is taken, and keeps no probe file.
+TEST_F(TranscriptTest, ADirectoryThatTakesNoFilesIsRefusedAtStartByName) {
+  for (const char* kernel : {"/proc", "/sys"}) {
+    Result<TranscriptDir> dir = OpenTranscriptDir(kernel);
+    ASSERT_FALSE(dir.ok()) << kernel;
+    EXPECT_NE(dir.status().message().find("--transcript-dir '" + std::string(kernel) + "': on " +
+                                          (kernel[1] == 'p' ? "proc" : "sysfs") +
+                                          ", a kernel filesystem that takes no files"),
+              std::string::npos)
+        << dir.status().ToString();
+  }
+  if (fs::is_directory("/dev/pts")) {
+    Result<TranscriptDir> pts = OpenTranscriptDir("/dev/pts");
+    ASSERT_FALSE(pts.ok());
+    EXPECT_NE(pts.status().message().find("--transcript-dir '/dev/pts': "), std::string::npos)
+        << pts.status().ToString();
+    if (geteuid() == 0) {
+      EXPECT_NE(pts.status().message().find("cannot create a file there"), std::string::npos)
+          << pts.status().ToString();
+    }
+  }
+  const UniqueFd proc(open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  Result<UniqueFd> task = OpenTranscriptFile(proc.get(), "/proc", 1);
+  ASSERT_FALSE(task.ok());
+  EXPECT_NE(task.status().message().find("in --transcript-dir '/proc'"), std::string::npos)
+      << task.status().ToString();
+  Result<TranscriptDir> disk = OpenTranscriptDir(dir_.string());
+  ASSERT_TRUE(disk.ok()) << disk.status().ToString();
+  EXPECT_TRUE(fs::is_empty(dir_));
 }
 
 TEST_F(TranscriptTest, ADirectoryInsideAWritableTreeIsWarnedAbout) {
