@@ -44,6 +44,13 @@ size_t DecodeUtf8(std::string_view s, unsigned* cp) {
   return len;
 }
 
+// The Unicode bidirectional controls: they reorder what a terminal shows (Trojan Source,
+// CVE-2021-42574), so a command shown can differ from the one that runs.
+bool IsBidiControl(unsigned cp) {
+  return cp == 0x061C || cp == 0x200E || cp == 0x200F || (cp >= 0x202A && cp <= 0x202E) ||
+         (cp >= 0x2066 && cp <= 0x2069);
+}
+
 }  // namespace
 
 std::string NeutraliseControls(std::string_view text) {
@@ -59,7 +66,7 @@ std::string NeutraliseControls(std::string_view text) {
     }
     if ((cp < 0x20 && cp != '\n' && cp != '\t') || cp == 0x7F) {
       AppendHex(out, "\\x", cp, 2);
-    } else if (cp >= 0x80 && cp <= 0x9F) {
+    } else if ((cp >= 0x80 && cp <= 0x9F) || IsBidiControl(cp)) {
       AppendHex(out, "\\u", cp, 4);
     } else {
       out.append(text.substr(0, len));

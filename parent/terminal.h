@@ -9,9 +9,10 @@
 
 namespace forkbox::parent {
 
-// C0 controls except \n and \t, DEL, and the C1 controls (U+0080..U+009F) become visible escapes
-// ("\x1b", "\u009b"); bytes that are not valid UTF-8 become "\xNN" (a terminal may read a lone
-// 0x9b as CSI). Everything else is unchanged.
+// C0 controls except \n and \t, DEL, the C1 controls (U+0080..U+009F) and the bidirectional
+// controls (U+061C, U+200E, U+200F, U+202A..U+202E, U+2066..U+2069: they reorder what is shown)
+// become visible escapes ("\x1b", "\u009b", "\u202e"); bytes that are not valid UTF-8 become
+// "\xNN" (a terminal may read a lone 0x9b as CSI). Everything else is unchanged.
 std::string NeutraliseControls(std::string_view text);
 
 // Writes all of `text` to `fd` (retrying EINTR), neutralised when `fd` is a terminal. Returns 0,

@@ -2202,13 +2202,18 @@ std::string RunWithStdoutOnPty(const std::vector<std::string>& args,
 }
 
 TEST_F(ParentTest, ControlSequencesReachATerminalEscapedAndAPipeUnchanged) {
-  const std::string evil = "clip\x1b]52;c;ZXZpbA==\x07 red\x1b[31m c1\xc2\x9b end";
+  // U+202E (bidi override) last: it reached the terminal unescaped.
+  const std::string evil =
+      "clip\x1b]52;c;ZXZpbA==\x07 red\x1b[31m c1\xc2\x9b end \xe2\x80\xae"
+      "gpj.exe";
   server_.SetHandler([evil](const RecordedRequest&) { return Text(evil); });
   server_.Start();
   std::string tty = RunWithStdoutOnPty({"--sandbox=off", "--quiet", "go"}, Env(), workdir_);
   EXPECT_EQ(tty.find('\x1b'), std::string::npos) << tty;
   EXPECT_EQ(tty.find("\xc2\x9b"), std::string::npos) << tty;
-  EXPECT_NE(tty.find("clip\\x1b]52;c;ZXZpbA==\\x07 red\\x1b[31m c1\\u009b end"), std::string::npos)
+  EXPECT_EQ(tty.find("\xe2\x80\xae"), std::string::npos) << tty;
+  EXPECT_NE(tty.find("clip\\x1b]52;c;ZXZpbA==\\x07 red\\x1b[31m c1\\u009b end \\u202egpj.exe"),
+            std::string::npos)
       << tty;
   // Control: piped stdout is data and keeps the model's bytes.
   RunResult piped = Run({"--sandbox=off", "--quiet", "go"});

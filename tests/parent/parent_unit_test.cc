@@ -312,6 +312,33 @@ TEST(NeutraliseControls, EscapesC0C1AndInvalidBytesButKeepsNewlineTabAndText) {
   EXPECT_EQ(NeutraliseControls("h\xc3\xa9 \xe2\x82\xac"), "h\xc3\xa9 \xe2\x82\xac");  // é €
 }
 
+// The bidirectional controls reached a terminal as they came: U+202E (right-to-left override)
+// makes `rm -rf /x #` show as something else (Trojan Source). Each is escaped as a C1 control is;
+// the letters of right-to-left scripts, and the characters around the controls, are unchanged.
+TEST(NeutraliseControls, EscapesTheBidirectionalControls) {
+  EXPECT_EQ(NeutraliseControls("ls \xe2\x80\xae"
+                               "txt.exe"),
+            "ls \\u202etxt.exe");
+  const struct {
+    const char* utf8;
+    const char* shown;
+  } controls[] = {
+      {"\xd8\x9c", "\\u061c"},     {"\xe2\x80\x8e", "\\u200e"}, {"\xe2\x80\x8f", "\\u200f"},
+      {"\xe2\x80\xaa", "\\u202a"}, {"\xe2\x80\xab", "\\u202b"}, {"\xe2\x80\xac", "\\u202c"},
+      {"\xe2\x80\xad", "\\u202d"}, {"\xe2\x80\xae", "\\u202e"}, {"\xe2\x81\xa6", "\\u2066"},
+      {"\xe2\x81\xa7", "\\u2067"}, {"\xe2\x81\xa8", "\\u2068"}, {"\xe2\x81\xa9", "\\u2069"},
+  };
+  for (const auto& c : controls) {
+    EXPECT_EQ(NeutraliseControls(std::string("a") + c.utf8 + "b"), std::string("a") + c.shown + "b")
+        << c.shown;
+  }
+  // Neighbours that are not controls: U+200D (joiner, in emoji), U+2065 (unassigned), U+202F
+  // (narrow no-break space), Hebrew alef.
+  for (const char* kept : {"\xe2\x80\x8d", "\xe2\x81\xa5", "\xe2\x80\xaf", "\xd7\x90"}) {
+    EXPECT_EQ(NeutraliseControls(kept), kept);
+  }
+}
+
 }  // namespace
 }  // namespace forkbox::parent
 
