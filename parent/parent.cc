@@ -116,10 +116,17 @@ Result<std::string> ReadStdin() {
 bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
 // Whether stdin is a pipe or a file (`cmd | forkbox -p PROMPT`, `< log`): not a terminal, nor
-// /dev/null or a socket that a harness left open and may never close.
-bool StdinPiped() {
+// /dev/null or a socket that a harness left open and may never close. A directory is an error,
+// as `cat < dir` fails (-p PROMPT ignored it, and -p alone said only "Is a directory").
+Result<bool> StdinPiped() {
   struct stat st;
-  return fstat(STDIN_FILENO, &st) == 0 && (S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode));
+  if (fstat(STDIN_FILENO, &st) != 0) return false;
+  if (S_ISDIR(st.st_mode)) {
+    return Status::InvalidArgument(
+        "stdin is a directory: forkbox reads a file or a pipe there (< FILE, or COMMAND | "
+        "forkbox)");
+  }
+  return S_ISFIFO(st.st_mode) || S_ISREG(st.st_mode);
 }
 
 // --print with a PROMPT: piped stdin goes below it, as `codex exec` and `claude -p` take it.
@@ -140,6 +147,7 @@ Result<std::optional<std::string>> ReadPrompt(const Options& o) {
       }
       Err("forkbox: reading the prompt from the terminal; end it with Ctrl-D on an empty line\n");
     }
+    if (Result<bool> piped = StdinPiped(); !piped.ok()) return piped.status();
     auto text = ReadStdin();
     if (!text.ok()) return text.status();
     if (Blank(*text)) return Status::InvalidArgument("the prompt read from stdin is empty");
@@ -147,7 +155,10 @@ Result<std::optional<std::string>> ReadPrompt(const Options& o) {
   }
   if (o.has_prompt) {
     if (Blank(o.prompt)) return Status::InvalidArgument("the prompt is empty");
-    if (!o.print || !StdinPiped()) return std::optional<std::string>(o.prompt);
+    if (!o.print) return std::optional<std::string>(o.prompt);
+    Result<bool> piped = StdinPiped();
+    if (!piped.ok()) return piped.status();
+    if (!*piped) return std::optional<std::string>(o.prompt);
     auto prompt = WithPipedStdin(o.prompt);
     if (!prompt.ok()) return prompt.status();
     return std::optional<std::string>(std::move(*prompt));

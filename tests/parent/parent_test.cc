@@ -420,6 +420,33 @@ TEST_F(ParentTest, PrintTakesPipedStdinAsContextOrAsThePrompt) {
   EXPECT_EQ(server_.request_count(), 4u);
 }
 
+// `forkbox -p "hi" < directory` ignored stdin without a word (it is neither a pipe nor a file),
+// and `-p` alone said only "read the prompt on stdin: Is a directory". Each is now a usage error
+// saying stdin is a directory (as `cat < dir` fails), before any request. The control: a file.
+TEST_F(ParentTest, ADirectoryOnStdinIsAUsageError) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("done"); });
+  UniqueFd dir(open(workdir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(dir);
+  for (const std::vector<std::string>& args :
+       {std::vector<std::string>{"--sandbox=off", "-p", "hi"},
+        std::vector<std::string>{"--sandbox=off", "-p"}, std::vector<std::string>{"-"}}) {
+    RunSpec spec = LiveSpec(args);
+    spec.stdin_fd = dir.get();
+    RunResult r = RunForkbox(spec);
+    EXPECT_EQ(r.exit_code, 2) << args.back() << Dump(r);
+    EXPECT_NE(r.err.find("stdin is a directory"), std::string::npos) << Dump(r);
+  }
+  EXPECT_EQ(server_.request_count(), 0u);
+  const std::string file = workdir_ + "/context.txt";
+  std::ofstream(file) << "from a file\n";
+  UniqueFd in(open(file.c_str(), O_RDONLY | O_CLOEXEC));
+  RunSpec spec = LiveSpec({"--sandbox=off", "-p", "hi"});
+  spec.stdin_fd = in.get();
+  RunResult r = RunForkbox(spec);
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_EQ(server_.request(0).view.FirstUserText(), "hi\n\n<stdin>\nfrom a file\n</stdin>");
+}
+
 std::string FileText(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
