@@ -14,8 +14,10 @@
 #include <exception>
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 
+#include "agent/provider_settings.h"
 #include "agent/tools.h"
 #include "base/file.h"
 #include "base/format.h"
@@ -538,13 +540,11 @@ ToolDef TaskToolDefFor(const AgentCatalog& catalog) {
 std::string ResolveAgentModel(const AgentType& type, const std::string& provider,
                               const std::string& session_model, std::string* note) {
   if (type.model.empty() || type.model == "inherit") return session_model;
-  static const std::map<std::string, std::string> kAliases = {
-      {"sonnet", "claude-sonnet-4-5"}, {"opus", "claude-opus-4-1"}, {"haiku", "claude-haiku-4-5"}};
-  auto alias = kAliases.find(type.model);
-  if (alias == kAliases.end()) return type.model;
+  std::optional<std::string> alias = ClaudeModelAlias(type.model);
+  if (!alias) return type.model;
   if (provider == "anthropic") {
-    if (note) *note = "model " + type.model + " is " + alias->second;
-    return alias->second;
+    if (note) *note = "model " + type.model + " is " + *alias;
+    return *alias;
   }
   if (note) {
     *note = "model " + type.model + " is a Claude alias; the " + provider +

@@ -1,6 +1,8 @@
 #include "agent/provider_settings.h"
 
 #include <cstdlib>
+#include <initializer_list>
+#include <utility>
 
 #include "agent/http_url.h"
 #include "agent/wire.h"
@@ -18,13 +20,17 @@ Status Invalid(const ipc::ProviderSettings& s, const std::string& message) {
   return Status::InvalidArgument(RedactKey(message, s.api_key.str()));
 }
 
-// An empty `value` becomes the first non-empty of the variable, the file's value and `fallback`.
-void Fill(std::string& value, const char* variable, const std::string& file,
+// An empty `value` becomes the first non-empty of the variables (nullptr: none), the file's value
+// and `fallback`.
+void Fill(std::string& value, std::initializer_list<const char*> variables, const std::string& file,
           const std::string& fallback, SettingSource* source) {
   SettingSource from;
-  if (value.empty() && !(value = Env(variable)).empty()) {
-    from = {SettingSource::kEnvironment, variable};
-  } else if (value.empty() && !(value = file).empty()) {
+  for (const char* variable : variables) {
+    if (variable != nullptr && value.empty() && !(value = Env(variable)).empty()) {
+      from = {SettingSource::kEnvironment, variable};
+    }
+  }
+  if (value.empty() && !(value = file).empty()) {
     from.kind = SettingSource::kFile;
   } else if (value.empty()) {
     value = fallback;
@@ -33,7 +39,34 @@ void Fill(std::string& value, const char* variable, const std::string& file,
   if (source != nullptr) *source = std::move(from);
 }
 
+// Why no key was found, naming the variables that are set but not used (never their values):
+// ANTHROPIC_AUTH_TOKEN (a bearer token; the Anthropic API takes a key in x-api-key) and
+// OPENAI_API_KEY (another provider's, which forkbox never switches to by itself).
+std::string NoAnthropicKey() {
+  std::string why = "no API key: set ANTHROPIC_API_KEY";
+  if (!Env("ANTHROPIC_AUTH_TOKEN").empty()) {
+    why +=
+        "; ANTHROPIC_AUTH_TOKEN is set but not used: the Anthropic API takes a key (x-api-key), "
+        "not a bearer token";
+  }
+  if (!Env("OPENAI_API_KEY").empty()) {
+    return why + "; OPENAI_API_KEY" +
+           (Env("OPENAI_BASE_URL").empty() ? "" : " (and OPENAI_BASE_URL)") +
+           " is set: pass --provider openai (or FORKBOX_PROVIDER=openai) to use it";
+  }
+  return why + " (or use --provider openai with OPENAI_BASE_URL)";
+}
+
 }  // namespace
+
+std::optional<std::string> ClaudeModelAlias(std::string_view name) {
+  static constexpr std::pair<std::string_view, std::string_view> kAliases[] = {
+      {"sonnet", "claude-sonnet-4-5"}, {"opus", "claude-opus-4-1"}, {"haiku", "claude-haiku-4-5"}};
+  for (const auto& [alias, model] : kAliases) {
+    if (name == alias) return std::string(model);
+  }
+  return std::nullopt;
+}
 
 std::string DefaultBaseUrl(const std::string& provider) {
   return provider == "openai" ? "https://api.openai.com/v1" : "https://api.anthropic.com";
@@ -46,7 +79,7 @@ std::string DefaultModel(const std::string& provider) {
 void ApplyEnvironmentDefaults(ipc::ProviderSettings& s, const ProviderFileSettings& files,
                               ProviderSources* sources) {
   SettingSource name_source;
-  Fill(s.name, "FORKBOX_PROVIDER", files.name, "anthropic", &name_source);
+  Fill(s.name, {"FORKBOX_PROVIDER"}, files.name, "anthropic", &name_source);
   // The variables of the provider chosen above: another provider's URL or key is not for it.
   const bool openai = s.name == "openai";
   if (s.api_key.empty()) s.api_key = Env(openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
@@ -54,12 +87,16 @@ void ApplyEnvironmentDefaults(ipc::ProviderSettings& s, const ProviderFileSettin
   const bool project_switched =
       name_source.kind == SettingSource::kFile && files.name_from_project &&
       s.name != (files.user_name.empty() ? std::string("anthropic") : files.user_name);
-  Fill(s.base_url, openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL",
+  Fill(s.base_url, {openai ? "OPENAI_BASE_URL" : "ANTHROPIC_BASE_URL"},
        project_switched ? std::string() : files.base_url, DefaultBaseUrl(s.name),
        sources ? &sources->base_url : nullptr);
   if (sources != nullptr) sources->name = std::move(name_source);
-  Fill(s.model, "FORKBOX_MODEL", files.model, DefaultModel(s.name),
-       sources ? &sources->model : nullptr);
+  // Claude Code's variable ranks below forkbox's own, and counts for anthropic only.
+  Fill(s.model, {"FORKBOX_MODEL", openai ? nullptr : "ANTHROPIC_MODEL"}, files.model,
+       DefaultModel(s.name), sources ? &sources->model : nullptr);
+  if (std::optional<std::string> full = ClaudeModelAlias(s.model); full && !openai) {
+    s.model = std::move(*full);
+  }
 }
 
 bool SendsKeyInCleartext(const ipc::ProviderSettings& s) {
@@ -75,11 +112,7 @@ Status ValidateProviderSettings(const ipc::ProviderSettings& s) {
     return Invalid(s, "unknown provider \"" + s.name + "\" (expected anthropic or openai)");
   }
   const bool anthropic = s.name == "anthropic";
-  if (anthropic && s.api_key.empty()) {
-    return Invalid(s,
-                   "no API key: set ANTHROPIC_API_KEY (or use --provider openai with "
-                   "OPENAI_BASE_URL)");
-  }
+  if (anthropic && s.api_key.empty()) return Invalid(s, NoAnthropicKey());
   if (s.api_key.str().find_first_of("\r\n") != std::string::npos) {
     return Invalid(s, "the API key contains a line break");
   }

@@ -6,7 +6,9 @@
 // library entry point).
 #pragma once
 
+#include <optional>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 #include "ipc/messages.h"
@@ -16,6 +18,10 @@ namespace forkbox::agent {
 // Default base URL and model of a valid provider name ("anthropic" or "openai").
 std::string DefaultBaseUrl(const std::string& provider);
 std::string DefaultModel(const std::string& provider);
+
+// The Anthropic model a Claude Code alias names (sonnet, opus, haiku); nullopt for any other name.
+// The one mapping: the session's model (ApplyEnvironmentDefaults) and agent files' use it.
+std::optional<std::string> ClaudeModelAlias(std::string_view name);
 
 // The config files' values of the settings the environment also sets. They rank below the
 // environment and above the provider's defaults (flags > environment > files). Empty: unset.
@@ -44,8 +50,11 @@ struct ProviderSources {
 
 // Fills the fields the caller left empty, each from the first that sets it: the environment
 // (FORKBOX_PROVIDER; ANTHROPIC_API_KEY / ANTHROPIC_BASE_URL or OPENAI_API_KEY / OPENAI_BASE_URL
-// of the provider chosen so, never of the other one; FORKBOX_MODEL), then `files`, then the
-// provider's defaults. The name defaults to anthropic. API keys come from the environment only.
+// of the provider chosen so, never of the other one; FORKBOX_MODEL, then ANTHROPIC_MODEL for
+// anthropic, as Claude Code reads it), then `files`, then the provider's defaults. The name
+// defaults to anthropic. API keys come from the environment only. On anthropic a model that is a
+// Claude alias (ClaudeModelAlias), wherever it came from, becomes the model it names; another
+// provider gets the name as given.
 void ApplyEnvironmentDefaults(ipc::ProviderSettings& settings,
                               const ProviderFileSettings& files = {},
                               ProviderSources* sources = nullptr);

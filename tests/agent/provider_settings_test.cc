@@ -97,6 +97,41 @@ TEST(ProviderSettings, TheFilesRankBelowTheEffectiveProvidersVariables) {
   }
 }
 
+// Claude Code's ANTHROPIC_MODEL ranks below FORKBOX_MODEL and counts for anthropic only; a Claude
+// alias (sonnet, opus, haiku) from a flag, a variable or a file names the full model there, and
+// is sent as given to another provider.
+TEST(ProviderSettings, AnthropicModelAndClaudesAliases) {
+  unsetenv("FORKBOX_PROVIDER");
+  unsetenv("FORKBOX_MODEL");
+  setenv("ANTHROPIC_MODEL", "opus", 1);
+  ProviderConfig c;
+  ProviderSources from;
+  ApplyEnvironmentDefaults(c, {}, &from);
+  EXPECT_EQ(c.model, "claude-opus-4-1");
+  EXPECT_EQ(from.model.variable, "ANTHROPIC_MODEL");
+  setenv("FORKBOX_MODEL", "m-forkbox", 1);
+  ProviderConfig ours;
+  ApplyEnvironmentDefaults(ours, {}, &from);
+  EXPECT_EQ(ours.model, "m-forkbox");
+  unsetenv("FORKBOX_MODEL");
+  ProviderConfig openai;
+  openai.name = "openai";
+  ApplyEnvironmentDefaults(openai, {}, &from);
+  EXPECT_EQ(openai.model, DefaultModel("openai"));
+  ProviderConfig flag;
+  flag.model = "haiku";
+  ApplyEnvironmentDefaults(flag);
+  EXPECT_EQ(flag.model, "claude-haiku-4-5");
+  ProviderConfig openai_alias;
+  openai_alias.name = "openai";
+  openai_alias.model = "sonnet";
+  ApplyEnvironmentDefaults(openai_alias);
+  EXPECT_EQ(openai_alias.model, "sonnet");
+  EXPECT_EQ(ClaudeModelAlias("sonnet"), "claude-sonnet-4-5");
+  EXPECT_EQ(ClaudeModelAlias("claude-sonnet-4-5"), std::nullopt);
+  unsetenv("ANTHROPIC_MODEL");
+}
+
 // --thinking follows the Messages API's rules: Anthropic only, >= 1024, below max_tokens.
 TEST(ProviderSettings, ThinkingBudgetIsChecked) {
   ProviderConfig c;
