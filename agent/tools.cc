@@ -1,6 +1,7 @@
 #include "agent/tools.h"
 
 #include <algorithm>
+#include <cctype>
 #include <exception>
 #include <iterator>
 #include <utility>
@@ -37,33 +38,66 @@ std::vector<std::string_view> SplitToolList(std::string_view list) {
   return names;
 }
 
+// Claude Code's names for forkbox's tools (Agent: its name for Task since 2.1.63).
+constexpr std::pair<std::string_view, std::string_view> kClaudeNames[] = {
+    {"Bash", "bash"},      {"Read", "read_file"}, {"Write", "write_file"},
+    {"Edit", "edit_file"}, {"Task", "task"},      {"Agent", "task"}};
+// Claude Code's tools that forkbox does not have: a list naming one is an error that says so.
+constexpr std::string_view kClaudeOnlyTools[] = {
+    "AskUserQuestion", "BashOutput", "EnterPlanMode", "ExitPlanMode", "Glob",         "Grep",
+    "KillShell",       "LS",         "MultiEdit",     "NotebookEdit", "NotebookRead", "Skill",
+    "SlashCommand",    "TaskOutput", "TaskStop",      "TodoRead",     "TodoWrite",    "ToolSearch",
+    "WebFetch",        "WebSearch"};
+constexpr char kToolNamesHelp[] =
+    "forkbox's tools: bash, read_file, write_file, edit_file, task; or Claude Code's names "
+    "Bash, Read, Write, Edit, Task (or Agent)";
+
+bool SameIgnoringCase(std::string_view a, std::string_view b) {
+  return std::equal(a.begin(), a.end(), b.begin(), b.end(), [](char x, char y) {
+    return std::tolower(static_cast<unsigned char>(x)) ==
+           std::tolower(static_cast<unsigned char>(y));
+  });
+}
+
+// A tool name of forkbox's or of Claude Code's (theirs or one forkbox lacks), in any case.
+bool IsAnyToolName(std::string_view name) {
+  const auto same = [name](std::string_view known) { return SameIgnoringCase(name, known); };
+  return std::any_of(std::begin(kSessionToolNames), std::end(kSessionToolNames), same) ||
+         std::any_of(std::begin(kClaudeNames), std::end(kClaudeNames),
+                     [&](const auto& pair) { return same(pair.first); }) ||
+         std::any_of(std::begin(kClaudeOnlyTools), std::end(kClaudeOnlyTools), same);
+}
+
+// The error for a name that is none of forkbox's tools.
+Status NotAForkboxTool(std::string_view name) {
+  const std::string quoted = "'" + std::string(name) + "'";
+  if (name.find('(') != std::string_view::npos) {
+    return Status::InvalidArgument(quoted +
+                                   ": rules for some commands of a tool are not supported; "
+                                   "forkbox offers or removes whole tools");
+  }
+  if (name.starts_with("mcp__")) {
+    return Status::InvalidArgument(quoted + ": an MCP tool; forkbox has no MCP servers (" +
+                                   kToolNamesHelp + ")");
+  }
+  if (std::find(std::begin(kClaudeOnlyTools), std::end(kClaudeOnlyTools), name) !=
+      std::end(kClaudeOnlyTools)) {
+    return Status::InvalidArgument(quoted + " is a Claude Code tool forkbox does not have (" +
+                                   kToolNamesHelp + ")");
+  }
+  return Status::InvalidArgument("unknown tool " + quoted + " (" + kToolNamesHelp + ")");
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> ParseToolList(std::string_view list) {
-  // Claude Code's names for the same tools.
-  static constexpr std::pair<std::string_view, std::string_view> kClaude[] = {
-      {"Bash", "bash"},
-      {"Read", "read_file"},
-      {"Write", "write_file"},
-      {"Edit", "edit_file"},
-      {"Task", "task"}};
   std::vector<bool> named(std::size(kSessionToolNames), false);
   for (std::string_view name : SplitToolList(list)) {
-    for (const auto& [claude, ours] : kClaude) {
+    for (const auto& [claude, ours] : kClaudeNames) {
       if (name == claude) name = ours;
     }
-    if (name.find('(') != std::string_view::npos) {
-      return Status::InvalidArgument("'" + std::string(name) +
-                                     "': rules for some commands of a tool are not supported; "
-                                     "forkbox offers or removes whole tools");
-    }
     const auto* known = std::find(std::begin(kSessionToolNames), std::end(kSessionToolNames), name);
-    if (known == std::end(kSessionToolNames)) {
-      return Status::InvalidArgument(
-          "unknown tool '" + std::string(name) +
-          "' (forkbox's tools: bash, read_file, write_file, edit_file, task; or Claude Code's "
-          "names Bash, Read, Write, Edit, Task)");
-    }
+    if (known == std::end(kSessionToolNames)) return NotAForkboxTool(name);
     named[known - std::begin(kSessionToolNames)] = true;
   }
   std::vector<std::string> out;
@@ -71,6 +105,17 @@ Result<std::vector<std::string>> ParseToolList(std::string_view list) {
     if (named[i]) out.emplace_back(kSessionToolNames[i]);
   }
   return out;
+}
+
+bool IsToolListWord(std::string_view word) {
+  const std::vector<std::string_view> names = SplitToolList(word);
+  if (names.empty()) return false;
+  return std::all_of(names.begin(), names.end(), [](std::string_view name) {
+    if (name.starts_with("mcp__")) return true;
+    const size_t paren = name.find('(');
+    if (paren != std::string_view::npos && !name.ends_with(")")) return false;
+    return IsAnyToolName(name.substr(0, paren));
+  });
 }
 
 Result<std::vector<std::string>> SelectTools(const std::string& tools,

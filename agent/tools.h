@@ -60,10 +60,16 @@ ToolDef TaskToolDef();
 inline constexpr const char* kSessionToolNames[] = {"bash", "read_file", "write_file", "edit_file",
                                                     "task"};
 // A --tools or --disallowed-tools value: names separated by commas or spaces, each forkbox's or
-// Claude Code's (Bash, Read, Write, Edit, Task), as forkbox's names in kSessionToolNames order,
-// without repeats. kInvalidArgument names an unknown tool or a Claude permission rule such as
-// `Bash(git log:*)`: forkbox offers or removes whole tools.
+// Claude Code's (Bash, Read, Write, Edit, Task or Agent), as forkbox's names in kSessionToolNames
+// order, without repeats. kInvalidArgument names an unknown tool, a Claude Code tool forkbox does
+// not have (Grep), an MCP tool (mcp__...) or a Claude permission rule such as `Bash(git log:*)`:
+// forkbox offers or removes whole tools, never more or fewer than the list says.
 Result<std::vector<std::string>> ParseToolList(std::string_view list);
+// Whether `word` reads as a tool list rather than a prompt: every name in it (as ParseToolList
+// splits) is a tool name of forkbox's or of Claude Code's, forkbox's or not, in any case, a
+// Claude rule `Name(...)` of one, or an MCP tool `mcp__...`. The set is closed, so a sentence
+// never is one. Says nothing of whether ParseToolList accepts it.
+bool IsToolListWord(std::string_view word);
 // The tools a session offers: `tools` ("default": every one; "": none; else a ParseToolList) less
 // those of each `disallowed` list.
 Result<std::vector<std::string>> SelectTools(const std::string& tools,

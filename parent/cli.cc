@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 #include <algorithm>
+#include <cctype>
 #include <charconv>
 #include <cstdio>
 #include <cstdlib>
@@ -94,6 +95,181 @@ CLI::Validator ToolList(bool keywords) {
       "");
 }
 
+// The option a command-line word names as CLI11 reads it ("--x" of "--x=v", "-x" of "-xv"), or ""
+// for a value or a prompt ("-", "-1": CLI11 takes a negative number as a value).
+std::string OptionNamed(const std::string& arg) {
+  std::string name, rest;
+  if (CLI::detail::split_long(arg, name, rest)) return "--" + name;
+  if (CLI::detail::split_short(arg, name, rest) &&
+      !std::isdigit(static_cast<unsigned char>(name[0]))) {
+    return "-" + name;
+  }
+  return "";
+}
+
+// Flags of claude -p and codex exec that forkbox does not take, and what forkbox does instead:
+// refused by name before CLI11 parses, whose error would name the prompt first.
+struct ForeignFlag {
+  std::string_view spellings[4];
+  bool never_asks;  // `instead` follows kNeverAsks.
+  std::string_view instead;
+};
+constexpr char kHelpHint[] = "Run with --help for more information.";
+constexpr char kNeverAsks[] =
+    "forkbox never asks permission: every tool runs without asking, inside the sandbox";
+constexpr ForeignFlag kForeignFlags[] = {
+    {{"--allowedTools", "--allowed-tools"},
+     true,
+     "; choose the tools offered with --tools or --disallowedTools"},
+    {{"--permission-mode", "--permission-prompt-tool"},
+     true,
+     " (--sandbox read-only: a session that writes no file)"},
+    {{"--dangerously-skip-permissions", "--allow-dangerously-skip-permissions"},
+     true,
+     "; --sandbox off runs the tools unsandboxed"},
+    {{"--dangerously-bypass-approvals-and-sandbox", "--yolo", "-a", "--ask-for-approval"},
+     true,
+     "; --sandbox off runs the tools unsandboxed"},
+    {{"--full-auto"},
+     true,
+     " that lets them write the workdir (--sandbox on, codex's workspace-write): the default; "
+     "drop the flag"},
+    {{"--color"}, false, "forkbox prints no colour (on a terminal it escapes control characters)"},
+    {{"-i", "--image"}, false, "forkbox sends text only; images are not supported"},
+    {{"--output-schema", "--json-schema"},
+     false,
+     "forkbox does not constrain the answer's shape: describe it in the prompt"},
+    {{"--input-format"},
+     false,
+     "forkbox reads the prompt as text (PROMPT, or stdin with - or -p), not as stream-json"},
+    {{"--mcp-config", "--strict-mcp-config"},
+     false,
+     "forkbox has no MCP servers; its tools are bash, read_file, write_file, edit_file, task"},
+    {{"--profile"},
+     false,
+     "forkbox has no profiles: flags, the environment and config.toml files set it up (forkbox "
+     "config shows them); -p is --print here, as in claude -p"},
+    {{"--config"},
+     false,
+     "forkbox takes a setting as its flag (--model o3) or as a key in a config.toml; -c is "
+     "--continue here, as in claude -c"},
+    {{"--max-budget-usd"}, false, "forkbox limits tokens, not dollars: --max-tokens-total N"},
+    {{"--session-id"},
+     false,
+     "forkbox chooses a new session's id (--json prints it; forkbox sessions lists them); "
+     "--resume ID resumes one"},
+    {{"--fallback-model"},
+     false,
+     "forkbox retries the same model (--max-retries); it has no fallback"},
+    {{"--settings", "--setting-sources"},
+     false,
+     "forkbox reads ~/.config/forkbox/config.toml and <workdir>/.forkbox/config.toml (forkbox "
+     "config shows the result)"},
+    {{"--agents", "--agent"},
+     false,
+     "forkbox's agent types come from agent files (forkbox agents)"},
+    {{"--debug"}, false, "forkbox's -v/--verbose logs the requests and the children's stderr"},
+    {{"--oss", "--local-provider"},
+     false,
+     "forkbox's --provider openai --base-url URL talks to a local OpenAI-compatible server"},
+    {{"--effort"}, false, "forkbox's --thinking N gives Anthropic extended thinking N tokens"},
+};
+
+// The usage error for an option forkbox does not have (`name`, as OptionNamed gives it): what
+// forkbox does instead for a known flag of claude -p or codex exec, else that it is unknown.
+std::string UnknownOptionError(const std::string& name) {
+  for (const ForeignFlag& flag : kForeignFlags) {
+    for (std::string_view spelling : flag.spellings) {
+      if (spelling != name) continue;
+      return name + ": " + (flag.never_asks ? kNeverAsks : "") + std::string(flag.instead);
+    }
+  }
+  return "unknown option " + name + "\n" + kHelpHint;
+}
+
+// Whether `arg` is an option of `app` whose value is the next word, whatever that word looks
+// like (CLI11 takes `--tool-timeout -nan` and `--system-prompt "-x"` so).
+bool ValueFollows(const CLI::App& app, const std::string& arg) {
+  const std::string name = OptionNamed(arg);
+  const CLI::Option* opt = name.empty() ? nullptr : app.get_option_no_throw(name);
+  if (opt == nullptr || opt->get_items_expected_min() == 0) return false;
+  return name.starts_with("--") ? arg.find('=') == std::string::npos : arg.size() == 2;
+}
+
+// The first option of argv[1..argc) (before any `--`) that `app` does not have, as a usage error
+// naming it; "" when there is none.
+std::string FirstUnknownOption(const CLI::App& app, int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    const std::string name = OptionNamed(arg);
+    if (!name.empty() && app.get_option_no_throw(name) == nullptr) return UnknownOptionError(name);
+    if (ValueFollows(app, arg)) ++i;
+  }
+  return "";
+}
+
+// What the words after a list option's value may add to it, as claude -p's lists take several
+// arguments (`--disallowedTools Bash Edit`, `--add-dir ../apps ../lib`).
+enum class ListWords { kNone, kTools, kDirectories };
+
+ListWords ContinuedBy(const CLI::Option* opt) {
+  if (opt == nullptr || opt->get_lnames().empty()) return ListWords::kNone;
+  const std::string& name = opt->get_lnames()[0];
+  if (name == "tools" || name == "disallowed-tools") return ListWords::kTools;
+  return name == "writable" ? ListWords::kDirectories : ListWords::kNone;
+}
+
+// Whether `word` continues a --add-dir list: an existing directory does; a word shaped like a
+// path (/x, ./x, ../x, ~x, x/, without a blank) that is none is an error, since as the prompt it
+// would be sent to the model; any other word ends the list.
+Result<bool> ContinuesDirectories(const std::string& word) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(word, ec)) return true;
+  const bool pathlike = word.find_first_of(" \t\n") == std::string::npos &&
+                        (word.starts_with("/") || word.starts_with("./") ||
+                         word.starts_with("../") || word.starts_with("~") || word.ends_with("/"));
+  if (!pathlike) return false;
+  return Status::InvalidArgument("'" + word +
+                                 "' is not a directory (a PROMPT that looks like a path goes "
+                                 "after --)");
+}
+
+// argv[1..argc) with each list option's following words that continue it (ContinuedBy) made
+// its own: --tools joined into its one value, the others repeated. A word starting with "-", or
+// `--`, ends a list. The error names the option and the word.
+Result<std::vector<std::string>> ExpandLists(const CLI::App& app, int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  for (size_t i = 0; i < args.size() && args[i] != "--"; ++i) {
+    const std::string name = OptionNamed(args[i]);
+    const CLI::Option* opt = name.starts_with("--") ? app.get_option_no_throw(name) : nullptr;
+    const ListWords kind = ContinuedBy(opt);
+    if (kind == ListWords::kNone) {
+      if (ValueFollows(app, args[i])) ++i;
+      continue;
+    }
+    if (args[i].find('=') == std::string::npos) {  // Its value is the next word.
+      if (++i >= args.size()) break;
+    }
+    size_t value = i;
+    while (i + 1 < args.size() && !args[i + 1].starts_with("-")) {
+      const std::string& word = args[i + 1];
+      Result<bool> more = kind == ListWords::kTools ? Result<bool>(agent::IsToolListWord(word))
+                                                    : ContinuesDirectories(word);
+      if (!more.ok()) return more.status().WithContext(name);
+      if (!*more) break;
+      if (opt->get_lnames()[0] == "tools") {
+        args[value] += "," + word;
+        args.erase(args.begin() + static_cast<std::ptrdiff_t>(i + 1));
+      } else {
+        args.insert(args.begin() + static_cast<std::ptrdiff_t>(i + 1), name);
+        i += 2;
+      }
+    }
+  }
+  return args;
+}
+
 // Command-line values that are not Options fields as they are.
 struct Flags {
   std::string sandbox_mode = "on";
@@ -106,7 +282,8 @@ struct Flags {
   std::vector<std::string> disallowed_tools;
   bool no_stream = false;
   bool no_persistence = false;
-  std::string system_prompt_file;  // Read into Options::system_prompt by ApplyFlags.
+  bool skip_git_repo_check = false;  // Accepted, and means nothing more.
+  std::string system_prompt_file;    // Read into Options::system_prompt by ApplyFlags.
   std::string append_system_prompt_file;
 };
 
@@ -155,9 +332,12 @@ void AddPromptOptions(CLI::App& app, Options& o, Flags& f) {
 // In --help's order: the prompt's options first, then the session's limits and tools.
 void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   AddPromptOptions(app, o, f);
-  app.add_option("-C,--workdir", o.workdir,
-                 "Project directory (default: the current directory; -C as codex exec)")
+  app.add_option("-C,--workdir,--cd", o.workdir,
+                 "Project directory (default: the current directory; -C and --cd as codex exec)")
       ->check(NonEmpty());
+  app.add_flag("--skip-git-repo-check", f.skip_git_repo_check,
+               "Accepted for codex exec scripts: forkbox runs in any directory, a git repository "
+               "or not (command line only)");
   app.add_option("--max-turns", o.max_turns, "Parent turn limit")
       ->check(Within(1, 10000))
       ->default_str(NumberText(o.max_turns));
@@ -181,12 +361,13 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_flag("--no-subagents", f.no_subagents, "Baseline: base tools only, no task tool");
   app.add_option("--tools", f.tools,
                  "The tools offered, as claude -p --tools: some of bash, read_file, write_file, "
-                 "edit_file, task (or Bash, Read, Write, Edit, Task), separated by commas; \"\" "
-                 "none")
+                 "edit_file, task (or Bash, Read, Write, Edit, Task or Agent), separated by "
+                 "commas or given as the arguments that follow; \"\" none")
       ->check(ToolList(/*keywords=*/true))
       ->capture_default_str();
   app.add_option("--disallowed-tools,--disallowedTools", f.disallowed_tools,
-                 "Tools never offered, the subagents' included (repeatable; names as --tools)")
+                 "Tools never offered, the subagents' included (names as --tools; repeatable, "
+                 "and the tool names that follow count too)")
       ->check(ToolList(/*keywords=*/false))
       ->allow_extra_args(false);
   auto* cont = app.add_flag("-c,--continue", o.continue_session,
@@ -207,7 +388,8 @@ void AddSessionOptions(CLI::App& app, Options& o, Flags& f) {
 void AddSandboxOptions(CLI::App& app, Options& o, Flags& f) {
   app.add_flag("--allow-net", o.sandbox.allow_net, "Let tool commands use the network");
   app.add_option("--writable,--add-dir", o.sandbox.writable,
-                 "Extra writable path (repeatable; --add-dir as claude -p)")
+                 "Extra writable path (repeatable; --add-dir as claude -p: the directories "
+                 "that follow count too)")
       ->allow_extra_args(false);
   app.add_option("--env", o.sandbox.env, "Pass environment variable NAME to tools (repeatable)")
       ->allow_extra_args(false);
@@ -307,6 +489,11 @@ Status ApplyFlags(const Flags& f, Options& o) {
   return Status::Ok();
 }
 
+// Options no config file sets and `forkbox config` does not list: they configure nothing.
+bool CommandLineOnly(const std::string& name) {
+  return name == "help" || name == "version" || name == "skip-git-repo-check";
+}
+
 // The config files' kinds of option; single-valued options take the last value (--max-turns 3
 // --max-turns 4 is 4).
 std::map<std::string, OptionKind> PrepareForConfig(CLI::App& app) {
@@ -314,7 +501,7 @@ std::map<std::string, OptionKind> PrepareForConfig(CLI::App& app) {
   for (CLI::Option* opt : app.get_options()) {
     if (opt->get_lnames().empty()) continue;
     const std::string& name = opt->get_lnames()[0];
-    if (name == "help" || name == "version") continue;
+    if (CommandLineOnly(name)) continue;
     const std::string type = opt->get_type_name();
     const bool integer = type.starts_with("INT") || type.starts_with("UINT");
     OptionKind kind = opt->get_expected_max() == 0        ? OptionKind::kFlag
@@ -451,7 +638,7 @@ std::vector<std::pair<std::string, std::string>> Effective(
   for (const CLI::Option* opt : app.get_options()) {
     if (opt->get_lnames().empty()) continue;
     const std::string& name = opt->get_lnames()[0];
-    if (name == "help" || name == "version") continue;
+    if (CommandLineOnly(name)) continue;
     if (auto it = below.find(name); it != below.end()) {
       out.emplace_back(name, it->second);
       continue;
@@ -492,9 +679,10 @@ void AddOptions(CLI::App& app, Options& o, Flags& f) {
           "forkbox agents lists the subagent types (`subagent_type`) and their sandbox.\n"
           "forkbox config prints the effective settings and where each came from.\n\n"
           "Settings: flags > environment (ANTHROPIC_API_KEY, ANTHROPIC_BASE_URL,\n"
-          "OPENAI_API_KEY, OPENAI_BASE_URL, FORKBOX_PROVIDER, FORKBOX_MODEL, FORKBOX_CHILD)\n"
-          "> <workdir>/.forkbox/config.toml > ~/.config/forkbox/config.toml. API keys are\n"
-          "only read from the environment, never from the command line or a file.\n\n") +
+          "OPENAI_API_KEY, OPENAI_BASE_URL, FORKBOX_PROVIDER, FORKBOX_MODEL, ANTHROPIC_MODEL,\n"
+          "FORKBOX_CHILD) > <workdir>/.forkbox/config.toml > ~/.config/forkbox/config.toml.\n"
+          "API keys are only read from the environment, never from the command line or a\n"
+          "file. --model and model settings take Claude's aliases sonnet, opus and haiku.\n\n") +
       kExitCodesHelp);
   app.set_version_flag("--version", std::string("forkbox ") + FORKBOX_VERSION);
   AddSessionOptions(app, o, f);
@@ -536,6 +724,91 @@ std::string SubcommandMisuse(CliCommand command, const CLI::App& app,
   return "";
 }
 
+// A usage error of the command line itself, in the output format it (else the files) asks for.
+CliOutcome UsageError(const std::string& message, int argc, char** argv, const Options& o) {
+  CliOutcome outcome;
+  outcome.err = "forkbox: " + message + "\n";
+  outcome.exit_code = kExitUsage;
+  const std::optional<OutputFormat> asked = FormatFromArgv(argc, argv);
+  outcome.format = asked ? *asked : FilesFormat(o.workdir);
+  return outcome;
+}
+
+// `text` as a quoted word of an error message, cut to 40 bytes.
+std::string Quoted(const std::string& text) {
+  return "'" + (text.size() > 40 ? text.substr(0, 37) + "..." : text) + "'";
+}
+
+// What a codex exec user means and forkbox would misread: `forkbox exec PROMPT` ("exec" would be
+// the prompt) and `-c key=value` (-c is --continue here, so the override would be the prompt).
+// `extras`: the words CLI11 left over. Empty: neither.
+std::string CodexMisreading(const CLI::App& app, const std::vector<std::string>& extras) {
+  std::vector<std::string> words = app.get_option("prompt")->results();
+  words.insert(words.end(), extras.begin(), extras.end());
+  if (!words.empty() && words[0] == "exec") {
+    return "exec: no such subcommand; forkbox [FLAGS] PROMPT answers once, as codex exec PROMPT "
+           "does";
+  }
+  if (app.count("--continue") == 0) return "";
+  for (const std::string& word : words) {
+    const size_t eq = word.find('=');
+    const bool key_value =
+        eq != std::string::npos && eq > 0 && word.find_first_of(" \t\n") == std::string::npos &&
+        std::all_of(word.begin(), word.begin() + static_cast<std::ptrdiff_t>(eq), [](char c) {
+          return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+        });
+    if (key_value) {
+      return "-c " + Quoted(word) + ": -c is --continue here, as in claude -c; codex's -c " +
+             "KEY=VALUE is a flag here (--model o3) or a key in a config.toml";
+    }
+  }
+  return "";
+}
+
+// CLI11's error for the words it left over, in their order (it lists them backwards).
+std::string ExtrasMessage(const CLI::App& app, const std::vector<std::string>& extras) {
+  std::string listed;
+  for (const std::string& word : extras) listed += (listed.empty() ? "" : " ") + Quoted(word);
+  const std::vector<std::string>& prompt = app.get_option("prompt")->results();
+  if (prompt.empty()) return "not expected: " + listed + "\n" + kHelpHint;
+  return "one PROMPT only: " + listed + " came after the prompt " + Quoted(prompt[0]) +
+         " (quote a prompt of several words as one argument)\n" + kHelpHint;
+}
+
+// Checks and parses the command line alone into `app` (its options write into `o`): an unknown
+// option, an empty `--name=`, a list option's following words (ExpandLists), CLI11's own
+// errors and help. The outcome to return at once, or nullopt to go on.
+std::optional<CliOutcome> ParseArgs(CLI::App& app, int argc, char** argv, const Options& o) {
+  if (std::string unknown = FirstUnknownOption(app, argc, argv); !unknown.empty()) {
+    return UsageError(unknown, argc, argv, o);
+  }
+  if (std::optional<std::string> empty = EmptyInlineValue(argc, argv)) {
+    return UsageError(*empty + ": " + kEmptyValue, argc, argv, o);
+  }
+  Result<std::vector<std::string>> args = ExpandLists(app, argc, argv);
+  if (!args.ok()) return UsageError(args.status().message(), argc, argv, o);
+  try {
+    app.parse(std::vector<std::string>(args->rbegin(), args->rend()));  // CLI11 pops the back.
+  } catch (const CLI::ExtrasError&) {
+    std::string why = CodexMisreading(app, app.remaining());
+    return UsageError(why.empty() ? ExtrasMessage(app, app.remaining()) : why, argc, argv, o);
+  } catch (const CLI::ParseError& e) {
+    CliOutcome outcome;
+    std::ostringstream out, err;
+    int code = app.exit(e, out, err);
+    outcome.out = out.str();
+    outcome.err = code == 0 || err.str().empty() ? err.str() : "forkbox: " + err.str();
+    outcome.exit_code = code == 0 ? kExitOk : kExitUsage;
+    const std::optional<OutputFormat> asked = FormatFromArgv(argc, argv);
+    if (code != 0) outcome.format = asked ? *asked : FilesFormat(o.workdir);
+    return outcome;
+  }
+  if (std::string why = CodexMisreading(app, {}); !why.empty()) {
+    return UsageError(why, argc, argv, o);
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::optional<std::string> EmptyInlineValue(int argc, char** argv) {
@@ -561,25 +834,7 @@ CliOutcome ParseCommandLine(int argc, char** argv, CliCommand command) {
   CliOutcome outcome;
   const std::map<std::string, OptionKind> kinds = PrepareForConfig(app);
   // The command line alone first: its errors are its own, and it decides what the files may not.
-  if (std::optional<std::string> empty = EmptyInlineValue(argc, argv)) {
-    outcome.err = "forkbox: " + *empty + ": " + kEmptyValue + "\n";
-    outcome.exit_code = kExitUsage;
-    const std::optional<OutputFormat> asked = FormatFromArgv(argc, argv);
-    outcome.format = asked ? *asked : FilesFormat(o.workdir);
-    return outcome;
-  }
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    std::ostringstream out, err;
-    int code = app.exit(e, out, err);
-    outcome.out = out.str();
-    outcome.err = code == 0 || err.str().empty() ? err.str() : "forkbox: " + err.str();
-    outcome.exit_code = code == 0 ? kExitOk : kExitUsage;
-    const std::optional<OutputFormat> asked = FormatFromArgv(argc, argv);
-    if (code != 0) outcome.format = asked ? *asked : FilesFormat(o.workdir);
-    return outcome;
-  }
+  if (std::optional<CliOutcome> refused = ParseArgs(app, argc, argv, o)) return *refused;
   std::set<const CLI::Option*> given;
   for (const CLI::Option* opt : app.get_options()) {
     if (opt->count() > 0) given.insert(opt);

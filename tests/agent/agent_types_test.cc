@@ -103,9 +103,17 @@ TEST(AgentTypesTest, ToolListsTakeEitherSpellingAndRefuseWhatForkboxLacks) {
   ASSERT_TRUE(listed.ok()) << listed.status().ToString();
   EXPECT_THAT(*listed, ElementsAre("bash", "read_file", "edit_file", "task"));
   EXPECT_TRUE(ParseToolList("")->empty());
-  Result<std::vector<std::string>> unknown = ParseToolList("Read,WebFetch");
+  EXPECT_THAT(*ParseToolList("Agent"), ElementsAre("task"));  // Claude Code's name since 2.1.63.
+  Result<std::vector<std::string>> unknown = ParseToolList("Read,frobnicate");
   ASSERT_FALSE(unknown.ok());
-  EXPECT_THAT(unknown.status().message(), HasSubstr("unknown tool 'WebFetch'"));
+  EXPECT_THAT(unknown.status().message(), HasSubstr("unknown tool 'frobnicate'"));
+  Result<std::vector<std::string>> claude = ParseToolList("Read,WebFetch");
+  ASSERT_FALSE(claude.ok());
+  EXPECT_THAT(claude.status().message(),
+              HasSubstr("'WebFetch' is a Claude Code tool forkbox does not have"));
+  Result<std::vector<std::string>> mcp = ParseToolList("mcp__github__create_issue");
+  ASSERT_FALSE(mcp.ok());
+  EXPECT_THAT(mcp.status().message(), HasSubstr("an MCP tool; forkbox has no MCP servers"));
   Result<std::vector<std::string>> rule = ParseToolList("Bash(git log:*)");
   ASSERT_FALSE(rule.ok());
   EXPECT_THAT(rule.status().message(), HasSubstr("'Bash(git log:*)'"));
@@ -117,6 +125,20 @@ TEST(AgentTypesTest, ToolListsTakeEitherSpellingAndRefuseWhatForkboxLacks) {
   EXPECT_THAT(*SelectTools("read_file,bash", {"bash"}), ElementsAre("read_file"));
   EXPECT_TRUE(SelectTools("", {})->empty());
   EXPECT_THAT(SelectTools("default", {"Grep"}).status().message(), HasSubstr("--disallowed-tools"));
+}
+
+// The words the CLI takes after a --tools or --disallowed-tools value as more of the list:
+// tool names of either spelling in any case, Claude Code's tools forkbox lacks, rules and MCP
+// tools, alone or several in one word; never a sentence, an option or a broken rule.
+TEST(AgentTypesTest, AToolListWordIsMadeOfToolNamesOnly) {
+  for (const char* word : {"Edit", "bash", "read_file", "Read,Grep", "Write Edit", "Agent",
+                           "webfetch", "Bash(git log:*)", "mcp__github__create_issue"}) {
+    EXPECT_TRUE(IsToolListWord(word)) << word;
+  }
+  for (const char* word : {"", ",", "explain main.c", "Edit the README", "fix it", "-p", "Bash(",
+                           "Bash(x)y", "Frob(x)", "main.c"}) {
+    EXPECT_FALSE(IsToolListWord(word)) << word;
+  }
 }
 
 // Each agent keeps only the session's tools, its prompt saying which are gone; the control: with

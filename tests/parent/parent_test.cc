@@ -674,6 +674,141 @@ TEST_F(ParentTest, TurnedOffToolsAreNeitherOfferedNorRun) {
   EXPECT_TRUE(fs::exists(workdir_ + "/child-ran"));
 }
 
+// A tool list in several arguments, as claude -p takes it (`--disallowedTools Bash Edit`): the
+// following words that are tool names, forkbox's or Claude Code's, belong to the list, and the
+// first word that is none is the prompt. Before, the list stopped at its first word, so Edit
+// stayed on and became the prompt ("Edit\n\n<stdin>..."), exit 0. A word that is a Claude tool
+// forkbox lacks, or a rule, is an error naming it, never the prompt; `--` ends a list.
+TEST_F(ParentTest, AToolListOverSeveralArgumentsIsTakenWhole) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("done"); });
+  RunResult r = Run({"--sandbox=off", "-q", "-p", "--disallowedTools", "Bash", "Edit"},
+                    std::string("review this\n"));
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request(0).view.FirstUserText(), "review this\n");
+  EXPECT_EQ(server_.request(0).view.tool_names,
+            (std::vector<std::string>{"read_file", "write_file", "task"}));
+
+  // Claude's spellings and forkbox's, in one argument or several; README's own example.
+  const std::vector<std::pair<std::vector<std::string>, std::vector<std::string>>> cases = {
+      {{"--tools", "Read", "bash", "explain main.c"}, {"bash", "read_file"}},
+      {{"--tools=Read", "Agent,Edit", "explain main.c"}, {"read_file", "edit_file", "task"}},
+      {{"--disallowedTools", "Bash", "explain main.c"},
+       {"read_file", "write_file", "edit_file", "task"}},
+      {{"--disallowed-tools", "Task", "Write Edit", "explain main.c"}, {"bash", "read_file"}}};
+  for (const auto& [args, tools] : cases) {
+    std::vector<std::string> full = {"--sandbox=off", "-q"};
+    full.insert(full.end(), args.begin(), args.end());
+    const size_t first = server_.request_count();
+    r = Run(full);
+    ASSERT_EQ(r.exit_code, 0) << args[0] << Dump(r);
+    ASSERT_EQ(server_.request_count(), first + 1) << args[0];
+    EXPECT_EQ(server_.request(first).view.FirstUserText(), "explain main.c") << args[0];
+    EXPECT_EQ(server_.request(first).view.tool_names, tools) << args[0];
+  }
+  // After `--` a word that is a tool name is the prompt.
+  r = Run({"--sandbox=off", "-q", "--tools", "Read", "--", "Edit"});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_EQ(server_.request(server_.request_count() - 1).view.FirstUserText(), "Edit");
+
+  const size_t before = server_.request_count();
+  const std::vector<std::pair<std::vector<std::string>, std::string>> refused = {
+      {{"--tools", "Read", "Grep", "go"}, "--tools: 'Grep' is a Claude Code tool forkbox does not"},
+      {{"--disallowedTools", "Bash", "WebFetch", "go"}, "'WebFetch' is a Claude Code tool"},
+      {{"--disallowedTools", "Edit", "Bash(git log:*)", "go"},
+       "'Bash(git log:*)': rules for some commands of a tool are not supported"},
+      {{"--disallowedTools", "Bash", "mcp__github", "go"}, "'mcp__github': an MCP tool"},
+      {{"--tools", "Read", "edit", "go"}, "unknown tool 'edit'"}};
+  for (const auto& [args, message] : refused) {
+    std::vector<std::string> full = {"--sandbox=off"};
+    full.insert(full.end(), args.begin(), args.end());
+    r = Run(full);
+    EXPECT_EQ(r.exit_code, 2) << message << Dump(r);
+    EXPECT_NE(r.err.find(message), std::string::npos) << Dump(r);
+  }
+  EXPECT_EQ(server_.request_count(), before) << "none of them reached the model";
+}
+
+// --add-dir A B, as claude -p takes it: the directories that follow belong to the list (before,
+// B became the prompt); a word shaped like a path that names no directory is an error, not the
+// prompt; any other word is the prompt.
+TEST_F(ParentTest, AddDirTakesTheDirectoriesThatFollow) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("done"); });
+  const std::string a = workdir_ + "/a", b = workdir_ + "/b";
+  fs::create_directories(a);
+  fs::create_directories(b);
+  RunResult r = Run({"config", "--sandbox=off", "--add-dir", a, b, "--writable", a});
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_NE(r.out.find("writable = " + a + "," + b + "," + a + "  (flag)"), std::string::npos)
+      << Dump(r);
+  r = Run({"--sandbox=off", "-q", "--add-dir", a, "b", "review the diff"});  // b: relative.
+  ASSERT_EQ(r.exit_code, 0) << Dump(r);
+  ASSERT_EQ(server_.request_count(), 1u);
+  EXPECT_EQ(server_.request(0).view.FirstUserText(), "review the diff");
+  r = Run({"--sandbox=off", "--add-dir", a, "./missing", "go"});
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find("--add-dir: './missing' is not a directory"), std::string::npos) << Dump(r);
+  EXPECT_EQ(server_.request_count(), 1u);
+}
+
+// The flags of claude -p and codex exec that forkbox does not take are refused by name, saying
+// what forkbox does instead; any other unknown option is named first. Before, CLI11 said "The
+// following arguments were not expected: hi --allowedTools", naming the prompt first and
+// pointing nowhere. codex's --skip-git-repo-check (what forkbox always does) and --cd (-C) are
+// taken; its -c KEY=VALUE and `exec` are refused rather than read as a session and a prompt.
+TEST_F(ParentTest, FlagsOfClaudeAndCodexThatForkboxLacksSayWhatItDoesInstead) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("done"); });
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--allowedTools", "Read", "hi"},
+       "forkbox: --allowedTools: forkbox never asks permission: every tool runs without asking, "
+       "inside the sandbox; choose the tools offered with --tools"},
+      {{"--permission-mode", "plan", "hi"}, "forkbox: --permission-mode: forkbox never asks"},
+      {{"--dangerously-skip-permissions", "hi"},
+       "forkbox: --dangerously-skip-permissions: forkbox never asks permission"},
+      {{"--full-auto", "hi"}, "forkbox: --full-auto: forkbox never asks permission"},
+      {{"--color", "never", "hi"}, "forkbox: --color: forkbox prints no colour"},
+      {{"-i", "shot.png", "hi"}, "forkbox: -i: forkbox sends text only"},
+      {{"--output-schema", "s.json", "hi"}, "forkbox: --output-schema: forkbox does not"},
+      {{"--input-format", "stream-json", "hi"}, "forkbox: --input-format: forkbox reads"},
+      {{"--mcp-config", "m.json", "hi"}, "forkbox: --mcp-config: forkbox has no MCP servers"},
+      {{"--profile", "ci", "hi"}, "forkbox: --profile: forkbox has no profiles"},
+      {{"--max-budget-usd=1", "hi"}, "forkbox: --max-budget-usd: forkbox limits tokens"},
+      {{"hi", "--session-id", "x"}, "forkbox: --session-id: forkbox chooses"},
+      {{"--no-such-flag", "hi"}, "forkbox: unknown option --no-such-flag\n"},
+      {{"explain", "main.c"}, "forkbox: one PROMPT only: 'main.c' came after the prompt 'explain'"},
+      {{"-c", "model=o3"}, "forkbox: -c 'model=o3': -c is --continue here"},
+      {{"exec", "summarise the TODOs"},
+       "forkbox: exec: no such subcommand; forkbox [FLAGS] PROMPT"}};
+  for (const auto& [args, message] : cases) {
+    std::vector<std::string> full = {"--sandbox=off"};
+    full.insert(full.end(), args.begin(), args.end());
+    RunResult r = Run(full);
+    EXPECT_EQ(r.exit_code, 2) << args[0] << Dump(r);
+    EXPECT_EQ(r.err.rfind(message, 0), 0u) << "the first words\n" << Dump(r);
+  }
+  // In the JSON modes too, the error object names the flag.
+  RunResult json = Run({"--sandbox=off", "--json", "--allowedTools", "Read", "hi"});
+  EXPECT_EQ(json.exit_code, 2) << Dump(json);
+  const auto error = nlohmann::json::parse(json.out, nullptr, false);
+  ASSERT_TRUE(error.is_object()) << Dump(json);
+  EXPECT_EQ(error.value("subtype", ""), "error_usage") << Dump(json);
+  EXPECT_EQ(error.value("error", "").rfind("--allowedTools: forkbox never asks", 0), 0u)
+      << Dump(json);
+  EXPECT_EQ(server_.request_count(), 0u);
+
+  RunResult help = Run({"--help"});
+  EXPECT_NE(help.out.find("--skip-git-repo-check"), std::string::npos) << help.out;
+  EXPECT_NE(help.out.find("-C,--workdir,--cd"), std::string::npos) << help.out;
+  // An option's value that looks like an option is its value still, as CLI11 takes it.
+  RunResult taken = Run({"--sandbox=off", "-q", "--skip-git-repo-check", "--cd", workdir_,
+                         "--append-system-prompt", "--be-brief", "hi"});
+  EXPECT_EQ(taken.exit_code, 0) << Dump(taken);
+  EXPECT_EQ(taken.out, "done\n");
+  RunResult config = Run({"config", "--sandbox=off", "--skip-git-repo-check"});
+  EXPECT_EQ(config.exit_code, 0) << Dump(config);
+  EXPECT_EQ(config.out.find("skip-git-repo-check"), std::string::npos) << "configures nothing";
+}
+
 TEST_F(ParentTest, Http401IsModelErrorExit3) {
   server_.SetHandler([](const RecordedRequest&) { return HttpStatus(401); });
   RunResult r = Run({"--sandbox=off", "hi"});
@@ -3479,7 +3614,8 @@ TEST_F(ConfigTest, DisallowedToolsAddUpAcrossTheFiles) {
   r = RunWith({"agents"});
   EXPECT_EQ(r.exit_code, 2) << Dump(r);
   EXPECT_NE(r.err.find("project config " + Project().string() + ":1"), std::string::npos) << r.err;
-  EXPECT_NE(r.err.find("unknown tool 'WebFetch'"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("'WebFetch' is a Claude Code tool forkbox does not have"), std::string::npos)
+      << r.err;
 }
 
 // A cloned project (or a tool) controls <workdir>/.forkbox: its config file as a FIFO must not
@@ -3665,6 +3801,62 @@ TEST_F(ConfigTest, ConfigPrintsTheEnvironmentsValuesAndSources) {
   r = RunWith({"--sandbox=off", "hi"}, {"FORKBOX_CHILD=" + workdir_ + "/no-child"});
   EXPECT_EQ(r.exit_code, 2) << Dump(r);
   EXPECT_NE(r.err.find("(from FORKBOX_CHILD)"), std::string::npos) << Dump(r);
+}
+
+// Claude's model aliases and ANTHROPIC_MODEL, as Claude Code users have them: before, --model
+// sonnet was sent as "sonnet" (the API refuses it) and ANTHROPIC_MODEL was ignored. FORKBOX_MODEL
+// ranks above it; the openai provider takes neither the aliases nor ANTHROPIC_MODEL.
+TEST_F(ConfigTest, ClaudesModelAliasesAndAnthropicModelAreTaken) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("done"); });
+  ASSERT_EQ(RunWith({"--sandbox=off", "-q", "--model", "sonnet", "hi"}).exit_code, 0);
+  ASSERT_EQ(RunWith({"--sandbox=off", "-q", "hi"}, {"ANTHROPIC_MODEL=opus"}).exit_code, 0);
+  ASSERT_EQ(RunWith({"--sandbox=off", "-q", "hi"},
+                    {"ANTHROPIC_MODEL=claude-opus-4-1", "FORKBOX_MODEL=m-forkbox"})
+                .exit_code,
+            0);
+  ASSERT_EQ(server_.request_count(), 3u);
+  EXPECT_EQ(server_.request(0).view.model, "claude-sonnet-4-5");
+  EXPECT_EQ(server_.request(1).view.model, "claude-opus-4-1");
+  EXPECT_EQ(server_.request(2).view.model, "m-forkbox");
+
+  Write(User(), "model = \"haiku\"\n");
+  RunResult r = RunWith({"config"});
+  EXPECT_NE(r.out.find("model = claude-haiku-4-5  (user config"), std::string::npos) << Dump(r);
+  r = RunWith({"config"}, {"ANTHROPIC_MODEL=claude-x"});
+  EXPECT_NE(r.out.find("model = claude-x  (environment (ANTHROPIC_MODEL))"), std::string::npos)
+      << Dump(r);
+  r = RunWith({"config", "--provider", "openai"}, {"ANTHROPIC_MODEL=claude-x"});
+  EXPECT_NE(r.out.find("model = haiku  (user config"), std::string::npos) << Dump(r);
+}
+
+// Without ANTHROPIC_API_KEY the error names what is set but not used: ANTHROPIC_AUTH_TOKEN (a
+// bearer token, which the Anthropic API does not take; never printed) and OPENAI_API_KEY (pass
+// --provider openai: forkbox does not switch by itself). Before, it said only "set
+// ANTHROPIC_API_KEY". The control: --provider openai runs with the same environment.
+TEST_F(ConfigTest, AMissingKeyNamesTheVariablesThatAreSetButNotUsed) {
+  const std::string token = "tok-" + RandomToken();
+  RunResult r =
+      RunWith({"--sandbox=off", "hi"}, {"ANTHROPIC_API_KEY=", "ANTHROPIC_AUTH_TOKEN=" + token});
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find("no API key: set ANTHROPIC_API_KEY; ANTHROPIC_AUTH_TOKEN is set but not "
+                       "used: the Anthropic API takes a key (x-api-key), not a bearer token"),
+            std::string::npos)
+      << Dump(r);
+  EXPECT_EQ(r.err.find(token), std::string::npos) << Dump(r);
+  const std::string openai_key = "sk-openai-" + RandomToken();
+  const std::vector<std::string> env = {"ANTHROPIC_API_KEY=", "OPENAI_API_KEY=" + openai_key,
+                                        "OPENAI_BASE_URL=" + server_.openai_base_url()};
+  r = RunWith({"--sandbox=off", "hi"}, env);
+  EXPECT_EQ(r.exit_code, 2) << Dump(r);
+  EXPECT_NE(r.err.find("OPENAI_API_KEY (and OPENAI_BASE_URL) is set: pass --provider openai"),
+            std::string::npos)
+      << Dump(r);
+  EXPECT_EQ(r.err.find(openai_key), std::string::npos) << Dump(r);
+  EXPECT_EQ(server_.request_count(), 0u);
+  server_.SetHandler([](const RecordedRequest&) { return Text("done"); });
+  r = RunWith({"--sandbox=off", "-q", "--provider", "openai", "hi"}, env);
+  EXPECT_EQ(r.exit_code, 0) << Dump(r);
+  EXPECT_EQ(r.out, "done\n");
 }
 
 // Defect 10: the user file's workdir is the project whose file is read, not the current
