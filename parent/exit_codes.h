@@ -12,8 +12,10 @@ inline constexpr int kExitSandbox = 4;  // The sandbox cannot be enforced (see -
 // answer was cut short); what it answered is on stdout. As `claude -p`, a script's `&&` must not
 // take it for a finished job.
 inline constexpr int kExitIncomplete = 5;
-inline constexpr int kExitInterrupted = 130;  // SIGINT (Ctrl-C); SIGTERM 143, SIGHUP 129.
-inline constexpr int kExitBrokenPipe = 141;   // stdout's reader is gone (EPIPE): 128 + SIGPIPE.
+// SIGINT (Ctrl-C); SIGTERM 143, SIGHUP 129. As a shell reports them: forkbox dies of the signal
+// (parent/signals.h), and its caller's wait status says so.
+inline constexpr int kExitInterrupted = 130;
+inline constexpr int kExitBrokenPipe = 141;  // stdout's reader is gone (EPIPE): 128 + SIGPIPE.
 
 inline constexpr const char* kExitCodesHelp =
     "Exit codes:\n"
@@ -26,7 +28,7 @@ inline constexpr const char* kExitCodesHelp =
     "  5    stopped before the end: --max-turns or --max-tokens-total ran out, or the answer was\n"
     "       cut short (max tokens, context window); stdout has what was answered\n"
     "  130  interrupted by Ctrl-C (143 for SIGTERM, 129 for SIGHUP; 137 when forkbox's pid was\n"
-    "       killed by SIGKILL)\n"
+    "       killed by SIGKILL): forkbox dies of the signal, which a shell reports as 128 + it\n"
     "  141  stdout's reader went away (EPIPE, as if killed by SIGPIPE)\n";
 
 }  // namespace forkbox::parent

@@ -777,7 +777,7 @@ int Run(const Options& o) {
   }
   auto prompt = ReadPrompt(o);
   if (const int sig = TakeInterrupt(); sig != 0) {
-    return Fail(o.output_format, 128 + sig,
+    return Fail(o.output_format, EndBySignal(sig),
                 std::string("interrupted by ") + SignalName(sig) + " while reading stdin");
   }
   SetInterruptMode(InterruptMode::kExit);  // Start-up ends at once on a signal, as before.
@@ -859,6 +859,7 @@ int ParentMain(int argc, char** argv) {
   }
   // Whatever a tool left behind dies with the session.
   if (!KillAndReapAllChildren() && code == kExitOk) code = kExitFailure;
+  ExitIfEndedBySignal(code);
   return code;
 }
 

@@ -231,7 +231,7 @@ struct OneShotEnd {
 bool Blank(const std::string& s) { return s.find_first_not_of(" \t\r\n") == std::string::npos; }
 
 OneShotEnd Interrupted(int sig, const OutputOptions& out) {
-  int code = 128 + sig;
+  int code = EndBySignal(sig);  // forkbox dies of it (parent/signals.h) unless another code wins.
   std::string why = std::string("interrupted by ") + SignalName(sig);
   if (sig == SIGTERM && out.waiter_died && out.waiter_died()) {
     // What forkbox's caller saw: its pid killed. The waiter blocks every signal it can.
@@ -537,7 +537,7 @@ int AskInteractively(Session& session, const std::string& input, const OutputOpt
   int late = TakeInterrupt();  // Ctrl-C during a model call that then answered without tools.
   if (turn.interrupt_signal != 0 || late != 0) {
     int sig = turn.interrupt_signal != 0 ? turn.interrupt_signal : late;
-    if (sig != SIGINT) return 128 + sig;
+    if (sig != SIGINT) return EndBySignal(sig);
     WriteFd(STDERR_FILENO, "(interrupted)\n");
   } else if (turn.outcome.error) {
     WriteFd(STDERR_FILENO, "forkbox: model error: " + turn.outcome.error->ToString() + "\n");
@@ -580,7 +580,7 @@ int RunInteractive(Session& session, const OutputOptions& out, LineEditor& edito
   while (true) {
     PromptInput in = editor.Read();
     if (in.kind == PromptInput::Kind::kEof) return kExitOk;
-    if (in.kind == PromptInput::Kind::kInterrupted) return 128 + in.signal;
+    if (in.kind == PromptInput::Kind::kInterrupted) return EndBySignal(in.signal);
     std::string input = Trim(in.text);
     if (input.empty()) continue;
     if (IsSlashCommand(input)) {

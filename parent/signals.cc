@@ -15,7 +15,16 @@ namespace {
 
 volatile sig_atomic_t g_signal = 0;
 volatile sig_atomic_t g_exit_mode = 0;
+volatile sig_atomic_t g_ended_by = 0;  // EndBySignal's.
 int g_stdout_errno = 0;
+
+// Per interrupt signal, the copies that came directly and whose copy from the waiter has not come
+// yet, and the waiter's last sequence number seen (sandbox::PassedOnByWaiter).
+struct Copies {
+  volatile sig_atomic_t direct_unpaired = 0;
+  volatile sig_atomic_t last_sequence = 0;
+};
+Copies g_copies[NSIG];
 
 // Async-signal-safe: one write to stderr, its result ignored (nothing to do if it fails).
 void WriteRaw(const char* text) {
@@ -23,11 +32,35 @@ void WriteRaw(const char* text) {
   (void)ignored;
 }
 
-void OnInterrupt(int signo) {
+// Whether a delivery of `signo` is a signal of its own, and not the waiter's copy of one that was
+// sent to the whole process group and came here directly first (the kernel signals a group's
+// newest member first, and the waiter passes its copy on only after that). A copy the waiter sent
+// but that never came was dropped by the kernel while the same signal was still pending here (one
+// pending instance of a standard signal): it was the pair of a direct one, which is then no longer
+// waiting for its own. Without a waiter no copy comes and nothing is dropped. Async-signal-safe.
+bool FreshSignal(int signo, int code, int value) {
+  if (signo <= 0 || signo >= NSIG) return true;
+  Copies& c = g_copies[signo];
+  uint16_t sequence = 0;
+  if (!sandbox::PassedOnByWaiter(code, value, &sequence)) {
+    // The waiter passes on every one but the terminal's SIGINT (sandbox::EnterLauncher).
+    if (signo != SIGINT || code != SI_KERNEL) c.direct_unpaired = c.direct_unpaired + 1;
+    return true;
+  }
+  const uint16_t lost = static_cast<uint16_t>(sequence - c.last_sequence - 1);
+  c.last_sequence = sequence;
+  c.direct_unpaired = lost >= c.direct_unpaired ? 0 : c.direct_unpaired - lost;
+  if (c.direct_unpaired == 0) return true;
+  c.direct_unpaired = c.direct_unpaired - 1;
+  return false;
+}
+
+void OnInterrupt(int signo, siginfo_t* info, void*) {
+  if (!FreshSignal(signo, info->si_code, info->si_value.sival_int)) return;
   if (g_exit_mode) {
     WriteRaw("\nforkbox: interrupted\n");
     (void)KillAndReapAllChildren();
-    _exit(128 + signo);
+    DieOfSignal(signo);
   }
   g_signal = signo;
 }
@@ -41,6 +74,30 @@ bool KillAndReapAllChildren() {
   WriteRaw(why);
   WriteRaw("\n");
   return false;
+}
+
+void DieOfSignal(int signo) {
+  if (sandbox::TellWaiterTheSessionEndsBy(signo)) _exit(128 + signo);
+  struct sigaction sa = {};
+  sa.sa_handler = SIG_DFL;
+  sigemptyset(&sa.sa_mask);
+  sigaction(signo, &sa, nullptr);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, signo);
+  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+  raise(signo);
+  _exit(128 + signo);  // Not reached: the default action of these signals ends the process.
+}
+
+int EndBySignal(int signo) {
+  if (signo == SIGINT || signo == SIGTERM || signo == SIGHUP) g_ended_by = signo;
+  return 128 + signo;
+}
+
+void ExitIfEndedBySignal(int code) {
+  const int signo = g_ended_by;
+  if (signo != 0 && code == 128 + signo) DieOfSignal(signo);
 }
 
 const char* SignalName(int signo) {
@@ -80,9 +137,9 @@ Status HardenProcess() {
 Status InstallInterruptHandler(InterruptMode mode) {
   SetInterruptMode(mode);
   struct sigaction sa = {};
-  sa.sa_handler = OnInterrupt;
+  sa.sa_sigaction = OnInterrupt;
   sigemptyset(&sa.sa_mask);
-  sa.sa_flags = 0;  // No SA_RESTART: a read() at the interactive prompt returns EINTR.
+  sa.sa_flags = SA_SIGINFO;  // No SA_RESTART: a read() at the interactive prompt returns EINTR.
   for (int sig : kInterruptSignals) {
     if (sigaction(sig, &sa, nullptr) != 0) return Status::FromErrno(errno, "sigaction");
   }
@@ -137,9 +194,11 @@ BlockedSignals::~BlockedSignals() {
 
 int BlockedSignals::Read() {
   struct signalfd_siginfo info;
-  ssize_t n = read(fd_.get(), &info, sizeof(info));
-  if (n != static_cast<ssize_t>(sizeof(info))) return 0;
-  return static_cast<int>(info.ssi_signo);
+  while (read(fd_.get(), &info, sizeof(info)) == static_cast<ssize_t>(sizeof(info))) {
+    const int signo = static_cast<int>(info.ssi_signo);
+    if (FreshSignal(signo, info.ssi_code, info.ssi_int)) return signo;
+  }
+  return 0;
 }
 
 }  // namespace forkbox::parent

@@ -5,11 +5,17 @@
 //    session, one-shot and interactive) it only records the signal; a model call in flight, a
 //    retry wait and the parent's own bash command poll it (InterruptPending) and stop, and the
 //    session ends the turn as interrupted (one-shot: through its result, with 128 + the signal).
-//    In kExit mode it _exit()s with 128 + signo after killing every child: for what cannot poll
-//    the flag, the start-up before the session (sandbox set-up, waiting for the spawner) and the
-//    one-shot result's write (a full pipe blocks). A PID namespace's init (the sandboxed
+//    In kExit mode it dies of the signal after killing every child (DieOfSignal): for what cannot
+//    poll the flag, the start-up before the session (sandbox set-up, waiting for the spawner) and
+//    the one-shot result's write (a full pipe blocks). A PID namespace's init (the sandboxed
 //    launcher) gets only the signals it handles, so a handler is in place from the start.
 //  - During a task batch the signals are blocked and read from a signalfd in the event loop.
+// Both take a signal sent to forkbox's whole process group once, though the launcher gets it
+// directly and again through its waiter (sandbox::PassedOnByWaiter).
+// A session a signal ended ends by that signal, after its clean-up and its output: forkbox's pid
+// dies of it, as a shell expects of a child it stopped (bash goes on with a loop whose command
+// exited 130 on Ctrl-C: it takes that the command handled the signal). The shell still says
+// 128 + the signal ($?).
 #pragma once
 
 #include <signal.h>
@@ -28,7 +34,8 @@ namespace forkbox::parent {
 Status HardenProcess();
 
 // SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed) all stop the session: running work
-// is killed, every process forkbox started is killed, and it exits 128 + the signal number.
+// is killed, every process forkbox started is killed, and it dies of the signal (128 + the signal
+// number as a shell reports it).
 inline constexpr int kInterruptSignals[] = {SIGINT, SIGTERM, SIGHUP};
 // "Ctrl-C", "SIGTERM", "SIGHUP" (and for SIGPIPE "a failed write to stdout").
 const char* SignalName(int signo);
@@ -39,6 +46,20 @@ const char* SignalName(int signo);
 // the session calls it once more when it ends. (After one of its own tool commands the parent calls
 // sandbox::KillOrphans, which keeps the standby children.)
 bool KillAndReapAllChildren();
+
+// Ends this process by `signo` (SIGINT, SIGTERM or SIGHUP): in the sandboxed launcher, an exit with
+// 128 + signo that its waiter, forkbox's pid, takes as a death by the signal
+// (sandbox::TellWaiterTheSessionEndsBy: a namespace init cannot die of a signal it sends itself);
+// elsewhere the signal's default action, restored and unblocked first. Async-signal-safe.
+[[noreturn]] void DieOfSignal(int signo);
+// The session ends because of `signo`: returns the exit code that says it (128 + signo) and, for
+// SIGINT, SIGTERM and SIGHUP, records the fact, so that ExitIfEndedBySignal dies of the signal
+// instead of exiting with that code.
+int EndBySignal(int signo);
+// Dies of the signal EndBySignal recorded (DieOfSignal) when `code` is the one it returned: the
+// session's last step, once its output is written and its children are gone. Returns otherwise
+// (another code won: a failed write of the result, a SIGKILL of forkbox's pid).
+void ExitIfEndedBySignal(int code);
 
 enum class InterruptMode { kExit, kFlag };
 Status InstallInterruptHandler(InterruptMode mode);
@@ -67,7 +88,8 @@ class BlockedSignals {
   BlockedSignals(const BlockedSignals&) = delete;
   ~BlockedSignals();
   int fd() const { return fd_.get(); }
-  // The next pending signal number, or 0 when none is pending.
+  // The next pending signal number, or 0 when none is pending. A copy of one signal that came
+  // twice (directly and through the waiter: a signal to the process group) is read once.
   int Read();
 
  private:

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/eventfd.h>
+#include <sys/mman.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -17,10 +18,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <exception>
 #include <filesystem>
+#include <new>
 #include <string_view>
 
 #include "base/fd_passing.h"
@@ -292,6 +295,21 @@ int BecomeLayer1KeeperRaw(ContainPlan& p, const char** step) {
   _exit(128 + sig);
 }
 
+// The signal the launcher said the session ended by (TellWaiterTheSessionEndsBy), shared with the
+// waiter; the waiter and the launcher map it, and the launcher sets it. Null elsewhere.
+std::atomic<int>* g_session_ended_by = nullptr;
+static_assert(std::atomic<int>::is_always_lock_free);  // Shared between two processes.
+pid_t g_launcher_pid = 0;  // The launcher's own getpid(), set in it after the fork.
+
+// The signal the session ended by, when the launcher said so and then exited as it said
+// (128 + the signal); else 0.
+int SessionEndedByRaw(const std::atomic<int>* ended_by, int status) {
+  if (ended_by == nullptr || !WIFEXITED(status)) return 0;
+  const int sig = ended_by->load();
+  if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP) return 0;
+  return WEXITSTATUS(status) == 128 + sig ? sig : 0;
+}
+
 // Dies the way the agent died, so forkbox sees the real cause.
 [[noreturn]] void RelayStatus(int status) {
   if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
@@ -310,6 +328,17 @@ void StopAsDefaultRaw(int sig) {
   sigprocmask(SIG_BLOCK, &one, nullptr);
 }
 
+// Passes SIGINT, SIGTERM or SIGHUP on, tagged with its sequence number: a signal sent to the whole
+// process group reached the launcher directly too, and the launcher pairs such a copy with this
+// one (PassedOnByWaiter). The waiter is single-threaded: the counts are its own.
+void SendOnRaw(pid_t launcher, int sig) {
+  static uint16_t sent[NSIG];
+  ++sent[sig];
+  sigval value{};
+  value.sival_int = kPassedOnTag | sent[sig];
+  sigqueue(launcher, sig, value);
+}
+
 // What the launcher's waiter does with a signal sent to forkbox's pid. In layer 2 the launcher is
 // pid 1 of its PID namespace: a signal from outside reaches it only if it has a handler (SIGINT,
 // SIGTERM and SIGHUP, parent/signals.h), and never stops it but SIGSTOP. A signal that ends
@@ -322,10 +351,12 @@ void PassOnRaw(pid_t launcher, int sig, int code) {
       return;
     case SIGINT:
       // The terminal's Ctrl-C went to the whole foreground group, the launcher included.
-      if (code != SI_KERNEL) kill(launcher, sig);
+      if (code != SI_KERNEL) SendOnRaw(launcher, sig);
       return;
     case SIGTERM:
     case SIGHUP:
+      SendOnRaw(launcher, sig);
+      return;
     case SIGCONT:
       kill(launcher, sig);
       return;
@@ -361,9 +392,11 @@ enum class Relay {
 // A waiter, outside the PID namespace whose init (`init`) it started. Signals are taken
 // synchronously (sigwaitinfo, no handler and no global): a namespace init gets from outside only
 // the signals it handles, and SIGKILL. Exits as the init did.
-// `confined_fd`: as ConfineKeeperRaw takes it. `on_killed`: as EnterLauncher takes it.
+// `confined_fd`: as ConfineKeeperRaw takes it. `on_killed`: as EnterLauncher takes it. `ended_by`:
+// the launcher's (g_session_ended_by), whose session may end by a signal; null for an agent.
 [[noreturn]] void RunWaiter(pid_t init, std::span<const sock_filter> filter, Relay relay,
-                            int confined_fd = -1, const LauncherKilled& on_killed = {}) {
+                            int confined_fd = -1, const LauncherKilled& on_killed = {},
+                            const std::atomic<int>* ended_by = nullptr) {
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&set, sig);
@@ -380,6 +413,7 @@ enum class Relay {
       (void)KillDescendantsRaw({});
       // A fork of a single-threaded process: on_killed may allocate.
       if (WIFSIGNALED(status) && on_killed) on_killed(init, WTERMSIG(status));
+      if (const int sig = SessionEndedByRaw(ended_by, status); sig != 0) DieOfRaw(sig);
       RelayStatus(status);
     }
     if (pid > 0) continue;
@@ -896,10 +930,21 @@ Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t 
   if (!out.pidfd) return Status::FromErrno(errno, "dup(the launcher's waiter's pidfd)");
   Result<Pipe> confined = MakePipe();
   if (!confined.ok()) return confined.status().WithContext("the launcher's waiter");
+  // Kept for the life of both processes: the launcher may write it from a signal handler.
+  void* shared = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE,
+                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (shared == MAP_FAILED) return Status::FromErrno(errno, "mmap (the launcher's end)");
+  auto* ended_by = new (shared) std::atomic<int>(0);
   // Single-threaded: glibc's fork keeps the launcher's (later multithreaded) state right.
   pid_t pid = fork();
-  if (pid < 0) return Status::FromErrno(errno, "fork (the launcher's waiter)");
-  if (pid > 0) RunWaiter(pid, *base, Relay::kPassOn, confined->write.get(), on_killed);
+  if (pid < 0) {
+    const int err = errno;
+    munmap(shared, sizeof(std::atomic<int>));
+    return Status::FromErrno(err, "fork (the launcher's waiter)");
+  }
+  if (pid > 0) RunWaiter(pid, *base, Relay::kPassOn, confined->write.get(), on_killed, ended_by);
+  g_session_ended_by = ended_by;
+  g_launcher_pid = getpid();
   confined->write.reset();
   // The waiter's death (SIGKILL of forkbox's pid) ends the session as SIGTERM does: the launcher
   // kills what its tools left and puts back the git trust surface before it exits.
@@ -918,6 +963,18 @@ bool WaiterDied(const UniqueFd& pidfd) {
   if (!pidfd) return false;
   pollfd pfd{pidfd.get(), POLLIN, 0};
   return poll(&pfd, 1, 0) == 1 && (pfd.revents & POLLIN) != 0;
+}
+
+bool TellWaiterTheSessionEndsBy(int signo) {
+  if (g_session_ended_by == nullptr || getpid() != g_launcher_pid) return false;
+  g_session_ended_by->store(signo);
+  return true;
+}
+
+bool PassedOnByWaiter(int code, int value, uint16_t* sequence) {
+  if (code != SI_QUEUE || (value & ~0xffff) != kPassedOnTag) return false;
+  *sequence = static_cast<uint16_t>(value & 0xffff);
+  return true;
 }
 
 Status AwaitLauncherWaiter(UniqueFd confined) {

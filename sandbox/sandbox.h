@@ -420,8 +420,10 @@ Status EnterAgentNamespaces(const Settings& settings);
 // process but the session's (no command line of yours): unshare -> id maps -> fork -> /proc. In
 // layer 1 it is a plain fork. The waiter runs under no_new_privs and the base filter, with no
 // capability and no descriptor. It relays the launcher's exit status (a death by signal as that
-// signal) and what a signal to forkbox meant: SIGTERM, SIGHUP and SIGCONT pass on, SIGINT too
-// unless the terminal sent it (the launcher, in the same process group, got it itself),
+// signal; an exit by which the session ended for a signal as a death by it:
+// TellWaiterTheSessionEndsBy) and what a signal to forkbox meant: SIGTERM, SIGHUP (both tagged:
+// PassedOnByWaiter) and SIGCONT pass on, SIGINT too (tagged) unless the terminal sent it (the
+// launcher, in the same process group, got it itself),
 // SIGTSTP/SIGTTIN/SIGTTOU stop both (as their default action does: not in an orphaned process
 // group), what forkbox ignored (SIGPIPE, SIGXFSZ) stays ignored, any other signal whose default
 // ends a process ends the launcher by SIGTERM and then the waiter by that signal; SIGCHLD, SIGURG
@@ -457,6 +459,22 @@ bool WaiterDied(const UniqueFd& pidfd);
 // Waits until the waiter wrote that it is confined; an error if it died first. OK for an empty fd
 // (no launcher: the sandbox off).
 Status AwaitLauncherWaiter(UniqueFd confined);
+// In the launcher, right before it exits 128 + `signo` because the session ended by `signo`
+// (SIGINT, SIGTERM or SIGHUP): the waiter then dies of that signal instead of exiting with the
+// code, as a caller expects of a process a signal stopped (a shell ends its loop only when its
+// child died of SIGINT). The fact goes through memory the two share, not the exit code: an exit
+// code of 130 alone does not say it. False, with nothing done, in any process but the launcher (no
+// waiter: the process is forkbox's pid and must die of the signal itself). Async-signal-safe.
+bool TellWaiterTheSessionEndsBy(int signo);
+// Whether a signal the launcher got is a copy the waiter passed on (it sends SIGINT, SIGTERM and
+// SIGHUP with sigqueue, si_code SI_QUEUE, and a value that holds a per-signal sequence number,
+// stored in *sequence). `code` and `value` are the siginfo's si_code and si_value.sival_int (or a
+// signalfd's ssi_code and ssi_int). A signal sent to forkbox's whole process group reaches the
+// launcher directly and then again through the waiter, which cannot tell it was: the launcher must
+// take it once. Async-signal-safe.
+bool PassedOnByWaiter(int code, int value, uint16_t* sequence);
+// A passed-on copy's value: this tag | its sequence number (1, 2, ... per signal, 16 bits).
+inline constexpr int kPassedOnTag = 0x46420000;
 
 // The parent (forkbox) confines itself once its set-up is done and before its first model call:
 // the agent's seccomp filters and Landlock domain (writable: the policy's trees plus

@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -32,6 +33,8 @@ LiveForkbox::LiveForkbox(const RunSpec& spec) {
   if (!spec.shell_redirects.empty()) {
     opts.argv = {"/bin/sh", "-c", "exec \"$0\" \"$@\" " + spec.shell_redirects};
   }
+  if (!spec.bash_script.empty()) opts.argv = {"/bin/bash", "-c", spec.bash_script};
+  opts.new_session = spec.own_process_group;
   opts.argv.push_back(ForkboxPath());
   for (const auto& a : spec.args) opts.argv.push_back(a);
   opts.env = spec.env;
@@ -104,11 +107,14 @@ bool LiveForkbox::WaitForStdout(const std::string& needle) {
 
 void LiveForkbox::Signal(int sig) { (void)process_.Signal(sig); }
 
+void LiveForkbox::SignalGroup(int sig) { (void)kill(-process_.pid(), sig); }
+
 RunResult LiveForkbox::Finish() {
   while (Pump()) {
   }
   auto status = process_.Wait();
   result_.exit_code = status.ok() ? ExitCodeFromWaitStatus(*status) : -1;
+  result_.wait_status = status.ok() ? *status : -1;
   return result_;
 }
 

@@ -19,11 +19,18 @@ struct RunSpec {
   // When set, forkbox runs through `/bin/sh -c 'exec "$0" "$@" <redirects>'`: e.g. "<&- >&-"
   // starts it with stdin and stdout closed.
   std::string shell_redirects;
+  // When set, forkbox runs through `/bin/bash -c SCRIPT FORKBOX ARGS...` ($0 is forkbox's path,
+  // "$@" the args), in place of shell_redirects: e.g. a loop that runs it.
+  std::string bash_script;
+  // The process (forkbox, or bash) leads a session and process group of its own (setsid), which
+  // LiveForkbox::SignalGroup signals, as a terminal or `timeout` does.
+  bool own_process_group = false;
   std::string cwd;
 };
 
 struct RunResult {
-  int exit_code = -1;
+  int exit_code = -1;    // A death by signal as 128 + the signal.
+  int wait_status = -1;  // As waitpid gives it: WIFSIGNALED tells a death by signal.
   std::string out;
   std::string err;
 };
@@ -42,6 +49,8 @@ class LiveForkbox {
   void CloseStdout() { out_.reset(); }
   const std::string& out() const { return result_.out; }
   void Signal(int sig);
+  // The signal to the whole process group (RunSpec::own_process_group).
+  void SignalGroup(int sig);
   // Reads to EOF and reaps.
   RunResult Finish();
 

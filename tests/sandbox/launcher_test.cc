@@ -192,6 +192,101 @@ TEST(EnterLauncher, TheWaiterRelaysTheLaunchersExitCodeAndDeathBySignal) {
   EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGILL) << "status " << status;
 }
 
+// rt62 #6: a session a signal ended (SIGINT, SIGTERM, SIGHUP) must end forkbox's pid, the waiter,
+// by that signal: a shell goes on with a loop whose command exited 130 after Ctrl-C. The launcher
+// (in layer 2 a namespace init, which cannot die of a signal it sends itself) says so before it
+// exits 128 + the signal, and the waiter dies of it. The controls: the same exit code unsaid stays
+// an exit code; said, but another code won (a failed write of the result: 141), that code.
+TEST(EnterLauncher, TheWaiterDiesOfTheSignalTheLauncherSaysTheSessionEndedBy) {
+  struct Case {
+    int told;  // 0: nothing said.
+    int code;
+  };
+  for (const bool layer2 : {true, false}) {
+    for (const Case c : {Case{SIGINT, 130}, Case{SIGTERM, 143}, Case{SIGHUP, 129}, Case{0, 130},
+                         Case{SIGINT, 141}}) {
+      const int status = RunAsLauncher(
+          NoSetup,
+          [c](Result<LauncherWaiter>& launched) {
+            if (!launched.ok() || !AwaitLauncherWaiter(std::move(launched->confined)).ok()) {
+              return 10;
+            }
+            if (c.told != 0 && !TellWaiterTheSessionEndsBy(c.told)) return 11;
+            return c.code;
+          },
+          layer2);
+      const std::string trace = "layer2=" + std::to_string(layer2) + " told " +
+                                std::to_string(c.told) + ", exit " + std::to_string(c.code) +
+                                ": status " + std::to_string(status);
+      if (c.told != 0 && c.code == 128 + c.told) {
+        EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == c.told) << trace;
+      } else {
+        EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == c.code) << trace;
+      }
+    }
+  }
+  // Not the launcher (this process has no waiter): nothing to say, it must die of it itself.
+  EXPECT_FALSE(TellWaiterTheSessionEndsBy(SIGINT));
+}
+
+void IgnoreSignal(int, siginfo_t*, void*) {}
+
+// The waiter passes SIGINT, SIGTERM and SIGHUP on tagged, with a sequence number per signal
+// (PassedOnByWaiter): a signal to forkbox's process group reaches the launcher directly too, and
+// the launcher must tell the two copies apart to take such a signal once. The control: a SIGTERM
+// the launcher sends itself is not taken for a passed-on one. Both layers.
+TEST(EnterLauncher, TheWaiterTagsTheSignalsItPassesOn) {
+  for (const bool layer2 : {true, false}) {
+    Result<Pipe> ready = MakePipe();
+    ASSERT_TRUE(ready.ok());
+    const int ready_fd = ready->write.get();
+    const int status = RunAsLauncher(
+        [] {
+          struct sigaction sa = {};
+          sa.sa_sigaction = IgnoreSignal;
+          sa.sa_flags = SA_SIGINFO;
+          sigset_t term;
+          sigemptyset(&term);
+          sigaddset(&term, SIGTERM);
+          // Handled (a namespace init gets from outside only what it handles), and blocked until
+          // sigwaitinfo takes it.
+          return sigaction(SIGTERM, &sa, nullptr) == 0 &&
+                 sigprocmask(SIG_BLOCK, &term, nullptr) == 0;
+        },
+        [ready_fd](Result<LauncherWaiter>& launched) {
+          if (!launched.ok() || !AwaitLauncherWaiter(std::move(launched->confined)).ok()) {
+            return 10;
+          }
+          sigset_t term;
+          sigemptyset(&term);
+          sigaddset(&term, SIGTERM);
+          siginfo_t info;
+          uint16_t sequence = 0;
+          for (const uint16_t expected : {1, 2}) {
+            const char go = 'R';
+            if (write(ready_fd, &go, 1) != 1) return 11;
+            if (sigwaitinfo(&term, &info) != SIGTERM) return 12;
+            if (!PassedOnByWaiter(info.si_code, info.si_value.sival_int, &sequence)) return 13;
+            if (sequence != expected) return 14;
+          }
+          kill(getpid(), SIGTERM);
+          if (sigwaitinfo(&term, &info) != SIGTERM) return 15;
+          return PassedOnByWaiter(info.si_code, info.si_value.sival_int, &sequence) ? 16 : 0;
+        },
+        layer2,
+        [&](pid_t waiter) {
+          ready->write.reset();
+          for (int i = 0; i < 2; ++i) {
+            char go = 0;
+            if (read(ready->read.get(), &go, 1) != 1) return;
+            kill(waiter, SIGTERM);
+          }
+        });
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0)
+        << "layer2=" << layer2 << " status " << status;
+  }
+}
+
 // A launcher that cannot mount its /proc must not go on with the host's (its bash would see every
 // process of the host): the call fails, naming the step. The control: the same run without the
 // refusal succeeds.
