@@ -669,7 +669,7 @@ struct SessionIo {
   SessionIo(const Options& o, const std::string& session_id)
       : streaming(o.output_format == OutputFormat::kStreamJson),
         events(STDOUT_FILENO, session_id, RecordStdoutFailure),
-        progress(!o.quiet, isatty(STDERR_FILENO) != 0, STDERR_FILENO,
+        progress(!o.quiet, TakesCursorControls(STDERR_FILENO), STDERR_FILENO,
                  streaming ? &events : nullptr) {}
   SessionIo(const SessionIo&) = delete;
   SessionIo& operator=(const SessionIo&) = delete;

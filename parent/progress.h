@@ -2,8 +2,8 @@
 // and description, turn, elapsed time, tokens, current tool) and a count of queued tasks, redrawn
 // in place. Every other line Progress prints is written after erasing the block, which is then
 // redrawn below it, so the block never overwrites text: it starts at the beginning of a line
-// (the session ends its streamed text's line before tasks run) and owns the lines below. Otherwise:
-// plain, append-only lines. Disabled (--quiet): prints nothing.
+// (the session ends its streamed text's line before tasks run) and owns the lines below. Otherwise
+// (no terminal, or TERM=dumb): plain, append-only lines. Disabled (--quiet): prints nothing.
 #pragma once
 
 #include <chrono>
@@ -39,7 +39,8 @@ std::vector<std::string> RenderProgressBlock(const std::vector<TaskLine>& tasks,
 
 class Progress {
  public:
-  // tty: stderr is a terminal (live lines); fd: where to write. events: with stream-json, the
+  // tty: stderr is a terminal that takes cursor controls (TakesCursorControls: live lines; not
+  // under TERM=dumb); fd: where to write. events: with stream-json, the
   // tasks' system events (task_started, task_progress, task_notification keyed by the task's
   // tool_use id) and the tool results the parent receives (user messages); emitted also when
   // not enabled (--quiet).

@@ -4,6 +4,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 
 #include "base/status.h"
 #include "parent/exit_codes.h"
@@ -93,6 +94,12 @@ int WriteAll(int fd, std::string_view text) {
 }
 
 void WriteText(int fd, std::string_view text) { (void)WriteAll(fd, text); }
+
+bool TakesCursorControls(int fd) {
+  if (::isatty(fd) == 0) return false;
+  const char* term = std::getenv("TERM");
+  return term != nullptr && term[0] != '\0' && std::string_view(term) != "dumb";
+}
 
 int PrintOutput(std::string_view text, int code) {
   const int err = WriteAll(STDOUT_FILENO, text);

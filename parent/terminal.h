@@ -20,6 +20,10 @@ std::string NeutraliseControls(std::string_view text);
 int WriteAll(int fd, std::string_view text);
 // WriteAll, best effort: for stderr and output whose loss changes nothing.
 void WriteText(int fd, std::string_view text);
+// Whether `fd` is a terminal that moves its cursor as told: a terminal whose TERM is set and not
+// "dumb" (Emacs' M-x shell and compile, some CI runners set it: a cursor control there is shown as
+// garbage). Git and most CLIs draw their live displays on such terminals alone.
+bool TakesCursorControls(int fd);
 // Writes what a command prints as its point (--help, --version, `forkbox sessions`) to stdout and
 // returns `code`; a failed write is an error exit instead (kExitBrokenPipe for EPIPE, else
 // kExitFailure), said on stderr.

@@ -448,6 +448,39 @@ TEST_F(CliTest, TheLiveBlockShowsARunningTasksTurnAndTool) {
   EXPECT_EQ(run->Finish(), 0) << Screen(*run);
 }
 
+// rt62 #9: TERM=dumb (Emacs' M-x shell and compile, some CI) has no cursor control, but the live
+// block still moved the cursor up and cleared (ESC [ 1F, ESC [ J) at every redraw, garbage there.
+// Now such a terminal gets the plain lines of a pipe. The control: TERM=xterm draws the block.
+TEST_F(CliTest, UnderTermDumbTaskProgressIsPlainLines) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      Reply reply;
+      reply.tool_calls = {ToolCall{"task", {{"prompt", "look"}, {"description", "quick job"}}, ""}};
+      return reply;
+    }
+    return Text("all done");
+  });
+  for (const std::string term : {"xterm", "dumb"}) {
+    SCOPED_TRACE("TERM=" + term);
+    std::vector<std::string> env = Env();
+    for (std::string& e : env) {
+      if (e.starts_with("TERM=")) e = "TERM=" + term;
+    }
+    auto run =
+        StartWith(env, {"--child-path", std::string(FAKE_CHILD_DIR) + "/fake_child_ok", "go"});
+    ASSERT_TRUE(run->Expect("all done")) << Screen(*run);
+    EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+    const std::string& screen = run->screen();
+    if (term == "dumb") {
+      EXPECT_EQ(screen.find('\x1b'), std::string::npos) << Screen(*run);
+      EXPECT_NE(screen.find("[task 1] started: general: quick job\r\n"), std::string::npos)
+          << Screen(*run);
+    } else {
+      EXPECT_NE(screen.find("\x1b[J"), std::string::npos) << Screen(*run);
+    }
+  }
+}
+
 // One-shot on a terminal streams as the text comes; a stream cut and retried is announced on
 // stderr and printed again from the start on a fresh line, never glued to the cut text.
 TEST_F(CliTest, OnATerminalARetriedStreamIsAnnouncedAndPrintedAgain) {

@@ -383,6 +383,9 @@ TEST(SessionStatsTest, SumsOverTasksSaturate) {
 #include <pthread.h>
 #include <signal.h>
 
+#include <cstdlib>
+#include <cstring>
+
 #include "parent/signals.h"
 #include "sandbox/sandbox.h"
 
@@ -429,6 +432,30 @@ TEST(InterruptSignals, ASignalThatCameDirectlyAndThroughTheWaiterIsTakenOnce) {
   struct sigaction dfl = {};
   dfl.sa_handler = SIG_DFL;
   for (int sig : kInterruptSignals) sigaction(sig, &dfl, nullptr);
+}
+
+// rt62 #9: the live progress block's cursor controls are for terminals that take them: not a pipe,
+// and not TERM=dumb (Emacs' shell) or no TERM at all.
+TEST(TakesCursorControls, ATerminalUnlessTermIsDumbOrUnset) {
+  const UniqueFd master(posix_openpt(O_RDWR | O_NOCTTY | O_CLOEXEC));
+  ASSERT_TRUE(master) << strerror(errno);
+  ASSERT_EQ(grantpt(master.get()), 0);
+  ASSERT_EQ(unlockpt(master.get()), 0);
+  const UniqueFd tty(open(ptsname(master.get()), O_RDWR | O_NOCTTY | O_CLOEXEC));
+  ASSERT_TRUE(tty) << strerror(errno);
+  int pipe_fds[2];
+  ASSERT_EQ(pipe2(pipe_fds, O_CLOEXEC), 0);
+  const UniqueFd pipe_read(pipe_fds[0]), pipe_write(pipe_fds[1]);
+  const char* saved = getenv("TERM");
+  const std::string before = saved != nullptr ? saved : "";
+  setenv("TERM", "xterm-256color", 1);
+  EXPECT_TRUE(TakesCursorControls(tty.get()));
+  EXPECT_FALSE(TakesCursorControls(pipe_write.get()));
+  setenv("TERM", "dumb", 1);
+  EXPECT_FALSE(TakesCursorControls(tty.get()));
+  unsetenv("TERM");
+  EXPECT_FALSE(TakesCursorControls(tty.get()));
+  if (saved != nullptr) setenv("TERM", before.c_str(), 1);
 }
 
 }  // namespace
