@@ -26,6 +26,31 @@ Result<std::string> UserStateDir() {
       "no state directory: neither XDG_STATE_HOME nor HOME is an absolute path");
 }
 
+// Makes the user's state directory `user` when missing (mkdir -p, usual modes, links followed),
+// but never HOME or anything above it: a HOME that does not exist (Debian's /nonexistent for
+// nobody, common in CI, where root could make it) is a deliberate "no home", and a state directory
+// beneath it is an error. One elsewhere (XDG_STATE_HOME outside HOME) is made whole.
+Status MakeUserStateDir(const std::string& user) {
+  namespace fs = std::filesystem;
+  const char* home = std::getenv("HOME");
+  if (home != nullptr && home[0] == '/') {
+    const fs::path base = fs::path(home).lexically_normal();
+    const fs::path rel = fs::path(user).lexically_normal().lexically_relative(base);
+    const bool beneath = !rel.empty() && *rel.begin() != "..";
+    struct stat st;
+    if (beneath && ::stat(home, &st) != 0 && errno == ENOENT) {
+      return Status::Error(Status::Code::kNotFound,
+                           user + ": HOME (" + home +
+                               ") does not exist; forkbox makes its state directory below HOME, "
+                               "never HOME itself");
+    }
+  }
+  std::error_code ec;
+  fs::create_directories(user, ec);
+  if (ec) return Status::FromErrno(ec.value(), "mkdir " + user);
+  return Status::Ok();
+}
+
 // `name` in `parent`, made 0700 when `create` and missing (mkdirat follows no link: EEXIST),
 // then opened through no link.
 Result<OwnedDir> OpenDirIn(int parent, const std::string& parent_path, const std::string& name,
@@ -57,11 +82,8 @@ Result<std::string> ForkboxStateDir() {
 Result<OwnedDir> OpenForkboxStateDir(bool create) {
   Result<std::string> user = UserStateDir();
   if (!user.ok()) return user.status();
+  if (create) FORKBOX_RETURN_IF_ERROR(MakeUserStateDir(*user));
   std::error_code ec;
-  if (create) {
-    std::filesystem::create_directories(*user, ec);  // The user's: usual modes, links followed.
-    if (ec) return Status::FromErrno(ec.value(), "mkdir " + *user);
-  }
   // Resolved once: from here on every step is beneath a descriptor, through no link.
   const std::string canonical = std::filesystem::canonical(*user, ec).string();
   if (ec) {

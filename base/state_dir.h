@@ -7,14 +7,15 @@
 // $HOME/.local/state) is the user's layout, shared with other programs: a link there (state on
 // another disk, a dotfiles farm) is ordinary and cannot be told from a planted one, so it is
 // resolved once, as the kernel resolves it, and made (mkdir -p, usual modes) when missing but
-// never chmod-ed. The `forkbox` directory in it and everything beneath are forkbox's own: made by
-// forkbox 0700, so a link there is never forkbox's doing; it is where a tool that can write the
-// state directory (a workdir of $HOME, --writable ~/.local) would plant one to make a later,
-// unconfined forkbox chmod, write or delete elsewhere. From that name down nothing is reached
-// through a link: each name is opened relative to its parent's descriptor (openat2
-// RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), a link is refused and named, never followed. To keep
-// forkbox's state elsewhere, set XDG_STATE_HOME, not a link. (A tool that can rewrite the user's
-// state directory itself can rewrite ~/.local/bin too: that is --allow-broad-workdir's risk.)
+// never chmod-ed; never HOME itself, though: beneath a HOME that does not exist nothing is made.
+// The `forkbox` directory in it and everything beneath are forkbox's own: made by forkbox 0700, so
+// a link there is never forkbox's doing; it is where a tool that can write the state directory (a
+// workdir of $HOME, --writable ~/.local) would plant one to make a later, unconfined forkbox chmod,
+// write or delete elsewhere. From that name down nothing is reached through a link: each name is
+// opened relative to its parent's descriptor (openat2 RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS), a
+// link is refused and named, never followed. To keep forkbox's state elsewhere, set XDG_STATE_HOME,
+// not a link. (A tool that can rewrite the user's state directory itself can rewrite ~/.local/bin
+// too: that is --allow-broad-workdir's risk.)
 #pragma once
 
 #include <string>
@@ -37,8 +38,8 @@ struct OwnedDir {
 // ForkboxStateDir(), opened as the header says. create: the user's directory is made when
 // missing and `forkbox` 0700 in it (fchmod 0700 when wider); else a missing one is kNotFound. A
 // link (or any non-directory) at `forkbox` is kPermissionDenied, naming what was found and what
-// to do; nothing is made or changed through it. Any other failure (no HOME, a HOME that cannot
-// be made, a file where a directory should be) is an error naming the path and the cause. What
+// to do; nothing is made or changed through it. Any other failure (no HOME, a HOME that does not
+// exist, a file where a directory should be) is an error naming the path and the cause. What
 // only keeps something there (a new session, the history, the git guard's journal) says so and
 // goes on without it; what needs what is there (--continue, --resume, `sessions`) fails.
 Result<OwnedDir> OpenForkboxStateDir(bool create);

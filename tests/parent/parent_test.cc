@@ -3088,7 +3088,8 @@ TEST_F(SessionTest, AnUnusableStateDirWarnsOnceAndTheRunGoesOn) {
     std::string why;
   };
   for (const Case& c :
-       {Case{{"HOME=/proc/nonexistent"}, "mkdir /proc/nonexistent/.local/state: "},
+       {Case{{"HOME=/proc/nonexistent"},
+             "/proc/nonexistent/.local/state: HOME (/proc/nonexistent) does not exist"},
         Case{{"HOME=" + workdir_, "XDG_STATE_HOME=" + file}, "mkdir " + file + ": Not a directory"},
         Case{{"HOME=" + file}, "mkdir " + file + "/.local/state: Not a directory"},
         Case{{}, "neither XDG_STATE_HOME nor HOME is an absolute path"}}) {
@@ -3132,6 +3133,48 @@ TEST_F(SessionTest, AnUnusableStateDirWarnsOnceAndTheRunGoesOn) {
   ASSERT_NE(at, std::string::npos) << Dump(run);
   EXPECT_EQ(run.err.find(journal, at + 1), std::string::npos) << "said twice: " << Dump(run);
   EXPECT_NE(run.err.find("/proc/nonexistent/.local/state", at), std::string::npos) << Dump(run);
+}
+
+// rt62 #10: as root, HOME=/nonexistent (Debian's for nobody, common in CI) made
+// /nonexistent/.local/state/forkbox and saved the session there: mkdir -p made HOME itself, where
+// README says the run warns and goes on unsaved. Now nothing is made at or above HOME, sandboxed
+// or not (the git guard's journal makes the state directory too); below an existing HOME it is
+// made as before (the control). HOME's parent here is writable by the test, root or not.
+TEST_F(SessionTest, AHomeThatDoesNotExistIsNotMade) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("ok"); });
+  const fs::path home = fs::path(workdir_) / "nonexistent";
+  auto spec_with_home = [&](std::vector<std::string> args) {
+    RunSpec spec = SpecIn(std::move(args));
+    std::erase_if(spec.env, [](const std::string& e) {
+      return e.starts_with("HOME=") || e.starts_with("XDG_STATE_HOME=");
+    });
+    spec.env.push_back("HOME=" + home.string());
+    return spec;
+  };
+  const std::string why =
+      home.string() + "/.local/state: HOME (" + home.string() + ") does not exist";
+  for (const bool exists : {false, true}) {
+    SCOPED_TRACE(exists ? "HOME exists" : "HOME does not exist");
+    if (exists) fs::create_directory(home);
+    RunResult run = RunForkbox(spec_with_home({"--sandbox=off", "--json", "hi"}));
+    EXPECT_EQ(run.exit_code, 0) << Dump(run);
+    EXPECT_EQ(nlohmann::json::parse(run.out).value("answer", ""), "ok") << Dump(run);
+    if (exists) {
+      EXPECT_EQ(run.err.find("not saved"), std::string::npos) << Dump(run);
+      EXPECT_TRUE(fs::is_directory(home / ".local/state/forkbox/sessions")) << Dump(run);
+    } else {
+      EXPECT_FALSE(fs::exists(home)) << Dump(run);
+      EXPECT_NE(run.err.find("forkbox: warning: this session is not saved"), std::string::npos)
+          << Dump(run);
+      EXPECT_NE(run.err.find(why), std::string::npos) << Dump(run);
+    }
+  }
+  fs::remove_all(home);
+  RunResult boxed = RunForkbox(spec_with_home({"--allow-broad-workdir", "--json", "hi"}));
+  EXPECT_EQ(boxed.exit_code, 0) << Dump(boxed);
+  EXPECT_FALSE(fs::exists(home)) << Dump(boxed);
+  EXPECT_NE(boxed.err.find("git trust surface not journaled"), std::string::npos) << Dump(boxed);
+  EXPECT_NE(boxed.err.find(why), std::string::npos) << Dump(boxed);
 }
 
 // A session file that is a link: a symbolic one is refused and named; a hard one (its other name
