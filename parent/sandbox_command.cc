@@ -300,7 +300,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   if (policy.enabled) start = StartJournal(policy, sandbox->report().layer);
   sandbox::MountPlan surface;
   Result<sandbox::GitSurfaceGuard> git = sandbox::GitSurfaceGuard::Take(
-      policy.workdir, &surface, policy.writable, policy.user_git_config);
+      policy.workdir, policy.user_git_config, &surface, policy.writable);
   if (policy.enabled && !git.ok()) return SandboxError(git.status());
   std::optional<sandbox::GuardJournal> journal =
       policy.enabled ? JournalOf(*git, std::move(*start)) : std::nullopt;

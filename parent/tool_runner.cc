@@ -72,7 +72,7 @@ void ParentToolRunner::RecordGitSurface() {
   if (!context_.sandbox || !context_.sandbox->policy().enabled) return;
   const sandbox::Policy& policy = context_.sandbox->policy();
   Result<sandbox::GitSurfaceGuard> guard = sandbox::GitSurfaceGuard::Take(
-      policy.workdir, nullptr, policy.writable, policy.user_git_config);
+      policy.workdir, policy.user_git_config, nullptr, policy.writable);
   if (guard.ok()) git_guard_.emplace(std::move(*guard));
   if (!guard.ok()) {
     unguarded_ = guard.status().message();

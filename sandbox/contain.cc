@@ -742,7 +742,7 @@ Status PlanNamespaceMounts(const Policy& policy, ContainPlan& p,
   std::vector<std::string> writable = WritableTrees(policy);
   Result<MountPlan> mounts =
       PlanMounts(writable.front(), std::vector<std::string>(writable.begin() + 1, writable.end()),
-                 git_surface, policy.user_git_config);
+                 policy.user_git_config, git_surface);
   if (!mounts.ok()) return mounts.status();
   p.mounts = std::move(*mounts);
   p.mounts.trees_read_only = policy.read_only;

@@ -249,10 +249,10 @@ std::vector<std::string> TreesBeside(const std::string& tree, const std::string&
 
 }  // namespace
 
-Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, MountPlan* surface,
-                                              const std::vector<std::string>& writable,
-                                              const UserGitConfig& user) {
-  MountPlan plan = PlanGitSurface(workdir, writable, SurfaceTrees::kEvery, user);
+Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, const UserGitConfig& user,
+                                              MountPlan* surface,
+                                              const std::vector<std::string>& writable) {
+  MountPlan plan = PlanGitSurface(workdir, user, writable, SurfaceTrees::kEvery);
   Result<GitSurfaceGuard> guard = Record(workdir, writable, user, plan);
   if (!guard.ok()) return guard;
   for (const std::string& tree : OtherSurfaceTrees(workdir, writable)) {
@@ -268,7 +268,7 @@ Result<GitSurfaceGuard> GitSurfaceGuard::TakeTree(const std::string& workdir,
                                                   const std::vector<std::string>& writable,
                                                   const UserGitConfig& user) {
   return Record(workdir, writable, user,
-                PlanGitSurface(workdir, writable, SurfaceTrees::kWorkdirOnly, user));
+                PlanGitSurface(workdir, user, writable, SurfaceTrees::kWorkdirOnly));
 }
 
 bool GitSurfaceGuard::empty() const {
@@ -463,13 +463,13 @@ void GitSurfaceGuard::CleanNewPaths(const std::vector<std::string>& paths,
 
 MountPlan GitSurfaceGuard::CleanNewSurface(const std::vector<std::string>& gone,
                                            std::vector<std::string>& lines) const {
-  MountPlan plan = PlanGitSurface(workdir_, writable_, SurfaceTrees::kWorkdirOnly, user_);
+  MountPlan plan = PlanGitSurface(workdir_, user_, writable_, SurfaceTrees::kWorkdirOnly);
   // New links first, then the surface walked again without them: what a new link leads to is
   // not a surface of its own (a tool's `sub/.git -> ../src` removed the user's src/ before).
   const size_t before = lines.size();
   CleanNewPaths(plan.links, gone, lines);
   if (lines.size() != before)
-    plan = PlanGitSurface(workdir_, writable_, SurfaceTrees::kWorkdirOnly, user_);
+    plan = PlanGitSurface(workdir_, user_, writable_, SurfaceTrees::kWorkdirOnly);
   for (const auto* list : {&plan.readonly, &plan.links, &plan.absent}) {
     CleanNewPaths(*list, gone, lines);
   }

@@ -29,13 +29,13 @@ class GitSurfaceGuard {
   // layer 2's plan. `surface`, when given, receives the surface found (PlanGitSurface), so that a
   // spawn made right after need not walk the workdir again (Sandbox::Spawn's `git_surface`).
   // `user`: the user's own git config (Policy::user_git_config), followed by this walk and by
-  // every later one of Restore; none by default.
+  // every later one of Restore.
   // Refused (kResourceExhausted) when the surface cannot be recorded whole: more than 100,000
   // entries or 256 MiB, or a directory 16 levels down that is not empty. What a record misses
   // could not be put back. A directory it cannot list (another user's) is recorded as itself.
-  static Result<GitSurfaceGuard> Take(const std::string& workdir, MountPlan* surface = nullptr,
-                                      const std::vector<std::string>& writable = {},
-                                      const UserGitConfig& user = {});
+  static Result<GitSurfaceGuard> Take(const std::string& workdir, const UserGitConfig& user,
+                                      MountPlan* surface = nullptr,
+                                      const std::vector<std::string>& writable = {});
 
   // Puts the recorded surface back and returns one line per change undone, relative to the
   // workdir ("restored .git/config", "removed .git/hooks/pre-commit"), in another writable tree
@@ -66,7 +66,7 @@ class GitSurfaceGuard {
   // forkbox killed before an upgrade) is reloaded as a guard of the workdir alone, refused as
   // above; Serialize writes the new one. The record does not hold the user's git config: `user`
   // is what the reloaded guard follows (Take's).
-  static Result<GitSurfaceGuard> Reload(std::string_view record, const UserGitConfig& user = {});
+  static Result<GitSurfaceGuard> Reload(std::string_view record, const UserGitConfig& user);
   const std::string& workdir() const { return workdir_; }
   // No repository and no agent config was found in any tree: nothing to guard.
   bool empty() const;
@@ -87,7 +87,7 @@ class GitSurfaceGuard {
 
  private:
   GitSurfaceGuard() = default;
-  // The record of `plan`'s surface (PlanGitSurface(workdir, ..., user)) below `workdir` as it is
+  // The record of `plan`'s surface (PlanGitSurface(workdir, user, ...)) below `workdir` as it is
   // now.
   static Result<GitSurfaceGuard> Record(const std::string& workdir,
                                         const std::vector<std::string>& writable,

@@ -46,7 +46,7 @@ class GuardJournal {
   // another user's, a FIFO or a link is left alone; `dir` is reached through no link. `user`: the
   // user's own git config (Policy::user_git_config), which a record does not hold
   // (GitSurfaceGuard::Reload).
-  static std::vector<std::string> Recover(const std::string& dir, const UserGitConfig& user = {});
+  static std::vector<std::string> Recover(const std::string& dir, const UserGitConfig& user);
 
  private:
   friend JournalStart StartGuardJournal(const std::vector<std::string>& writable_trees,

@@ -777,8 +777,8 @@ std::vector<std::string> OtherSurfaceTrees(const std::string& workdir,
   return trees;
 }
 
-MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::string>& writable,
-                         SurfaceTrees trees, const UserGitConfig& user) {
+MountPlan PlanGitSurface(const std::string& workdir, const UserGitConfig& user,
+                         const std::vector<std::string>& writable, SurfaceTrees trees) {
   MountPlan plan;
   plan.writable.push_back(workdir);
   plan.writable.insert(plan.writable.end(), writable.begin(), writable.end());
@@ -802,7 +802,7 @@ bool AddVisible(MountPlan& plan, const std::string& source, const std::string& a
 }
 
 Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable,
-                             const MountPlan* git_surface, const UserGitConfig& user) {
+                             const UserGitConfig& user, const MountPlan* git_surface) {
   MountPlan plan;
   plan.writable.push_back(workdir);
   for (const std::string& w : writable) plan.writable.push_back(w);

@@ -86,12 +86,10 @@ bool AddVisible(MountPlan& plan, const std::string& source, const std::string& a
 
 // Resolves the git paths (a worktree's `.git` file included); binds only those in a writable
 // tree (the rest is read-only or hidden already). Creates a missing .git/hooks so that it can be
-// protected. `git_surface`: PlanGitSurface(workdir) made just now by the caller,
-// taken instead of walking the workdir again; nullptr: walked here, following `user` as
-// PlanGitSurface does.
+// protected. `user`: as PlanGitSurface's. `git_surface`: PlanGitSurface(workdir, user) made just
+// now by the caller, taken instead of walking the workdir again; nullptr: walked here.
 Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::string>& writable,
-                             const MountPlan* git_surface = nullptr,
-                             const UserGitConfig& user = {});
+                             const UserGitConfig& user, const MountPlan* git_surface = nullptr);
 
 // PlanMounts' git part alone (pinned, readonly, absent): what the git trust-surface guard needs,
 // without listing sockets. Every writable tree is walked (the workdir, then each `writable` tree
@@ -99,10 +97,12 @@ Result<MountPlan> PlanMounts(const std::string& workdir, const std::vector<std::
 // workdir alone (a guard of one tree). A missing hooks/ or info/ is created only in a git dir
 // within the workdir or a `writable` tree (plan.writable holds them all). `user`: the user's own
 // git config (Policy::user_git_config, read once by ResolvePolicy), whose core.hooksPath and
-// includes are guarded in every repository as its own config's are; none by default.
+// includes are guarded in every repository as its own config's are. No default: a caller that
+// forgot it would guard less, silently.
 enum class SurfaceTrees { kEvery, kWorkdirOnly };
-MountPlan PlanGitSurface(const std::string& workdir, const std::vector<std::string>& writable = {},
-                         SurfaceTrees trees = SurfaceTrees::kEvery, const UserGitConfig& user = {});
+MountPlan PlanGitSurface(const std::string& workdir, const UserGitConfig& user,
+                         const std::vector<std::string>& writable = {},
+                         SurfaceTrees trees = SurfaceTrees::kEvery);
 
 // The writable trees PlanGitSurface walks besides the workdir: each of `writable` not within the
 // workdir nor within one before it, in order.

@@ -44,6 +44,7 @@ namespace {
 
 using forkbox::testing::MakeGitWorktree;
 using testing::FileExists;
+using testing::kNoUserGitConfig;
 using testing::MakeTempDir;
 using testing::ProbeResult;
 using testing::ReadFile;
@@ -115,7 +116,7 @@ TEST(PlanMounts, HidesTheSocketsBoundOutsideTheTrees) {
   UniqueFd dgram = BoundSocket(SOCK_DGRAM, outside + "/dgram.sock");
   UniqueFd inside = BoundSocket(SOCK_STREAM, work + "/inside.sock");
   ASSERT_TRUE(listener && dgram && inside) << strerror(errno);
-  Result<MountPlan> plan = PlanMounts(work, {});
+  Result<MountPlan> plan = PlanMounts(work, {}, kNoUserGitConfig);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   auto hidden = [&](const std::string& path) {
     return std::find(plan->hidden_files.begin(), plan->hidden_files.end(), path) !=
@@ -138,7 +139,7 @@ TEST(PlanMounts, AWorkdirOfRootStillHidesTheHostsSockets) {
   UniqueFd listener = BoundSocket(SOCK_STREAM, outside + "/listen.sock");
   ASSERT_TRUE(listener) << strerror(errno);
   auto hidden_by = [&](const std::string& workdir, const std::vector<std::string>& writable) {
-    Result<MountPlan> plan = PlanMounts(workdir, writable);
+    Result<MountPlan> plan = PlanMounts(workdir, writable, kNoUserGitConfig);
     EXPECT_TRUE(plan.ok()) << plan.status().ToString();
     return plan.ok() && std::find(plan->hidden_files.begin(), plan->hidden_files.end(),
                                   outside + "/listen.sock") != plan->hidden_files.end();
@@ -164,7 +165,7 @@ TEST(PlanGitSurface, FindsRepositoriesFiveLevelsDownThroughNoLink) {
     std::filesystem::create_directories(dir);
   }
   ASSERT_EQ(symlink(outside.c_str(), (work + "/link").c_str()), 0);
-  const MountPlan plan = PlanGitSurface(work);
+  const MountPlan plan = PlanGitSurface(work, kNoUserGitConfig);
   std::vector<std::string> pinned = plan.pinned;
   std::sort(pinned.begin(), pinned.end());
   EXPECT_EQ(pinned,
@@ -186,7 +187,7 @@ TEST(PlanGitSurface, LooksUpTheGitDirOfADirectoryItCannotList) {
            (setgroups(0, nullptr) == 0 && setgid(65534) == 0 && setuid(65534) == 0);
   };
   ProbeResult found = RunProbe(as_nobody, [&] {
-    const MountPlan plan = PlanGitSurface(work);
+    const MountPlan plan = PlanGitSurface(work, kNoUserGitConfig);
     return (Pinned(plan, work + "/locked/.git") ? 1L : 0L) +
            (Pinned(plan, work + "/open/.git") ? 2L : 0L);
   });
@@ -206,14 +207,14 @@ TEST(PlanGitSurface, PlansALinkedHooksDirectoryAsItsTarget) {
   std::filesystem::create_directories(work + "/.git");
   std::filesystem::create_directories(work + "/githooks");
   ASSERT_EQ(symlink("../githooks", (work + "/.git/hooks").c_str()), 0);
-  const MountPlan plan = PlanGitSurface(work);
+  const MountPlan plan = PlanGitSurface(work, kNoUserGitConfig);
   EXPECT_TRUE(Planned(plan, work + "/githooks"));
   EXPECT_FALSE(Planned(plan, work + "/.git/hooks"));
   EXPECT_EQ(plan.links, std::vector<std::string>{work + "/.git/hooks"}) << "guarded as a link";
   EXPECT_TRUE(Planned(plan, work + "/.git/info")) << "the control";
   // A dangling link is planned as itself, so that its bind fails: a tool could create its target.
   std::filesystem::remove(work + "/githooks");
-  const MountPlan dangling = PlanGitSurface(work);
+  const MountPlan dangling = PlanGitSurface(work, kNoUserGitConfig);
   EXPECT_TRUE(Planned(dangling, work + "/.git/hooks"));
   EXPECT_TRUE(dangling.links.empty());
 }
@@ -238,7 +239,7 @@ TEST(PlanGitSurface, ReadsAnIncludedConfigOnceUnlessMetShallower) {
   ASSERT_TRUE(WriteNewFile(work + "/.git/b.cfg", "[include]\n\tpath = d.cfg\n"));
   ASSERT_TRUE(WriteNewFile(work + "/.git/d.cfg", "[include]\n\tpath = e.cfg\n"));
   ASSERT_TRUE(WriteNewFile(work + "/.git/e.cfg", "[core]\n\thooksPath = evilhooks\n"));
-  const MountPlan plan = PlanGitSurface(work);
+  const MountPlan plan = PlanGitSurface(work, kNoUserGitConfig);
   EXPECT_TRUE(Planned(plan, work + "/.git/d.cfg"));
   EXPECT_TRUE(Absent(plan, work + "/evilhooks")) << "e.cfg was not read";
 }
@@ -253,7 +254,7 @@ TEST(PlanGitSurface, PlansAToolsTrustedConfigAndNotTheRest) {
   std::filesystem::create_directories(work + "/.vscode");
   ASSERT_TRUE(WriteNewFile(work + "/.vscode/settings.json", "{}\n"));
   ASSERT_TRUE(WriteNewFile(work + "/.vscode/launch.json", "{}\n"));
-  const MountPlan plan = PlanGitSurface(work);
+  const MountPlan plan = PlanGitSurface(work, kNoUserGitConfig);
   EXPECT_TRUE(Planned(plan, work + "/.vscode/settings.json"));
   EXPECT_TRUE(Pinned(plan, work + "/.vscode"));
   for (const char* rel :
@@ -276,7 +277,7 @@ TEST(PlanGitSurface, KeepsTheWorkdirsAbsentPathsBesideNestedRepositoriesConfig) 
     std::filesystem::create_directories(work + "/r" + std::to_string(i) + "/.git");
     std::filesystem::create_directories(work + "/r" + std::to_string(i) + "/.vscode");
   }
-  const MountPlan plan = PlanGitSurface(work);
+  const MountPlan plan = PlanGitSurface(work, kNoUserGitConfig);
   EXPECT_LT(plan.absent.size(), kMaxAbsentPaths);
   for (const char* rel : {"/r5/mise.toml", "/r5/.git/commondir", "/mise.toml", "/.claude",
                           "/.vscode/tasks.json", "/.config/mise"}) {
@@ -292,12 +293,12 @@ TEST(PlanGitSurface, CreatesNothingOutsideTheWritableTrees) {
   const std::string work = std::filesystem::canonical(MakeTempDir("plan-gitfile")).string();
   const std::string named = std::filesystem::canonical(MakeTempDir("plan-gitfile-named")).string();
   ASSERT_TRUE(WriteNewFile(work + "/.git", "gitdir: " + named + "\n"));
-  (void)PlanGitSurface(work);
-  Result<MountPlan> mounts = PlanMounts(work, {});
+  (void)PlanGitSurface(work, kNoUserGitConfig);
+  Result<MountPlan> mounts = PlanMounts(work, {}, kNoUserGitConfig);
   ASSERT_TRUE(mounts.ok()) << mounts.status().ToString();
   EXPECT_FALSE(FileExists(named + "/hooks"));
   EXPECT_FALSE(FileExists(named + "/info"));
-  (void)PlanGitSurface(work, {named});
+  (void)PlanGitSurface(work, kNoUserGitConfig, {named});
   EXPECT_TRUE(FileExists(named + "/hooks")) << "the control: in a writable tree";
   EXPECT_TRUE(FileExists(named + "/info"));
 }
@@ -318,21 +319,22 @@ TEST(PlanGitSurface, WalksEveryWritableTreeAndKeepsAWritableWorktreeCommitting) 
   const auto has = [](const std::vector<std::string>& list, const std::string& path) {
     return std::find(list.begin(), list.end(), path) != list.end();
   };
-  const MountPlan alone = PlanGitSurface(work);
+  const MountPlan alone = PlanGitSurface(work, kNoUserGitConfig);
   EXPECT_FALSE(has(alone.pinned, repo + "/.git"));
-  const MountPlan both = PlanGitSurface(work, {repo});
+  const MountPlan both = PlanGitSurface(work, kNoUserGitConfig, {repo});
   EXPECT_TRUE(has(both.pinned, repo + "/.git"));
   EXPECT_TRUE(has(both.readonly, repo + "/.git/hooks"));
   EXPECT_FALSE(has(both.readonly, admin)) << "the workdir's admin dir is written by its git";
   EXPECT_TRUE(has(both.pinned, admin)) << "but cannot be swapped for a link";
-  EXPECT_TRUE(has(PlanGitSurface(repo, {work}).pinned, admin));
+  EXPECT_TRUE(has(PlanGitSurface(repo, kNoUserGitConfig, {work}).pinned, admin));
   EXPECT_TRUE(has(both.readonly, admin + "/hooks"));
   EXPECT_TRUE(has(both.operations, admin + "/rebase-merge/git-rebase-todo"));
-  const MountPlan one = PlanGitSurface(work, {repo}, SurfaceTrees::kWorkdirOnly);
+  const MountPlan one = PlanGitSurface(work, kNoUserGitConfig, {repo}, SurfaceTrees::kWorkdirOnly);
   EXPECT_FALSE(has(one.pinned, repo + "/.git"));
-  EXPECT_TRUE(has(PlanGitSurface(repo).readonly, admin)) << "another worktree's, whole";
-  EXPECT_FALSE(has(PlanGitSurface(repo, {work}).readonly, admin));
-  Result<MountPlan> mounts = PlanMounts(work, {repo});
+  EXPECT_TRUE(has(PlanGitSurface(repo, kNoUserGitConfig).readonly, admin))
+      << "another worktree's, whole";
+  EXPECT_FALSE(has(PlanGitSurface(repo, kNoUserGitConfig, {work}).readonly, admin));
+  Result<MountPlan> mounts = PlanMounts(work, {repo}, kNoUserGitConfig);
   ASSERT_TRUE(mounts.ok()) << mounts.status().ToString();
   EXPECT_TRUE(has(mounts->pinned, repo + "/.git"));
   EXPECT_EQ(OtherSurfaceTrees(work, {repo, work + "/sub", repo + "/x", root}),
@@ -1098,7 +1100,7 @@ TEST(PlanMounts, BindsOnlyTheGitPathsInAWritableTree) {
   MountPlan given;
   given.pinned = {work + "/.git", other + "/.git"};
   given.readonly = {work + "/.git/hooks", other + "/.git/worktrees/w", "/elsewhere/.git/config"};
-  Result<MountPlan> plan = PlanMounts(work, {other + "/.git/worktrees"}, &given);
+  Result<MountPlan> plan = PlanMounts(work, {other + "/.git/worktrees"}, kNoUserGitConfig, &given);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->pinned, std::vector<std::string>{work + "/.git"});
   EXPECT_EQ(plan->readonly,
@@ -1113,12 +1115,12 @@ TEST(PlanMounts, TakesAGivenGitSurfaceInsteadOfWalking) {
   given.pinned = {work + "/given/.git"};
   given.readonly = {work + "/given/.git/hooks"};
   given.links = {work + "/given/.git/info"};
-  Result<MountPlan> plan = PlanMounts(work, {}, &given);
+  Result<MountPlan> plan = PlanMounts(work, {}, kNoUserGitConfig, &given);
   ASSERT_TRUE(plan.ok()) << plan.status().ToString();
   EXPECT_EQ(plan->pinned, given.pinned);
   EXPECT_EQ(plan->readonly, given.readonly);
   EXPECT_EQ(plan->links, given.links);
-  Result<MountPlan> walked = PlanMounts(work, {});
+  Result<MountPlan> walked = PlanMounts(work, {}, kNoUserGitConfig);
   ASSERT_TRUE(walked.ok());
   EXPECT_EQ(walked->pinned, std::vector<std::string>{work + "/walked/.git"}) << "the control";
 }

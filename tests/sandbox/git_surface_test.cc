@@ -23,6 +23,7 @@ namespace forkbox::sandbox {
 namespace {
 
 using testing::FileExists;
+using testing::kNoUserGitConfig;
 using testing::MakeTempDir;
 using testing::ReadFile;
 
@@ -81,7 +82,7 @@ TEST(GitSurfaceGuard, UndoesPlantedHooksConfigAndRedirects) {
                        .c_str()),
             0);
   const std::string config = ReadFile(work + "/.git/config");
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
   ASSERT_TRUE(guard.ok()) << guard.status().ToString();
   Write(work + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/x\n", 0755);
   Write(work + "/.git/config", config + "[core]\n\tfsmonitor = x\n");
@@ -108,7 +109,7 @@ TEST(GitSurfaceGuard, UndoesPlantedHooksConfigAndRedirects) {
 // safe one, is undone like any recorded one, where a repository not recorded keeps a safe config.
 TEST(GitSurfaceGuard, RecordsARepositoryThatAppearedClean) {
   const std::string work = std::filesystem::canonical(MakeTempDir("git-guard-clean")).string();
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
   ASSERT_TRUE(guard.ok()) << guard.status().ToString();
   ASSERT_EQ(system(("git init -q '" + work + "/fresh'").c_str()), 0);
   const std::string config = ReadFile(work + "/fresh/.git/config");
@@ -133,7 +134,7 @@ TEST(GitSurfaceGuard, GuardsALinkedHooksDirectoryAndTheLink) {
                     "/githooks' && ln -s ../githooks '" + work + "/.git/hooks'")
                        .c_str()),
             0);
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
   ASSERT_TRUE(guard.ok()) << guard.status().ToString();
   Write(work + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/x\n", 0755);
   ASSERT_TRUE(FileExists(work + "/githooks/pre-commit")) << "written through the link";
@@ -153,7 +154,7 @@ TEST(GitSurfaceGuard, GuardsALinkedHooksDirectoryAndTheLink) {
 
 TEST(GitSurfaceGuard, NewRepositoryKeepsOnlyWhatGitInitMakes) {
   const std::string work = std::filesystem::canonical(MakeTempDir("git-guard-new")).string();
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
   ASSERT_TRUE(guard.ok()) << guard.status().ToString();
   ASSERT_EQ(system(("git init -q '" + work + "' && git init -q '" + work + "/evil'").c_str()), 0);
   const std::string config = ReadFile(work + "/.git/config");
@@ -204,7 +205,7 @@ TEST(GitSurfaceGuard, RemovesANewLinkAndKeepsWhatItLeadsTo) {
       std::filesystem::create_directory_symlink("../src", work + "/cfg/.forkbox");
     };
     if (before_record) plant();
-    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
     ASSERT_TRUE(guard.ok()) << guard.status().ToString();
     if (!before_record) plant();
     const std::vector<std::string> undone = guard->Restore();
@@ -243,7 +244,7 @@ TEST(GitSurfaceGuard, FindsWhatGitAndClaudeTrustWhereTheWalkDidNotLook) {
       for (const std::string& path : planted) Write(work + path, "[core]\n\tfsmonitor = x\n");
     };
     if (before_record) plant();
-    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
     ASSERT_TRUE(guard.ok()) << guard.status().ToString();
     if (!before_record) plant();
     const std::vector<std::string> undone = guard->Restore();
@@ -261,7 +262,7 @@ std::vector<std::string> ExpectPlantedUndone(const std::string& work, bool befor
                                              const std::vector<std::string>& planted,
                                              const std::vector<std::string>& state) {
   if (before_record) plant();
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
   EXPECT_TRUE(guard.ok()) << guard.status().ToString();
   if (!guard.ok()) return {};
   if (!before_record) plant();
@@ -365,7 +366,7 @@ TEST(GitSurfaceGuard, EditorAndToolProjectConfigIsGuarded) {
 TEST(GitSurfaceGuard, ASharedNameThatHoldsNoConfigStaysTheTools) {
   const std::string work = WorkdirOutOfSightOfRoot("git-guard-shared");
   Write(work + "/.config", "CONFIG_X=y\n");
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
   ASSERT_TRUE(guard.ok()) << guard.status().ToString();
   Write(work + "/.config", "CONFIG_X=n\n");
   Write(work + "/sub/.config", "CONFIG_Y=y\n");
@@ -399,7 +400,7 @@ TEST(GitSurfaceGuard, WhatDidNotFitTheAbsentListIsStillRemoved) {
     std::filesystem::create_directories(work + "/p" + std::to_string(i) + "/.vscode");
   }
   MountPlan plan;
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, &plan);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig, &plan);
   ASSERT_TRUE(guard.ok()) << guard.status().ToString();
   ASSERT_EQ(plan.absent.size(), kMaxAbsentPaths);
   ASSERT_EQ(std::count(plan.absent.begin(), plan.absent.end(), work + "/mise.toml"), 0);
@@ -432,7 +433,7 @@ TEST(GitSurfaceGuard, ARepositoryBelowAnUnreadableDirectoryIsFound) {
         return chmod((work + "/a").c_str(), 0311) == 0;
       };
       if (before_record && !plant()) _exit(11);
-      Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+      Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
       if (!guard.ok()) _exit(12);
       if (!before_record && !plant()) _exit(11);
       const std::vector<std::string> undone = guard->Restore();
@@ -466,7 +467,7 @@ TEST(GitSurfaceGuard, HooksPathAndIncludesInTheWorktreeAreGuarded) {
                            .c_str()),
                 0);
     }
-    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
     ASSERT_TRUE(guard.ok()) << guard.status().ToString();
     Write(work + "/.husky/_/h", "#!/bin/sh\ntouch /tmp/pwned\n", 0755);
     Write(work + "/.husky/_/pre-push", "#!/bin/sh\n", 0755);
@@ -532,7 +533,7 @@ TEST(GitSurfaceGuard, PutsBackWholeWhatItCannotWalkWhole) {
     const std::string work = WorkdirOutOfSightOfRoot("git-guard-whole");
     ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
     const std::string samples = ReadFile(work + "/.git/hooks/pre-commit.sample");
-    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
     ASSERT_TRUE(guard.ok()) << guard.status().ToString();
     Write(work + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/x\n", 0755);
     if (deep) Write(Deep(work + "/.git/hooks/junk", 16) + "/x", "x\n");
@@ -555,9 +556,9 @@ TEST(GitSurfaceGuard, PutsBackWholeWhatItCannotWalkWhole) {
 TEST(GitSurfaceGuard, RefusesARecordItCannotTakeWhole) {
   const std::string work = WorkdirOutOfSightOfRoot("git-guard-big");
   ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
-  ASSERT_TRUE(GitSurfaceGuard::Take(work).ok()) << "the control";
+  ASSERT_TRUE(GitSurfaceGuard::Take(work, kNoUserGitConfig).ok()) << "the control";
   Write(Deep(work + "/.git/info/deep", 16) + "/x", "x\n");
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
   ASSERT_FALSE(guard.ok());
   EXPECT_EQ(guard.status().code(), Status::Code::kResourceExhausted);
   EXPECT_NE(
@@ -568,8 +569,8 @@ TEST(GitSurfaceGuard, RefusesARecordItCannotTakeWhole) {
   // The same in a --writable tree refuses the record too, naming the tree: what it misses there
   // could not be put back either. The control: that tree is fine as the workdir's alone.
   const std::string other = WorkdirOutOfSightOfRoot("git-guard-big-other");
-  ASSERT_TRUE(GitSurfaceGuard::Take(other).ok());
-  Result<GitSurfaceGuard> beside = GitSurfaceGuard::Take(other, nullptr, {work});
+  ASSERT_TRUE(GitSurfaceGuard::Take(other, kNoUserGitConfig).ok());
+  Result<GitSurfaceGuard> beside = GitSurfaceGuard::Take(other, kNoUserGitConfig, nullptr, {work});
   ASSERT_FALSE(beside.ok());
   EXPECT_EQ(beside.status().code(), Status::Code::kResourceExhausted);
   EXPECT_EQ(
@@ -585,7 +586,7 @@ TEST(GitSurfaceGuard, UndoesAPlantedHookUnderAWorkdirOfRoot) {
   const std::string repo =
       std::filesystem::canonical(MakeTempDir("git-guard-root")).string() + "/repo";
   ASSERT_EQ(system(("git init -q '" + repo + "'").c_str()), 0);
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take("/");
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take("/", kNoUserGitConfig);
   ASSERT_TRUE(guard.ok()) << guard.status().ToString();
   Write(repo + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch /tmp/x\n", 0755);
   const std::vector<std::string> undone = guard->Restore();
@@ -652,7 +653,7 @@ TEST(GitSurfaceGuard, AnOperationInProgressAToolLeftRunsNothing) {
     std::filesystem::create_directories(work + "/repo");
     std::filesystem::create_directories(work + "/new");
     if (before_record) plant();
-    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
     ASSERT_TRUE(guard.ok()) << guard.status().ToString();
     if (!before_record) plant();
     const std::vector<std::string> undone = guard->Restore();
@@ -698,7 +699,8 @@ TEST(GitSurfaceGuard, AWritableRepositoryOutsideTheWorkdirIsGuardedAsTheWorkdirI
     ASSERT_NE(GitIn(work, "git rebase main side"), 0);
     ASSERT_TRUE(FileExists(todo));
     Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(
-        work, nullptr, writable ? std::vector<std::string>{repo} : std::vector<std::string>{});
+        work, kNoUserGitConfig, nullptr,
+        writable ? std::vector<std::string>{repo} : std::vector<std::string>{});
     ASSERT_TRUE(guard.ok()) << guard.status().ToString();
     Write(repo + "/.git/hooks/pre-commit", "#!/bin/sh\ntouch ran-hook\n", 0755);
     Write(repo + "/.git/config",
@@ -737,13 +739,14 @@ TEST(GitSurfaceGuard, AReloadedRecordGuardsTheOtherTreesToo) {
     std::filesystem::create_directories(dir);
     ASSERT_EQ(GitIn(dir, "git init -q"), 0);
   }
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, nullptr, {repo, gone});
+  Result<GitSurfaceGuard> guard =
+      GitSurfaceGuard::Take(work, kNoUserGitConfig, nullptr, {repo, gone});
   ASSERT_TRUE(guard.ok()) << guard.status().ToString();
   ASSERT_EQ(guard->descriptors(), 3u);
   const std::string record = guard->Serialize();
   std::filesystem::remove_all(gone);
   std::filesystem::create_directories(gone);
-  Result<GitSurfaceGuard> reloaded = GitSurfaceGuard::Reload(record);
+  Result<GitSurfaceGuard> reloaded = GitSurfaceGuard::Reload(record, kNoUserGitConfig);
   ASSERT_TRUE(reloaded.ok()) << reloaded.status().ToString();
   EXPECT_EQ(reloaded->descriptors(), 2u) << "the tree made again is left out";
   Write(repo + "/.git/hooks/post-checkout", "#!/bin/sh\n", 0755);
@@ -788,9 +791,9 @@ TEST(GitSurfaceGuard, AWorktreesAdminDirSwappedForALinkRunsNothing) {
                   0);
       };
       if (before_record) plant();
-      Result<GitSurfaceGuard> guard = worktree_is_workdir
-                                          ? GitSurfaceGuard::Take(wt, nullptr, {repo})
-                                          : GitSurfaceGuard::Take(repo, nullptr, {wt});
+      Result<GitSurfaceGuard> guard =
+          worktree_is_workdir ? GitSurfaceGuard::Take(wt, kNoUserGitConfig, nullptr, {repo})
+                              : GitSurfaceGuard::Take(repo, kNoUserGitConfig, nullptr, {wt});
       ASSERT_TRUE(guard.ok()) << guard.status().ToString();
       if (!before_record) plant();
       const std::vector<std::string> undone = guard->Restore();
@@ -811,15 +814,16 @@ TEST(GitSurfaceGuard, AReloadedRecordPutsBackTheOtherTreesWhenTheWorkdirIsGone) 
   const std::string work = repo + "/sub";
   std::filesystem::create_directories(work);
   ASSERT_EQ(GitIn(repo, "git init -q"), 0);
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, nullptr, {repo});
-  Result<GitSurfaceGuard> alone = GitSurfaceGuard::Take(work);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig, nullptr, {repo});
+  Result<GitSurfaceGuard> alone = GitSurfaceGuard::Take(work, kNoUserGitConfig);
   ASSERT_TRUE(guard.ok() && alone.ok());
   const std::string record = guard->Serialize(), alone_record = alone->Serialize();
   Write(repo + "/.claude/settings.json", "{\"hooks\": {}}\n");
   std::filesystem::rename(work, repo + "/sub.old");
   std::filesystem::create_directories(work);
-  EXPECT_EQ(GitSurfaceGuard::Reload(alone_record).status().code(), Status::Code::kNotFound);
-  Result<GitSurfaceGuard> reloaded = GitSurfaceGuard::Reload(record);
+  EXPECT_EQ(GitSurfaceGuard::Reload(alone_record, kNoUserGitConfig).status().code(),
+            Status::Code::kNotFound);
+  Result<GitSurfaceGuard> reloaded = GitSurfaceGuard::Reload(record, kNoUserGitConfig);
   ASSERT_TRUE(reloaded.ok()) << reloaded.status().ToString();
   const std::vector<std::string> undone = reloaded->Restore(GitSurfaceGuard::After::kDone);
   EXPECT_TRUE(HasLine(undone, "not put back: " + work + " is no longer the directory"))
@@ -841,7 +845,7 @@ TEST(GitSurfaceGuard, ACherryPicksOptsGitReadsAsAStrategyIsUndoneInEveryForm) {
       const std::string work = WorkdirOutOfSightOfRoot("git-guard-opts");
       ASSERT_EQ(GitIn(work, "git init -q -b main ."), 0);
       if (before_record) Write(work + "/.git/sequencer/opts", opts);
-      Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work);
+      Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, kNoUserGitConfig);
       ASSERT_TRUE(guard.ok()) << guard.status().ToString();
       if (!before_record) Write(work + "/.git/sequencer/opts", opts);
       const std::vector<std::string> undone = guard->Restore();
@@ -867,7 +871,7 @@ TEST(GitSurfaceGuard, FollowsTheUserGitConfigItIsGiven) {
                    (reloaded ? ", reloaded" : ""));
       UserGitConfig user;
       if (!hooks.empty()) user.hooks_paths = {hooks};
-      Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, nullptr, {}, user);
+      Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(work, user);
       ASSERT_TRUE(guard.ok()) << guard.status().ToString();
       if (reloaded) guard = GitSurfaceGuard::Reload(guard->Serialize(), user);
       ASSERT_TRUE(guard.ok()) << guard.status().ToString();

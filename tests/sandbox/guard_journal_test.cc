@@ -21,6 +21,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using testing::FileExists;
+using testing::kNoUserGitConfig;
 using testing::MakeTempDir;
 using testing::ReadFile;
 
@@ -53,7 +54,7 @@ void RecordAndDie(const Project& p, bool write_record) {
   ASSERT_GE(pid, 0);
   if (pid == 0) {
     Result<GuardJournal> journal = GuardJournal::Create(p.journal);
-    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work);
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work, kNoUserGitConfig);
     if (!journal.ok() || !guard.ok()) _exit(1);
     if (write_record && !journal->Write(*guard).ok()) _exit(2);
     kill(getpid(), SIGKILL);
@@ -96,7 +97,7 @@ TEST(GuardJournal, TheNextStartPutsBackWhatADeadOwnersToolsPlanted) {
   const Project p = MakeProject("journal-dead");
   RecordAndDie(p, true);
   Plant(p);
-  const std::vector<std::string> lines = GuardJournal::Recover(p.journal);
+  const std::vector<std::string> lines = GuardJournal::Recover(p.journal, kNoUserGitConfig);
   EXPECT_FALSE(Planted(p));
   EXPECT_EQ(lines, (std::vector<std::string>{p.work + ": remove .git/hooks/pre-commit",
                                              p.work + ": remove .git/commondir"}));
@@ -104,7 +105,7 @@ TEST(GuardJournal, TheNextStartPutsBackWhatADeadOwnersToolsPlanted) {
   // Control: an owner that died before its record was written leaves nothing to put back.
   RecordAndDie(p, false);
   Plant(p);
-  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_TRUE(GuardJournal::Recover(p.journal, kNoUserGitConfig).empty());
   EXPECT_TRUE(Planted(p));
   EXPECT_TRUE(fs::is_empty(p.journal)) << "an empty record is removed too";
 }
@@ -114,41 +115,43 @@ TEST(GuardJournal, ALiveOwnersRecordIsLeftAloneAndAnEndedOnePutsNothingBack) {
   {
     Result<GuardJournal> journal = GuardJournal::Create(p.journal);
     ASSERT_TRUE(journal.ok()) << journal.status().ToString();
-    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work);
+    Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work, kNoUserGitConfig);
     ASSERT_TRUE(guard.ok());
     ASSERT_TRUE(journal->Write(*guard).ok());
     Plant(p);
-    EXPECT_TRUE(GuardJournal::Recover(p.journal).empty()) << "its owner still guards it";
+    EXPECT_TRUE(GuardJournal::Recover(p.journal, kNoUserGitConfig).empty())
+        << "its owner still guards it";
     EXPECT_TRUE(Planted(p));
     EXPECT_FALSE(fs::is_empty(p.journal));
     guard->Restore(GitSurfaceGuard::After::kDone);  // The owner's own end.
     EXPECT_FALSE(Planted(p));
   }
   Plant(p);  // After the owner ended: not its business any more.
-  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_TRUE(GuardJournal::Recover(p.journal, kNoUserGitConfig).empty());
   EXPECT_TRUE(Planted(p));
   EXPECT_TRUE(fs::is_empty(p.journal));
 }
 
 TEST(GuardJournal, RefusesARecordCutShortGarbledOrForAnotherDirectory) {
   const Project p = MakeProject("journal-bad");
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work, kNoUserGitConfig);
   ASSERT_TRUE(guard.ok());
   const std::string record = guard->Serialize();
-  ASSERT_TRUE(GitSurfaceGuard::Reload(record).ok()) << "control: the whole record";
-  EXPECT_FALSE(GitSurfaceGuard::Reload(record.substr(0, record.size() - 1)).ok());
+  ASSERT_TRUE(GitSurfaceGuard::Reload(record, kNoUserGitConfig).ok())
+      << "control: the whole record";
+  EXPECT_FALSE(GitSurfaceGuard::Reload(record.substr(0, record.size() - 1), kNoUserGitConfig).ok());
   std::string flipped = record;
   flipped[record.size() / 2] ^= 1;
-  EXPECT_FALSE(GitSurfaceGuard::Reload(flipped).ok());
-  EXPECT_FALSE(GitSurfaceGuard::Reload("").ok());
-  EXPECT_FALSE(GitSurfaceGuard::Reload("garbage").ok());
+  EXPECT_FALSE(GitSurfaceGuard::Reload(flipped, kNoUserGitConfig).ok());
+  EXPECT_FALSE(GitSurfaceGuard::Reload("", kNoUserGitConfig).ok());
+  EXPECT_FALSE(GitSurfaceGuard::Reload("garbage", kNoUserGitConfig).ok());
   // The workdir removed and made again at the same path: another project now.
   RecordAndDie(p, true);
   fs::rename(p.work, p.work + ".old");
   fs::create_directories(p.work);
   ASSERT_EQ(std::system(("git init -q '" + p.work + "'").c_str()), 0);
   Plant(p);
-  const std::vector<std::string> lines = GuardJournal::Recover(p.journal);
+  const std::vector<std::string> lines = GuardJournal::Recover(p.journal, kNoUserGitConfig);
   ASSERT_EQ(lines.size(), 1U) << ::testing::PrintToString(lines);
   EXPECT_NE(lines[0].find("no longer the directory the record was made in"), std::string::npos)
       << lines[0];
@@ -156,7 +159,7 @@ TEST(GuardJournal, RefusesARecordCutShortGarbledOrForAnotherDirectory) {
   // A garbled record on disk is reported and removed, and nothing changes.
   fs::create_directories(p.journal);
   std::ofstream(p.journal + "/guard-0000000000000000") << record.substr(0, 40);
-  const std::vector<std::string> garbled = GuardJournal::Recover(p.journal);
+  const std::vector<std::string> garbled = GuardJournal::Recover(p.journal, kNoUserGitConfig);
   ASSERT_EQ(garbled.size(), 1U);
   EXPECT_NE(garbled[0].find("not a whole git trust surface record"), std::string::npos);
   EXPECT_TRUE(fs::is_empty(p.journal));
@@ -180,7 +183,7 @@ TEST(GuardJournal, ARecordAnOlderForkboxLeftIsPutBack) {
         whole ? std::vector<std::string>{p.work + ": remove .git/hooks/pre-commit",
                                          p.work + ": remove .git/commondir"}
               : std::vector<std::string>{"a record not used: not a whole git trust surface record"};
-    EXPECT_EQ(GuardJournal::Recover(p.journal), expected);
+    EXPECT_EQ(GuardJournal::Recover(p.journal, kNoUserGitConfig), expected);
     EXPECT_EQ(Planted(p), !whole);
     EXPECT_TRUE(fs::is_empty(p.journal));
   }
@@ -194,13 +197,14 @@ TEST(GuardJournal, RefusesARecordOfEitherFormatGarbledForTheOther) {
   const std::string repo = fs::path(p.work).parent_path().string() + "/repo";
   fs::create_directories(repo);
   ASSERT_EQ(std::system(("git init -q '" + repo + "'").c_str()), 0);
-  Result<GitSurfaceGuard> alone = GitSurfaceGuard::Take(p.work);
-  Result<GitSurfaceGuard> both = GitSurfaceGuard::Take(p.work, nullptr, {repo});
+  Result<GitSurfaceGuard> alone = GitSurfaceGuard::Take(p.work, kNoUserGitConfig);
+  Result<GitSurfaceGuard> both = GitSurfaceGuard::Take(p.work, kNoUserGitConfig, nullptr, {repo});
   ASSERT_TRUE(alone.ok() && both.ok());
   const std::string format3 = alone->Serialize(), format2 = AsFormat2(format3);
-  ASSERT_TRUE(GitSurfaceGuard::Reload(format2).ok()) << "control: format 2";
+  ASSERT_TRUE(GitSurfaceGuard::Reload(format2, kNoUserGitConfig).ok()) << "control: format 2";
   const auto refused = [](const std::string& record) {
-    return GitSurfaceGuard::Reload(record).status().code() == Status::Code::kInvalidArgument;
+    return GitSurfaceGuard::Reload(record, kNoUserGitConfig).status().code() ==
+           Status::Code::kInvalidArgument;
   };
   EXPECT_TRUE(refused(Checksummed(std::string(kFormat2) + Fields(format3))));
   EXPECT_TRUE(refused(Checksummed(std::string(kFormat3) + Fields(format2))));
@@ -214,7 +218,7 @@ TEST(GuardJournal, RefusesARecordOfEitherFormatGarbledForTheOther) {
     return Checksummed(record.substr(0, tree_at - 8) + U64(t.size()) + t);
   };
   ASSERT_EQ(with_tree(tree), record) << "control: the tree's record found";
-  EXPECT_TRUE(GitSurfaceGuard::Reload(with_tree(tree)).ok());
+  EXPECT_TRUE(GitSurfaceGuard::Reload(with_tree(tree), kNoUserGitConfig).ok());
   EXPECT_TRUE(refused(with_tree(AsFormat2(tree))));
 }
 
@@ -231,13 +235,14 @@ TEST(GuardJournal, RecoverNeverBlocksOnAFifoNorFollowsALink) {
     fs::create_symlink(p.journal + "/../moved", p.journal + "/" + name);
   }
   Plant(p);
-  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_TRUE(GuardJournal::Recover(p.journal, kNoUserGitConfig).empty());
   EXPECT_TRUE(Planted(p));
   // Nor is a journal directory reached through a link on the way.
   const fs::path state = fs::path(p.journal).parent_path().parent_path();
   fs::create_directory_symlink(state, state.string() + "-link");
   fs::rename(p.journal + "/../moved", p.journal + "/guard-linkeddir");
-  EXPECT_TRUE(GuardJournal::Recover(state.string() + "-link/forkbox/guards").empty());
+  EXPECT_TRUE(
+      GuardJournal::Recover(state.string() + "-link/forkbox/guards", kNoUserGitConfig).empty());
   EXPECT_TRUE(Planted(p));
   fs::rename(p.journal + "/guard-linkeddir", p.journal + "/../moved");
   // Control: the same record under its own name is used.
@@ -245,7 +250,7 @@ TEST(GuardJournal, RecoverNeverBlocksOnAFifoNorFollowsALink) {
     if (entry.path().filename() != "guard-fifo") fs::remove(entry.path());
   }
   fs::rename(p.journal + "/../moved", p.journal + "/guard-moved");
-  EXPECT_EQ(GuardJournal::Recover(p.journal).size(), 2U);
+  EXPECT_EQ(GuardJournal::Recover(p.journal, kNoUserGitConfig).size(), 2U);
   EXPECT_FALSE(Planted(p));
   EXPECT_TRUE(fs::exists(p.journal + "/guard-fifo"));
 }
@@ -260,7 +265,7 @@ TEST(GuardJournal, ARecordAboveTheBoundIsNotRead) {
     const std::string path = p.journal + "/guard-huge";
     std::ofstream(path).flush();
     ASSERT_EQ(truncate(path.c_str(), size), 0);
-    const std::vector<std::string> lines = GuardJournal::Recover(p.journal);
+    const std::vector<std::string> lines = GuardJournal::Recover(p.journal, kNoUserGitConfig);
     ASSERT_EQ(lines.size(), 1U) << ::testing::PrintToString(lines);
     const bool refused_unread = lines[0].find("larger than 67108864 bytes") != std::string::npos;
     EXPECT_EQ(refused_unread, size > (off_t{64} << 20)) << lines[0];
@@ -274,16 +279,16 @@ TEST(GuardJournal, AJournalReplacedByAnotherLeavesNoRecordBehind) {
   const Project p = MakeProject("journal-assign");
   Result<GuardJournal> first = GuardJournal::Create(p.journal);
   Result<GuardJournal> second = GuardJournal::Create(p.journal);
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(p.work, kNoUserGitConfig);
   ASSERT_TRUE(first.ok() && second.ok() && guard.ok());
   ASSERT_TRUE(first->Write(*guard).ok());
   *first = std::move(*second);
   Plant(p);
-  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_TRUE(GuardJournal::Recover(p.journal, kNoUserGitConfig).empty());
   EXPECT_TRUE(Planted(p));
   // Control: the record written through the journal it now holds is a live owner's.
   ASSERT_TRUE(first->Write(*guard).ok());
-  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_TRUE(GuardJournal::Recover(p.journal, kNoUserGitConfig).empty());
   EXPECT_TRUE(Planted(p));
 }
 
@@ -301,7 +306,7 @@ TEST(GuardJournal, ARecordOnlyGetsItsNameOnceLocked) {
   ASSERT_EQ(names.size(), 1U);
   EXPECT_EQ(names[0].rfind("guard-", 0), 0U) << names[0];
   std::ofstream(p.journal + "/new-0123456789abcdef").flush();
-  EXPECT_TRUE(GuardJournal::Recover(p.journal).empty());
+  EXPECT_TRUE(GuardJournal::Recover(p.journal, kNoUserGitConfig).empty());
   EXPECT_FALSE(fs::exists(p.journal + "/new-0123456789abcdef"));
   EXPECT_TRUE(fs::exists(p.journal + "/" + names[0])) << "a live journal is kept";
 }
@@ -316,13 +321,13 @@ TEST(GuardJournal, StartRefusesAJournalToolsCouldWrite) {
   ASSERT_EQ(setenv("XDG_STATE_HOME", state.c_str(), 1), 0);
   RecordAndDie(p, true);
   Plant(p);
-  JournalStart refused = StartGuardJournal({p.work, state}, {});
+  JournalStart refused = StartGuardJournal({p.work, state}, kNoUserGitConfig);
   EXPECT_FALSE(refused.journal.has_value());
   EXPECT_TRUE(refused.put_back.empty());
   EXPECT_NE(refused.warning.find("lies in " + state + ", which tools can write"), std::string::npos)
       << refused.warning;
   EXPECT_TRUE(Planted(p));
-  JournalStart used = StartGuardJournal({p.work}, {});
+  JournalStart used = StartGuardJournal({p.work}, kNoUserGitConfig);
   EXPECT_TRUE(used.journal.has_value()) << used.warning;
   EXPECT_TRUE(used.warning.empty()) << used.warning;
   ASSERT_EQ(used.put_back.size(), 2U) << ::testing::PrintToString(used.put_back);

@@ -12,6 +12,10 @@
 
 namespace forkbox::sandbox::testing {
 
+// What a test that guards the repository's own config alone passes for the user's git config
+// (Policy::user_git_config): nothing global or system-wide is guarded.
+inline const UserGitConfig kNoUserGitConfig{};
+
 struct ProbeResult {
   bool exited = false;
   int exit_code = -1;

@@ -44,6 +44,7 @@ namespace forkbox::sandbox {
 namespace {
 
 using testing::FileExists;
+using testing::kNoUserGitConfig;
 using testing::MakeTempDir;
 using testing::ReadFile;
 using testing::SpawnSandboxed;
@@ -527,7 +528,7 @@ TEST(SpawnSandboxed, ReportsExecFailuresAndBadOptionsAsStatus) {
   // What to undo for a dead caller is undone in a copy of the caller's memory: only a ForCommand
   // caller, which spawns from its one thread, may hand it (a ForTools handle spawns from its
   // broker's thread).
-  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(policy.workdir);
+  Result<GitSurfaceGuard> guard = GitSurfaceGuard::Take(policy.workdir, kNoUserGitConfig);
   ASSERT_TRUE(guard.ok()) << guard.status().ToString();
   Result<Sandbox> tools = Sandbox::ForTools(policy);
   ASSERT_TRUE(tools.ok()) << tools.status().ToString();
