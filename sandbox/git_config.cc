@@ -181,6 +181,7 @@ UserGitConfig ReadUserGitConfig(const std::function<const char*(const char*)>& g
     files.push_back(home + "/.config/git/config");
   }
   UserGitConfig config;
+  config.home = home;
   std::map<std::string, int> read;
   for (const std::string& file : files) {
     std::error_code ec;

@@ -50,9 +50,12 @@ std::vector<GitConfigPath> GitConfigPaths(const std::string& text, const std::st
 // $GIT_CONFIG_SYSTEM and /etc/gitconfig, and the files they include, four levels deep. The
 // union, whatever GIT_CONFIG_NOSYSTEM or GIT_CONFIG_GLOBAL say here: the user's next git runs in
 // another environment, and a path guarded for nothing only guards more.
+// `home`: $HOME then, what `~/` in any config names (a repository's too: namespaces.cc), so that a
+// plan made after this process's HOME changed still follows the home the policy was resolved with.
 struct UserGitConfig {
   std::vector<std::string> hooks_paths;  // Lexically normal; a relative one as written.
   std::vector<std::string> includes;     // Absolute.
+  std::string home;                      // As read; "" when HOME was unset.
 };
 // `getenv` gives a variable's value, or nullptr when it is unset. Read once per policy, by
 // ResolvePolicy before any confinement (Policy::user_git_config), and passed to what plans the

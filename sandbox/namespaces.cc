@@ -226,20 +226,20 @@ bool GuardConfigured(const fs::path& path, MountPlan& plan) {
 // `read`: the files read so far for this git dir and the shallowest level each was read at; a
 // file is read again only from a shallower level, so at most kIncludeLevels times. Unmarked, a
 // config that included itself N times was read N^4 times: a tool's 700 bytes stalled every later
-// guard walk for minutes, past every timeout and Ctrl-C.
-void AddConfiguredPaths(const fs::path& config, const fs::path& hooks_cwd, MountPlan& plan,
-                        std::map<std::string, int>& read, int level = 0) {
+// guard walk for minutes, past every timeout and Ctrl-C. `home`: what `~/` names
+// (UserGitConfig::home, resolved with the policy; this process's HOME may differ by now).
+void AddConfiguredPaths(const fs::path& config, const fs::path& hooks_cwd, const std::string& home,
+                        MountPlan& plan, std::map<std::string, int>& read, int level = 0) {
   const auto [at, first] = read.try_emplace(config.lexically_normal().string(), level);
   if (!first && at->second <= level) return;
   at->second = level;
   Result<std::string> text = ReadRegularFile(config.string(), 1 << 20);
   if (!text.ok()) return;
-  const char* home = getenv("HOME");
   for (const GitConfigPath& named :
-       GitConfigPaths(*text, config.string(), hooks_cwd.string(), home ? home : "")) {
+       GitConfigPaths(*text, config.string(), hooks_cwd.string(), home)) {
     if (!GuardConfigured(named.path, plan)) continue;
     if (named.include && level + 1 < kIncludeLevels) {
-      AddConfiguredPaths(named.path, hooks_cwd, plan, read, level + 1);
+      AddConfiguredPaths(named.path, hooks_cwd, home, plan, read, level + 1);
     }
   }
 }
@@ -269,15 +269,15 @@ void AddGitDir(const fs::path& gitdir, const fs::path& hooks_cwd, const UserGitC
   const fs::path common = CommonDirOf(gitdir);
   AddTrustedFiles(common, plan);
   std::map<std::string, int> read;
-  AddConfiguredPaths(common / "config", hooks_cwd, plan, read);
-  AddConfiguredPaths(common / "config.worktree", hooks_cwd, plan, read);
+  AddConfiguredPaths(common / "config", hooks_cwd, user.home, plan, read);
+  AddConfiguredPaths(common / "config.worktree", hooks_cwd, user.home, plan, read);
   AddUserConfiguredPaths(hooks_cwd, user, plan);
   if (gitdir != common) {
     // Pinned, as a .git directory: renamed away for a link to a planted admin dir (its commondir
     // naming a common dir with hooks), git would follow the link at the user's next commit.
     AddOnce(plan.pinned, gitdir.string());
     AddTrustedFiles(gitdir, plan);
-    AddConfiguredPaths(gitdir / "config.worktree", hooks_cwd, plan, read);
+    AddConfiguredPaths(gitdir / "config.worktree", hooks_cwd, user.home, plan, read);
     AddReadonly(gitdir / "gitdir", plan);
   }
   std::error_code ec;

@@ -244,6 +244,35 @@ TEST(PlanGitSurface, ReadsAnIncludedConfigOnceUnlessMetShallower) {
   EXPECT_TRUE(Absent(plan, work + "/evilhooks")) << "e.cfg was not read";
 }
 
+// `~/` in a repository's config is the home the policy was resolved with (UserGitConfig::home):
+// a plan made after this process's HOME changed still guards `core.hooksPath = ~/hooks` in the
+// workdir that home is. Before, each plan read getenv("HOME") again and guarded the other home's
+// hooks. The control: a policy resolved with the other home guards the other's.
+TEST(PlanGitSurface, ExpandsAHomeInTheRepositorysConfigAsThePolicyWasResolved) {
+  const std::string work = std::filesystem::canonical(MakeTempDir("plan-home")).string();
+  const std::string other = work + "/other";
+  std::filesystem::create_directories(work + "/.git");
+  std::filesystem::create_directories(other);
+  ASSERT_TRUE(WriteNewFile(work + "/.git/config", "[core]\n\thooksPath = ~/hooks\n"));
+  for (const std::string& home : {work, other}) {
+    SCOPED_TRACE("resolved with HOME=" + home);
+    const ProbeResult planned = RunProbe(
+        [] { return true; },
+        [&] {
+          if (setenv("HOME", home.c_str(), 1) != 0) return -1L;
+          Result<Policy> policy = ResolvePolicy(Settings{}, work);
+          if (!policy.ok() || setenv("HOME", (home == work ? other : work).c_str(), 1) != 0) {
+            return -1L;
+          }
+          const MountPlan plan = PlanGitSurface(policy->workdir, policy->user_git_config);
+          return (Absent(plan, work + "/hooks") ? 1L : 0L) +
+                 (Absent(plan, other + "/hooks") ? 2L : 0L);
+        });
+    ASSERT_TRUE(planned.reported);
+    EXPECT_EQ(planned.value, home == work ? 1L : 2L);
+  }
+}
+
 // Layer 2's plan of a developer tool's project config: VS Code's settings.json is bound read-only
 // and its folder pinned, its tasks.json must not appear, while launch.json stays writable; a
 // missing `mise/` or `.config/` is not taken whole (other programs write there), only what mise
