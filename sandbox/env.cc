@@ -183,8 +183,11 @@ std::vector<std::string> ForkboxProcessEnvironment(const Policy& policy, char** 
     }
   }
   // The CAs forkbox itself trusts (agent/http_tls.h), so that a task reaches the model the
-  // parent reaches; not the tools' unless opted in (then parked above as well).
-  for (const char* name : {"SSL_CERT_FILE", "SSL_CERT_DIR"}) {
+  // parent reaches; and where the user's git config is (ReadUserGitConfig: HOME and
+  // XDG_CONFIG_HOME are kept already), so that a task's policy guards what the parent's does.
+  // Not the tools' unless opted in (then parked above as well).
+  for (const char* name :
+       {"SSL_CERT_FILE", "SSL_CERT_DIR", "GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"}) {
     if (const char* value = FindVariable(environ, name))
       env.push_back(std::string(name) + "=" + value);
   }

@@ -138,7 +138,8 @@ std::vector<std::string> ToolEnvironment(const Policy& policy, char** environ);
 // opt-in may name what a tool can write (LD_LIBRARY_PATH=$WORKDIR/lib, LD_PRELOAD, OPENSSL_CONF):
 // read by forkbox-child, it ran a tool's code unconfined. ToolEnvironment gives it back to the
 // child's tools. Plus SSL_CERT_FILE and SSL_CERT_DIR from `environ`: a task trusts the CAs the
-// parent does.
+// parent does; and GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM: a task's ResolvePolicy reads the
+// user's git config the parent's read (Policy::user_git_config), which its layer 2 guards.
 std::vector<std::string> ForkboxProcessEnvironment(const Policy& policy, char** environ);
 
 // True for names that look like secrets (*_API_KEY, *_KEY, *_TOKEN, *_SECRET, *_PASSWORD,

@@ -7,7 +7,11 @@
 #include <algorithm>
 #include <cstdlib>
 #include <fstream>
+#include <functional>
+#include <string>
+#include <vector>
 
+#include "sandbox/git_config.h"
 #include "sandbox/rlimits.h"
 #include "sandbox/sandbox.h"
 #include "tests/sandbox/probe_util.h"
@@ -135,6 +139,61 @@ TEST(ForkboxProcessEnvironment, ParksTheToolsOptInsAndGivesThemBackToTheTools) {
   child_environ.push_back(nullptr);
   tools = ToolEnvironment(policy, child_environ.data());
   EXPECT_EQ(std::count(tools.begin(), tools.end(), "SSL_CERT_FILE=/etc/corp-ca.pem"), 1);
+}
+
+// getenv over an environment given as "NAME=value" entries.
+std::function<const char*(const char*)> GetenvOf(const std::vector<std::string>& env) {
+  return [&env](const char* name) -> const char* {
+    const std::string prefix = std::string(name) + "=";
+    for (const std::string& entry : env) {
+      if (entry.rfind(prefix, 0) == 0) return entry.c_str() + prefix.size();
+    }
+    return nullptr;
+  };
+}
+
+void ExpectSameConfig(const UserGitConfig& child, const UserGitConfig& parent) {
+  EXPECT_EQ(child.hooks_paths, parent.hooks_paths);
+  EXPECT_EQ(child.includes, parent.includes);
+  EXPECT_EQ(child.home, parent.home);
+}
+
+// A task child resolves its own policy in the environment the parent starts it with: that names
+// the user's git config as the parent's does, so the child's layer 2 guards the global
+// core.hooksPath (.githooks) and the system config's include the parent's guard does. Before,
+// GIT_CONFIG_GLOBAL and GIT_CONFIG_SYSTEM were dropped (not the tools'): the child read neither.
+// Its tools still get neither unless opted in, then once.
+TEST(ForkboxProcessEnvironment, NamesTheUserGitConfigTheParentReads) {
+  const std::string dir = testing::MakeTempDir("child-git-config");
+  std::ofstream(dir + "/global") << "[core]\n\thooksPath = .githooks\n";
+  std::ofstream(dir + "/system") << "[include]\n\tpath = /w/inc\n";
+  std::vector<std::string> storage = {"PATH=/usr/bin", "HOME=" + dir + "/home",
+                                      "GIT_CONFIG_GLOBAL=" + dir + "/global",
+                                      "GIT_CONFIG_SYSTEM=" + dir + "/system"};
+  std::vector<char*> environ;
+  for (std::string& s : storage) environ.push_back(s.data());
+  environ.push_back(nullptr);
+  const UserGitConfig parents = ReadUserGitConfig(GetenvOf(storage));
+  ASSERT_TRUE(Has(parents.hooks_paths, ".githooks")) << "the control: the parent's guards it";
+  ASSERT_TRUE(Has(parents.includes, "/w/inc"));
+  Policy policy;
+  std::vector<std::string> own = ForkboxProcessEnvironment(policy, environ.data());
+  ExpectSameConfig(ReadUserGitConfig(GetenvOf(own)), parents);
+
+  std::vector<char*> child_environ;
+  for (std::string& s : own) child_environ.push_back(s.data());
+  child_environ.push_back(nullptr);
+  for (const char* name : {"GIT_CONFIG_GLOBAL", "GIT_CONFIG_SYSTEM"}) {
+    EXPECT_FALSE(HasName(ToolEnvironment(policy, child_environ.data()), name)) << name;
+  }
+  policy.env = {"GIT_CONFIG_GLOBAL"};
+  own = ForkboxProcessEnvironment(policy, environ.data());
+  ExpectSameConfig(ReadUserGitConfig(GetenvOf(own)), parents);
+  child_environ.clear();
+  for (std::string& s : own) child_environ.push_back(s.data());
+  child_environ.push_back(nullptr);
+  const std::vector<std::string> tools = ToolEnvironment(policy, child_environ.data());
+  EXPECT_EQ(std::count(tools.begin(), tools.end(), storage[2]), 1);
 }
 
 TEST(SecretNames, AreRecognisedCaseInsensitively) {
