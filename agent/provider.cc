@@ -10,6 +10,7 @@
 #include "agent/provider_settings.h"
 #include "agent/retry.h"
 #include "agent/wire.h"
+#include "base/format.h"
 
 namespace forkbox::agent {
 
@@ -288,10 +289,6 @@ class ProviderImpl : public Provider {
   std::unique_ptr<HttpClient> http_;
   ProviderHooks hooks_;
 };
-
-std::string Plural(int n, const char* word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
-}
 
 }  // namespace
 

@@ -17,4 +17,8 @@ std::string JoinList(const std::vector<std::string>& items) {
   return out;
 }
 
+std::string Plural(int64_t n, std::string_view word) {
+  return std::to_string(n) + " " + std::string(word) + (n == 1 ? "" : "s");
+}
+
 }  // namespace forkbox

@@ -7,6 +7,7 @@
 #include <cerrno>
 #include <cstdio>
 
+#include "base/format.h"
 #include "parent/terminal.h"
 
 namespace forkbox::parent {

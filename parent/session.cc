@@ -12,6 +12,7 @@
 #include <utility>
 
 #include "base/file.h"
+#include "base/format.h"
 #include "parent/exit_codes.h"
 #include "parent/line_editor.h"
 #include "parent/signals.h"

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "base/file.h"
+#include "base/format.h"
 #include "base/state_dir.h"
 #include "parent/stats.h"
 

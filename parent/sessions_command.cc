@@ -6,6 +6,7 @@
 #include <ctime>
 #include <string>
 
+#include "base/format.h"
 #include "parent/cli.h"
 #include "parent/config.h"
 #include "parent/exit_codes.h"

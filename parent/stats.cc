@@ -4,6 +4,7 @@
 #include <limits>
 #include <type_traits>
 
+#include "base/format.h"
 #include "base/saturate.h"
 
 namespace forkbox::parent {
@@ -115,10 +116,6 @@ std::string HumanBytes(int64_t bytes) {
     std::snprintf(buf, sizeof(buf), "%.1f MiB", static_cast<double>(bytes) / (1024.0 * 1024.0));
   }
   return buf;
-}
-
-std::string Plural(int64_t n, const std::string& word) {
-  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
 }
 
 namespace {

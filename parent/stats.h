@@ -47,8 +47,5 @@ nlohmann::json StatsJson(const SessionStats& stats, const std::string& answer,
 // One human line: "stats: parent context 4.1 KB (~1.0k tokens) · 2 tasks ...".
 std::string StatsLine(const SessionStats& stats, int64_t context_bytes);
 std::string HumanBytes(int64_t bytes);
-// "1.5s", "900s".
-// "1 turn", "3 turns".
-std::string Plural(int64_t n, const std::string& word);
 
 }  // namespace forkbox::parent

@@ -12,6 +12,7 @@
 #include <deque>
 #include <optional>
 
+#include "base/format.h"
 #include "base/process.h"
 #include "base/unique_fd.h"
 #include "ipc/child_exit.h"
