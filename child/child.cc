@@ -160,23 +160,6 @@ agent::LoopOptions LoopOptionsFor(const ipc::StartMessage& start, const std::str
   return options;
 }
 
-// The provider for the task. The start message's key is zeroed here (a SecretString: every copy
-// is zeroed when it goes); the provider keeps the one it needs.
-// `on_request_sent`: told once each request is on the wire (agent/provider.h).
-Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& start,
-                                                          std::function<void()> on_request_sent) {
-  agent::ProviderHooks hooks;
-  hooks.on_request_sent = std::move(on_request_sent);
-  // Polled by the HTTP client during every model call: no tool runs then, so orphans are reaped.
-  hooks.cancelled = [] {
-    ReapOrphans();
-    return false;
-  };
-  Result<std::unique_ptr<agent::Provider>> provider = agent::MakeProvider(start.provider, hooks);
-  start.provider.api_key.clear();
-  return provider;
-}
-
 class Task {
  public:
   int Run();

@@ -4,9 +4,11 @@
 
 #include <cerrno>
 #include <string>
+#include <utility>
 #include <variant>
 
 #include "ipc/frame.h"
+#include "sandbox/sandbox.h"
 
 namespace forkbox::child {
 
@@ -102,6 +104,20 @@ Result<ipc::StartMessage> ControlReader::ReadStartAfter(const SandboxPlan& plan)
                                    plan.model_url + "\"");
   }
   return std::move(*start);
+}
+
+Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& start,
+                                                          std::function<void()> on_request_sent) {
+  agent::ProviderHooks hooks;
+  hooks.on_request_sent = std::move(on_request_sent);
+  // Polled by the HTTP client during every model call: no tool runs then, so orphans are reaped.
+  hooks.cancelled = [] {
+    sandbox::ReapOrphans();
+    return false;
+  };
+  Result<std::unique_ptr<agent::Provider>> provider = agent::MakeProvider(start.provider, hooks);
+  start.provider.api_key.clear();
+  return provider;
 }
 
 }  // namespace forkbox::child

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <string>
 
+#include "agent/provider.h"
 #include "base/status.h"
 #include "ipc/frame.h"
 #include "ipc/messages.h"
@@ -46,5 +49,12 @@ class ControlReader {
 // The checks of a start frame on its own: non-empty prompt, absolute workdir, limits in range,
 // a transcript fd that is open for writing.
 Status CheckStart(const ipc::StartMessage& start);
+
+// The provider for the task. The start message's key is zeroed here (a SecretString: every copy
+// is zeroed when it goes); the provider keeps the one it needs. Its cancel check reaps orphans
+// (polled during every model call, while no tool runs). `on_request_sent`: told once each request
+// is on the wire (agent/provider.h).
+Result<std::unique_ptr<agent::Provider>> MakeTaskProvider(ipc::StartMessage& start,
+                                                          std::function<void()> on_request_sent);
 
 }  // namespace forkbox::child
