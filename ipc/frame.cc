@@ -11,10 +11,13 @@
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <ostream>
+#include <streambuf>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
+#include "base/secret.h"
 #include "base/utf8.h"
 
 namespace forkbox::ipc {
@@ -154,12 +157,34 @@ PathTracker Locate(std::string_view payload) {
 // Zeroes every string value of `j` before it is freed (keys are protocol names, not secrets).
 void WipeStrings(json& j) {
   if (j.is_string()) {
-    std::string& s = j.get_ref<std::string&>();
-    if (!s.empty()) ::explicit_bzero(s.data(), s.size());
+    WipeString(j.get_ref<std::string&>());
   } else if (j.is_structured()) {
     for (json& item : j) WipeStrings(item);
   }
 }
+
+// What nlohmann serializes into through its public operator<< (the text dump() makes, strict
+// UTF-8 check included), appended to a frame that grows by AppendWiped: dump()'s own string
+// frees each buffer it outgrows unwiped, a start frame's key in it.
+class WipedAppendBuf : public std::streambuf {
+ public:
+  explicit WipedAppendBuf(std::string& out) : out_(out) {}
+
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char ch = traits_type::to_char_type(c);
+    AppendWiped(out_, std::string_view(&ch, 1));
+    return c;
+  }
+  std::streamsize xsputn(const char* s, std::streamsize n) override {
+    AppendWiped(out_, std::string_view(s, static_cast<size_t>(n)));
+    return n;
+  }
+
+ private:
+  std::string& out_;
+};
 
 }  // namespace
 
@@ -315,8 +340,12 @@ Result<std::string> EncodeFrame(const json& payload, size_t max_frame_bytes) {
   }
   std::string frame(kFrameHeaderBytes, '\0');
   try {
-    frame += payload.dump();  // The one UTF-8 check of an outgoing frame (strict handler).
+    WipedAppendBuf buf(frame);
+    std::ostream out(&buf);
+    out.exceptions(std::ios::badbit);  // A failed append (bad_alloc) is thrown, not swallowed.
+    out << payload;                    // The one UTF-8 check of an outgoing frame (strict handler).
   } catch (const std::exception& e) {
+    WipeString(frame);
     // Error path only: name the field.
     std::string where;
     if (FindBadString(payload, "", &where)) {
@@ -326,6 +355,7 @@ Result<std::string> EncodeFrame(const json& payload, size_t max_frame_bytes) {
   }
   size_t n = frame.size() - kFrameHeaderBytes;
   if (n > max_frame_bytes || n > UINT32_MAX) {
+    WipeString(frame);
     return Status::ResourceExhausted("frame payload of " + std::to_string(n) +
                                      " bytes exceeds the cap of " +
                                      std::to_string(max_frame_bytes) + " bytes");
@@ -337,7 +367,9 @@ Result<std::string> EncodeFrame(const json& payload, size_t max_frame_bytes) {
 }
 
 Result<std::string> EncodeMessage(const Message& message, size_t max_frame_bytes) {
-  Result<std::string> frame = EncodeFrame(ToJson(message), max_frame_bytes);
+  json payload = ToJson(message);
+  Result<std::string> frame = EncodeFrame(payload, max_frame_bytes);
+  WipeStrings(payload);  // A start message's JSON holds the API key.
   if (!frame.ok()) {
     return frame.status().WithContext(std::string(MessageTypeName(message)) + " message");
   }
@@ -496,7 +528,9 @@ Status WriteAll(int fd, std::string_view bytes) {
 Status WriteMessage(int fd, const Message& message, size_t max_frame_bytes) {
   Result<std::string> frame = EncodeMessage(message, max_frame_bytes);
   if (!frame.ok()) return frame.status();
-  return WriteAll(fd, *frame);
+  Status written = WriteAll(fd, *frame);
+  WipeString(*frame);  // A start frame holds the API key.
+  return written;
 }
 
 }  // namespace forkbox::ipc

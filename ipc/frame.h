@@ -53,7 +53,10 @@ inline constexpr size_t kDefaultMaxTotalBytes = 64 << 20;
 nlohmann::json ParseJsonBounded(std::string_view text, int max_depth, bool* too_deep,
                                 std::optional<std::string>* repeated_key = nullptr);
 
-// Encodes one frame. Fails when the payload exceeds max_frame_bytes.
+// Encodes one frame. Fails when the payload exceeds max_frame_bytes. Secrets: no buffer the frame
+// grew out of is freed unwiped, nor is the frame on a failure, nor (EncodeMessage) the JSON the
+// message was turned into; the frame returned is the caller's to wipe (WipeString) when it holds
+// one (a start frame: the parent's StartFrameWriter). WriteMessage wipes its own.
 Result<std::string> EncodeFrame(const nlohmann::json& payload,
                                 size_t max_frame_bytes = kDefaultMaxFrameBytes);
 Result<std::string> EncodeMessage(const Message& message,

@@ -1,6 +1,5 @@
 #include "parent/child_supervisor.h"
 
-#include <string.h>
 #include <sys/epoll.h>
 #include <unistd.h>
 
@@ -9,6 +8,7 @@
 #include <csignal>
 
 #include "base/process.h"
+#include "base/secret.h"
 #include "base/unique_fd.h"
 
 namespace forkbox::parent {
@@ -39,9 +39,7 @@ bool StartFrameWriter::WriteSome(int fd) {
 }
 
 void StartFrameWriter::Wipe() {
-  // explicit_bzero: a plain memset before the buffer dies may be optimised away.
-  explicit_bzero(frame_.data(), frame_.size());
-  frame_.clear();  // Keeps the (zeroed) storage until destruction.
+  WipeString(frame_);  // Keeps the (zeroed) storage until destruction.
 }
 
 struct ChildSupervisor::Child {

@@ -123,6 +123,32 @@ TEST(SecretWipeTest, ASecretStringLeavesNoKeyInFreedMemory) {
   }
 }
 
+// SecretLines (a request's header lines) wipes every line it lets go of: when it grows past the
+// four it makes room for (the old array holds a short line's bytes in place, all but the first),
+// when it is assigned over, cleared or destroyed. A short key's line ("k:" and the key, 15
+// characters) lives in the array's block; a long one's in its own.
+TEST(SecretWipeTest, SecretLinesLeaveNoKeyInFreedMemory) {
+  for (const char* key : {kKey, kShortKey}) {
+    SCOPED_TRACE(key == kKey ? "on the heap" : "inline");
+    const std::string line = std::string("k:") + key;
+    FreedMemoryScanner scanner(key);
+    {
+      auto lines = std::make_unique<SecretLines>();
+      lines->Add(std::string(line));
+      for (int i = 0; i < 8; ++i) lines->Add("name-" + std::to_string(i) + ": value");
+      ASSERT_EQ(lines->lines().size(), 9u);
+      EXPECT_EQ(lines->lines()[0], line);
+      SecretLines moved = std::move(*lines);
+      EXPECT_TRUE(lines->lines().empty());
+      lines->Add(std::string(line));
+      *lines = std::move(moved);  // Its own line goes first.
+      lines->clear();
+      lines->Add(std::string(line));
+    }
+    EXPECT_EQ(scanner.hits(), 0u);
+  }
+}
+
 TEST(SecretWipeTest, DecoderLeavesNoKeyInFreedMemoryWhateverTheChunking) {
   for (size_t prompt_bytes : {size_t{20000}, size_t{1}}) {
     SCOPED_TRACE(prompt_bytes);
@@ -175,6 +201,41 @@ TEST(SecretWipeTest, AStartRefusedAfterItsKeyWasReadLeavesNoKeyInFreedMemory) {
       EXPECT_EQ(scanner.hits(), 0u);
     }
     Wipe(frame);
+  }
+}
+
+// The sending side: encoding a start frame leaves the key in no freed block (the JSON built from
+// the message, each buffer its text outgrew as it was serialized, the text itself), nor does
+// WriteMessage's frame once written. Before, all of them were freed unwiped: the parent's start
+// frame to every child. The frame EncodeMessage returns is its caller's to wipe (the parent's
+// StartFrameWriter does).
+TEST(SecretWipeTest, EncodingAStartFrameLeavesNoKeyInFreedMemory) {
+  // A long prompt (which the key follows) makes the text grow before the key is written into it;
+  // a short one, after.
+  for (size_t prompt_bytes : {size_t{1}, size_t{20000}}) {
+    SCOPED_TRACE(prompt_bytes);
+    StartMessage start = testing::SampleStart();
+    start.provider.api_key = kKey;
+    start.prompt = std::string(prompt_bytes, 'p');
+    const Message message = start;
+    start.provider.api_key.clear();
+    {
+      FreedMemoryScanner scanner(kKey);
+      {
+        Result<std::string> frame = EncodeMessage(message);
+        ASSERT_TRUE(frame.ok()) << frame.status().ToString();
+        EXPECT_NE(frame->find(kKey), std::string::npos);  // The key was there to be found.
+        Wipe(*frame);
+      }
+      EXPECT_EQ(scanner.hits(), 0u);
+    }
+    Result<Pipe> pipe = MakePipe();
+    ASSERT_TRUE(pipe.ok());
+    {
+      FreedMemoryScanner scanner(kKey);
+      ASSERT_TRUE(WriteMessage(pipe->write.get(), message).ok());
+      EXPECT_EQ(scanner.hits(), 0u);
+    }
   }
 }
 
