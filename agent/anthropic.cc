@@ -267,9 +267,14 @@ class AnthropicStream : public SseStreamDecoder {
 class AnthropicWire : public WireFormat {
  public:
   std::string Url(const std::string& base_url) const override { return base_url + "/v1/messages"; }
-  std::vector<std::string> Headers(const std::string& api_key) const override {
-    return {"x-api-key: " + api_key, "anthropic-version: 2023-06-01",
-            "content-type: application/json", "accept: application/json"};
+  SecretLines Headers(const SecretString& api_key) const override {
+    // Each line made in place and moved in: a braced list would copy each one, the key's too.
+    SecretLines h;
+    h.Add("x-api-key: " + api_key.str());
+    h.Add("anthropic-version: 2023-06-01");
+    h.Add("content-type: application/json");
+    h.Add("accept: application/json");
+    return h;
   }
   std::vector<std::string> SecretHeaders() const override { return {"x-api-key"}; }
   json EncodeRequest(const Request& request, const ProviderConfig& config) const override {

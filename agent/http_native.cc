@@ -13,6 +13,7 @@
 #include "agent/http_module.h"
 #include "agent/http_transport.h"
 #include "agent/http_url.h"
+#include "base/secret.h"
 
 namespace forkbox::agent::http_native {
 namespace {
@@ -411,7 +412,7 @@ void CollectHeaders(const Head& head, HttpResult* result) {
 // One request's head, zeroed before it is freed: it holds the API key.
 class RequestHead {
  public:
-  ~RequestHead() { ::explicit_bzero(text_.data(), text_.capacity()); }
+  ~RequestHead() { WipeString(text_); }
   HttpFailure Build(const ParsedUrl& url, const std::vector<std::string>& headers,
                     size_t body_size);
   std::string_view text() const { return text_; }

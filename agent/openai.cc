@@ -225,9 +225,11 @@ class OpenAiWire : public WireFormat {
   std::string Url(const std::string& base_url) const override {
     return base_url + "/chat/completions";
   }
-  std::vector<std::string> Headers(const std::string& api_key) const override {
-    std::vector<std::string> h = {"content-type: application/json", "accept: application/json"};
-    if (!api_key.empty()) h.push_back("authorization: Bearer " + api_key);
+  SecretLines Headers(const SecretString& api_key) const override {
+    SecretLines h;
+    h.Add("content-type: application/json");
+    h.Add("accept: application/json");
+    if (!api_key.empty()) h.Add("authorization: Bearer " + api_key.str());
     return h;
   }
   std::vector<std::string> SecretHeaders() const override { return {"authorization"}; }

@@ -134,7 +134,8 @@ class ProviderImpl : public Provider {
     std::string body;
     if (std::optional<ModelError> err = EncodeBody(request, &body)) return Fail(*err, 0);
     const std::string url = wire_->Url(config_.base_url);
-    const std::vector<std::string> headers = wire_->Headers(config_.api_key.str());
+    const SecretLines secret_headers = wire_->Headers(config_.api_key);
+    const std::vector<std::string>& headers = secret_headers.lines();
     const int attempts = config_.max_retries + 1;
     for (int attempt = 1;; ++attempt) {
       if (Cancelled()) return Fail(CancelledError(), attempt - 1);

@@ -10,10 +10,13 @@
 namespace forkbox::agent {
 namespace {
 
-std::string Env(const char* name) {
+// The variable's value in the environment block, copied nowhere; "" when unset.
+std::string_view EnvView(const char* name) {
   const char* v = std::getenv(name);
-  return v == nullptr ? "" : v;
+  return v == nullptr ? std::string_view() : std::string_view(v);
 }
+
+std::string Env(const char* name) { return std::string(EnvView(name)); }
 
 Status Invalid(const ipc::ProviderSettings& s, const std::string& message) {
   // A key pasted into another field must not end up in an error message.
@@ -82,7 +85,8 @@ void ApplyEnvironmentDefaults(ipc::ProviderSettings& s, const ProviderFileSettin
   Fill(s.name, {"FORKBOX_PROVIDER"}, files.name, "anthropic", &name_source);
   // The variables of the provider chosen above: another provider's URL or key is not for it.
   const bool openai = s.name == "openai";
-  if (s.api_key.empty()) s.api_key = Env(openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
+  // Straight from the environment block into the SecretString: a temporary would be freed unwiped.
+  if (s.api_key.empty()) s.api_key = EnvView(openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
   // Nor is the files' URL, when the project's file chose a provider the user's did not.
   const bool project_switched =
       name_source.kind == SettingSource::kFile && files.name_from_project &&

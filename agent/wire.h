@@ -15,6 +15,7 @@
 #include "agent/message.h"
 #include "agent/provider.h"
 #include "agent/sse.h"
+#include "base/secret.h"
 
 namespace forkbox::agent {
 
@@ -108,8 +109,9 @@ class WireFormat {
  public:
   virtual ~WireFormat() = default;
   virtual std::string Url(const std::string& base_url) const = 0;
-  // "Name: value" lines. `api_key` may be empty (OpenAI-compatible local servers).
-  virtual std::vector<std::string> Headers(const std::string& api_key) const = 0;
+  // "Name: value" lines, one with the key (none when `api_key` is empty: OpenAI-compatible local
+  // servers); wiped when they go. Built once per call, kept across its retries.
+  virtual SecretLines Headers(const SecretString& api_key) const = 0;
   // Header names whose values are secrets (for redacted logging).
   virtual std::vector<std::string> SecretHeaders() const = 0;
   virtual nlohmann::json EncodeRequest(const Request& request,
