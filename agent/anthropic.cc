@@ -112,6 +112,8 @@ class AnthropicStream : public SseStreamDecoder {
     r.raw_stop_reason = raw_stop_;
     r.stop_reason = AnthropicStopReason(raw_stop_);
     r.usage = usage_;
+    r.id = id_;
+    r.model = model_;
     for (auto& [index, slot] : slots_) {
       if (!slot.closed && r.stop_reason != StopReason::kMaxTokens) {
         return Malformed("content block " + std::to_string(index) + " never closed");
@@ -168,6 +170,8 @@ class AnthropicStream : public SseStreamDecoder {
         const json& m = j.at("message");
         if (m.contains("usage")) AddUsage(m["usage"], usage_);
         if (m.contains("stop_reason") && m["stop_reason"].is_string()) raw_stop_ = m["stop_reason"];
+        id_ = ReplyName(m, "id");
+        model_ = ReplyName(m, "model");
       } else if (type == "content_block_start") {
         OnBlockStart(j);
       } else if (type == "content_block_delta") {
@@ -260,6 +264,8 @@ class AnthropicStream : public SseStreamDecoder {
   std::map<int, Slot> slots_;  // By index: the reply's block order.
   Usage usage_;
   std::string raw_stop_;
+  std::string id_;  // message_start's.
+  std::string model_;
   bool started_ = false;
   bool stopped_ = false;
 };
@@ -391,6 +397,8 @@ Decoded AnthropicDecodeBody(std::string_view body) {
     if (!DecodeBlock(b, r.message.content, &error)) return Malformed(error);
   }
   if (auto usage = j.find("usage"); usage != j.end()) AddUsage(*usage, r.usage);
+  r.id = ReplyName(j, "id");
+  r.model = ReplyName(j, "model");
   return d;
 }
 

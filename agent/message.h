@@ -85,6 +85,10 @@ struct Response {
   std::string raw_stop_reason;
   Usage usage;
   std::string request_id;
+  // As the reply named them ("msg_...", "chatcmpl-..."; the model that answered); empty when it
+  // named none (some local servers).
+  std::string id;
+  std::string model;
 };
 
 // Helpers.

@@ -63,6 +63,13 @@ struct Accumulator {
   std::vector<Call> calls;
   std::string finish;
   Usage usage;
+  std::string id;  // The reply's (every chunk of a stream repeats it): the first one named.
+  std::string model;
+
+  void NameFrom(const json& reply) {
+    if (id.empty()) id = ReplyName(reply, "id");
+    if (model.empty()) model = ReplyName(reply, "model");
+  }
 
   // One tool call (whole or a stream fragment). `position` is its place in this chunk's array,
   // used when a server omits the index.
@@ -109,6 +116,8 @@ struct Accumulator {
     r.raw_stop_reason = finish;
     r.stop_reason = OpenAiStopReason(finish);
     r.usage = usage;
+    r.id = id;
+    r.model = model;
     if (!text.empty()) r.message.content.emplace_back(TextBlock{text});
     if (!refusal.empty()) {
       r.message.content.emplace_back(TextBlock{refusal});
@@ -181,6 +190,7 @@ class OpenAiStream : public SseStreamDecoder {
         return;
       }
       ++chunks_;
+      acc_.NameFrom(j);
       if (auto usage = j.find("usage"); usage != j.end() && usage->is_object()) {
         ReadUsage(*usage, acc_.usage);
       }
@@ -332,6 +342,7 @@ Decoded OpenAiDecodeBody(std::string_view body) {
   if (j.contains("error") && !j["error"].is_null()) return ErrorFromJson(j);
   try {
     Accumulator acc;
+    acc.NameFrom(j);
     if (auto usage = j.find("usage"); usage != j.end()) ReadUsage(*usage, acc.usage);
     const json& choices = j.at("choices");
     if (!choices.is_array() || choices.empty()) return Malformed("reply has no choices");

@@ -101,6 +101,17 @@ std::string Excerpt(std::string_view s) {
   return s.size() > 120 ? out + "..." : out;
 }
 
+std::string ReplyName(const nlohmann::json& object, const char* key) {
+  if (!object.is_object()) return "";
+  auto it = object.find(key);
+  if (it == object.end() || !it->is_string() || it->get_ref<const std::string&>().size() > 256) {
+    return "";
+  }
+  std::string name = *it;
+  MakeValidUtf8(name);
+  return name;
+}
+
 std::string RedactKey(std::string_view text, std::string_view key) {
   if (key.size() < 4) return std::string(text);
   const std::string_view head = key.substr(0, std::min(key.size(), kMinRedactedKeyPiece));

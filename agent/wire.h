@@ -70,6 +70,9 @@ nlohmann::json ParseModelJson(std::string_view text, JsonDiscard* why = nullptr)
 std::optional<int64_t> UsageCount(const nlohmann::json& value);
 // The first 120 bytes of `s`, made valid UTF-8, with "..." when cut: a reply quoted in an error.
 std::string Excerpt(std::string_view s);
+// A reply's name for itself (its id, its model) at `key` of `object`, made valid UTF-8: "" when
+// absent, not a string, or over 256 bytes (no name the APIs give; passed on, it is not cut).
+std::string ReplyName(const nlohmann::json& object, const char* key);
 
 // `text` with `key` replaced by [REDACTED] wherever it appears, and so every piece of it that a
 // cut left: a run of its first kMinRedactedKeyPiece characters or more. What a server reflects is

@@ -214,6 +214,9 @@ TEST(AnthropicDecode, DocumentedToolUseReply) {
   EXPECT_EQ(r.usage.output_tokens, 503);
   EXPECT_EQ(r.usage.cache_creation_input_tokens, 12);
   EXPECT_EQ(r.usage.cache_read_input_tokens, 34);
+  // The reply's own names, which stream-json's assistant message carries.
+  EXPECT_EQ(r.id, "msg_01Aq9w938a90dw8q");
+  EXPECT_EQ(r.model, "claude-sonnet-4-5");
 }
 
 TEST(AnthropicDecode, EveryStopReason) {
@@ -349,6 +352,9 @@ TEST(AnthropicStream, DocumentedToolUseTranscriptAtEveryChunkSize) {
               json::parse(R"({"location": "San Francisco, CA", "unit": "fahrenheit"})"));
     EXPECT_EQ(r.usage.input_tokens, 472);
     EXPECT_EQ(r.usage.output_tokens, 89);  // message_delta overwrites, never adds.
+    // The names message_start gave.
+    EXPECT_EQ(r.id, "msg_014p7gG3wDgGV9EUtLvnow3U");
+    EXPECT_EQ(r.model, "claude-opus-4-6");
   }
 }
 

@@ -137,6 +137,9 @@ TEST(OpenAiDecode, DocumentedToolCallReply) {
   EXPECT_EQ(r.usage.input_tokens, 80);
   EXPECT_EQ(r.usage.cache_read_input_tokens, 2);
   EXPECT_EQ(r.usage.output_tokens, 17);
+  // The reply's own names, which stream-json's assistant message carries.
+  EXPECT_EQ(r.id, "chatcmpl-abc123");
+  EXPECT_EQ(r.model, "gpt-4o-mini");
 }
 
 TEST(OpenAiDecode, LocalServerQuirks) {
@@ -154,6 +157,8 @@ TEST(OpenAiDecode, LocalServerQuirks) {
   EXPECT_EQ(uses[1].input, json::object());
   EXPECT_EQ(d.result.response.stop_reason, StopReason::kToolUse);
   EXPECT_EQ(d.result.response.usage.input_tokens, 0);
+  EXPECT_EQ(d.result.response.id, "") << "none given: none made up";
+  EXPECT_EQ(d.result.response.model, "");
 }
 
 TEST(OpenAiDecode, EveryFinishReasonAndRefusal) {
@@ -280,6 +285,8 @@ TEST(OpenAiStream, DocumentedToolCallStreamAtEveryChunkSize) {
     EXPECT_EQ(d.result.response.stop_reason, StopReason::kToolUse);
     EXPECT_EQ(d.result.response.usage.input_tokens, 60);
     EXPECT_EQ(d.result.response.usage.output_tokens, 17);
+    EXPECT_EQ(d.result.response.id, "chatcmpl-1");
+    EXPECT_EQ(d.result.response.model, "gpt-4o");
   }
 }
 
