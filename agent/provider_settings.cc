@@ -60,6 +60,11 @@ std::string NoAnthropicKey() {
   return why + " (or use --provider openai with OPENAI_BASE_URL)";
 }
 
+// The variable a provider's key is read from.
+const char* KeyVariable(const std::string& provider) {
+  return provider == "openai" ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY";
+}
+
 }  // namespace
 
 std::optional<std::string> ClaudeModelAlias(std::string_view name) {
@@ -86,7 +91,7 @@ void ApplyEnvironmentDefaults(ipc::ProviderSettings& s, const ProviderFileSettin
   // The variables of the provider chosen above: another provider's URL or key is not for it.
   const bool openai = s.name == "openai";
   // Straight from the environment block into the SecretString: a temporary would be freed unwiped.
-  if (s.api_key.empty()) s.api_key = EnvView(openai ? "OPENAI_API_KEY" : "ANTHROPIC_API_KEY");
+  if (s.api_key.empty()) s.api_key = EnvView(KeyVariable(s.name));
   // Nor is the files' URL, when the project's file chose a provider the user's did not.
   const bool project_switched =
       name_source.kind == SettingSource::kFile && files.name_from_project &&
@@ -101,6 +106,10 @@ void ApplyEnvironmentDefaults(ipc::ProviderSettings& s, const ProviderFileSettin
   if (std::optional<std::string> full = ClaudeModelAlias(s.model); full && !openai) {
     s.model = std::move(*full);
   }
+}
+
+std::string ApiKeySource(const ipc::ProviderSettings& s) {
+  return s.api_key.empty() ? "none" : KeyVariable(s.name);
 }
 
 bool SendsKeyInCleartext(const ipc::ProviderSettings& s) {

@@ -64,6 +64,10 @@ void ApplyEnvironmentDefaults(ipc::ProviderSettings& settings,
 // [0, 100]. The error message never contains the key.
 Status ValidateProviderSettings(const ipc::ProviderSettings& settings);
 
+// Where the settings' key came from, as Claude Code's `apiKeySource` says it: the variable
+// ("ANTHROPIC_API_KEY", "OPENAI_API_KEY"), or "none" without a key. Never the key.
+std::string ApiKeySource(const ipc::ProviderSettings& settings);
+
 // True when a key would go to a host other than this machine over plain http:// (readable and
 // changeable on the way): the parent warns.
 bool SendsKeyInCleartext(const ipc::ProviderSettings& settings);

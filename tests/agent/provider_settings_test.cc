@@ -196,5 +196,18 @@ TEST(ProviderSettings, CleartextIsToldForAKeySentOffTheMachine) {
   EXPECT_FALSE(SendsKeyInCleartext(c));
 }
 
+// stream-json's init says where the key came from in Claude Code's words (`apiKeySource`): the
+// variable of the provider in use, or "none"; never the key.
+TEST(ProviderSettings, TheKeysSourceIsItsVariableNeverTheKey) {
+  ProviderConfig c;
+  c.name = "anthropic";
+  c.api_key = "sk-ant-secret";
+  EXPECT_EQ(ApiKeySource(c), "ANTHROPIC_API_KEY");
+  c.name = "openai";
+  EXPECT_EQ(ApiKeySource(c), "OPENAI_API_KEY");
+  c.api_key.clear();
+  EXPECT_EQ(ApiKeySource(c), "none");
+}
+
 }  // namespace
 }  // namespace forkbox::agent
