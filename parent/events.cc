@@ -8,12 +8,24 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstdio>
 #include <type_traits>
 
 #include "parent/signals.h"
 
 namespace forkbox::parent {
+namespace {
+
+// When forkbox started (static initialisation): the duration an error object reports.
+const std::chrono::steady_clock::time_point kStarted = std::chrono::steady_clock::now();
+
+template <typename T>
+nlohmann::json OrNull(const std::optional<T>& value) {
+  return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+}  // namespace
 
 std::string NewSessionId() {
   unsigned char b[16] = {};
@@ -67,6 +79,46 @@ nlohmann::json UsageJson(const agent::Usage& usage) {
           {"cache_read_input_tokens", usage.cache_read_input_tokens}};
 }
 
+std::string ClaudeStopReason(const agent::Response& response) {
+  switch (response.stop_reason) {
+    case agent::StopReason::kContextWindow:
+      return "model_context_window_exceeded";
+    case agent::StopReason::kUnknown:
+      return response.raw_stop_reason;
+    default:
+      return agent::StopReasonName(response.stop_reason);
+  }
+}
+
+nlohmann::json AssistantMessageJson(const agent::Response& response,
+                                    const std::string& requested_model) {
+  nlohmann::json message = MessageJson(response.message);
+  message["id"] = response.id.empty() ? nlohmann::json(nullptr) : nlohmann::json(response.id);
+  message["type"] = "message";
+  message["model"] = response.model.empty() ? requested_model : response.model;
+  message["stop_reason"] = ClaudeStopReason(response);
+  message["usage"] = UsageJson(response.usage);
+  return message;
+}
+
+nlohmann::json ResultJson(const ResultFields& f) {
+  const bool failed = !f.error.empty();
+  return {{"type", "result"},
+          {"subtype", f.subtype},
+          {"is_error", f.is_error},
+          {"result", f.result},
+          {"duration_ms", f.duration_ms},
+          {"duration_api_ms", OrNull(f.duration_api_ms)},
+          {"num_turns", OrNull(f.num_turns)},
+          {"usage", f.usage ? UsageJson(*f.usage) : nlohmann::json(nullptr)},
+          {"total_cost_usd", OrNull(f.total_cost_usd)},
+          {"stop_reason", OrNull(f.stop_reason)},
+          {"permission_denials", nlohmann::json::array()},
+          {"errors", failed ? nlohmann::json::array({f.error}) : nlohmann::json::array()},
+          {"exit_code", f.exit_code},
+          {"error", failed ? nlohmann::json(f.error) : nlohmann::json(nullptr)}};
+}
+
 size_t EventStream::NextWrite(size_t left) {
   if (ended_) return 0;
   if (!InterruptPending()) return left;
@@ -76,10 +128,16 @@ size_t EventStream::NextWrite(size_t left) {
   return 0;
 }
 
-void EventStream::Emit(nlohmann::json event) {
+std::string EventStream::Line(nlohmann::json event) const {
   event["schema"] = kEventSchemaVersion;
   event["session_id"] = session_id_;
-  std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+  event["uuid"] = NewSessionId();
+  // Replace, never throw: a message may quote a reply's bytes that are not UTF-8.
+  return event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
+}
+
+void EventStream::Emit(nlohmann::json event) {
+  const std::string line = Line(std::move(event));
   std::string_view rest = line;
   while (!rest.empty()) {
     const size_t size = NextWrite(rest.size());
@@ -94,14 +152,28 @@ void EventStream::Emit(nlohmann::json event) {
   }
 }
 
-nlohmann::json ErrorResultJson(int exit_code, const std::string& message) {
+nlohmann::json ErrorResultJson(int exit_code, const std::string& message, bool session_ran) {
   const bool interrupted = exit_code > 128;  // 128 + the signal that ended the run.
-  const char* subtype = exit_code == 2   ? "error_usage"
-                        : exit_code == 4 ? "error_sandbox"
-                        : interrupted    ? "error_interrupted"
-                                         : "error_startup";
-  return {{"type", "result"},       {"subtype", subtype}, {"is_error", true},
-          {"exit_code", exit_code}, {"error", message},   {"schema", kEventSchemaVersion}};
+  ResultFields f;
+  f.subtype = exit_code == 2   ? "error_usage"
+              : exit_code == 4 ? "error_sandbox"
+              : interrupted    ? "error_interrupted"
+                               : "error_startup";
+  f.exit_code = exit_code;
+  f.error = message;
+  f.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                      std::chrono::steady_clock::now() - kStarted)
+                      .count();
+  if (session_ran) {
+    f.duration_api_ms.reset();
+    f.num_turns.reset();
+    f.usage.reset();
+    f.total_cost_usd.reset();
+  }
+  nlohmann::json j = ResultJson(f);
+  j["schema"] = kEventSchemaVersion;
+  j["uuid"] = NewSessionId();
+  return j;
 }
 
 }  // namespace forkbox::parent

@@ -56,10 +56,11 @@ namespace {
 void Err(const std::string& s) { WriteText(STDERR_FILENO, s); }
 
 // The message on stderr; in json and stream-json modes also the error object on stdout.
-int Fail(OutputFormat format, int code, const std::string& message) {
+// `session_ran`: as ErrorResultJson's.
+int Fail(OutputFormat format, int code, const std::string& message, bool session_ran = false) {
   Err("forkbox: " + message + "\n");
   if (format != OutputFormat::kText) {
-    WriteText(STDOUT_FILENO, ErrorResultJson(code, message).dump() + "\n");
+    WriteText(STDOUT_FILENO, ErrorResultJson(code, message, session_ran).dump() + "\n");
   }
   return code;
 }
@@ -566,7 +567,12 @@ nlohmann::json InitEvent(const Options& o, const Settings& s, const sandbox::Rep
             {"read_only", o.sandbox.read_only}}},
           {"workdir", s.workdir},
           {"cwd", s.workdir},
-          {"forkbox_version", FORKBOX_VERSION_STRING}};
+          {"forkbox_version", FORKBOX_VERSION_STRING},
+          // Claude Code's words: forkbox never asks before a tool runs (the sandbox confines
+          // instead), the nearest of its modes; no MCP server is ever started.
+          {"permissionMode", "bypassPermissions"},
+          {"apiKeySource", agent::ApiKeySource(s.provider)},
+          {"mcp_servers", nlohmann::json::array()}};
 }
 
 // Ctrl-C (SIGTERM, SIGHUP, a failed write to stdout) stops the call in flight or the wait before
@@ -604,7 +610,8 @@ int EnterLauncher(const Options& o, const sandbox::Policy& policy, const sandbox
         sig == SIGKILL ? "SIGKILL (out of memory?)" : "signal " + std::to_string(sig);
     (void)Fail(format, 128 + sig,
                "the session process (pid " + std::to_string(launcher) + ") was killed by " + by +
-                   "; running tasks were killed");
+                   "; running tasks were killed",
+               /*session_ran=*/true);
   };
   if (!o.sandbox.enabled) return kExitOk;
   if (Status st = InstallInterruptHandler(InterruptMode::kExit); !st.ok()) {
@@ -855,7 +862,9 @@ int ParentMain(int argc, char** argv) {
   try {
     code = Run(*cli.options);
   } catch (const std::exception& e) {
-    code = Fail(cli.format, kExitFailure, std::string("internal error: ") + e.what());
+    // It may have come after model calls, which are then not known here.
+    code = Fail(cli.format, kExitFailure, std::string("internal error: ") + e.what(),
+                /*session_ran=*/true);
   }
   // Whatever a tool left behind dies with the session.
   if (!KillAndReapAllChildren() && code == kExitOk) code = kExitFailure;

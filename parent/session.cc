@@ -9,6 +9,7 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 #include "base/file.h"
@@ -302,24 +303,38 @@ OneShotEnd Classify(const Session::Turn& turn, const OutputOptions& out) {
   return end;
 }
 
-// `answered`: the run has an answer to give (OneShotEnd::Answered); else `result` is "", as stdout
-// in text form gets nothing (a refusal's text is no answer).
+// What RunOneShot saw of a run besides the session's stats.
+struct RunFacts {
+  // The run has an answer to give (OneShotEnd::Answered); else `result` is "", as stdout in text
+  // form gets nothing (a refusal's text is no answer).
+  bool answered = false;
+  int64_t duration_ms = 0;
+  std::optional<std::string> stop_reason;  // The last reply's (ClaudeStopReason).
+};
+
+// The one result object of both JSON modes: Claude Code's fields (ResultJson) with forkbox's
+// stats beside them (StatsJson) and the session's model; the stream adds what EventStream::Line
+// does, and --json prints that same line.
 nlohmann::json ResultEvent(const Session& session, const Session::Turn& turn, const OneShotEnd& end,
-                           bool answered, int64_t duration_ms) {
+                           const RunFacts& facts, const OutputOptions& out) {
   const SessionStats& stats = session.stats();
-  nlohmann::json tasks = StatsJson(stats, "", "", 0)["tasks"];
-  agent::Usage usage = stats.parent_usage;
-  return {{"type", "result"},
-          {"subtype", end.subtype},
-          {"is_error", end.code != kExitOk || !end.problem.empty()},
-          {"result", answered ? turn.outcome.final_text : std::string()},
-          {"duration_ms", duration_ms},
-          {"duration_api_ms", stats.api_ms},
-          {"num_turns", stats.parent_turns},
-          {"usage", UsageJson(usage)},
-          {"tasks", std::move(tasks)},
-          {"exit_code", end.code},
-          {"error", end.problem.empty() ? nlohmann::json(nullptr) : nlohmann::json(end.problem)}};
+  ResultFields f;
+  f.subtype = end.subtype;
+  f.exit_code = end.code;
+  f.is_error = end.code != kExitOk || !end.problem.empty();
+  f.error = end.problem;
+  f.result = facts.answered ? turn.outcome.final_text : std::string();
+  f.duration_ms = facts.duration_ms;
+  f.duration_api_ms = stats.api_ms;
+  f.num_turns = stats.parent_turns;
+  f.usage = stats.parent_usage;
+  f.total_cost_usd = SessionCostUsd(stats, out.model);
+  f.stop_reason = facts.stop_reason;
+  nlohmann::json j =
+      StatsJson(stats, f.result, agent::LoopStopName(turn.outcome.stop), session.context_bytes());
+  j.update(ResultJson(f));
+  j["model"] = out.model;
+  return j;
 }
 
 // The answer in text form, as stdout and the -o file get it: ending in exactly one newline.
@@ -378,27 +393,17 @@ void TakeLateInterrupt(Session::Turn& turn) {
   turn.outcome.final_text.clear();
 }
 
-// The --json object, the stream's result event, or the answer (text; `live`: on the terminal
-// already). `answered`: the loop's answer is whole, to print even when the -o file failed (as
-// `tee` does). A failed write is recorded (RecordStdoutFailure).
+// The result (json, stream-json) or the answer (text; `live`: on the terminal already). With
+// facts.answered the loop's answer is whole, to print even when the -o file failed (as `tee`
+// does). A failed write is recorded (RecordStdoutFailure).
 void WriteResult(const Session& session, const Session::Turn& turn, const OneShotEnd& end,
-                 bool answered, const OutputOptions& out, int64_t duration_ms, bool live) {
-  const agent::LoopOutcome& o = turn.outcome;
+                 const RunFacts& facts, const OutputOptions& out, bool live) {
   if (out.format == OutputFormat::kStreamJson) {
-    out.events->Emit(ResultEvent(session, turn, end, answered, duration_ms));
+    out.events->Emit(ResultEvent(session, turn, end, facts, out));
   } else if (out.format == OutputFormat::kJson) {
-    nlohmann::json j = StatsJson(session.stats(), answered ? o.final_text : std::string(),
-                                 agent::LoopStopName(o.stop), session.context_bytes());
-    j["exit_code"] = end.code;
-    j["session_id"] = out.events->session_id();
-    j["model"] = out.model;
-    j["duration_ms"] = duration_ms;
-    j["duration_api_ms"] = session.stats().api_ms;
-    if (!end.problem.empty()) j["error"] = end.problem;
-    // Replace, never throw: a message may quote a reply's bytes that are not UTF-8.
-    WriteStdout(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n");
-  } else if (answered && !live) {
-    WriteStdout(AnswerText(o.final_text));
+    WriteStdout(out.events->Line(ResultEvent(session, turn, end, facts, out)));
+  } else if (facts.answered && !live) {
+    WriteStdout(AnswerText(turn.outcome.final_text));
   }
 }
 
@@ -417,10 +422,12 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
   StdoutStream stream(live ? out.stream_restarted : nullptr);
   agent::TextSink sink;
   if (live) sink = [&](std::string_view s) { stream.Write(s); };
+  RunFacts facts;
   auto on_response = [&](const agent::Response& r) {
+    facts.stop_reason = ClaudeStopReason(r);
     if (streaming) {
       out.events->Emit({{"type", "assistant"},
-                        {"message", MessageJson(r.message)},
+                        {"message", AssistantMessageJson(r, out.model)},
                         {"parent_tool_use_id", nullptr}});
     }
     if (live) {
@@ -441,13 +448,13 @@ int RunOneShot(Session& session, const std::string& prompt, const OutputOptions&
   Session::Turn turn = session.Ask(prompt, sink, on_response, on_results);
   stream.EndLine();
   TakeLateInterrupt(turn);
-  const int64_t duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::steady_clock::now() - started)
-                                  .count();
+  facts.duration_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::steady_clock::now() - started)
+                          .count();
   const OneShotEnd answered = Classify(turn, out);
   const Status saved = SaveLastMessage(turn, answered, out);
-  WriteResult(session, turn, ClassifySaved(turn, out, saved), answered.Answered(), out, duration_ms,
-              live);
+  facts.answered = answered.Answered();
+  WriteResult(session, turn, ClassifySaved(turn, out, saved), facts, out, live);
   // Again: the result's own write may have failed.
   const OneShotEnd end = ClassifySaved(turn, out, saved);
   if (!end.problem.empty()) WriteFd(STDERR_FILENO, "forkbox: " + end.problem + "\n");

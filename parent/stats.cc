@@ -1,9 +1,11 @@
 #include "parent/stats.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <limits>
 #include <type_traits>
 
+#include "agent/pricing.h"
 #include "base/format.h"
 #include "base/saturate.h"
 
@@ -66,6 +68,7 @@ nlohmann::json StatsJson(const SessionStats& stats, const std::string& answer,
     nlohmann::json j = {{"number", t.number},
                         {"description", t.description},
                         {"agent_type", t.agent_type},
+                        {"model", t.model},
                         {"ok", t.ok},
                         {"stop", t.stats.stop_reason},
                         {"turns", t.stats.turns},
@@ -104,6 +107,23 @@ nlohmann::json StatsJson(const SessionStats& stats, const std::string& answer,
       {"tasks", std::move(tasks)},
       {"kept_out_bytes", stats.KeptOutBytes()},
   };
+}
+
+std::optional<double> SessionCostUsd(const SessionStats& stats, const std::string& model) {
+  std::optional<double> total = agent::CostUsd(model, stats.parent_usage);
+  for (const TaskRecord& t : stats.tasks) {
+    // A task's input_tokens count its cache shares too; the canonical usage's do not.
+    agent::Usage usage;
+    usage.cache_read_input_tokens = t.stats.cache_read_input_tokens;
+    usage.cache_creation_input_tokens = t.stats.cache_creation_input_tokens;
+    usage.input_tokens = std::max<int64_t>(0, t.stats.input_tokens - usage.cache_read_input_tokens -
+                                                  usage.cache_creation_input_tokens);
+    usage.output_tokens = t.stats.output_tokens;
+    const std::optional<double> cost = agent::CostUsd(t.model, usage);
+    if (!total || !cost) return std::nullopt;
+    *total += *cost;
+  }
+  return total;
 }
 
 std::string HumanBytes(int64_t bytes) {

@@ -1,5 +1,6 @@
 #include "parent/tool_runner.h"
 
+#include "agent/agent_types.h"
 #include "base/utf8.h"
 #include "ipc/messages.h"
 #include "parent/agents_command.h"
@@ -211,6 +212,9 @@ void ParentToolRunner::RunTaskBatch(const std::vector<agent::ToolUseBlock>& call
       // A child that died without reporting may have spent all of its share.
       budget->Release(specs[k].max_tokens, o.ok || used > 0 ? used : specs[k].max_tokens);
     }
+    // The start frame's model (ApplyAgentType), which prices the task's tokens.
+    o.record.model = agent::ResolveAgentModel(specs[k].agent, tasks_->provider.name,
+                                              tasks_->provider.model, nullptr);
     stats_.tasks.push_back(o.record);
     results[where[k]] = agent::ToolResultBlock{calls[where[k]].id, std::move(o.content), !o.ok};
   }

@@ -26,9 +26,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <sstream>
 #include <thread>
 
@@ -2391,7 +2394,7 @@ namespace {
 using nlohmann::json;
 
 // The JSON Schema subset docs/events.md uses: type, enum, required, properties, items, oneOf,
-// not.
+// not ($ref is inlined by SchemaFromDocs).
 std::string Validate(const json& v, const json& schema, const std::string& path) {
   if (schema.contains("not") && Validate(v, schema["not"], path).empty()) {
     return path + ": matches " + schema["not"].dump() + ", which it must not";
@@ -2415,8 +2418,9 @@ std::string Validate(const json& v, const json& schema, const std::string& path)
     for (const json& t : types) {
       const std::string name = t;
       ok |= (name == "string" && v.is_string()) || (name == "integer" && v.is_number_integer()) ||
-            (name == "boolean" && v.is_boolean()) || (name == "object" && v.is_object()) ||
-            (name == "array" && v.is_array()) || (name == "null" && v.is_null());
+            (name == "number" && v.is_number()) || (name == "boolean" && v.is_boolean()) ||
+            (name == "object" && v.is_object()) || (name == "array" && v.is_array()) ||
+            (name == "null" && v.is_null());
     }
     if (!ok) return path + ": expected " + types.dump() + ", got " + v.dump();
   }
@@ -2445,6 +2449,16 @@ std::string Validate(const json& v, const json& schema, const std::string& path)
   return "";
 }
 
+// Replaces each {"$ref": NAME} beneath `node` by definitions[NAME].
+void InlineRefs(json& node, const json& definitions) {
+  if (node.is_object() && node.contains("$ref")) {
+    node = definitions.at(node["$ref"].get<std::string>());
+    InlineRefs(node, definitions);
+  } else if (node.is_structured()) {
+    for (auto& item : node.items()) InlineRefs(item.value(), definitions);
+  }
+}
+
 json SchemaFromDocs() {
   std::ifstream in(std::string(FORKBOX_SOURCE_DIR) + "/docs/events.md");
   std::string doc((std::istreambuf_iterator<char>(in)), {});
@@ -2452,7 +2466,11 @@ json SchemaFromDocs() {
   size_t begin = doc.find(open);
   if (begin == std::string::npos) return nullptr;
   begin += open.size();
-  return json::parse(doc.substr(begin, doc.find("\n```", begin) - begin));
+  json schema = json::parse(doc.substr(begin, doc.find("\n```", begin) - begin));
+  const json definitions = schema.value("definitions", json::object());
+  schema.erase("definitions");
+  InlineRefs(schema, definitions);
+  return schema;
 }
 
 std::vector<json> Lines(const std::string& out) {
@@ -2589,6 +2607,33 @@ TEST_F(ParentTest, StreamJsonMatchesTheSchemaInDocsEventsMd) {
       "init", "assistant", "task_started", "task_progress", "task_notification",
       "user", "assistant", "success"};
   EXPECT_EQ(kinds, expected) << r.out;
+  // Claude Code's fields, as its SDK's message types require them: before, the init had no
+  // permissionMode, apiKeySource or mcp_servers, each reply's message only its role and content,
+  // and no event a uuid.
+  const json& init = events.front();
+  EXPECT_EQ(init["permissionMode"], "bypassPermissions");
+  EXPECT_EQ(init["apiKeySource"], "ANTHROPIC_API_KEY");
+  EXPECT_EQ(init["mcp_servers"], json::array());
+  EXPECT_EQ(r.out.find(key_), std::string::npos) << "the key's source, never the key";
+  const json& call = events[1]["message"];
+  EXPECT_EQ(call["id"].get<std::string>().rfind("msg_", 0), 0u) << call.dump();
+  EXPECT_EQ(call["model"], "claude-sonnet-4-5");
+  EXPECT_EQ(call["stop_reason"], "tool_use");
+  EXPECT_EQ(call["usage"]["input_tokens"], 1000);
+  EXPECT_EQ(call["usage"]["output_tokens"], 40);
+  const json& answer = events[events.size() - 2]["message"];
+  EXPECT_EQ(answer["stop_reason"], "end_turn");
+  EXPECT_EQ(answer["usage"]["input_tokens"], 1500);
+  EXPECT_NE(answer["id"], call["id"]);
+  std::set<std::string> uuids;
+  for (const json& e : events) uuids.insert(e["uuid"].get<std::string>());
+  EXPECT_EQ(uuids.size(), events.size()) << "a uuid of its own for each event";
+  EXPECT_EQ(events.back()["stop_reason"], "end_turn");
+  // docs/events.md's task entry: a successful task has no `error`, and says its agent type.
+  const json& task = events.back()["tasks"][0];
+  EXPECT_FALSE(task.contains("error")) << task.dump();
+  EXPECT_EQ(task["agent_type"], "general") << task.dump();
+  EXPECT_EQ(task["model"], "claude-sonnet-4-5") << task.dump();
 
   // A usage error in this mode is one JSON object too, and exit 2.
   RunResult bad = Run({"--output-format", "stream-json", "--max-turns", "0", "go"});
@@ -2597,6 +2642,173 @@ TEST_F(ParentTest, StreamJsonMatchesTheSchemaInDocsEventsMd) {
   ASSERT_EQ(error.size(), 1u) << bad.out;
   EXPECT_EQ(Validate(error[0], schema, "$"), "") << error[0].dump();
   EXPECT_EQ(error[0]["subtype"], "error_usage");
+}
+
+// A result object without what changes from run to run: its ids, the times.
+json WithoutRunIds(json result) {
+  for (const char* key : {"uuid", "session_id", "duration_ms", "duration_api_ms"}) {
+    result.erase(key);
+  }
+  for (json& task : result["tasks"]) task.erase("elapsed_ms");
+  return result;
+}
+
+// The result object of one run: --json's stdout, or stream-json's last line.
+json ResultOf(const RunResult& r, const std::string& format) {
+  if (format == "json") return json::parse(r.out);
+  const std::vector<json> events = Lines(r.out);
+  return events.empty() ? json() : events.back();
+}
+
+// The fields of Claude Code's result message (SDKResultMessage) and their types, as a typed
+// consumer reads them, in a result object valid against docs/events.md.
+void ExpectClaudeResult(const json& j, const std::string& subtype, int exit_code) {
+  const json schema = SchemaFromDocs();
+  EXPECT_EQ(Validate(j, schema, "$"), "") << j.dump();
+  EXPECT_EQ(j.value("type", ""), "result") << j.dump();
+  EXPECT_EQ(j.value("subtype", ""), subtype) << j.dump();
+  EXPECT_EQ(j.value("exit_code", -1), exit_code) << j.dump();
+  ASSERT_TRUE(j.contains("is_error") && j["is_error"].is_boolean()) << j.dump();
+  EXPECT_EQ(j["is_error"].get<bool>(), subtype != "success") << j.dump();
+  EXPECT_TRUE(j["result"].is_string()) << j.dump();
+  EXPECT_TRUE(j["num_turns"].is_number_integer()) << j.dump();
+  EXPECT_TRUE(j["duration_ms"].is_number_integer()) << j.dump();
+  EXPECT_TRUE(j["duration_api_ms"].is_number_integer()) << j.dump();
+  EXPECT_TRUE(j["usage"]["input_tokens"].is_number_integer()) << j.dump();
+  EXPECT_TRUE(j["total_cost_usd"].is_number()) << j.dump();
+  EXPECT_EQ(j["permission_denials"], json::array()) << j.dump();
+  EXPECT_TRUE(j["uuid"].is_string()) << j.dump();
+  if (subtype == "success") {
+    EXPECT_EQ(j["errors"], json::array()) << j.dump();
+    EXPECT_TRUE(j["error"].is_null()) << j.dump();
+  } else {
+    EXPECT_EQ(j["errors"], json::array({j["error"]})) << j.dump();
+  }
+}
+
+// --output-format json prints the stream's result event, as Claude Code's does: one object with
+// Claude Code's fields (type, subtype, is_error, result, num_turns, usage, total_cost_usd...) and
+// forkbox's stats beside them, equal to stream-json's last line but for the run's ids and times.
+// Before, it was another object (answer, stop, parent...) without type, subtype, is_error or
+// result: `jq -r .result` printed null. total_cost_usd prices each kind of token of the parent's
+// calls and the task's on the session's model.
+TEST_F(ParentTest, JsonIsTheStreamsResultEvent) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      Reply reply = Calls({Task("inspect the project", "inspect")}, 1000, 40);
+      reply.usage.cache_creation_input_tokens = 2000;
+      return reply;
+    }
+    Reply reply = Text("all done", 1500, 7);
+    reply.usage.cache_read_input_tokens = 2000;
+    return reply;
+  });
+  std::map<std::string, json> results;
+  for (const std::string format : {"json", "stream-json"}) {
+    RunResult r = Run({"--sandbox=off", "--standby=0", "--output-format", format, "--child-path",
+                       FakeChild("ok"), "go"});
+    ASSERT_EQ(r.exit_code, 0) << Dump(r);
+    results[format] = ResultOf(r, format);
+    const json& j = results[format];
+    ExpectClaudeResult(j, "success", 0);
+    EXPECT_EQ(j["result"], "all done") << j.dump();
+    EXPECT_EQ(j["answer"], "all done") << j.dump();
+    EXPECT_EQ(j["num_turns"], 2) << j.dump();
+    EXPECT_EQ(j["stop_reason"], "end_turn") << j.dump();
+    EXPECT_EQ(j["model"], "claude-sonnet-4-5") << j.dump();
+    EXPECT_TRUE(j["session_id"].is_string()) << j.dump();
+    // Sonnet 4.5: $3 input, $15 output, $3.75 cache write, $0.30 cache read per million; the
+    // task (the fake child: 100 in, 20 out) on the same model.
+    const double parent = (2500 * 3.0 + 47 * 15.0 + 2000 * 3.75 + 2000 * 0.30) / 1e6;
+    const double task = (100 * 3.0 + 20 * 15.0) / 1e6;
+    EXPECT_NEAR(j["total_cost_usd"].get<double>(), parent + task, 1e-12) << j.dump();
+  }
+  EXPECT_EQ(WithoutRunIds(results["json"]), WithoutRunIds(results["stream-json"]))
+      << results["json"].dump(1) << "\n"
+      << results["stream-json"].dump(1);
+}
+
+// Each outcome's subtype and is_error, in both JSON modes, with every field of Claude Code's
+// result: a whole answer (success), --max-turns (error_max_turns, exit 5), a model error
+// (error_during_execution, exit 3; before, --json had neither is_error nor subtype) and a usage
+// error (error_usage, exit 2; before, the one object of another shape).
+TEST_F(ParentTest, EachOutcomeIsClaudesResultInBothJsonModes) {
+  struct Case {
+    const char* what;
+    std::function<Reply(const RecordedRequest&)> handler;
+    std::vector<std::string> args;
+    const char* subtype;
+    int exit_code;
+    const char* result;  // The answer given.
+  };
+  const std::vector<Case> cases = {
+      {"answer",
+       [](const RecordedRequest&) { return Text("the answer"); },
+       {},
+       "success",
+       0,
+       "the answer"},
+      {"turn limit",  // The wind-up call (no tools offered) answers with what was done.
+       [](const RecordedRequest& r) {
+         if (!r.view.HasTool("bash")) return Text("what was done");
+         return Calls({ToolCall{"bash", {{"command", "true"}}, ""}});
+       },
+       {"--max-turns", "1"},
+       "error_max_turns",
+       5,
+       "what was done"},
+      {"model error",
+       [](const RecordedRequest&) { return HttpStatus(401); },
+       {},
+       "error_during_execution",
+       3,
+       ""},
+      {"usage error",
+       [](const RecordedRequest&) { return Text("never"); },
+       {"--max-turns", "0"},
+       "error_usage",
+       2,
+       ""},
+  };
+  for (const Case& c : cases) {
+    for (const std::string format : {"json", "stream-json"}) {
+      SCOPED_TRACE(std::string(c.what) + ", " + format);
+      server_.SetHandler(c.handler);
+      std::vector<std::string> args = {"--sandbox=off", "--standby=0", "--no-subagents",
+                                       "--output-format", format};
+      args.insert(args.end(), c.args.begin(), c.args.end());
+      args.push_back("go");
+      RunResult r = Run(args);
+      EXPECT_EQ(r.exit_code, c.exit_code) << Dump(r);
+      const json j = ResultOf(r, format);
+      ExpectClaudeResult(j, c.subtype, c.exit_code);
+      EXPECT_EQ(j["result"], c.result) << j.dump();
+      if (c.exit_code == 3) {
+        EXPECT_TRUE(j["stop_reason"].is_null()) << "no reply: " << j.dump();
+        EXPECT_EQ(j["total_cost_usd"], 0.0) << "no token spent: " << j.dump();
+      }
+    }
+  }
+}
+
+// total_cost_usd of a model without a published price in forkbox's table is null, never a
+// made-up 0 (a local model); the control: the default model's is a number.
+TEST_F(ParentTest, TotalCostIsNullForAModelWithoutAKnownPrice) {
+  server_.SetHandler([](const RecordedRequest&) { return Text("hi", 100, 10); });
+  for (const std::string format : {"json", "stream-json"}) {
+    SCOPED_TRACE(format);
+    RunResult local = Run({"--sandbox=off", "--no-subagents", "--model", "local-coder",
+                           "--output-format", format, "go"});
+    ASSERT_EQ(local.exit_code, 0) << Dump(local);
+    const json j = ResultOf(local, format);
+    EXPECT_EQ(Validate(j, SchemaFromDocs(), "$"), "") << j.dump();
+    EXPECT_TRUE(j.contains("total_cost_usd") && j["total_cost_usd"].is_null()) << j.dump();
+    EXPECT_EQ(j["model"], "local-coder");
+    RunResult control = Run({"--sandbox=off", "--no-subagents", "--output-format", format, "go"});
+    ASSERT_EQ(control.exit_code, 0) << Dump(control);
+    EXPECT_DOUBLE_EQ(ResultOf(control, format)["total_cost_usd"].get<double>(),
+                     (100 * 3.0 + 10 * 15.0) / 1e6);
+  }
 }
 
 }  // namespace

@@ -17,6 +17,8 @@
 #include "base/unique_fd.h"
 #include "parent/child_supervisor.h"
 #include "parent/config.h"
+#include "parent/events.h"
+#include "parent/stats.h"
 #include "parent/transcripts.h"
 #include "tests/sandbox/agent_layers.h"
 #include "tests/sandbox/probe_util.h"
@@ -375,6 +377,88 @@ TEST(SessionStatsTest, SumsOverTasksSaturate) {
   budget.Release(budget.Reserve(10), kMax / 2);
   budget.Release(budget.Reserve(10), kMax / 2);
   EXPECT_EQ(budget.Remaining(), 0);
+}
+
+// The session's cost: the parent's usage on the session's model and each task's on its own, a
+// task's input counted without its cache shares (they are priced as cache tokens). A model
+// without a price that spent tokens makes the whole cost unknown; one that spent none costs 0.
+TEST(SessionStatsTest, CostPricesTheParentAndEachTaskOnItsModel) {
+  SessionStats stats;
+  stats.parent_usage.input_tokens = 1'000'000;
+  stats.parent_usage.output_tokens = 1'000'000;
+  stats.parent_usage.cache_read_input_tokens = 1'000'000;
+  TaskRecord haiku;
+  haiku.model = "claude-haiku-4-5";
+  haiku.stats.input_tokens = 3'000'000;  // 1M uncached, 1M read, 1M written.
+  haiku.stats.cache_read_input_tokens = 1'000'000;
+  haiku.stats.cache_creation_input_tokens = 1'000'000;
+  haiku.stats.output_tokens = 2'000'000;
+  stats.tasks.push_back(haiku);
+  std::optional<double> cost = SessionCostUsd(stats, "claude-sonnet-4-5");
+  ASSERT_TRUE(cost.has_value());
+  EXPECT_DOUBLE_EQ(*cost, (3.0 + 15.0 + 0.30) + (1.0 + 0.10 + 1.25 + 2 * 5.0));
+
+  TaskRecord idle;  // Failed before any model call, on a model without a price.
+  idle.model = "local-model";
+  stats.tasks.push_back(idle);
+  EXPECT_TRUE(SessionCostUsd(stats, "claude-sonnet-4-5").has_value());
+  stats.tasks.back().stats.output_tokens = 1;
+  EXPECT_FALSE(SessionCostUsd(stats, "claude-sonnet-4-5").has_value());
+  stats.tasks.pop_back();
+  EXPECT_FALSE(SessionCostUsd(stats, "local-model").has_value()) << "the parent's model";
+}
+
+// The error object of a run without a session result is Claude Code's result object too: with
+// no model call made its counts are 0; for a session killed from outside they are unknown (null).
+TEST(ResultJsonTest, AnErrorObjectHasTheResultsFields) {
+  const nlohmann::json usage = ErrorResultJson(2, "bad flag");
+  EXPECT_EQ(usage["type"], "result");
+  EXPECT_EQ(usage["subtype"], "error_usage");
+  EXPECT_EQ(usage["is_error"], true);
+  EXPECT_EQ(usage["result"], "");
+  EXPECT_EQ(usage["num_turns"], 0);
+  EXPECT_EQ(usage["total_cost_usd"], 0.0);
+  EXPECT_EQ(usage["usage"]["input_tokens"], 0);
+  EXPECT_TRUE(usage["duration_ms"].is_number_integer());
+  EXPECT_TRUE(usage["stop_reason"].is_null());
+  EXPECT_EQ(usage["permission_denials"], nlohmann::json::array());
+  EXPECT_EQ(usage["errors"], nlohmann::json::array({"bad flag"}));
+  EXPECT_EQ(usage["error"], "bad flag");
+  EXPECT_EQ(usage["exit_code"], 2);
+  EXPECT_TRUE(usage["uuid"].is_string());
+  EXPECT_FALSE(usage.contains("session_id"));
+  EXPECT_NE(usage["uuid"], ErrorResultJson(2, "bad flag")["uuid"]);
+
+  const nlohmann::json killed = ErrorResultJson(137, "killed", /*session_ran=*/true);
+  EXPECT_EQ(killed["subtype"], "error_interrupted");
+  for (const char* unknown : {"num_turns", "duration_api_ms", "usage", "total_cost_usd"}) {
+    EXPECT_TRUE(killed[unknown].is_null()) << unknown << ": " << killed.dump();
+  }
+}
+
+// Claude Code's stop reasons whichever the provider: an OpenAI "length" reads max_tokens, the
+// context window's is the Messages API's name, one forkbox does not know is passed on.
+TEST(ResultJsonTest, StopReasonsAreTheMessagesApisWords) {
+  agent::Response r;
+  r.stop_reason = agent::StopReason::kMaxTokens;
+  r.raw_stop_reason = "length";
+  EXPECT_EQ(ClaudeStopReason(r), "max_tokens");
+  r.stop_reason = agent::StopReason::kContextWindow;
+  EXPECT_EQ(ClaudeStopReason(r), "model_context_window_exceeded");
+  r.stop_reason = agent::StopReason::kUnknown;
+  r.raw_stop_reason = "something_new";
+  EXPECT_EQ(ClaudeStopReason(r), "something_new");
+  r.stop_reason = agent::StopReason::kEndTurn;
+  r.model = "";
+  const nlohmann::json m = AssistantMessageJson(r, "asked-model");
+  EXPECT_TRUE(m["id"].is_null()) << "the provider sent none: null, never a made-up id";
+  EXPECT_EQ(m["model"], "asked-model");
+  EXPECT_EQ(m["type"], "message");
+  EXPECT_EQ(m["stop_reason"], "end_turn");
+  r.id = "msg_1";
+  r.model = "answered-model";
+  EXPECT_EQ(AssistantMessageJson(r, "asked-model")["id"], "msg_1");
+  EXPECT_EQ(AssistantMessageJson(r, "asked-model")["model"], "answered-model");
 }
 
 }  // namespace
