@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 
 #include <string>
+#include <thread>
+#include <vector>
 
 #include "base/unique_fd.h"
 
@@ -52,5 +54,37 @@ inline std::string ReadRequest(int fd) {
   }
   return got;
 }
+
+// Answers `replies`, one per connection, in order, and keeps the requests it read. Its thread's
+// frees are not scanned (the scanner watches the thread that made it).
+class ScriptedServer {
+ public:
+  explicit ScriptedServer(std::vector<std::string> replies) : replies_(std::move(replies)) {
+    listener_ = Listen(static_cast<int>(replies_.size()), &port_);
+    if (listener_) thread_ = std::thread([this] { Serve(); });
+  }
+  ~ScriptedServer() {
+    ::shutdown(listener_.get(), SHUT_RDWR);
+    if (thread_.joinable()) thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  // Valid once the provider is done with it (the thread only appends before it answers).
+  const std::vector<std::string>& requests() const { return requests_; }
+
+ private:
+  void Serve() {
+    for (const std::string& reply : replies_) {
+      UniqueFd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
+      if (!conn) return;
+      requests_.push_back(ReadRequest(conn.get()));
+      (void)!::send(conn.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
+    }
+  }
+  std::vector<std::string> replies_;
+  std::vector<std::string> requests_;
+  UniqueFd listener_;
+  int port_ = 0;
+  std::thread thread_;
+};
 
 }  // namespace forkbox::loopback

@@ -44,38 +44,6 @@ std::string Response(const std::string& status, const std::string& body) {
          "\r\nConnection: close\r\n\r\n" + body;
 }
 
-// Answers `replies`, one per connection, in order, and keeps the requests it read. Its thread's
-// frees are not scanned (the scanner watches the thread that made it).
-class ScriptedServer {
- public:
-  explicit ScriptedServer(std::vector<std::string> replies) : replies_(std::move(replies)) {
-    listener_ = loopback::Listen(static_cast<int>(replies_.size()), &port_);
-    if (listener_) thread_ = std::thread([this] { Serve(); });
-  }
-  ~ScriptedServer() {
-    ::shutdown(listener_.get(), SHUT_RDWR);
-    if (thread_.joinable()) thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  // Valid once the provider is done with it (the thread only appends before it answers).
-  const std::vector<std::string>& requests() const { return requests_; }
-
- private:
-  void Serve() {
-    for (const std::string& reply : replies_) {
-      UniqueFd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-      if (!conn) return;
-      requests_.push_back(loopback::ReadRequest(conn.get()));
-      (void)!::send(conn.get(), reply.data(), reply.size(), MSG_NOSIGNAL);
-    }
-  }
-  std::vector<std::string> replies_;
-  std::vector<std::string> requests_;
-  UniqueFd listener_;
-  int port_ = 0;
-  std::thread thread_;
-};
-
 TEST(ProviderSecretWipeTest, ControlAnUnwipedCopyIsFound) {
   FreedMemoryScanner scanner(kKey);
   {
@@ -94,7 +62,7 @@ TEST(ProviderSecretWipeTest, RequestHeadersLeaveNoKeyInFreedMemory) {
       SCOPED_TRACE(std::string(name) + (key == kKey ? " heap key" : " short key"));
       const bool anthropic = std::string(name) == "anthropic";
       const std::string ok = Response("200 OK", anthropic ? kAnthropicReply : kOpenAiReply);
-      ScriptedServer server({Response("503 Service Unavailable", "{}"), ok, ok, ok});
+      loopback::ScriptedServer server({Response("503 Service Unavailable", "{}"), ok, ok, ok});
       {
         FreedMemoryScanner scanner(key);
         {

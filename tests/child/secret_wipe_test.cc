@@ -37,36 +37,6 @@ const std::string kReply = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\
 
 void Wipe(std::string& s) { ::explicit_bzero(s.data(), s.size()); }
 
-// Answers `count` requests, one per connection, and keeps them.
-class ModelServer {
- public:
-  explicit ModelServer(int count) : count_(count) {
-    listener_ = loopback::Listen(count, &port_);
-    if (listener_) thread_ = std::thread([this] { Serve(); });
-  }
-  ~ModelServer() {
-    ::shutdown(listener_.get(), SHUT_RDWR);
-    if (thread_.joinable()) thread_.join();
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
-  const std::vector<std::string>& requests() const { return requests_; }
-
- private:
-  void Serve() {
-    for (int i = 0; i < count_; ++i) {
-      UniqueFd conn(::accept4(listener_.get(), nullptr, nullptr, SOCK_CLOEXEC));
-      if (!conn) return;
-      requests_.push_back(loopback::ReadRequest(conn.get()));
-      (void)!::send(conn.get(), kReply.data(), kReply.size(), MSG_NOSIGNAL);
-    }
-  }
-  int count_;
-  std::vector<std::string> requests_;
-  UniqueFd listener_;
-  int port_ = 0;
-  std::thread thread_;
-};
-
 ipc::StartMessage Start(const std::string& model_url) {
   ipc::StartMessage start;
   start.prompt = "the task";
@@ -119,7 +89,7 @@ TEST(ChildSecretWipeTest, ControlAnUnwipedCopyIsFound) {
 TEST(ChildSecretWipeTest, ReadingTheStartAndCallingTheModelLeavesNoKeyInFreedMemory) {
   for (const bool standby : {false, true}) {
     SCOPED_TRACE(standby ? "standby" : "on demand");
-    ModelServer server(2);
+    loopback::ScriptedServer server(std::vector<std::string>(2, std::string(kReply)));
     ipc::StartMessage start = Start(server.url());
     std::vector<ipc::Message> messages;
     if (standby) {
