@@ -432,9 +432,8 @@ TEST(AgentTypesTest, ADescriptionPastItsLimitIsRefusedNamingTheLimit) {
 TEST_F(AgentFilesTest, TheAgentsDescriptionsHaveATotalLimit) {
   const std::string big(4000, 'd');  // Each entry: "\n- aNN: " + 4000 bytes = 4008.
   for (int i = 0; i < 9; ++i) {
-    char name[8];
-    std::snprintf(name, sizeof(name), "a%02d", i);
-    Write(ProjectForkbox(), std::string(name) + ".md", Agent(name, big));
+    const std::string name = "a0" + std::to_string(i);
+    Write(ProjectForkbox(), name + ".md", Agent(name, big));
   }
   Write(ProjectForkbox(), "small.md", Agent("small", "fits in what is left"));
   Write(UserClaude(), "a00.md", Agent("a00", big + big.substr(0, 90)));  // Shadowed: free.
