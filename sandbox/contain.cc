@@ -843,15 +843,26 @@ Result<ContainPlan> PrepareTool(const Policy& policy, int abi, bool layer2, bool
   return p;
 }
 
-Status FillPendingRuleset(ContainPlan& p) {
+namespace {
+
+// FillPendingRuleset, with `before_telling` run between the fill and the word to the command.
+template <typename BeforeTelling>
+Status FillThenTell(ContainPlan& p, BeforeTelling before_telling) {
   if (!p.pending_rules) return Status::Ok();
   Status filled = landlock::FillRuleset(p.ruleset.get(), *p.pending_rules);
   p.pending_rules.reset();
+  before_telling();
   const uint64_t value = filled.ok() ? kRulesetFilled : kRulesetFailed;
   if (write(p.ruleset_ready.get(), &value, sizeof value) != sizeof value && filled.ok()) {
     return Status::FromErrno(errno, "write(tool ruleset filled)");
   }
   return filled;
+}
+
+}  // namespace
+
+Status FillPendingRuleset(ContainPlan& p) {
+  return FillThenTell(p, [] {});
 }
 
 Result<UniqueFd> ToolRuleset(const Policy& policy, int abi, bool layer2, bool inside_agent) {
@@ -1071,9 +1082,11 @@ Status FillOffCallerCpu(pid_t child, ContainPlan& p) {
     CPU_CLR(here, &others);
     (void)sched_setaffinity(child, sizeof others, &others);
   }
-  Status filled = FillPendingRuleset(p);
-  if (moved) (void)sched_setaffinity(child, sizeof p.caller_cpus, &p.caller_cpus);
-  return filled;
+  // The init gets its CPUs back before the command is told to go on: the command, and what it
+  // reads of the init, never sees the init on fewer.
+  return FillThenTell(p, [&] {
+    if (moved) (void)sched_setaffinity(child, sizeof p.caller_cpus, &p.caller_cpus);
+  });
 }
 
 }  // namespace
