@@ -675,6 +675,26 @@ int ExitCodeFromWaitStatus(int wait_status) {
   return 255;
 }
 
+void DieOfSignalRaw(int sig) {
+  const rlimit no_core{0, 0};
+  (void)setrlimit(RLIMIT_CORE, &no_core);
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  (void)sigaction(sig, &dfl, nullptr);  // Fails only for SIGKILL and SIGSTOP: nothing to reset.
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  (void)pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
+  (void)raise(sig);
+  _exit(128 + sig);
+}
+
+void EndAsRaw(int wait_status) {
+  if (WIFEXITED(wait_status)) _exit(WEXITSTATUS(wait_status));
+  DieOfSignalRaw(WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : SIGKILL);
+}
+
 std::string DescribeWaitStatus(int wait_status) {
   if (WIFEXITED(wait_status)) return "exited with code " + std::to_string(WEXITSTATUS(wait_status));
   if (WIFSIGNALED(wait_status)) {

@@ -166,4 +166,14 @@ int ExitCodeFromWaitStatus(int wait_status);
 // "exited with code 3" / "killed by signal 9 (Killed)".
 std::string DescribeWaitStatus(int wait_status);
 
+// Dies of `sig` as its default action would have it, so that whoever waits for this process sees
+// the death and not an exit code: the disposition is reset and `sig` unblocked first, and no core
+// is written (RLIMIT_CORE 0; a wrapper relaying a command's SIGSEGV dumps none of its own memory).
+// A signal whose default action does not end a process (or a PID namespace's init, which the
+// kernel does not let die of its own signal) exits with 128 + sig instead. Async-signal-safe.
+[[noreturn]] void DieOfSignalRaw(int sig);
+// Ends this process as `wait_status` says a process ended: its exit code, or DieOfSignalRaw of
+// its signal. Async-signal-safe.
+[[noreturn]] void EndAsRaw(int wait_status);
+
 }  // namespace forkbox

@@ -6,6 +6,7 @@
 #include <sys/prctl.h>
 #include <sys/signalfd.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
@@ -18,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/process.h"
 #include "base/unique_fd.h"
 #include "parent/cli.h"
 #include "parent/terminal.h"
@@ -256,9 +258,11 @@ int SandboxError(const Status& st) {
 }
 
 // Waits for the command, kills what it left and puts `git`'s surface back (when given); returns
-// the command's exit code.
+// the command's exit code, and sets *die_of when the command died of a signal (its init or keeper
+// says so through `recorded`, when given).
 int AwaitCommand(const sandbox::Sandbox& sandbox, ChildProcess& child, const TakenSignals& signals,
-                 sandbox::GitSurfaceGuard* git) {
+                 sandbox::GitSurfaceGuard* git, const sandbox::CommandStatus* recorded,
+                 int* die_of) {
   Result<int> status = WaitForwardingSignals(sandbox, child, signals);
   const bool all_killed = sandbox::KillAllDescendants() >= 0;
   const char* why = all_killed ? "" : sandbox::KillFailureText(errno);
@@ -269,11 +273,16 @@ int AwaitCommand(const sandbox::Sandbox& sandbox, ChildProcess& child, const Tak
     return kSandboxError;
   }
   if (!status.ok()) return SandboxError(status.status());
-  return ExitCodeFromWaitStatus(*status);
+  const int command_status = recorded != nullptr ? recorded->Resolve(*status) : *status;
+  if (WIFSIGNALED(command_status)) *die_of = WTERMSIG(command_status);
+  return ExitCodeFromWaitStatus(command_status);
 }
 
-// Runs the command under the policy and returns its exit code.
-int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) {
+// Runs the command under the policy and returns its exit code. Sets *die_of to the signal this
+// process is to die of once everything Run holds is undone: the command's, when it died of one,
+// or the one taken before it started (a shell ends its loop at Ctrl-C only when its command died
+// of SIGINT; an exit with 130 says the command handled it).
+int Run(const sandbox::Policy& policy, const std::vector<std::string>& command, int* die_of) {
   Result<TakenSignals> signals = TakenSignals::Create();
   if (!signals.ok()) return SandboxError(signals.status());
   WarnAbout(policy, command[0]);
@@ -315,19 +324,23 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command) 
   }
   if (const int sig = signals->Next(); sig != 0) {  // Nothing ran: nothing to put back.
     Say(std::string("interrupted by SIG") + sigabbrev_np(sig) + " before the command started");
+    *die_of = sig;
     return 128 + sig;
   }
+  Result<sandbox::CommandStatus> recorded = sandbox::CommandStatus::Create();
+  if (!recorded.ok()) return SandboxError(recorded.status());
   // Should this process die first (a SIGKILL), the command's keeper or init puts the surface back
   // and removes the temp dir.
   const sandbox::Sandbox::AfterCommand after{git.ok() ? &*git : nullptr, &*tmp,
-                                             journal ? &*journal : nullptr};
+                                             journal ? &*journal : nullptr, &*recorded};
   Result<ChildProcess> child = sandbox->Spawn(std::move(*options), git.ok() ? &surface : nullptr,
                                               policy.enabled ? &after : nullptr);
   if (!child.ok()) {
     Say(child.status().message());
     return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;
   }
-  return AwaitCommand(*sandbox, *child, *signals, policy.enabled ? &*git : nullptr);
+  return AwaitCommand(*sandbox, *child, *signals, policy.enabled ? &*git : nullptr,
+                      policy.enabled ? &*recorded : nullptr, die_of);
 }
 
 }  // namespace
@@ -366,7 +379,10 @@ int SandboxCommandMain(int argc, char** argv) {
                  "[ARGS...]\n");
     return 2;
   }
-  return Run(*policy, cl->command);
+  int die_of = 0;
+  const int code = Run(*policy, cl->command, &die_of);
+  if (die_of != 0) DieOfSignalRaw(die_of);  // After Run's clean-up, as the command ended.
+  return code;
 }
 
 }  // namespace forkbox::parent

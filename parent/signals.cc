@@ -8,6 +8,7 @@
 #include <cerrno>
 #include <cstring>
 
+#include "base/process.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::parent {
@@ -78,16 +79,7 @@ bool KillAndReapAllChildren() {
 
 void DieOfSignal(int signo) {
   if (sandbox::TellWaiterTheSessionEndsBy(signo)) _exit(128 + signo);
-  struct sigaction sa = {};
-  sa.sa_handler = SIG_DFL;
-  sigemptyset(&sa.sa_mask);
-  sigaction(signo, &sa, nullptr);
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, signo);
-  pthread_sigmask(SIG_UNBLOCK, &one, nullptr);
-  raise(signo);
-  _exit(128 + signo);  // Not reached: the default action of these signals ends the process.
+  DieOfSignalRaw(signo);
 }
 
 int EndBySignal(int signo) {

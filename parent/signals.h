@@ -50,7 +50,7 @@ bool KillAndReapAllChildren();
 // Ends this process by `signo` (SIGINT, SIGTERM or SIGHUP): in the sandboxed launcher, an exit with
 // 128 + signo that its waiter, forkbox's pid, takes as a death by the signal
 // (sandbox::TellWaiterTheSessionEndsBy: a namespace init cannot die of a signal it sends itself);
-// elsewhere the signal's default action, restored and unblocked first. Async-signal-safe.
+// elsewhere DieOfSignalRaw. Async-signal-safe.
 [[noreturn]] void DieOfSignal(int signo);
 // The session ends because of `signo`: returns the exit code that says it (128 + signo) and, for
 // SIGINT, SIGTERM and SIGHUP, records the fact, so that ExitIfEndedBySignal dies of the signal

@@ -187,6 +187,12 @@ size_t InheritedFilters(const ContainPlan& p) {
 // nobody sends a command's group. The init keeps it blocked and takes it in RunInit.
 int InitDeathSignal() { return SIGRTMAX; }
 
+// For `forkbox sandbox` (Sandbox::AfterCommand::status): how the command ended, beyond the exit
+// code its init or keeper gives it.
+void RecordCommandStatusRaw(const ContainPlan& p, int status) {
+  if (p.orphaned.status != nullptr) p.orphaned.status->RecordRaw(status);
+}
+
 // PID-namespace init of a tool command: reaps everything and exits with the command's status.
 // Signals without a handler are not delivered to a namespace init, so the command (pid 2) gets
 // the caller's process-group signals and the init ignores them. When the command is gone, or the
@@ -211,7 +217,8 @@ int InitDeathSignal() { return SIGRTMAX; }
     if (pid < 0 && errno == EINTR) continue;
     if (pid < 0) break;  // ECHILD: the command and everything it left are gone.
     if (pid == command) {
-      exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+      exit_code = ExitCodeFromWaitStatus(status);
+      RecordCommandStatusRaw(p, status);
       kill(-1, SIGKILL);
     }
     if (pid > 0) continue;
@@ -248,7 +255,10 @@ int InitDeathSignal() { return SIGRTMAX; }
     int status = 0;
     const pid_t pid = waitpid(-1, &status, __WALL | WNOHANG);
     if (pid < 0 && errno == EINTR) continue;
-    if (pid == command) _exit(WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+    if (pid == command) {
+      RecordCommandStatusRaw(p, status);
+      _exit(ExitCodeFromWaitStatus(status));
+    }
     if (pid > 0) continue;  // An orphan of the command that ended.
     if (pid < 0) _exit(127);
     siginfo_t info;
@@ -285,16 +295,6 @@ int BecomeLayer1KeeperRaw(ContainPlan& p, const char** step) {
   return ConfineInitRaw(p, step);
 }
 
-// Dies of `sig` as the default action would have it; the mask and the disposition are reset first.
-[[noreturn]] void DieOfRaw(int sig) {
-  signal(sig, SIG_DFL);
-  sigset_t none;
-  sigemptyset(&none);
-  sigprocmask(SIG_SETMASK, &none, nullptr);
-  kill(getpid(), sig);
-  _exit(128 + sig);
-}
-
 // The signal the launcher said the session ended by (TellWaiterTheSessionEndsBy), shared with the
 // waiter; the waiter and the launcher map it, and the launcher sets it. Null elsewhere.
 std::atomic<int>* g_session_ended_by = nullptr;
@@ -308,12 +308,6 @@ int SessionEndedByRaw(const std::atomic<int>* ended_by, int status) {
   const int sig = ended_by->load();
   if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP) return 0;
   return WEXITSTATUS(status) == 128 + sig ? sig : 0;
-}
-
-// Dies the way the agent died, so forkbox sees the real cause.
-[[noreturn]] void RelayStatus(int status) {
-  if (WIFEXITED(status)) _exit(WEXITSTATUS(status));
-  DieOfRaw(WIFSIGNALED(status) ? WTERMSIG(status) : SIGKILL);
 }
 
 // Takes the stop signal `sig` (blocked, just dequeued) by its default action: stops, unless the
@@ -377,7 +371,7 @@ void PassOnRaw(pid_t launcher, int sig, int code) {
       kill(launcher, SIGTERM);
       while (waitpid(launcher, nullptr, 0) < 0 && errno == EINTR) {
       }
-      DieOfRaw(sig);
+      DieOfSignalRaw(sig);
   }
 }
 
@@ -413,8 +407,8 @@ enum class Relay {
       (void)KillDescendantsRaw({});
       // A fork of a single-threaded process: on_killed may allocate.
       if (WIFSIGNALED(status) && on_killed) on_killed(init, WTERMSIG(status));
-      if (const int sig = SessionEndedByRaw(ended_by, status); sig != 0) DieOfRaw(sig);
-      RelayStatus(status);
+      if (const int sig = SessionEndedByRaw(ended_by, status); sig != 0) DieOfSignalRaw(sig);
+      EndAsRaw(status);  // As the init ended: the real cause is seen above.
     }
     if (pid > 0) continue;
     if (pid < 0 && errno != EINTR) _exit(127);

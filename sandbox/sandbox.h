@@ -14,6 +14,7 @@
 #include <sys/types.h>
 
 #include <array>
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -240,6 +241,29 @@ Result<UniqueFd> JoinSessionProcessLimit(const Policy& policy, int64_t concurren
 // Inspects the kernel and returns what the policy would get. Never changes the process.
 Report Check(const Policy& policy);
 
+// Where a `forkbox sandbox` command's layer-2 namespace init or layer-1 keeper records the
+// command's own wait status (Sandbox::AfterCommand::status) just before it exits with the
+// command's exit code: a PID namespace's init cannot die of the command's signal, so its exit says
+// 128 + N, as a command that exited with 128 + N would. A shared anonymous page: the command
+// leaves it at its exec.
+class CommandStatus {
+ public:
+  static Result<CommandStatus> Create();
+  CommandStatus(CommandStatus&& other) noexcept;
+  CommandStatus& operator=(CommandStatus&& other) noexcept;
+  ~CommandStatus();
+  // In the init or keeper. Async-signal-safe.
+  void RecordRaw(int wait_status) const;
+  // The command's wait status, given its init's or keeper's: the one recorded when the init or
+  // keeper then exited as it said (ExitCodeFromWaitStatus of it); else `keeper_status` (nothing
+  // recorded, or the keeper was killed).
+  int Resolve(int keeper_status) const;
+
+ private:
+  CommandStatus() = default;
+  std::atomic<uint32_t>* word_ = nullptr;
+};
+
 class PidsCgroup;
 class UnixBroker;
 struct ContainPlan;
@@ -295,9 +319,10 @@ class Sandbox {
   // nothing of the command is left; the caller must therefore be single-threaded when it spawns,
   // and their descriptors are kept open in that process.
   struct AfterCommand {
-    GitSurfaceGuard* git = nullptr;   // Restored (GitSurfaceGuard::Restore).
-    TaskTmpDir* tmp = nullptr;        // Removed (TaskTmpDir::Remove).
-    GuardJournal* journal = nullptr;  // Emptied once `git` is back (GuardJournal::Clear).
+    GitSurfaceGuard* git = nullptr;         // Restored (GitSurfaceGuard::Restore).
+    TaskTmpDir* tmp = nullptr;              // Removed (TaskTmpDir::Remove).
+    GuardJournal* journal = nullptr;        // Emptied once `git` is back (GuardJournal::Clear).
+    const CommandStatus* status = nullptr;  // Recorded whenever the command ends (not undone).
   };
   Result<ChildProcess> Spawn(SpawnOptions options, const MountPlan* git_surface = nullptr,
                              const AfterCommand* orphaned = nullptr) const;

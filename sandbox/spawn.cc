@@ -1,13 +1,17 @@
 // Sandbox::ForTools, ForCommand and Sandbox::Spawn: a tool command under the policy, through base's
 // one fork+exec path with the contain pipeline (sandbox/contain.cc) as its step.
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <mutex>
+#include <new>
 #include <utility>
 
 #include "sandbox/cgroup.h"
@@ -178,6 +182,44 @@ Status Sandbox::Prewarm() const {
 Status Sandbox::ServeUntil(std::span<pollfd> until) const {
   if (const Sandbox* layer1 = Layer1()) return layer1->ServeUntil(until);
   return broker_->ServeUntil(until);
+}
+
+namespace {
+constexpr uint32_t kStatusRecorded = 1u << 31;  // Wait statuses fit in 16 bits.
+}  // namespace
+
+Result<CommandStatus> CommandStatus::Create() {
+  void* page = mmap(nullptr, sizeof(std::atomic<uint32_t>), PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) return Status::FromErrno(errno, "mmap (the command's status)");
+  CommandStatus out;
+  out.word_ = new (page) std::atomic<uint32_t>(0);
+  return out;
+}
+
+CommandStatus::CommandStatus(CommandStatus&& other) noexcept
+    : word_(std::exchange(other.word_, nullptr)) {}
+
+CommandStatus& CommandStatus::operator=(CommandStatus&& other) noexcept {
+  std::swap(word_, other.word_);
+  return *this;
+}
+
+CommandStatus::~CommandStatus() {
+  if (word_ != nullptr) munmap(word_, sizeof(std::atomic<uint32_t>));
+}
+
+void CommandStatus::RecordRaw(int wait_status) const {
+  word_->store(kStatusRecorded | (static_cast<uint32_t>(wait_status) & 0xffff));
+}
+
+int CommandStatus::Resolve(int keeper_status) const {
+  const uint32_t word = word_->load();
+  if ((word & kStatusRecorded) == 0) return keeper_status;
+  const int recorded = static_cast<int>(word & 0xffff);
+  const bool as_said = WIFEXITED(keeper_status) &&
+                       WEXITSTATUS(keeper_status) == (ExitCodeFromWaitStatus(recorded) & 0xff);
+  return as_said ? recorded : keeper_status;
 }
 
 Result<ChildProcess> Sandbox::Spawn(SpawnOptions options, const MountPlan* git_surface,

@@ -380,17 +380,17 @@ TEST(Check, DisabledPolicySaysOff) {
 
 struct CmdResult {
   int code = -1;
+  int wait_status = -1;
   std::string out;
   std::string err;
 };
 
-// Runs sandbox_cmd (== `forkbox sandbox`) with the given args; `setup` runs in the child first.
-CmdResult RunCmd(
+// Runs `args` (args[0] an absolute path); `setup` runs in the child first.
+CmdResult RunProgram(
     std::vector<std::string> args, const std::string& input = "",
     const std::function<bool()>& setup = [] { return true; }) {
   int in[2], out[2], err[2];
   if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) std::abort();
-  args.insert(args.begin(), SANDBOX_CMD);
   std::vector<char*> argv;
   for (std::string& a : args) argv.push_back(a.data());
   argv.push_back(nullptr);
@@ -417,8 +417,17 @@ CmdResult RunCmd(
   close(err[0]);
   int status = 0;
   waitpid(pid, &status, 0);
+  r.wait_status = status;
   r.code = ExitCodeFromWaitStatus(status);
   return r;
+}
+
+// Runs sandbox_cmd (== `forkbox sandbox`) with the given args; `setup` runs in the child first.
+CmdResult RunCmd(
+    std::vector<std::string> args, const std::string& input = "",
+    const std::function<bool()>& setup = [] { return true; }) {
+  args.insert(args.begin(), SANDBOX_CMD);
+  return RunProgram(std::move(args), input, setup);
 }
 
 // RunCmd on a thread of its own, for a test that signals `forkbox sandbox` while it runs.
@@ -439,16 +448,16 @@ struct BackgroundCmd {
   }
 };
 
-// Starts `forkbox sandbox ARGS`, with `setup` in its process before the exec; returns once that
-// process runs. Join `thread` before reading `result`.
-std::unique_ptr<BackgroundCmd> StartCmd(
+// Starts `args` (args[0] an absolute path), with `setup` in its process before the exec; returns
+// once that process runs. Join `thread` before reading `result`.
+std::unique_ptr<BackgroundCmd> StartProgram(
     std::vector<std::string> args, std::function<bool()> setup = [] { return true; }) {
   auto cmd = std::make_unique<BackgroundCmd>();
   Result<Pipe> pid_pipe = MakePipe();
   if (!pid_pipe.ok()) std::abort();
   const int pid_fd = pid_pipe->write.get();
   cmd->thread = std::thread([c = cmd.get(), args = std::move(args), pid_fd, setup] {
-    c->result = RunCmd(args, "", [pid_fd, &setup] {
+    c->result = RunProgram(args, "", [pid_fd, &setup] {
       const pid_t self = getpid();
       return write(pid_fd, &self, sizeof self) == sizeof self && setup();
     });
@@ -457,6 +466,13 @@ std::unique_ptr<BackgroundCmd> StartCmd(
   // Not reaped before the thread's wait, so the pid names it until then.
   if (cmd->pid > 0) cmd->pidfd.reset(static_cast<int>(syscall(SYS_pidfd_open, cmd->pid, 0)));
   return cmd;
+}
+
+// Starts `forkbox sandbox ARGS` (StartProgram).
+std::unique_ptr<BackgroundCmd> StartCmd(
+    std::vector<std::string> args, std::function<bool()> setup = [] { return true; }) {
+  args.insert(args.begin(), SANDBOX_CMD);
+  return StartProgram(std::move(args), std::move(setup));
 }
 
 // `forkbox sandbox ... > log 2>&1`: the broker's refusal reaches the log and stays there, the
@@ -515,8 +531,115 @@ TEST(SandboxCommand, PassesStdioAndTheExitStatusThrough) {
   EXPECT_EQ(code.code, 9);
   EXPECT_NE(code.err.find("oops"), std::string::npos);
   CmdResult sig = RunCmd({"--workdir", work, "--", "sh", "-c", "kill -KILL $$"});
-  EXPECT_EQ(sig.code, 128 + SIGKILL);
+  EXPECT_TRUE(WIFSIGNALED(sig.wait_status) && WTERMSIG(sig.wait_status) == SIGKILL)
+      << sig.wait_status;
   EXPECT_FALSE(FileExists(work + "/.forkbox-tmp")) << "the task's TMPDIR is removed";
+}
+
+// The runs of the tests of how `forkbox sandbox` ends: layer 2 (where it can run), layer 1 (user
+// namespaces refused, as in Docker) and unsandboxed.
+struct EndMode {
+  const char* name;
+  const char* sandbox;  // --sandbox=
+  bool layer1;
+};
+std::vector<EndMode> EndModes() {
+  std::vector<EndMode> modes = {{"layer 1", "on", true}, {"unsandboxed", "off", false}};
+  if (Layer2Available()) modes.push_back({"layer 2", "on", false});
+  return modes;
+}
+
+// A command that died of a signal: `forkbox sandbox` dies of it too, once it has cleaned up, as
+// `timeout` and sudo do, so a shell or a Python subprocess sees what it would see without forkbox.
+// It exited 128 + N, which a shell takes for a command that handled the signal. In layer 2 the
+// command's namespace init, which cannot die of the signal, says so (sandbox::CommandStatus). The
+// control: a command that exits 130 (it handled SIGINT) has its exit code passed on, not a death.
+TEST(SandboxCommand, ACommandsDeathBySignalIsItsDeath) {
+  for (const EndMode& mode : EndModes()) {
+    SCOPED_TRACE(mode.name);
+    const std::string work = MakeTempDir("cmd-death");
+    const auto setup = [&mode] { return !mode.layer1 || testing::RefuseUserNamespaces(); };
+    for (const int sig : {SIGINT, SIGTERM, SIGKILL, SIGSEGV}) {
+      SCOPED_TRACE(sigabbrev_np(sig));
+      CmdResult r = RunCmd({std::string("--sandbox=") + mode.sandbox, "--workdir", work, "--",
+                            "/bin/sh", "-c", "kill -" + std::string(sigabbrev_np(sig)) + " $$"},
+                           "", setup);
+      EXPECT_TRUE(WIFSIGNALED(r.wait_status) && WTERMSIG(r.wait_status) == sig)
+          << "wait status " << r.wait_status << "\n"
+          << r.err;
+    }
+    CmdResult handled = RunCmd({std::string("--sandbox=") + mode.sandbox, "--workdir", work, "--",
+                                "/bin/sh", "-c", "exit 130"},
+                               "", setup);
+    EXPECT_TRUE(WIFEXITED(handled.wait_status) && WEXITSTATUS(handled.wait_status) == 130)
+        << "wait status " << handled.wait_status << "\n"
+        << handled.err;
+    EXPECT_FALSE(FileExists(work + "/core")) << "no core of forkbox's own";
+  }
+}
+
+// The command's status as its init or keeper recorded it is taken only when the init or keeper
+// then exited as it said: a keeper killed after its record (a SIGKILL of the namespace) is that
+// death, and with no record the keeper's own status stands.
+TEST(CommandStatus, IsTakenOnlyWhenItsKeeperExitedAsItSaid) {
+  struct Case {
+    const char* name;
+    bool record;
+    bool killed;  // The keeper dies of SIGKILL after its record instead of exiting.
+    int expect_signal;
+    int expect_exit;
+  };
+  for (const Case& c : {Case{"recorded, then exit 130", true, false, SIGINT, -1},
+                        Case{"recorded, then killed", true, true, SIGKILL, -1},
+                        Case{"nothing recorded", false, false, 0, 130}}) {
+    SCOPED_TRACE(c.name);
+    Result<CommandStatus> recorded = CommandStatus::Create();
+    ASSERT_TRUE(recorded.ok()) << recorded.status().ToString();
+    const pid_t keeper = fork();
+    ASSERT_GE(keeper, 0);
+    if (keeper == 0) {
+      if (c.record) recorded->RecordRaw(SIGINT);  // A wait status: died of SIGINT.
+      if (c.killed) raise(SIGKILL);
+      _exit(128 + SIGINT);
+    }
+    int status = 0;
+    ASSERT_EQ(waitpid(keeper, &status, 0), keeper);
+    const int resolved = recorded->Resolve(status);
+    if (c.expect_signal != 0) {
+      EXPECT_TRUE(WIFSIGNALED(resolved) && WTERMSIG(resolved) == c.expect_signal) << resolved;
+    } else {
+      EXPECT_TRUE(WIFEXITED(resolved) && WEXITSTATUS(resolved) == c.expect_exit) << resolved;
+    }
+  }
+}
+
+// rt62's Ctrl-C of a shell loop, for `forkbox sandbox`: SIGINT to the loop's process group, as a
+// terminal sends it, while the first run's command sleeps. bash ends the loop only when its
+// command died of SIGINT ("wait and cooperative exit"); before, `forkbox sandbox` exited 130 and
+// bash went on (run 1: 130, then runs 2 and 3, and "finished").
+TEST(SandboxCommand, CtrlCOfAShellLoopStopsItAtTheFirstRun) {
+  for (const EndMode& mode : EndModes()) {
+    SCOPED_TRACE(mode.name);
+    const std::string work = MakeTempDir("cmd-loop");
+    ASSERT_EQ(mkfifo((work + "/ready").c_str(), 0600), 0);
+    const std::string script =
+        std::string("for i in 1 2 3; do \"$0\" --sandbox=") + mode.sandbox +
+        " --workdir \"$1\" -- /bin/sh -c \"if [ $i = 1 ]; then echo go > ready; exec sleep 120; "
+        "fi\" 2>/dev/null; echo \"run $i: $?\"; done; echo finished";
+    std::unique_ptr<BackgroundCmd> loop =
+        StartProgram({"/bin/bash", "-c", script, SANDBOX_CMD, work}, [&mode] {
+          return setpgid(0, 0) == 0 && (!mode.layer1 || testing::RefuseUserNamespaces());
+        });
+    ASSERT_GT(loop->pid, 0);
+    ASSERT_EQ(loop->ReadFifo(work + "/ready"), "go\n");
+    EXPECT_EQ(kill(-loop->pid, SIGINT), 0);
+    loop->thread.join();
+    const CmdResult& r = loop->result;
+    EXPECT_TRUE(WIFSIGNALED(r.wait_status) && WTERMSIG(r.wait_status) == SIGINT)
+        << "bash's wait status " << r.wait_status << "\n"
+        << r.out << r.err;
+    EXPECT_EQ(r.out, "") << "nothing after the first run";
+  }
 }
 
 // `forkbox sandbox` fills its command's ruleset while the command's namespace init starts, with
@@ -998,6 +1121,8 @@ TEST(SandboxCommand, ASignalDuringTheStartRunsNothingAndLeavesNoRecord) {
     };
     CmdResult r = RunCmd({"--workdir", work, "--", "/bin/sh", "-c", "echo ran > ran"}, "", setup);
     EXPECT_EQ(r.code, signalled ? 143 : 0) << r.err;
+    EXPECT_EQ(WIFSIGNALED(r.wait_status) && WTERMSIG(r.wait_status) == SIGTERM, signalled)
+        << "it dies of the signal it took: " << r.wait_status;
     EXPECT_EQ(FileExists(work + "/ran"), !signalled) << r.err;
     EXPECT_EQ(r.err.find("forkbox sandbox: interrupted by SIGTERM before the command started") !=
                   std::string::npos,
