@@ -133,7 +133,8 @@ class ScopedLocale {
 
 class EditlineEditor : public LineEditor {
  public:
-  EditlineEditor(int in_fd, int out_fd) : in_fd_(in_fd), out_fd_(out_fd) {}
+  EditlineEditor(int in_fd, int out_fd)
+      : in_fd_(in_fd), out_fd_(out_fd), bracketed_paste_(TakesCursorControls(out_fd)) {}
   ~EditlineEditor() override;
   // Sets up libedit and the terminal; false when libedit cannot run here.
   bool Init(std::vector<std::string> history, std::optional<HistoryFile> file);
@@ -159,6 +160,8 @@ class EditlineEditor : public LineEditor {
 
   int in_fd_;
   int out_fd_;
+  // Asked of the terminal: not of TERM=dumb (Emacs' M-x shell), which shows the request as text.
+  bool bracketed_paste_;
   EditLine* el_ = nullptr;
   History* history_ = nullptr;
   std::optional<HistoryFile> file_;
@@ -171,7 +174,7 @@ class EditlineEditor : public LineEditor {
 };
 
 EditlineEditor::~EditlineEditor() {
-  WriteRaw(out_fd_, "\x1b[?2004l");                          // Bracketed paste off.
+  if (bracketed_paste_) WriteRaw(out_fd_, "\x1b[?2004l");    // Bracketed paste off.
   if (saved_) (void)::tcsetattr(in_fd_, TCSANOW, &*saved_);  // Best effort: we are leaving.
   if (el_ != nullptr) el_end(el_);
   if (history_ != nullptr) history_end(history_);
@@ -349,7 +352,7 @@ bool EditlineEditor::Init(std::vector<std::string> entries, std::optional<Histor
   // From now on keystrokes wait raw for the editor: the kernel's line editing never sees them
   // (libedit enters its own mode only when it reads, after it drew the prompt).
   QuietTerminal();
-  WriteRaw(out_fd_, "\x1b[?2004h");  // Bracketed paste on.
+  if (bracketed_paste_) WriteRaw(out_fd_, "\x1b[?2004h");  // Bracketed paste on.
   return true;
 }
 

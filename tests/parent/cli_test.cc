@@ -481,6 +481,32 @@ TEST_F(CliTest, UnderTermDumbTaskProgressIsPlainLines) {
   }
 }
 
+// The prompt under TERM=dumb asked the terminal for bracketed paste (ESC [ ? 2004 h), which Emacs'
+// M-x shell shows as text before every prompt. Now it asks only a terminal that takes cursor
+// controls. The control: TERM=xterm asks.
+TEST_F(CliTest, UnderTermDumbThePromptSendsNoEscapes) {
+  AnswerWithCount();
+  for (const std::string term : {"xterm", "dumb"}) {
+    SCOPED_TRACE("TERM=" + term);
+    std::vector<std::string> env = Env();
+    for (std::string& e : env) {
+      if (e.starts_with("TERM=")) e = "TERM=" + term;
+    }
+    auto run = StartWith(env, {});
+    ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+    run->Type("hello\r");
+    ASSERT_TRUE(run->Expect("answer")) << Screen(*run);
+    ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
+    run->Type("\x04");
+    EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+    if (term == "dumb") {
+      EXPECT_EQ(run->screen().find('\x1b'), std::string::npos) << Screen(*run);
+    } else {
+      EXPECT_NE(run->screen().find("\x1b[?2004h"), std::string::npos) << Screen(*run);
+    }
+  }
+}
+
 // One-shot on a terminal streams as the text comes; a stream cut and retried is announced on
 // stderr and printed again from the start on a fresh line, never glued to the cut text.
 TEST_F(CliTest, OnATerminalARetriedStreamIsAnnouncedAndPrintedAgain) {
