@@ -445,7 +445,8 @@ Status EnterAgentNamespaces(const Settings& settings);
 // too unless root may do without), with a fresh /proc, so that its bash and file tools see no
 // process but the session's (no command line of yours): unshare -> id maps -> fork -> /proc. In
 // layer 1 it is a plain fork. The waiter runs under no_new_privs and the base filter, with no
-// capability and no descriptor. It relays the launcher's exit status (a death by signal as that
+// capability and no descriptor but stdout and stderr (where it says the launcher was killed,
+// `on_killed`). It relays the launcher's exit status (a death by signal as that
 // signal; an exit by which the session ended for a signal as a death by it:
 // TellWaiterTheSessionEndsBy) and what a signal to forkbox meant: SIGTERM, SIGHUP (both tagged:
 // PassedOnByWaiter) and SIGCONT pass on, SIGINT too (tagged) unless the terminal sent it (the
