@@ -128,9 +128,17 @@ TEST_P(SandboxWorks, EnvOptInPassesOnlyWhenNamed) {
 
 TEST_P(SandboxWorks, ExitStatusPassesThrough) {
   EXPECT_EQ(Shell("exit 7").exit_code, 7);
+  // A command that died of a signal: `forkbox sandbox` dies of it too, after its clean-up, as
+  // `timeout` does (a shell stops its loop on it; an exit of 143 says the command handled it).
   RunResult r = Shell("kill -TERM $$");
   EXPECT_EQ(r.exit_code, 128 + SIGTERM) << r.Describe();
-  EXPECT_TRUE(WIFEXITED(r.wait_status)) << "forkbox itself must exit, not die";
+  EXPECT_TRUE(WIFSIGNALED(r.wait_status) && WTERMSIG(r.wait_status) == SIGTERM)
+      << "forkbox dies of its command's signal\n"
+      << r.Describe();
+  r = Shell("exit 143");
+  EXPECT_TRUE(WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 143)
+      << "control: a command that exits 143 did not die of SIGTERM\n"
+      << r.Describe();
 }
 
 TEST_P(SandboxWorks, StdinPassesThrough) {
