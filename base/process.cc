@@ -690,6 +690,12 @@ void DieOfSignalRaw(int sig) {
   _exit(128 + sig);
 }
 
+bool SignalIgnored(int sig) {
+  struct sigaction now = {};
+  return sigaction(sig, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) == 0 &&
+         now.sa_handler == SIG_IGN;
+}
+
 void EndAsRaw(int wait_status) {
   if (WIFEXITED(wait_status)) _exit(WEXITSTATUS(wait_status));
   DieOfSignalRaw(WIFSIGNALED(wait_status) ? WTERMSIG(wait_status) : SIGKILL);

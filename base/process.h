@@ -172,6 +172,10 @@ std::string DescribeWaitStatus(int wait_status);
 // A signal whose default action does not end a process (or a PID namespace's init, which the
 // kernel does not let die of its own signal) exits with 128 + sig instead. Async-signal-safe.
 [[noreturn]] void DieOfSignalRaw(int sig);
+// Whether `sig` is ignored (SIG_IGN) in this process: as nohup leaves SIGHUP, and a shell SIGINT
+// and SIGQUIT for a background job. forkbox keeps such a signal ignored: it neither handles it nor
+// takes it through a signalfd (a blocked signal is queued even when ignored). Async-signal-safe.
+bool SignalIgnored(int sig);
 // Ends this process as `wait_status` says a process ended: its exit code, or DieOfSignalRaw of
 // its signal. Async-signal-safe.
 [[noreturn]] void EndAsRaw(int wait_status);

@@ -93,7 +93,10 @@ class TakenSignals {
     TakenSignals t;
     sigset_t mask;
     sigemptyset(&mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) sigaddset(&mask, sig);
+    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+      // One the caller ignored (nohup) stays ignored: blocked, it would be queued and taken.
+      if (!SignalIgnored(sig)) sigaddset(&mask, sig);
+    }
     if (sigprocmask(SIG_BLOCK, &mask, &t.old_) != 0) return Status::FromErrno(errno, "sigprocmask");
     t.active_ = true;
     t.fd_.reset(signalfd(-1, &mask, SFD_CLOEXEC | SFD_NONBLOCK));

@@ -133,6 +133,7 @@ Status InstallInterruptHandler(InterruptMode mode) {
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_SIGINFO;  // No SA_RESTART: a read() at the interactive prompt returns EINTR.
   for (int sig : kInterruptSignals) {
+    if (SignalIgnored(sig)) continue;  // As the caller left it (nohup): it stays ignored.
     if (sigaction(sig, &sa, nullptr) != 0) return Status::FromErrno(errno, "sigaction");
   }
   return Status::Ok();
@@ -160,7 +161,9 @@ int StdoutFailure() { return g_stdout_errno; }
 Result<BlockedSignals> BlockedSignals::Create() {
   sigset_t set, old;
   sigemptyset(&set);
-  for (int sig : kInterruptSignals) sigaddset(&set, sig);
+  for (int sig : kInterruptSignals) {
+    if (!SignalIgnored(sig)) sigaddset(&set, sig);  // Blocked, an ignored one would be queued.
+  }
   if (int err = pthread_sigmask(SIG_BLOCK, &set, &old); err != 0) {
     return Status::FromErrno(err, "pthread_sigmask(SIG_BLOCK)");
   }

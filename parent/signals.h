@@ -35,7 +35,8 @@ Status HardenProcess();
 
 // SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed) all stop the session: running work
 // is killed, every process forkbox started is killed, and it dies of the signal (128 + the signal
-// number as a shell reports it).
+// number as a shell reports it). One that forkbox's caller left ignored (nohup's SIGHUP, a
+// background job's SIGINT) stays ignored (SignalIgnored).
 inline constexpr int kInterruptSignals[] = {SIGINT, SIGTERM, SIGHUP};
 // "Ctrl-C", "SIGTERM", "SIGHUP" (and for SIGPIPE "a failed write to stdout").
 const char* SignalName(int signo);

@@ -338,7 +338,10 @@ void SendOnRaw(pid_t launcher, int sig) {
 // SIGTERM and SIGHUP, parent/signals.h), and never stops it but SIGSTOP. A signal that ends
 // forkbox ends the launcher by SIGTERM, never SIGKILL: its teardown puts back the git trust
 // surface and kills what its tools left (layer 1 has no namespace to do that).
+// What forkbox ignored before the fork (its caller's nohup, a shell's background job; forkbox's own
+// SIGPIPE and SIGXFSZ) it ignores: blocked here, such a signal is still queued.
 void PassOnRaw(pid_t launcher, int sig, int code) {
+  if (sig != SIGCONT && SignalIgnored(sig)) return;
   switch (sig) {
     case SIGURG:
     case SIGWINCH:  // Ignored by default; the terminal sends SIGWINCH to the launcher's group.
@@ -362,12 +365,7 @@ void PassOnRaw(pid_t launcher, int sig, int code) {
       kill(launcher, SIGCONT);
       return;
     default:
-      // What forkbox ignored before the fork (SIGPIPE, SIGXFSZ), it ignores; any other signal ends
-      // it as its default action would: the launcher's session first.
-      if (struct sigaction before;
-          sigaction(sig, nullptr, &before) == 0 && before.sa_handler == SIG_IGN) {
-        return;
-      }
+      // Any other signal ends forkbox as its default action would: the launcher's session first.
       kill(launcher, SIGTERM);
       while (waitpid(launcher, nullptr, 0) < 0 && errno == EINTR) {
       }

@@ -4684,6 +4684,39 @@ TEST_F(RealChildTest, CtrlCOfAShellLoopStopsItAtTheFirstRun) {
   }
 }
 
+// rt63 P1: a signal forkbox's caller left ignored stays ignored, as for any CLI: `nohup forkbox`
+// (SIGHUP) and a script's `forkbox ... &` (a shell starts a background job with SIGINT ignored)
+// were ended by the terminal's hangup or the script's Ctrl-C, sandboxed (the waiter passed them
+// on) or not (forkbox's handler). The control: the same signals, not ignored, end it.
+TEST_F(RealChildTest, ASignalItsCallerIgnoredStaysIgnored) {
+  for (const std::string& mode : SandboxModes(sandbox_args_)) {
+    for (const bool ignored : {true, false}) {
+      SCOPED_TRACE(mode + (ignored ? ", HUP and INT ignored" : ", control"));
+      HeldFirstReply held(server_, Text("kept going"), Text("kept going"));
+      RunSpec spec = LiveSpec({mode, "--standby=0", "-q", "go"});
+      spec.bash_script = ignored ? R"(trap '' HUP INT; exec "$0" "$@")" : R"(exec "$0" "$@")";
+      spec.own_process_group = true;
+      LiveForkbox live(spec);
+      ASSERT_TRUE(held.WaitForRequest()) << Dump(live.Finish());
+      live.SignalGroup(SIGHUP);
+      live.Signal(SIGHUP);
+      live.SignalGroup(SIGINT);
+      held.Release();
+      RunResult r = live.Finish();
+      if (ignored) {
+        EXPECT_TRUE(WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 0) << Dump(r);
+        EXPECT_NE(r.out.find("kept going"), std::string::npos) << Dump(r);
+      } else {  // Of SIGHUP, or of the SIGINT that came while it wrote SIGHUP's result.
+        EXPECT_TRUE(WIFSIGNALED(r.wait_status) &&
+                    (WTERMSIG(r.wait_status) == SIGHUP || WTERMSIG(r.wait_status) == SIGINT))
+            << Dump(r);
+        EXPECT_EQ(r.out.find("kept going"), std::string::npos) << Dump(r);
+      }
+      server_.ClearRequests();
+    }
+  }
+}
+
 // Sandboxed, forkbox's pid is the launcher's waiter: its SIGKILL reaches the session as SIGTERM
 // during the model call, and the result tells it as the death it was (README, Ctrl-C).
 TEST_F(RealChildTest, ASigkillOfForkboxDuringAModelCallIsReportedAsSuch) {

@@ -642,6 +642,66 @@ TEST(SandboxCommand, CtrlCOfAShellLoopStopsItAtTheFirstRun) {
   }
 }
 
+// Whether the hexadecimal signal mask on `field`'s line of a /proc status has `sig`.
+bool SignalMaskHas(const std::string& status, const std::string& field, int sig) {
+  const size_t at = status.find("\n" + field + ":\t");
+  if (at == std::string::npos) return false;
+  const uint64_t mask = std::stoull(status.substr(at + field.size() + 3, 16), nullptr, 16);
+  return (mask >> (sig - 1)) & 1;
+}
+
+// rt63 P1: a signal the caller left ignored stays ignored: `nohup forkbox sandbox -- make` was
+// ended by the hangup (taken through the signalfd and forwarded, the command died of it). Here
+// SIGHUP and SIGINT come while the command waits, and the command then finishes. The control:
+// not ignored, they end it.
+TEST(SandboxCommand, ASignalItsCallerIgnoredStaysIgnored) {
+  for (const EndMode& mode : EndModes()) {
+    for (const bool ignored : {true, false}) {
+      SCOPED_TRACE(std::string(mode.name) + (ignored ? ", HUP and INT ignored" : ", control"));
+      const std::string work = MakeTempDir("cmd-nohup");
+      ASSERT_EQ(mkfifo((work + "/ready").c_str(), 0600), 0);
+      ASSERT_EQ(mkfifo((work + "/go").c_str(), 0600), 0);
+      std::unique_ptr<BackgroundCmd> run = StartCmd(
+          {std::string("--sandbox=") + mode.sandbox, "--workdir", work, "--", "/bin/sh", "-c",
+           "echo waiting > ready; read word < go; echo \"finished $word\""},
+          [&mode, ignored] {
+            return (!ignored ||
+                    (signal(SIGHUP, SIG_IGN) != SIG_ERR && signal(SIGINT, SIG_IGN) != SIG_ERR)) &&
+                   (!mode.layer1 || testing::RefuseUserNamespaces());
+          });
+      ASSERT_GT(run->pid, 0);
+      ASSERT_EQ(run->ReadFifo(work + "/ready"), "waiting\n");
+      // Ignored, and not blocked (a blocked one would be queued and taken through the signalfd):
+      // what the kernel says, since an ignored signal leaves nothing to wait for.
+      const std::string status = ReadFile("/proc/" + std::to_string(run->pid) + "/status");
+      for (const int sig : {SIGHUP, SIGINT}) {
+        EXPECT_EQ(SignalMaskHas(status, "SigIgn", sig), ignored) << sigabbrev_np(sig);
+        EXPECT_EQ(SignalMaskHas(status, "SigBlk", sig), !ignored) << sigabbrev_np(sig);
+      }
+      EXPECT_EQ(kill(run->pid, SIGHUP), 0);
+      EXPECT_EQ(kill(run->pid, SIGINT), 0);
+      if (!ignored) {  // The control ends by the signal: wait for that before the command's go.
+        pollfd ended{run->pidfd.get(), POLLIN, 0};
+        EXPECT_EQ(poll(&ended, 1, 60'000), 1) << "the control did not end by the signals";
+      }
+      // The command reads it only if it is still there; else the run's end stops the write.
+      (void)forkbox::testing::WriteFifoUnless(work + "/go", "anyway\n", run->pidfd.get());
+      run->thread.join();
+      const CmdResult& r = run->result;
+      if (ignored) {
+        EXPECT_TRUE(WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 0)
+            << r.wait_status << "\n"
+            << r.err;
+        EXPECT_EQ(r.out, "finished anyway\n") << r.err;
+      } else {
+        EXPECT_TRUE(WIFSIGNALED(r.wait_status) && WTERMSIG(r.wait_status) == SIGHUP)
+            << r.wait_status << "\n"
+            << r.err;
+      }
+    }
+  }
+}
+
 // `forkbox sandbox` fills its command's ruleset while the command's namespace init starts, with
 // the init moved off its CPU meanwhile (FillOffCallerCpu): the init, the command and the
 // command's children all end up with every CPU that `forkbox sandbox` may use.
