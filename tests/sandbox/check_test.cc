@@ -1430,15 +1430,23 @@ TEST(SandboxCommand, OffRunsUnsandboxedButWarnsLoudly) {
   EXPECT_NE(r.out.find("0"), std::string::npos);
 }
 
+// A kernel without Landlock: nothing runs (the marker stays absent), and the reason names what is
+// missing and the kernel. The control: the same command where Landlock exists runs.
 TEST(SandboxCommand, FailsClosedWithoutLandlock) {
-  CmdResult r = RunCmd({"--", "true"}, "", testing::HideLandlock);
-  EXPECT_EQ(r.code, 125);
+  const std::string work = MakeTempDir("cmd-nolandlock");
+  const std::vector<std::string> args = {"--workdir", work, "--", "sh", "-c", "echo ran > ran"};
+  CmdResult r = RunCmd(args, "", testing::HideLandlock);
+  EXPECT_EQ(r.code, 125) << r.err;
   EXPECT_NE(r.err.find("Landlock is unavailable"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find(testing::KernelRelease()), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("--sandbox=off"), std::string::npos) << r.err;
+  EXPECT_FALSE(FileExists(work + "/ran"));
   CmdResult check = RunCmd({"--check"}, "", testing::HideLandlock);
   EXPECT_NE(check.code, 0);
   EXPECT_NE(check.out.find("CANNOT be enforced"), std::string::npos) << check.out;
+  CmdResult control = RunCmd(args);
+  EXPECT_EQ(control.code, 0) << control.err;
+  EXPECT_TRUE(FileExists(work + "/ran"));
 }
 
 // Without the subreaper, a daemon the command detaches would outlive it unkilled: the command
