@@ -780,7 +780,10 @@ TEST(SpawnSandboxed, Layer2CommandDiesWithItsSpawnerAndTheControlDoesNot) {
 }
 
 // Credential stores are hidden from tools in layer 2; --readable opts one back in; the same
-// reads unsandboxed (the control) see every secret.
+// reads unsandboxed (the control) see every secret. Landlock alone refuses those reads too, so the
+// mounts are probed themselves (stat needs no read right): a file store is /dev/null (char 1:3),
+// a directory store an empty tmpfs (the file in it is gone). Unsandboxed, the store is a regular
+// file and the directory holds its file.
 TEST(SpawnSandboxed, Layer2HidesCredentialStoresAndTheControlReadsThem) {
   if (!Layer2Available()) GTEST_SKIP() << "no user namespaces here";
   // Outside /tmp, which layer 2 replaces by a private tmpfs anyway.
@@ -795,25 +798,34 @@ TEST(SpawnSandboxed, Layer2HidesCredentialStoresAndTheControlReadsThem) {
   const std::string script = "cd " + home +
                              " && cat .ssh/id_ed25519 .netrc .aws/credentials 2>/dev/null; "
                              "ls -A .ssh 2>/dev/null; echo end";
+  const std::string mounts = "cd " + home +
+                             " && stat -c '%n %t:%T %F' .netrc 2>&1; for f in .ssh/id_ed25519 "
+                             ".aws/credentials; do test -e $f && echo $f; done; echo end";
   Policy policy = MakePolicy(MakeTempDir("cred-work"));
   policy.home = home;
   Result<RunOutput> hidden = RunSandboxed(policy, script);
   ASSERT_TRUE(hidden.ok()) << hidden.status().ToString();
   EXPECT_EQ(hidden->out, "end\n");
+  Result<RunOutput> mounted = RunSandboxed(policy, mounts);
+  ASSERT_TRUE(mounted.ok()) << mounted.status().ToString();
+  EXPECT_EQ(mounted->out, ".netrc 1:3 character special file\nend\n");
   policy.readable = {home + "/.aws"};
   Result<RunOutput> opted = RunSandboxed(policy, script);
   ASSERT_TRUE(opted.ok()) << opted.status().ToString();
   EXPECT_EQ(opted->out, "SECRET-AWS\nend\n");
-  Result<Pipe> out = MakePipe();
-  ASSERT_TRUE(out.ok());
-  SpawnOptions plain;
-  plain.argv = {"/bin/sh", "-c", script};
-  plain.fds = {{out->write.get(), 1}};
-  Result<ChildProcess> control = Spawn(plain);
-  ASSERT_TRUE(control.ok());
-  out->write.reset();
-  EXPECT_EQ(ReadAll(out->read.get()), "SECRET-SSH\nSECRET-NETRC\nSECRET-AWS\nid_ed25519\nend\n")
-      << "the control must read every secret";
+  for (const auto& [probe, expected] :
+       {std::pair{script, "SECRET-SSH\nSECRET-NETRC\nSECRET-AWS\nid_ed25519\nend\n"},
+        std::pair{mounts, ".netrc 0:0 regular file\n.ssh/id_ed25519\n.aws/credentials\nend\n"}}) {
+    Result<Pipe> out = MakePipe();
+    ASSERT_TRUE(out.ok());
+    SpawnOptions plain;
+    plain.argv = {"/bin/sh", "-c", probe};
+    plain.fds = {{out->write.get(), 1}};
+    Result<ChildProcess> control = Spawn(plain);
+    ASSERT_TRUE(control.ok());
+    out->write.reset();
+    EXPECT_EQ(ReadAll(out->read.get()), expected) << "the control must see every store";
+  }
   std::filesystem::remove_all(home);
 }
 
