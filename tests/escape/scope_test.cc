@@ -49,19 +49,26 @@ class ScopeTest : public EscapeTest {
   // read sandboxed, every one in the control.
   void ExpectStoresUnreadable(const std::vector<std::string>& stores, const RunOptions& options,
                               const std::string& what) {
+    for (const std::string& rel : stores) ASSERT_NO_FATAL_FAILURE(PlantSecret(rel));
+    ExpectNoneRead(Shell(GrepStores(stores), options), stores.size(), what);
+  }
+  // A script that greps each of `stores` (below $HOME) for the secret: "READ <store>" per read.
+  std::string GrepStores(const std::vector<std::string>& stores) const {
     std::string script = "echo PROBE read-stores; ";
     for (const std::string& rel : stores) {
-      ASSERT_NO_FATAL_FAILURE(PlantSecret(rel));
       script += "grep -qs " + secret_ + " '" + home_ + "/" + rel + "' && echo 'READ " + rel + "'; ";
     }
-    RunResult r = Shell(script + "true", options);
+    return script + "true";
+  }
+  // GrepStores' verdict: no store read sandboxed, all `stores` of them in the control.
+  void ExpectNoneRead(const RunResult& r, size_t stores, const std::string& what) {
     size_t read = 0;
     for (size_t at = r.out.find("READ "); at != std::string::npos;
          at = r.out.find("READ ", at + 1)) {
       ++read;
     }
     if (!sandboxed()) {
-      EXPECT_EQ(read, stores.size()) << r.out;
+      EXPECT_EQ(read, stores) << r.out;
     }
     Verdict(r, read > 0, Control::kAlways, what);
   }
@@ -141,95 +148,132 @@ TEST_P(ScopeTest, StoresTheXdgVariablesMoveAreUnreadable) {
   ExpectStoresUnreadable(stores, options, "read a store the XDG variables moved");
 }
 
-// Every store the README lists, planted below $HOME (a file in each directory store): none is
-// readable, and the control reads every one, so a store dropped from the table fails here.
+// Every store the README lists, below $HOME (a file in each directory store).
+std::vector<std::string> ListedStores() {
+  return {".ssh/id_ed25519",
+          ".gnupg/private-keys-v1.d/k.key",
+          ".aws/credentials",
+          ".azure/msal_token_cache.json",
+          ".config/gcloud/credentials.db",
+          ".kube/config",
+          ".oci/config",
+          ".docker/config.json",
+          ".dockercfg",
+          ".config/containers/auth.json",
+          ".netrc",
+          ".git-credentials",
+          ".config/git/credentials",
+          ".config/gh/hosts.yml",
+          ".config/hub",
+          ".config/glab-cli/config.yml",
+          ".subversion/auth/svn.simple/0a1b",
+          ".npmrc",
+          ".pypirc",
+          ".cargo/credentials",
+          ".cargo/credentials.toml",
+          ".composer/auth.json",
+          ".config/composer/auth.json",
+          ".yarnrc.yml",
+          ".bundle/config",
+          ".config/pip/pip.conf",
+          ".pip/pip.conf",
+          ".m2/settings-security.xml",
+          ".claude/.credentials.json",
+          ".codex/auth.json",
+          ".gemini/oauth_creds.json",
+          ".config/github-copilot/apps.json",
+          ".config/io.datasette.llm/keys.json",
+          ".gem/credentials",
+          ".config/ngrok/ngrok.yml",
+          ".fly/config.yml",
+          ".ollama/id_ed25519",
+          ".config/configstore/firebase-tools.json",
+          ".env",
+          ".pgpass",
+          ".my.cnf",
+          ".vault-token",
+          ".terraform.d/credentials.tfrc.json",
+          ".s3cfg",
+          ".boto",
+          ".config/rclone/rclone.conf",
+          ".config/doctl/config.yaml",
+          ".huggingface/token",
+          ".password-store/site.gpg",
+          ".local/share/keyrings/login.keyring",
+          ".pulumi/credentials.json",
+          ".databrickscfg",
+          ".kaggle/kaggle.json",
+          ".config/kaggle/kaggle.json",
+          ".config/hcloud/cli.toml",
+          ".config/op/config",
+          ".op/config",
+          ".wrangler/config/default.toml",
+          ".config/.wrangler/config/default.toml",
+          ".config/netlify/config.json",
+          ".netlify/config.json",
+          ".vercel/auth.json",
+          ".local/share/com.vercel.cli/auth.json",
+          ".tsh/keys/proxy/user",
+          ".mozilla/firefox/p/logins.json",
+          ".thunderbird/p/key4.db",
+          ".config/google-chrome/Default/Cookies",
+          ".config/chromium/Default/Cookies",
+          ".config/BraveSoftware/Default/Cookies",
+          ".bash_history",
+          ".zsh_history",
+          ".zhistory",
+          ".histfile",
+          ".local/share/zsh/history",
+          ".python_history",
+          ".psql_history",
+          ".mysql_history",
+          ".local/share/fish/fish_history",
+          ".node_repl_history",
+          ".sqlite_history",
+          ".rediscli_history",
+          ".irb_history",
+          ".viminfo",
+          ".local/state/forkbox/history",
+          ".local/state/forkbox/sessions/s.jsonl"};
+}
+
+// Every listed store planted: none is readable, and the control reads every one, so a store
+// dropped from the table fails here.
 TEST_P(ScopeTest, EveryListedStoreIsUnreadable) {
-  const std::vector<std::string> stores = {".ssh/id_ed25519",
-                                           ".gnupg/private-keys-v1.d/k.key",
-                                           ".aws/credentials",
-                                           ".azure/msal_token_cache.json",
-                                           ".config/gcloud/credentials.db",
-                                           ".kube/config",
-                                           ".oci/config",
-                                           ".docker/config.json",
-                                           ".dockercfg",
-                                           ".config/containers/auth.json",
-                                           ".netrc",
-                                           ".git-credentials",
-                                           ".config/git/credentials",
-                                           ".config/gh/hosts.yml",
-                                           ".config/hub",
-                                           ".config/glab-cli/config.yml",
-                                           ".subversion/auth/svn.simple/0a1b",
-                                           ".npmrc",
-                                           ".pypirc",
-                                           ".cargo/credentials",
-                                           ".cargo/credentials.toml",
-                                           ".composer/auth.json",
-                                           ".config/composer/auth.json",
-                                           ".yarnrc.yml",
-                                           ".bundle/config",
-                                           ".config/pip/pip.conf",
-                                           ".pip/pip.conf",
-                                           ".m2/settings-security.xml",
-                                           ".claude/.credentials.json",
-                                           ".codex/auth.json",
-                                           ".gemini/oauth_creds.json",
-                                           ".config/github-copilot/apps.json",
-                                           ".config/io.datasette.llm/keys.json",
-                                           ".gem/credentials",
-                                           ".config/ngrok/ngrok.yml",
-                                           ".fly/config.yml",
-                                           ".ollama/id_ed25519",
-                                           ".config/configstore/firebase-tools.json",
-                                           ".env",
-                                           ".pgpass",
-                                           ".my.cnf",
-                                           ".vault-token",
-                                           ".terraform.d/credentials.tfrc.json",
-                                           ".s3cfg",
-                                           ".boto",
-                                           ".config/rclone/rclone.conf",
-                                           ".config/doctl/config.yaml",
-                                           ".huggingface/token",
-                                           ".password-store/site.gpg",
-                                           ".local/share/keyrings/login.keyring",
-                                           ".pulumi/credentials.json",
-                                           ".databrickscfg",
-                                           ".kaggle/kaggle.json",
-                                           ".config/kaggle/kaggle.json",
-                                           ".config/hcloud/cli.toml",
-                                           ".config/op/config",
-                                           ".op/config",
-                                           ".wrangler/config/default.toml",
-                                           ".config/.wrangler/config/default.toml",
-                                           ".config/netlify/config.json",
-                                           ".netlify/config.json",
-                                           ".vercel/auth.json",
-                                           ".local/share/com.vercel.cli/auth.json",
-                                           ".tsh/keys/proxy/user",
-                                           ".mozilla/firefox/p/logins.json",
-                                           ".thunderbird/p/key4.db",
-                                           ".config/google-chrome/Default/Cookies",
-                                           ".config/chromium/Default/Cookies",
-                                           ".config/BraveSoftware/Default/Cookies",
-                                           ".bash_history",
-                                           ".zsh_history",
-                                           ".zhistory",
-                                           ".histfile",
-                                           ".local/share/zsh/history",
-                                           ".python_history",
-                                           ".psql_history",
-                                           ".mysql_history",
-                                           ".local/share/fish/fish_history",
-                                           ".node_repl_history",
-                                           ".sqlite_history",
-                                           ".rediscli_history",
-                                           ".irb_history",
-                                           ".viminfo",
-                                           ".local/state/forkbox/history",
-                                           ".local/state/forkbox/sessions/s.jsonl"};
-  ExpectStoresUnreadable(stores, {}, "read a listed credential store");
+  ExpectStoresUnreadable(ListedStores(), {}, "read a listed credential store");
+}
+
+// Every listed store created while the command runs, after every rule and mount was made (the
+// FIFO handshake of ReadCredentialCreatedAfterStart), the ones below ~/.config, ~/.local/share and
+// ~/.local/state in directories that existed at the start: no mount of layer 2 covers them, only
+// the read scope. None is readable; the control reads every one.
+TEST_P(ScopeTest, EveryListedStoreCreatedAfterTheStartIsUnreadable) {
+  for (const char* dir : {".config", ".local/share", ".local/state"}) {
+    ASSERT_EQ(system(("mkdir -p '" + home_ + "/" + dir + "'").c_str()), 0);
+  }
+  ChownTree(home_, uid(), gid());
+  const std::string started = work_ + "/started", go = work_ + "/go";
+  ASSERT_EQ(mkfifo(started.c_str(), 0666), 0) << strerror(errno);
+  ASSERT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
+  ChownTree(work_, uid(), gid());
+  const std::vector<std::string> stores = ListedStores();
+  std::thread creator([&] {
+    Fd in(open(started.c_str(), O_RDONLY | O_CLOEXEC));
+    char c;
+    if (!in.valid() || read(in.get(), &c, 1) != 1 || c != 's') return;
+    for (const std::string& rel : stores) PlantSecret(rel);
+    Fd out(open(go.c_str(), O_WRONLY | O_CLOEXEC));
+    if (out.valid()) (void)!write(out.get(), "g\n", 2);
+  });
+  RunResult r =
+      Shell("cd '" + work_ + "' && echo s > started && read x < go && " + GrepStores(stores));
+  // A command that never wrote `started`, or never read `go`, must not leave the creator blocked
+  // in its open: an O_RDWR open never blocks, and the creator takes an 'x' for no start.
+  Fd unblock_started(open(started.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  Fd unblock_go(open(go.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  if (unblock_started.valid()) (void)!write(unblock_started.get(), "x", 1);
+  creator.join();
+  ExpectNoneRead(r, stores.size(), "read a listed store created after the start");
 }
 
 // A store kept elsewhere and linked in (a dotfiles manager): denied where it really is. The
