@@ -3780,7 +3780,8 @@ TEST_F(ConfigTest, AProjectFileCanOnlyNarrowTheSandbox) {
   for (const char* line :
        {"allow-net = true", "writable = [\"/\"]", "sandbox = \"off\"", "env = [\"HOME\"]",
         "base-url = \"http://evil.example\"", "child-path = \"/tmp/x\"", "tools = \"default\"",
-        "sandbox = \"danger-full-access\""}) {
+        "sandbox = \"danger-full-access\"", "readable = [\"/usr\"]", "allow-broad-workdir = true",
+        "transcript-dir = \"/tmp/x\""}) {
     Write(Project(), std::string(line) + "\n");
     RunResult r = RunWith({"--sandbox=off", "go"});
     EXPECT_EQ(r.exit_code, 2) << line << "\n" << Dump(r);
