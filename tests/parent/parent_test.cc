@@ -5,6 +5,9 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <linux/audit.h>
+#include <linux/filter.h>
+#include <linux/seccomp.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <pty.h>
@@ -16,6 +19,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,6 +27,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstddef>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -4758,6 +4763,94 @@ TEST_F(RealChildTest, ASigkillOfTheSessionProcessIsReportedAsSuch) {
       "the session process (pid " + std::to_string(launchers[0]) +
           ") was killed by SIGKILL (out of memory?); running tasks were killed");
   for (pid_t pid : session) EXPECT_TRUE(GoneOrDying(pid)) << pid << " of " << session.size();
+}
+
+#if defined(__x86_64__)
+constexpr uint32_t kNativeArch = AUDIT_ARCH_X86_64;
+#elif defined(__aarch64__)
+constexpr uint32_t kNativeArch = AUDIT_ARCH_AARCH64;
+#endif
+
+// A seccomp filter as on a kernel without Landlock: landlock_create_ruleset fails with ENOSYS.
+std::vector<sock_filter> WithoutLandlock() {
+  return {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_landlock_create_ruleset, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+}
+
+// A seccomp filter as on a kernel without seccomp filters (tests/sandbox's HideSeccomp): seccomp()
+// fails with ENOSYS and prctl(PR_SET_SECCOMP) with EINVAL.
+std::vector<sock_filter> WithoutSeccomp() {
+  return {
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, arch)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, kNativeArch, 0, 7),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, nr)),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_seccomp, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | ENOSYS),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, __NR_prctl, 0, 3),
+      BPF_STMT(BPF_LD | BPF_W | BPF_ABS, offsetof(seccomp_data, args[0])),
+      BPF_JUMP(BPF_JMP | BPF_JEQ | BPF_K, PR_SET_SECCOMP, 0, 1),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ERRNO | EINVAL),
+      BPF_STMT(BPF_RET | BPF_K, SECCOMP_RET_ALLOW),
+  };
+}
+
+// The step that installs `prog` in forkbox before its exec (prog must outlive the spawn).
+SpawnStep InstallFilter(const sock_fprog* prog) {
+  return {"seccomp filter", [prog](const char**) {
+            if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0) return errno;
+            return syscall(SYS_seccomp, SECCOMP_SET_MODE_FILTER, 0, prog) == 0 ? 0 : errno;
+          }};
+}
+
+// README's exit code 4: where Landlock or seccomp is missing, forkbox runs no tool and asks the
+// model nothing; it says what is missing and that --sandbox=off overrides. Controls: with both
+// present the same session runs its tool; with --sandbox=off it runs it, with the warning.
+TEST_F(RealChildTest, WithoutLandlockOrSeccompItRefusesToRunTools) {
+  if (!sandbox_args_.empty()) GTEST_SKIP() << "the control needs an enforceable sandbox";
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.assistant_turns == 0) {
+      return Calls({ToolCall{"bash", {{"command", "echo ran > ran"}}, ""}});
+    }
+    return Text("done");
+  });
+  const std::string ran = workdir_ + "/ran";
+  const std::vector<sock_filter> no_landlock = WithoutLandlock(), no_seccomp = WithoutSeccomp();
+  for (const auto& [missing, filter] :
+       {std::pair{"landlock", &no_landlock}, std::pair{"seccomp", &no_seccomp}}) {
+    SCOPED_TRACE(missing);
+    const sock_fprog prog{static_cast<unsigned short>(filter->size()),
+                          const_cast<sock_filter*>(filter->data())};
+    RunSpec refused_spec = SpecFor({"--standby=0", "-p", "go"});
+    refused_spec.steps = {InstallFilter(&prog)};
+    RunResult refused = RunForkbox(refused_spec);
+    EXPECT_EQ(refused.exit_code, 4) << Dump(refused);
+    EXPECT_NE(refused.err.find("refusing to run tools unsandboxed; --sandbox=off overrides"),
+              std::string::npos)
+        << Dump(refused);
+    EXPECT_NE(refused.err.find(std::string("  ") + missing + ": "), std::string::npos)
+        << Dump(refused);
+    EXPECT_EQ(server_.request_count(), 0u);
+    EXPECT_FALSE(fs::exists(ran));
+    RunSpec off_spec = SpecFor({"--sandbox=off", "--standby=0", "-p", "go"});
+    off_spec.steps = {InstallFilter(&prog)};
+    RunResult off = RunForkbox(off_spec);
+    EXPECT_EQ(off.exit_code, 0) << Dump(off);
+    EXPECT_NE(off.err.find("forkbox: WARNING: --sandbox=off: tool commands run UNSANDBOXED"),
+              std::string::npos)
+        << Dump(off);
+    EXPECT_TRUE(fs::exists(ran)) << Dump(off);
+    fs::remove(ran);
+    server_.ClearRequests();
+  }
+  RunResult control = Run({"--standby=0", "-p", "go"});
+  EXPECT_EQ(control.exit_code, 0) << Dump(control);
+  EXPECT_TRUE(fs::exists(ran)) << Dump(control);
 }
 
 // Every tool_result the model is sent reaches the stream, the loop's own answers to malformed

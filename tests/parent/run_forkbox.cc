@@ -39,6 +39,7 @@ LiveForkbox::LiveForkbox(const RunSpec& spec) {
   for (const auto& a : spec.args) opts.argv.push_back(a);
   opts.env = spec.env;
   opts.cwd = spec.cwd;
+  opts.steps = spec.steps;
   int stdin_fd = spec.stdin_text ? in->read.get() : null_fd.get();
   if (spec.stdin_fd >= 0) stdin_fd = spec.stdin_fd;
   const int stdout_fd = spec.stdout_fd >= 0 ? spec.stdout_fd : out->write.get();

@@ -26,6 +26,9 @@ struct RunSpec {
   // LiveForkbox::SignalGroup signals, as a terminal or `timeout` does.
   bool own_process_group = false;
   std::string cwd;
+  // Run in the child before the exec (async-signal-safe only: see SpawnStep), e.g. a seccomp
+  // filter that hides a kernel feature from forkbox.
+  std::vector<SpawnStep> steps;
 };
 
 struct RunResult {
