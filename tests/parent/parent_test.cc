@@ -4765,6 +4765,72 @@ TEST_F(RealChildTest, ASigkillOfTheSessionProcessIsReportedAsSuch) {
   for (pid_t pid : session) EXPECT_TRUE(GoneOrDying(pid)) << pid << " of " << session.size();
 }
 
+// The fields of /proc/<pid>/status, by name ("CapEff" -> "0000000000000000").
+std::map<std::string, std::string> StatusOf(pid_t pid) {
+  std::map<std::string, std::string> out;
+  std::ifstream status("/proc/" + std::to_string(pid) + "/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    const size_t colon = line.find(':');
+    if (colon == std::string::npos) continue;
+    const size_t value = line.find_first_not_of(" \t", colon + 1);
+    out[line.substr(0, colon)] = value == std::string::npos ? "" : line.substr(value);
+  }
+  return out;
+}
+
+// The descriptors `pid` holds, ascending; nullopt when /proc/<pid>/fd cannot be listed.
+std::optional<std::vector<int>> FdsOf(pid_t pid) {
+  DIR* d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+  if (d == nullptr) return std::nullopt;
+  std::vector<int> fds;
+  while (dirent* e = readdir(d)) {
+    if (e->d_name[0] != '.') fds.push_back(atoi(e->d_name));
+  }
+  closedir(d);
+  std::sort(fds.begin(), fds.end());
+  return fds;
+}
+
+// Sandboxed, forkbox's pid is the launcher's waiter, which a tool's signal or ptrace attempt would
+// meet outside the session: it holds no capability, runs under no_new_privs and a seccomp filter,
+// and keeps no descriptor but stdout and stderr (the caller's, to report the session's end), read
+// from /proc during a held model call. The control: unsandboxed, forkbox's pid is the session
+// itself, with the model's connection and its pipes open, and no seccomp filter.
+TEST_F(RealChildTest, TheLaunchersWaiterHoldsNoCapabilityNorDescriptor) {
+  if (!sandbox_args_.empty()) GTEST_SKIP() << "needs the sandbox (the launcher and its waiter)";
+  if (geteuid() != 0) GTEST_SKIP() << "listing a non-dumpable process's fds takes CAP_SYS_PTRACE";
+  const std::string no_caps = "0000000000000000";
+  for (const bool sandboxed : {true, false}) {
+    SCOPED_TRACE(sandboxed ? "sandboxed" : "--sandbox=off");
+    HeldFirstReply held(server_, Text("the answer"), Text("the answer"));
+    LiveForkbox live(LiveSpec(
+        {sandboxed ? "--allow-broad-workdir" : "--sandbox=off", "--standby=0", "-p", "go"}));
+    ASSERT_TRUE(held.WaitForRequest()) << Dump(live.Finish());
+    std::map<std::string, std::string> status = StatusOf(live.pid());
+    const std::optional<std::vector<int>> fds = FdsOf(live.pid());
+    held.Release();
+    RunResult r = live.Finish();
+    EXPECT_EQ(r.exit_code, 0) << Dump(r);
+    ASSERT_TRUE(fds.has_value()) << "/proc/<pid>/fd could not be listed";
+    ASSERT_FALSE(status.empty());
+    if (sandboxed) {
+      for (const char* cap : {"CapInh", "CapPrm", "CapEff", "CapBnd", "CapAmb"}) {
+        EXPECT_EQ(status[cap], no_caps) << cap;
+      }
+      EXPECT_EQ(status["NoNewPrivs"], "1");
+      EXPECT_EQ(status["Seccomp"], "2");
+      for (int fd : *fds) EXPECT_LE(fd, 2) << "the waiter holds fd " << fd;
+    } else {
+      EXPECT_NE(status["CapEff"], no_caps) << "root's run keeps its capabilities";
+      EXPECT_EQ(status["Seccomp"], "0");
+      ASSERT_FALSE(fds->empty());
+      EXPECT_GT(fds->back(), 2) << "the session holds its connection";
+    }
+    server_.ClearRequests();
+  }
+}
+
 #if defined(__x86_64__)
 constexpr uint32_t kNativeArch = AUDIT_ARCH_X86_64;
 #elif defined(__aarch64__)
