@@ -1160,7 +1160,8 @@ Fd OpenFifo(const std::string& path, int flags) {
 // A process-directed signal is taken by the thread that waits for the command and answers its
 // broker: `forkbox sandbox` forwards SIGTERM to the command instead of dying of it itself. The
 // command takes it and exits 42, and so does `forkbox sandbox` (dying of the signal itself, it
-// would not).
+// would not). The command takes it with sigwait, blocked from the start: a Python handler runs
+// only between bytecodes, so a SIGTERM just before time.sleep() went unseen for the whole sleep.
 TEST_P(ScopeWorks, SigtermIsForwardedWhileTheBrokerRuns) {
   const std::string ready = work_ + "/ready";
   ASSERT_EQ(mkfifo(ready.c_str(), 0666), 0) << strerror(errno);
@@ -1178,11 +1179,12 @@ TEST_P(ScopeWorks, SigtermIsForwardedWhileTheBrokerRuns) {
     }
   });
   RunResult r = Shell("cd '" + work_ +
-                      "' && exec /usr/bin/python3 -c \"import signal, socket, sys, time\n"
-                      "signal.signal(signal.SIGTERM, lambda *_: sys.exit(42))\n"
+                      "' && exec /usr/bin/python3 -c \"import signal, socket, sys\n"
+                      "signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})\n"
                       "s = socket.socket(socket.AF_UNIX)\n"
                       "open('ready', 'w').write('r')\n"
-                      "time.sleep(120)\"");
+                      "signal.sigwait({signal.SIGTERM})\n"
+                      "sys.exit(42)\"");
   // A command that never reached the FIFO must not leave the killer blocked on it (see
   // TheBrokerIsTheLaunchersOwnThread): an O_RDWR open never blocks, and its 'x' kills nothing.
   Fd unblock = OpenFifo(ready, O_RDWR | O_NONBLOCK);
