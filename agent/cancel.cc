@@ -19,18 +19,14 @@ int PollUnlessCancelled(pollfd* fds, nfds_t nfds, int timeout_ms, const CancelCh
   if (!cancelled) return ::ppoll(fds, nfds, timeout, nullptr);
   sigset_t stop, before;
   sigemptyset(&stop);
-  sigaddset(&stop, SIGINT);
-  sigaddset(&stop, SIGTERM);
-  sigaddset(&stop, SIGHUP);
+  for (int sig : kStopSignals) sigaddset(&stop, sig);
   if (pthread_sigmask(SIG_BLOCK, &stop, &before) != 0) return ::ppoll(fds, nfds, timeout, nullptr);
   int n = 0;
   if (cancelled()) {
     *was_cancelled = true;
   } else {
-    sigset_t during = before;  // SIGINT, SIGTERM and SIGHUP open only while waiting.
-    sigdelset(&during, SIGINT);
-    sigdelset(&during, SIGTERM);
-    sigdelset(&during, SIGHUP);
+    sigset_t during = before;  // The stop signals open only while waiting.
+    for (int sig : kStopSignals) sigdelset(&during, sig);
     n = ::ppoll(fds, nfds, timeout, &during);
   }
   const int saved = errno;

@@ -83,7 +83,9 @@ void DieOfSignal(int signo) {
 }
 
 int EndBySignal(int signo) {
-  if (signo == SIGINT || signo == SIGTERM || signo == SIGHUP) g_ended_by = signo;
+  for (int sig : kInterruptSignals) {
+    if (signo == sig) g_ended_by = signo;
+  }
   return 128 + signo;
 }
 
@@ -100,6 +102,8 @@ const char* SignalName(int signo) {
       return "SIGHUP";
     case SIGTERM:
       return "SIGTERM";
+    case SIGQUIT:
+      return "SIGQUIT";
     case SIGPIPE:
       return "a failed write to stdout";
   }

@@ -23,6 +23,7 @@
 
 #include <vector>
 
+#include "agent/cancel.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 
@@ -33,12 +34,12 @@ namespace forkbox::parent {
 // of our tools are re-parented to us, not to init).
 Status HardenProcess();
 
-// SIGINT (Ctrl-C), SIGTERM and SIGHUP (the terminal closed) all stop the session: running work
-// is killed, every process forkbox started is killed, and it dies of the signal (128 + the signal
-// number as a shell reports it). One that forkbox's caller left ignored (nohup's SIGHUP, a
-// background job's SIGINT) stays ignored (SignalIgnored).
-inline constexpr int kInterruptSignals[] = {SIGINT, SIGTERM, SIGHUP};
-// "Ctrl-C", "SIGTERM", "SIGHUP" (and for SIGPIPE "a failed write to stdout").
+// SIGINT (Ctrl-C), SIGTERM, SIGHUP (the terminal closed) and SIGQUIT (Ctrl-\) all stop the session
+// (agent::kStopSignals): running work is killed, every process forkbox started is killed, and it
+// dies of the signal (128 + the signal number as a shell reports it). One that forkbox's caller
+// left ignored (nohup's SIGHUP, a background job's SIGINT) stays ignored (SignalIgnored).
+inline constexpr const int (&kInterruptSignals)[4] = agent::kStopSignals;
+// "Ctrl-C", "SIGTERM", "SIGHUP", "SIGQUIT" (and for SIGPIPE "a failed write to stdout").
 const char* SignalName(int signo);
 
 // sandbox::KillAllDescendants (the one kill of a process tree: every descendant, re-parented
@@ -48,13 +49,13 @@ const char* SignalName(int signo);
 // sandbox::KillOrphans, which keeps the standby children.)
 bool KillAndReapAllChildren();
 
-// Ends this process by `signo` (SIGINT, SIGTERM or SIGHUP): in the sandboxed launcher, an exit with
+// Ends this process by `signo` (one of kInterruptSignals): in the sandboxed launcher, an exit with
 // 128 + signo that its waiter, forkbox's pid, takes as a death by the signal
 // (sandbox::TellWaiterTheSessionEndsBy: a namespace init cannot die of a signal it sends itself);
 // elsewhere DieOfSignalRaw. Async-signal-safe.
 [[noreturn]] void DieOfSignal(int signo);
 // The session ends because of `signo`: returns the exit code that says it (128 + signo) and, for
-// SIGINT, SIGTERM and SIGHUP, records the fact, so that ExitIfEndedBySignal dies of the signal
+// kInterruptSignals, records the fact, so that ExitIfEndedBySignal dies of the signal
 // instead of exiting with that code.
 int EndBySignal(int signo);
 // Dies of the signal EndBySignal recorded (DieOfSignal) when `code` is the one it returned: the

@@ -306,7 +306,7 @@ pid_t g_launcher_pid = 0;  // The launcher's own getpid(), set in it after the f
 int SessionEndedByRaw(const std::atomic<int>* ended_by, int status) {
   if (ended_by == nullptr || !WIFEXITED(status)) return 0;
   const int sig = ended_by->load();
-  if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP) return 0;
+  if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP && sig != SIGQUIT) return 0;
   return WEXITSTATUS(status) == 128 + sig ? sig : 0;
 }
 
@@ -322,9 +322,9 @@ void StopAsDefaultRaw(int sig) {
   sigprocmask(SIG_BLOCK, &one, nullptr);
 }
 
-// Passes SIGINT, SIGTERM or SIGHUP on, tagged with its sequence number: a signal sent to the whole
-// process group reached the launcher directly too, and the launcher pairs such a copy with this
-// one (PassedOnByWaiter). The waiter is single-threaded: the counts are its own.
+// Passes SIGINT, SIGTERM, SIGHUP or SIGQUIT on, tagged with its sequence number: a signal sent to
+// the whole process group reached the launcher directly too, and the launcher pairs such a copy
+// with this one (PassedOnByWaiter). The waiter is single-threaded: the counts are its own.
 void SendOnRaw(pid_t launcher, int sig) {
   static uint16_t sent[NSIG];
   ++sent[sig];
@@ -335,8 +335,8 @@ void SendOnRaw(pid_t launcher, int sig) {
 
 // What the launcher's waiter does with a signal sent to forkbox's pid. In layer 2 the launcher is
 // pid 1 of its PID namespace: a signal from outside reaches it only if it has a handler (SIGINT,
-// SIGTERM and SIGHUP, parent/signals.h), and never stops it but SIGSTOP. A signal that ends
-// forkbox ends the launcher by SIGTERM, never SIGKILL: its teardown puts back the git trust
+// SIGTERM, SIGHUP and SIGQUIT, parent/signals.h), and never stops it but SIGSTOP. A signal that
+// ends forkbox ends the launcher by SIGTERM, never SIGKILL: its teardown puts back the git trust
 // surface and kills what its tools left (layer 1 has no namespace to do that).
 // What forkbox ignored before the fork (its caller's nohup, a shell's background job; forkbox's own
 // SIGPIPE and SIGXFSZ) it ignores: blocked here, such a signal is still queued.
@@ -352,6 +352,7 @@ void PassOnRaw(pid_t launcher, int sig, int code) {
       return;
     case SIGTERM:
     case SIGHUP:
+    case SIGQUIT:
       SendOnRaw(launcher, sig);
       return;
     case SIGCONT:

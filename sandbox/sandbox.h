@@ -448,7 +448,7 @@ Status EnterAgentNamespaces(const Settings& settings);
 // capability and no descriptor but stdout and stderr (where it says the launcher was killed,
 // `on_killed`). It relays the launcher's exit status (a death by signal as that
 // signal; an exit by which the session ended for a signal as a death by it:
-// TellWaiterTheSessionEndsBy) and what a signal to forkbox meant: SIGTERM, SIGHUP (both tagged:
+// TellWaiterTheSessionEndsBy) and what a signal to forkbox meant: SIGTERM, SIGHUP, SIGQUIT (tagged:
 // PassedOnByWaiter) and SIGCONT pass on, SIGINT too (tagged) unless the terminal sent it (the
 // launcher, in the same process group, got it itself),
 // SIGTSTP/SIGTTIN/SIGTTOU stop both (as their default action does: not in an orphaned process
@@ -457,10 +457,10 @@ Status EnterAgentNamespaces(const Settings& settings);
 // and SIGWINCH are ignored. The launcher gets SIGTERM when the waiter dies (PDEATHSIG; a SIGKILL of
 // forkbox's pid): never SIGKILL, so that its teardown kills every process its tools left (layer 1
 // has no namespace to) and puts back the git trust surface (a planted .git/commondir). The launcher
-// must handle SIGINT, SIGTERM and SIGHUP from before this call on: as a namespace init it gets no
-// other signal from outside, and an unhandled SIGTERM would leave it running. As uid 0 (where
-// RLIMIT_NPROC does not apply) on Linux 6.14+ in layer 2, the namespace's pid_max caps the whole
-// session: rlimit_nproc for each of `concurrent_tasks` and for the parent's own tools, plus
+// must handle SIGINT, SIGTERM, SIGHUP and SIGQUIT from before this call on: as a namespace init it
+// gets no other signal from outside, and an unhandled SIGTERM would leave it running. As uid 0
+// (where RLIMIT_NPROC does not apply) on Linux 6.14+ in layer 2, the namespace's pid_max caps the
+// whole session: rlimit_nproc for each of `concurrent_tasks` and for the parent's own tools, plus
 // `standby` children, the spawner and the parent (JoinSessionProcessLimit's budget, which then
 // needs no cgroup). Returns, in the launcher, a descriptor that the waiter writes once it is
 // confined: the caller passes it to AwaitLauncherWaiter before its own confinement, so that no
@@ -487,8 +487,8 @@ bool WaiterDied(const UniqueFd& pidfd);
 // (no launcher: the sandbox off).
 Status AwaitLauncherWaiter(UniqueFd confined);
 // In the launcher, right before it exits 128 + `signo` because the session ended by `signo`
-// (SIGINT, SIGTERM or SIGHUP): the waiter then dies of that signal instead of exiting with the
-// code, as a caller expects of a process a signal stopped (a shell ends its loop only when its
+// (SIGINT, SIGTERM, SIGHUP or SIGQUIT): the waiter then dies of that signal instead of exiting with
+// the code, as a caller expects of a process a signal stopped (a shell ends its loop only when its
 // child died of SIGINT). The fact goes through memory the two share, not the exit code: an exit
 // code of 130 alone does not say it. False, with nothing done, in any process but the launcher (no
 // waiter: the process is forkbox's pid and must die of the signal itself). Async-signal-safe.

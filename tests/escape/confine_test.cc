@@ -243,7 +243,8 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
   }
   // Sends `before` (unless 0), then `sig`, to forkbox while it waits for its first reply;
   // expects `expected_exit`.
-  void ExpectSignalFate(int sig, int expected_exit, int before = 0);
+  // `group`: the signal goes to forkbox's whole process group, as a terminal sends it.
+  Session ExpectSignalFate(int sig, int expected_exit, int before = 0, bool group = false);
 
   std::string root_, work_, outside_;
   uid_t uid_ = 0;
@@ -373,7 +374,7 @@ TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
 // waiter relays them. Each signal comes while the parent waits for its first reply, which waits
 // (bounded) until the signal had its effect; the unsandboxed control, where forkbox's pid is the
 // parent itself, behaves the same.
-void ConfineTest::ExpectSignalFate(int sig, int expected_exit, int before) {
+Session ConfineTest::ExpectSignalFate(int sig, int expected_exit, int before, bool group) {
   own_group_ = true;
   std::mutex mu;
   bool stopped = false;
@@ -385,7 +386,7 @@ void ConfineTest::ExpectSignalFate(int sig, int expected_exit, int before) {
     if (before != 0) {
       EXPECT_EQ(::kill(pid, before), 0);
     }
-    EXPECT_EQ(::kill(pid, sig), 0);
+    EXPECT_EQ(::kill(group ? -pid : pid, sig), 0);
     if (sig != SIGTSTP) {
       pollfd pfd{gone.get(), POLLIN, 0};
       EXPECT_EQ(::poll(&pfd, 1, 30'000), 1) << "forkbox still runs after signal " << sig;
@@ -411,15 +412,28 @@ void ConfineTest::ExpectSignalFate(int sig, int expected_exit, int before) {
   if (sig == SIGTSTP) {
     EXPECT_TRUE(stopped) << "SIGTSTP stopped forkbox and its parent";
   }
+  return s;
 }
 
 // The parent's handler ends the session: 128 + SIGTERM.
 TEST_P(ConfineTest, SigtermOfForkboxEndsTheSession) { ExpectSignalFate(SIGTERM, 128 + SIGTERM); }
 
-// No handler: the default action ends forkbox (in layer 2 the waiter kills the parent and dies of
-// the same signal).
-TEST_P(ConfineTest, SigquitOfForkboxEndsItAsItsDefaultActionDoes) {
-  ExpectSignalFate(SIGQUIT, 128 + SIGQUIT);
+// SIGQUIT (Ctrl-\) ends the session as SIGTERM does, and forkbox then dies of it. Before, it had no
+// handler: the waiter ended the launcher by SIGTERM, so the result said "interrupted by SIGTERM"
+// (rt63 P6), and unsandboxed its default action ended forkbox at once, silent, its tools left
+// running.
+TEST_P(ConfineTest, SigquitOfForkboxEndsTheSessionAsSuch) {
+  const Session s = ExpectSignalFate(SIGQUIT, 128 + SIGQUIT);
+  EXPECT_NE(s.err.find("interrupted by SIGQUIT"), std::string::npos) << s.err;
+}
+
+// Ctrl-\ at a terminal: SIGQUIT to forkbox's whole process group. In layer 1 the session process
+// is in that group and is no PID namespace's init, so the default action ended it at once: its
+// tools went on running, what they planted in git's trust surface stayed, stderr said nothing
+// (rt63 P2). Now it ends the session, once (the waiter's copy pairs with the direct one).
+TEST_P(ConfineTest, SigquitOfForkboxsProcessGroupEndsTheSession) {
+  const Session s = ExpectSignalFate(SIGQUIT, 128 + SIGQUIT, 0, /*group=*/true);
+  EXPECT_NE(s.err.find("interrupted by SIGQUIT"), std::string::npos) << s.err;
 }
 
 // What forkbox ignored, it still ignores: SIGPIPE changes nothing, and the SIGTERM after it (the

@@ -4636,7 +4636,7 @@ size_t Count(const std::string& text, const std::string& needle) {
 // is written) follows; the red team saw one in 3 of 8 runs.
 TEST_F(RealChildTest, AnInterruptedRunDiesOfTheSignal) {
   for (const std::string& mode : SandboxModes(sandbox_args_)) {
-    for (const int sig : {SIGINT, SIGTERM, SIGHUP}) {
+    for (const int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
       for (const bool group : {false, true}) {
         SCOPED_TRACE(mode + ", SIG" + sigabbrev_np(sig) +
                      (group ? " to the group" : " to the pid"));
