@@ -22,6 +22,7 @@
 #include "base/process.h"
 #include "base/unique_fd.h"
 #include "parent/cli.h"
+#include "parent/signals.h"
 #include "parent/terminal.h"
 #include "sandbox/git_surface.h"
 #include "sandbox/guard_journal.h"
@@ -83,17 +84,17 @@ void PrintCheck(const sandbox::Report& report) {
   }
 }
 
-// The termination signals, taken through a signalfd from before the journal is written until the
-// command has ended, never by their default action: one during the start used to end this process
-// with its journal written (the next start then put back that record over the user's later git
-// changes) and its command's init waiting for a ruleset that never came.
+// The stop signals (kInterruptSignals), taken through a signalfd from before the journal is written
+// until the command has ended, never by their default action: one during the start used to end this
+// process with its journal written (the next start then put back that record over the user's later
+// git changes) and its command's init waiting for a ruleset that never came.
 class TakenSignals {
  public:
   static Result<TakenSignals> Create() {
     TakenSignals t;
     sigset_t mask;
     sigemptyset(&mask);
-    for (int sig : {SIGINT, SIGTERM, SIGHUP, SIGQUIT}) {
+    for (int sig : kInterruptSignals) {
       // One the caller ignored (nohup) stays ignored: blocked, it would be queued and taken.
       if (!SignalIgnored(sig)) sigaddset(&mask, sig);
     }
