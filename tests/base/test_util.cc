@@ -3,6 +3,7 @@
 #include <fcntl.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -41,12 +42,19 @@ bool Readable(int fd, int timeout_ms) {
   return ::poll(&p, 1, timeout_ms) == 1;
 }
 
+// The FIFOs live where a sandboxed command may write: a regular file or a device put in a FIFO's
+// place is refused (a link already is, by O_NOFOLLOW).
+bool IsFifo(int fd) {
+  struct stat st;
+  return ::fstat(fd, &st) == 0 && S_ISFIFO(st.st_mode);
+}
+
 }  // namespace
 
 std::optional<std::string> ReadFifoUnless(const std::string& path, int stop_fd) {
   // Non-blocking: the open returns at once, and before any writer came poll reports nothing.
-  UniqueFd fifo(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC));
-  if (!fifo) return std::nullopt;
+  UniqueFd fifo(::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
+  if (!fifo || !IsFifo(fifo.get())) return std::nullopt;
   std::string text;
   while (true) {
     pollfd fds[2] = {{fifo.get(), POLLIN, 0}, {stop_fd, POLLIN, 0}};
@@ -72,11 +80,12 @@ std::optional<std::string> ReadFifoUnless(const std::string& path, int stop_fd) 
 bool WriteFifoUnless(const std::string& path, const std::string& text, int stop_fd) {
   UniqueFd fifo;
   while (true) {
-    fifo.reset(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC));
+    fifo.reset(::open(path.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC | O_NOFOLLOW));
     if (fifo) break;
     if (errno != ENXIO) return false;  // ENXIO: no reader yet.
     if (Readable(stop_fd, 10)) return false;
   }
+  if (!IsFifo(fifo.get())) return false;
   const int flags = ::fcntl(fifo.get(), F_GETFL);
   if (flags < 0 || ::fcntl(fifo.get(), F_SETFL, flags & ~O_NONBLOCK) != 0) return false;
   for (size_t done = 0; done < text.size();) {

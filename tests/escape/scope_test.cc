@@ -243,6 +243,16 @@ TEST_P(ScopeTest, EveryListedStoreIsUnreadable) {
   ExpectStoresUnreadable(ListedStores(), {}, "read a listed credential store");
 }
 
+// Opens one of a test's FIFOs in the tool-writable workdir: never through a link the command put
+// there (O_NOFOLLOW), and nothing but a FIFO (a regular file or a hard link in its place would
+// take the bytes written to it).
+Fd OpenFifo(const std::string& path, int flags) {
+  Fd fd(open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW));
+  struct stat st;
+  if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISFIFO(st.st_mode)) return Fd();
+  return fd;
+}
+
 // Every listed store created while the command runs, after every rule and mount was made (the
 // FIFO handshake of ReadCredentialCreatedAfterStart), the ones below ~/.config, ~/.local/share and
 // ~/.local/state in directories that existed at the start: no mount of layer 2 covers them, only
@@ -258,19 +268,19 @@ TEST_P(ScopeTest, EveryListedStoreCreatedAfterTheStartIsUnreadable) {
   ChownTree(work_, uid(), gid());
   const std::vector<std::string> stores = ListedStores();
   std::thread creator([&] {
-    Fd in(open(started.c_str(), O_RDONLY | O_CLOEXEC));
+    Fd in = OpenFifo(started, O_RDONLY);
     char c;
     if (!in.valid() || read(in.get(), &c, 1) != 1 || c != 's') return;
     for (const std::string& rel : stores) PlantSecret(rel);
-    Fd out(open(go.c_str(), O_WRONLY | O_CLOEXEC));
+    Fd out = OpenFifo(go, O_WRONLY);
     if (out.valid()) (void)!write(out.get(), "g\n", 2);
   });
   RunResult r =
       Shell("cd '" + work_ + "' && echo s > started && read x < go && " + GrepStores(stores));
   // A command that never wrote `started`, or never read `go`, must not leave the creator blocked
   // in its open: an O_RDWR open never blocks, and the creator takes an 'x' for no start.
-  Fd unblock_started(open(started.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
-  Fd unblock_go(open(go.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC));
+  Fd unblock_started = OpenFifo(started, O_RDWR | O_NONBLOCK);
+  Fd unblock_go = OpenFifo(go, O_RDWR | O_NONBLOCK);
   if (unblock_started.valid()) (void)!write(unblock_started.get(), "x", 1);
   creator.join();
   ExpectNoneRead(r, stores.size(), "read a listed store created after the start");
@@ -306,11 +316,11 @@ TEST_P(ScopeTest, ReadCredentialCreatedAfterStart) {
   ASSERT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
   ChownTree(work_, uid(), gid());
   std::thread creator([&] {
-    Fd in(open(started.c_str(), O_RDONLY | O_CLOEXEC));
+    Fd in = OpenFifo(started, O_RDONLY);
     char c;
     if (!in.valid() || read(in.get(), &c, 1) != 1) return;
     PlantSecret(".aws/credentials");
-    Fd out(open(go.c_str(), O_WRONLY | O_CLOEXEC));
+    Fd out = OpenFifo(go, O_WRONLY);
     if (out.valid()) (void)!write(out.get(), "g\n", 2);
   });
   RunResult r = Shell("cd '" + work_ + "' && echo s > started && read x < go && exec " +
@@ -838,11 +848,11 @@ class BrokerScopeTest : public ScopeTest {
     EXPECT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
     ChownTree(work_, uid(), gid());
     std::thread helper([&] {
-      Fd in(open(started.c_str(), O_RDONLY | O_CLOEXEC));
+      Fd in = OpenFifo(started, O_RDONLY);
       char c;
       if (!in.valid() || read(in.get(), &c, 1) != 1) return;
       outside();
-      Fd out(open(go.c_str(), O_WRONLY | O_CLOEXEC));
+      Fd out = OpenFifo(go, O_WRONLY);
       if (out.valid()) (void)!write(out.get(), "g\n", 2);
     });
     RunResult r =
@@ -1145,16 +1155,6 @@ TEST_P(ScopeWorks, UnixServerAndClientInside) {
   EXPECT_TRUE(Contains(r.out, "socketpair pair")) << r.Describe();
   EXPECT_TRUE(Contains(r.out, "seqpacket seq")) << r.Describe();
   EXPECT_TRUE(Contains(r.out, "abstract ping")) << r.Describe();
-}
-
-// Opens one of a test's FIFOs in the tool-writable workdir: never through a link the command put
-// there (O_NOFOLLOW), and nothing but a FIFO (a regular file or a hard link in its place would
-// take the bytes written to it).
-Fd OpenFifo(const std::string& path, int flags) {
-  Fd fd(open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW));
-  struct stat st;
-  if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISFIFO(st.st_mode)) return Fd();
-  return fd;
 }
 
 // A process-directed signal is taken by the thread that waits for the command and answers its
