@@ -286,9 +286,8 @@ int AwaitCommand(const sandbox::Sandbox& sandbox, ChildProcess& child, const Tak
 // process is to die of once everything Run holds is undone: the command's, when it died of one,
 // or the one taken before it started (a shell ends its loop at Ctrl-C only when its command died
 // of SIGINT; an exit with 130 says the command handled it).
-int Run(const sandbox::Policy& policy, const std::vector<std::string>& command, int* die_of) {
-  Result<TakenSignals> signals = TakenSignals::Create();
-  if (!signals.ok()) return SandboxError(signals.status());
+int Run(const sandbox::Policy& policy, const std::vector<std::string>& command,
+        const TakenSignals& signals, int* die_of) {
   WarnAbout(policy, command[0]);
   // Fail closed before touching the workdir.
   // This process only runs the command: it scopes itself, and the command spawns from here.
@@ -326,7 +325,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command, 
     Say(command[0] + ": command not found");
     return 127;
   }
-  if (const int sig = signals->Next(); sig != 0) {  // Nothing ran: nothing to put back.
+  if (const int sig = signals.Next(); sig != 0) {  // Nothing ran: nothing to put back.
     Say(std::string("interrupted by SIG") + sigabbrev_np(sig) + " before the command started");
     *die_of = sig;
     return 128 + sig;
@@ -343,7 +342,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command, 
     Say(child.status().message());
     return child.status().code() == Status::Code::kNotFound ? 127 : kSandboxError;
   }
-  return AwaitCommand(*sandbox, *child, *signals, policy.enabled ? &*git : nullptr,
+  return AwaitCommand(*sandbox, *child, signals, policy.enabled ? &*git : nullptr,
                       policy.enabled ? &*recorded : nullptr, die_of);
 }
 
@@ -383,8 +382,14 @@ int SandboxCommandMain(int argc, char** argv) {
                  "[ARGS...]\n");
     return 2;
   }
+  Result<TakenSignals> signals = TakenSignals::Create();
+  if (!signals.ok()) return SandboxError(signals.status());
   int die_of = 0;
-  const int code = Run(*policy, cl->command, &die_of);
+  const int code = Run(*policy, cl->command, *signals, &die_of);
+  // Taken until here: a stop signal that came during the clean-up must not replace the death the
+  // command had (a SIGINT after its SIGHUP), and after an exit it ends this process now, with no
+  // core (SIGQUIT's default action), rather than by its default action once unblocked.
+  if (die_of == 0) die_of = signals->Next();
   if (die_of != 0) DieOfSignalRaw(die_of);  // After Run's clean-up, as the command ended.
   return code;
 }
