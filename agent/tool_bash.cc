@@ -24,7 +24,7 @@ namespace {
 using Clock = std::chrono::steady_clock;
 
 // After the command itself exits, how long a descendant that escaped the process group may keep
-// the output pipe open before we stop reading.
+// the output pipe open before we stop reading; not waited for once the user stops.
 constexpr auto kDrainDeadline = std::chrono::seconds(2);
 
 ToolOutput Error(std::string message) { return ToolOutput{std::move(message), true, 0}; }
@@ -117,11 +117,12 @@ Result<Finished> Collect(Started& s, const ToolContext& ctx, BoundedOutput& out)
     bool cancelled = false;
     int n =
         PollUnlessCancelled(fds, exited ? 1 : 2, PollTimeoutMs(exited ? drain_deadline : deadline),
-                            exited ? CancelCheck() : ctx.cancelled, &cancelled);
+                            ctx.cancelled, &cancelled);
     if (n < 0 && errno != EINTR) return Status::FromErrno(errno, "poll");
     if (pipe_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
       pipe_open = ReadAvailable(s.out.get(), out);
     }
+    if (exited && cancelled) break;  // The user stops: no wait for an escaped descendant.
     if (exited) continue;
     const bool done = (fds[1].revents & POLLIN) != 0;  // revents stay 0 when cancelled.
     f.interrupted = cancelled;
@@ -134,6 +135,7 @@ Result<Finished> Collect(Started& s, const ToolContext& ctx, BoundedOutput& out)
       if (!w.ok()) return w.status();
       f.status = *w;
       exited = true;
+      if (f.interrupted) break;  // Stopping took 2 s more with an escaped descendant (rt63 P3).
       drain_deadline = Clock::now() + kDrainDeadline;
     }
   }

@@ -183,6 +183,33 @@ TEST_F(BashToolTest, EscapedDescendantHoldingThePipeStopsReadingAfterDrain) {
   ExpectKilled(esc);
 }
 
+// rt63 P3: once the user stops, an escaped descendant holding the pipe is not waited for (the
+// 2 s drain made a CI's "TERM, then KILL after a grace" the kill-all). Without the wait there is
+// no drain cut to report: with it, the result said the pipe was kept open. Stopped while the
+// command runs, and while the tool drains after the command exited.
+TEST_F(BashToolTest, AStopIsNotHeldUpByAnEscapedDescendantHoldingThePipe) {
+  for (const bool while_running : {true, false}) {
+    SCOPED_TRACE(while_running ? "stopped while the command runs" : "stopped while draining");
+    std::filesystem::remove(dir_.Join("stop"));
+    std::filesystem::remove(dir_.Join("ready"));
+    const std::string stop = dir_.Join("stop");
+    ctx_.cancelled = [stop] { return std::filesystem::exists(stop); };
+    // The output after `stop` wakes the tool's wait, which then checks.
+    ToolOutput out = Bash(
+        "mkfifo ready; setsid sh -c 'echo $$ > esc.pid; echo up > ready; exec sleep 1000' & "
+        "read -r x < ready; : > stop; echo stopping" +
+        std::string(while_running ? "; exec sleep 1000" : ""));
+    ctx_.cancelled = nullptr;
+    EXPECT_THAT(out.content, Not(HasSubstr("kept the output open")));
+    if (while_running) {
+      EXPECT_THAT(out.content, EndsWith("[interrupted by the user; process group killed]"));
+    }
+    pid_t esc = std::stoi(testing::ReadFile(dir_.Join("esc.pid")));
+    ASSERT_EQ(::kill(esc, SIGKILL), 0);
+    ExpectKilled(esc);
+  }
+}
+
 TEST_F(BashToolTest, UnknownToolIsAnError) {
   ToolOutput out = RunBaseTool(ToolUseBlock{"id", "task", {{"prompt", "x"}}}, ctx_);
   EXPECT_TRUE(out.is_error);
