@@ -939,16 +939,24 @@ Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t 
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return Status::FromErrno(errno, "mmap (the launcher's end)");
   auto* ended_by = new (shared) std::atomic<int>(0);
+  // Every signal blocked until the launcher knows itself: its stop handler, run before that,
+  // found no waiter to tell, and pid 1 cannot die of its own signal (it exited 143, rt63 P7).
+  // The waiter blocks them all anyway.
+  sigset_t all, old;
+  sigfillset(&all);
+  sigprocmask(SIG_SETMASK, &all, &old);
   // Single-threaded: glibc's fork keeps the launcher's (later multithreaded) state right.
   pid_t pid = fork();
   if (pid < 0) {
     const int err = errno;
+    sigprocmask(SIG_SETMASK, &old, nullptr);
     munmap(shared, sizeof(std::atomic<int>));
     return Status::FromErrno(err, "fork (the launcher's waiter)");
   }
   if (pid > 0) RunWaiter(pid, *base, Relay::kPassOn, confined->write.get(), on_killed, ended_by);
   g_session_ended_by = ended_by;
   g_launcher_pid = getpid();
+  sigprocmask(SIG_SETMASK, &old, nullptr);  // What came meanwhile is handled now.
   confined->write.reset();
   // The waiter's death (SIGKILL of forkbox's pid) ends the session as SIGTERM does: the launcher
   // kills what its tools left and puts back the git trust surface before it exits.
