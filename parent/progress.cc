@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "base/format.h"
+#include "parent/signals.h"
 #include "parent/terminal.h"
 
 namespace forkbox::parent {
@@ -96,7 +97,10 @@ void Progress::WriteRaw(const std::string& s) {
   while (off < s.size()) {
     ssize_t n = write(fd_, s.data() + off, s.size() - off);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // stderr gone: progress is best effort.
+    if (n <= 0) {  // Best effort, but a reader gone from stderr stops the session.
+      if (n < 0 && fd_ == STDERR_FILENO) RecordStderrFailure(errno);
+      return;
+    }
     off += static_cast<size_t>(n);
   }
 }

@@ -281,9 +281,11 @@ OneShotEnd NoAnswerWithinBudget(const agent::LoopOutcome& o) {
 }
 
 OneShotEnd Classify(const Session::Turn& turn, const OutputOptions& out) {
-  if (const int err = StdoutFailure(); err != 0) {
-    return {err == EPIPE ? kExitBrokenPipe : kExitFailure,
-            Status::FromErrno(err, "cannot write to stdout").message(), "error_during_execution"};
+  if (const OutputFailure failed = FirstOutputFailure(); failed.err != 0) {
+    return {
+        failed.err == EPIPE ? kExitBrokenPipe : kExitFailure,
+        Status::FromErrno(failed.err, std::string("cannot write to ") + failed.stream).message(),
+        "error_during_execution"};
   }
   if (turn.interrupt_signal != 0) return Interrupted(turn.interrupt_signal, out);
   const agent::LoopOutcome& o = turn.outcome;

@@ -17,7 +17,7 @@ namespace {
 volatile sig_atomic_t g_signal = 0;
 volatile sig_atomic_t g_exit_mode = 0;
 volatile sig_atomic_t g_ended_by = 0;  // EndBySignal's.
-int g_stdout_errno = 0;
+OutputFailure g_output_failure;        // The first one.
 
 // Per interrupt signal, the copies that came directly and whose copy from the waiter has not come
 // yet, and the waiter's last sequence number seen (sandbox::PassedOnByWaiter).
@@ -105,7 +105,8 @@ const char* SignalName(int signo) {
     case SIGQUIT:
       return "SIGQUIT";
     case SIGPIPE:
-      return "a failed write to stdout";
+      return std::strcmp(g_output_failure.stream, "stderr") == 0 ? "a failed write to stderr"
+                                                                 : "a failed write to stdout";
   }
   return "a signal";
 }
@@ -156,11 +157,17 @@ void RecordInterrupt(int signo) { g_signal = signo; }
 bool InterruptPending() { return g_signal != 0; }
 
 void RecordStdoutFailure(int err) {
-  if (g_stdout_errno == 0) g_stdout_errno = err;
+  if (g_output_failure.err == 0) g_output_failure = {err, "stdout"};
   if (g_signal == 0) g_signal = SIGPIPE;
 }
 
-int StdoutFailure() { return g_stdout_errno; }
+void RecordStderrFailure(int err) {
+  if (err != EPIPE) return;
+  if (g_output_failure.err == 0) g_output_failure = {err, "stderr"};
+  if (g_signal == 0) g_signal = SIGPIPE;
+}
+
+OutputFailure FirstOutputFailure() { return g_output_failure; }
 
 Result<BlockedSignals> BlockedSignals::Create() {
   sigset_t set, old;

@@ -39,7 +39,7 @@ Status HardenProcess();
 // dies of the signal (128 + the signal number as a shell reports it). One that forkbox's caller
 // left ignored (nohup's SIGHUP, a background job's SIGINT) stays ignored (SignalIgnored).
 inline constexpr const int (&kInterruptSignals)[4] = agent::kStopSignals;
-// "Ctrl-C", "SIGTERM", "SIGHUP", "SIGQUIT" (and for SIGPIPE "a failed write to stdout").
+// "Ctrl-C", "SIGTERM", "SIGHUP", "SIGQUIT" (and for SIGPIPE "a failed write to stdout", or stderr).
 const char* SignalName(int signo);
 
 // sandbox::KillAllDescendants (the one kill of a process tree: every descendant, re-parented
@@ -78,8 +78,16 @@ void RecordInterrupt(int signo);
 // session stops as if interrupted (a pending SIGPIPE, which every cancel check sees and a task
 // batch takes) and ends with kExitBrokenPipe for EPIPE, else kExitFailure. The first one is kept.
 void RecordStdoutFailure(int err);
-// The errno of the first failed write to stdout; 0: none.
-int StdoutFailure();
+// The same for a write to stderr (progress, narration, notes) that failed with EPIPE: its reader
+// is gone (`forkbox ... 2>&1 | head`), which ends any CLI by SIGPIPE; the run would otherwise go
+// on calling the model for nobody. Another error on stderr changes nothing.
+void RecordStderrFailure(int err);
+// The first failed write that stops the session: its errno (0: none) and its stream.
+struct OutputFailure {
+  int err = 0;
+  const char* stream = "stdout";
+};
+OutputFailure FirstOutputFailure();
 
 // Blocks SIGINT and SIGTERM for its lifetime and exposes them as a non-blocking signalfd.
 class BlockedSignals {

@@ -8,6 +8,7 @@
 
 #include "base/status.h"
 #include "parent/exit_codes.h"
+#include "parent/signals.h"
 
 namespace forkbox::parent {
 namespace {
@@ -93,7 +94,9 @@ int WriteAll(int fd, std::string_view text) {
   return 0;
 }
 
-void WriteText(int fd, std::string_view text) { (void)WriteAll(fd, text); }
+void WriteText(int fd, std::string_view text) {
+  if (const int err = WriteAll(fd, text); err != 0 && fd == STDERR_FILENO) RecordStderrFailure(err);
+}
 
 bool TakesCursorControls(int fd) {
   if (::isatty(fd) == 0) return false;

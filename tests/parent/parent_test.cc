@@ -5082,6 +5082,35 @@ TEST_F(ParentTest, AClosedStdoutEndsTheSessionAt141) {
   EXPECT_EQ(server_.request_count(), 1u);
 }
 
+// rt63 P5: stderr's reader goes away (`forkbox ... 2>&1 | head -1`, or `2>&1 >/dev/null | head`):
+// the next progress line's write fails with EPIPE and the session ends there, exit 141, as any
+// CLI ends by SIGPIPE. Before, the run went on calling the model for nobody and exited 0. The
+// control: with stderr read, the same run runs its tool and answers.
+TEST_F(ParentTest, AClosedStderrEndsTheSessionAt141) {
+  for (const bool closed : {true, false}) {
+    SCOPED_TRACE(closed ? "stderr closed" : "control");
+    fs::remove(fs::path(workdir_) / "ran.txt");
+    HeldFirstReply held(server_, Calls({ToolCall{"bash", {{"command", "echo ran > ran.txt"}}, ""}}),
+                        Text("the answer"));
+    LiveForkbox live(LiveSpec({"--sandbox=off", "--standby=0", "go"}));
+    ASSERT_TRUE(held.WaitForRequest()) << Dump(live.Finish());
+    if (closed) live.CloseStderr();
+    held.Release();  // The reply comes only now: its progress line meets the closed pipe.
+    RunResult r = live.Finish();
+    if (closed) {
+      EXPECT_EQ(r.exit_code, 141) << Dump(r);
+      EXPECT_FALSE(fs::exists(fs::path(workdir_) / "ran.txt"));
+      EXPECT_EQ(server_.request_count(), 1u);
+      EXPECT_EQ(r.out, "") << Dump(r);
+    } else {
+      EXPECT_EQ(r.exit_code, 0) << Dump(r);
+      EXPECT_TRUE(fs::exists(fs::path(workdir_) / "ran.txt"));
+      EXPECT_EQ(r.out, "the answer\n") << Dump(r);
+    }
+    server_.ClearRequests();
+  }
+}
+
 // The same during a task batch: the task's next progress event cannot be written, and the
 // running task is killed at once instead of being waited for (its second command would block
 // until --task-timeout).

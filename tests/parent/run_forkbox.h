@@ -50,6 +50,8 @@ class LiveForkbox {
   bool WaitForStdout(const std::string& needle);
   // Closes the read end of the stdout pipe: forkbox's next write to it fails with EPIPE.
   void CloseStdout() { out_.reset(); }
+  // The same for stderr.
+  void CloseStderr() { err_.reset(); }
   const std::string& out() const { return result_.out; }
   void Signal(int sig);
   // The signal to the whole process group (RunSpec::own_process_group).
