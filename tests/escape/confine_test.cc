@@ -12,6 +12,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stdio.h>
 #include <sys/eventfd.h>
 #include <sys/prctl.h>
 #include <sys/ptrace.h>
@@ -94,7 +95,9 @@ struct Session {
   std::string err;
 };
 
-enum class Where { kLayer2, kLayer1Jail, kUserLayer2 };
+// Root or the escape suite's unprivileged user, each in layer 2 and in the jail that refuses user
+// namespaces (layer 1, as Docker's default profile).
+enum class Where { kLayer2, kLayer1Jail, kUserLayer2, kUserLayer1Jail };
 struct Param {
   Where where;
   bool sandboxed;  // false: --sandbox=off, the control that must escape.
@@ -102,7 +105,8 @@ struct Param {
 std::string NameOf(const ::testing::TestParamInfo<Param>& info) {
   const char* where = info.param.where == Where::kLayer2       ? "Root"
                       : info.param.where == Where::kLayer1Jail ? "RootNoUserns"
-                                                               : "User";
+                      : info.param.where == Where::kUserLayer2 ? "User"
+                                                               : "UserNoUserns";
   return std::string(where) + (info.param.sandboxed ? "" : "Unsandboxed");
 }
 
@@ -116,7 +120,7 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
     outside_ = root_ + "/outside";
     fs::create_directories(work_);
     fs::create_directories(outside_);
-    if (GetParam().where == Where::kUserLayer2) {
+    if (AsUser()) {
       // The escape suite's unprivileged account (tests/escape/fixture.cc creates it).
       const passwd* pw = ::getpwnam("forkbox-escape");
       if (pw == nullptr) GTEST_SKIP() << "no forkbox-escape user (run escape_test once)";
@@ -174,8 +178,8 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
               const std::string& program = std::string(FORKBOX_BIN_DIR) + "/forkbox") {
     server_.Start();
     SpawnOptions opts;
-    if (GetParam().where == Where::kLayer1Jail) opts.argv.push_back(FORKBOX_ESCAPE_NO_USERNS);
-    if (GetParam().where == Where::kUserLayer2) {
+    if (Jailed()) opts.argv.push_back(FORKBOX_ESCAPE_NO_USERNS);
+    if (AsUser()) {
       opts.argv.insert(opts.argv.end(),
                        {FORKBOX_ESCAPE_RUN_AS, std::to_string(uid_), std::to_string(gid_)});
       for (const auto& entry : fs::recursive_directory_iterator(root_)) {
@@ -220,7 +224,13 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
     return s;
   }
 
-  bool Layer2() const { return GetParam().where != Where::kLayer1Jail; }
+  bool Jailed() const {
+    return GetParam().where == Where::kLayer1Jail || GetParam().where == Where::kUserLayer1Jail;
+  }
+  bool Layer2() const { return !Jailed(); }
+  bool AsUser() const {
+    return GetParam().where == Where::kUserLayer2 || GetParam().where == Where::kUserLayer1Jail;
+  }
   bool own_group_ = false;  // Run: forkbox leads a process group of its own.
   // Runs forkbox with `flags`; its first reply has the parent's bash run `command`. Returns that
   // command's tool result (or forkbox's stderr when there was none); `exit_code` gets forkbox's.
@@ -363,7 +373,11 @@ TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
   EXPECT_NE(launcher_pid, Pid()) << "the parent runs in a launcher below its waiter";
   EXPECT_EQ(waiter.nnp, "1");
   EXPECT_EQ(waiter.filters, std::to_string(jail + 1)) << "the waiter: the base filter";
-  EXPECT_EQ(waiter.caps, "0000000000000000/0000000000000000");
+  // An unprivileged process without a user namespace (layer 1 as a user) has no CAP_SETPCAP to
+  // empty its bounding set (caps.cc): it keeps its caller's, which no_new_privs makes moot.
+  const std::string bounding =
+      AsUser() && Jailed() ? StatusField(getpid(), "CapBnd") : "0000000000000000";
+  EXPECT_EQ(waiter.caps, "0000000000000000/" + bounding);
   // Only stdout and stderr: it reports a session process killed under it (the OOM killer's pick;
   // RealChildTest.ASigkillOfTheSessionProcessIsReportedAsSuch). No workdir, socket or file.
   EXPECT_EQ(waiter.fds, "1,2") << "the waiter keeps stdout and stderr only";
@@ -453,7 +467,7 @@ TEST_P(ConfineTest, SigtstpStopsTheParentAndSigcontResumesIt) { ExpectSignalFate
 // user RLIMIT_NPROC holds it, which counts every process of that user, also other tests': the
 // serial ForkBomb suite (forkbomb_test.cc) covers it.
 TEST_P(ConfineTest, ParentBashForkBombIsCappedAsRoot) {
-  if (GetParam().where == Where::kUserLayer2) GTEST_SKIP() << "root only; see forkbomb_test.cc";
+  if (AsUser()) GTEST_SKIP() << "root only; see forkbomb_test.cc";
   const std::string command = std::string(FORKBOX_ESCAPE_PROBE) + " fork_bomb 1500 2>&1";
   int exit_code = -1;
   const std::string result =
@@ -492,7 +506,7 @@ TEST_P(ConfineTest, ParentBashSeesNoOutsideProcessInLayer2NorAnyEnvironment) {
   Result<Pipe> ready = MakePipe();
   ASSERT_TRUE(ready.ok());
   SpawnOptions victim;
-  if (GetParam().where == Where::kUserLayer2) {
+  if (AsUser()) {
     victim.argv = {FORKBOX_ESCAPE_RUN_AS, std::to_string(uid_), std::to_string(gid_)};
   }
   victim.argv.insert(victim.argv.end(),
@@ -536,8 +550,12 @@ TEST_P(ConfineTest, ATaskAfterTheWorkdirWasSwappedWritesIntoTheRealOne) {
   const std::string real = root_ + "/proj.real";
   server_.SetHandler([&](const RecordedRequest& r) {
     if (IsParent(r) && r.view.assistant_turns == 0) {
-      fs::rename(work_, real);
-      fs::create_directory_symlink(outside_, work_);
+      // One step (RENAME_EXCHANGE): the workdir's name never misses, since the parent may open
+      // it while the model call runs (layer 1 takes the git guard then).
+      const std::string link = root_ + "/proj.link";
+      fs::create_directory_symlink(outside_, link);
+      EXPECT_EQ(renameat2(AT_FDCWD, link.c_str(), AT_FDCWD, work_.c_str(), RENAME_EXCHANGE), 0);
+      fs::rename(link, real);
       return Calls({ToolCall{"task", {{"prompt", "plant"}, {"description", "plant"}}, ""}});
     }
     if (!IsParent(r) && r.view.assistant_turns == 0) {
@@ -641,7 +659,7 @@ TEST_P(ConfineTest, AChildProgramInTheHostsDevShmIsRefusedInLayer1) {
   const std::string modules = agent::HttpModuleDirOf(bin + "/forkbox");
   ASSERT_TRUE(fs::path(modules).lexically_normal().string().starts_with(root + "/")) << modules;
   CopyForkboxTo(bin);
-  if (GetParam().where == Where::kUserLayer2) {
+  if (AsUser()) {
     for (const auto& entry : fs::recursive_directory_iterator(root)) {
       (void)::lchown(entry.path().c_str(), uid_, gid_);
     }
@@ -649,7 +667,7 @@ TEST_P(ConfineTest, AChildProgramInTheHostsDevShmIsRefusedInLayer1) {
   }
   TasksSwapTheChildProgramIn(bin);
   Session s = Run({"--standby", "0"}, nullptr, bin + "/forkbox");
-  if (GetParam().sandboxed && GetParam().where == Where::kLayer1Jail) {
+  if (GetParam().sandboxed && Jailed()) {
     EXPECT_EQ(s.exit_code, 2) << s.err;
     EXPECT_NE(s.err.find("forkbox-child '" + bin + "/forkbox-child' is inside the writable tree '" +
                          fs::canonical("/dev/shm").string() + "'"),
@@ -685,7 +703,7 @@ TEST_P(ConfineTest, ATranscriptOfAnEarlierSessionIsUnreadable) {
       fs::remove_all(dir, ec);
     }
   } remove_at_end{transcripts};
-  if (GetParam().where == Where::kUserLayer2) (void)::lchown(tmpl, uid_, gid_);
+  if (AsUser()) (void)::lchown(tmpl, uid_, gid_);
   const std::string secret = "TRANSCRIBED-" + std::to_string(::getpid()) + "-SECRET";
   std::ofstream(work_ + "/secret.txt") << secret << "\n";
   std::string command = "cat secret.txt";  // The first session's task: into its transcript.
@@ -1025,7 +1043,7 @@ void ConfineTest::ExpectKillAllFate(bool by_parent) {
   for (const UniqueFd& pidfd : dying) EXPECT_TRUE(!pidfd || ended(pidfd, 30'000));
   ASSERT_TRUE(daemon) << "no daemon found";
   // Layer 2 binds hooks/ read-only, so there only the commondir is planted.
-  const bool hook_writable = !GetParam().sandboxed || GetParam().where == Where::kLayer1Jail;
+  const bool hook_writable = !GetParam().sandboxed || Jailed();
   const auto exists = [this](const char* rel) {
     return fs::exists(fs::symlink_status(work_ + "/" + rel));
   };
@@ -1041,9 +1059,9 @@ void ConfineTest::ExpectKillAllFate(bool by_parent) {
   const char* whose = by_parent ? "the parent's own bash command" : "a task's bash command";
   const std::string put_back =
       "git trust surface left changed by a killed forkbox, put back: " + work_ + ": remove ";
-  // Layer 1 without a pids cgroup (not here: root with cgroup v1) has nothing to find it by.
+  // Layer 1 without a pids cgroup (a user's; root's with cgroup v1 here) has nothing to find it by.
   const bool findable =
-      GetParam().where != Where::kLayer1Jail || !forkbox::sandbox::PidsCgroup::Hierarchy().empty();
+      Layer2() || (!AsUser() && !forkbox::sandbox::PidsCgroup::Hierarchy().empty());
   if (GetParam().sandboxed) {
     EXPECT_TRUE(daemon_ended || !findable)
         << "the daemon of " << whose << " outlived the next start";
@@ -1073,7 +1091,8 @@ TEST_P(ConfineTest, KillAllLeavesNoPlantedGitFileOfTheParentsBashPastTheNextStar
 const auto kAllModes =
     ::testing::Values(Param{Where::kLayer2, true}, Param{Where::kLayer2, false},
                       Param{Where::kLayer1Jail, true}, Param{Where::kLayer1Jail, false},
-                      Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false});
+                      Param{Where::kUserLayer2, true}, Param{Where::kUserLayer2, false},
+                      Param{Where::kUserLayer1Jail, true}, Param{Where::kUserLayer1Jail, false});
 
 INSTANTIATE_TEST_SUITE_P(Modes, ConfineTest, kAllModes, NameOf);
 INSTANTIATE_TEST_SUITE_P(Modes, BrokerTest, kAllModes, NameOf);
