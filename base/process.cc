@@ -690,6 +690,19 @@ void DieOfSignalRaw(int sig) {
   _exit(128 + sig);
 }
 
+void StopAsDefaultRaw(int sig) {
+  struct sigaction dfl = {};
+  dfl.sa_handler = SIG_DFL;
+  sigemptyset(&dfl.sa_mask);
+  (void)sigaction(sig, &dfl, nullptr);
+  sigset_t one;
+  sigemptyset(&one);
+  sigaddset(&one, sig);
+  (void)kill(getpid(), sig);
+  (void)pthread_sigmask(SIG_UNBLOCK, &one, nullptr);  // Delivered here.
+  (void)pthread_sigmask(SIG_BLOCK, &one, nullptr);
+}
+
 bool SignalIgnored(int sig) {
   struct sigaction now = {};
   return sigaction(sig, nullptr, &now) == 0 && (now.sa_flags & SA_SIGINFO) == 0 &&

@@ -172,6 +172,11 @@ std::string DescribeWaitStatus(int wait_status);
 // A signal whose default action does not end a process (or a PID namespace's init, which the
 // kernel does not let die of its own signal) exits with 128 + sig instead. Async-signal-safe.
 [[noreturn]] void DieOfSignalRaw(int sig);
+// Stops this process as the default action of `sig` (SIGTSTP, SIGTTIN, SIGTTOU: job control)
+// would, though the caller blocks `sig` or handles it; returns once continued, `sig` blocked again
+// and left at its default action. The kernel discards it in an orphaned process group, as it does
+// the terminal's. Async-signal-safe.
+void StopAsDefaultRaw(int sig);
 // Whether `sig` is ignored (SIG_IGN) in this process: as nohup leaves SIGHUP, and a shell SIGINT
 // and SIGQUIT for a background job. forkbox keeps such a signal ignored: it neither handles it nor
 // takes it through a signalfd (a blocked signal is queued even when ignored). Async-signal-safe.

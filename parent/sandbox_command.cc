@@ -15,6 +15,7 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,19 +85,26 @@ void PrintCheck(const sandbox::Report& report) {
   }
 }
 
+// Job control: the terminal's stops (Ctrl-Z, a background read or write) and the continue.
+constexpr int kJobControlSignals[] = {SIGTSTP, SIGTTIN, SIGTTOU, SIGCONT};
+
 // The stop signals (kInterruptSignals), taken through a signalfd from before the journal is written
-// until the command has ended, never by their default action: one during the start used to end this
+// until this process ends, never by their default action: one during the start used to end this
 // process with its journal written (the next start then put back that record over the user's later
-// git changes) and its command's init waiting for a ruleset that never came.
+// git changes) and its command's init waiting for a ruleset that never came. The job-control
+// signals too: the command has a process group of its own, which the terminal's never reach.
 class TakenSignals {
  public:
   static Result<TakenSignals> Create() {
     TakenSignals t;
     sigset_t mask;
     sigemptyset(&mask);
-    for (int sig : kInterruptSignals) {
-      // One the caller ignored (nohup) stays ignored: blocked, it would be queued and taken.
-      if (!SignalIgnored(sig)) sigaddset(&mask, sig);
+    for (const auto& list :
+         {std::span<const int>(kInterruptSignals), std::span<const int>(kJobControlSignals)}) {
+      for (int sig : list) {
+        // One the caller ignored (nohup) stays ignored: blocked, it would be queued and taken.
+        if (!SignalIgnored(sig)) sigaddset(&mask, sig);
+      }
     }
     if (sigprocmask(SIG_BLOCK, &mask, &t.old_) != 0) return Status::FromErrno(errno, "sigprocmask");
     t.active_ = true;
@@ -116,6 +124,17 @@ class TakenSignals {
     return read(fd_.get(), &info, sizeof(info)) == sizeof(info) ? static_cast<int>(info.ssi_signo)
                                                                 : 0;
   }
+  // The next stop signal taken, or 0. With no command running, this process alone stops at a
+  // job-control stop and goes on.
+  int NextStop() const {
+    for (int sig = Next(); sig != 0; sig = Next()) {
+      if (sig == SIGCONT) continue;
+      if (!IsJobStop(sig)) return sig;
+      StopAsDefaultRaw(sig);
+    }
+    return 0;
+  }
+  static bool IsJobStop(int sig) { return sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU; }
 
  private:
   TakenSignals() = default;
@@ -132,7 +151,16 @@ Result<int> WaitForwardingSignals(const sandbox::Sandbox& sandbox, ChildProcess&
     pollfd fds[2] = {{child.pidfd(), POLLIN, 0}, {signals.fd(), POLLIN, 0}};
     FORKBOX_RETURN_IF_ERROR(sandbox.ServeUntil(fds));
     if (fds[1].revents & POLLIN) {
-      while (int sig = signals.Next()) (void)child.Signal(sig);
+      while (int sig = signals.Next()) {
+        if (!TakenSignals::IsJobStop(sig)) {
+          (void)child.Signal(sig);  // SIGCONT too: `kill -CONT`, the shell's `bg`.
+          continue;
+        }
+        // The whole job stops, as a shell's job does, and goes on when this process is continued.
+        (void)child.Signal(SIGSTOP);
+        StopAsDefaultRaw(sig);
+        (void)child.Signal(SIGCONT);
+      }
     }
     if (fds[0].revents & (POLLIN | POLLHUP)) break;
   }
@@ -325,7 +353,7 @@ int Run(const sandbox::Policy& policy, const std::vector<std::string>& command,
     Say(command[0] + ": command not found");
     return 127;
   }
-  if (const int sig = signals.Next(); sig != 0) {  // Nothing ran: nothing to put back.
+  if (const int sig = signals.NextStop(); sig != 0) {  // Nothing ran: nothing to put back.
     Say(std::string("interrupted by SIG") + sigabbrev_np(sig) + " before the command started");
     *die_of = sig;
     return 128 + sig;
@@ -389,7 +417,7 @@ int SandboxCommandMain(int argc, char** argv) {
   // Taken until here: a stop signal that came during the clean-up must not replace the death the
   // command had (a SIGINT after its SIGHUP), and after an exit it ends this process now, with no
   // core (SIGQUIT's default action), rather than by its default action once unblocked.
-  if (die_of == 0) die_of = signals->Next();
+  if (die_of == 0) die_of = signals->NextStop();
   if (die_of != 0) DieOfSignalRaw(die_of);  // After Run's clean-up, as the command ended.
   return code;
 }

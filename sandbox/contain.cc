@@ -310,18 +310,6 @@ int SessionEndedByRaw(const std::atomic<int>* ended_by, int status) {
   return WEXITSTATUS(status) == 128 + sig ? sig : 0;
 }
 
-// Takes the stop signal `sig` (blocked, just dequeued) by its default action: stops, unless the
-// kernel discards it (an orphaned process group, with no shell to continue it).
-void StopAsDefaultRaw(int sig) {
-  signal(sig, SIG_DFL);
-  sigset_t one;
-  sigemptyset(&one);
-  sigaddset(&one, sig);
-  kill(getpid(), sig);
-  sigprocmask(SIG_UNBLOCK, &one, nullptr);  // Delivered here.
-  sigprocmask(SIG_BLOCK, &one, nullptr);
-}
-
 // Passes SIGINT, SIGTERM, SIGHUP or SIGQUIT on, tagged with its sequence number: a signal sent to
 // the whole process group reached the launcher directly too, and the launcher pairs such a copy
 // with this one (PassedOnByWaiter). The waiter is single-threaded: the counts are its own.

@@ -27,6 +27,7 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -714,6 +715,66 @@ TEST(SandboxCommand, ASignalItsCallerIgnoredStaysIgnored) {
             << r.err;
       }
     }
+  }
+}
+
+// `pid` and every process below it, from /proc's children lists.
+std::vector<pid_t> ProcessTree(pid_t pid) {
+  std::vector<pid_t> tree = {pid};
+  for (size_t i = 0; i < tree.size(); ++i) {
+    const std::string p = std::to_string(tree[i]);
+    std::istringstream children(ReadFile("/proc/" + p + "/task/" + p + "/children"));
+    for (pid_t child = 0; children >> child;) tree.push_back(child);
+  }
+  return tree;
+}
+
+// Whether every process of `pids` is stopped ('T' in /proc/<pid>/stat; a gone one counts).
+bool AllStopped(const std::vector<pid_t>& pids) {
+  for (pid_t pid : pids) {
+    const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+    const size_t comm_end = stat.rfind(')');
+    if (comm_end != std::string::npos && stat.compare(comm_end + 2, 1, "T") != 0) return false;
+  }
+  return true;
+}
+
+// rt63 P4: Ctrl-Z (SIGTSTP to the job's process group, as the terminal sends it) stops the whole
+// job, the command too, which has a process group of its own; the shell's `fg` (SIGCONT to the
+// group) continues both, and the command finishes. Before, `forkbox sandbox` stopped and its
+// command went on (a build kept compiling while the shell said "Stopped"). The stop of the
+// command is waited for (30 s at most): the kernel stops a process when it next runs.
+TEST(SandboxCommand, CtrlZStopsTheCommandTooAndTheContinueResumesIt) {
+  for (const EndMode& mode : EndModes()) {
+    SCOPED_TRACE(mode.name);
+    const std::string work = MakeTempDir("cmd-tstp");
+    ASSERT_EQ(mkfifo((work + "/ready").c_str(), 0600), 0);
+    ASSERT_EQ(mkfifo((work + "/go").c_str(), 0600), 0);
+    std::unique_ptr<BackgroundCmd> run =
+        StartCmd({std::string("--sandbox=") + mode.sandbox, "--workdir", work, "--", "/bin/sh",
+                  "-c", "echo waiting > ready; read word < go; echo \"finished $word\""},
+                 [&mode] {
+                   return setpgid(0, 0) == 0 && (!mode.layer1 || testing::RefuseUserNamespaces());
+                 });
+    ASSERT_GT(run->pid, 0);
+    ASSERT_EQ(run->ReadFifo(work + "/ready"), "waiting\n");
+    const std::vector<pid_t> job = ProcessTree(run->pid);
+    ASSERT_GE(job.size(), 2u) << "forkbox sandbox and its command";
+    ASSERT_EQ(kill(-run->pid, SIGTSTP), 0);
+    siginfo_t stopped{};
+    ASSERT_EQ(waitid(P_PID, static_cast<id_t>(run->pid), &stopped, WSTOPPED | WNOWAIT), 0);
+    EXPECT_EQ(stopped.si_code, CLD_STOPPED);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!AllStopped(job) && std::chrono::steady_clock::now() < give_up) sched_yield();
+    EXPECT_TRUE(AllStopped(job)) << "the command ran on while its job was stopped";
+    ASSERT_EQ(kill(-run->pid, SIGCONT), 0);
+    (void)forkbox::testing::WriteFifoUnless(work + "/go", "again\n", run->pidfd.get());
+    run->thread.join();
+    const CmdResult& r = run->result;
+    EXPECT_TRUE(WIFEXITED(r.wait_status) && WEXITSTATUS(r.wait_status) == 0)
+        << r.wait_status << "\n"
+        << r.err;
+    EXPECT_EQ(r.out, "finished again\n") << r.err;
   }
 }
 
