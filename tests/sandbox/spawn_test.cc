@@ -650,13 +650,16 @@ CommandGroup LookAtACommandsGroup(const Sandbox& sandbox, const Policy& policy, 
 }
 
 // What failed of "the command leads its own session and process group" in `layer1` or layer 2,
-// with the same spawn without new_session as the control: "" when nothing did.
+// with the same spawn without new_session as the control: "" when nothing did. Removes its
+// workdir itself: a re-executed death test would leave it.
 std::string CheckEachCommandHasItsOwnGroup(bool layer1) {
   const Policy policy = MakePolicy(MakeTempDir("spawn-session"));
   Result<Sandbox> sandbox = Sandbox::ForTools(policy);
   if (!sandbox.ok()) return sandbox.status().ToString();
   const CommandGroup own = LookAtACommandsGroup(*sandbox, policy, true);
   const CommandGroup control = LookAtACommandsGroup(*sandbox, policy, false);
+  std::error_code ec;
+  std::filesystem::remove_all(policy.workdir, ec);
   if (!own.error.empty() || !control.error.empty()) return own.error + "; " + control.error;
   std::ostringstream failed;
   if (own.layer != (layer1 ? 1 : 2)) failed << "ran in layer " << own.layer << "; ";
