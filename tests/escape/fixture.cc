@@ -250,7 +250,9 @@ std::vector<std::string> EscapeTest::Environment(const RunOptions& options) cons
 
 RunResult EscapeTest::Sandboxed(std::vector<std::string> cmd, const RunOptions& options) {
   Command c;
-  c.argv = Prefix();
+  c.argv = options.outer;
+  const std::vector<std::string> prefix = Prefix();
+  c.argv.insert(c.argv.end(), prefix.begin(), prefix.end());
   c.env = Environment(options);
   c.stdin_fd = options.stdin_fd;
   c.kill_switch_seconds = options.kill_switch_seconds;

@@ -40,6 +40,9 @@ struct RunOptions {
   // For a probe aimed at forkbox itself (@PID@): the control modes run it below `forkbox sandbox
   // --sandbox=off` rather than alone, so the target is a forkbox that lacks only the sandbox.
   bool at_forkbox = false;
+  // Run first, as the suite's user, before the mode's launchers; must exec its arguments (e.g.
+  // unshare into a private mount namespace that plants a file the host lacks).
+  std::vector<std::string> outer;
 };
 
 RunOptions Flags(std::vector<std::string> flags);

@@ -11,6 +11,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <filesystem>
@@ -333,6 +335,125 @@ TEST_P(ScopeTest, ReadCredentialCreatedAfterStart) {
 TEST_P(ScopeTest, ReadEtcShadowAsRoot) {
   RunResult r = Probe({"read_secret", "/etc/shadow", "root:"});
   Verdict(r, ProbeSaysEscaped(r), Control::kRootOnly, "read /etc/shadow");
+}
+
+// The host files CandidatePaths (sandbox/env.cc) hides as root by name; it adds every
+// /etc/ssh/*_key it finds, which ASshHostKeyIsUnreadableAsRoot plants.
+constexpr const char* kRootHostSecrets[] = {"/etc/shadow", "/etc/shadow-", "/etc/gshadow",
+                                            "/etc/gshadow-"};
+
+// What a read of `path` must show to count as one: its first line up to the first ':' (an
+// account or group name), so that no password hash is put on a command line.
+std::string MarkerOf(const std::string& path) {
+  std::string line = ReadFile(path);
+  line.resize(std::min(line.find('\n'), line.size()));
+  if (line.find(':') != std::string::npos) line.resize(line.find(':') + 1);
+  return line;
+}
+
+// As root, each shadow file and backup this host has (and each ssh host key) is unreadable in
+// each layer; the root control reads every one. A file the host lacks is named and skipped.
+TEST_P(ScopeTest, EveryHostSecretIsUnreadableAsRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "the suite must be root to know what the files hold";
+  if (!sandboxed() && as_user()) GTEST_SKIP() << "control needs root: the files are root's";
+  std::vector<std::string> files;
+  for (const char* file : kRootHostSecrets) {
+    if (Exists(file)) {
+      files.push_back(file);
+    } else {
+      std::printf("%s is not on this host: not probed\n", file);
+    }
+  }
+  ASSERT_FALSE(files.empty()) << "none of /etc/shadow, /etc/shadow-, /etc/gshadow, /etc/gshadow-";
+  const size_t shadow_files = files.size();
+  std::error_code ec;
+  for (const auto& entry : std::filesystem::directory_iterator("/etc/ssh", ec)) {
+    if (entry.path().filename().string().ends_with("_key")) files.push_back(entry.path().string());
+  }
+  if (files.size() == shadow_files) {
+    std::printf(
+        "/etc/ssh holds no *_key here: no host key probed (ASshHostKeyIsUnreadableAsRoot "
+        "plants one)\n");
+  }
+  for (const std::string& file : files) {
+    SCOPED_TRACE(file);
+    const std::string marker = MarkerOf(file);
+    ASSERT_FALSE(marker.empty()) << file << " is empty: nothing to recognise a read by";
+    RunResult r = Probe({"read_secret", file, marker});
+    Verdict(r, ProbeSaysEscaped(r), Control::kRootOnly, "read " + file);
+  }
+}
+
+// An ssh host key, planted in a private mount namespace forkbox then starts in (a tmpfs over
+// /etc/ssh: the host's own is left alone, and may hold none): unreadable as root in each layer;
+// the root control reads it.
+TEST_P(ScopeTest, ASshHostKeyIsUnreadableAsRoot) {
+  if (geteuid() != 0) GTEST_SKIP() << "planting in /etc/ssh needs root";
+  if (!sandboxed() && as_user()) GTEST_SKIP() << "control needs root: the key is root's, 0600";
+  const std::string key = "/etc/ssh/ssh_host_fbx" + token_ + "_key";
+  RunOptions options;
+  options.outer = {"/usr/bin/unshare",
+                   "--mount",
+                   "--propagation",
+                   "private",
+                   "/bin/sh",
+                   "-c",
+                   "mount -t tmpfs -o mode=0755 fbx /etc/ssh && umask 077 && echo 'PRIVATE KEY " +
+                       secret_ + "' > " + key + " && exec \"$@\"",
+                   "plant"};
+  RunResult r = Probe({"read_secret", key, secret_}, options);
+  Verdict(r, ProbeSaysEscaped(r), Control::kRootOnly, "read an ssh host key");
+  EXPECT_FALSE(Exists(key)) << "planted in the host's /etc/ssh";
+}
+
+// The read scope is an allow-list carved around the stores (docs/architecture.md): /, $HOME and
+// the other directories above a store (~/.config, ~/.local/share, there at the start) have no
+// rule of their own, so none can be listed (EACCES). The control lists each.
+TEST_P(ScopeTest, RootHomeAndTheDirectoriesAboveAStoreCannotBeListed) {
+  for (const char* dir : {".config", ".local/share"}) {
+    ASSERT_EQ(system(("mkdir -p '" + home_ + "/" + dir + "'").c_str()), 0);
+  }
+  ChownTree(home_, uid(), gid());
+  for (const std::string& dir :
+       {std::string("/"), home_, home_ + "/.config", home_ + "/.local/share"}) {
+    SCOPED_TRACE(dir);
+    RunResult r = Probe({"list_dir", dir});
+    Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "list " + dir);
+    if (sandboxed()) {
+      EXPECT_TRUE(Contains(r.out, "(errno 13)")) << "EACCES\n" << r.Describe();
+    }
+  }
+}
+
+// A plain file (no store's name) made directly in $HOME while the command runs (the FIFO
+// handshake of ReadCredentialCreatedAfterStart) is unreadable: $HOME's entries at the start got
+// their rules, a new one none. ~/.bashrc, there at the start, stays readable. The control reads
+// both.
+TEST_P(ScopeTest, AFileCreatedInHomeAfterTheStartIsUnreadable) {
+  const std::string started = work_ + "/started", go = work_ + "/go";
+  ASSERT_EQ(mkfifo(started.c_str(), 0666), 0) << strerror(errno);
+  ASSERT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
+  ChownTree(work_, uid(), gid());
+  std::thread creator([&] {
+    Fd in = OpenFifo(started, O_RDONLY);
+    char c;
+    if (!in.valid() || read(in.get(), &c, 1) != 1 || c != 's') return;
+    PlantSecret("notes.txt");
+    Fd out = OpenFifo(go, O_WRONLY);
+    if (out.valid()) (void)!write(out.get(), "g\n", 2);
+  });
+  RunResult r = Shell("cd '" + work_ + "' && echo s > started && read x < go && cat '" + home_ +
+                      "/.bashrc' && exec " + ProbePath() + " read_secret '" + home_ +
+                      "/notes.txt' " + secret_);
+  Fd unblock_started = OpenFifo(started, O_RDWR | O_NONBLOCK);
+  Fd unblock_go = OpenFifo(go, O_RDWR | O_NONBLOCK);
+  if (unblock_started.valid()) (void)!write(unblock_started.get(), "x", 1);
+  creator.join();
+  EXPECT_TRUE(Contains(r.out, "# original")) << "~/.bashrc, there at the start\n" << r.Describe();
+  Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "read a file created in $HOME after the start");
+  if (sandboxed()) {
+    EXPECT_TRUE(Contains(r.out, "(errno 13)")) << "EACCES\n" << r.Describe();
+  }
 }
 
 TEST_P(ScopeTest, ReadableOptsBackIn) {

@@ -1867,12 +1867,13 @@ int RunTool(const Sandbox& agent, const Policy& policy, const std::string& scrip
   return status.ok() ? ExitCodeFromWaitStatus(*status) : -3;
 }
 
-// Where CheckAgentSandbox's agent and its tools try to write.
+// Where CheckAgentSandbox's agent and its tools try to write and connect.
 struct AgentPaths {
   std::string work;
   std::string outside;
   std::string tmp_probe;  // A path under /tmp.
   std::string shm_probe;  // A name under /dev/shm.
+  uint16_t port = 0;      // A loopback port that accepts connections.
 };
 
 // EnterAgentSandbox in one step, or (`split`) prepared for namespaces the caller entered already.
@@ -1882,7 +1883,9 @@ Result<Sandbox> EnterForCheck(bool split, const Policy& policy, std::span<const 
   return prepared.ok() ? EnterAgentSandbox(std::move(*prepared), keep) : prepared.status();
 }
 
-// What the agent in `agent` sees and what its tools (`policy`'s) can do, into `f`.
+// What the agent in `agent` sees and what its tools (`policy`'s) can do, into `f`. Unconfined
+// (the control) it leaves out what would stay behind on the host: /tmp and /dev/shm files and
+// detached daemons (no subreaper would take them).
 void ProbeInsideAgent(const Sandbox& agent, const Policy& policy, const AgentPaths& paths,
                       AgentFacts& f) {
   f.layer = agent.report().layer;
@@ -1896,21 +1899,25 @@ void ProbeInsideAgent(const Sandbox& agent, const Policy& policy, const AgentPat
   f.write_outside_errno = fd < 0 ? errno : 0;
   auto run = [&](const std::string& script) { return RunTool(agent, policy, script); };
   f.tool_exit = run("exit 5");
-  f.tool_socket_exit = run("exec 3<>/dev/tcp/127.0.0.1/1");
+  // bash, not sh: dash has no /dev/tcp, and would fail unconfined too.
+  f.tool_socket_exit =
+      run("exec /bin/bash -c 'exec 3<>/dev/tcp/127.0.0.1/" + std::to_string(paths.port) + "'");
+  f.tool_write_outside_exit = run("echo x > " + paths.outside + "/g");
+  if (!policy.enabled) return;
   // Python multiprocessing needs both (SemLock, shared_memory, forkserver's socket dir).
   f.tool_tmp_exit = run("echo x > " + paths.tmp_probe + " && echo y > /dev/shm/" + paths.shm_probe);
-  f.tool_write_outside_exit = run("echo x > " + paths.outside + "/g");
   run("setsid sleep 100000 & (sleep 100000 &); exit 0");
   f.killed = KillAllDescendants();
 }
 
-// The forked agent of CheckAgentSandbox: enters the sandbox, writes its AgentFacts to `facts_fd`
-// and exits once `done_fd` reads EOF.
-[[noreturn]] void RunCheckedAgent(bool split, const AgentPaths& paths, int facts_fd, int done_fd) {
+// The forked agent of RunCheckedAgent: enters the sandbox (the one `settings` give), writes its
+// AgentFacts to `facts_fd` and exits once `done_fd` reads EOF.
+[[noreturn]] void RunAgentForCheck(bool split, const Settings& settings, const AgentPaths& paths,
+                                   int facts_fd, int done_fd) {
   AgentFacts f;
-  if (split && !EnterAgentNamespaces(Settings{}).ok()) _exit(6);
+  if (split && !EnterAgentNamespaces(settings).ok()) _exit(6);
   // Resolved, as forkbox-child does: the read scope is listed before the agent is confined.
-  Result<Policy> resolved = ResolvePolicy(Settings{}, paths.work);
+  Result<Policy> resolved = ResolvePolicy(settings, paths.work);
   if (!resolved.ok()) _exit(5);
   Policy policy = *resolved;
   int keep[] = {facts_fd, done_fd};
@@ -1942,76 +1949,161 @@ WaiterView LookAtWaiter(pid_t pid) {
   return w;
 }
 
-// The verdict on what CheckAgentSandbox's agent reported and on its waiter.
-void ExpectAgentSandboxed(const AgentFacts& f, const WaiterView& waiter, const AgentPaths& paths) {
-  ASSERT_EQ(f.entered, 1) << f.error;
-  EXPECT_EQ(f.dumpable, 0);
-  EXPECT_EQ(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0), 1) << "the control: its unconfined parent is";
-  EXPECT_EQ(f.layer, Layer2Available() ? 2 : 1);
-  if (f.layer == 2) {
-    EXPECT_EQ(f.pid, 1) << "the agent is init of its PID namespace";
-    EXPECT_NE(waiter.status.find("NoNewPrivs:\t1"), std::string::npos) << waiter.status;
-    EXPECT_NE(waiter.status.find("Seccomp:\t2"), std::string::npos) << waiter.status;
-    EXPECT_NE(waiter.status.find("CapEff:\t0000000000000000"), std::string::npos) << waiter.status;
-    EXPECT_FALSE(waiter.ec) << waiter.ec.message();
-    EXPECT_EQ(waiter.fds, 0) << "the waiter holds no descriptor";
-  }
-  EXPECT_EQ(f.inet_socket_ok, 1);
-  // Layer 2's agent allows AF_UNIX for its tools (the mounts hide every daemon's socket).
-  EXPECT_EQ(f.unix_socket_ok, f.layer == 2 ? 1 : 0);
-  EXPECT_NE(f.write_outside_errno, 0);
-  EXPECT_FALSE(FileExists(paths.outside + "/f"));
-  EXPECT_NE(f.tool_write_outside_exit, 0);
-  EXPECT_FALSE(FileExists(paths.outside + "/g")) << "the fourth tool call has the same write scope";
-  EXPECT_EQ(f.tool_exit, 5);
-  EXPECT_NE(f.tool_socket_exit, 0);
-  EXPECT_GE(f.killed, 1);
-  if (f.layer == 2) {
-    EXPECT_EQ(f.tool_tmp_exit, 0) << "a child's tools get a writable private /tmp and /dev/shm";
-  } else {
-    EXPECT_NE(f.tool_tmp_exit, 0) << "layer 1: /tmp and /dev/shm are the host's, not writable";
-  }
-  EXPECT_FALSE(FileExists(paths.tmp_probe)) << "the tool's /tmp is private";
-  EXPECT_FALSE(FileExists("/dev/shm/" + paths.shm_probe)) << "the tool's /dev/shm is private";
-}
+// What an agent run reported, and its waiter (the forked process, seen while the agent ran).
+struct AgentRun {
+  AgentFacts facts;
+  WaiterView waiter;
+  int exit_code = -1;
+  std::string error;  // The run itself failed.
+};
 
-// `split`: as forkbox-child does when its parent verified layer 2: EnterAgentNamespaces first
-// (before the policy is resolved), then PrepareAgentSandbox(kEntered) and EnterAgentSandbox.
-// Both paths must end in the same state, the waiter's included.
-void CheckAgentSandbox(bool split) {
-  const std::string token = std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
-  const AgentPaths paths{MakeTempDir("agent"), MakeTempDir("agent-outside"),
-                         "/tmp/forkbox-agent-tool-" + token, "forkbox-agent-tool-" + token};
+// Forks an agent (RunAgentForCheck) and collects its facts.
+AgentRun RunCheckedAgent(bool split, const Settings& settings, const AgentPaths& paths) {
+  AgentRun run;
   int facts_pipe[2];
-  ASSERT_EQ(pipe2(facts_pipe, O_CLOEXEC), 0);
   int done_pipe[2];  // Closed by the test once it has looked at the waiter.
-  ASSERT_EQ(pipe2(done_pipe, O_CLOEXEC), 0);
+  if (pipe2(facts_pipe, O_CLOEXEC) != 0 || pipe2(done_pipe, O_CLOEXEC) != 0) {
+    run.error = "pipe2";
+    return run;
+  }
   pid_t pid = fork();
   if (pid == 0) {
     close(facts_pipe[0]);
     close(done_pipe[1]);
-    RunCheckedAgent(split, paths, facts_pipe[1], done_pipe[0]);
+    RunAgentForCheck(split, settings, paths, facts_pipe[1], done_pipe[0]);
   }
   close(facts_pipe[1]);
   close(done_pipe[0]);
-  AgentFacts f;
-  ASSERT_EQ(read(facts_pipe[0], &f, sizeof(f)), static_cast<ssize_t>(sizeof(f)));
+  if (read(facts_pipe[0], &run.facts, sizeof(run.facts)) != sizeof(run.facts)) {
+    run.error = "the agent reported nothing";
+  }
   close(facts_pipe[0]);
   // In layer 2 the forked process stays behind as the waiter: it must be under no_new_privs and
   // seccomp before it waits (the agent is still running: it waits for done_pipe).
-  const WaiterView waiter = LookAtWaiter(pid);
+  run.waiter = LookAtWaiter(pid);
   close(done_pipe[1]);
   int status = 0;
-  ASSERT_EQ(waitpid(pid, &status, 0), pid);
-  EXPECT_EQ(ExitCodeFromWaitStatus(status), 0);
-  ExpectAgentSandboxed(f, waiter, paths);
+  if (waitpid(pid, &status, 0) == pid) run.exit_code = ExitCodeFromWaitStatus(status);
+  return run;
 }
 
-TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) { CheckAgentSandbox(false); }
+// Collects what failed, "" when nothing did.
+class Failures {
+ public:
+  void Expect(bool ok, const std::string& what) {
+    if (!ok) text_ += what + "; ";
+  }
+  std::string str() const { return text_; }
+
+ private:
+  std::string text_;
+};
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// The verdict on what a confined agent in `layer` reported and on its waiter.
+std::string AgentSandboxedVerdict(const AgentRun& run, const AgentPaths& paths, int layer) {
+  const AgentFacts& f = run.facts;
+  if (!run.error.empty() || f.entered != 1) return run.error + " " + f.error;
+  Failures out;
+  out.Expect(run.exit_code == 0, "the agent exited " + std::to_string(run.exit_code));
+  out.Expect(f.dumpable == 0, "the agent is dumpable");
+  out.Expect(prctl(PR_GET_DUMPABLE, 0, 0, 0, 0) == 1, "control: its unconfined parent is not");
+  out.Expect(f.layer == layer, "the agent is in layer " + std::to_string(f.layer));
+  if (f.layer == 2) {
+    out.Expect(f.pid == 1, "the agent is not init of its PID namespace");
+    out.Expect(Has(run.waiter.status, "NoNewPrivs:\t1"), "waiter: " + run.waiter.status);
+    out.Expect(Has(run.waiter.status, "Seccomp:\t2"), "waiter: no seccomp filter");
+    out.Expect(Has(run.waiter.status, "CapEff:\t0000000000000000"), "waiter: capabilities");
+    out.Expect(!run.waiter.ec, "waiter's fds: " + run.waiter.ec.message());
+    out.Expect(run.waiter.fds == 0, "the waiter holds " + std::to_string(run.waiter.fds) + " fds");
+  }
+  out.Expect(f.inet_socket_ok == 1, "the agent cannot open an inet socket");
+  // AF_UNIX in both layers: the tools' connect broker runs in the agent (PrepareAgent).
+  out.Expect(f.unix_socket_ok == 1, "the agent cannot open a unix socket");
+  out.Expect(f.write_outside_errno != 0 && !FileExists(paths.outside + "/f"),
+             "the agent wrote outside its workdir");
+  out.Expect(f.tool_write_outside_exit != 0 && !FileExists(paths.outside + "/g"),
+             "the third tool call (the same ruleset) wrote outside");
+  out.Expect(f.tool_exit == 5, "a tool's exit code: " + std::to_string(f.tool_exit));
+  out.Expect(f.tool_socket_exit != 0, "a tool connected to a loopback port");
+  out.Expect(f.killed >= 1, "no detached daemon killed");
+  if (f.layer == 2) {
+    out.Expect(f.tool_tmp_exit == 0, "a child's tools get no writable private /tmp, /dev/shm");
+  } else {
+    out.Expect(f.tool_tmp_exit != 0, "layer 1: a tool wrote the host's /tmp or /dev/shm");
+  }
+  out.Expect(!FileExists(paths.tmp_probe), "the tool's /tmp is not private");
+  out.Expect(!FileExists("/dev/shm/" + paths.shm_probe), "the tool's /dev/shm is not private");
+  return out.str();
+}
+
+// The control's verdict: unconfined (the sandbox off), the same agent and tools do what the
+// confined ones may not.
+std::string AgentUnconfinedVerdict(const AgentRun& run, const AgentPaths& paths) {
+  const AgentFacts& f = run.facts;
+  if (!run.error.empty() || f.entered != 1) return run.error + " " + f.error;
+  Failures out;
+  out.Expect(f.dumpable == 1, "unconfined, the agent is not dumpable");
+  out.Expect(f.inet_socket_ok == 1 && f.unix_socket_ok == 1, "unconfined, a socket failed");
+  out.Expect(f.write_outside_errno == 0 && FileExists(paths.outside + "/f"),
+             "unconfined, the agent did not write outside");
+  out.Expect(f.tool_write_outside_exit == 0 && FileExists(paths.outside + "/g"),
+             "unconfined, a tool did not write outside");
+  out.Expect(f.tool_exit == 5, "a tool's exit code: " + std::to_string(f.tool_exit));
+  out.Expect(f.tool_socket_exit == 0, "unconfined, a tool did not connect to a loopback port");
+  return out.str();
+}
+
+// Runs the agent of `settings` in fresh directories, with a loopback listener, and gives its
+// run to `verdict`; removes the directories (also in a re-executed death test, which would
+// leave them). The outside one is under /var/tmp: under /tmp, layer 2's private /tmp would hide
+// it, and a write there would fail for want of the directory, not for the sandbox.
+std::string CheckAgent(
+    bool split, const Settings& settings,
+    const std::function<std::string(const AgentRun&, const AgentPaths&)>& verdict) {
+  const std::string token = std::to_string(getpid()) + "-" + std::to_string(time(nullptr));
+  const testing::Listener listener;
+  char outside[] = "/var/tmp/forkbox-agent-outside-XXXXXX";
+  if (mkdtemp(outside) == nullptr) return std::string("mkdtemp: ") + strerror(errno);
+  const AgentPaths paths{MakeTempDir("agent"), outside, "/tmp/forkbox-agent-tool-" + token,
+                         "forkbox-agent-tool-" + token, listener.port};
+  const std::string failed = verdict(RunCheckedAgent(split, settings, paths), paths);
+  std::error_code ec;
+  std::filesystem::remove_all(paths.work, ec);
+  std::filesystem::remove_all(paths.outside, ec);
+  return failed;
+}
+
+// The agent in `layer1` or layer 2 (`split`: as forkbox-child does when its parent verified
+// layer 2: EnterAgentNamespaces first, before the policy is resolved, then
+// PrepareAgentSandbox(kEntered) and EnterAgentSandbox). Both paths must end in the same state,
+// the waiter's included.
+std::string CheckAgentSandbox(bool split, bool layer1) {
+  return CheckAgent(split, Settings{}, [layer1](const AgentRun& run, const AgentPaths& paths) {
+    return AgentSandboxedVerdict(run, paths, layer1 ? 1 : 2);
+  });
+}
+
+// The control: the sandbox off, the agent and its tools write outside and connect.
+std::string CheckUnconfinedAgent() {
+  Settings off;
+  off.enabled = false;
+  return CheckAgent(false, off, AgentUnconfinedVerdict);
+}
+
+// In each layer; then the same agent with the sandbox off, the control: it writes outside and
+// its tool connects.
+TEST(EnterAgentSandbox, SandboxesTheAgentAndStacksTheToolPolicy) {
+  testing::InEachLayer([](bool layer1) { return CheckAgentSandbox(false, layer1); });
+  EXPECT_EQ(CheckUnconfinedAgent(), "") << "the unconfined control";
+}
 
 TEST(EnterAgentSandbox, NamespacesEnteredFirstEndInTheSameState) {
   if (!Layer2Available()) GTEST_SKIP() << "layer 2 (user namespaces) is not available here";
-  CheckAgentSandbox(true);
+  EXPECT_EQ(CheckAgentSandbox(true, false), "");
 }
 
 // What Prewarm made, counted from inside an agent (non-dumpable: its /proc/self/fd links are not

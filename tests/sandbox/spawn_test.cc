@@ -27,7 +27,10 @@
 #include <filesystem>
 #include <fstream>
 #include <mutex>
+#include <sstream>
+#include <string>
 #include <thread>
+#include <vector>
 
 #include "sandbox/cgroup.h"
 #include "sandbox/check.h"
@@ -36,6 +39,7 @@
 #include "sandbox/hygiene.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
+#include "tests/sandbox/agent_layers.h"
 #include "tests/sandbox/probe_util.h"
 
 extern char** environ;
@@ -565,6 +569,121 @@ TEST(SpawnSandboxed, TheCommandRunsWithEveryProtection) {
   EXPECT_NE(r->out.find("CapEff:0000000000000000"), std::string::npos) << r->out;
   EXPECT_NE(r->out.find("CapPrm:0000000000000000"), std::string::npos) << r->out;
   EXPECT_NE(r->out.find("CapBnd:0000000000000000"), std::string::npos) << r->out;
+}
+
+// A process's parent, process group and session from its /proc stat, seen from this PID
+// namespace whatever namespace it is in; all 0 if it cannot be read.
+struct ProcIds {
+  pid_t ppid = 0;
+  pid_t pgrp = 0;
+  pid_t session = 0;
+};
+
+ProcIds IdsOf(pid_t pid) {
+  const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
+  const size_t name_end = stat.rfind(')');  // The command name may hold blanks and parentheses.
+  if (name_end == std::string::npos) return {};
+  std::istringstream fields(stat.substr(name_end + 1));
+  char state = 0;
+  ProcIds ids;
+  fields >> state >> ids.ppid >> ids.pgrp >> ids.session;
+  return fields ? ids : ProcIds{};
+}
+
+// The live children of `pid`, by a walk of /proc (this kernel may lack .../task/N/children).
+std::vector<pid_t> ChildrenOf(pid_t pid) {
+  std::vector<pid_t> children;
+  for (const auto& entry : std::filesystem::directory_iterator("/proc")) {
+    const std::string name = entry.path().filename().string();
+    if (name.find_first_not_of("0123456789") != std::string::npos) continue;
+    const pid_t candidate = static_cast<pid_t>(std::stoi(name));
+    if (IdsOf(candidate).ppid == pid) children.push_back(candidate);
+  }
+  return children;
+}
+
+// Where a command spawned as a tool is, seen while it runs.
+struct CommandGroup {
+  pid_t spawned = 0;  // What Spawn returned: the bash tool kills its group (-pid).
+  ProcIds command;  // The command's ids: the spawned process's in layer 1, its child's in layer 2.
+  int layer = 0;
+  std::string error;
+};
+
+// Spawns `sh` through `sandbox` as the bash tool does (new_session as asked) and looks at its
+// process group and session while it waits for its stdin; then lets it end.
+CommandGroup LookAtACommandsGroup(const Sandbox& sandbox, const Policy& policy, bool new_session) {
+  CommandGroup g;
+  Result<Pipe> in = MakePipe();
+  Result<Pipe> out = MakePipe();
+  if (!in.ok() || !out.ok()) {
+    g.error = "pipe";
+    return g;
+  }
+  SpawnOptions options;
+  options.argv = {"/bin/sh", "-c", "echo r; read x"};
+  options.env = ToolEnvironment(policy, environ);
+  options.fds = {{in->read.get(), 0}, {out->write.get(), 1}};
+  options.new_session = new_session;
+  Result<ChildProcess> child = sandbox.Spawn(std::move(options));
+  in->read.reset();
+  out->write.reset();
+  if (!child.ok()) {
+    g.error = child.status().ToString();
+    return g;
+  }
+  g.spawned = child->pid();
+  g.layer = sandbox.report().layer;
+  char c = 0;
+  if (read(out->read.get(), &c, 1) != 1 || c != 'r') {
+    g.error = "the command never ran";
+  } else if (g.layer == 2) {  // The spawned process is the namespace init, the command its child.
+    const std::vector<pid_t> children = ChildrenOf(g.spawned);
+    if (children.size() == 1) g.command = IdsOf(children[0]);
+    if (children.size() != 1) g.error = std::to_string(children.size()) + " children of the init";
+  } else {
+    g.command = IdsOf(g.spawned);
+  }
+  in->write.reset();  // EOF: `read` returns and the command ends.
+  if (!child->Wait().ok()) g.error += " (not reaped)";
+  return g;
+}
+
+// What failed of "the command leads its own session and process group" in `layer1` or layer 2,
+// with the same spawn without new_session as the control: "" when nothing did. Removes its
+// workdir itself: a re-executed death test would leave it.
+std::string CheckEachCommandHasItsOwnGroup(bool layer1) {
+  const Policy policy = MakePolicy(MakeTempDir("spawn-session"));
+  Result<Sandbox> sandbox = Sandbox::ForTools(policy);
+  if (!sandbox.ok()) return sandbox.status().ToString();
+  const CommandGroup own = LookAtACommandsGroup(*sandbox, policy, true);
+  const CommandGroup control = LookAtACommandsGroup(*sandbox, policy, false);
+  std::error_code ec;
+  std::filesystem::remove_all(policy.workdir, ec);
+  if (!own.error.empty() || !control.error.empty()) return own.error + "; " + control.error;
+  std::ostringstream failed;
+  if (own.layer != (layer1 ? 1 : 2)) failed << "ran in layer " << own.layer << "; ";
+  if (own.command.session != own.spawned || own.command.pgrp != own.spawned) {
+    failed << "the command's session " << own.command.session << " and group " << own.command.pgrp
+           << " are not the spawned " << own.spawned << "'s; ";
+  }
+  if (own.command.session == getsid(0) || own.command.pgrp == getpgrp()) {
+    failed << "the command shares its spawner's session or group; ";
+  }
+  if (control.command.session != getsid(0) || control.command.pgrp != getpgrp()) {
+    failed << "control: without new_session the command has session " << control.command.session
+           << " and group " << control.command.pgrp << ", not its spawner's " << getsid(0)
+           << " and " << getpgrp() << "; ";
+  }
+  return failed.str();
+}
+
+// Each tool command leads its own session and process group (the bash tool kills that group when
+// a command times out or is cancelled), never its spawner's, in each layer: in layer 2 through its
+// namespace init, which leads them and whose child the command is. Control: the same spawn
+// without new_session leaves the command in its spawner's session and group.
+TEST(SpawnSandboxed, EachCommandLeadsItsOwnSessionAndProcessGroupInEachLayer) {
+  testing::InEachLayer(CheckEachCommandHasItsOwnGroup);
 }
 
 TEST(SpawnSandboxed, ToolsCannotConnectAndAllowNetLiftsIt) {

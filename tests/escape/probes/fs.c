@@ -1,5 +1,6 @@
 // Filesystem escapes: writes, metadata changes and node creation outside the workdir.
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -210,6 +211,20 @@ static int ProbeReadSecret(int argc, char** argv) {
   return Blocked("%s opened but holds no secret (%zd bytes)", argv[1], len);
 }
 
+// PATH: lists a directory (opendir, readdir to the end); escaped when it is listed.
+static int ProbeListDir(int argc, char** argv) {
+  (void)argc;
+  DIR* dir = opendir(argv[1]);
+  if (dir == NULL) return Blocked("opendir %s: %s (errno %d)", argv[1], strerror(errno), errno);
+  int entries = 0;
+  errno = 0;
+  while (readdir(dir) != NULL) ++entries;
+  int saved = errno;
+  closedir(dir);
+  if (saved != 0) return Blocked("readdir %s: %s (errno %d)", argv[1], strerror(saved), saved);
+  return Escaped("listed %d entries of %s", entries, argv[1]);
+}
+
 // A character device node (1:3, /dev/null's numbers: harmless even when it works).
 static int ProbeMknodChar(int argc, char** argv) {
   (void)argc;
@@ -342,6 +357,7 @@ const struct Probe kFsProbes[] = {
     {"mknod_char", "PATH", 1, ProbeMknodChar},
     {"rewrite", "PATH [@SELF@]", 1, ProbeRewrite},
     {"read_secret", "PATH MARKER", 2, ProbeReadSecret},
+    {"list_dir", "PATH", 1, ProbeListDir},
     {"truncate", "PATH", 1, ProbeTruncate},
     {"chmod", "PATH", 1, ProbeChmod},
     {"chown", "PATH", 1, ProbeChown},
