@@ -51,6 +51,7 @@ using testing::MakeTempDir;
 using testing::ProbeResult;
 using testing::ReadFile;
 using testing::RunProbe;
+using testing::ScopedTempDir;
 
 const Report::Line* FindLine(const Report& r, const std::string& protection) {
   for (const Report::Line& line : r.lines) {
@@ -2214,9 +2215,9 @@ long AnOrphanComesToUs() {
 // The agent is a subreaper (layer 1) or its PID namespace's init (layer 2): what a tool detaches
 // comes to it, to be killed when the task ends. Control: an unconfined process is neither.
 TEST(EnterAgentSandbox, TheAgentGetsTheOrphansOfWhatItRuns) {
-  const std::string work = MakeTempDir("agent-subreaper");
-  InEachLayer([&work](bool layer1) -> std::string {
-    Result<Policy> policy = ResolvePolicy(Settings{}, work);
+  InEachLayer([](bool layer1) -> std::string {
+    const ScopedTempDir work("agent-subreaper");
+    Result<Policy> policy = ResolvePolicy(Settings{}, work.path());
     if (!policy.ok()) return policy.status().ToString();
     const Policy* confined = &*policy;
     ProbeResult r = testing::RunProbeKeeping(
@@ -2276,9 +2277,9 @@ bool AnswersPing(int fd) {
 // The agent dies with its parent (PDEATHSIG; in layer 2 through its waiter, which has it too).
 // Control: an unconfined process below the same dead parent still answers.
 TEST(EnterAgentSandbox, TheAgentDiesWithItsParent) {
-  const std::string work = MakeTempDir("agent-pdeathsig");
-  InEachLayer([&work](bool layer1) -> std::string {
-    Result<Policy> policy = ResolvePolicy(Settings{}, work);
+  InEachLayer([](bool layer1) -> std::string {
+    const ScopedTempDir work("agent-pdeathsig");
+    Result<Policy> policy = ResolvePolicy(Settings{}, work.path());
     if (!policy.ok()) return policy.status().ToString();
     UniqueFd agent = AgentBelowADeadParent(&*policy, layer1);
     if (!agent) return "the agent never got ready";

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include <cstdint>
+#include <filesystem>
 #include <functional>
 #include <string>
 
@@ -36,6 +37,23 @@ ProbeResult RunProbeKeeping(const std::function<bool(int report_fd)>& setup,
 // A fresh directory under the test's temp dir, canonical; removed with everything in it when the
 // test process exits.
 std::string MakeTempDir(const std::string& name);
+
+// A MakeTempDir removed when this object goes: for a death test's body, which ends in _exit and
+// so never runs what removes the others.
+class ScopedTempDir {
+ public:
+  explicit ScopedTempDir(const std::string& name) : path_(MakeTempDir(name)) {}
+  ~ScopedTempDir() {
+    std::error_code ec;  // Best effort: a leftover directory fails no test.
+    std::filesystem::remove_all(path_, ec);
+  }
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
 
 // A TCP listener on a free loopback port, closed with the object.
 struct Listener {
