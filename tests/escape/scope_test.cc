@@ -32,8 +32,44 @@ bool Contains(const std::string& haystack, const std::string& needle) {
 }
 bool ProbeSaysEscaped(const RunResult& r) { return Contains(r.out, "RESULT escaped"); }
 
+// Opens one of a test's FIFOs in the tool-writable workdir: never through a link the command put
+// there (O_NOFOLLOW), and nothing but a FIFO (a regular file or a hard link in its place would
+// take the bytes written to it).
+Fd OpenFifo(const std::string& path, int flags) {
+  Fd fd(open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW));
+  struct stat st;
+  if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISFIFO(st.st_mode)) return Fd();
+  return fd;
+}
+
 class ScopeTest : public EscapeTest {
  protected:
+  // Runs `cd <workdir> && <tail>` as the mode's command, once `outside` ran after the command
+  // started (after every rule and mount was made): a FIFO handshake, no sleeps.
+  RunResult AfterStart(const std::string& tail, const std::function<void()>& outside,
+                       const RunOptions& options = {}) {
+    const std::string started = work_ + "/started", go = work_ + "/go";
+    EXPECT_EQ(mkfifo(started.c_str(), 0666), 0) << strerror(errno);
+    EXPECT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
+    ChownTree(work_, uid(), gid());
+    std::thread helper([&] {
+      Fd in = OpenFifo(started, O_RDONLY);
+      char c;
+      if (!in.valid() || read(in.get(), &c, 1) != 1 || c != 's') return;
+      outside();
+      Fd out = OpenFifo(go, O_WRONLY);
+      if (out.valid()) (void)!write(out.get(), "g\n", 2);
+    });
+    RunResult r =
+        Shell("cd '" + work_ + "' && echo s > started && read x < go && " + tail, options);
+    // A command that never wrote `started`, or never read `go`, must not leave the helper blocked
+    // in its open: an O_RDWR open never blocks, and the helper takes an 'x' for no start.
+    Fd unblock_started = OpenFifo(started, O_RDWR | O_NONBLOCK);
+    Fd unblock_go = OpenFifo(go, O_RDWR | O_NONBLOCK);
+    if (unblock_started.valid()) (void)!write(unblock_started.get(), "x", 1);
+    helper.join();
+    return r;
+  }
   // A secret file below $HOME, owned by the mode's user.
   void PlantSecret(const std::string& rel) {
     const std::string path = home_ + "/" + rel;
@@ -245,16 +281,6 @@ TEST_P(ScopeTest, EveryListedStoreIsUnreadable) {
   ExpectStoresUnreadable(ListedStores(), {}, "read a listed credential store");
 }
 
-// Opens one of a test's FIFOs in the tool-writable workdir: never through a link the command put
-// there (O_NOFOLLOW), and nothing but a FIFO (a regular file or a hard link in its place would
-// take the bytes written to it).
-Fd OpenFifo(const std::string& path, int flags) {
-  Fd fd(open(path.c_str(), flags | O_CLOEXEC | O_NOFOLLOW));
-  struct stat st;
-  if (!fd.valid() || fstat(fd.get(), &st) != 0 || !S_ISFIFO(st.st_mode)) return Fd();
-  return fd;
-}
-
 // Every listed store created while the command runs, after every rule and mount was made (the
 // FIFO handshake of ReadCredentialCreatedAfterStart), the ones below ~/.config, ~/.local/share and
 // ~/.local/state in directories that existed at the start: no mount of layer 2 covers them, only
@@ -264,27 +290,10 @@ TEST_P(ScopeTest, EveryListedStoreCreatedAfterTheStartIsUnreadable) {
     ASSERT_EQ(system(("mkdir -p '" + home_ + "/" + dir + "'").c_str()), 0);
   }
   ChownTree(home_, uid(), gid());
-  const std::string started = work_ + "/started", go = work_ + "/go";
-  ASSERT_EQ(mkfifo(started.c_str(), 0666), 0) << strerror(errno);
-  ASSERT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
-  ChownTree(work_, uid(), gid());
   const std::vector<std::string> stores = ListedStores();
-  std::thread creator([&] {
-    Fd in = OpenFifo(started, O_RDONLY);
-    char c;
-    if (!in.valid() || read(in.get(), &c, 1) != 1 || c != 's') return;
+  RunResult r = AfterStart(GrepStores(stores), [&] {
     for (const std::string& rel : stores) PlantSecret(rel);
-    Fd out = OpenFifo(go, O_WRONLY);
-    if (out.valid()) (void)!write(out.get(), "g\n", 2);
   });
-  RunResult r =
-      Shell("cd '" + work_ + "' && echo s > started && read x < go && " + GrepStores(stores));
-  // A command that never wrote `started`, or never read `go`, must not leave the creator blocked
-  // in its open: an O_RDWR open never blocks, and the creator takes an 'x' for no start.
-  Fd unblock_started = OpenFifo(started, O_RDWR | O_NONBLOCK);
-  Fd unblock_go = OpenFifo(go, O_RDWR | O_NONBLOCK);
-  if (unblock_started.valid()) (void)!write(unblock_started.get(), "x", 1);
-  creator.join();
   ExpectNoneRead(r, stores.size(), "read a listed store created after the start");
 }
 
@@ -313,21 +322,9 @@ TEST_P(ScopeTest, ReadStoreBelowSymlinkedDirAtItsTarget) {
 // The store appears while the command runs (after every rule and mount was made): the command
 // signals through a FIFO in the workdir, the test creates ~/.aws/credentials, then lets it read.
 TEST_P(ScopeTest, ReadCredentialCreatedAfterStart) {
-  const std::string started = work_ + "/started", go = work_ + "/go";
-  ASSERT_EQ(mkfifo(started.c_str(), 0666), 0) << strerror(errno);
-  ASSERT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
-  ChownTree(work_, uid(), gid());
-  std::thread creator([&] {
-    Fd in = OpenFifo(started, O_RDONLY);
-    char c;
-    if (!in.valid() || read(in.get(), &c, 1) != 1) return;
-    PlantSecret(".aws/credentials");
-    Fd out = OpenFifo(go, O_WRONLY);
-    if (out.valid()) (void)!write(out.get(), "g\n", 2);
-  });
-  RunResult r = Shell("cd '" + work_ + "' && echo s > started && read x < go && exec " +
-                      ProbePath() + " read_secret '" + home_ + "/.aws/credentials' " + secret_);
-  creator.join();
+  RunResult r = AfterStart(std::string("exec ") + ProbePath() + " read_secret '" + home_ +
+                               "/.aws/credentials' " + secret_,
+                           [&] { PlantSecret(".aws/credentials"); });
   Verdict(r, ProbeSaysEscaped(r), Control::kAlways,
           "read a credential file created after the start");
 }
@@ -430,25 +427,9 @@ TEST_P(ScopeTest, RootHomeAndTheDirectoriesAboveAStoreCannotBeListed) {
 // their rules, a new one none. ~/.bashrc, there at the start, stays readable. The control reads
 // both.
 TEST_P(ScopeTest, AFileCreatedInHomeAfterTheStartIsUnreadable) {
-  const std::string started = work_ + "/started", go = work_ + "/go";
-  ASSERT_EQ(mkfifo(started.c_str(), 0666), 0) << strerror(errno);
-  ASSERT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
-  ChownTree(work_, uid(), gid());
-  std::thread creator([&] {
-    Fd in = OpenFifo(started, O_RDONLY);
-    char c;
-    if (!in.valid() || read(in.get(), &c, 1) != 1 || c != 's') return;
-    PlantSecret("notes.txt");
-    Fd out = OpenFifo(go, O_WRONLY);
-    if (out.valid()) (void)!write(out.get(), "g\n", 2);
-  });
-  RunResult r = Shell("cd '" + work_ + "' && echo s > started && read x < go && cat '" + home_ +
-                      "/.bashrc' && exec " + ProbePath() + " read_secret '" + home_ +
-                      "/notes.txt' " + secret_);
-  Fd unblock_started = OpenFifo(started, O_RDWR | O_NONBLOCK);
-  Fd unblock_go = OpenFifo(go, O_RDWR | O_NONBLOCK);
-  if (unblock_started.valid()) (void)!write(unblock_started.get(), "x", 1);
-  creator.join();
+  RunResult r = AfterStart("cat '" + home_ + "/.bashrc' && exec " + ProbePath() + " read_secret '" +
+                               home_ + "/notes.txt' " + secret_,
+                           [&] { PlantSecret("notes.txt"); });
   EXPECT_TRUE(Contains(r.out, "# original")) << "~/.bashrc, there at the start\n" << r.Describe();
   Verdict(r, ProbeSaysEscaped(r), Control::kAlways, "read a file created in $HOME after the start");
   if (sandboxed()) {
@@ -962,24 +943,9 @@ TEST_P(ScopeTest, DaemonSocketUnreachableWithAllowNet) {
 // writable trees, so layer 2's mounts, made at the start, know nothing of it.
 class BrokerScopeTest : public ScopeTest {
  protected:
-  // Runs `cd work; <tail>` once `outside` ran, after the command started.
+  // ScopeTest::AfterStart with this suite's sandbox flags.
   RunResult AfterStart(const std::string& tail, const std::function<void()>& outside) {
-    const std::string started = work_ + "/started", go = work_ + "/go";
-    EXPECT_EQ(mkfifo(started.c_str(), 0666), 0) << strerror(errno);
-    EXPECT_EQ(mkfifo(go.c_str(), 0666), 0) << strerror(errno);
-    ChownTree(work_, uid(), gid());
-    std::thread helper([&] {
-      Fd in = OpenFifo(started, O_RDONLY);
-      char c;
-      if (!in.valid() || read(in.get(), &c, 1) != 1) return;
-      outside();
-      Fd out = OpenFifo(go, O_WRONLY);
-      if (out.valid()) (void)!write(out.get(), "g\n", 2);
-    });
-    RunResult r =
-        Shell("cd '" + work_ + "' && echo s > started && read x < go && " + tail, options_);
-    helper.join();
-    return r;
+    return ScopeTest::AfterStart(tail, outside, options_);
   }
   // A daemon's socket in a fresh directory outside, bound after the start.
   void ExpectUnreachable(const std::string& what, const std::string& tail,
