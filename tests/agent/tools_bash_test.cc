@@ -9,10 +9,13 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <charconv>
 #include <filesystem>
+#include <optional>
 #include <string>
 
 #include "agent/tools.h"
+#include "base/file.h"
 #include "tests/agent/tools_test_util.h"
 
 namespace forkbox::agent {
@@ -63,6 +66,18 @@ class BashToolTest : public ::testing::Test {
       EXPECT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL) << status;
     }
   }
+  // The pid a command wrote to `name` in the workdir, read as forkbox reads a file a tool may
+  // have replaced (no link followed, no wait on a FIFO); nullopt when there is none.
+  std::optional<pid_t> ReadPid(const std::string& name) const {
+    Result<std::string> text = ReadRegularFileNoLinks(dir_.Join(name), 64);
+    pid_t pid = 0;
+    if (!text.ok() ||
+        std::from_chars(text->data(), text->data() + text->size(), pid).ec != std::errc() ||
+        pid <= 0) {
+      return std::nullopt;
+    }
+    return pid;
+  }
   testing::TempDir dir_;
   ToolContext ctx_;
 };
@@ -90,8 +105,7 @@ TEST_F(BashToolTest, CancelKillsTheRunningCommandAndSaysSo) {
   EXPECT_TRUE(out.is_error);
   EXPECT_THAT(out.content, EndsWith("[interrupted by the user; process group killed]"));
   EXPECT_FALSE(std::filesystem::exists(dir_.Join("done")));
-  std::string pid = testing::ReadFile(dir_.Join("pid"));
-  if (!pid.empty()) ExpectKilled(std::stoi(pid));
+  if (const std::optional<pid_t> pid = ReadPid("pid")) ExpectKilled(*pid);
 }
 
 TEST_F(BashToolTest, MergesStdoutAndStderrInOrderAndReportsExitCode) {
@@ -155,7 +169,9 @@ TEST_F(BashToolTest, TimeoutKillsTheWholeProcessGroup) {
   EXPECT_TRUE(out.is_error);
   EXPECT_THAT(out.content, HasSubstr("started\n"));
   EXPECT_THAT(out.content, EndsWith("[timed out after 1.5s; process group killed]"));
-  pid_t grandchild = std::stoi(testing::ReadFile(dir_.Join("gc.pid")));
+  const std::optional<pid_t> written = ReadPid("gc.pid");
+  ASSERT_TRUE(written);
+  const pid_t grandchild = *written;
   ExpectKilled(grandchild);
   EXPECT_EQ(::kill(grandchild, 0), -1);
   EXPECT_EQ(errno, ESRCH);
@@ -164,8 +180,9 @@ TEST_F(BashToolTest, TimeoutKillsTheWholeProcessGroup) {
 TEST_F(BashToolTest, BackgroundJobHoldingThePipeDoesNotHangAndIsKilled) {
   ToolOutput out = Bash("sleep 1000 & echo $! > bg.pid; echo done");
   EXPECT_EQ(out.content, "done\n[exit code 0]");
-  pid_t bg = std::stoi(testing::ReadFile(dir_.Join("bg.pid")));
-  ExpectKilled(bg);
+  const std::optional<pid_t> bg = ReadPid("bg.pid");
+  ASSERT_TRUE(bg);
+  ExpectKilled(*bg);
 }
 
 TEST_F(BashToolTest, EscapedDescendantHoldingThePipeStopsReadingAfterDrain) {
@@ -176,11 +193,12 @@ TEST_F(BashToolTest, EscapedDescendantHoldingThePipeStopsReadingAfterDrain) {
   EXPECT_THAT(out.content, StartsWith("done\n"));
   EXPECT_THAT(out.content, HasSubstr("kept the output open"));
   EXPECT_THAT(out.content, EndsWith("[exit code 0]"));
-  pid_t esc = std::stoi(testing::ReadFile(dir_.Join("esc.pid")));
+  const std::optional<pid_t> esc = ReadPid("esc.pid");
+  ASSERT_TRUE(esc);
   // It left the group on purpose; the tool runners (parent and forkbox-child) kill such leftovers
   // once the call ended (sandbox::KillOrphans), not the tool itself.
-  ASSERT_EQ(::kill(esc, SIGKILL), 0);
-  ExpectKilled(esc);
+  ASSERT_EQ(::kill(*esc, SIGKILL), 0);
+  ExpectKilled(*esc);
 }
 
 // rt63 P3: once the user stops, an escaped descendant holding the pipe is not waited for (the
@@ -204,9 +222,10 @@ TEST_F(BashToolTest, AStopIsNotHeldUpByAnEscapedDescendantHoldingThePipe) {
     if (while_running) {
       EXPECT_THAT(out.content, EndsWith("[interrupted by the user; process group killed]"));
     }
-    pid_t esc = std::stoi(testing::ReadFile(dir_.Join("esc.pid")));
-    ASSERT_EQ(::kill(esc, SIGKILL), 0);
-    ExpectKilled(esc);
+    const std::optional<pid_t> esc = ReadPid("esc.pid");
+    ASSERT_TRUE(esc);
+    ASSERT_EQ(::kill(*esc, SIGKILL), 0);
+    ExpectKilled(*esc);
   }
 }
 
