@@ -59,6 +59,25 @@ Result<UniqueFd> OpenDirBeneath(int root, const std::string& rel, int flags) {
   return fd;
 }
 
+FileIdentity IdentityOf(int fd) {
+  struct stat st;
+  if (::fstat(fd, &st) != 0) return {};
+  return {static_cast<uint64_t>(st.st_dev), static_cast<uint64_t>(st.st_ino)};
+}
+
+Result<UniqueFd> ReopenDirectory(const std::string& path, FileIdentity id,
+                                 const std::string& what) {
+  UniqueFd dir = OpenAt2(AT_FDCWD, path.c_str(), O_PATH | O_DIRECTORY, kResolveNoLinks);
+  if (!dir && errno != ENOENT && errno != ELOOP && errno != ENOTDIR)
+    return Status::FromErrno(errno, "open " + path);
+  const FileIdentity now = dir ? IdentityOf(dir.get()) : FileIdentity{};
+  if (id.ino == 0 || now.ino != id.ino || now.dev != id.dev) {
+    return Status::Error(Status::Code::kNotFound,
+                         path + " no longer leads to " + what + " (moved, removed or replaced)");
+  }
+  return dir;
+}
+
 namespace {
 
 // A failed open of `path` through no link: ELOOP (a link on the way) is worded for the user.

@@ -80,6 +80,23 @@ Result<std::string> ReadRegularFile(const std::string& path, size_t max_bytes, i
 // their own (`dir` stays the caller's, its offset untouched). Empty when it cannot be listed.
 std::vector<std::string> ListDirNames(int dir);
 
+// What a name must still lead to: the device and inode of an open file. ino 0 is unknown, and
+// no file matches it.
+struct FileIdentity {
+  uint64_t dev = 0;
+  uint64_t ino = 0;
+};
+// The identity of the open file `fd`; an unknown one when fstat fails.
+FileIdentity IdentityOf(int fd);
+
+// The directory `path` (absolute; canonical: no link on its way) opened O_PATH | O_DIRECTORY |
+// O_CLOEXEC through no symbolic link anywhere (openat2, kResolveNoLinks), when it is still the
+// directory `id`. kNotFound ("<path> no longer leads to <what> (moved, removed or replaced)")
+// otherwise, also when the name is gone or a link; another failed open keeps its errno's code. For
+// a directory held since start-up, whose name something outside the sandbox can move or swap for a
+// link meanwhile.
+Result<UniqueFd> ReopenDirectory(const std::string& path, FileIdentity id, const std::string& what);
+
 // rm -rf of the entry `name` of the directory `parent`, never following a symbolic link: a tool may
 // swap any name for one meanwhile, and the removal then goes no further than that link.
 // Directories made read-only (or unlistable) get their owner's rights first. Returns 0 (also when

@@ -1,6 +1,7 @@
 #include "parent/tool_runner.h"
 
 #include "agent/agent_types.h"
+#include "base/file.h"
 #include "base/utf8.h"
 #include "ipc/messages.h"
 #include "parent/agents_command.h"
@@ -72,14 +73,24 @@ void ParentToolRunner::RecordGitSurface() {
   git_surface_recorded_ = true;
   if (!context_.sandbox || !context_.sandbox->policy().enabled) return;
   const sandbox::Policy& policy = context_.sandbox->policy();
+  // The tools write through the session's descriptor: the guard must watch that directory.
+  std::optional<FileIdentity> workdir;
+  if (context_.workdir_fd && *context_.workdir_fd) workdir = IdentityOf(context_.workdir_fd->get());
   Result<sandbox::GitSurfaceGuard> guard = sandbox::GitSurfaceGuard::Take(
-      policy.workdir, policy.user_git_config, nullptr, policy.writable);
+      policy.workdir, policy.user_git_config, nullptr, policy.writable, workdir);
   if (guard.ok()) git_guard_.emplace(std::move(*guard));
-  if (!guard.ok()) {
-    unguarded_ = guard.status().message();
-    progress_.Note("git trust surface NOT guarded, so only read_file runs: " + unguarded_);
-  }
+  if (!guard.ok()) Unguard(guard.status().message());
   JournalGitSurface();
+}
+
+void ParentToolRunner::Unguard(const std::string& why) {
+  unguarded_ = why;
+  progress_.Note("git trust surface NOT guarded, so only read_file runs: " + why);
+}
+
+void ParentToolRunner::CheckGitGuardInPlace() {
+  if (!git_guard_ || !unguarded_.empty()) return;
+  if (Status st = git_guard_->InPlace(); !st.ok()) Unguard(st.message());
 }
 
 void ParentToolRunner::JournalGitSurface() {
@@ -108,6 +119,7 @@ std::vector<agent::ToolResultBlock> ParentToolRunner::Run(
   interrupt_signal_ = TakeInterrupt();  // Ctrl-C after the model call's check.
   size_t i = 0;
   while (i < calls.size() && interrupt_signal_ == 0) {
+    if (!agent::ChangesNoFile(calls[i].name)) CheckGitGuardInPlace();
     if (!unguarded_.empty() && !agent::ChangesNoFile(calls[i].name)) {
       results[i] = agent::ToolResultBlock{
           calls[i].id,

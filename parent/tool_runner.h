@@ -42,7 +42,8 @@ class ParentToolRunner : public agent::ToolRunner {
   // levels), milliseconds in a built checkout, so a one-shot run calls it once its first model
   // request is on the wire and an interactive one right away; Run calls it first, so it always
   // comes before any tool. A record that fails (sandbox::GitSurfaceGuard::Take) leaves nothing
-  // to put back: from then on every call but read_file is refused, and says why.
+  // to put back: from then on every call but read_file is refused, and says why. So does a
+  // workdir whose name leads elsewhere, at the record or at any later call that may change files.
   void RecordGitSurface();
   std::vector<agent::ToolResultBlock> Run(const std::vector<agent::ToolUseBlock>& calls,
                                           int turn) override;
@@ -51,6 +52,11 @@ class ParentToolRunner : public agent::ToolRunner {
  private:
   // The guard's record to the journal, if any; a failure is noted once.
   void JournalGitSurface();
+  // From now on only read_file runs, because of `why`; said on the progress line.
+  void Unguard(const std::string& why);
+  // Unguard once the workdir's name no longer leads to the directory guarded (moved or swapped
+  // from outside): the guard's search for new surface goes by name (GitSurfaceGuard::InPlace).
+  void CheckGitGuardInPlace();
   // Undoes what the calls [begin, end) left in git's trust surface and says so in the last result
   // and on the progress line.
   void GuardGitSurface(std::vector<agent::ToolResultBlock>& results, size_t end);

@@ -5,7 +5,6 @@
 #include <fcntl.h>
 #include <linux/landlock.h>
 #include <sys/prctl.h>
-#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -13,6 +12,7 @@
 #include <cerrno>
 #include <vector>
 
+#include "base/file.h"
 #include "sandbox/cgroup.h"
 #include "sandbox/check.h"
 #include "sandbox/contain.h"
@@ -130,16 +130,7 @@ Result<Sandbox> EnterAgentSandbox(const Policy& policy, std::span<const int> kee
 }
 
 Result<UniqueFd> ReopenInside(const UniqueFd& held, const std::string& path) {
-  struct stat before;
-  if (::fstat(held.get(), &before) != 0) return Status::FromErrno(errno, "fstat(workdir)");
-  UniqueFd fd(::open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!fd) return Status::FromErrno(errno, "open " + path + " inside the sandbox");
-  struct stat now;
-  if (::fstat(fd.get(), &now) != 0) return Status::FromErrno(errno, "fstat(workdir)");
-  if (now.st_dev != before.st_dev || now.st_ino != before.st_ino) {
-    return Status::PermissionDenied(path + " no longer names the workdir fixed at start-up");
-  }
-  return fd;
+  return ReopenDirectory(path, IdentityOf(held.get()), "the workdir fixed at start-up");
 }
 
 namespace {

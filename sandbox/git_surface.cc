@@ -24,6 +24,10 @@ namespace {
 using Entry = GitSurfaceGuard::Entry;
 using Kind = Entry::Kind;
 
+// What a guard's name must lead to (ReopenDirectory).
+constexpr char kStartedIn[] = "the workdir the session started in";
+constexpr char kGuarded[] = "the directory whose git surface is guarded";
+
 constexpr size_t kMaxFileBytes = 16 << 20;
 // What one walk of the surface may hold. A record past it is refused; a surface that grew past it
 // since is put back whole (WalkBudget).
@@ -251,9 +255,15 @@ std::vector<std::string> TreesBeside(const std::string& tree, const std::string&
 
 Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, const UserGitConfig& user,
                                               MountPlan* surface,
-                                              const std::vector<std::string>& writable) {
+                                              const std::vector<std::string>& writable,
+                                              std::optional<FileIdentity> workdir_id) {
+  // The walk goes by name: checked before it and again by Record after it.
+  if (workdir_id) {
+    Result<UniqueFd> named = ReopenDirectory(workdir, *workdir_id, kStartedIn);
+    if (!named.ok()) return named.status();
+  }
   MountPlan plan = PlanGitSurface(workdir, user, writable, SurfaceTrees::kEvery);
-  Result<GitSurfaceGuard> guard = Record(workdir, writable, user, plan);
+  Result<GitSurfaceGuard> guard = Record(workdir, writable, user, plan, workdir_id);
   if (!guard.ok()) return guard;
   for (const std::string& tree : OtherSurfaceTrees(workdir, writable)) {
     Result<GitSurfaceGuard> other = Record(tree, TreesBeside(tree, workdir, writable), user, plan);
@@ -266,9 +276,10 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Take(const std::string& workdir, const 
 
 Result<GitSurfaceGuard> GitSurfaceGuard::TakeTree(const std::string& workdir,
                                                   const std::vector<std::string>& writable,
-                                                  const UserGitConfig& user) {
+                                                  const UserGitConfig& user,
+                                                  FileIdentity expected) {
   return Record(workdir, writable, user,
-                PlanGitSurface(workdir, user, writable, SurfaceTrees::kWorkdirOnly));
+                PlanGitSurface(workdir, user, writable, SurfaceTrees::kWorkdirOnly), expected);
 }
 
 bool GitSurfaceGuard::empty() const {
@@ -279,14 +290,21 @@ bool GitSurfaceGuard::empty() const {
 
 Result<GitSurfaceGuard> GitSurfaceGuard::Record(const std::string& workdir,
                                                 const std::vector<std::string>& writable,
-                                                const UserGitConfig& user, const MountPlan& plan) {
+                                                const UserGitConfig& user, const MountPlan& plan,
+                                                std::optional<FileIdentity> expected) {
   GitSurfaceGuard guard;
   guard.workdir_ = workdir;
   guard.writable_ = writable;
   guard.user_ = user;
-  int fd = open(workdir.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return Status::FromErrno(errno, "open(" + workdir + ")");
-  guard.root_ = UniqueFd(fd);
+  if (expected) {
+    Result<UniqueFd> named = ReopenDirectory(workdir, *expected, kStartedIn);
+    if (!named.ok()) return named.status();
+    guard.root_ = std::move(*named);
+  } else {
+    // A canonical path has no link on its way: one there now was put there since.
+    guard.root_ = OpenAt2(AT_FDCWD, workdir.c_str(), O_PATH | O_DIRECTORY, kResolveNoLinks);
+    if (!guard.root_) return Status::FromErrno(errno, "open(" + workdir + ") through no link");
+  }
   // Only what lies below the workdir is writable by tools.
   for (const std::string& p : plan.pinned) {
     if (std::optional<std::string> rel = PathBelow(p, workdir)) guard.git_dirs_.push_back(*rel);
@@ -601,19 +619,40 @@ std::vector<std::string> GitSurfaceGuard::Restore(After after) {
   return lines;
 }
 
+Status GitSurfaceGuard::TreeInPlace() const {
+  if (!left_out_.empty()) return Status::Ok();  // Nothing of its own is guarded.
+  Result<UniqueFd> named = ReopenDirectory(workdir_, IdentityOf(root_.get()), kGuarded);
+  return named.ok() ? Status::Ok() : named.status();
+}
+
+Status GitSurfaceGuard::InPlace() const {
+  if (Status st = TreeInPlace(); !st.ok()) return st;
+  for (const GitSurfaceGuard& tree : trees_) {
+    if (Status st = tree.TreeInPlace(); !st.ok()) return st;
+  }
+  return Status::Ok();
+}
+
 std::vector<std::string> GitSurfaceGuard::RestoreTree(After after) {
   std::vector<std::string> lines;
   const std::vector<std::string> gone = ForgetGoneRepos(lines);
   RestoreRecorded(gone, lines);
+  // Only the record goes through the descriptor: the walks below go by name, and a name that
+  // leads elsewhere now would have them clean, and record, another tree.
+  if (Status st = TreeInPlace(); !st.ok()) {
+    lines.push_back("could NOT look for new git surface (git init, .git files): " + st.message());
+    return lines;
+  }
   // What appeared since: new repositories (git init), submodules, worktrees, `.git` files.
   const size_t before_cleaning = lines.size();
   const MountPlan surface = CleanNewSurface(gone, lines);
   UndoOperations(surface, lines);
   if (after == After::kDone) return lines;
   // The new record takes that walk's surface, unless cleaning changed it: then it walks again.
+  const FileIdentity self = IdentityOf(root_.get());
   Result<GitSurfaceGuard> fresh = lines.size() == before_cleaning
-                                      ? Record(workdir_, writable_, user_, surface)
-                                      : TakeTree(workdir_, writable_, user_);
+                                      ? Record(workdir_, writable_, user_, surface, self)
+                                      : TakeTree(workdir_, writable_, user_, self);
   if (fresh.ok()) {
     fresh->trees_ = std::move(trees_);
     *this = std::move(*fresh);

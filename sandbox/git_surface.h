@@ -9,10 +9,12 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "base/file.h"
 #include "base/status.h"
 #include "base/unique_fd.h"
 #include "sandbox/git_config.h"
@@ -30,12 +32,17 @@ class GitSurfaceGuard {
   // spawn made right after need not walk the workdir again (Sandbox::Spawn's `git_surface`).
   // `user`: the user's own git config (Policy::user_git_config), followed by this walk and by
   // every later one of Restore.
+  // `workdir_id`: the workdir the caller holds (a session's descriptor of it, IdentityOf); the
+  // record is refused (kNotFound) when the name `workdir` no longer leads to it without a link:
+  // moved or swapped from outside since start-up, it would guard another tree than the one tools
+  // write through that descriptor. Without it, the directory the name leads to now is guarded.
   // Refused (kResourceExhausted) when the surface cannot be recorded whole: more than 100,000
   // entries or 256 MiB, or a directory 16 levels down that is not empty. What a record misses
   // could not be put back. A directory it cannot list (another user's) is recorded as itself.
   static Result<GitSurfaceGuard> Take(const std::string& workdir, const UserGitConfig& user,
                                       MountPlan* surface = nullptr,
-                                      const std::vector<std::string>& writable = {});
+                                      const std::vector<std::string>& writable = {},
+                                      std::optional<FileIdentity> workdir_id = std::nullopt);
 
   // Puts the recorded surface back and returns one line per change undone, relative to the
   // workdir ("restored .git/config", "removed .git/hooks/pre-commit"), in another writable tree
@@ -47,8 +54,16 @@ class GitSurfaceGuard {
   // whole now (a tool flooded or chmodded it) is put back whole ("restored .git/hooks whole
   // (...)"): what the walk did not see is not kept. The new state becomes the record, unless
   // `after` is kDone (a one-shot command: the guard is not used again, so no new record).
+  // A tree whose name no longer leads to it (InPlace) has its record put back through its
+  // descriptor, and no more: what appeared in it can only be found by name ("could NOT look for
+  // new git surface: ...").
   enum class After { kKeepGuarding, kDone };
   std::vector<std::string> Restore(After after = After::kKeepGuarding);
+
+  // Whether the workdir's name, and each other tree's, still leads to the directory guarded, with
+  // no link on the way (kNotFound, saying which, if not). The walks that find new surface go by
+  // name, so a caller stops running tools once this fails: their new repositories go unseen.
+  Status InPlace() const;
 
   // Whether a git config file holds only keys a fresh `git init` (and clone) writes, none that
   // makes git run a program or read config from elsewhere. `why` receives the first other line.
@@ -88,14 +103,18 @@ class GitSurfaceGuard {
  private:
   GitSurfaceGuard() = default;
   // The record of `plan`'s surface (PlanGitSurface(workdir, user, ...)) below `workdir` as it is
-  // now.
+  // now. `expected`: what `workdir` must still lead to (Take's `workdir_id`).
   static Result<GitSurfaceGuard> Record(const std::string& workdir,
                                         const std::vector<std::string>& writable,
-                                        const UserGitConfig& user, const MountPlan& plan);
-  // The guard of one tree, `workdir` (its surface alone walked; `writable`: the other trees).
+                                        const UserGitConfig& user, const MountPlan& plan,
+                                        std::optional<FileIdentity> expected = std::nullopt);
+  // InPlace for this tree alone.
+  Status TreeInPlace() const;
+  // The guard of one tree, `workdir` (its surface alone walked; `writable`: the other trees),
+  // which must still be `expected`.
   static Result<GitSurfaceGuard> TakeTree(const std::string& workdir,
                                           const std::vector<std::string>& writable,
-                                          const UserGitConfig& user);
+                                          const UserGitConfig& user, FileIdentity expected);
   // Restore of this tree alone (trees_ untouched).
   std::vector<std::string> RestoreTree(After after);
   // Restore's steps: the recorded .git directories now gone (a replacement is removed), the

@@ -2,7 +2,6 @@
 // prefixed binary form (file contents need not be text) ending in a checksum, so that a record cut
 // short by its writer's death is refused, never half applied.
 #include <fcntl.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <cstdint>
@@ -11,6 +10,7 @@
 #include <string>
 #include <string_view>
 
+#include "base/file.h"
 #include "sandbox/git_surface.h"
 
 namespace forkbox::sandbox {
@@ -135,28 +135,13 @@ bool ReloadTrees(Reader& in, const UserGitConfig& user, std::vector<GitSurfaceGu
   return true;
 }
 
-// The very directory a record was taken in (`dev`, `ino`), reached without a link: a workdir
-// removed and made again, or swapped for a link, is another project (kNotFound).
-Result<UniqueFd> OpenRecordedDir(const std::string& path, uint64_t dev, uint64_t ino) {
-  UniqueFd dir(open(path.c_str(), O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC));
-  if (!dir) return Status::FromErrno(errno, "open " + path);
-  struct stat st;
-  if (fstat(dir.get(), &st) != 0) return Status::FromErrno(errno, "stat " + path);
-  if (ino == 0 || st.st_dev != dev || st.st_ino != ino) {
-    return Status::Error(Status::Code::kNotFound,
-                         path + " is no longer the directory the record was made in");
-  }
-  return dir;
-}
-
 }  // namespace
 
 std::string GitSurfaceGuard::Serialize() const {
-  struct stat st = {};
-  (void)fstat(root_.get(), &st);  // A failure records inode 0, which no Reload accepts.
+  const FileIdentity id = IdentityOf(root_.get());  // Unknown: inode 0, which no Reload accepts.
   std::string out(kMagic);
-  PutU64(out, st.st_dev);
-  PutU64(out, st.st_ino);
+  PutU64(out, id.dev);
+  PutU64(out, id.ino);
   PutString(out, workdir_);
   PutList(out, writable_);
   PutList(out, roots_);
@@ -197,7 +182,10 @@ Result<GitSurfaceGuard> GitSurfaceGuard::Reload(std::string_view record,
       if (!IsPlainRelative(path)) return garbled;
     }
   }
-  Result<UniqueFd> root = OpenRecordedDir(guard.workdir_, dev, ino);
+  // The very directory the record was taken in: a workdir removed and made again, or swapped for
+  // a link, is another project (kNotFound).
+  Result<UniqueFd> root =
+      ReopenDirectory(guard.workdir_, {dev, ino}, "the directory the record was made in");
   if (root.ok()) {
     guard.root_ = std::move(*root);
     return guard;

@@ -544,33 +544,58 @@ TEST_P(ConfineTest, ParentBashSeesNoOutsideProcessInLayer2NorAnyEnvironment) {
   }
 }
 
-// The workdir is swapped for a link to the outside after start-up; the next task (--standby 0,
-// started after the swap) still writes into the real workdir, which it got as a descriptor.
-TEST_P(ConfineTest, ATaskAfterTheWorkdirWasSwappedWritesIntoTheRealOne) {
+// The workdir is swapped for a link to the outside after the git guard's record (the parent's
+// first tool call, `true`, comes after it), from outside the sandbox; then a task
+// (--standby 0, started after the swap) writes a file. Layer 2's parent sees the swap in no
+// name (its mounts pinned the workdir), so the task writes into the real workdir, which it got
+// as a descriptor. Layer 1's parent resolves names on the host: the guard's search for new
+// surface goes by name, so it refuses the task and says why. Nothing lands outside; the
+// unconfined control, which goes by the name, writes there.
+TEST_P(ConfineTest, ATaskAfterTheWorkdirWasSwappedWritesIntoTheRealOneOrIsRefused) {
   const std::string real = root_ + "/proj.real";
+  std::mutex mu;
+  std::string task_result;
   server_.SetHandler([&](const RecordedRequest& r) {
-    if (IsParent(r) && r.view.assistant_turns == 0) {
-      // One step (RENAME_EXCHANGE): the workdir's name never misses, since the parent may open
-      // it while the model call runs (layer 1 takes the git guard then).
+    const int turn = r.view.assistant_turns;
+    if (IsParent(r) && turn == 0) return Calls({ToolCall{"bash", {{"command", "true"}}, ""}});
+    if (IsParent(r) && turn == 1) {
+      // One step (RENAME_EXCHANGE): the workdir's name never misses.
       const std::string link = root_ + "/proj.link";
       fs::create_directory_symlink(outside_, link);
       EXPECT_EQ(renameat2(AT_FDCWD, link.c_str(), AT_FDCWD, work_.c_str(), RENAME_EXCHANGE), 0);
       fs::rename(link, real);
       return Calls({ToolCall{"task", {{"prompt", "plant"}, {"description", "plant"}}, ""}});
     }
-    if (!IsParent(r) && r.view.assistant_turns == 0) {
-      return Calls({ToolCall{"write_file", {{"path", "planted"}, {"content", "x"}}, ""}});
+    if (IsParent(r)) {
+      std::lock_guard<std::mutex> lock(mu);
+      task_result = r.view.LastUserText();
+      return Text("done");
     }
-    return Text("done");
+    if (turn == 0)
+      return Calls({ToolCall{"write_file", {{"path", "planted"}, {"content", "x"}}, ""}});
+    return Text("planted");
   });
   Session s = Run({"--standby", "0"});
   ASSERT_EQ(s.exit_code, 0) << s.err;
-  if (GetParam().sandboxed) {
-    EXPECT_TRUE(fs::exists(real + "/planted")) << s.err;
-    EXPECT_FALSE(fs::exists(outside_ + "/planted"));
-  } else {
+  std::lock_guard<std::mutex> lock(mu);
+  if (!GetParam().sandboxed) {
     EXPECT_TRUE(fs::exists(outside_ + "/planted")) << "control: the name-resolved child escapes";
+    return;
   }
+  EXPECT_FALSE(fs::exists(outside_ + "/planted"));
+  if (Layer2()) {
+    EXPECT_TRUE(fs::exists(real + "/planted")) << s.err;
+    EXPECT_NE(task_result.find("planted"), std::string::npos) << task_result;
+    return;
+  }
+  EXPECT_FALSE(fs::exists(real + "/planted"));
+  EXPECT_NE(task_result.find("refused: task may change files, and git's trust surface is not "
+                             "guarded (" +
+                             work_ +
+                             " no longer leads to the directory whose git surface is "
+                             "guarded"),
+            std::string::npos)
+      << task_result;
 }
 
 // A --writable path inside the workdir: one task swaps a directory on its way for one holding a

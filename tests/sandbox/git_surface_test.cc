@@ -2,6 +2,7 @@
 // same from outside with real git); a repository a tool creates keeps what git init makes.
 #include "sandbox/git_surface.h"
 
+#include <fcntl.h>
 #include <grp.h>
 #include <gtest/gtest.h>
 #include <sys/stat.h>
@@ -102,6 +103,78 @@ TEST(GitSurfaceGuard, UndoesPlantedHooksConfigAndRedirects) {
   EXPECT_TRUE(HasLine(undone, ".git/hooks/pre-commit"));
   EXPECT_TRUE(HasLine(undone, "restore .git/config"));
   EXPECT_TRUE(guard->Restore().empty()) << "the restored state is the record";
+}
+
+// The identity of the directory `path` names now.
+FileIdentity IdentityOfPath(const std::string& path) {
+  UniqueFd fd(open(path.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  return fd ? IdentityOf(fd.get()) : FileIdentity{};
+}
+
+// The workdir's name swapped (from outside the sandbox) for another repository before the record:
+// given the identity the session holds, Take refuses, where the control, which goes by the name,
+// records the other directory.
+TEST(GitSurfaceGuard, RefusesAWorkdirWhoseNameLeadsToAnotherDirectory) {
+  const std::string base = MakeTempDir("git-guard-swap");
+  const std::string work = base + "/proj", other = base + "/other";
+  ASSERT_EQ(system(("git init -q '" + work + "' && git init -q '" + other + "'").c_str()), 0);
+  const FileIdentity held = IdentityOfPath(work), decoy = IdentityOfPath(other);
+  ASSERT_NE(held.ino, 0U);
+  ASSERT_TRUE(GitSurfaceGuard::Take(work, kNoUserGitConfig, nullptr, {}, held).ok());
+  ASSERT_EQ(renameat2(AT_FDCWD, work.c_str(), AT_FDCWD, other.c_str(), RENAME_EXCHANGE), 0);
+  Result<GitSurfaceGuard> refused =
+      GitSurfaceGuard::Take(work, kNoUserGitConfig, nullptr, {}, held);
+  ASSERT_FALSE(refused.ok());
+  EXPECT_EQ(refused.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(refused.status().message().find(work + " no longer leads to the workdir the session "
+                                                   "started in"),
+            std::string::npos)
+      << refused.status().ToString();
+  Result<GitSurfaceGuard> control = GitSurfaceGuard::Take(work, kNoUserGitConfig);
+  ASSERT_TRUE(control.ok()) << control.status().ToString();
+  EXPECT_EQ(IdentityOf(control->descriptor()).ino, decoy.ino) << "control: it guards the decoy";
+}
+
+// The workdir moved after the record, and a decoy repository took its name. Restore puts the
+// record back through the descriptor (the hook planted in the real tree goes, at every Restore),
+// says it cannot look for new surface, leaves the decoy alone, and InPlace names the move. The
+// control (no move) also cleans the repository that appeared meanwhile.
+TEST(GitSurfaceGuard, AfterTheWorkdirMovedARestorePutsTheRecordBackAndSaysItCannotLookFurther) {
+  for (const bool moved : {false, true}) {
+    SCOPED_TRACE(moved ? "moved" : "control");
+    const std::string base = MakeTempDir("git-guard-moved");
+    const std::string work = base + "/proj", real = moved ? base + "/proj.moved" : work;
+    ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
+    Result<GitSurfaceGuard> guard =
+        GitSurfaceGuard::Take(work, kNoUserGitConfig, nullptr, {}, IdentityOfPath(work));
+    ASSERT_TRUE(guard.ok()) << guard.status().ToString();
+    EXPECT_TRUE(guard->InPlace().ok());
+    ASSERT_EQ(system(("git init -q '" + work + "/sub'").c_str()), 0);
+    Write(work + "/sub/.git/hooks/post-checkout", "#!/bin/sh\n", 0755);
+    if (moved) {
+      std::filesystem::rename(work, real);
+      ASSERT_EQ(system(("git init -q '" + work + "'").c_str()), 0);
+      Write(work + "/.git/hooks/decoy", "#!/bin/sh\n", 0755);
+    }
+    for (int round = 0; round < 2; ++round) {
+      Write(real + "/.git/hooks/pre-commit", "#!/bin/sh\n", 0755);
+      const std::vector<std::string> undone = guard->Restore();
+      EXPECT_FALSE(FileExists(real + "/.git/hooks/pre-commit")) << round;
+      EXPECT_TRUE(HasLine(undone, "remove .git/hooks/pre-commit")) << round;
+      EXPECT_EQ(
+          HasLine(undone, "could NOT look for new git surface (git init, .git files): " + work +
+                              " no longer leads to the directory whose git surface "
+                              "is guarded"),
+          moved)
+          << ::testing::PrintToString(undone);
+    }
+    EXPECT_EQ(FileExists(real + "/sub/.git/hooks/post-checkout"), moved)
+        << "what appeared is found by name only";
+    EXPECT_EQ(guard->InPlace().ok(), !moved) << guard->InPlace().ToString();
+    if (moved) {
+      EXPECT_TRUE(FileExists(work + "/.git/hooks/decoy")) << "the decoy is not guarded";
+    }
+  }
 }
 
 // A repository that appears with only what git init makes is kept, and recorded by that Restore
@@ -826,7 +899,7 @@ TEST(GitSurfaceGuard, AReloadedRecordPutsBackTheOtherTreesWhenTheWorkdirIsGone) 
   Result<GitSurfaceGuard> reloaded = GitSurfaceGuard::Reload(record, kNoUserGitConfig);
   ASSERT_TRUE(reloaded.ok()) << reloaded.status().ToString();
   const std::vector<std::string> undone = reloaded->Restore(GitSurfaceGuard::After::kDone);
-  EXPECT_TRUE(HasLine(undone, "not put back: " + work + " is no longer the directory"))
+  EXPECT_TRUE(HasLine(undone, "not put back: " + work + " no longer leads to the directory"))
       << ::testing::PrintToString(undone);
   EXPECT_TRUE(HasLine(undone, repo + ": remove .claude")) << ::testing::PrintToString(undone);
   EXPECT_FALSE(FileExists(repo + "/.claude"));

@@ -153,7 +153,8 @@ TEST(GuardJournal, RefusesARecordCutShortGarbledOrForAnotherDirectory) {
   Plant(p);
   const std::vector<std::string> lines = GuardJournal::Recover(p.journal, kNoUserGitConfig);
   ASSERT_EQ(lines.size(), 1U) << ::testing::PrintToString(lines);
-  EXPECT_NE(lines[0].find("no longer the directory the record was made in"), std::string::npos)
+  EXPECT_NE(lines[0].find("no longer leads to the directory the record was made in"),
+            std::string::npos)
       << lines[0];
   EXPECT_TRUE(Planted(p)) << "nothing written into the other directory";
   // A garbled record on disk is reported and removed, and nothing changes.
