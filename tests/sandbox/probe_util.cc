@@ -76,12 +76,15 @@ class TempDirs {
     std::lock_guard<std::mutex> lock(mu_);
     dirs_.push_back(std::move(dir));
   }
-  ~TempDirs() {
+  ~TempDirs() { RemoveAll(); }
+  void RemoveAll() {
     if (getpid() != owner_) return;
+    std::lock_guard<std::mutex> lock(mu_);
     for (const std::string& dir : dirs_) {
       std::error_code ec;  // Best effort: a leftover directory fails no test.
       std::filesystem::remove_all(dir, ec);
     }
+    dirs_.clear();
   }
 
  private:
@@ -128,6 +131,8 @@ long Connect(uint16_t port) {
   errno = err;
   return rc;
 }
+
+void RemoveTempDirsNow() { MadeTempDirs().RemoveAll(); }
 
 std::string MakeTempDir(const std::string& name) {
   const char* base = std::getenv("TEST_TMPDIR");

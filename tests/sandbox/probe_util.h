@@ -37,6 +37,9 @@ ProbeResult RunProbeKeeping(const std::function<bool(int report_fd)>& setup,
 // A fresh directory under the test's temp dir, canonical; removed with everything in it when the
 // test process exits.
 std::string MakeTempDir(const std::string& name);
+// Removes the MakeTempDir directories this process made, now: a re-executed death test's body
+// ends in _exit, which runs no destructor, so each of its runs left them behind.
+void RemoveTempDirsNow();
 
 // A MakeTempDir removed when this object goes: for a death test's body, which ends in _exit and
 // so never runs what removes the others.
