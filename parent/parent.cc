@@ -613,7 +613,13 @@ int EnterLauncher(const Options& o, const sandbox::Policy& policy, const sandbox
                    "; running tasks were killed",
                /*session_ran=*/true);
   };
-  if (!o.sandbox.enabled) return kExitOk;
+  if (!o.sandbox.enabled) {
+    // No waiter: forkbox's pid is the session's, and stops its tools itself.
+    if (Status st = InstallJobControlHandler(); !st.ok()) {
+      return Fail(o.output_format, kExitFailure, st.ToString());
+    }
+    return kExitOk;
+  }
   if (Status st = InstallInterruptHandler(InterruptMode::kExit); !st.ok()) {
     return Fail(o.output_format, kExitFailure, st.ToString());
   }

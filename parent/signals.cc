@@ -66,7 +66,35 @@ void OnInterrupt(int signo, siginfo_t* info, void*) {
   g_signal = signo;
 }
 
+// Ctrl-Z of a session with no launcher (--sandbox=off), whose pid is forkbox's: the tools and
+// tasks stop first, each a process group of its own, then this process, as the sandboxed
+// session's waiter does it (sandbox/contain.cc); all go on together.
+void OnJobControl(int signo) {
+  const int saved = errno;
+  (void)sandbox::StopDescendantsRaw();
+  StopAsDefaultRaw(signo);  // Leaves the signal at its default action: this handler again.
+  struct sigaction sa = {};
+  sa.sa_handler = OnJobControl;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  (void)sigaction(signo, &sa, nullptr);
+  (void)sandbox::ContinueDescendantsRaw();
+  errno = saved;
+}
+
 }  // namespace
+
+Status InstallJobControlHandler() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnJobControl;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  for (int sig : {SIGTSTP, SIGTTIN, SIGTTOU}) {
+    if (SignalIgnored(sig)) continue;  // As the caller left it: it stays ignored.
+    if (sigaction(sig, &sa, nullptr) != 0) return Status::FromErrno(errno, "sigaction");
+  }
+  return Status::Ok();
+}
 
 bool KillAndReapAllChildren() {
   if (sandbox::KillAllDescendants() >= 0) return true;

@@ -63,6 +63,13 @@ int EndBySignal(int signo);
 // (another code won: a failed write of the result, a SIGKILL of forkbox's pid).
 void ExitIfEndedBySignal(int code);
 
+// Ctrl-Z (SIGTSTP; SIGTTIN and SIGTTOU, a background job at the terminal) stops the whole session,
+// every tool and task with it (each leads a process group of its own, which the terminal's signal
+// does not reach), and SIGCONT continues them all. For a session without a launcher
+// (--sandbox=off); a sandboxed one's waiter does it (sandbox::EnterLauncher). One its caller left
+// ignored stays ignored.
+Status InstallJobControlHandler();
+
 enum class InterruptMode { kExit, kFlag };
 Status InstallInterruptHandler(InterruptMode mode);
 void SetInterruptMode(InterruptMode mode);

@@ -328,7 +328,9 @@ void SendOnRaw(pid_t launcher, int sig) {
 // surface and kills what its tools left (layer 1 has no namespace to do that).
 // What forkbox ignored before the fork (its caller's nohup, a shell's background job; forkbox's own
 // SIGPIPE and SIGXFSZ) it ignores: blocked here, such a signal is still queued.
-void PassOnRaw(pid_t launcher, int sig, int code) {
+// `proc`: the host's /proc, opened before the launcher's PID namespace got its own (job control
+// walks the session's tree through it: the waiter is in no PID namespace whose /proc shows it).
+void PassOnRaw(pid_t launcher, int sig, int code, int proc) {
   if (sig != SIGCONT && SignalIgnored(sig)) return;
   switch (sig) {
     case SIGURG:
@@ -348,10 +350,13 @@ void PassOnRaw(pid_t launcher, int sig, int code) {
       return;
     case SIGTSTP:
     case SIGTTIN:
-    case SIGTTOU:  // Job control: both stop, so the shell sees the job stopped, and go on together.
-      kill(launcher, SIGSTOP);
+    case SIGTTOU:
+      // Job control: the whole session stops, the launcher first, then its tools, tasks and what
+      // they started (each leads a process group of its own, which the terminal's signal does
+      // not reach), then this process, so the shell sees the job stopped; all go on together.
+      (void)StopDescendantsRaw(proc);
       StopAsDefaultRaw(sig);
-      kill(launcher, SIGCONT);
+      (void)ContinueDescendantsRaw(proc);
       return;
     default:
       // Any other signal ends forkbox as its default action would: the launcher's session first.
@@ -375,15 +380,19 @@ enum class Relay {
 // the signals it handles, and SIGKILL. Exits as the init did.
 // `confined_fd`: as ConfineKeeperRaw takes it. `on_killed`: as EnterLauncher takes it. `ended_by`:
 // the launcher's (g_session_ended_by), whose session may end by a signal; null for an agent.
+// `proc`: as PassOnRaw takes it, kept; -1 for an agent.
 [[noreturn]] void RunWaiter(pid_t init, std::span<const sock_filter> filter, Relay relay,
                             int confined_fd = -1, const LauncherKilled& on_killed = {},
-                            const std::atomic<int>* ended_by = nullptr) {
+                            const std::atomic<int>* ended_by = nullptr, int proc = -1) {
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&set, sig);
   if (relay == Relay::kPassOn) sigfillset(&set);
   sigprocmask(SIG_BLOCK, &set, nullptr);
-  ConfineKeeperRaw(filter, on_killed ? KeptStdio::kStdoutAndStderr : KeptStdio::kNone, confined_fd);
+  KeptFds kept;
+  kept.fds[0] = proc;
+  ConfineKeeperRaw(filter, on_killed ? KeptStdio::kStdoutAndStderr : KeptStdio::kNone, confined_fd,
+                   kept);
   for (;;) {
     int status = 0;
     // Every child: the launcher's waiter may have the layer-2 probe's (ReleaseLayer2ProbeChild).
@@ -404,7 +413,7 @@ enum class Relay {
     if (relay == Relay::kKill) {
       kill(init, SIGKILL);
     } else {
-      PassOnRaw(init, info.si_signo, info.si_code);
+      PassOnRaw(init, info.si_signo, info.si_code, proc);
     }
   }
 }
@@ -927,6 +936,10 @@ Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t 
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return Status::FromErrno(errno, "mmap (the launcher's end)");
   auto* ended_by = new (shared) std::atomic<int>(0);
+  // Still the host's /proc: in layer 2 the launcher mounts its namespace's over it (the mount
+  // namespace is the waiter's too).
+  UniqueFd proc(open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!proc) return Status::FromErrno(errno, "open /proc (the launcher's waiter)");
   // Every signal blocked until the launcher knows itself: its stop handler, run before that,
   // found no waiter to tell, and pid 1 cannot die of its own signal (it exited 143, rt63 P7).
   // The waiter blocks them all anyway.
@@ -941,7 +954,10 @@ Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t 
     munmap(shared, sizeof(std::atomic<int>));
     return Status::FromErrno(err, "fork (the launcher's waiter)");
   }
-  if (pid > 0) RunWaiter(pid, *base, Relay::kPassOn, confined->write.get(), on_killed, ended_by);
+  if (pid > 0) {
+    RunWaiter(pid, *base, Relay::kPassOn, confined->write.get(), on_killed, ended_by, proc.get());
+  }
+  proc.reset();
   g_session_ended_by = ended_by;
   g_launcher_pid = getpid();
   sigprocmask(SIG_SETMASK, &old, nullptr);  // What came meanwhile is handled now.

@@ -82,31 +82,33 @@ long ThreadCount() {
   return end != field ? threads : -1;
 }
 
-// The parent pid in /proc/<name>/stat ("pid (comm) state ppid ..."; comm may hold spaces and
-// parentheses), or -1. Raw calls and a stack buffer.
-pid_t ParentOfRaw(int proc, const char* name) {
-  char path[32] = {};
-  const size_t len = strlen(name);
-  if (len + sizeof("/stat") > sizeof(path)) return -1;
-  memcpy(path, name, len);
-  memcpy(path + len, "/stat", sizeof("/stat"));
-  const int fd = openat(proc, path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
-  char buf[512];
-  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = '\0';
-  const char* close_paren = strrchr(buf, ')');
-  // ") S ppid": the ppid starts 4 bytes on, within what was read.
-  if (close_paren == nullptr || close_paren + 4 >= buf + n || close_paren[1] != ' ') return -1;
-  return static_cast<pid_t>(strtol(close_paren + 4, nullptr, 10));
-}
-
 struct ProcLink {
   pid_t pid;
   pid_t ppid;
+  char state;  // /proc/<pid>/stat's: 'T' stopped, 'Z' a zombie...
 };
+
+// The link of /proc/<name>/stat ("pid (comm) state ppid ..."; comm may hold spaces and
+// parentheses) into `out`; false when it cannot be read. Raw calls and a stack buffer.
+bool ReadLinkRaw(int proc, const char* name, pid_t pid, ProcLink* out) {
+  char path[32] = {};
+  const size_t len = strlen(name);
+  if (len + sizeof("/stat") > sizeof(path)) return false;
+  memcpy(path, name, len);
+  memcpy(path + len, "/stat", sizeof("/stat"));
+  const int fd = openat(proc, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  char buf[512];
+  const ssize_t n = read(fd, buf, sizeof(buf) - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = '\0';
+  const char* close_paren = strrchr(buf, ')');
+  // ") S ppid": the ppid starts 4 bytes on, within what was read.
+  if (close_paren == nullptr || close_paren + 4 >= buf + n || close_paren[1] != ' ') return false;
+  *out = ProcLink{pid, static_cast<pid_t>(strtol(close_paren + 4, nullptr, 10)), close_paren[2]};
+  return true;
+}
 
 // Processes one pass over /proc holds at most (the rest wait for a round that sees them). Host
 // daemons (parent 1, outside a namespace init) and kernel threads (parent 0
@@ -115,11 +117,13 @@ struct ProcLink {
 constexpr int kMaxLinks = 8192;
 constexpr int kMaxKillRounds = 10000;
 
-// Every process whose parent could be a descendant of `self`, from one pass over /proc, into
-// `links` (the first kMaxLinks); -1 with errno when /proc cannot be opened.
-int ScanLinksRaw(pid_t self, ProcLink* links) {
-  const int proc = open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+// Every process whose parent could be a descendant of `self`, from one pass over the /proc
+// `proc_fd` (-1: /proc), into `links` (the first kMaxLinks), sorted by parent; -1 with errno when
+// /proc cannot be opened.
+int ScanLinksRaw(int proc_fd, pid_t self, ProcLink* links) {
+  const int proc = proc_fd >= 0 ? proc_fd : open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (proc < 0) return -1;
+  if (proc_fd >= 0 && lseek(proc, 0, SEEK_SET) != 0) return -1;
   int count = 0;
   alignas(8) char buf[4096];
   long n = 0;
@@ -130,48 +134,92 @@ int ScanLinksRaw(pid_t self, ProcLink* links) {
       char* end = nullptr;
       const long pid = strtol(entry->d_name, &end, 10);
       if (pid <= 0 || *end != '\0') continue;
-      const pid_t ppid = ParentOfRaw(proc, entry->d_name);
-      if (ppid <= 0 || ppid == 2 || (ppid == 1 && self != 1)) continue;
+      ProcLink link;
+      if (!ReadLinkRaw(proc, entry->d_name, static_cast<pid_t>(pid), &link)) continue;
+      if (link.ppid <= 0 || link.ppid == 2 || (link.ppid == 1 && self != 1)) continue;
       if (count == kMaxLinks) break;
-      links[count++] = ProcLink{static_cast<pid_t>(pid), ppid};
+      links[count++] = link;
     }
   }
-  close(proc);
+  if (proc_fd < 0) close(proc);
+  std::sort(links, links + count,
+            [](const ProcLink& a, const ProcLink& b) { return a.ppid < b.ppid; });
   return count;
 }
 
-// One round: the tree below `self` (but `keep` and theirs) killed breadth first, from one scan;
-// its members that are children of `self` reaped. How many it signalled, or -1 as ScanLinksRaw.
-int KillTreeRoundRaw(pid_t self, std::span<const pid_t> keep) {
-  ProcLink links[kMaxLinks];
+// The children of `parent` among `links` (ScanLinksRaw's).
+std::span<const ProcLink> ChildrenIn(const ProcLink* links, int count, pid_t parent) {
+  const ProcLink* first = std::lower_bound(links, links + count, parent,
+                                           [](const ProcLink& l, pid_t p) { return l.ppid < p; });
+  const ProcLink* last = first;
+  while (last < links + count && last->ppid == parent) ++last;
+  return {first, last};
+}
+
+// The tree below `self` in `links` (but `keep` and theirs), breadth first, so a parent comes
+// before its children: `visit(link)` for each. How many visits returned true.
+template <typename Visit>
+int VisitTreeRaw(pid_t self, std::span<const pid_t> keep, const ProcLink* links, int count,
+                 Visit visit) {
   pid_t queue[kMaxLinks + 1];
-  const int count = ScanLinksRaw(self, links);
-  if (count < 0) return -1;
-  std::sort(links, links + count,
-            [](const ProcLink& a, const ProcLink& b) { return a.ppid < b.ppid; });
-  int head = 0, tail = 0, killed = 0;
+  int head = 0, tail = 0, hits = 0;
   queue[tail++] = self;
   while (head < tail) {
-    const pid_t parent = queue[head++];
-    const ProcLink* first = std::lower_bound(links, links + count, parent,
-                                             [](const ProcLink& l, pid_t p) { return l.ppid < p; });
-    for (const ProcLink* l = first; l < links + count && l->ppid == parent; ++l) {
-      if (std::find(keep.begin(), keep.end(), l->pid) != keep.end()) continue;
-      if (kill(l->pid, SIGKILL) == 0) ++killed;
-      if (tail <= kMaxLinks) queue[tail++] = l->pid;
+    for (const ProcLink& l : ChildrenIn(links, count, queue[head++])) {
+      if (std::find(keep.begin(), keep.end(), l.pid) != keep.end()) continue;
+      if (visit(l)) ++hits;
+      if (tail <= kMaxLinks) queue[tail++] = l.pid;
     }
   }
-  const ProcLink* first = std::lower_bound(links, links + count, self,
-                                           [](const ProcLink& l, pid_t p) { return l.ppid < p; });
-  for (const ProcLink* l = first; l < links + count && l->ppid == self; ++l) {
-    if (std::find(keep.begin(), keep.end(), l->pid) != keep.end()) continue;
-    while (waitpid(l->pid, nullptr, __WALL) < 0 && errno == EINTR) {
+  return hits;
+}
+
+// One round: the tree below `self` (but `keep` and theirs) killed, from one scan; its members
+// that are children of `self` reaped. How many it signalled, or -1 as ScanLinksRaw.
+int KillTreeRoundRaw(pid_t self, std::span<const pid_t> keep) {
+  ProcLink links[kMaxLinks];
+  const int count = ScanLinksRaw(-1, self, links);
+  if (count < 0) return -1;
+  const int killed = VisitTreeRaw(self, keep, links, count,
+                                  [](const ProcLink& l) { return kill(l.pid, SIGKILL) == 0; });
+  for (const ProcLink& l : ChildrenIn(links, count, self)) {
+    if (std::find(keep.begin(), keep.end(), l.pid) != keep.end()) continue;
+    while (waitpid(l.pid, nullptr, __WALL) < 0 && errno == EINTR) {
     }
   }
   return killed;
 }
 
 }  // namespace
+
+int StopDescendantsRaw(int proc) {
+  const pid_t self = getpid();
+  int stopped = 0;
+  for (int round = 0; round < kMaxKillRounds; ++round) {
+    ProcLink links[kMaxLinks];
+    const int count = ScanLinksRaw(proc, self, links);
+    if (count < 0) return -1;
+    // A zombie or a dying process never shows 'T'; one stopped already needs nothing.
+    const int n = VisitTreeRaw(self, {}, links, count, [](const ProcLink& l) {
+      if (l.state == 'T' || l.state == 't' || l.state == 'Z' || l.state == 'X') return false;
+      (void)kill(l.pid, SIGSTOP);
+      return true;
+    });
+    if (n == 0) return stopped;
+    stopped += n;
+    sched_yield();  // The kernel stops each when it next runs.
+  }
+  errno = EAGAIN;
+  return -1;
+}
+
+int ContinueDescendantsRaw(int proc) {
+  ProcLink links[kMaxLinks];
+  const int count = ScanLinksRaw(proc, getpid(), links);
+  if (count < 0) return -1;
+  return VisitTreeRaw(getpid(), {}, links, count,
+                      [](const ProcLink& l) { return kill(l.pid, SIGCONT) == 0; });
+}
 
 int KillDescendantsRaw(std::span<const pid_t> keep) {
   const pid_t self = getpid();

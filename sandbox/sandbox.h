@@ -566,6 +566,20 @@ int ReapOrphans(std::span<const pid_t> owned = {});
 // KillDescendantsRaw).
 int KillOrphans(std::span<const pid_t> keep);
 
+// Job control of a whole tree: each command forkbox starts leads a process group (and a session)
+// of its own, so the terminal's Ctrl-Z reaches none of them. Async-signal-safe and allocation-
+// free (sandbox/hygiene.h's KillDescendantsRaw walks the same way).
+// SIGSTOPs every descendant of this process not stopped already (a zombie is left), top down,
+// round after round until a round finds every one stopped: one forked meanwhile is found by the
+// next, and a stopped process forks no more. `proc`: a descriptor of the /proc to read, one whose
+// PID namespace holds this process (-1: /proc). Returns how many signals it sent, or -1 with errno
+// as KillDescendantsRaw (EAGAIN: some still ran after kMaxKillRounds).
+int StopDescendantsRaw(int proc = -1);
+// SIGCONTs every descendant of this process, top down, from one pass over /proc: what the stop
+// left stopped forked nothing since. `proc`: as StopDescendantsRaw's. Returns how many it
+// signalled, or -1 with errno.
+int ContinueDescendantsRaw(int proc = -1);
+
 // Kills every descendant of the calling process, including setsid'd and double-forked daemons
 // (re-parented to this process as subreaper or PID-namespace init), and reaps them. forkbox-child
 // calls it when its task ends. It may reap children that ChildProcess handles still own (they then

@@ -140,6 +140,23 @@ char ProcessState(pid_t pid) {
   return close == std::string::npos || close + 2 >= stat.size() ? 0 : stat[close + 2];
 }
 
+std::vector<pid_t> ProcessTree(pid_t pid) {
+  std::vector<pid_t> tree = {pid};
+  for (size_t i = 0; i < tree.size(); ++i) {
+    const std::string p = std::to_string(tree[i]);
+    std::ifstream children("/proc/" + p + "/task/" + p + "/children");
+    for (pid_t child = 0; children >> child;) tree.push_back(child);
+  }
+  return tree;
+}
+
+bool AllStopped(const std::vector<pid_t>& pids) {
+  return std::all_of(pids.begin(), pids.end(), [](pid_t pid) {
+    const char state = ProcessState(pid);
+    return state == 'T' || state == 0;
+  });
+}
+
 pid_t SessionProcess(pid_t forkbox) {
   // The layer-2 probe's child (sandbox::ReleaseLayer2ProbeChild), pid 1 of a PID namespace of its
   // own too, may still be ending below forkbox: the launcher is the one that stays.

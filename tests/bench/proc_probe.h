@@ -27,6 +27,13 @@ std::vector<pid_t> ChildrenNamed(pid_t parent, std::string_view comm);
 // The state letter of /proc/<pid>/stat ('T': stopped, 'Z': a zombie), or 0 once it is gone.
 char ProcessState(pid_t pid);
 
+// `pid` and every process below it, from /proc's children lists (its own first, each parent
+// before its children).
+std::vector<pid_t> ProcessTree(pid_t pid);
+
+// Whether every process of `pids` is stopped ('T'; a gone one counts).
+bool AllStopped(const std::vector<pid_t>& pids);
+
 // The process that runs forkbox's session: sandboxed, its launcher, the child of `forkbox` named
 // forkbox (forkbox's pid stays behind as the launcher's waiter, sandbox::EnterLauncher), in layer 2
 // pid 1 of a PID namespace of its own; with the sandbox off `forkbox` itself. The launcher exists

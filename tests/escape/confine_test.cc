@@ -328,7 +328,7 @@ pid_t LauncherOf(pid_t forkbox) { return forkbox::bench::SessionProcess(forkbox)
 // The parent process itself runs under no_new_privs and seccomp while it talks to the model
 // (read from outside, in the mock's handler, while forkbox waits for the reply); it runs in a
 // launcher (in layer 2 pid 1 of its own PID namespace), and forkbox's pid, its waiter, is confined
-// too: no_new_privs, the base filter, no capability, no descriptor.
+// too: no_new_privs, the base filter, no capability, no descriptor but stdio and /proc.
 TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
   struct Seen {
     std::string nnp, filters, caps, fds;
@@ -339,11 +339,14 @@ TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
   auto read = [](pid_t pid) {
     std::error_code ec;
     const fs::path fd_dir = "/proc/" + std::to_string(pid) + "/fd";
-    std::set<int> fds;  // Their numbers, in order.
-    for (const auto& e : fs::directory_iterator(fd_dir, ec))
-      fds.insert(std::stoi(e.path().filename()));
+    std::map<int, std::string> fds;  // In order: stdio by number, the others by what they open.
+    for (const auto& e : fs::directory_iterator(fd_dir, ec)) {
+      const int fd = std::stoi(e.path().filename());
+      std::error_code link_ec;
+      fds[fd] = fd <= 2 ? std::to_string(fd) : fs::read_symlink(e.path(), link_ec).string();
+    }
     std::string numbers;
-    for (int fd : fds) numbers += (numbers.empty() ? "" : ",") + std::to_string(fd);
+    for (const auto& [fd, shown] : fds) numbers += (numbers.empty() ? "" : ",") + shown;
     return Seen{StatusField(pid, "NoNewPrivs"), StatusField(pid, "Seccomp_filters"),
                 StatusField(pid, "CapEff") + "/" + StatusField(pid, "CapBnd"), ec ? "?" : numbers};
   };
@@ -379,8 +382,10 @@ TEST_P(ConfineTest, ParentProcessIsConfinedBeforeItsFirstModelCall) {
       AsUser() && Jailed() ? StatusField(getpid(), "CapBnd") : "0000000000000000";
   EXPECT_EQ(waiter.caps, "0000000000000000/" + bounding);
   // Only stdout and stderr: it reports a session process killed under it (the OOM killer's pick;
-  // RealChildTest.ASigkillOfTheSessionProcessIsReportedAsSuch). No workdir, socket or file.
-  EXPECT_EQ(waiter.fds, "1,2") << "the waiter keeps stdout and stderr only";
+  // RealChildTest.ASigkillOfTheSessionProcessIsReportedAsSuch); and the host's /proc, a
+  // directory it reads for Ctrl-Z (CtrlZStopsTheWholeSessionAndFgResumesIt). No workdir, socket
+  // or file.
+  EXPECT_EQ(waiter.fds, "1,2,/proc") << "the waiter keeps stdout, stderr and /proc only";
 }
 
 // forkbox's pid is what its caller signals. In layer 2 that is the waiter of the parent, which is
@@ -460,6 +465,72 @@ TEST_P(ConfineTest, SigpipeOfForkboxIsIgnored) {
 // Job control: SIGTSTP stops forkbox's pid and the parent, SIGCONT resumes both, and the session
 // ends normally.
 TEST_P(ConfineTest, SigtstpStopsTheParentAndSigcontResumesIt) { ExpectSignalFate(SIGTSTP, 0); }
+
+// Ctrl-Z (SIGTSTP to forkbox's process group, as a terminal sends it) while a bash command, the
+// parent's own or a task's, waits on a FIFO with a child in the background: the whole session
+// stops, down to that child (each command leads a process group of its own, which the terminal's
+// signal does not reach), and the shell's `fg` (SIGCONT to the group) resumes it: the command
+// reads its word and the session ends normally. Before, only forkbox and its parent stopped;
+// the task, its command and the command's child ran on. The stops are waited for (30 s at
+// most): the kernel stops a process when it next runs.
+TEST_P(ConfineTest, CtrlZStopsTheWholeSessionAndFgResumesIt) {
+  own_group_ = true;
+  for (const bool by_parent : {true, false}) {
+    SCOPED_TRACE(by_parent ? "the parent's bash" : "a task's bash");
+    const std::string ready = work_ + "/ready", go = work_ + "/go";
+    (void)::unlink(ready.c_str());
+    (void)::unlink(go.c_str());
+    ASSERT_EQ(::mkfifo(ready.c_str(), 0666), 0);
+    ASSERT_EQ(::mkfifo(go.c_str(), 0666), 0);
+    const std::string command =
+        "sleep 600 & echo waiting > ready; read word < go; kill $!; echo \"finished $word\"";
+    std::mutex mu;
+    std::string result;
+    server_.SetHandler([&](const RecordedRequest& r) {
+      const int turn = r.view.assistant_turns;
+      if (IsParent(r) && turn == 0 && !by_parent) {
+        return Calls({ToolCall{"task", {{"prompt", "wait"}, {"description", "wait"}}, ""}});
+      }
+      if (turn == 0) return Calls({ToolCall{"bash", {{"command", command}}, ""}});
+      std::lock_guard<std::mutex> lock(mu);
+      if (IsParent(r)) result = r.view.LastUserText();
+      return Text(IsParent(r) ? "done" : r.view.LastUserText());
+    });
+    UniqueFd ended(::eventfd(0, EFD_CLOEXEC));
+    ASSERT_TRUE(ended) << std::strerror(errno);
+    Session s;
+    std::thread session([&] {
+      s = Run({"--standby", "0"});
+      const uint64_t one = 1;
+      EXPECT_EQ(::write(ended.get(), &one, sizeof one), 8);
+    });
+    EXPECT_EQ(forkbox::testing::ReadFifoUnless(ready, ended.get()), "waiting\n");
+    const std::vector<pid_t> job = forkbox::bench::ProcessTree(Pid());
+    EXPECT_GE(job.size(), by_parent ? 3u : 4u) << "forkbox, (the task,) bash and sleep at least";
+    EXPECT_EQ(::kill(-Pid(), SIGTSTP), 0);
+    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+    while (!forkbox::bench::AllStopped(job) && std::chrono::steady_clock::now() < give_up) {
+      std::this_thread::yield();
+    }
+    std::string states;  // What ran on, if any: pid, state, name.
+    for (pid_t p : job) {
+      states += std::to_string(p) + " " + forkbox::bench::ProcessState(p) + " " +
+                ReadAll("/proc/" + std::to_string(p) + "/comm");
+    }
+    EXPECT_TRUE(forkbox::bench::AllStopped(job)) << "part of the session ran on while stopped:\n"
+                                                 << states;
+    EXPECT_EQ(::kill(-Pid(), SIGCONT), 0);
+    EXPECT_TRUE(forkbox::testing::WriteFifoUnless(go, "again\n", ended.get()));
+    session.join();
+    {
+      std::lock_guard<std::mutex> lock(mu);
+      EXPECT_EQ(s.exit_code, 0) << s.err;
+      EXPECT_NE(result.find("finished again"), std::string::npos) << result << s.err;
+    }
+    std::lock_guard<std::mutex> lock(pid_mu_);
+    pid_ = 0;
+  }
+}
 
 // As root RLIMIT_NPROC does not apply: in layer 2 the parent's PID namespace's pid_max holds a
 // fork bomb of its own bash (rlimit_nproc x (max parallel + 1) + standbys + 2 = 1,026 here; a

@@ -4815,24 +4815,28 @@ std::map<std::string, std::string> StatusOf(pid_t pid) {
   return out;
 }
 
-// The descriptors `pid` holds, ascending; nullopt when /proc/<pid>/fd cannot be listed.
-std::optional<std::vector<int>> FdsOf(pid_t pid) {
-  DIR* d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+// The descriptors `pid` holds and what each leads to (its /proc/<pid>/fd link), ascending by
+// number; nullopt when /proc/<pid>/fd cannot be listed.
+std::optional<std::map<int, std::string>> FdsOf(pid_t pid) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  DIR* d = opendir(dir.c_str());
   if (d == nullptr) return std::nullopt;
-  std::vector<int> fds;
+  std::map<int, std::string> fds;
   while (dirent* e = readdir(d)) {
-    if (e->d_name[0] != '.') fds.push_back(atoi(e->d_name));
+    if (e->d_name[0] == '.') continue;
+    std::error_code ec;
+    fds[atoi(e->d_name)] = std::filesystem::read_symlink(dir + "/" + e->d_name, ec).string();
   }
   closedir(d);
-  std::sort(fds.begin(), fds.end());
   return fds;
 }
 
 // Sandboxed, forkbox's pid is the launcher's waiter, which a tool's signal or ptrace attempt would
 // meet outside the session: it holds no capability, runs under no_new_privs and a seccomp filter,
-// and keeps no descriptor but stdout and stderr (the caller's, to report the session's end), read
-// from /proc during a held model call. The control: unsandboxed, forkbox's pid is the session
-// itself, with the model's connection and its pipes open, and no seccomp filter.
+// and keeps no descriptor but stdout and stderr (the caller's, to report the session's end) and the
+// host's /proc (a directory, read for Ctrl-Z), read from /proc during a held model call. The
+// control: unsandboxed, forkbox's pid is the session itself, with the model's connection and its
+// pipes open, and no seccomp filter.
 TEST_F(RealChildTest, TheLaunchersWaiterHoldsNoCapabilityNorDescriptor) {
   if (!sandbox_args_.empty()) GTEST_SKIP() << "needs the sandbox (the launcher and its waiter)";
   if (geteuid() != 0) GTEST_SKIP() << "listing a non-dumpable process's fds takes CAP_SYS_PTRACE";
@@ -4844,7 +4848,7 @@ TEST_F(RealChildTest, TheLaunchersWaiterHoldsNoCapabilityNorDescriptor) {
         {sandboxed ? "--allow-broad-workdir" : "--sandbox=off", "--standby=0", "-p", "go"}));
     ASSERT_TRUE(held.WaitForRequest()) << Dump(live.Finish());
     std::map<std::string, std::string> status = StatusOf(live.pid());
-    const std::optional<std::vector<int>> fds = FdsOf(live.pid());
+    const std::optional<std::map<int, std::string>> fds = FdsOf(live.pid());
     held.Release();
     RunResult r = live.Finish();
     EXPECT_EQ(r.exit_code, 0) << Dump(r);
@@ -4856,12 +4860,17 @@ TEST_F(RealChildTest, TheLaunchersWaiterHoldsNoCapabilityNorDescriptor) {
       }
       EXPECT_EQ(status["NoNewPrivs"], "1");
       EXPECT_EQ(status["Seccomp"], "2");
-      for (int fd : *fds) EXPECT_LE(fd, 2) << "the waiter holds fd " << fd;
+      // Beyond stdio, the host's /proc alone (job control walks the session through it).
+      std::vector<std::string> others;
+      for (const auto& [fd, target] : *fds) {
+        if (fd > 2) others.push_back(target);
+      }
+      EXPECT_EQ(others, std::vector<std::string>{"/proc"}) << "the waiter's other descriptors";
     } else {
       EXPECT_NE(status["CapEff"], no_caps) << "root's run keeps its capabilities";
       EXPECT_EQ(status["Seccomp"], "0");
       ASSERT_FALSE(fds->empty());
-      EXPECT_GT(fds->back(), 2) << "the session holds its connection";
+      EXPECT_GT(fds->rbegin()->first, 2) << "the session holds its connection";
     }
     server_.ClearRequests();
   }

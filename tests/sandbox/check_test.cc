@@ -36,6 +36,7 @@
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
 #include "tests/base/test_util.h"
+#include "tests/bench/proc_probe.h"
 #include "tests/sandbox/agent_layers.h"
 #include "tests/sandbox/probe_util.h"
 
@@ -719,27 +720,6 @@ TEST(SandboxCommand, ASignalItsCallerIgnoredStaysIgnored) {
   }
 }
 
-// `pid` and every process below it, from /proc's children lists.
-std::vector<pid_t> ProcessTree(pid_t pid) {
-  std::vector<pid_t> tree = {pid};
-  for (size_t i = 0; i < tree.size(); ++i) {
-    const std::string p = std::to_string(tree[i]);
-    std::istringstream children(ReadFile("/proc/" + p + "/task/" + p + "/children"));
-    for (pid_t child = 0; children >> child;) tree.push_back(child);
-  }
-  return tree;
-}
-
-// Whether every process of `pids` is stopped ('T' in /proc/<pid>/stat; a gone one counts).
-bool AllStopped(const std::vector<pid_t>& pids) {
-  for (pid_t pid : pids) {
-    const std::string stat = ReadFile("/proc/" + std::to_string(pid) + "/stat");
-    const size_t comm_end = stat.rfind(')');
-    if (comm_end != std::string::npos && stat.compare(comm_end + 2, 1, "T") != 0) return false;
-  }
-  return true;
-}
-
 // rt63 P4: Ctrl-Z (SIGTSTP to the job's process group, as the terminal sends it) stops the whole
 // job, the command too, which has a process group of its own; the shell's `fg` (SIGCONT to the
 // group) continues both, and the command finishes. Before, `forkbox sandbox` stopped and its
@@ -759,15 +739,17 @@ TEST(SandboxCommand, CtrlZStopsTheCommandTooAndTheContinueResumesIt) {
                  });
     ASSERT_GT(run->pid, 0);
     ASSERT_EQ(run->ReadFifo(work + "/ready"), "waiting\n");
-    const std::vector<pid_t> job = ProcessTree(run->pid);
+    const std::vector<pid_t> job = forkbox::bench::ProcessTree(run->pid);
     ASSERT_GE(job.size(), 2u) << "forkbox sandbox and its command";
     ASSERT_EQ(kill(-run->pid, SIGTSTP), 0);
     siginfo_t stopped{};
     ASSERT_EQ(waitid(P_PID, static_cast<id_t>(run->pid), &stopped, WSTOPPED | WNOWAIT), 0);
     EXPECT_EQ(stopped.si_code, CLD_STOPPED);
     const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!AllStopped(job) && std::chrono::steady_clock::now() < give_up) sched_yield();
-    EXPECT_TRUE(AllStopped(job)) << "the command ran on while its job was stopped";
+    while (!forkbox::bench::AllStopped(job) && std::chrono::steady_clock::now() < give_up) {
+      sched_yield();
+    }
+    EXPECT_TRUE(forkbox::bench::AllStopped(job)) << "the command ran on while its job was stopped";
     ASSERT_EQ(kill(-run->pid, SIGCONT), 0);
     (void)forkbox::testing::WriteFifoUnless(work + "/go", "again\n", run->pidfd.get());
     run->thread.join();

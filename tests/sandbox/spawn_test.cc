@@ -39,6 +39,7 @@
 #include "sandbox/hygiene.h"
 #include "sandbox/namespaces.h"
 #include "sandbox/sandbox.h"
+#include "tests/bench/proc_probe.h"
 #include "tests/sandbox/agent_layers.h"
 #include "tests/sandbox/probe_util.h"
 
@@ -1411,6 +1412,56 @@ TEST(KillDescendantsRaw, FailsWhenItCannotReadProcAndSaysWhy) {
       EXPECT_EQ(r.value, 1);
     }
   }
+}
+
+// Job control of a tree: a child with a grandchild and a zombie child of its own (which never
+// shows 'T': a stop that waited for it would never end) is stopped, each process 'T' once
+// StopDescendantsRaw returns, and ContinueDescendantsRaw resumes each. The probe returns 0 when
+// all held, else the first step that did not.
+TEST(StopDescendantsRaw, StopsEveryDescendantPastAZombieAndContinueResumesThem) {
+  testing::ProbeResult r = testing::RunProbe(
+      [] { return true; },
+      [] {
+        int ready[2];
+        if (pipe(ready) != 0) return -1L;
+        const pid_t child = fork();
+        if (child == 0) {
+          if (fork() == 0) _exit(0);  // Never reaped: a zombie.
+          const pid_t grandchild = fork();
+          if (grandchild == 0) {
+            for (;;) pause();
+          }
+          (void)!write(ready[1], &grandchild, sizeof grandchild);
+          for (;;) pause();
+        }
+        pid_t grandchild = 0;
+        if (child < 0 || read(ready[0], &grandchild, sizeof grandchild) != sizeof grandchild) {
+          return -1L;
+        }
+        const std::vector<pid_t> tree = {child, grandchild};
+        auto stopped = [&tree] {
+          return std::all_of(tree.begin(), tree.end(),
+                             [](pid_t p) { return forkbox::bench::ProcessState(p) == 'T'; });
+        };
+        long step = 0;
+        if (StopDescendantsRaw() < 2) {
+          step = 1;
+        } else if (!stopped()) {
+          step = 2;
+        } else if (ContinueDescendantsRaw() < 2) {
+          step = 3;
+        } else if (std::any_of(tree.begin(), tree.end(),
+                               [](pid_t p) { return forkbox::bench::ProcessState(p) == 'T'; })) {
+          step = 4;  // SIGCONT wakes a stopped process when it is sent.
+        }
+        kill(grandchild, SIGKILL);
+        kill(child, SIGKILL);
+        waitpid(child, nullptr, 0);
+        return step;
+      });
+  ASSERT_TRUE(r.reported);
+  EXPECT_EQ(r.value, 0) << "1: signalled too few, 2: not all stopped, 3: continued too few, "
+                           "4: one still stopped";
 }
 
 TEST(FailClosed, RefusesWithoutLandlockNamingTheKernelAndTheOptOut) {
