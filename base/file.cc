@@ -68,8 +68,9 @@ FileIdentity IdentityOf(int fd) {
 Result<UniqueFd> ReopenDirectory(const std::string& path, FileIdentity id,
                                  const std::string& what) {
   UniqueFd dir = OpenAt2(AT_FDCWD, path.c_str(), O_PATH | O_DIRECTORY, kResolveNoLinks);
-  if (!dir && errno != ENOENT && errno != ELOOP && errno != ENOTDIR)
+  if (!dir && errno != ENOENT && errno != ELOOP && errno != ENOTDIR) {
     return Status::FromErrno(errno, "open " + path);
+  }
   const FileIdentity now = dir ? IdentityOf(dir.get()) : FileIdentity{};
   if (id.ino == 0 || now.ino != id.ino || now.dev != id.dev) {
     return Status::Error(Status::Code::kNotFound,
