@@ -156,10 +156,11 @@ Result<int> WaitForwardingSignals(const sandbox::Sandbox& sandbox, ChildProcess&
           (void)child.Signal(sig);  // SIGCONT too: `kill -CONT`, the shell's `bg`.
           continue;
         }
-        // The whole job stops, as a shell's job does, and goes on when this process is continued.
-        (void)child.Signal(SIGSTOP);
+        // The whole job stops, as a shell's job does, and goes on when this process is continued:
+        // every process below this one, a daemon the command detached with setsid too.
+        (void)sandbox::StopDescendantsRaw();
         StopAsDefaultRaw(sig);
-        (void)child.Signal(SIGCONT);
+        (void)sandbox::ContinueDescendantsRaw();
       }
     }
     if (fds[0].revents & (POLLIN | POLLHUP)) break;

@@ -931,15 +931,15 @@ Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t 
   if (!out.pidfd) return Status::FromErrno(errno, "dup(the launcher's waiter's pidfd)");
   Result<Pipe> confined = MakePipe();
   if (!confined.ok()) return confined.status().WithContext("the launcher's waiter");
+  // Still the host's /proc: in layer 2 the launcher mounts its namespace's over it (the mount
+  // namespace is the waiter's too).
+  UniqueFd proc(open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
+  if (!proc) return Status::FromErrno(errno, "open /proc (the launcher's waiter)");
   // Kept for the life of both processes: the launcher may write it from a signal handler.
   void* shared = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE,
                       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   if (shared == MAP_FAILED) return Status::FromErrno(errno, "mmap (the launcher's end)");
   auto* ended_by = new (shared) std::atomic<int>(0);
-  // Still the host's /proc: in layer 2 the launcher mounts its namespace's over it (the mount
-  // namespace is the waiter's too).
-  UniqueFd proc(open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
-  if (!proc) return Status::FromErrno(errno, "open /proc (the launcher's waiter)");
   // Every signal blocked until the launcher knows itself: its stop handler, run before that,
   // found no waiter to tell, and pid 1 cannot die of its own signal (it exited 143, rt63 P7).
   // The waiter blocks them all anyway.

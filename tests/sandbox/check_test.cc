@@ -721,26 +721,28 @@ TEST(SandboxCommand, ASignalItsCallerIgnoredStaysIgnored) {
 }
 
 // rt63 P4: Ctrl-Z (SIGTSTP to the job's process group, as the terminal sends it) stops the whole
-// job, the command too, which has a process group of its own; the shell's `fg` (SIGCONT to the
-// group) continues both, and the command finishes. Before, `forkbox sandbox` stopped and its
-// command went on (a build kept compiling while the shell said "Stopped"). The stop of the
-// command is waited for (30 s at most): the kernel stops a process when it next runs.
+// job, the command too, which has a process group of its own, and a sleep the command detached
+// into a session of its own (which a stop of the command's group missed); the shell's `fg`
+// (SIGCONT to the group) continues them all, and the command finishes. Before, `forkbox sandbox`
+// stopped and its command went on (a build kept compiling while the shell said "Stopped"). The stop
+// of the command is waited for (30 s at most): the kernel stops a process when it next runs.
 TEST(SandboxCommand, CtrlZStopsTheCommandTooAndTheContinueResumesIt) {
   for (const EndMode& mode : EndModes()) {
     SCOPED_TRACE(mode.name);
     const std::string work = MakeTempDir("cmd-tstp");
     ASSERT_EQ(mkfifo((work + "/ready").c_str(), 0600), 0);
     ASSERT_EQ(mkfifo((work + "/go").c_str(), 0600), 0);
-    std::unique_ptr<BackgroundCmd> run =
-        StartCmd({std::string("--sandbox=") + mode.sandbox, "--workdir", work, "--", "/bin/sh",
-                  "-c", "echo waiting > ready; read word < go; echo \"finished $word\""},
-                 [&mode] {
-                   return setpgid(0, 0) == 0 && (!mode.layer1 || testing::RefuseUserNamespaces());
-                 });
+    std::unique_ptr<BackgroundCmd> run = StartCmd(
+        {std::string("--sandbox=") + mode.sandbox, "--workdir", work, "--", "/bin/sh", "-c",
+         "mkfifo up; setsid sh -c 'echo x > up; exec sleep 600' & read x < up; "
+         "echo waiting > ready; read word < go; kill $!; echo \"finished $word\""},
+        [&mode] {
+          return setpgid(0, 0) == 0 && (!mode.layer1 || testing::RefuseUserNamespaces());
+        });
     ASSERT_GT(run->pid, 0);
     ASSERT_EQ(run->ReadFifo(work + "/ready"), "waiting\n");
     const std::vector<pid_t> job = forkbox::bench::ProcessTree(run->pid);
-    ASSERT_GE(job.size(), 2u) << "forkbox sandbox and its command";
+    ASSERT_GE(job.size(), 3u) << "forkbox sandbox, its command and the command's detached sleep";
     ASSERT_EQ(kill(-run->pid, SIGTSTP), 0);
     siginfo_t stopped{};
     ASSERT_EQ(waitid(P_PID, static_cast<id_t>(run->pid), &stopped, WSTOPPED | WNOWAIT), 0);
@@ -749,7 +751,14 @@ TEST(SandboxCommand, CtrlZStopsTheCommandTooAndTheContinueResumesIt) {
     while (!forkbox::bench::AllStopped(job) && std::chrono::steady_clock::now() < give_up) {
       sched_yield();
     }
-    EXPECT_TRUE(forkbox::bench::AllStopped(job)) << "the command ran on while its job was stopped";
+    std::string states;  // What ran on, if any: pid, state, name.
+    for (pid_t p : job) {
+      states += std::to_string(p) + " " + forkbox::bench::ProcessState(p) + " " +
+                ReadFile("/proc/" + std::to_string(p) + "/comm");
+    }
+    EXPECT_TRUE(forkbox::bench::AllStopped(job))
+        << "the command ran on while its job was stopped:\n"
+        << states;
     ASSERT_EQ(kill(-run->pid, SIGCONT), 0);
     (void)forkbox::testing::WriteFifoUnless(work + "/go", "again\n", run->pidfd.get());
     run->thread.join();
