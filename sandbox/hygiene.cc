@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
@@ -82,11 +83,13 @@ long ThreadCount() {
   return end != field ? threads : -1;
 }
 
+// 8 bytes: one pass holds kMaxLinks of them on the stack, a keeper's too (a 256 KiB clone stack).
 struct ProcLink {
   pid_t pid;
-  pid_t ppid;
-  char state;  // /proc/<pid>/stat's: 'T' stopped, 'Z' a zombie...
+  uint32_t ppid : 31;    // Fits: PID_MAX_LIMIT is 2^22.
+  uint32_t settled : 1;  // Stopped or traced already, or a zombie: a SIGSTOP changes nothing.
 };
+static_assert(sizeof(ProcLink) == 8);
 
 // The link of /proc/<name>/stat ("pid (comm) state ppid ..."; comm may hold spaces and
 // parentheses) into `out`; false when it cannot be read. Raw calls and a stack buffer.
@@ -106,7 +109,12 @@ bool ReadLinkRaw(int proc, const char* name, pid_t pid, ProcLink* out) {
   const char* close_paren = strrchr(buf, ')');
   // ") S ppid": the ppid starts 4 bytes on, within what was read.
   if (close_paren == nullptr || close_paren + 4 >= buf + n || close_paren[1] != ' ') return false;
-  *out = ProcLink{pid, static_cast<pid_t>(strtol(close_paren + 4, nullptr, 10)), close_paren[2]};
+  const long ppid = strtol(close_paren + 4, nullptr, 10);
+  if (ppid < 0 || ppid > INT32_MAX) return false;
+  const char state = close_paren[2];
+  out->pid = pid;
+  out->ppid = static_cast<uint32_t>(ppid);
+  out->settled = state == 'T' || state == 't' || state == 'Z' || state == 'X';
   return true;
 }
 
@@ -136,7 +144,8 @@ int ScanLinksRaw(int proc_fd, pid_t self, ProcLink* links) {
       if (pid <= 0 || *end != '\0') continue;
       ProcLink link;
       if (!ReadLinkRaw(proc, entry->d_name, static_cast<pid_t>(pid), &link)) continue;
-      if (link.ppid <= 0 || link.ppid == 2 || (link.ppid == 1 && self != 1)) continue;
+      const pid_t ppid = static_cast<pid_t>(link.ppid);
+      if (ppid <= 0 || ppid == 2 || (ppid == 1 && self != 1)) continue;
       if (count == kMaxLinks) break;
       links[count++] = link;
     }
@@ -201,7 +210,7 @@ int StopDescendantsRaw(int proc) {
     if (count < 0) return -1;
     // A zombie or a dying process never shows 'T'; one stopped already needs nothing.
     const int n = VisitTreeRaw(self, {}, links, count, [](const ProcLink& l) {
-      if (l.state == 'T' || l.state == 't' || l.state == 'Z' || l.state == 'X') return false;
+      if (l.settled) return false;
       (void)kill(l.pid, SIGSTOP);
       return true;
     });
