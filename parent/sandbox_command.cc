@@ -158,9 +158,7 @@ Result<int> WaitForwardingSignals(const sandbox::Sandbox& sandbox, ChildProcess&
         }
         // The whole job stops, as a shell's job does, and goes on when this process is continued:
         // every process below this one, a daemon the command detached with setsid too.
-        (void)sandbox::StopDescendantsRaw();
-        StopAsDefaultRaw(sig);
-        (void)sandbox::ContinueDescendantsRaw();
+        sandbox::StopAsJobRaw(sig);
       }
     }
     if (fds[0].revents & (POLLIN | POLLHUP)) break;

@@ -71,14 +71,12 @@ void OnInterrupt(int signo, siginfo_t* info, void*) {
 // session's waiter does it (sandbox/contain.cc); all go on together.
 void OnJobControl(int signo) {
   const int saved = errno;
-  (void)sandbox::StopDescendantsRaw();
-  StopAsDefaultRaw(signo);  // Leaves the signal at its default action: this handler again.
+  sandbox::StopAsJobRaw(signo);  // Leaves the signal at its default action: this handler again.
   struct sigaction sa = {};
   sa.sa_handler = OnJobControl;
   sigemptyset(&sa.sa_mask);
   sa.sa_flags = SA_RESTART;
   (void)sigaction(signo, &sa, nullptr);
-  (void)sandbox::ContinueDescendantsRaw();
   errno = saved;
 }
 

@@ -354,9 +354,7 @@ void PassOnRaw(pid_t launcher, int sig, int code, int proc) {
       // Job control: the whole session stops, the launcher first, then its tools, tasks and what
       // they started (each leads a process group of its own, which the terminal's signal does
       // not reach), then this process, so the shell sees the job stopped; all go on together.
-      (void)StopDescendantsRaw(proc);
-      StopAsDefaultRaw(sig);
-      (void)ContinueDescendantsRaw(proc);
+      StopAsJobRaw(sig, proc);
       return;
     default:
       // Any other signal ends forkbox as its default action would: the launcher's session first.

@@ -20,6 +20,7 @@
 #include <sstream>
 #include <string>
 
+#include "base/process.h"
 #include "base/unique_fd.h"
 #include "sandbox/sandbox.h"
 
@@ -230,6 +231,17 @@ int ContinueDescendantsRaw(int proc) {
                       [](const ProcLink& l) { return kill(l.pid, SIGCONT) == 0; });
 }
 
+void StopAsJobRaw(int sig, int proc) {
+  if (StopDescendantsRaw(proc) < 0) {
+    const char* why = KillFailureText(errno);
+    for (const char* part : {"forkbox: processes below may run on while stopped: ", why, "\n"}) {
+      (void)!write(STDERR_FILENO, part, strlen(part));
+    }
+  }
+  StopAsDefaultRaw(sig);
+  (void)ContinueDescendantsRaw(proc);
+}
+
 int KillDescendantsRaw(std::span<const pid_t> keep) {
   const pid_t self = getpid();
   int killed = 0;
@@ -328,7 +340,7 @@ int KillAllDescendants() {
 }
 
 const char* KillFailureText(int err) {
-  return err == EAGAIN ? "still there after every round of kills"
+  return err == EAGAIN ? "still there after every round"
                        : "not looked for: /proc could not be read";
 }
 

@@ -579,6 +579,11 @@ int StopDescendantsRaw(int proc = -1);
 // left stopped forked nothing since. `proc`: as StopDescendantsRaw's. Returns how many it
 // signalled, or -1 with errno.
 int ContinueDescendantsRaw(int proc = -1);
+// Ctrl-Z of a whole job: StopDescendantsRaw(`proc`), then this process as `sig`'s default action
+// would (StopAsDefaultRaw: SIGTSTP, SIGTTIN, SIGTTOU), and once it is continued
+// ContinueDescendantsRaw. A stop that failed is said on stderr (some processes may run on).
+// Async-signal-safe.
+void StopAsJobRaw(int sig, int proc = -1);
 
 // Kills every descendant of the calling process, including setsid'd and double-forked daemons
 // (re-parented to this process as subreaper or PID-namespace init), and reaps them. forkbox-child
@@ -587,8 +592,8 @@ int ContinueDescendantsRaw(int proc = -1);
 // KillOrphans. Async-signal-safe and allocation-free (the parent's exit-mode handler calls it).
 int KillAllDescendants();
 
-// Why KillOrphans or KillAllDescendants returned -1, from the errno it left: "still there after
-// every round of kills" (EAGAIN), else that /proc could not be read to find them.
+// Why KillOrphans, KillAllDescendants or StopDescendantsRaw returned -1, from the errno it left:
+// "still there after every round" (EAGAIN), else that /proc could not be read to find them.
 // Async-signal-safe.
 const char* KillFailureText(int err);
 

@@ -157,6 +157,18 @@ bool AllStopped(const std::vector<pid_t>& pids) {
   });
 }
 
+std::string DescribeProcesses(const std::vector<pid_t>& pids) {
+  std::string out;
+  for (pid_t pid : pids) {
+    std::ifstream comm("/proc/" + std::to_string(pid) + "/comm");
+    std::string name;
+    std::getline(comm, name);
+    const char state = ProcessState(pid);
+    out += std::to_string(pid) + " " + (state == 0 ? '-' : state) + " " + name + "\n";
+  }
+  return out;
+}
+
 pid_t SessionProcess(pid_t forkbox) {
   // The layer-2 probe's child (sandbox::ReleaseLayer2ProbeChild), pid 1 of a PID namespace of its
   // own too, may still be ending below forkbox: the launcher is the one that stays.

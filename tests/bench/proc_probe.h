@@ -33,6 +33,8 @@ std::vector<pid_t> ProcessTree(pid_t pid);
 
 // Whether every process of `pids` is stopped ('T'; a gone one counts).
 bool AllStopped(const std::vector<pid_t>& pids);
+// One line per process of `pids`: its pid, state letter and name, for a failure message.
+std::string DescribeProcesses(const std::vector<pid_t>& pids);
 
 // The process that runs forkbox's session: sandboxed, its launcher, the child of `forkbox` named
 // forkbox (forkbox's pid stays behind as the launcher's waiter, sandbox::EnterLauncher), in layer 2

@@ -512,13 +512,8 @@ TEST_P(ConfineTest, CtrlZStopsTheWholeSessionAndFgResumesIt) {
     while (!forkbox::bench::AllStopped(job) && std::chrono::steady_clock::now() < give_up) {
       std::this_thread::yield();
     }
-    std::string states;  // What ran on, if any: pid, state, name.
-    for (pid_t p : job) {
-      states += std::to_string(p) + " " + forkbox::bench::ProcessState(p) + " " +
-                ReadAll("/proc/" + std::to_string(p) + "/comm");
-    }
     EXPECT_TRUE(forkbox::bench::AllStopped(job)) << "part of the session ran on while stopped:\n"
-                                                 << states;
+                                                 << forkbox::bench::DescribeProcesses(job);
     EXPECT_EQ(::kill(-Pid(), SIGCONT), 0);
     EXPECT_TRUE(forkbox::testing::WriteFifoUnless(go, "again\n", ended.get()));
     session.join();

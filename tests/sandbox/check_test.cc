@@ -751,14 +751,9 @@ TEST(SandboxCommand, CtrlZStopsTheCommandTooAndTheContinueResumesIt) {
     while (!forkbox::bench::AllStopped(job) && std::chrono::steady_clock::now() < give_up) {
       sched_yield();
     }
-    std::string states;  // What ran on, if any: pid, state, name.
-    for (pid_t p : job) {
-      states += std::to_string(p) + " " + forkbox::bench::ProcessState(p) + " " +
-                ReadFile("/proc/" + std::to_string(p) + "/comm");
-    }
     EXPECT_TRUE(forkbox::bench::AllStopped(job))
         << "the command ran on while its job was stopped:\n"
-        << states;
+        << forkbox::bench::DescribeProcesses(job);
     ASSERT_EQ(kill(-run->pid, SIGCONT), 0);
     (void)forkbox::testing::WriteFifoUnless(work + "/go", "again\n", run->pidfd.get());
     run->thread.join();

@@ -1439,14 +1439,10 @@ TEST(StopDescendantsRaw, StopsEveryDescendantPastAZombieAndContinueResumesThem) 
           return -1L;
         }
         const std::vector<pid_t> tree = {child, grandchild};
-        auto stopped = [&tree] {
-          return std::all_of(tree.begin(), tree.end(),
-                             [](pid_t p) { return forkbox::bench::ProcessState(p) == 'T'; });
-        };
         long step = 0;
         if (StopDescendantsRaw() < 2) {
           step = 1;
-        } else if (!stopped()) {
+        } else if (!forkbox::bench::AllStopped(tree)) {
           step = 2;
         } else if (ContinueDescendantsRaw() < 2) {
           step = 3;
@@ -1462,6 +1458,60 @@ TEST(StopDescendantsRaw, StopsEveryDescendantPastAZombieAndContinueResumesThem) 
   ASSERT_TRUE(r.reported);
   EXPECT_EQ(r.value, 0) << "1: signalled too few, 2: not all stopped, 3: continued too few, "
                            "4: one still stopped";
+}
+
+// A job stop that cannot look for the processes below (no descriptor left for /proc:
+// RLIMIT_NOFILE 0) says so on stderr, and its child runs on; the control, with descriptors, says
+// nothing and stops the child too. The kernel may discard the stop itself (an orphaned process
+// group under the test runner): the child's state is checked only when the stopper did stop.
+TEST(StopAsJobRaw, SaysOnStderrWhenItCannotLookForTheProcessesBelow) {
+  for (const bool no_fds : {true, false}) {
+    SCOPED_TRACE(no_fds ? "no descriptor left" : "control");
+    Result<Pipe> err = MakePipe();
+    ASSERT_TRUE(err.ok());
+    const int err_fd = err->write.get();
+    testing::ProbeResult r = testing::RunProbe(
+        [] { return true; },
+        [no_fds, err_fd] {
+          int ids[2];
+          if (pipe(ids) != 0) return -1L;
+          const pid_t stopper = fork();
+          if (stopper == 0) {
+            const pid_t child = fork();
+            if (child == 0) {
+              for (;;) pause();
+            }
+            (void)!write(ids[1], &child, sizeof child);
+            const rlimit none = {0, 0};
+            if (dup2(err_fd, STDERR_FILENO) < 0 ||
+                (no_fds && setrlimit(RLIMIT_NOFILE, &none) != 0)) {
+              _exit(1);
+            }
+            StopAsJobRaw(SIGTSTP);
+            _exit(0);
+          }
+          pid_t child = 0;
+          if (stopper < 0 || read(ids[0], &child, sizeof child) != sizeof child) return -1L;
+          long seen = 0;  // 1: the stopper stopped; 2: its child was stopped then.
+          for (int status = 0; waitpid(stopper, &status, WUNTRACED) == stopper;) {
+            if (!WIFSTOPPED(status)) break;
+            seen = 1 | (forkbox::bench::ProcessState(child) == 'T' ? 2 : 0);
+            kill(stopper, SIGCONT);
+          }
+          kill(child, SIGKILL);
+          return seen;
+        });
+    err->write.reset();
+    ASSERT_TRUE(r.reported);
+    const std::string said = ReadAll(err->read.get());
+    EXPECT_EQ(said.find("forkbox: processes below may run on while stopped: not looked for: /proc "
+                        "could not be read\n") != std::string::npos,
+              no_fds)
+        << said;
+    if (r.value & 1) {
+      EXPECT_EQ((r.value & 2) != 0, !no_fds) << "the child's stop";
+    }
+  }
 }
 
 TEST(FailClosed, RefusesWithoutLandlockNamingTheKernelAndTheOptOut) {
