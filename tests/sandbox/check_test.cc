@@ -1344,9 +1344,12 @@ TEST(SandboxCommand, InLayer1ASigkillOfItLeavesNoProcessOfItsCommand) {
     if (sandboxed) {
       ASSERT_EQ(kill(keeper, SIGSTOP), 0);
     }
-    EXPECT_EQ(kill(forkbox, SIGKILL), 0);
+    // Opened before the kill: after it, the run's thread may have reaped forkbox already (a
+    // descriptor of -1 then polled to the timeout).
+    UniqueFd gone(static_cast<int>(syscall(SYS_pidfd_open, forkbox, 0)));
+    ASSERT_TRUE(gone) << strerror(errno);
+    EXPECT_EQ(syscall(SYS_pidfd_send_signal, gone.get(), SIGKILL, nullptr, 0), 0);
     if (sandboxed) {
-      UniqueFd gone(static_cast<int>(syscall(SYS_pidfd_open, forkbox, 0)));
       pollfd dead{gone.get(), POLLIN, 0};
       EXPECT_EQ(poll(&dead, 1, 10'000), 1);
       run->thread.join();  // Reaped: its pid is gone, as EndLeftovers asks of an owner.
