@@ -87,10 +87,18 @@ long ThreadCount() {
 // 8 bytes: one pass holds kMaxLinks of them on the stack, a keeper's too (a 256 KiB clone stack).
 struct ProcLink {
   pid_t pid;
-  uint32_t ppid : 31;    // Fits: PID_MAX_LIMIT is 2^22.
-  uint32_t settled : 1;  // Stopped or traced already, or a zombie: a SIGSTOP changes nothing.
+  uint32_t ppid : 30;  // Fits: PID_MAX_LIMIT is 2^22.
+  uint32_t state : 2;  // What a SIGSTOP does to it (LinkState).
 };
 static_assert(sizeof(ProcLink) == 8);
+
+enum LinkState : uint32_t {
+  kRuns = 0,     // Stops when it next runs.
+  kSettled = 1,  // Stopped or traced already, or a zombie: a SIGSTOP changes nothing.
+  // In an uninterruptible wait ('D': a vfork parent, a hung NFS read): it stops only when it
+  // leaves the wait, which may be never.
+  kWaits = 2,
+};
 
 // The link of /proc/<name>/stat ("pid (comm) state ppid ..."; comm may hold spaces and
 // parentheses) into `out`; false when it cannot be read. Raw calls and a stack buffer.
@@ -115,7 +123,8 @@ bool ReadLinkRaw(int proc, const char* name, pid_t pid, ProcLink* out) {
   const char state = close_paren[2];
   out->pid = pid;
   out->ppid = static_cast<uint32_t>(ppid);
-  out->settled = state == 'T' || state == 't' || state == 'Z' || state == 'X';
+  const bool settled = state == 'T' || state == 't' || state == 'Z' || state == 'X';
+  out->state = settled ? kSettled : state == 'D' ? kWaits : kRuns;
   return true;
 }
 
@@ -125,6 +134,9 @@ bool ReadLinkRaw(int proc, const char* name, pid_t pid, ProcLink* out) {
 // (shells, terminals' children) and ours (RLIMIT_NPROC, 512 by default, bounds ours).
 constexpr int kMaxLinks = 8192;
 constexpr int kMaxKillRounds = 10000;
+// How long a stop rescans while only processes in an uninterruptible wait are left (a fork there
+// adds its child when the wait ends: in milliseconds, unless the wait never ends).
+constexpr int64_t kWaitGraceNs = 20'000'000;
 
 // Every process whose parent could be a descendant of `self`, from one pass over the /proc
 // `proc_fd` (-1: /proc), into `links` (the first kMaxLinks), sorted by parent; -1 with errno when
@@ -205,19 +217,36 @@ int KillTreeRoundRaw(pid_t self, std::span<const pid_t> keep) {
 int StopDescendantsRaw(int proc) {
   const pid_t self = getpid();
   int stopped = 0;
+  timespec waits_since{};  // When a round first found only waiting processes left.
   for (int round = 0; round < kMaxKillRounds; ++round) {
     ProcLink links[kMaxLinks];
     const int count = ScanLinksRaw(proc, self, links);
     if (count < 0) return -1;
     // A zombie or a dying process never shows 'T'; one stopped already needs nothing.
-    const int n = VisitTreeRaw(self, {}, links, count, [](const ProcLink& l) {
-      if (l.settled) return false;
+    int waiting = 0;
+    const int n = VisitTreeRaw(self, {}, links, count, [&waiting](const ProcLink& l) {
+      if (l.state == kSettled) return false;
       (void)kill(l.pid, SIGSTOP);
+      waiting += l.state == kWaits ? 1 : 0;
       return true;
     });
-    if (n == 0) return stopped;
     stopped += n;
-    sched_yield();  // The kernel stops each when it next runs.
+    if (n == 0) return stopped;
+    if (n > waiting) {
+      waits_since = {};
+      sched_yield();  // The kernel stops each when it next runs.
+      continue;
+    }
+    // Only waiting ones left. One in a fork may still add a child, which the next round finds:
+    // rescanned for kWaitGraceNs, then left to take its stop when its wait ends.
+    timespec now{};
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    if (waits_since.tv_sec == 0 && waits_since.tv_nsec == 0) waits_since = now;
+    const int64_t waited =
+        (now.tv_sec - waits_since.tv_sec) * 1'000'000'000LL + (now.tv_nsec - waits_since.tv_nsec);
+    if (waited >= kWaitGraceNs) return stopped;
+    const timespec tick = {0, 1'000'000};
+    (void)nanosleep(&tick, nullptr);
   }
   errno = EAGAIN;
   return -1;

@@ -571,7 +571,9 @@ int KillOrphans(std::span<const pid_t> keep);
 // free (sandbox/hygiene.h's KillDescendantsRaw walks the same way).
 // SIGSTOPs every descendant of this process not stopped already (a zombie is left), top down,
 // round after round until a round finds every one stopped: one forked meanwhile is found by the
-// next, and a stopped process forks no more. `proc`: a descriptor of the /proc to read, one whose
+// next, and a stopped process forks no more. One in an uninterruptible wait ('D': a vfork parent,
+// a hung NFS read) stops only when the wait ends: after 20 ms of rounds that found only such
+// processes left, it is left to stop then. `proc`: a descriptor of the /proc to read, one whose
 // PID namespace holds this process (-1: /proc). Returns how many signals it sent, or -1 with errno
 // as KillDescendantsRaw (EAGAIN: some still ran after kMaxKillRounds).
 int StopDescendantsRaw(int proc = -1);

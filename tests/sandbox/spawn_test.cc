@@ -1460,6 +1460,60 @@ TEST(StopDescendantsRaw, StopsEveryDescendantPastAZombieAndContinueResumesThem) 
                            "4: one still stopped";
 }
 
+// A process in an uninterruptible wait (here a vfork parent, 'D' until its child ends) takes its
+// SIGSTOP only when it leaves the wait: the walk ends once nothing else is left to stop, instead
+// of scanning /proc round after round until it gave up and said the processes may run on. The
+// parent is stopped as soon as its child ends. The probe returns 0 when all held, else the first
+// step that did not.
+TEST(StopDescendantsRaw, DoesNotWaitForAProcessInAnUninterruptibleWaitWhichStopsWhenItLeavesIt) {
+  testing::ProbeResult r = testing::RunProbe(
+      [] { return true; },
+      [] {
+        int ids[2];
+        int go[2];
+        if (pipe(ids) != 0 || pipe(go) != 0) return -1L;
+        const pid_t parent = fork();
+        if (parent == 0) {
+          const pid_t child = vfork();
+          if (child == 0) {  // Borrows the parent's memory: raw calls only.
+            const pid_t self = getpid();
+            char c;
+            if (write(ids[1], &self, sizeof self) != sizeof self || read(go[0], &c, 1) < 0) {
+              _exit(1);
+            }
+            _exit(0);
+          }
+          _exit(child > 0 ? 0 : 1);
+        }
+        pid_t child = 0;
+        if (parent < 0 || read(ids[0], &child, sizeof child) != sizeof child) return -1L;
+        long step = 0;
+        for (int i = 0; forkbox::bench::ProcessState(parent) != 'D'; ++i) {
+          if (i == 1'000'000) return -2L;
+          sched_yield();
+        }
+        int status = 0;
+        if (StopDescendantsRaw() < 2) {
+          step = 1;
+        } else if (forkbox::bench::ProcessState(child) != 'T') {
+          step = 2;
+        } else if (kill(child, SIGKILL) != 0 || waitpid(parent, &status, WUNTRACED) != parent ||
+                   !WIFSTOPPED(status)) {
+          step = 3;  // Its child gone, the parent left the wait and took the stop it was sent.
+        } else if (ContinueDescendantsRaw() < 1 || waitpid(parent, &status, 0) != parent ||
+                   !WIFEXITED(status)) {
+          step = 4;
+        }
+        kill(parent, SIGKILL);
+        kill(child, SIGKILL);
+        waitpid(parent, nullptr, 0);
+        return step;
+      });
+  ASSERT_TRUE(r.reported);
+  EXPECT_EQ(r.value, 0) << "1: gave up or signalled too few, 2: the child not stopped, 3: the "
+                           "parent did not stop once its child ended, 4: not continued";
+}
+
 // A job stop that cannot look for the processes below (no descriptor left for /proc:
 // RLIMIT_NOFILE 0) says so on stderr, and its child runs on; the control, with descriptors, says
 // nothing and stops the child too. The kernel may discard the stop itself (an orphaned process
