@@ -15,25 +15,18 @@
 #include "agent/tool_output.h"
 #include "base/format.h"
 #include "base/process.h"
+#include "base/run_clock.h"
 #include "base/unique_fd.h"
 #include "sandbox/sandbox.h"
 
 namespace forkbox::agent {
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
 // After the command itself exits, how long a descendant that escaped the process group may keep
 // the output pipe open before we stop reading; not waited for once the user stops.
 constexpr auto kDrainDeadline = std::chrono::seconds(2);
 
 ToolOutput Error(std::string message) { return ToolOutput{std::move(message), true, 0}; }
-
-int PollTimeoutMs(Clock::time_point deadline) {
-  auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now());
-  if (left.count() <= 0) return 0;
-  return static_cast<int>(std::min<int64_t>(left.count(), 60'000));
-}
 
 // Reads whatever the pipe holds. Returns false at EOF (all writers gone).
 bool ReadAvailable(int fd, BoundedOutput& out) {
@@ -99,24 +92,26 @@ struct Finished {
 };
 
 // Collects output until the command exits (or times out, or is cancelled) and the pipe drains.
-// The whole process group is killed before the command is reaped, in every case.
+// The whole process group is killed before the command is reaped, in every case. The timeout
+// counts no time the session was stopped (RunClock).
 Result<Finished> Collect(Started& s, const ToolContext& ctx, BoundedOutput& out) {
   const pid_t pgid = s.child.pid();
-  const auto deadline =
-      Clock::now() + std::chrono::milliseconds(std::max<int64_t>(ctx.timeout_ms, 1));
+  RunClock clock;
+  const RunClock::Duration deadline =
+      std::chrono::milliseconds(std::max<int64_t>(ctx.timeout_ms, 1));
   Finished f;
   bool pipe_open = true;
   bool exited = false;
-  Clock::time_point drain_deadline;
+  RunClock::Duration drain_deadline{};
   while (!exited || pipe_open) {
-    if (exited && Clock::now() >= drain_deadline) {
+    if (exited && clock.Now() >= drain_deadline) {
       f.drain_cut = pipe_open;
       break;
     }
     pollfd fds[2] = {{pipe_open ? s.out.get() : -1, POLLIN, 0}, {s.child.pidfd(), POLLIN, 0}};
     bool cancelled = false;
     int n =
-        PollUnlessCancelled(fds, exited ? 1 : 2, PollTimeoutMs(exited ? drain_deadline : deadline),
+        PollUnlessCancelled(fds, exited ? 1 : 2, clock.WaitMs(exited ? drain_deadline : deadline),
                             ctx.cancelled, &cancelled);
     if (n < 0 && errno != EINTR) return Status::FromErrno(errno, "poll");
     if (pipe_open && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) {
@@ -126,7 +121,7 @@ Result<Finished> Collect(Started& s, const ToolContext& ctx, BoundedOutput& out)
     if (exited) continue;
     const bool done = (fds[1].revents & POLLIN) != 0;  // revents stay 0 when cancelled.
     f.interrupted = cancelled;
-    f.timed_out = !done && !cancelled && Clock::now() >= deadline;
+    f.timed_out = !done && !cancelled && clock.Now() >= deadline;
     if (done || f.interrupted || f.timed_out) {
       // A command that exited is a zombie, so its pid (= pgid) cannot be reused yet: what is left
       // of its group (background jobs) is killed before reaping.
@@ -136,7 +131,7 @@ Result<Finished> Collect(Started& s, const ToolContext& ctx, BoundedOutput& out)
       f.status = *w;
       exited = true;
       if (f.interrupted) break;  // Stopping took 2 s more with an escaped descendant (rt63 P3).
-      drain_deadline = Clock::now() + kDrainDeadline;
+      drain_deadline = clock.Now() + kDrainDeadline;
     }
   }
   if (pipe_open) ReadAvailable(s.out.get(), out);

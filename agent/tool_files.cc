@@ -21,6 +21,7 @@
 #include "agent/tool_output.h"
 #include "base/file.h"
 #include "base/path.h"
+#include "base/run_clock.h"
 #include "base/unique_fd.h"
 
 namespace forkbox::agent {
@@ -34,13 +35,15 @@ constexpr int64_t kMaxEditBytes = 64LL << 20;
 
 ToolOutput Error(std::string message) { return ToolOutput{std::move(message), true, 0}; }
 
-// One tool call's identity for messages and its deadline (every file tool call is bounded).
+// One tool call's identity for messages and its deadline (every file tool call is bounded; a
+// stop of the session counts only as RunClock says). `clock` is looked at by each check.
 struct Call {
   const char* tool;
   std::string path;  // As the model wrote it.
   std::string rel;   // Relative to the workdir descriptor.
   int workdir_fd;
-  Clock::time_point deadline;
+  RunClock::Duration deadline;
+  mutable RunClock clock;
 };
 
 std::string Quote(const Call& c) { return "'" + c.path + "'"; }
@@ -140,11 +143,11 @@ Result<Call> Begin(const nlohmann::json& input, const ToolContext& ctx, const ch
     return Status::InvalidArgument(std::string(tool) + ": '" + *path + "': " + s.message());
   }
   const auto budget = std::chrono::milliseconds(std::max<int64_t>(ctx.timeout_ms, 1));
-  return Call{tool, *path, *rel, ctx.workdir_fd->get(), Clock::now() + budget};
+  return Call{tool, *path, *rel, ctx.workdir_fd->get(), budget, RunClock()};
 }
 
 Status CheckDeadline(const Call& c) {
-  if (Clock::now() < c.deadline) return Status::Ok();
+  if (c.clock.Now() < c.deadline) return Status::Ok();
   return Status::Timeout("timed out (the tool timeout); nothing was changed");
 }
 

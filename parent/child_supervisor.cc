@@ -8,6 +8,7 @@
 #include <csignal>
 
 #include "base/process.h"
+#include "base/run_clock.h"
 #include "base/secret.h"
 #include "base/unique_fd.h"
 
@@ -49,9 +50,11 @@ struct ChildSupervisor::Child {
   std::unique_ptr<StartFrameWriter> start_frame;
   UniqueFd report;  // Read end of fd 4, non-blocking.
   ipc::FrameDecoder decoder;
-  Clock::time_point started;
-  Clock::time_point deadline;
-  Clock::time_point exit_deadline = Clock::time_point::max();  // Armed by ArmExitGrace.
+  Clock::time_point started;  // For elapsed_ms, which counts a stop too.
+  // On the supervisor's RunClock: a stop of the session (Ctrl-Z) does not count.
+  RunClock::Duration deadline{};
+  int64_t timeout_ms = 0;
+  RunClock::Duration exit_deadline = RunClock::Duration::max();  // Armed by ArmExitGrace.
   ChildReport out;
   bool done = false;
 };
@@ -85,7 +88,8 @@ void ChildSupervisor::Add(size_t id, LaunchedChild child, std::string start_fram
   Child& c = *owned;
   c.id = id;
   c.started = Clock::now();
-  c.deadline = c.started + std::chrono::milliseconds(timeout_ms);
+  c.timeout_ms = timeout_ms;
+  c.deadline = clock_.Now() + std::chrono::milliseconds(timeout_ms);
   c.process = std::move(child.process);
   c.control = std::move(child.control);
   c.report = std::move(child.report);
@@ -247,18 +251,18 @@ void ChildSupervisor::Kill(Child& c, KillReason reason, const std::string& why) 
 }
 
 void ChildSupervisor::ArmExitGrace(Child& c) {
-  c.exit_deadline = std::min(c.exit_deadline, Clock::now() + kExitGrace);
+  c.exit_deadline = std::min<RunClock::Duration>(c.exit_deadline, clock_.Now() + kExitGrace);
 }
 
 // The child reported its end (or closed its report pipe) but did not exit within kExitGrace.
 void ChildSupervisor::KillLingering(Child& c) {
-  c.exit_deadline = Clock::time_point::max();  // Once: the pidfd event reports the kill.
+  c.exit_deadline = RunClock::Duration::max();  // Once: the pidfd event reports the kill.
   const std::string late =
       "did not exit within " + FormatSeconds(std::chrono::milliseconds(kExitGrace).count());
   if (c.out.result || c.out.error) {
     // What it reported stands; only the process goes, and the report says so.
     c.out.killed_after_end = late;
-    c.deadline = Clock::time_point::max();
+    c.deadline = RunClock::Duration::max();
     CloseControl(c);
     CloseReport(c);
     (void)c.process.Signal(SIGKILL);
@@ -267,31 +271,25 @@ void ChildSupervisor::KillLingering(Child& c) {
   Kill(c, KillReason::kError, "child closed its report pipe without a result and " + late);
 }
 
-int ChildSupervisor::NextTimeoutMs() const {
-  auto now = Clock::now();
-  auto nearest = Clock::time_point::max();
+int ChildSupervisor::NextTimeoutMs() {
+  auto nearest = RunClock::Duration::max();
   for (const auto& c : running_) {
     if (c->done) continue;
     nearest = std::min(nearest, c->exit_deadline);
     if (c->out.killed == KillReason::kNone) nearest = std::min(nearest, c->deadline);
   }
-  if (nearest == Clock::time_point::max()) return -1;
-  if (nearest <= now) return 0;
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(nearest - now).count() + 1;
-  return static_cast<int>(std::min<int64_t>(ms, 60'000));
+  return nearest == RunClock::Duration::max() ? -1 : clock_.WaitMs(nearest);
 }
 
 void ChildSupervisor::CheckDeadlines() {
-  auto now = Clock::now();
+  const RunClock::Duration now = clock_.Now();
   for (auto& c : running_) {
     if (c->done) continue;
     if (now >= c->exit_deadline) {
       KillLingering(*c);
     } else if (c->out.killed == KillReason::kNone && now >= c->deadline) {
-      const auto ms =
-          std::chrono::duration_cast<std::chrono::milliseconds>(c->deadline - c->started);
       Kill(*c, KillReason::kTimeout,
-           "timed out after " + FormatSeconds(ms.count()) + " (--task-timeout); killed");
+           "timed out after " + FormatSeconds(c->timeout_ms) + " (--task-timeout); killed");
     }
   }
 }

@@ -2,7 +2,8 @@
 // its start-frame write (non-blocking, the frame wiped once written: it holds the API key), its
 // report pipe (frame decoding and the protocol state machine: events, then exactly one result or
 // error frame), its deadline (and a short one to exit once it reported its end or closed its
-// report pipe), and SIGINT/SIGTERM through a signalfd. It knows nothing of what the
+// report pipe; neither counts time the session was stopped), and SIGINT/SIGTERM through a
+// signalfd. It knows nothing of what the
 // model or the user are told: every child ends in exactly one ChildReport (parent/task_runner.cc
 // presents it).
 #pragma once
@@ -15,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "base/run_clock.h"
 #include "base/status.h"
 #include "ipc/frame.h"
 #include "ipc/messages.h"
@@ -110,7 +112,7 @@ class ChildSupervisor {
   void OnSignal();
   void Interrupt(int sig);
   void TakeRecordedInterrupt();
-  int NextTimeoutMs() const;
+  int NextTimeoutMs();
   void CheckDeadlines();
 
   EventLoop& loop_;
@@ -118,6 +120,7 @@ class ChildSupervisor {
   EventHandler on_event_;
   ExitHandler on_exit_;
   std::vector<std::unique_ptr<Child>> running_;
+  RunClock clock_;  // The deadlines' clock: a stop of the session (Ctrl-Z) does not count.
   int interrupt_signal_ = 0;
   bool watching_signals_ = false;
 };

@@ -527,6 +527,59 @@ TEST_P(ConfineTest, CtrlZStopsTheWholeSessionAndFgResumesIt) {
   }
 }
 
+// A stop (Ctrl-Z) longer than --tool-timeout and --task-timeout counts toward neither: a task's
+// bash command that waits on a FIFO, stopped for longer than both timeouts, finishes once `fg`
+// continues the session and the FIFO is written. Before, the deadlines ran on steady_clock, which
+// runs on while stopped: at `fg` the command was killed as timed out, and the task with it. Root
+// only, sandboxed (the launcher's waiter stops the session) and not (forkbox's own handler).
+TEST_P(ConfineTest, TimeStoppedByCtrlZCountsTowardNoTimeout) {
+  if (AsUser() || Jailed()) GTEST_SKIP() << "the clock is the same in every layer";
+  own_group_ = true;
+  const std::string ready = work_ + "/ready", go = work_ + "/go";
+  ASSERT_EQ(::mkfifo(ready.c_str(), 0666), 0);
+  ASSERT_EQ(::mkfifo(go.c_str(), 0666), 0);
+  std::mutex mu;
+  std::string result;
+  server_.SetHandler([&](const RecordedRequest& r) {
+    const int turn = r.view.assistant_turns;
+    if (IsParent(r) && turn == 0) {
+      return Calls({ToolCall{"task", {{"prompt", "wait"}, {"description", "wait"}}, ""}});
+    }
+    if (turn == 0) {
+      return Calls({ToolCall{
+          "bash", {{"command", "echo waiting > ready; read word < go; echo \"got $word\""}}, ""}});
+    }
+    std::lock_guard<std::mutex> lock(mu);
+    if (IsParent(r)) result = r.view.LastUserText();
+    return Text(IsParent(r) ? "done" : r.view.LastUserText());
+  });
+  UniqueFd ended(::eventfd(0, EFD_CLOEXEC));
+  ASSERT_TRUE(ended) << std::strerror(errno);
+  Session s;
+  std::thread session([&] {
+    s = Run({"--standby", "0", "--tool-timeout", "3", "--task-timeout", "5"});
+    const uint64_t one = 1;
+    EXPECT_EQ(::write(ended.get(), &one, sizeof one), 8);
+  });
+  EXPECT_EQ(forkbox::testing::ReadFifoUnless(ready, ended.get()), "waiting\n");
+  const std::vector<pid_t> job = forkbox::bench::ProcessTree(Pid());
+  EXPECT_EQ(::kill(-Pid(), SIGTSTP), 0);
+  const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!forkbox::bench::AllStopped(job) && std::chrono::steady_clock::now() < give_up) {
+    std::this_thread::yield();
+  }
+  EXPECT_TRUE(forkbox::bench::AllStopped(job)) << forkbox::bench::DescribeProcesses(job);
+  // Held stopped past both timeouts: the stop's length is what is tested, not a wait for an event.
+  std::this_thread::sleep_for(std::chrono::seconds(6));
+  EXPECT_EQ(::kill(-Pid(), SIGCONT), 0);
+  EXPECT_TRUE(forkbox::testing::WriteFifoUnless(go, "on\n", ended.get()));
+  session.join();
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(s.exit_code, 0) << s.err;
+  EXPECT_NE(result.find("got on"), std::string::npos) << result << s.err;
+  EXPECT_EQ(result.find("timed out"), std::string::npos) << result;
+}
+
 // As root RLIMIT_NPROC does not apply: in layer 2 the parent's PID namespace's pid_max holds a
 // fork bomb of its own bash (rlimit_nproc x (max parallel + 1) + standbys + 2 = 1,026 here; a
 // pids cgroup of 1,024 in layer 1); the unsandboxed control forks all 1,500. As the unprivileged
