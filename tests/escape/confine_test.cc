@@ -255,6 +255,9 @@ class ConfineTest : public ::testing::TestWithParam<Param> {
   // expects `expected_exit`.
   // `group`: the signal goes to forkbox's whole process group, as a terminal sends it.
   Session ExpectSignalFate(int sig, int expected_exit, int before = 0, bool group = false);
+  Session RunStoppedWhileWaiting(bool by_parent, const std::string& command,
+                                 std::vector<std::string> flags, std::chrono::seconds hold,
+                                 size_t min_job, std::string* result);
 
   std::string root_, work_, outside_;
   uid_t uid_ = 0;
@@ -466,115 +469,90 @@ TEST_P(ConfineTest, SigpipeOfForkboxIsIgnored) {
 // ends normally.
 TEST_P(ConfineTest, SigtstpStopsTheParentAndSigcontResumesIt) { ExpectSignalFate(SIGTSTP, 0); }
 
-// Ctrl-Z (SIGTSTP to forkbox's process group, as a terminal sends it) while a bash command, the
-// parent's own or a task's, waits on a FIFO with a child in the background: the whole session
-// stops, down to that child (each command leads a process group of its own, which the terminal's
-// signal does not reach), and the shell's `fg` (SIGCONT to the group) resumes it: the command
-// reads its word and the session ends normally. Before, only forkbox and its parent stopped;
-// the task, its command and the command's child ran on. The stops are waited for (30 s at
-// most): the kernel stops a process when it next runs.
-TEST_P(ConfineTest, CtrlZStopsTheWholeSessionAndFgResumesIt) {
-  own_group_ = true;
-  for (const bool by_parent : {true, false}) {
-    SCOPED_TRACE(by_parent ? "the parent's bash" : "a task's bash");
-    const std::string ready = work_ + "/ready", go = work_ + "/go";
-    (void)::unlink(ready.c_str());
-    (void)::unlink(go.c_str());
-    ASSERT_EQ(::mkfifo(ready.c_str(), 0666), 0);
-    ASSERT_EQ(::mkfifo(go.c_str(), 0666), 0);
-    const std::string command =
-        "sleep 600 & echo waiting > ready; read word < go; kill $!; echo \"finished $word\"";
-    std::mutex mu;
-    std::string result;
-    server_.SetHandler([&](const RecordedRequest& r) {
-      const int turn = r.view.assistant_turns;
-      if (IsParent(r) && turn == 0 && !by_parent) {
-        return Calls({ToolCall{"task", {{"prompt", "wait"}, {"description", "wait"}}, ""}});
-      }
-      if (turn == 0) return Calls({ToolCall{"bash", {{"command", command}}, ""}});
-      std::lock_guard<std::mutex> lock(mu);
-      if (IsParent(r)) result = r.view.LastUserText();
-      return Text(IsParent(r) ? "done" : r.view.LastUserText());
-    });
-    UniqueFd ended(::eventfd(0, EFD_CLOEXEC));
-    ASSERT_TRUE(ended) << std::strerror(errno);
-    Session s;
-    std::thread session([&] {
-      s = Run({"--standby", "0"});
-      const uint64_t one = 1;
-      EXPECT_EQ(::write(ended.get(), &one, sizeof one), 8);
-    });
-    EXPECT_EQ(forkbox::testing::ReadFifoUnless(ready, ended.get()), "waiting\n");
-    const std::vector<pid_t> job = forkbox::bench::ProcessTree(Pid());
-    EXPECT_GE(job.size(), by_parent ? 3u : 4u) << "forkbox, (the task,) bash and sleep at least";
-    EXPECT_EQ(::kill(-Pid(), SIGTSTP), 0);
-    const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-    while (!forkbox::bench::AllStopped(job) && std::chrono::steady_clock::now() < give_up) {
-      std::this_thread::yield();
-    }
-    EXPECT_TRUE(forkbox::bench::AllStopped(job)) << "part of the session ran on while stopped:\n"
-                                                 << forkbox::bench::DescribeProcesses(job);
-    EXPECT_EQ(::kill(-Pid(), SIGCONT), 0);
-    EXPECT_TRUE(forkbox::testing::WriteFifoUnless(go, "again\n", ended.get()));
-    session.join();
-    {
-      std::lock_guard<std::mutex> lock(mu);
-      EXPECT_EQ(s.exit_code, 0) << s.err;
-      EXPECT_NE(result.find("finished again"), std::string::npos) << result << s.err;
-    }
-    std::lock_guard<std::mutex> lock(pid_mu_);
-    pid_ = 0;
-  }
-}
-
-// A stop (Ctrl-Z) longer than --tool-timeout and --task-timeout counts toward neither: a task's
-// bash command that waits on a FIFO, stopped for longer than both timeouts, finishes once `fg`
-// continues the session and the FIFO is written. Before, the deadlines ran on steady_clock, which
-// runs on while stopped: at `fg` the command was killed as timed out, and the task with it. Root
-// only, sandboxed (the launcher's waiter stops the session) and not (forkbox's own handler).
-TEST_P(ConfineTest, TimeStoppedByCtrlZCountsTowardNoTimeout) {
-  if (AsUser() || Jailed()) GTEST_SKIP() << "the clock is the same in every layer";
+// A session with `flags` whose bash command (the parent's, or a task's) runs `command`, which
+// writes "waiting" to the FIFO `ready` and then reads a word from the FIFO `go`: once it waits,
+// Ctrl-Z (SIGTSTP to forkbox's process group, as a terminal sends it), every process of the
+// session (`min_job` processes at least) checked stopped (the kernel stops a process when it next
+// runs: 30 s at most) and held so for `hold`, then `fg` (SIGCONT to the group) and "on" written
+// to `go`. The session, and the parent's last tool result in `result`.
+Session ConfineTest::RunStoppedWhileWaiting(bool by_parent, const std::string& command,
+                                            std::vector<std::string> flags,
+                                            std::chrono::seconds hold, size_t min_job,
+                                            std::string* result) {
   own_group_ = true;
   const std::string ready = work_ + "/ready", go = work_ + "/go";
-  ASSERT_EQ(::mkfifo(ready.c_str(), 0666), 0);
-  ASSERT_EQ(::mkfifo(go.c_str(), 0666), 0);
+  (void)::unlink(ready.c_str());
+  (void)::unlink(go.c_str());
+  EXPECT_EQ(::mkfifo(ready.c_str(), 0666), 0);
+  EXPECT_EQ(::mkfifo(go.c_str(), 0666), 0);
   std::mutex mu;
-  std::string result;
   server_.SetHandler([&](const RecordedRequest& r) {
     const int turn = r.view.assistant_turns;
-    if (IsParent(r) && turn == 0) {
+    if (IsParent(r) && turn == 0 && !by_parent) {
       return Calls({ToolCall{"task", {{"prompt", "wait"}, {"description", "wait"}}, ""}});
     }
-    if (turn == 0) {
-      return Calls({ToolCall{
-          "bash", {{"command", "echo waiting > ready; read word < go; echo \"got $word\""}}, ""}});
-    }
+    if (turn == 0) return Calls({ToolCall{"bash", {{"command", command}}, ""}});
     std::lock_guard<std::mutex> lock(mu);
-    if (IsParent(r)) result = r.view.LastUserText();
+    if (IsParent(r)) *result = r.view.LastUserText();
     return Text(IsParent(r) ? "done" : r.view.LastUserText());
   });
   UniqueFd ended(::eventfd(0, EFD_CLOEXEC));
-  ASSERT_TRUE(ended) << std::strerror(errno);
+  EXPECT_TRUE(ended) << std::strerror(errno);
   Session s;
   std::thread session([&] {
-    s = Run({"--standby", "0", "--tool-timeout", "3", "--task-timeout", "5"});
+    s = Run(flags);
     const uint64_t one = 1;
     EXPECT_EQ(::write(ended.get(), &one, sizeof one), 8);
   });
   EXPECT_EQ(forkbox::testing::ReadFifoUnless(ready, ended.get()), "waiting\n");
   const std::vector<pid_t> job = forkbox::bench::ProcessTree(Pid());
+  EXPECT_GE(job.size(), min_job) << forkbox::bench::DescribeProcesses(job);
   EXPECT_EQ(::kill(-Pid(), SIGTSTP), 0);
   const auto give_up = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!forkbox::bench::AllStopped(job) && std::chrono::steady_clock::now() < give_up) {
     std::this_thread::yield();
   }
-  EXPECT_TRUE(forkbox::bench::AllStopped(job)) << forkbox::bench::DescribeProcesses(job);
-  // Held stopped past both timeouts: the stop's length is what is tested, not a wait for an event.
-  std::this_thread::sleep_for(std::chrono::seconds(6));
+  EXPECT_TRUE(forkbox::bench::AllStopped(job)) << "part of the session ran on while stopped:\n"
+                                               << forkbox::bench::DescribeProcesses(job);
+  std::this_thread::sleep_for(hold);  // The stop's length is the stimulus, not a wait for an event.
   EXPECT_EQ(::kill(-Pid(), SIGCONT), 0);
   EXPECT_TRUE(forkbox::testing::WriteFifoUnless(go, "on\n", ended.get()));
   session.join();
-  std::lock_guard<std::mutex> lock(mu);
+  std::lock_guard<std::mutex> lock(pid_mu_);
+  pid_ = 0;
+  return s;
+}
+
+// Ctrl-Z while a bash command, the parent's own or a task's, waits on a FIFO with a child in the
+// background: the whole session stops, down to that child (each command leads a process group of
+// its own, which the terminal's signal does not reach), and the shell's `fg` resumes it: the
+// command reads its word and the session ends normally. Before, only forkbox and its parent
+// stopped; the task, its command and the command's child ran on.
+TEST_P(ConfineTest, CtrlZStopsTheWholeSessionAndFgResumesIt) {
+  for (const bool by_parent : {true, false}) {
+    SCOPED_TRACE(by_parent ? "the parent's bash" : "a task's bash");
+    std::string result;
+    const Session s = RunStoppedWhileWaiting(
+        by_parent,
+        "sleep 600 & echo waiting > ready; read word < go; kill $!; echo \"finished $word\"",
+        {"--standby", "0"}, std::chrono::seconds(0), by_parent ? 3u : 4u, &result);
+    EXPECT_EQ(s.exit_code, 0) << s.err;
+    EXPECT_NE(result.find("finished on"), std::string::npos) << result << s.err;
+  }
+}
+
+// A stop longer than --tool-timeout and --task-timeout counts toward neither: a task's bash
+// command that waits on a FIFO, stopped for longer than both timeouts, finishes once `fg`
+// continues the session and the FIFO is written. Before, the deadlines ran on steady_clock, which
+// runs on while stopped: at `fg` the command was killed as timed out, and the task with it. Root
+// only, sandboxed (the launcher's waiter stops the session) and not (forkbox's own handler).
+TEST_P(ConfineTest, TimeStoppedByCtrlZCountsTowardNoTimeout) {
+  if (AsUser() || Jailed()) GTEST_SKIP() << "the clock is the same in every layer";
+  std::string result;
+  const Session s = RunStoppedWhileWaiting(
+      /*by_parent=*/false, "echo waiting > ready; read word < go; echo \"got $word\"",
+      {"--standby", "0", "--tool-timeout", "3", "--task-timeout", "5"}, std::chrono::seconds(6), 3u,
+      &result);
   EXPECT_EQ(s.exit_code, 0) << s.err;
   EXPECT_NE(result.find("got on"), std::string::npos) << result << s.err;
   EXPECT_EQ(result.find("timed out"), std::string::npos) << result;
