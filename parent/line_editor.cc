@@ -157,6 +157,9 @@ class EditlineEditor : public LineEditor {
   // Outside libedit's reads: no echo and no kernel line editing (see the header). Notes a
   // terminal that is gone (EIO) in hung_up_.
   void QuietTerminal();
+  // Inside libedit's read, after a stop (TakeContinued): the editor's mode and the paste mode
+  // back, the prompt and the line redrawn.
+  void Resume();
 
   int in_fd_;
   int out_fd_;
@@ -201,6 +204,9 @@ bool EditlineEditor::WaitReadable() {
   sigset_t block, old;
   sigemptyset(&block);
   for (int sig : kInterruptSignals) sigaddset(&block, sig);
+  // A job stop and its end come in the wait too (the handlers run there): a continue seen just
+  // before it would wait for the next key to redraw.
+  for (int sig : {SIGCONT, SIGTSTP, SIGTTIN, SIGTTOU}) sigaddset(&block, sig);
   if (::sigprocmask(SIG_BLOCK, &block, &old) != 0) return !InterruptPending();
   bool readable = true;
   while (true) {
@@ -208,6 +214,7 @@ bool EditlineEditor::WaitReadable() {
       readable = false;
       break;
     }
+    if (TakeContinued()) Resume();
     struct pollfd p = {in_fd_, POLLIN, 0};
     const int n = ::ppoll(&p, 1, nullptr, &old);
     if (n > 0 || (n < 0 && errno != EINTR)) break;  // The read says what it is.
@@ -349,6 +356,10 @@ bool EditlineEditor::Init(std::vector<std::string> entries, std::optional<Histor
       // CR and LF reach the editor as typed, so that a paste's CRLF is told from a blank line.
       el_set(el_, EL_SETTY, "-d", "-icrnl", "-inlcr", "-igncr", nullptr) == 0;
   if (!set) return false;
+  if (Status st = InstallContinueHandler(); !st.ok()) {
+    WriteText(out_fd_, "forkbox: warning: the prompt is not redrawn after Ctrl-Z and fg: " +
+                           st.ToString() + "\n");
+  }
   // From now on keystrokes wait raw for the editor: the kernel's line editing never sees them
   // (libedit enters its own mode only when it reads, after it drew the prompt).
   QuietTerminal();
@@ -384,6 +395,18 @@ void EditlineEditor::QuietTerminal() {
   (void)::tcsetattr(in_fd_, TCSANOW, &t);
 }
 
+// The shell that had the terminal while we were stopped left it in its own mode (cooked and
+// echoing: each key would show twice, and edit only at Enter) with bracketed paste off (a
+// multi-line paste would be sent line by line, each line a prompt), and the cursor on a line of
+// its own. libedit keeps its mode in mind: cooked first, so that entering its mode again applies
+// it, and the terminal's mode now is taken as the one to go back to.
+void EditlineEditor::Resume() {
+  (void)el_set(el_, EL_PREP_TERM, 0);
+  (void)el_set(el_, EL_PREP_TERM, 1);
+  if (bracketed_paste_) WriteRaw(out_fd_, "\x1b[?2004h");
+  (void)el_set(el_, EL_REFRESH);
+}
+
 // Shows a paste with newlines as pasted, the prompt going on below it; returns its text.
 std::string EditlineEditor::ShowPaste(const std::string& pasted) {
   std::string shown = pasted;
@@ -399,6 +422,9 @@ PromptInput EditlineEditor::Read() {
   ScopedLocale in_locale(locale_);
   std::string text;
   continuing_ = false;
+  // Stopped and continued while the session worked: the shell turned bracketed paste off (el_gets
+  // enters the editor's own mode itself).
+  if (TakeContinued() && bracketed_paste_) WriteRaw(out_fd_, "\x1b[?2004h");
   while (true) {
     pasted_.reset();
     int count = 0;

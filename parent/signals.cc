@@ -16,8 +16,9 @@ namespace {
 
 volatile sig_atomic_t g_signal = 0;
 volatile sig_atomic_t g_exit_mode = 0;
-volatile sig_atomic_t g_ended_by = 0;  // EndBySignal's.
-OutputFailure g_output_failure;        // The first one.
+volatile sig_atomic_t g_ended_by = 0;   // EndBySignal's.
+volatile sig_atomic_t g_continued = 0;  // OnContinue's.
+OutputFailure g_output_failure;         // The first one.
 
 // Per interrupt signal, the copies that came directly and whose copy from the waiter has not come
 // yet, and the waiter's last sequence number seen (sandbox::PassedOnByWaiter).
@@ -72,6 +73,7 @@ void OnInterrupt(int signo, siginfo_t* info, void*) {
 void OnJobControl(int signo) {
   const int saved = errno;
   sandbox::StopAsJobRaw(signo);  // Leaves the signal at its default action: this handler again.
+  g_continued = 1;
   struct sigaction sa = {};
   sa.sa_handler = OnJobControl;
   sigemptyset(&sa.sa_mask);
@@ -79,6 +81,10 @@ void OnJobControl(int signo) {
   (void)sigaction(signo, &sa, nullptr);
   errno = saved;
 }
+
+// Only so that a wait returns EINTR (and a PID namespace's init gets SIGCONT at all): what
+// happened is in sandbox::JobStopsEnded and g_continued.
+void OnContinue(int) {}
 
 }  // namespace
 
@@ -92,6 +98,24 @@ Status InstallJobControlHandler() {
     if (sigaction(sig, &sa, nullptr) != 0) return Status::FromErrno(errno, "sigaction");
   }
   return Status::Ok();
+}
+
+Status InstallContinueHandler() {
+  struct sigaction sa = {};
+  sa.sa_handler = OnContinue;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  if (sigaction(SIGCONT, &sa, nullptr) != 0) return Status::FromErrno(errno, "sigaction(SIGCONT)");
+  return Status::Ok();
+}
+
+bool TakeContinued() {
+  static uint32_t seen = 0;  // The waiter's count when last taken.
+  const uint32_t ended = sandbox::JobStopsEnded();
+  const bool continued = g_continued != 0 || ended != seen;
+  g_continued = 0;
+  seen = ended;
+  return continued;
 }
 
 bool KillAndReapAllChildren() {

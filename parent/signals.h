@@ -70,6 +70,15 @@ void ExitIfEndedBySignal(int code);
 // ignored stays ignored.
 Status InstallJobControlHandler();
 
+// Records the end of each job stop of the session (Ctrl-Z, then the shell's `fg`) for the
+// interactive prompt, which takes it (TakeContinued) to put its terminal mode back and redraw
+// itself: the shell had the terminal meanwhile, in its own mode. Sandboxed, the waiter counts it
+// (sandbox::JobStopsEnded) and sends SIGCONT, whose handler (SA_RESTART) only makes a wait return
+// EINTR; with --sandbox=off, the job-control handler records it once it went on.
+Status InstallContinueHandler();
+// Whether a job stop ended since the last call. Not thread-safe: the prompt's thread takes it.
+bool TakeContinued();
+
 enum class InterruptMode { kExit, kFlag };
 Status InstallInterruptHandler(InterruptMode mode);
 void SetInterruptMode(InterruptMode mode);

@@ -295,17 +295,23 @@ int BecomeLayer1KeeperRaw(ContainPlan& p, const char** step) {
   return ConfineInitRaw(p, step);
 }
 
-// The signal the launcher said the session ended by (TellWaiterTheSessionEndsBy), shared with the
-// waiter; the waiter and the launcher map it, and the launcher sets it. Null elsewhere.
-std::atomic<int>* g_session_ended_by = nullptr;
+// What the launcher and its waiter share: one page, MAP_SHARED, mapped in both for their lives.
+struct SharedWithWaiter {
+  // The signal the launcher said the session ended by (TellWaiterTheSessionEndsBy); it sets it.
+  std::atomic<int> ended_by{0};
+  // How many job stops of the session ended (JobStopsEnded); the waiter counts them.
+  std::atomic<uint32_t> stops_ended{0};
+};
 static_assert(std::atomic<int>::is_always_lock_free);  // Shared between two processes.
-pid_t g_launcher_pid = 0;  // The launcher's own getpid(), set in it after the fork.
+static_assert(std::atomic<uint32_t>::is_always_lock_free);
+SharedWithWaiter* g_shared = nullptr;  // In the launcher; null elsewhere.
+pid_t g_launcher_pid = 0;              // The launcher's own getpid(), set in it after the fork.
 
 // The signal the session ended by, when the launcher said so and then exited as it said
 // (128 + the signal); else 0.
-int SessionEndedByRaw(const std::atomic<int>* ended_by, int status) {
-  if (ended_by == nullptr || !WIFEXITED(status)) return 0;
-  const int sig = ended_by->load();
+int SessionEndedByRaw(const SharedWithWaiter* shared, int status) {
+  if (shared == nullptr || !WIFEXITED(status)) return 0;
+  const int sig = shared->ended_by.load();
   if (sig != SIGINT && sig != SIGTERM && sig != SIGHUP && sig != SIGQUIT) return 0;
   return WEXITSTATUS(status) == 128 + sig ? sig : 0;
 }
@@ -330,7 +336,8 @@ void SendOnRaw(pid_t launcher, int sig) {
 // SIGPIPE and SIGXFSZ) it ignores: blocked here, such a signal is still queued.
 // `proc`: the host's /proc, opened before the launcher's PID namespace got its own (job control
 // walks the session's tree through it: the waiter is in no PID namespace whose /proc shows it).
-void PassOnRaw(pid_t launcher, int sig, int code, int proc) {
+// `shared`: the page shared with the launcher, where the end of a job stop is counted.
+void PassOnRaw(pid_t launcher, int sig, int code, int proc, SharedWithWaiter* shared) {
   if (sig != SIGCONT && SignalIgnored(sig)) return;
   switch (sig) {
     case SIGURG:
@@ -355,6 +362,10 @@ void PassOnRaw(pid_t launcher, int sig, int code, int proc) {
       // they started (each leads a process group of its own, which the terminal's signal does
       // not reach), then this process, so the shell sees the job stopped; all go on together.
       StopAsJobRaw(sig, proc);
+      // Counted, then said: a SIGCONT that comes while one is pending is lost, the count is not
+      // (the launcher's prompt redraws itself once per stop: JobStopsEnded).
+      if (shared != nullptr) shared->stops_ended.fetch_add(1);
+      kill(launcher, SIGCONT);
       return;
     default:
       // Any other signal ends forkbox as its default action would: the launcher's session first.
@@ -376,12 +387,12 @@ enum class Relay {
 // A waiter, outside the PID namespace whose init (`init`) it started. Signals are taken
 // synchronously (sigwaitinfo, no handler and no global): a namespace init gets from outside only
 // the signals it handles, and SIGKILL. Exits as the init did.
-// `confined_fd`: as ConfineKeeperRaw takes it. `on_killed`: as EnterLauncher takes it. `ended_by`:
-// the launcher's (g_session_ended_by), whose session may end by a signal; null for an agent.
-// `proc`: as PassOnRaw takes it, kept; -1 for an agent.
+// `confined_fd`: as ConfineKeeperRaw takes it. `on_killed`: as EnterLauncher takes it. `shared`:
+// the page shared with the launcher (g_shared), whose session may end by a signal; null for an
+// agent. `proc`: as PassOnRaw takes it, kept; -1 for an agent.
 [[noreturn]] void RunWaiter(pid_t init, std::span<const sock_filter> filter, Relay relay,
                             int confined_fd = -1, const LauncherKilled& on_killed = {},
-                            const std::atomic<int>* ended_by = nullptr, int proc = -1) {
+                            SharedWithWaiter* shared = nullptr, int proc = -1) {
   sigset_t set;
   sigemptyset(&set);
   for (int sig : {SIGTERM, SIGINT, SIGHUP, SIGQUIT, SIGCHLD}) sigaddset(&set, sig);
@@ -401,7 +412,7 @@ enum class Relay {
       (void)KillDescendantsRaw({});
       // A fork of a single-threaded process: on_killed may allocate.
       if (WIFSIGNALED(status) && on_killed) on_killed(init, WTERMSIG(status));
-      if (const int sig = SessionEndedByRaw(ended_by, status); sig != 0) DieOfSignalRaw(sig);
+      if (const int sig = SessionEndedByRaw(shared, status); sig != 0) DieOfSignalRaw(sig);
       EndAsRaw(status);  // As the init ended: the real cause is seen above.
     }
     if (pid > 0) continue;
@@ -411,7 +422,7 @@ enum class Relay {
     if (relay == Relay::kKill) {
       kill(init, SIGKILL);
     } else {
-      PassOnRaw(init, info.si_signo, info.si_code, proc);
+      PassOnRaw(init, info.si_signo, info.si_code, proc, shared);
     }
   }
 }
@@ -934,10 +945,10 @@ Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t 
   UniqueFd proc(open("/proc", O_RDONLY | O_DIRECTORY | O_CLOEXEC));
   if (!proc) return Status::FromErrno(errno, "open /proc (the launcher's waiter)");
   // Kept for the life of both processes: the launcher may write it from a signal handler.
-  void* shared = mmap(nullptr, sizeof(std::atomic<int>), PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-  if (shared == MAP_FAILED) return Status::FromErrno(errno, "mmap (the launcher's end)");
-  auto* ended_by = new (shared) std::atomic<int>(0);
+  void* page = mmap(nullptr, sizeof(SharedWithWaiter), PROT_READ | PROT_WRITE,
+                    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+  if (page == MAP_FAILED) return Status::FromErrno(errno, "mmap (the launcher's end)");
+  auto* shared = new (page) SharedWithWaiter();
   // Every signal blocked until the launcher knows itself: its stop handler, run before that,
   // found no waiter to tell, and pid 1 cannot die of its own signal (it exited 143, rt63 P7).
   // The waiter blocks them all anyway.
@@ -949,14 +960,14 @@ Result<LauncherWaiter> EnterLauncher(const Policy& policy, bool layer2, int64_t 
   if (pid < 0) {
     const int err = errno;
     sigprocmask(SIG_SETMASK, &old, nullptr);
-    munmap(shared, sizeof(std::atomic<int>));
+    munmap(page, sizeof(SharedWithWaiter));
     return Status::FromErrno(err, "fork (the launcher's waiter)");
   }
   if (pid > 0) {
-    RunWaiter(pid, *base, Relay::kPassOn, confined->write.get(), on_killed, ended_by, proc.get());
+    RunWaiter(pid, *base, Relay::kPassOn, confined->write.get(), on_killed, shared, proc.get());
   }
   proc.reset();
-  g_session_ended_by = ended_by;
+  g_shared = shared;
   g_launcher_pid = getpid();
   sigprocmask(SIG_SETMASK, &old, nullptr);  // What came meanwhile is handled now.
   confined->write.reset();
@@ -980,9 +991,13 @@ bool WaiterDied(const UniqueFd& pidfd) {
 }
 
 bool TellWaiterTheSessionEndsBy(int signo) {
-  if (g_session_ended_by == nullptr || getpid() != g_launcher_pid) return false;
-  g_session_ended_by->store(signo);
+  if (g_shared == nullptr || getpid() != g_launcher_pid) return false;
+  g_shared->ended_by.store(signo);
   return true;
+}
+
+uint32_t JobStopsEnded() {
+  return g_shared != nullptr && getpid() == g_launcher_pid ? g_shared->stops_ended.load() : 0;
 }
 
 bool PassedOnByWaiter(int code, int value, uint16_t* sequence) {

@@ -502,6 +502,12 @@ bool TellWaiterTheSessionEndsBy(int signo);
 bool PassedOnByWaiter(int code, int value, uint16_t* sequence);
 // A passed-on copy's value: this tag | its sequence number (1, 2, ... per signal, 16 bits).
 inline constexpr int kPassedOnTag = 0x46420000;
+// In the launcher: how many job stops of the session (Ctrl-Z, then the shell's `fg`) its waiter
+// saw end, counted in the memory the two share before the waiter's SIGCONT to the launcher (one
+// `fg` brings it up to three SIGCONTs, and one that comes while another is pending is lost: the
+// count is not). A shell had the terminal meanwhile: the interactive prompt redraws itself once
+// per stop. 0 in any other process. Async-signal-safe.
+uint32_t JobStopsEnded();
 
 // The parent (forkbox) confines itself once its set-up is done and before its first model call:
 // the agent's seccomp filters and Landlock domain (writable: the policy's trees plus

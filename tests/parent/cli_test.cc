@@ -8,6 +8,7 @@
 #include <pty.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -20,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <sstream>
 
 #include "base/process.h"
@@ -48,11 +50,13 @@ Reply Text(const std::string& text, int64_t in = 0, int64_t out = 0) {
 }
 
 // forkbox on a fresh pseudo-terminal, as its controlling terminal unless `controlling` is false
-// (then closing the terminal sends no SIGHUP: its reads alone say it is gone).
+// (then closing the terminal sends no SIGHUP: its reads alone say it is gone). With `bash_script`,
+// forkbox runs through `bash -c SCRIPT FORKBOX ARGS...` ($0 its path, "$@" the args): a shell
+// with job control (`set -m`) to stop it and `fg` it.
 class PtyForkbox {
  public:
   PtyForkbox(const std::vector<std::string>& args, const std::vector<std::string>& env,
-             const std::string& cwd, bool controlling = true) {
+             const std::string& cwd, bool controlling = true, const std::string& bash_script = "") {
     int master = -1, slave = -1;
     struct winsize ws = {};
     ws.ws_row = 30;
@@ -63,6 +67,7 @@ class PtyForkbox {
     fcntl(master, F_SETFD, FD_CLOEXEC);
     if (const char* name = ptsname(master)) slave_path_ = name;
     SpawnOptions opts;
+    if (!bash_script.empty()) opts.argv = {"/bin/bash", "-c", bash_script};
     opts.argv.push_back(ForkboxPath());
     for (const auto& a : args) opts.argv.push_back(a);
     opts.env = env;
@@ -124,6 +129,13 @@ class PtyForkbox {
   }
   // The terminal window closes: its master side goes away.
   void CloseTerminal() { master_.reset(); }
+  // The terminal's modes now, as its reader gets them.
+  std::optional<termios> Modes() const {
+    UniqueFd slave(open(slave_path_.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC));
+    termios t;
+    if (!slave || tcgetattr(slave.get(), &t) != 0) return std::nullopt;
+    return t;
+  }
   void Signal(int sig) { ASSERT_TRUE(process_.Signal(sig).ok()); }
   const std::string& screen() const { return screen_; }
   bool running() {
@@ -242,6 +254,43 @@ TEST_F(CliTest, HistoryPersistsAcrossRunsAndTheUpArrowRecallsIt) {
   EXPECT_EQ(second->Finish(), 0) << Screen(*second);
   ASSERT_EQ(server_.request_count(), 2u);
   EXPECT_EQ(server_.request(1).view.LastUserText(), "remember-this-prompt");
+}
+
+// Ctrl-Z at the prompt, then the shell's `fg`: the shell had the terminal meanwhile and left it
+// in its own mode, cooked and echoing, with bracketed paste off (bash does). Continued, the prompt
+// puts its mode and bracketed paste back and redraws itself with the half-typed line, once: before,
+// it read on in the shell's mode, showing no prompt, every key echoed twice, and a multi-line paste
+// went out line by line as prompts. Sandboxed (the waiter counts the stop's end) and not.
+TEST_F(CliTest, ThePromptComesBackInItsOwnModeAfterCtrlZAndFg) {
+  AnswerWithCount();
+  const std::string shell =
+      "set -m; \"$0\" \"$@\"; stty icanon echo icrnl; printf '\\033[?2004l'; "
+      "echo '[job stopped]'; fg";
+  for (const bool sandboxed : {false, true}) {
+    SCOPED_TRACE(sandboxed ? "sandboxed" : "--sandbox=off");
+    PtyForkbox run({sandboxed ? "--sandbox=on" : "--sandbox=off", "--standby=0"}, Env(),
+                   workdir_.string(), /*controlling=*/true, shell);
+    ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
+    run.Type("half");
+    ASSERT_TRUE(run.Expect("half")) << Screen(run);
+    run.Type("\x1a");  // Ctrl-Z.
+    ASSERT_TRUE(run.Expect("[job stopped]")) << Screen(run);
+    ASSERT_TRUE(run.Expect("\x1b[?2004hforkbox> half")) << Screen(run);
+    const std::optional<termios> modes = run.Modes();
+    ASSERT_TRUE(modes);
+    EXPECT_EQ(modes->c_lflag & (ICANON | ECHO), 0u) << "the shell's cooked mode stayed";
+    run.Type(" more\r");
+    ASSERT_TRUE(run.Expect("answer ")) << Screen(run);
+    ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
+    run.Type("\x04");
+    EXPECT_EQ(run.Finish(), 0) << Screen(run);
+    const std::string screen = run.screen();
+    const size_t after = screen.find("[job stopped]");
+    EXPECT_EQ(screen.find("forkbox> half", screen.find("forkbox> half", after) + 1),
+              std::string::npos)
+        << "redrawn more than once" << Screen(run);
+    EXPECT_EQ(server_.requests().back().view.LastUserText(), "half more");
+  }
 }
 
 // The history file lies outside every path the confined parent may write: it is opened before
