@@ -157,7 +157,7 @@ class EditlineEditor : public LineEditor {
   // Outside libedit's reads: no echo and no kernel line editing (see the header). Notes a
   // terminal that is gone (EIO) in hung_up_.
   void QuietTerminal();
-  // Inside libedit's read, after a stop (TakeContinued): the editor's mode and the paste mode
+  // Inside libedit's read, after a stop (JobStopsEnded): the editor's mode and the paste mode
   // back, the prompt and the line redrawn.
   void Resume();
 
@@ -174,6 +174,7 @@ class EditlineEditor : public LineEditor {
   bool hung_up_ = false;               // A read saw the terminal gone (EOF or EIO).
   bool paste_eof_ = false;             // A Ctrl-D typed into a paste: the end of input.
   locale_t locale_ = nullptr;          // NewEditorLocale(); null: the process's.
+  uint32_t stops_seen_ = 0;            // JobStopsEnded() when last looked at.
 };
 
 EditlineEditor::~EditlineEditor() {
@@ -214,7 +215,10 @@ bool EditlineEditor::WaitReadable() {
       readable = false;
       break;
     }
-    if (TakeContinued()) Resume();
+    if (const uint32_t stops = JobStopsEnded(); stops != stops_seen_) {
+      stops_seen_ = stops;
+      Resume();
+    }
     struct pollfd p = {in_fd_, POLLIN, 0};
     const int n = ::ppoll(&p, 1, nullptr, &old);
     if (n > 0 || (n < 0 && errno != EINTR)) break;  // The read says what it is.
@@ -356,6 +360,7 @@ bool EditlineEditor::Init(std::vector<std::string> entries, std::optional<Histor
       // CR and LF reach the editor as typed, so that a paste's CRLF is told from a blank line.
       el_set(el_, EL_SETTY, "-d", "-icrnl", "-inlcr", "-igncr", nullptr) == 0;
   if (!set) return false;
+  stops_seen_ = JobStopsEnded();
   if (Status st = InstallContinueHandler(); !st.ok()) {
     WriteText(out_fd_, "forkbox: warning: the prompt is not redrawn after Ctrl-Z and fg: " +
                            st.ToString() + "\n");
@@ -424,7 +429,10 @@ PromptInput EditlineEditor::Read() {
   continuing_ = false;
   // Stopped and continued while the session worked: the shell turned bracketed paste off (el_gets
   // enters the editor's own mode itself).
-  if (TakeContinued() && bracketed_paste_) WriteRaw(out_fd_, "\x1b[?2004h");
+  if (const uint32_t stops = JobStopsEnded(); stops != stops_seen_) {
+    stops_seen_ = stops;
+    if (bracketed_paste_) WriteRaw(out_fd_, "\x1b[?2004h");
+  }
   while (true) {
     pasted_.reset();
     int count = 0;

@@ -88,7 +88,7 @@ std::vector<std::string> RenderProgressBlock(const std::vector<TaskLine>& tasks,
 }
 
 Progress::Progress(bool enabled, bool tty, int fd, EventStream* events)
-    : enabled_(enabled), tty_(tty), fd_(fd), events_(events) {}
+    : enabled_(enabled), tty_(tty), fd_(fd), stops_seen_(JobStopsEnded()), events_(events) {}
 
 void Progress::Write(const std::string& s) { WriteText(fd_, s); }
 
@@ -114,6 +114,10 @@ std::string Progress::LiveLine(int number, const Live& live) const {
 }
 
 void Progress::Redraw(const std::string& permanent) {
+  if (const uint32_t stops = JobStopsEnded(); stops != stops_seen_) {
+    stops_seen_ = stops;
+    drawn_ = 0;
+  }
   std::string out;
   if (drawn_ > 0) out += "\x1b[" + std::to_string(drawn_) + "F";  // Up to the first live line.
   out += "\x1b[J";                                                // Clear to the end.

@@ -82,6 +82,9 @@ class Progress {
   bool tty_;
   int fd_;
   int drawn_ = 0;  // Live lines currently on screen.
+  // JobStopsEnded() at the last redraw: after a stop the block is drawn anew below what the shell
+  // printed ("Stopped", `fg`), not over it.
+  uint32_t stops_seen_ = 0;
   std::map<int, Live> live_;
   int64_t queued_ = 0;
   EventStream* events_;

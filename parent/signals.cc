@@ -16,9 +16,9 @@ namespace {
 
 volatile sig_atomic_t g_signal = 0;
 volatile sig_atomic_t g_exit_mode = 0;
-volatile sig_atomic_t g_ended_by = 0;   // EndBySignal's.
-volatile sig_atomic_t g_continued = 0;  // OnContinue's.
-OutputFailure g_output_failure;         // The first one.
+volatile sig_atomic_t g_ended_by = 0;     // EndBySignal's.
+volatile sig_atomic_t g_stops_ended = 0;  // OnJobControl's count, unsandboxed.
+OutputFailure g_output_failure;           // The first one.
 
 // Per interrupt signal, the copies that came directly and whose copy from the waiter has not come
 // yet, and the waiter's last sequence number seen (sandbox::PassedOnByWaiter).
@@ -73,7 +73,7 @@ void OnInterrupt(int signo, siginfo_t* info, void*) {
 void OnJobControl(int signo) {
   const int saved = errno;
   sandbox::StopAsJobRaw(signo);  // Leaves the signal at its default action: this handler again.
-  g_continued = 1;
+  g_stops_ended = g_stops_ended + 1;
   struct sigaction sa = {};
   sa.sa_handler = OnJobControl;
   sigemptyset(&sa.sa_mask);
@@ -83,7 +83,7 @@ void OnJobControl(int signo) {
 }
 
 // Only so that a wait returns EINTR (and a PID namespace's init gets SIGCONT at all): what
-// happened is in sandbox::JobStopsEnded and g_continued.
+// happened is counted (JobStopsEnded).
 void OnContinue(int) {}
 
 }  // namespace
@@ -109,14 +109,7 @@ Status InstallContinueHandler() {
   return Status::Ok();
 }
 
-bool TakeContinued() {
-  static uint32_t seen = 0;  // The waiter's count when last taken.
-  const uint32_t ended = sandbox::JobStopsEnded();
-  const bool continued = g_continued != 0 || ended != seen;
-  g_continued = 0;
-  seen = ended;
-  return continued;
-}
+uint32_t JobStopsEnded() { return sandbox::JobStopsEnded() + static_cast<uint32_t>(g_stops_ended); }
 
 bool KillAndReapAllChildren() {
   if (sandbox::KillAllDescendants() >= 0) return true;

@@ -21,6 +21,7 @@
 #include <signal.h>
 #include <sys/types.h>
 
+#include <cstdint>
 #include <vector>
 
 #include "agent/cancel.h"
@@ -70,14 +71,15 @@ void ExitIfEndedBySignal(int code);
 // ignored stays ignored.
 Status InstallJobControlHandler();
 
-// Records the end of each job stop of the session (Ctrl-Z, then the shell's `fg`) for the
-// interactive prompt, which takes it (TakeContinued) to put its terminal mode back and redraw
-// itself: the shell had the terminal meanwhile, in its own mode. Sandboxed, the waiter counts it
-// (sandbox::JobStopsEnded) and sends SIGCONT, whose handler (SA_RESTART) only makes a wait return
-// EINTR; with --sandbox=off, the job-control handler records it once it went on.
+// How many job stops of the session ended so far (Ctrl-Z, then the shell's `fg`). The shell had
+// the terminal meanwhile, in its own mode: the interactive prompt and the progress block each
+// compare the count with the one they last saw, and put their mode back or draw themselves anew
+// below what the shell printed. Sandboxed, the waiter counts them (sandbox::JobStopsEnded) and
+// then sends SIGCONT; with --sandbox=off, the job-control handler counts them.
+uint32_t JobStopsEnded();
+// A SIGCONT handler (SA_RESTART) that only makes a wait return EINTR once a stop ended (a PID
+// namespace's init gets SIGCONT only with a handler), for the interactive prompt.
 Status InstallContinueHandler();
-// Whether a job stop ended since the last call. Not thread-safe: the prompt's thread takes it.
-bool TakeContinued();
 
 enum class InterruptMode { kExit, kFlag };
 Status InstallInterruptHandler(InterruptMode mode);

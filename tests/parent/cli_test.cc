@@ -256,6 +256,12 @@ TEST_F(CliTest, HistoryPersistsAcrossRunsAndTheUpArrowRecallsIt) {
   EXPECT_EQ(server_.request(1).view.LastUserText(), "remember-this-prompt");
 }
 
+// A shell with job control around forkbox, as bash at a terminal is: once forkbox stops, it leaves
+// the terminal in its own mode (cooked, echoing, bracketed paste off), says so and runs `fg`.
+constexpr char kJobShell[] =
+    "set -m; \"$0\" \"$@\"; stty icanon echo icrnl; printf '\\033[?2004l'; "
+    "echo '[job stopped]'; fg";
+
 // Ctrl-Z at the prompt, then the shell's `fg`: the shell had the terminal meanwhile and left it
 // in its own mode, cooked and echoing, with bracketed paste off (bash does). Continued, the prompt
 // puts its mode and bracketed paste back and redraws itself with the half-typed line, once: before,
@@ -263,13 +269,10 @@ TEST_F(CliTest, HistoryPersistsAcrossRunsAndTheUpArrowRecallsIt) {
 // went out line by line as prompts. Sandboxed (the waiter counts the stop's end) and not.
 TEST_F(CliTest, ThePromptComesBackInItsOwnModeAfterCtrlZAndFg) {
   AnswerWithCount();
-  const std::string shell =
-      "set -m; \"$0\" \"$@\"; stty icanon echo icrnl; printf '\\033[?2004l'; "
-      "echo '[job stopped]'; fg";
   for (const bool sandboxed : {false, true}) {
     SCOPED_TRACE(sandboxed ? "sandboxed" : "--sandbox=off");
     PtyForkbox run({sandboxed ? "--sandbox=on" : "--sandbox=off", "--standby=0"}, Env(),
-                   workdir_.string(), /*controlling=*/true, shell);
+                   workdir_.string(), /*controlling=*/true, kJobShell);
     ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
     run.Type("half");
     ASSERT_TRUE(run.Expect("half")) << Screen(run);
@@ -495,6 +498,39 @@ TEST_F(CliTest, TheLiveBlockShowsARunningTasksTurnAndTool) {
   ASSERT_TRUE(run->Expect("forkbox> ")) << Screen(*run);
   run->Type("\x04");
   EXPECT_EQ(run->Finish(), 0) << Screen(*run);
+}
+
+// Ctrl-Z while a task runs, then `fg`: the live block is drawn anew below what the shell printed
+// meanwhile. Before, the next redraw moved the cursor up over the shell's lines (ESC [ 3F), erased
+// them and left the old block above.
+TEST_F(CliTest, TheLiveBlockIsDrawnAnewBelowTheShellsLinesAfterCtrlZAndFg) {
+  server_.SetHandler([](const RecordedRequest& r) {
+    if (r.view.LastUserText() == "delegate" && r.view.assistant_turns == 0) {
+      Reply reply;
+      reply.tool_calls = {
+          ToolCall{"task", {{"prompt", "hang"}, {"description", "hanging job"}}, ""}};
+      return reply;
+    }
+    return Text("after the interrupt");
+  });
+  PtyForkbox run({"--sandbox=off", "--standby=0", "--child-path",
+                  std::string(FAKE_CHILD_DIR) + "/fake_child_hang"},
+                 Env(), workdir_.string(), /*controlling=*/true, kJobShell);
+  ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
+  run.Type("delegate\r");
+  ASSERT_TRUE(run.Expect("[task 1] general: hanging job · turn 1 · ")) << Screen(run);
+  run.Type("\x1a");  // Ctrl-Z.
+  ASSERT_TRUE(run.Expect("[job stopped]")) << Screen(run);
+  ASSERT_TRUE(run.Expect("[task 1] general: hanging job")) << Screen(run);  // The next tick.
+  const std::string screen = run.screen();
+  const size_t clear = screen.find("\x1b[J", screen.find("[job stopped]"));
+  ASSERT_NE(clear, std::string::npos) << Screen(run);
+  EXPECT_NE(screen[clear - 1], 'F') << "drawn over the shell's lines" << Screen(run);
+  run.Type("\x03");  // Ctrl-C cancels the task.
+  ASSERT_TRUE(run.Expect("(interrupted)")) << Screen(run);
+  ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
+  run.Type("\x04");
+  EXPECT_EQ(run.Finish(), 0) << Screen(run);
 }
 
 // rt62 #9: TERM=dumb (Emacs' M-x shell and compile, some CI) has no cursor control, but the live
