@@ -217,7 +217,8 @@ int KillTreeRoundRaw(pid_t self, std::span<const pid_t> keep) {
 int StopDescendantsRaw(int proc) {
   const pid_t self = getpid();
   int stopped = 0;
-  timespec waits_since{};  // When a round first found only waiting processes left.
+  bool only_waiting = false;  // The last round found only waiting processes left,
+  timespec waits_since{};     // since then.
   for (int round = 0; round < kMaxKillRounds; ++round) {
     ProcLink links[kMaxLinks];
     const int count = ScanLinksRaw(proc, self, links);
@@ -233,7 +234,7 @@ int StopDescendantsRaw(int proc) {
     stopped += n;
     if (n == 0) return stopped;
     if (n > waiting) {
-      waits_since = {};
+      only_waiting = false;
       sched_yield();  // The kernel stops each when it next runs.
       continue;
     }
@@ -241,7 +242,8 @@ int StopDescendantsRaw(int proc) {
     // rescanned for kWaitGraceNs, then left to take its stop when its wait ends.
     timespec now{};
     clock_gettime(CLOCK_MONOTONIC, &now);
-    if (waits_since.tv_sec == 0 && waits_since.tv_nsec == 0) waits_since = now;
+    if (!only_waiting) waits_since = now;
+    only_waiting = true;
     const int64_t waited =
         (now.tv_sec - waits_since.tv_sec) * 1'000'000'000LL + (now.tv_nsec - waits_since.tv_nsec);
     if (waited >= kWaitGraceNs) return stopped;
