@@ -13,6 +13,8 @@
 #include <fstream>
 #include <string>
 
+#include "base/unique_fd.h"
+
 namespace forkbox {
 namespace {
 
@@ -110,6 +112,45 @@ TEST_F(FileTest, OpenAt2AddsCloexecAndKeepsTheResolveFlags) {
   EXPECT_FALSE(OpenAt2(dir.get(), "link", O_RDONLY, RESOLVE_NO_SYMLINKS));
   EXPECT_EQ(errno, ELOOP);
   EXPECT_TRUE(OpenAt2(dir.get(), "link", O_RDONLY, 0)) << "the control: followed without";
+}
+
+// A directory held since start-up is reopened by name only when the name still leads to it: the
+// same directory reopens; one moved away, replaced by another, or behind a link now is kNotFound,
+// worded for the user; an open that fails otherwise (a name too long) keeps its errno's code and
+// says it, never taken for a moved directory.
+TEST_F(FileTest, ReopenDirectoryOpensOnlyTheDirectoryItHeld) {
+  const std::string work = dir_ + "/work";
+  ASSERT_EQ(mkdir(work.c_str(), 0700), 0);
+  UniqueFd held(open(work.c_str(), O_PATH | O_DIRECTORY | O_CLOEXEC));
+  ASSERT_TRUE(held);
+  const FileIdentity id = IdentityOf(held.get());
+  ASSERT_NE(id.ino, 0u);
+
+  Result<UniqueFd> same = ReopenDirectory(work, id, "the workdir");
+  ASSERT_TRUE(same.ok()) << same.status().ToString();
+  EXPECT_EQ(IdentityOf(same->get()).ino, id.ino);
+
+  ASSERT_EQ(rename(work.c_str(), (dir_ + "/moved").c_str()), 0);
+  ASSERT_EQ(mkdir(work.c_str(), 0700), 0);  // Another directory under the name.
+  Result<UniqueFd> replaced = ReopenDirectory(work, id, "the workdir");
+  ASSERT_FALSE(replaced.ok());
+  EXPECT_EQ(replaced.status().code(), Status::Code::kNotFound);
+  EXPECT_EQ(replaced.status().message(),
+            work + " no longer leads to the workdir (moved, removed or replaced)");
+
+  ASSERT_EQ(rmdir(work.c_str()), 0);
+  ASSERT_EQ(symlink((dir_ + "/moved").c_str(), work.c_str()), 0);  // A link to the real one.
+  Result<UniqueFd> linked = ReopenDirectory(work, id, "the workdir");
+  ASSERT_FALSE(linked.ok()) << "followed a link";
+  EXPECT_EQ(linked.status().code(), Status::Code::kNotFound);
+
+  const std::string too_long = dir_ + "/" + std::string(300, 'x');
+  Result<UniqueFd> failed = ReopenDirectory(too_long, id, "the workdir");
+  ASSERT_FALSE(failed.ok());
+  EXPECT_NE(failed.status().code(), Status::Code::kNotFound);
+  EXPECT_NE(failed.status().message().find(std::strerror(ENAMETOOLONG)), std::string::npos)
+      << failed.status().ToString();
+  EXPECT_EQ(failed.status().message().find("no longer leads to"), std::string::npos);
 }
 
 }  // namespace
