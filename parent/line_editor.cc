@@ -178,6 +178,7 @@ class EditlineEditor : public LineEditor {
 };
 
 EditlineEditor::~EditlineEditor() {
+  ClearIdleTerminal();  // The terminal goes back to how it was found; a continue leaves it so.
   if (bracketed_paste_) WriteRaw(out_fd_, "\x1b[?2004l");    // Bracketed paste off.
   if (saved_) (void)::tcsetattr(in_fd_, TCSANOW, &*saved_);  // Best effort: we are leaving.
   if (el_ != nullptr) el_end(el_);
@@ -398,6 +399,7 @@ void EditlineEditor::QuietTerminal() {
   t.c_cc[VTIME] = 0;
   // Best effort: if the terminal refuses, type-ahead is merely echoed as before.
   (void)::tcsetattr(in_fd_, TCSANOW, &t);
+  SetIdleTerminal(in_fd_, out_fd_, t, bracketed_paste_);  // Put back after a job stop too.
 }
 
 // The shell that had the terminal while we were stopped left it in its own mode (cooked and
@@ -427,12 +429,10 @@ PromptInput EditlineEditor::Read() {
   ScopedLocale in_locale(locale_);
   std::string text;
   continuing_ = false;
-  // Stopped and continued while the session worked: the shell turned bracketed paste off (el_gets
-  // enters the editor's own mode itself).
-  if (const uint32_t stops = JobStopsEnded(); stops != stops_seen_) {
-    stops_seen_ = stops;
-    if (bracketed_paste_) WriteRaw(out_fd_, "\x1b[?2004h");
-  }
+  // A stop while the session worked: the continue put the idle terminal back, and el_gets draws
+  // the prompt anew (a redraw in the wait would draw it twice).
+  ClearIdleTerminal();
+  stops_seen_ = JobStopsEnded();
   while (true) {
     pasted_.reset();
     int count = 0;

@@ -5,6 +5,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 
@@ -18,7 +19,25 @@ volatile sig_atomic_t g_signal = 0;
 volatile sig_atomic_t g_exit_mode = 0;
 volatile sig_atomic_t g_ended_by = 0;     // EndBySignal's.
 volatile sig_atomic_t g_stops_ended = 0;  // OnJobControl's count, unsandboxed.
-OutputFailure g_output_failure;           // The first one.
+
+// SetIdleTerminal's; read by the handlers only while g_idle_set.
+struct IdleTerminal {
+  int in_fd = -1;
+  int out_fd = -1;
+  termios quiet{};
+  bool paste = false;
+};
+IdleTerminal g_idle;
+volatile sig_atomic_t g_idle_set = 0;
+
+// Async-signal-safe: tcsetattr and write.
+void RestoreIdleTerminalRaw() {
+  if (g_idle_set == 0) return;
+  (void)tcsetattr(g_idle.in_fd, TCSANOW, &g_idle.quiet);  // Best effort, as QuietTerminal.
+  static constexpr char kPasteOn[] = "\x1b[?2004h";
+  if (g_idle.paste) (void)!write(g_idle.out_fd, kPasteOn, sizeof(kPasteOn) - 1);
+}
+OutputFailure g_output_failure;  // The first one.
 
 // Per interrupt signal, the copies that came directly and whose copy from the waiter has not come
 // yet, and the waiter's last sequence number seen (sandbox::PassedOnByWaiter).
@@ -74,6 +93,7 @@ void OnJobControl(int signo) {
   const int saved = errno;
   sandbox::StopAsJobRaw(signo);  // Leaves the signal at its default action: this handler again.
   g_stops_ended = g_stops_ended + 1;
+  RestoreIdleTerminalRaw();
   struct sigaction sa = {};
   sa.sa_handler = OnJobControl;
   sigemptyset(&sa.sa_mask);
@@ -82,9 +102,13 @@ void OnJobControl(int signo) {
   errno = saved;
 }
 
-// Only so that a wait returns EINTR (and a PID namespace's init gets SIGCONT at all): what
-// happened is counted (JobStopsEnded).
-void OnContinue(int) {}
+// What a stop ended is counted (JobStopsEnded); this handler makes a wait return EINTR (and a
+// PID namespace's init get SIGCONT at all), and puts the idle terminal back.
+void OnContinue(int) {
+  const int saved = errno;
+  RestoreIdleTerminalRaw();
+  errno = saved;
+}
 
 }  // namespace
 
@@ -108,6 +132,16 @@ Status InstallContinueHandler() {
   if (sigaction(SIGCONT, &sa, nullptr) != 0) return Status::FromErrno(errno, "sigaction(SIGCONT)");
   return Status::Ok();
 }
+
+void SetIdleTerminal(int in_fd, int out_fd, const termios& quiet, bool paste) {
+  g_idle_set = 0;
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  g_idle = {in_fd, out_fd, quiet, paste};
+  std::atomic_signal_fence(std::memory_order_seq_cst);
+  g_idle_set = 1;
+}
+
+void ClearIdleTerminal() { g_idle_set = 0; }
 
 uint32_t JobStopsEnded() { return sandbox::JobStopsEnded() + static_cast<uint32_t>(g_stops_ended); }
 

@@ -20,6 +20,7 @@
 
 #include <signal.h>
 #include <sys/types.h>
+#include <termios.h>
 
 #include <cstdint>
 #include <vector>
@@ -77,8 +78,17 @@ Status InstallJobControlHandler();
 // below what the shell printed. Sandboxed, the waiter counts them (sandbox::JobStopsEnded) and
 // then sends SIGCONT; with --sandbox=off, the job-control handler counts them.
 uint32_t JobStopsEnded();
-// A SIGCONT handler (SA_RESTART) that only makes a wait return EINTR once a stop ended (a PID
-// namespace's init gets SIGCONT only with a handler), for the interactive prompt.
+// The terminal as the interactive prompt leaves it while the session works: `in_fd` quiet (no
+// echo, no kernel line editing: `quiet`), bracketed paste on through `out_fd` (`paste`). A job
+// stop hands the terminal to the shell, which leaves it in its own mode: each continue (SIGCONT;
+// unsandboxed the job-control handler) puts this back at once, so keys typed while the session
+// still works are neither echoed into its output nor a paste split into lines. Cleared while the
+// prompt reads: libedit has its own mode then, and the prompt redraws itself (JobStopsEnded).
+void SetIdleTerminal(int in_fd, int out_fd, const termios& quiet, bool paste);
+void ClearIdleTerminal();
+// A SIGCONT handler (SA_RESTART) for the interactive prompt: it puts the idle terminal back
+// (SetIdleTerminal), and makes the prompt's wait return EINTR once a stop ended (a PID
+// namespace's init gets SIGCONT only with a handler).
 Status InstallContinueHandler();
 
 enum class InterruptMode { kExit, kFlag };

@@ -501,36 +501,48 @@ TEST_F(CliTest, TheLiveBlockShowsARunningTasksTurnAndTool) {
 }
 
 // Ctrl-Z while a task runs, then `fg`: the live block is drawn anew below what the shell printed
-// meanwhile. Before, the next redraw moved the cursor up over the shell's lines (ESC [ 3F), erased
-// them and left the old block above.
+// meanwhile, and the terminal is quiet again with bracketed paste on. Before, the next redraw moved
+// the cursor up over the shell's lines (ESC [ 3F), erased them and left the old block above, and
+// until the next prompt typed keys were echoed into the output and a paste went in as lines.
 TEST_F(CliTest, TheLiveBlockIsDrawnAnewBelowTheShellsLinesAfterCtrlZAndFg) {
   server_.SetHandler([](const RecordedRequest& r) {
-    if (r.view.LastUserText() == "delegate" && r.view.assistant_turns == 0) {
-      Reply reply;
+    Reply reply;
+    if (r.view.HasTool("task") && r.view.assistant_turns == 0) {
       reply.tool_calls = {
           ToolCall{"task", {{"prompt", "hang"}, {"description", "hanging job"}}, ""}};
-      return reply;
+    } else if (!r.view.HasTool("task")) {
+      reply.tool_calls = {ToolCall{"bash", {{"command", "sleep 600"}}, ""}};  // The task's.
+    } else {
+      reply.text = "after the interrupt";
     }
-    return Text("after the interrupt");
+    return reply;
   });
-  PtyForkbox run({"--sandbox=off", "--standby=0", "--child-path",
-                  std::string(FAKE_CHILD_DIR) + "/fake_child_hang"},
-                 Env(), workdir_.string(), /*controlling=*/true, kJobShell);
-  ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
-  run.Type("delegate\r");
-  ASSERT_TRUE(run.Expect("[task 1] general: hanging job · turn 1 · ")) << Screen(run);
-  run.Type("\x1a");  // Ctrl-Z.
-  ASSERT_TRUE(run.Expect("[job stopped]")) << Screen(run);
-  ASSERT_TRUE(run.Expect("[task 1] general: hanging job")) << Screen(run);  // The next tick.
-  const std::string screen = run.screen();
-  const size_t clear = screen.find("\x1b[J", screen.find("[job stopped]"));
-  ASSERT_NE(clear, std::string::npos) << Screen(run);
-  EXPECT_NE(screen[clear - 1], 'F') << "drawn over the shell's lines" << Screen(run);
-  run.Type("\x03");  // Ctrl-C cancels the task.
-  ASSERT_TRUE(run.Expect("(interrupted)")) << Screen(run);
-  ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
-  run.Type("\x04");
-  EXPECT_EQ(run.Finish(), 0) << Screen(run);
+  for (const bool sandboxed : {false, true}) {
+    SCOPED_TRACE(sandboxed ? "sandboxed" : "--sandbox=off");
+    PtyForkbox run({sandboxed ? "--sandbox=on" : "--sandbox=off", "--standby=0"}, Env(),
+                   workdir_.string(), /*controlling=*/true, kJobShell);
+    ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
+    run.Type("delegate\r");
+    ASSERT_TRUE(run.Expect(" · bash: sleep 600")) << Screen(run);
+    run.Type("\x1a");  // Ctrl-Z.
+    ASSERT_TRUE(run.Expect("[job stopped]")) << Screen(run);
+    ASSERT_TRUE(run.Expect("[task 1] general: hanging job")) << Screen(run);  // The next tick.
+    const std::string screen = run.screen();
+    const size_t clear = screen.find("\x1b[J", screen.find("[job stopped]"));
+    ASSERT_NE(clear, std::string::npos) << Screen(run);
+    EXPECT_NE(screen[clear - 1], 'F') << "drawn over the shell's lines" << Screen(run);
+    // The task still runs: keys typed now wait unechoed for the prompt, as before the stop.
+    const std::optional<termios> modes = run.Modes();
+    ASSERT_TRUE(modes);
+    EXPECT_EQ(modes->c_lflag & (ICANON | ECHO), 0u) << "the shell's cooked mode stayed";
+    EXPECT_NE(screen.find("\x1b[?2004h", screen.find("[job stopped]")), std::string::npos)
+        << "bracketed paste stayed off" << Screen(run);
+    run.Type("\x03");  // Ctrl-C cancels the task.
+    ASSERT_TRUE(run.Expect("(interrupted)")) << Screen(run);
+    ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
+    run.Type("\x04");
+    EXPECT_EQ(run.Finish(), 0) << Screen(run);
+  }
 }
 
 // rt62 #9: TERM=dumb (Emacs' M-x shell and compile, some CI) has no cursor control, but the live
