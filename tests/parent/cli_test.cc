@@ -129,12 +129,12 @@ class PtyForkbox {
   }
   // The terminal window closes: its master side goes away.
   void CloseTerminal() { master_.reset(); }
-  // The terminal's modes now, as its reader gets them.
-  std::optional<termios> Modes() const {
+  // Whether the terminal neither echoes nor line-edits now (the editor's mode, or the quiet one
+  // of a session at work).
+  bool Quiet() const {
     UniqueFd slave(open(slave_path_.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC));
     termios t;
-    if (!slave || tcgetattr(slave.get(), &t) != 0) return std::nullopt;
-    return t;
+    return slave && tcgetattr(slave.get(), &t) == 0 && (t.c_lflag & (ICANON | ECHO)) == 0;
   }
   void Signal(int sig) { ASSERT_TRUE(process_.Signal(sig).ok()); }
   const std::string& screen() const { return screen_; }
@@ -163,6 +163,12 @@ class PtyForkbox {
   std::string screen_;
   size_t seen_ = 0;
 };
+
+// A shell with job control around forkbox, as bash at a terminal is: once forkbox stops, it leaves
+// the terminal in its own mode (cooked, echoing, bracketed paste off), says so and runs `fg`.
+constexpr char kJobShell[] =
+    "set -m; \"$0\" \"$@\"; stty icanon echo icrnl; printf '\\033[?2004l'; "
+    "echo '[job stopped]'; fg";
 
 class CliTest : public ::testing::Test {
  protected:
@@ -218,6 +224,12 @@ class CliTest : public ::testing::Test {
         [n](const RecordedRequest&) { return Text("answer " + std::to_string(++*n)); });
   }
   fs::path HistoryPath() const { return root_ / "state" / "forkbox" / "history"; }
+  // forkbox under kJobShell, sandboxed or not.
+  std::unique_ptr<PtyForkbox> StartUnderJobShell(bool sandboxed) {
+    return std::make_unique<PtyForkbox>(
+        std::vector<std::string>{sandboxed ? "--sandbox=on" : "--sandbox=off", "--standby=0"},
+        Env(), workdir_.string(), /*controlling=*/true, kJobShell);
+  }
 
   fs::path root_;
   fs::path workdir_;
@@ -256,12 +268,6 @@ TEST_F(CliTest, HistoryPersistsAcrossRunsAndTheUpArrowRecallsIt) {
   EXPECT_EQ(server_.request(1).view.LastUserText(), "remember-this-prompt");
 }
 
-// A shell with job control around forkbox, as bash at a terminal is: once forkbox stops, it leaves
-// the terminal in its own mode (cooked, echoing, bracketed paste off), says so and runs `fg`.
-constexpr char kJobShell[] =
-    "set -m; \"$0\" \"$@\"; stty icanon echo icrnl; printf '\\033[?2004l'; "
-    "echo '[job stopped]'; fg";
-
 // Ctrl-Z at the prompt, then the shell's `fg`: the shell had the terminal meanwhile and left it
 // in its own mode, cooked and echoing, with bracketed paste off (bash does). Continued, the prompt
 // puts its mode and bracketed paste back and redraws itself with the half-typed line, once: before,
@@ -271,17 +277,15 @@ TEST_F(CliTest, ThePromptComesBackInItsOwnModeAfterCtrlZAndFg) {
   AnswerWithCount();
   for (const bool sandboxed : {false, true}) {
     SCOPED_TRACE(sandboxed ? "sandboxed" : "--sandbox=off");
-    PtyForkbox run({sandboxed ? "--sandbox=on" : "--sandbox=off", "--standby=0"}, Env(),
-                   workdir_.string(), /*controlling=*/true, kJobShell);
+    const std::unique_ptr<PtyForkbox> shown = StartUnderJobShell(sandboxed);
+    PtyForkbox& run = *shown;
     ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
     run.Type("half");
     ASSERT_TRUE(run.Expect("half")) << Screen(run);
-    run.Type("\x1a");  // Ctrl-Z.
+    run.Type("\x1a");  // Ctrl-Z: the job shell says so and runs `fg`.
     ASSERT_TRUE(run.Expect("[job stopped]")) << Screen(run);
     ASSERT_TRUE(run.Expect("\x1b[?2004hforkbox> half")) << Screen(run);
-    const std::optional<termios> modes = run.Modes();
-    ASSERT_TRUE(modes);
-    EXPECT_EQ(modes->c_lflag & (ICANON | ECHO), 0u) << "the shell's cooked mode stayed";
+    EXPECT_TRUE(run.Quiet()) << "the shell's cooked mode stayed";
     run.Type(" more\r");
     ASSERT_TRUE(run.Expect("answer ")) << Screen(run);
     ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
@@ -519,12 +523,12 @@ TEST_F(CliTest, TheLiveBlockIsDrawnAnewBelowTheShellsLinesAfterCtrlZAndFg) {
   });
   for (const bool sandboxed : {false, true}) {
     SCOPED_TRACE(sandboxed ? "sandboxed" : "--sandbox=off");
-    PtyForkbox run({sandboxed ? "--sandbox=on" : "--sandbox=off", "--standby=0"}, Env(),
-                   workdir_.string(), /*controlling=*/true, kJobShell);
+    const std::unique_ptr<PtyForkbox> shown = StartUnderJobShell(sandboxed);
+    PtyForkbox& run = *shown;
     ASSERT_TRUE(run.Expect("forkbox> ")) << Screen(run);
     run.Type("delegate\r");
     ASSERT_TRUE(run.Expect(" · bash: sleep 600")) << Screen(run);
-    run.Type("\x1a");  // Ctrl-Z.
+    run.Type("\x1a");  // Ctrl-Z: the job shell says so and runs `fg`.
     ASSERT_TRUE(run.Expect("[job stopped]")) << Screen(run);
     ASSERT_TRUE(run.Expect("[task 1] general: hanging job")) << Screen(run);  // The next tick.
     const std::string screen = run.screen();
@@ -532,9 +536,7 @@ TEST_F(CliTest, TheLiveBlockIsDrawnAnewBelowTheShellsLinesAfterCtrlZAndFg) {
     ASSERT_NE(clear, std::string::npos) << Screen(run);
     EXPECT_NE(screen[clear - 1], 'F') << "drawn over the shell's lines" << Screen(run);
     // The task still runs: keys typed now wait unechoed for the prompt, as before the stop.
-    const std::optional<termios> modes = run.Modes();
-    ASSERT_TRUE(modes);
-    EXPECT_EQ(modes->c_lflag & (ICANON | ECHO), 0u) << "the shell's cooked mode stayed";
+    EXPECT_TRUE(run.Quiet()) << "the shell's cooked mode stayed";
     EXPECT_NE(screen.find("\x1b[?2004h", screen.find("[job stopped]")), std::string::npos)
         << "bracketed paste stayed off" << Screen(run);
     run.Type("\x03");  // Ctrl-C cancels the task.
