@@ -92,8 +92,7 @@ void OnInterrupt(int signo, siginfo_t* info, void*) {
 void OnJobControl(int signo) {
   const int saved = errno;
   sandbox::StopAsJobRaw(signo);  // Leaves the signal at its default action: this handler again.
-  g_stops_ended = g_stops_ended + 1;
-  RestoreIdleTerminalRaw();
+  g_stops_ended = g_stops_ended + 1;  // The continue's SIGCONT put the idle terminal back.
   struct sigaction sa = {};
   sa.sa_handler = OnJobControl;
   sigemptyset(&sa.sa_mask);

@@ -80,8 +80,8 @@ Status InstallJobControlHandler();
 uint32_t JobStopsEnded();
 // The terminal as the interactive prompt leaves it while the session works: `in_fd` quiet (no
 // echo, no kernel line editing: `quiet`), bracketed paste on through `out_fd` (`paste`). A job
-// stop hands the terminal to the shell, which leaves it in its own mode: each continue (SIGCONT;
-// unsandboxed the job-control handler) puts this back at once, so keys typed while the session
+// stop hands the terminal to the shell, which leaves it in its own mode: each continue (the
+// SIGCONT handler, InstallContinueHandler) puts this back at once, so keys typed while the session
 // still works are neither echoed into its output nor a paste split into lines. Cleared while the
 // prompt reads: libedit has its own mode then, and the prompt redraws itself (JobStopsEnded).
 void SetIdleTerminal(int in_fd, int out_fd, const termios& quiet, bool paste);
